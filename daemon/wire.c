@@ -1,0 +1,1332 @@
+/* wire.c: bounds-checked reader and writer for Thrift binary and compact. */
+#include "wire.h"
+
+#include <string.h>
+
+/*
+ * Nothing here trusts a length from the input: every count is checked
+ * against the bytes left and a limit before anything is read, nesting is
+ * capped, and a failure is sticky so callers can check once per message.
+ */
+
+const struct wire_limits wire_default_limits = {
+    .max_message = 16u << 20,
+    .max_string = 16u << 20,
+    .max_container = 1u << 24,
+    .max_depth = WIRE_MAX_DEPTH,
+};
+
+/* Compact protocol type ids. */
+enum wire_ctype {
+    CT_STOP = 0,
+    CT_TRUE = 1,
+    CT_FALSE = 2,
+    CT_BYTE = 3,
+    CT_I16 = 4,
+    CT_I32 = 5,
+    CT_I64 = 6,
+    CT_DOUBLE = 7,
+    CT_BINARY = 8,
+    CT_LIST = 9,
+    CT_SET = 10,
+    CT_MAP = 11,
+    CT_STRUCT = 12,
+};
+
+static const uint8_t wire_ctype_to_ttype[16] = {
+    [CT_STOP] = WIRE_T_STOP,     [CT_TRUE] = WIRE_T_BOOL,
+    [CT_FALSE] = WIRE_T_BOOL,    [CT_BYTE] = WIRE_T_BYTE,
+    [CT_I16] = WIRE_T_I16,       [CT_I32] = WIRE_T_I32,
+    [CT_I64] = WIRE_T_I64,       [CT_DOUBLE] = WIRE_T_DOUBLE,
+    [CT_BINARY] = WIRE_T_STRING, [CT_LIST] = WIRE_T_LIST,
+    [CT_SET] = WIRE_T_SET,       [CT_MAP] = WIRE_T_MAP,
+    [CT_STRUCT] = WIRE_T_STRUCT,
+    [13] = 0xff, [14] = 0xff, [15] = 0xff,
+};
+
+static uint8_t
+wire_ttype_to_ctype(uint8_t t)
+{
+    switch (t) {
+    case WIRE_T_BOOL: return CT_TRUE;
+    case WIRE_T_BYTE: return CT_BYTE;
+    case WIRE_T_I16: return CT_I16;
+    case WIRE_T_I32: return CT_I32;
+    case WIRE_T_I64: return CT_I64;
+    case WIRE_T_DOUBLE: return CT_DOUBLE;
+    case WIRE_T_STRING: return CT_BINARY;
+    case WIRE_T_LIST: return CT_LIST;
+    case WIRE_T_SET: return CT_SET;
+    case WIRE_T_MAP: return CT_MAP;
+    case WIRE_T_STRUCT: return CT_STRUCT;
+    default: return CT_STOP;
+    }
+}
+
+static gboolean
+wire_type_valid(uint8_t t)
+{
+    switch (t) {
+    case WIRE_T_BOOL: case WIRE_T_BYTE: case WIRE_T_DOUBLE: case WIRE_T_I16:
+    case WIRE_T_I32: case WIRE_T_I64: case WIRE_T_STRING: case WIRE_T_STRUCT:
+    case WIRE_T_MAP: case WIRE_T_SET: case WIRE_T_LIST:
+        return TRUE;
+    default:
+        return FALSE;
+    }
+}
+
+const char *
+wire_type_name(uint8_t type)
+{
+    switch (type) {
+    case WIRE_T_STOP: return "stop";
+    case WIRE_T_BOOL: return "bool";
+    case WIRE_T_BYTE: return "byte";
+    case WIRE_T_DOUBLE: return "double";
+    case WIRE_T_I16: return "i16";
+    case WIRE_T_I32: return "i32";
+    case WIRE_T_I64: return "i64";
+    case WIRE_T_STRING: return "string";
+    case WIRE_T_STRUCT: return "struct";
+    case WIRE_T_MAP: return "map";
+    case WIRE_T_SET: return "set";
+    case WIRE_T_LIST: return "list";
+    default: return "invalid";
+    }
+}
+
+/* ---- reader ---------------------------------------------------------- */
+
+void
+wire_reader_init(struct wire_reader *r, wire_proto_t proto,
+                 const uint8_t *buf, size_t len, gboolean complete,
+                 const struct wire_limits *limits)
+{
+    r->start = buf;
+    r->pos = buf;
+    r->end = buf + len;
+    r->limits = limits != NULL ? limits : &wire_default_limits;
+    r->proto = proto;
+    r->status = WIRE_OK;
+    r->error = NULL;
+    r->complete = complete;
+    r->depth = 0;
+    r->last_fid[0] = 0;
+    r->bool_pending = -1;
+}
+
+size_t
+wire_reader_offset(const struct wire_reader *r)
+{
+    return (size_t)(r->pos - r->start);
+}
+
+wire_status_t
+wire_reader_fail(struct wire_reader *r, const char *why)
+{
+    if (r->status == WIRE_OK) {
+        r->status = WIRE_ERROR;
+        r->error = why;
+    }
+    return r->status;
+}
+
+/* Running out of input: an error for a whole message, else wait. */
+static wire_status_t
+wire_short(struct wire_reader *r)
+{
+    if (r->status != WIRE_OK) {
+        return r->status;
+    }
+    if (r->complete) {
+        r->status = WIRE_ERROR;
+        r->error = "message truncated";
+    } else if ((size_t)(r->end - r->start) >= r->limits->max_message) {
+        r->status = WIRE_ERROR;
+        r->error = "message larger than the maximum size";
+    } else {
+        r->status = WIRE_AGAIN;
+    }
+    return r->status;
+}
+
+static inline gboolean
+wire_need(struct wire_reader *r, size_t n)
+{
+    if (G_UNLIKELY(r->status != WIRE_OK)) {
+        return FALSE;
+    }
+    if (G_UNLIKELY((size_t)(r->end - r->pos) < n)) {
+        wire_short(r);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static inline uint32_t
+wire_be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+           ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+static inline uint64_t
+wire_be64(const uint8_t *p)
+{
+    return ((uint64_t)wire_be32(p) << 32) | wire_be32(p + 4);
+}
+
+static uint64_t
+wire_varint(struct wire_reader *r, unsigned max_bytes)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+
+    for (unsigned i = 0; i < max_bytes; i++) {
+        uint8_t b;
+
+        if (!wire_need(r, 1)) {
+            return 0;
+        }
+        b = *r->pos++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if ((b & 0x80) == 0) {
+            return v;
+        }
+        shift += 7;
+    }
+    wire_reader_fail(r, "varint too long");
+    return 0;
+}
+
+static inline int64_t
+wire_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Checks a string or container size against limits and bytes left. */
+static gboolean
+wire_check_size(struct wire_reader *r, int64_t size, uint32_t limit,
+                size_t min_elem, const char *what_limit)
+{
+    if (r->status != WIRE_OK) {
+        return FALSE;
+    }
+    if (size < 0) {
+        wire_reader_fail(r, "negative size");
+        return FALSE;
+    }
+    if ((uint64_t)size > limit) {
+        wire_reader_fail(r, what_limit);
+        return FALSE;
+    }
+    if ((uint64_t)size * min_elem > (uint64_t)(r->end - r->pos)) {
+        if ((uint64_t)size * min_elem + (uint64_t)(r->pos - r->start) >
+            r->limits->max_message) {
+            wire_reader_fail(r, "size larger than the maximum message");
+            return FALSE;
+        }
+        wire_short(r);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+wire_enter(struct wire_reader *r)
+{
+    if (r->status != WIRE_OK) {
+        return FALSE;
+    }
+    if (r->depth >= r->limits->max_depth || r->depth >= WIRE_MAX_DEPTH) {
+        wire_reader_fail(r, "nesting deeper than the limit");
+        return FALSE;
+    }
+    r->depth++;
+    return TRUE;
+}
+
+wire_status_t
+wire_read_msg_begin(struct wire_reader *r, struct wire_msg *m)
+{
+    memset(m, 0, sizeof(*m));
+    if (r->proto == WIRE_BINARY) {
+        int32_t first;
+
+        if (!wire_need(r, 4)) {
+            return r->status;
+        }
+        first = (int32_t)wire_be32(r->pos);
+        if (first < 0) {
+            uint32_t len;
+
+            if (((uint32_t)first & 0xffff0000u) != 0x80010000u) {
+                return wire_reader_fail(r, "bad binary protocol version");
+            }
+            m->strict = TRUE;
+            m->type = (uint8_t)(first & 0xff);
+            r->pos += 4;
+            if (!wire_need(r, 4)) {
+                return r->status;
+            }
+            len = wire_be32(r->pos);
+            if (len > WIRE_MAX_NAME) {
+                return wire_reader_fail(r, "method name too long");
+            }
+            r->pos += 4;
+            if (!wire_need(r, len + 4)) {
+                return r->status;
+            }
+            m->name = r->pos;
+            m->name_len = len;
+            r->pos += len;
+            m->seqid = (int32_t)wire_be32(r->pos);
+            r->pos += 4;
+        } else {
+            if (first > WIRE_MAX_NAME) {
+                return wire_reader_fail(r, "method name too long");
+            }
+            r->pos += 4;
+            if (!wire_need(r, (size_t)first + 5)) {
+                return r->status;
+            }
+            m->strict = FALSE;
+            m->name = r->pos;
+            m->name_len = (uint32_t)first;
+            r->pos += first;
+            m->type = *r->pos++;
+            m->seqid = (int32_t)wire_be32(r->pos);
+            r->pos += 4;
+        }
+    } else {
+        uint8_t b;
+        uint64_t len;
+
+        if (!wire_need(r, 2)) {
+            return r->status;
+        }
+        if (r->pos[0] != 0x82) {
+            return wire_reader_fail(r, "bad compact protocol id");
+        }
+        b = r->pos[1];
+        if ((b & 0x1f) != 1) {
+            return wire_reader_fail(r, "bad compact protocol version");
+        }
+        m->type = (uint8_t)(b >> 5);
+        r->pos += 2;
+        m->seqid = (int32_t)(uint32_t)wire_varint(r, 5);
+        len = wire_varint(r, 5);
+        if (r->status != WIRE_OK) {
+            return r->status;
+        }
+        if (len > WIRE_MAX_NAME) {
+            return wire_reader_fail(r, "method name too long");
+        }
+        if (!wire_need(r, len)) {
+            return r->status;
+        }
+        m->name = r->pos;
+        m->name_len = (uint32_t)len;
+        r->pos += len;
+        m->strict = TRUE;
+    }
+    if (m->type < WIRE_CALL || m->type > WIRE_ONEWAY) {
+        return wire_reader_fail(r, "bad message type");
+    }
+    return r->status;
+}
+
+wire_status_t
+wire_read_struct_begin(struct wire_reader *r)
+{
+    if (!wire_enter(r)) {
+        return r->status;
+    }
+    r->last_fid[r->depth] = 0;
+    return r->status;
+}
+
+wire_status_t
+wire_read_struct_end(struct wire_reader *r)
+{
+    if (r->status == WIRE_OK && r->depth > 0) {
+        r->depth--;
+    }
+    return r->status;
+}
+
+wire_status_t
+wire_read_field(struct wire_reader *r, uint8_t *type, int16_t *fid)
+{
+    *type = WIRE_T_STOP;
+    *fid = 0;
+    if (r->proto == WIRE_BINARY) {
+        uint8_t t;
+
+        if (!wire_need(r, 1)) {
+            return r->status;
+        }
+        t = *r->pos;
+        if (t == WIRE_T_STOP) {
+            r->pos++;
+            return WIRE_OK;
+        }
+        if (!wire_type_valid(t)) {
+            return wire_reader_fail(r, "invalid field type");
+        }
+        if (!wire_need(r, 3)) {
+            return r->status;
+        }
+        *type = t;
+        *fid = (int16_t)(((uint16_t)r->pos[1] << 8) | r->pos[2]);
+        r->pos += 3;
+    } else {
+        uint8_t b, ct, delta;
+
+        if (!wire_need(r, 1)) {
+            return r->status;
+        }
+        b = *r->pos++;
+        ct = b & 0x0f;
+        if (ct == CT_STOP) {
+            if (b != 0) {
+                return wire_reader_fail(r, "invalid field header");
+            }
+            return WIRE_OK;
+        }
+        if (wire_ctype_to_ttype[ct] == 0xff) {
+            return wire_reader_fail(r, "invalid field type");
+        }
+        delta = b >> 4;
+        if (delta != 0) {
+            *fid = (int16_t)(r->last_fid[r->depth] + delta);
+        } else {
+            int64_t v = wire_unzigzag(wire_varint(r, 3));
+
+            if (r->status != WIRE_OK) {
+                return r->status;
+            }
+            if (v < INT16_MIN || v > INT16_MAX) {
+                return wire_reader_fail(r, "field id out of range");
+            }
+            *fid = (int16_t)v;
+        }
+        r->last_fid[r->depth] = *fid;
+        *type = wire_ctype_to_ttype[ct];
+        if (ct == CT_TRUE || ct == CT_FALSE) {
+            r->bool_pending = ct == CT_TRUE;
+        }
+    }
+    return r->status;
+}
+
+gboolean
+wire_read_bool(struct wire_reader *r)
+{
+    uint8_t b;
+
+    if (r->proto == WIRE_COMPACT && r->bool_pending >= 0) {
+        gboolean v = r->bool_pending == 1;
+
+        r->bool_pending = -1;
+        return r->status == WIRE_OK ? v : FALSE;
+    }
+    if (!wire_need(r, 1)) {
+        return FALSE;
+    }
+    b = *r->pos++;
+    /* compact containers write 1 for true and 2 for false */
+    return r->proto == WIRE_COMPACT ? b == CT_TRUE : b != 0;
+}
+
+int8_t
+wire_read_byte(struct wire_reader *r)
+{
+    if (!wire_need(r, 1)) {
+        return 0;
+    }
+    return (int8_t)*r->pos++;
+}
+
+int16_t
+wire_read_i16(struct wire_reader *r)
+{
+    int16_t v;
+
+    if (r->proto == WIRE_COMPACT) {
+        int64_t z = wire_unzigzag(wire_varint(r, 3));
+
+        if (z < INT16_MIN || z > INT16_MAX) {
+            wire_reader_fail(r, "i16 out of range");
+            return 0;
+        }
+        return (int16_t)z;
+    }
+    if (!wire_need(r, 2)) {
+        return 0;
+    }
+    v = (int16_t)(((uint16_t)r->pos[0] << 8) | r->pos[1]);
+    r->pos += 2;
+    return v;
+}
+
+int32_t
+wire_read_i32(struct wire_reader *r)
+{
+    int32_t v;
+
+    if (r->proto == WIRE_COMPACT) {
+        int64_t z = wire_unzigzag(wire_varint(r, 5));
+
+        if (z < INT32_MIN || z > INT32_MAX) {
+            wire_reader_fail(r, "i32 out of range");
+            return 0;
+        }
+        return (int32_t)z;
+    }
+    if (!wire_need(r, 4)) {
+        return 0;
+    }
+    v = (int32_t)wire_be32(r->pos);
+    r->pos += 4;
+    return v;
+}
+
+int64_t
+wire_read_i64(struct wire_reader *r)
+{
+    int64_t v;
+
+    if (r->proto == WIRE_COMPACT) {
+        return wire_unzigzag(wire_varint(r, 10));
+    }
+    if (!wire_need(r, 8)) {
+        return 0;
+    }
+    v = (int64_t)wire_be64(r->pos);
+    r->pos += 8;
+    return v;
+}
+
+double
+wire_read_double(struct wire_reader *r)
+{
+    uint64_t bits = 0;
+    double d;
+
+    if (!wire_need(r, 8)) {
+        return 0;
+    }
+    if (r->proto == WIRE_COMPACT) {
+        for (int i = 7; i >= 0; i--) {
+            bits = (bits << 8) | r->pos[i];
+        }
+    } else {
+        bits = wire_be64(r->pos);
+    }
+    r->pos += 8;
+    memcpy(&d, &bits, sizeof(d));
+    return d;
+}
+
+wire_status_t
+wire_read_binary(struct wire_reader *r, const uint8_t **data, uint32_t *len)
+{
+    int64_t n;
+
+    *data = NULL;
+    *len = 0;
+    if (r->proto == WIRE_COMPACT) {
+        n = (int64_t)wire_varint(r, 5);
+        if (n > INT32_MAX) {
+            return wire_reader_fail(r, "negative size");
+        }
+    } else {
+        if (!wire_need(r, 4)) {
+            return r->status;
+        }
+        n = (int32_t)wire_be32(r->pos);
+        r->pos += 4;
+    }
+    if (!wire_check_size(r, n, r->limits->max_string, 1,
+                         "string larger than the limit")) {
+        return r->status;
+    }
+    *data = r->pos;
+    *len = (uint32_t)n;
+    r->pos += n;
+    return r->status;
+}
+
+static wire_status_t
+wire_read_seq_begin(struct wire_reader *r, uint8_t *elem_type,
+                    uint32_t *count)
+{
+    int64_t n;
+    uint8_t t;
+
+    *elem_type = WIRE_T_STOP;
+    *count = 0;
+    if (r->proto == WIRE_COMPACT) {
+        uint8_t b;
+
+        if (!wire_need(r, 1)) {
+            return r->status;
+        }
+        b = *r->pos++;
+        t = wire_ctype_to_ttype[b & 0x0f];
+        n = b >> 4;
+        if (n == 15) {
+            n = (int64_t)wire_varint(r, 5);
+            if (n > INT32_MAX) {
+                return wire_reader_fail(r, "negative size");
+            }
+        }
+    } else {
+        if (!wire_need(r, 5)) {
+            return r->status;
+        }
+        t = r->pos[0];
+        n = (int32_t)wire_be32(r->pos + 1);
+        r->pos += 5;
+    }
+    if (r->status != WIRE_OK) {
+        return r->status;
+    }
+    if (!wire_type_valid(t)) {
+        return wire_reader_fail(r, "invalid element type");
+    }
+    if (!wire_check_size(r, n, r->limits->max_container, 1,
+                         "container larger than the limit")) {
+        return r->status;
+    }
+    if (!wire_enter(r)) {
+        return r->status;
+    }
+    *elem_type = t;
+    *count = (uint32_t)n;
+    return r->status;
+}
+
+wire_status_t
+wire_read_list_begin(struct wire_reader *r, uint8_t *elem_type,
+                     uint32_t *count)
+{
+    return wire_read_seq_begin(r, elem_type, count);
+}
+
+wire_status_t
+wire_read_set_begin(struct wire_reader *r, uint8_t *elem_type,
+                    uint32_t *count)
+{
+    return wire_read_seq_begin(r, elem_type, count);
+}
+
+wire_status_t
+wire_read_map_begin(struct wire_reader *r, uint8_t *key_type,
+                    uint8_t *val_type, uint32_t *count)
+{
+    int64_t n;
+    uint8_t kt = WIRE_T_STOP, vt = WIRE_T_STOP;
+
+    *key_type = WIRE_T_STOP;
+    *val_type = WIRE_T_STOP;
+    *count = 0;
+    if (r->proto == WIRE_COMPACT) {
+        n = (int64_t)wire_varint(r, 5);
+        if (n > INT32_MAX) {
+            return wire_reader_fail(r, "negative size");
+        }
+        if (n != 0 && wire_need(r, 1)) {
+            uint8_t b = *r->pos++;
+
+            kt = wire_ctype_to_ttype[b >> 4];
+            vt = wire_ctype_to_ttype[b & 0x0f];
+        }
+    } else {
+        if (!wire_need(r, 6)) {
+            return r->status;
+        }
+        kt = r->pos[0];
+        vt = r->pos[1];
+        n = (int32_t)wire_be32(r->pos + 2);
+        r->pos += 6;
+    }
+    if (r->status != WIRE_OK) {
+        return r->status;
+    }
+    if (n != 0 && (!wire_type_valid(kt) || !wire_type_valid(vt))) {
+        return wire_reader_fail(r, "invalid map key or value type");
+    }
+    if (!wire_check_size(r, n, r->limits->max_container, 2,
+                         "container larger than the limit")) {
+        return r->status;
+    }
+    if (!wire_enter(r)) {
+        return r->status;
+    }
+    *key_type = kt;
+    *val_type = vt;
+    *count = (uint32_t)n;
+    return r->status;
+}
+
+wire_status_t
+wire_read_container_end(struct wire_reader *r)
+{
+    if (r->status == WIRE_OK && r->depth > 0) {
+        r->depth--;
+    }
+    return r->status;
+}
+
+/* Bool elements of compact containers are one byte each. */
+static void
+wire_skip_n(struct wire_reader *r, size_t n)
+{
+    if (wire_need(r, n)) {
+        r->pos += n;
+    }
+}
+
+wire_status_t
+wire_skip(struct wire_reader *r, uint8_t type)
+{
+    const uint8_t *data;
+    uint32_t len, count, i;
+    uint8_t et, kt, vt;
+    int16_t fid;
+
+    if (r->status != WIRE_OK) {
+        return r->status;
+    }
+    switch (type) {
+    case WIRE_T_BOOL:
+        wire_read_bool(r);
+        break;
+    case WIRE_T_BYTE:
+        wire_skip_n(r, 1);
+        break;
+    case WIRE_T_I16:
+        if (r->proto == WIRE_COMPACT) {
+            wire_read_i16(r);
+        } else {
+            wire_skip_n(r, 2);
+        }
+        break;
+    case WIRE_T_I32:
+        if (r->proto == WIRE_COMPACT) {
+            wire_read_i32(r);
+        } else {
+            wire_skip_n(r, 4);
+        }
+        break;
+    case WIRE_T_I64:
+        if (r->proto == WIRE_COMPACT) {
+            wire_read_i64(r);
+        } else {
+            wire_skip_n(r, 8);
+        }
+        break;
+    case WIRE_T_DOUBLE:
+        wire_skip_n(r, 8);
+        break;
+    case WIRE_T_STRING:
+        wire_read_binary(r, &data, &len);
+        break;
+    case WIRE_T_STRUCT:
+        if (wire_read_struct_begin(r) != WIRE_OK) {
+            break;
+        }
+        for (;;) {
+            if (wire_read_field(r, &et, &fid) != WIRE_OK ||
+                et == WIRE_T_STOP) {
+                break;
+            }
+            if (wire_skip(r, et) != WIRE_OK) {
+                break;
+            }
+        }
+        wire_read_struct_end(r);
+        break;
+    case WIRE_T_LIST:
+    case WIRE_T_SET:
+        if (wire_read_seq_begin(r, &et, &count) != WIRE_OK) {
+            break;
+        }
+        for (i = 0; i < count && r->status == WIRE_OK; i++) {
+            wire_skip(r, et);
+        }
+        wire_read_container_end(r);
+        break;
+    case WIRE_T_MAP:
+        if (wire_read_map_begin(r, &kt, &vt, &count) != WIRE_OK) {
+            break;
+        }
+        for (i = 0; i < count && r->status == WIRE_OK; i++) {
+            wire_skip(r, kt);
+            wire_skip(r, vt);
+        }
+        wire_read_container_end(r);
+        break;
+    default:
+        wire_reader_fail(r, "invalid type");
+        break;
+    }
+    return r->status;
+}
+
+/* ---- whole messages ---------------------------------------------------- */
+
+wire_status_t
+wire_message_scan(wire_proto_t proto, gboolean framed, const uint8_t *buf,
+                  size_t len, const struct wire_limits *limits,
+                  size_t *msg_len, const char **why)
+{
+    struct wire_reader r;
+    struct wire_msg m;
+    size_t hdr = 0, body = len;
+
+    if (limits == NULL) {
+        limits = &wire_default_limits;
+    }
+    *msg_len = 0;
+    *why = NULL;
+    if (framed) {
+        int32_t flen;
+
+        if (len < 4) {
+            return WIRE_AGAIN;
+        }
+        flen = (int32_t)wire_be32(buf);
+        if (flen <= 0) {
+            *why = "invalid frame size";
+            return WIRE_ERROR;
+        }
+        if ((uint32_t)flen > limits->max_message) {
+            *why = "frame larger than the maximum size";
+            return WIRE_ERROR;
+        }
+        if (len - 4 < (size_t)flen) {
+            return WIRE_AGAIN;
+        }
+        hdr = 4;
+        body = (size_t)flen;
+    }
+    wire_reader_init(&r, proto, buf + hdr, body, framed, limits);
+    if (wire_read_msg_begin(&r, &m) == WIRE_OK) {
+        wire_skip(&r, WIRE_T_STRUCT);
+    }
+    if (r.status == WIRE_OK) {
+        *msg_len = hdr + (framed ? body : wire_reader_offset(&r));
+    } else if (r.status == WIRE_ERROR) {
+        *why = r.error;
+    }
+    return r.status;
+}
+
+wire_status_t
+wire_detect(const uint8_t *buf, size_t len, wire_proto_t *proto,
+            gboolean *framed, const char **why)
+{
+    uint8_t b4;
+
+    *why = NULL;
+    if (len < 1) {
+        return WIRE_AGAIN;
+    }
+    if (buf[0] == 0x80) {
+        *proto = WIRE_BINARY;
+        *framed = FALSE;
+        return WIRE_OK;
+    }
+    if (buf[0] == 0x82) {
+        *proto = WIRE_COMPACT;
+        *framed = FALSE;
+        return WIRE_OK;
+    }
+    if (buf[0] != 0x00) {
+        /* a frame over 16 MiB or a name longer than that: not Thrift */
+        *why = "not a Thrift message";
+        return WIRE_ERROR;
+    }
+    if (len < 5) {
+        return WIRE_AGAIN;
+    }
+    b4 = buf[4];
+    if (b4 == 0x80) {
+        *proto = WIRE_BINARY;
+        *framed = TRUE;
+    } else if (b4 == 0x82) {
+        *proto = WIRE_COMPACT;
+        *framed = TRUE;
+    } else if (b4 == 0x00) {
+        /* a frame holding a non-strict binary message */
+        *proto = WIRE_BINARY;
+        *framed = TRUE;
+    } else if (g_ascii_isalpha(b4) || b4 == '_') {
+        /* a non-strict binary header: name length, then the name */
+        *proto = WIRE_BINARY;
+        *framed = FALSE;
+    } else {
+        *why = "not a Thrift message";
+        return WIRE_ERROR;
+    }
+    return WIRE_OK;
+}
+
+/* ---- output buffer ------------------------------------------------------ */
+
+void
+wire_buf_init(struct wire_buf *b)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+}
+
+void
+wire_buf_clear(struct wire_buf *b)
+{
+    b->len = 0;
+}
+
+void
+wire_buf_free(struct wire_buf *b)
+{
+    g_free(b->data);
+    wire_buf_init(b);
+}
+
+uint8_t *
+wire_buf_reserve(struct wire_buf *b, size_t n)
+{
+    if (b->cap - b->len < n) {
+        size_t cap = b->cap != 0 ? b->cap : 256;
+
+        while (cap - b->len < n) {
+            cap *= 2;
+        }
+        b->data = g_realloc(b->data, cap);
+        b->cap = cap;
+    }
+    return b->data + b->len;
+}
+
+void
+wire_buf_append(struct wire_buf *b, const void *p, size_t n)
+{
+    if (n == 0) {
+        return;
+    }
+    memcpy(wire_buf_reserve(b, n), p, n);
+    b->len += n;
+}
+
+/* ---- writer ----------------------------------------------------------- */
+
+void
+wire_writer_init(struct wire_writer *w, wire_proto_t proto,
+                 struct wire_buf *buf)
+{
+    w->buf = buf;
+    w->proto = proto;
+    w->depth = 0;
+    w->last_fid[0] = 0;
+    w->bool_fid = 0;
+    w->bool_field_pending = FALSE;
+}
+
+static inline void
+wire_put_u8(struct wire_writer *w, uint8_t v)
+{
+    uint8_t *p = wire_buf_reserve(w->buf, 1);
+
+    *p = v;
+    w->buf->len++;
+}
+
+static inline void
+wire_put_be32(struct wire_writer *w, uint32_t v)
+{
+    uint8_t *p = wire_buf_reserve(w->buf, 4);
+
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+    w->buf->len += 4;
+}
+
+static void
+wire_put_varint(struct wire_writer *w, uint64_t v)
+{
+    uint8_t *p = wire_buf_reserve(w->buf, 10);
+    size_t n = 0;
+
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    w->buf->len += n;
+}
+
+static inline uint64_t
+wire_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+void
+wire_write_msg_begin(struct wire_writer *w, const uint8_t *name,
+                     uint32_t name_len, uint8_t type, int32_t seqid)
+{
+    if (w->proto == WIRE_BINARY) {
+        wire_put_be32(w, 0x80010000u | type);
+        wire_put_be32(w, name_len);
+        wire_buf_append(w->buf, name, name_len);
+        wire_put_be32(w, (uint32_t)seqid);
+    } else {
+        wire_put_u8(w, 0x82);
+        wire_put_u8(w, (uint8_t)(1 | (type << 5)));
+        wire_put_varint(w, (uint32_t)seqid);
+        wire_put_varint(w, name_len);
+        wire_buf_append(w->buf, name, name_len);
+    }
+}
+
+void
+wire_write_struct_begin(struct wire_writer *w)
+{
+    if (w->depth < WIRE_MAX_DEPTH) {
+        w->depth++;
+    }
+    w->last_fid[w->depth] = 0;
+}
+
+void
+wire_write_struct_end(struct wire_writer *w)
+{
+    wire_put_u8(w, WIRE_T_STOP);
+    if (w->depth > 0) {
+        w->depth--;
+    }
+}
+
+static void
+wire_write_field_header(struct wire_writer *w, uint8_t ctype, int16_t fid)
+{
+    int16_t last = w->last_fid[w->depth];
+
+    if (fid > last && fid - last <= 15) {
+        wire_put_u8(w, (uint8_t)(((fid - last) << 4) | ctype));
+    } else {
+        wire_put_u8(w, ctype);
+        wire_put_varint(w, wire_zigzag(fid));
+    }
+    w->last_fid[w->depth] = fid;
+}
+
+void
+wire_write_field(struct wire_writer *w, uint8_t type, int16_t fid)
+{
+    if (w->proto == WIRE_BINARY) {
+        uint8_t *p = wire_buf_reserve(w->buf, 3);
+
+        p[0] = type;
+        p[1] = (uint8_t)((uint16_t)fid >> 8);
+        p[2] = (uint8_t)fid;
+        w->buf->len += 3;
+        return;
+    }
+    if (type == WIRE_T_BOOL) {
+        /* the value travels in the header: wait for wire_write_bool */
+        w->bool_field_pending = TRUE;
+        w->bool_fid = fid;
+        return;
+    }
+    wire_write_field_header(w, wire_ttype_to_ctype(type), fid);
+}
+
+void
+wire_write_bool(struct wire_writer *w, gboolean v)
+{
+    if (w->proto == WIRE_BINARY) {
+        wire_put_u8(w, v ? 1 : 0);
+    } else if (w->bool_field_pending) {
+        w->bool_field_pending = FALSE;
+        wire_write_field_header(w, v ? CT_TRUE : CT_FALSE, w->bool_fid);
+    } else {
+        wire_put_u8(w, v ? CT_TRUE : CT_FALSE);
+    }
+}
+
+void
+wire_write_byte(struct wire_writer *w, int8_t v)
+{
+    wire_put_u8(w, (uint8_t)v);
+}
+
+void
+wire_write_i16(struct wire_writer *w, int16_t v)
+{
+    if (w->proto == WIRE_COMPACT) {
+        wire_put_varint(w, wire_zigzag(v));
+    } else {
+        wire_put_u8(w, (uint8_t)((uint16_t)v >> 8));
+        wire_put_u8(w, (uint8_t)v);
+    }
+}
+
+void
+wire_write_i32(struct wire_writer *w, int32_t v)
+{
+    if (w->proto == WIRE_COMPACT) {
+        wire_put_varint(w, wire_zigzag(v));
+    } else {
+        wire_put_be32(w, (uint32_t)v);
+    }
+}
+
+void
+wire_write_i64(struct wire_writer *w, int64_t v)
+{
+    if (w->proto == WIRE_COMPACT) {
+        wire_put_varint(w, wire_zigzag(v));
+    } else {
+        wire_put_be32(w, (uint32_t)((uint64_t)v >> 32));
+        wire_put_be32(w, (uint32_t)v);
+    }
+}
+
+void
+wire_write_double(struct wire_writer *w, double v)
+{
+    uint64_t bits;
+    uint8_t *p = wire_buf_reserve(w->buf, 8);
+
+    memcpy(&bits, &v, sizeof(bits));
+    for (int i = 0; i < 8; i++) {
+        int shift = w->proto == WIRE_COMPACT ? 8 * i : 8 * (7 - i);
+
+        p[i] = (uint8_t)(bits >> shift);
+    }
+    w->buf->len += 8;
+}
+
+void
+wire_write_binary2(struct wire_writer *w, const void *a, uint32_t alen,
+                   const void *b, uint32_t blen)
+{
+    if (w->proto == WIRE_COMPACT) {
+        wire_put_varint(w, (uint64_t)alen + blen);
+    } else {
+        wire_put_be32(w, alen + blen);
+    }
+    wire_buf_append(w->buf, a, alen);
+    wire_buf_append(w->buf, b, blen);
+}
+
+void
+wire_write_binary(struct wire_writer *w, const void *data, uint32_t len)
+{
+    wire_write_binary2(w, data, len, NULL, 0);
+}
+
+static void
+wire_write_seq_begin(struct wire_writer *w, uint8_t elem_type,
+                     uint32_t count)
+{
+    if (w->proto == WIRE_COMPACT) {
+        uint8_t ct = wire_ttype_to_ctype(elem_type);
+
+        if (count < 15) {
+            wire_put_u8(w, (uint8_t)((count << 4) | ct));
+        } else {
+            wire_put_u8(w, (uint8_t)(0xf0 | ct));
+            wire_put_varint(w, count);
+        }
+    } else {
+        wire_put_u8(w, elem_type);
+        wire_put_be32(w, count);
+    }
+    if (w->depth < WIRE_MAX_DEPTH) {
+        w->depth++;
+    }
+    w->last_fid[w->depth] = 0;
+}
+
+void
+wire_write_list_begin(struct wire_writer *w, uint8_t elem_type,
+                      uint32_t count)
+{
+    wire_write_seq_begin(w, elem_type, count);
+}
+
+void
+wire_write_set_begin(struct wire_writer *w, uint8_t elem_type,
+                     uint32_t count)
+{
+    wire_write_seq_begin(w, elem_type, count);
+}
+
+void
+wire_write_map_begin(struct wire_writer *w, uint8_t key_type,
+                     uint8_t val_type, uint32_t count)
+{
+    if (w->proto == WIRE_COMPACT) {
+        wire_put_varint(w, count);
+        if (count != 0) {
+            wire_put_u8(w, (uint8_t)((wire_ttype_to_ctype(key_type) << 4) |
+                                     wire_ttype_to_ctype(val_type)));
+        }
+    } else {
+        wire_put_u8(w, key_type);
+        wire_put_u8(w, val_type);
+        wire_put_be32(w, count);
+    }
+    if (w->depth < WIRE_MAX_DEPTH) {
+        w->depth++;
+    }
+    w->last_fid[w->depth] = 0;
+}
+
+void
+wire_write_container_end(struct wire_writer *w)
+{
+    if (w->depth > 0) {
+        w->depth--;
+    }
+}
+
+wire_status_t
+wire_copy(struct wire_reader *r, struct wire_writer *w, uint8_t type)
+{
+    const uint8_t *data, *from;
+    uint32_t len, count, i;
+    uint8_t et, kt, vt;
+    int16_t fid;
+
+    if (r->status != WIRE_OK) {
+        return r->status;
+    }
+    if (type == WIRE_T_BOOL) {
+        /* a compact bool field lives in its header: never a byte copy */
+        wire_write_bool(w, wire_read_bool(r));
+        return r->status;
+    }
+    if (r->proto == w->proto) {
+        from = r->pos;
+        if (wire_skip(r, type) == WIRE_OK) {
+            wire_buf_append(w->buf, from, (size_t)(r->pos - from));
+        }
+        return r->status;
+    }
+    switch (type) {
+    case WIRE_T_BYTE:
+        wire_write_byte(w, wire_read_byte(r));
+        break;
+    case WIRE_T_I16:
+        wire_write_i16(w, wire_read_i16(r));
+        break;
+    case WIRE_T_I32:
+        wire_write_i32(w, wire_read_i32(r));
+        break;
+    case WIRE_T_I64:
+        wire_write_i64(w, wire_read_i64(r));
+        break;
+    case WIRE_T_DOUBLE:
+        wire_write_double(w, wire_read_double(r));
+        break;
+    case WIRE_T_STRING:
+        if (wire_read_binary(r, &data, &len) == WIRE_OK) {
+            wire_write_binary(w, data, len);
+        }
+        break;
+    case WIRE_T_STRUCT:
+        if (wire_read_struct_begin(r) != WIRE_OK) {
+            break;
+        }
+        wire_write_struct_begin(w);
+        for (;;) {
+            if (wire_read_field(r, &et, &fid) != WIRE_OK ||
+                et == WIRE_T_STOP) {
+                break;
+            }
+            wire_write_field(w, et, fid);
+            if (wire_copy(r, w, et) != WIRE_OK) {
+                break;
+            }
+        }
+        wire_read_struct_end(r);
+        wire_write_struct_end(w);
+        break;
+    case WIRE_T_LIST:
+    case WIRE_T_SET:
+        if (wire_read_seq_begin(r, &et, &count) != WIRE_OK) {
+            break;
+        }
+        wire_write_seq_begin(w, et, count);
+        for (i = 0; i < count && r->status == WIRE_OK; i++) {
+            wire_copy(r, w, et);
+        }
+        wire_read_container_end(r);
+        wire_write_container_end(w);
+        break;
+    case WIRE_T_MAP:
+        if (wire_read_map_begin(r, &kt, &vt, &count) != WIRE_OK) {
+            break;
+        }
+        wire_write_map_begin(w, kt, vt, count);
+        for (i = 0; i < count && r->status == WIRE_OK; i++) {
+            wire_copy(r, w, kt);
+            wire_copy(r, w, vt);
+        }
+        wire_read_container_end(r);
+        wire_write_container_end(w);
+        break;
+    default:
+        wire_reader_fail(r, "invalid type");
+        break;
+    }
+    return r->status;
+}
+
+void
+wire_write_app_exception(struct wire_writer *w, const uint8_t *name,
+                         uint32_t name_len, int32_t seqid, int32_t type,
+                         const char *message)
+{
+    wire_write_msg_begin(w, name, name_len, WIRE_EXCEPTION, seqid);
+    wire_write_struct_begin(w);
+    wire_write_field(w, WIRE_T_STRING, 1);
+    wire_write_binary(w, message, (uint32_t)strlen(message));
+    wire_write_field(w, WIRE_T_I32, 2);
+    wire_write_i32(w, type);
+    wire_write_struct_end(w);
+}
+
+size_t
+wire_frame_begin(struct wire_buf *b)
+{
+    size_t off = b->len;
+
+    wire_buf_reserve(b, 4);
+    b->len += 4;
+    return off;
+}
+
+void
+wire_frame_end(struct wire_buf *b, size_t offset)
+{
+    uint32_t n = (uint32_t)(b->len - offset - 4);
+    uint8_t *p = b->data + offset;
+
+    p[0] = (uint8_t)(n >> 24);
+    p[1] = (uint8_t)(n >> 16);
+    p[2] = (uint8_t)(n >> 8);
+    p[3] = (uint8_t)n;
+}

@@ -1,0 +1,216 @@
+/* wire.h: bounds-checked reader and writer for Thrift binary and compact. */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Wire protocol of one side of a connection. */
+typedef enum {
+    WIRE_BINARY = 0,
+    WIRE_COMPACT = 1,
+} wire_proto_t;
+
+/* Thrift type ids as the binary protocol writes them. */
+enum wire_type {
+    WIRE_T_STOP = 0,
+    WIRE_T_BOOL = 2,
+    WIRE_T_BYTE = 3,
+    WIRE_T_DOUBLE = 4,
+    WIRE_T_I16 = 6,
+    WIRE_T_I32 = 8,
+    WIRE_T_I64 = 10,
+    WIRE_T_STRING = 11,
+    WIRE_T_STRUCT = 12,
+    WIRE_T_MAP = 13,
+    WIRE_T_SET = 14,
+    WIRE_T_LIST = 15,
+};
+
+enum wire_msg_type {
+    WIRE_CALL = 1,
+    WIRE_REPLY = 2,
+    WIRE_EXCEPTION = 3,
+    WIRE_ONEWAY = 4,
+};
+
+/* TApplicationException types. */
+enum wire_app_error {
+    WIRE_APP_UNKNOWN = 0,
+    WIRE_APP_UNKNOWN_METHOD = 1,
+    WIRE_APP_INVALID_MESSAGE_TYPE = 2,
+    WIRE_APP_WRONG_METHOD_NAME = 3,
+    WIRE_APP_BAD_SEQUENCE_ID = 4,
+    WIRE_APP_MISSING_RESULT = 5,
+    WIRE_APP_INTERNAL_ERROR = 6,
+    WIRE_APP_PROTOCOL_ERROR = 7,
+};
+
+typedef enum {
+    WIRE_OK = 0,
+    WIRE_AGAIN = 1, /* the input ends before the item does: need more bytes */
+    WIRE_ERROR = 2, /* malformed input, or over a limit */
+} wire_status_t;
+
+#define WIRE_MAX_DEPTH 64
+#define WIRE_MAX_NAME 256 /* method names are short identifiers */
+
+/* Limits applied to everything read; a value over a limit is an error. */
+struct wire_limits {
+    uint32_t max_message;   /* one whole message (or frame), bytes */
+    uint32_t max_string;    /* one string or binary, bytes */
+    uint32_t max_container; /* elements of one list, set or map */
+    uint32_t max_depth;     /* nesting of structs and containers (<= 64) */
+};
+
+extern const struct wire_limits wire_default_limits;
+
+/*
+ * A reader over bytes in memory.  Every read checks the bytes left and the
+ * limits first.  Status is sticky: after the first AGAIN or ERROR every
+ * further read returns the same status and zero values, so a caller may
+ * read a run of fields and check once.  When 'complete' is set the bytes
+ * are a whole message, so running out is an ERROR ("truncated"), not AGAIN.
+ */
+struct wire_reader {
+    const uint8_t *start;            /* first byte of the input */
+    const uint8_t *pos;              /* next byte to read */
+    const uint8_t *end;              /* one past the last byte */
+    const struct wire_limits *limits;
+    wire_proto_t proto;
+    wire_status_t status;            /* sticky */
+    const char *error;               /* static text when status is ERROR */
+    gboolean complete;               /* running out of bytes is an error */
+    uint32_t depth;                  /* current nesting */
+    int16_t last_fid[WIRE_MAX_DEPTH + 1]; /* compact: field id per level */
+    int bool_pending;                /* compact: bool held in field header */
+};
+
+/* A message header as read. */
+struct wire_msg {
+    const uint8_t *name;             /* method name, not NUL-terminated */
+    uint32_t name_len;
+    uint8_t type;                    /* enum wire_msg_type */
+    int32_t seqid;
+    gboolean strict;                 /* binary: versioned header */
+};
+
+void wire_reader_init(struct wire_reader *r, wire_proto_t proto,
+                      const uint8_t *buf, size_t len, gboolean complete,
+                      const struct wire_limits *limits);
+size_t wire_reader_offset(const struct wire_reader *r);
+
+wire_status_t wire_read_msg_begin(struct wire_reader *r, struct wire_msg *m);
+wire_status_t wire_read_struct_begin(struct wire_reader *r);
+wire_status_t wire_read_struct_end(struct wire_reader *r);
+/* Next field header; *type == WIRE_T_STOP at the end of the struct. */
+wire_status_t wire_read_field(struct wire_reader *r, uint8_t *type,
+                              int16_t *fid);
+gboolean wire_read_bool(struct wire_reader *r);
+int8_t wire_read_byte(struct wire_reader *r);
+int16_t wire_read_i16(struct wire_reader *r);
+int32_t wire_read_i32(struct wire_reader *r);
+int64_t wire_read_i64(struct wire_reader *r);
+double wire_read_double(struct wire_reader *r);
+/* A string or binary: points into the input, not copied. */
+wire_status_t wire_read_binary(struct wire_reader *r, const uint8_t **data,
+                               uint32_t *len);
+wire_status_t wire_read_list_begin(struct wire_reader *r, uint8_t *elem_type,
+                                   uint32_t *count);
+wire_status_t wire_read_set_begin(struct wire_reader *r, uint8_t *elem_type,
+                                  uint32_t *count);
+wire_status_t wire_read_map_begin(struct wire_reader *r, uint8_t *key_type,
+                                  uint8_t *val_type, uint32_t *count);
+/* Ends a list, set or map (depth bookkeeping). */
+wire_status_t wire_read_container_end(struct wire_reader *r);
+/* Skips one value of the given type, with the depth cap. */
+wire_status_t wire_skip(struct wire_reader *r, uint8_t type);
+/* Marks the reader failed with a static message; returns WIRE_ERROR. */
+wire_status_t wire_reader_fail(struct wire_reader *r, const char *why);
+
+/*
+ * Finds the end of one whole message at the start of buf: for framed
+ * transport the 4-byte length and its frame, else the header and one
+ * argument struct.  *msg_len is the byte count including any frame
+ * header.  Returns AGAIN when more bytes are needed, ERROR (with *why)
+ * when the bytes cannot start a valid message.
+ */
+wire_status_t wire_message_scan(wire_proto_t proto, gboolean framed,
+                                const uint8_t *buf, size_t len,
+                                const struct wire_limits *limits,
+                                size_t *msg_len, const char **why);
+
+/*
+ * Guesses the protocol and framing of a client from its first bytes.
+ * AGAIN until enough bytes have arrived to tell; ERROR for bytes that
+ * start no Thrift message.
+ */
+wire_status_t wire_detect(const uint8_t *buf, size_t len,
+                          wire_proto_t *proto, gboolean *framed,
+                          const char **why);
+
+/* A growable output buffer, reused across messages. */
+struct wire_buf {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+};
+
+void wire_buf_init(struct wire_buf *b);
+void wire_buf_clear(struct wire_buf *b);  /* len = 0, keeps memory */
+void wire_buf_free(struct wire_buf *b);
+uint8_t *wire_buf_reserve(struct wire_buf *b, size_t n);
+void wire_buf_append(struct wire_buf *b, const void *p, size_t n);
+
+/* A writer appends one protocol's encoding to a wire_buf. */
+struct wire_writer {
+    struct wire_buf *buf;
+    wire_proto_t proto;
+    uint32_t depth;
+    int16_t last_fid[WIRE_MAX_DEPTH + 1]; /* compact: field id per level */
+    int16_t bool_fid;                /* compact: pending bool field id */
+    gboolean bool_field_pending;
+};
+
+void wire_writer_init(struct wire_writer *w, wire_proto_t proto,
+                      struct wire_buf *buf);
+void wire_write_msg_begin(struct wire_writer *w, const uint8_t *name,
+                          uint32_t name_len, uint8_t type, int32_t seqid);
+void wire_write_struct_begin(struct wire_writer *w);
+void wire_write_struct_end(struct wire_writer *w); /* writes STOP too */
+void wire_write_field(struct wire_writer *w, uint8_t type, int16_t fid);
+void wire_write_bool(struct wire_writer *w, gboolean v);
+void wire_write_byte(struct wire_writer *w, int8_t v);
+void wire_write_i16(struct wire_writer *w, int16_t v);
+void wire_write_i32(struct wire_writer *w, int32_t v);
+void wire_write_i64(struct wire_writer *w, int64_t v);
+void wire_write_double(struct wire_writer *w, double v);
+void wire_write_binary(struct wire_writer *w, const void *data, uint32_t len);
+/* A binary made of two parts, e.g. salt prefix and logical key. */
+void wire_write_binary2(struct wire_writer *w, const void *a, uint32_t alen,
+                        const void *b, uint32_t blen);
+void wire_write_list_begin(struct wire_writer *w, uint8_t elem_type,
+                           uint32_t count);
+void wire_write_set_begin(struct wire_writer *w, uint8_t elem_type,
+                          uint32_t count);
+void wire_write_map_begin(struct wire_writer *w, uint8_t key_type,
+                          uint8_t val_type, uint32_t count);
+void wire_write_container_end(struct wire_writer *w);
+
+/*
+ * Copies one value of the given type from r to w: a byte copy when both
+ * use the same protocol, a re-encoding otherwise.
+ */
+wire_status_t wire_copy(struct wire_reader *r, struct wire_writer *w,
+                        uint8_t type);
+
+/* Writes a whole TApplicationException message. */
+void wire_write_app_exception(struct wire_writer *w, const uint8_t *name,
+                              uint32_t name_len, int32_t seqid,
+                              int32_t type, const char *message);
+
+/* Framed transport: 4-byte big-endian length in front of a message. */
+size_t wire_frame_begin(struct wire_buf *b);          /* returns offset */
+void wire_frame_end(struct wire_buf *b, size_t offset);
+
+const char *wire_type_name(uint8_t type);

@@ -1,0 +1,476 @@
+/* test_wire.c: the wire cursor against c_glib as an independent codec. */
+#include <string.h>
+
+#include <thrift/c_glib/protocol/thrift_binary_protocol.h>
+#include <thrift/c_glib/protocol/thrift_compact_protocol.h>
+#include <thrift/c_glib/transport/thrift_memory_buffer.h>
+
+#include "hbase_hbase_types.h"
+#include "wire.h"
+
+/* A c_glib protocol over a fresh memory buffer. */
+static ThriftProtocol *
+test_protocol_new(wire_proto_t proto, ThriftMemoryBuffer **mem)
+{
+    *mem = g_object_new(THRIFT_TYPE_MEMORY_BUFFER, "buf_size", 1 << 24,
+                        NULL);
+    return g_object_new(proto == WIRE_BINARY ? THRIFT_TYPE_BINARY_PROTOCOL
+                                             : THRIFT_TYPE_COMPACT_PROTOCOL,
+                        "transport", *mem, NULL);
+}
+
+static GByteArray *
+test_bytes(const char *s, size_t n)
+{
+    GByteArray *a = g_byte_array_new();
+
+    g_byte_array_append(a, (const guint8 *)s, (guint)n);
+    return a;
+}
+
+/* Writes a TScan with our writer; c_glib must read back every field. */
+static void
+test_writer_against_c_glib(gconstpointer data)
+{
+    wire_proto_t proto = GPOINTER_TO_INT(data);
+    struct wire_buf b;
+    struct wire_writer w;
+    ThriftMemoryBuffer *mem;
+    ThriftProtocol *p;
+    HbaseTScan *scan;
+    GError *error = NULL;
+    static const char stop[] = "st\0p\xff";
+
+    wire_buf_init(&b);
+    wire_writer_init(&w, proto, &b);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_STRING, 1);
+    wire_write_binary2(&w, "\x07", 1, "row", 3);
+    wire_write_field(&w, WIRE_T_STRING, 2);
+    wire_write_binary(&w, stop, sizeof(stop) - 1);
+    wire_write_field(&w, WIRE_T_I64, 3);
+    wire_write_i64(&w, -1234567890123LL);
+    wire_write_field(&w, WIRE_T_LIST, 4);
+    wire_write_list_begin(&w, WIRE_T_STRING, 20);
+    for (int i = 0; i < 20; i++) {
+        wire_write_binary(&w, "cf:q", 4);
+    }
+    wire_write_container_end(&w);
+    wire_write_field(&w, WIRE_T_I32, 5);
+    wire_write_i32(&w, -77);
+    wire_write_field(&w, WIRE_T_BOOL, 8);
+    wire_write_bool(&w, TRUE);
+    wire_write_field(&w, WIRE_T_BOOL, 9);
+    wire_write_bool(&w, FALSE);
+    /* a field id far from the last one: compact's long header form */
+    wire_write_field(&w, WIRE_T_DOUBLE, 300);
+    wire_write_double(&w, 2.5);
+    wire_write_struct_end(&w);
+
+    p = test_protocol_new(proto, &mem);
+    g_byte_array_append(mem->buf, b.data, (guint)b.len);
+    scan = g_object_new(HBASE_TYPE_T_SCAN, NULL);
+    g_assert_cmpint(thrift_struct_read(THRIFT_STRUCT(scan), p, &error), >, 0);
+    g_assert_no_error(error);
+    g_assert_true(scan->__isset_startRow);
+    g_assert_cmpmem(scan->startRow->data, scan->startRow->len, "\x07row", 4);
+    g_assert_cmpmem(scan->stopRow->data, scan->stopRow->len, stop,
+                    sizeof(stop) - 1);
+    g_assert_cmpint(scan->timestamp, ==, -1234567890123LL);
+    g_assert_cmpuint(scan->columns->len, ==, 20);
+    g_assert_cmpint(scan->caching, ==, -77);
+    g_assert_true(scan->__isset_sortColumns && scan->sortColumns);
+    g_assert_true(scan->__isset_reversed && !scan->reversed);
+    g_assert_false(scan->__isset_batchSize);
+    g_assert_cmpuint(mem->buf->len, ==, 0);
+    g_object_unref(scan);
+    g_object_unref(p);
+    g_object_unref(mem);
+    wire_buf_free(&b);
+}
+
+static HbaseTRowResult *
+test_row_result_new(gboolean sorted)
+{
+    HbaseTRowResult *rr = g_object_new(HBASE_TYPE_T_ROW_RESULT, NULL);
+
+    rr->row = test_bytes("\x00\xffkey", 5);
+    rr->__isset_row = TRUE;
+    for (int i = 0; i < 3; i++) {
+        HbaseTCell *cell = g_object_new(HBASE_TYPE_T_CELL, NULL);
+        char name[16];
+
+        cell->value = test_bytes("value", 5);
+        cell->__isset_value = TRUE;
+        cell->timestamp = 1000 + i;
+        cell->__isset_timestamp = TRUE;
+        g_snprintf(name, sizeof(name), "cf:q%d", i);
+        if (sorted) {
+            HbaseTColumn *col = g_object_new(HBASE_TYPE_T_COLUMN, NULL);
+
+            col->columnName = test_bytes(name, strlen(name));
+            col->__isset_columnName = TRUE;
+            col->cell = cell;
+            col->__isset_cell = TRUE;
+            g_ptr_array_add(rr->sortedColumns, col);
+        } else {
+            g_hash_table_insert(rr->columns, test_bytes(name, strlen(name)),
+                                cell);
+        }
+    }
+    if (sorted) {
+        rr->__isset_sortedColumns = TRUE;
+    } else {
+        rr->__isset_columns = TRUE;
+    }
+    return rr;
+}
+
+/*
+ * c_glib writes a row result in one protocol, wire_copy transcodes it to
+ * the other (or copies it), and c_glib reads it back unchanged.
+ */
+static void
+test_copy_transcodes(gconstpointer data)
+{
+    int mode = GPOINTER_TO_INT(data);
+    wire_proto_t from = (mode & 1) ? WIRE_COMPACT : WIRE_BINARY;
+    wire_proto_t to = (mode & 2) ? WIRE_COMPACT : WIRE_BINARY;
+    gboolean sorted = (mode & 4) != 0;
+    ThriftMemoryBuffer *mem_in, *mem_out;
+    ThriftProtocol *pin, *pout;
+    HbaseTRowResult *rr = test_row_result_new(sorted), *back;
+    struct wire_reader r;
+    struct wire_buf b;
+    struct wire_writer w;
+    GError *error = NULL;
+
+    pin = test_protocol_new(from, &mem_in);
+    g_assert_cmpint(thrift_struct_write(THRIFT_STRUCT(rr), pin, &error), >, 0);
+    g_assert_no_error(error);
+
+    wire_reader_init(&r, from, mem_in->buf->data, mem_in->buf->len, TRUE,
+                     NULL);
+    wire_buf_init(&b);
+    wire_writer_init(&w, to, &b);
+    g_assert_cmpint(wire_copy(&r, &w, WIRE_T_STRUCT), ==, WIRE_OK);
+    g_assert_cmpuint(wire_reader_offset(&r), ==, mem_in->buf->len);
+    if (from == to) {
+        g_assert_cmpmem(b.data, b.len, mem_in->buf->data, mem_in->buf->len);
+    }
+
+    pout = test_protocol_new(to, &mem_out);
+    g_byte_array_append(mem_out->buf, b.data, (guint)b.len);
+    back = g_object_new(HBASE_TYPE_T_ROW_RESULT, NULL);
+    g_assert_cmpint(thrift_struct_read(THRIFT_STRUCT(back), pout, &error), >,
+                    0);
+    g_assert_no_error(error);
+    g_assert_cmpmem(back->row->data, back->row->len, "\x00\xffkey", 5);
+    g_assert_true(back->__isset_sortedColumns == sorted);
+    g_assert_true(back->__isset_columns == !sorted);
+    if (sorted) {
+        g_assert_cmpuint(back->sortedColumns->len, ==, 3);
+        for (guint i = 0; i < 3; i++) {
+            HbaseTColumn *col = g_ptr_array_index(back->sortedColumns, i);
+
+            g_assert_cmpint(col->cell->timestamp, ==, 1000 + (gint64)i);
+        }
+    } else {
+        g_assert_cmpuint(g_hash_table_size(back->columns), ==, 3);
+    }
+
+    g_object_unref(back);
+    g_object_unref(rr);
+    g_object_unref(pin);
+    g_object_unref(pout);
+    g_object_unref(mem_in);
+    g_object_unref(mem_out);
+    wire_buf_free(&b);
+}
+
+static void
+test_message_header(gconstpointer data)
+{
+    wire_proto_t proto = GPOINTER_TO_INT(data);
+    struct wire_buf b;
+    struct wire_writer w;
+    struct wire_reader r;
+    struct wire_msg m;
+    size_t len, off;
+    const char *why;
+
+    wire_buf_init(&b);
+    wire_writer_init(&w, proto, &b);
+    off = wire_frame_begin(&b);
+    wire_write_app_exception(&w, (const uint8_t *)"getRow", 6, 0x7fffffff,
+                             WIRE_APP_UNKNOWN_METHOD, "Invalid method name");
+    wire_frame_end(&b, off);
+
+    g_assert_cmpint(wire_message_scan(proto, TRUE, b.data, b.len, NULL, &len,
+                                      &why), ==, WIRE_OK);
+    g_assert_cmpuint(len, ==, b.len);
+    g_assert_cmpint(wire_message_scan(proto, FALSE, b.data + 4, b.len - 4,
+                                      NULL, &len, &why), ==, WIRE_OK);
+    g_assert_cmpuint(len, ==, b.len - 4);
+    /* every strict prefix of an unframed message asks for more */
+    for (size_t i = 0; i < b.len - 4; i++) {
+        g_assert_cmpint(wire_message_scan(proto, FALSE, b.data + 4, i, NULL,
+                                          &len, &why), ==, WIRE_AGAIN);
+        g_assert_cmpint(wire_message_scan(proto, TRUE, b.data, i + 4, NULL,
+                                          &len, &why), ==, WIRE_AGAIN);
+    }
+
+    wire_reader_init(&r, proto, b.data + 4, b.len - 4, TRUE, NULL);
+    g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+    g_assert_cmpmem(m.name, m.name_len, "getRow", 6);
+    g_assert_cmpint(m.type, ==, WIRE_EXCEPTION);
+    g_assert_cmpint(m.seqid, ==, 0x7fffffff);
+    wire_buf_free(&b);
+}
+
+static void
+test_non_strict_binary(void)
+{
+    static const uint8_t msg[] = {
+        0, 0, 0, 3, 'g', 'e', 't', WIRE_CALL, 0, 0, 0, 9, WIRE_T_STOP,
+    };
+    struct wire_reader r;
+    struct wire_msg m;
+    wire_proto_t proto;
+    gboolean framed;
+    const char *why;
+    size_t len;
+
+    wire_reader_init(&r, WIRE_BINARY, msg, sizeof(msg), TRUE, NULL);
+    g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+    g_assert_false(m.strict);
+    g_assert_cmpint(m.seqid, ==, 9);
+    g_assert_cmpint(wire_detect(msg, sizeof(msg), &proto, &framed, &why), ==,
+                    WIRE_OK);
+    g_assert_true(proto == WIRE_BINARY && !framed);
+    g_assert_cmpint(wire_message_scan(WIRE_BINARY, FALSE, msg, sizeof(msg),
+                                      NULL, &len, &why), ==, WIRE_OK);
+    g_assert_cmpuint(len, ==, sizeof(msg));
+}
+
+static void
+test_detect(void)
+{
+    static const struct {
+        const char *bytes;
+        size_t len;
+        wire_status_t status;
+        wire_proto_t proto;
+        gboolean framed;
+    } cases[] = {
+        { "\x80\x01\x00\x01", 4, WIRE_OK, WIRE_BINARY, FALSE },
+        { "\x82\x21", 2, WIRE_OK, WIRE_COMPACT, FALSE },
+        { "\x00\x00\x00\x20\x80", 5, WIRE_OK, WIRE_BINARY, TRUE },
+        { "\x00\x00\x00\x20\x82", 5, WIRE_OK, WIRE_COMPACT, TRUE },
+        { "\x00\x00\x00\x20\x00", 5, WIRE_OK, WIRE_BINARY, TRUE },
+        { "\x00\x00\x00\x06g", 5, WIRE_OK, WIRE_BINARY, FALSE },
+        { "\x00\x00\x00", 3, WIRE_AGAIN, 0, 0 },
+        { "", 0, WIRE_AGAIN, 0, 0 },
+        { "GET / HTTP/1.1", 14, WIRE_ERROR, 0, 0 },
+        { "\x00\x00\x00\x20\x01", 5, WIRE_ERROR, 0, 0 },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        wire_proto_t proto = 99;
+        gboolean framed = 99;
+        const char *why;
+        wire_status_t st = wire_detect((const uint8_t *)cases[i].bytes,
+                                       cases[i].len, &proto, &framed, &why);
+
+        g_assert_cmpint(st, ==, cases[i].status);
+        if (st == WIRE_OK) {
+            g_assert_cmpint(proto, ==, cases[i].proto);
+            g_assert_cmpint(framed, ==, cases[i].framed);
+        } else if (st == WIRE_ERROR) {
+            g_assert_nonnull(why);
+        }
+    }
+}
+
+/* A CALL header for "m" (binary, strict) followed by the given body. */
+static struct wire_buf
+test_call(const uint8_t *body, size_t n)
+{
+    struct wire_buf b;
+    struct wire_writer w;
+
+    wire_buf_init(&b);
+    wire_writer_init(&w, WIRE_BINARY, &b);
+    wire_write_msg_begin(&w, (const uint8_t *)"m", 1, WIRE_CALL, 1);
+    wire_buf_append(&b, body, n);
+    return b;
+}
+
+static void
+test_malformed_binary(void)
+{
+    static const struct {
+        const char *name;
+        const char *body;
+        size_t len;
+        wire_status_t complete; /* as a whole framed message */
+        wire_status_t partial;  /* as the start of a stream */
+    } cases[] = {
+        /* string field 1 with length -1: the c_glib 0.17 crasher */
+        { "negative string", "\x0b\x00\x01\xff\xff\xff\xff\x00", 8,
+          WIRE_ERROR, WIRE_ERROR },
+        { "string past the end", "\x0b\x00\x01\x00\x00\x00\x10" "ab", 9,
+          WIRE_ERROR, WIRE_AGAIN },
+        { "string over the limit", "\x0b\x00\x01\x7f\x00\x00\x00", 7,
+          WIRE_ERROR, WIRE_ERROR },
+        { "negative list", "\x0f\x00\x01\x0b\xff\xff\xff\xfe", 8,
+          WIRE_ERROR, WIRE_ERROR },
+        { "negative map", "\x0d\x00\x01\x0b\x0b\x80\x00\x00\x00", 9,
+          WIRE_ERROR, WIRE_ERROR },
+        { "list of more than the bytes", "\x0f\x00\x01\x08\x00\x10\x00\x00",
+          8, WIRE_ERROR, WIRE_AGAIN },
+        { "invalid field type", "\x01\x00\x01\x00", 4, WIRE_ERROR,
+          WIRE_ERROR },
+        { "invalid element type", "\x0f\x00\x01\x10\x00\x00\x00\x01\x00", 9,
+          WIRE_ERROR, WIRE_ERROR },
+        { "truncated field header", "\x08\x00", 2, WIRE_ERROR, WIRE_AGAIN },
+        { "missing stop", "\x08\x00\x01\x00\x00\x00\x01", 7, WIRE_ERROR,
+          WIRE_AGAIN },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        struct wire_buf b = test_call((const uint8_t *)cases[i].body,
+                                      cases[i].len);
+        struct wire_limits lim = wire_default_limits;
+        struct wire_reader r;
+        struct wire_msg m;
+        size_t len;
+        const char *why;
+
+        lim.max_string = 1 << 20;
+        g_test_message("case: %s", cases[i].name);
+        wire_reader_init(&r, WIRE_BINARY, b.data, b.len, TRUE, &lim);
+        g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+        g_assert_cmpint(wire_skip(&r, WIRE_T_STRUCT), ==, cases[i].complete);
+        g_assert_nonnull(r.error);
+        g_assert_cmpint(wire_message_scan(WIRE_BINARY, FALSE, b.data, b.len,
+                                          &lim, &len, &why), ==,
+                        cases[i].partial);
+        wire_buf_free(&b);
+    }
+}
+
+static void
+test_malformed_compact(void)
+{
+    static const struct {
+        const char *name;
+        const char *body;
+        size_t len;
+    } cases[] = {
+        /* binary field 1 with a 5-byte varint length over INT32_MAX */
+        { "huge string", "\x18\xff\xff\xff\xff\x0f", 6 },
+        { "overlong varint", "\x15\xff\xff\xff\xff\xff\xff\x01", 8 },
+        { "bad field type", "\x1d\x00", 2 },
+        { "string past the end", "\x18\x05" "ab", 4 },
+        { "list past the end", "\x19\xf5\x80\x80\x80\x01", 6 },
+        { "field id out of range", "\x05\xff\xff\x7f\x00\x00", 6 },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        struct wire_reader r;
+
+        g_test_message("case: %s", cases[i].name);
+        wire_reader_init(&r, WIRE_COMPACT, (const uint8_t *)cases[i].body,
+                         cases[i].len, TRUE, NULL);
+        g_assert_cmpint(wire_skip(&r, WIRE_T_STRUCT), ==, WIRE_ERROR);
+        g_assert_nonnull(r.error);
+    }
+}
+
+static void
+test_depth_cap(gconstpointer data)
+{
+    wire_proto_t proto = GPOINTER_TO_INT(data);
+    struct wire_buf b;
+    struct wire_writer w;
+    struct wire_reader r;
+    struct wire_limits lim = wire_default_limits;
+    int depth = 200;
+
+    wire_buf_init(&b);
+    wire_writer_init(&w, proto, &b);
+    /* struct { 1: list<list<list<...>>> } nested 200 deep */
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_LIST, 1);
+    for (int i = 0; i < depth; i++) {
+        wire_write_list_begin(&w, WIRE_T_LIST, 1);
+    }
+    wire_write_list_begin(&w, WIRE_T_I32, 0);
+    for (int i = 0; i <= depth; i++) {
+        wire_write_container_end(&w);
+    }
+    wire_write_struct_end(&w);
+
+    wire_reader_init(&r, proto, b.data, b.len, TRUE, &lim);
+    g_assert_cmpint(wire_skip(&r, WIRE_T_STRUCT), ==, WIRE_ERROR);
+    g_assert_cmpstr(r.error, ==, "nesting deeper than the limit");
+
+    lim.max_depth = 8;
+    wire_reader_init(&r, proto, b.data, b.len, TRUE, &lim);
+    g_assert_cmpint(wire_skip(&r, WIRE_T_STRUCT), ==, WIRE_ERROR);
+    wire_buf_free(&b);
+}
+
+static void
+test_frame_limits(void)
+{
+    static const uint8_t negative[] = { 0xff, 0xff, 0xff, 0xf0, 0x80 };
+    static const uint8_t huge[] = { 0x7f, 0xff, 0xff, 0xff, 0x80 };
+    static const uint8_t zero[] = { 0, 0, 0, 0 };
+    size_t len;
+    const char *why;
+
+    g_assert_cmpint(wire_message_scan(WIRE_BINARY, TRUE, negative,
+                                      sizeof(negative), NULL, &len, &why),
+                    ==, WIRE_ERROR);
+    g_assert_cmpint(wire_message_scan(WIRE_BINARY, TRUE, huge, sizeof(huge),
+                                      NULL, &len, &why), ==, WIRE_ERROR);
+    g_assert_cmpstr(why, ==, "frame larger than the maximum size");
+    g_assert_cmpint(wire_message_scan(WIRE_BINARY, TRUE, zero, sizeof(zero),
+                                      NULL, &len, &why), ==, WIRE_ERROR);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_data_func("/wire/writer/binary", GINT_TO_POINTER(WIRE_BINARY),
+                         test_writer_against_c_glib);
+    g_test_add_data_func("/wire/writer/compact",
+                         GINT_TO_POINTER(WIRE_COMPACT),
+                         test_writer_against_c_glib);
+    for (int mode = 0; mode < 8; mode++) {
+        g_autofree char *path = g_strdup_printf(
+            "/wire/copy/%s-to-%s/%s", (mode & 1) ? "compact" : "binary",
+            (mode & 2) ? "compact" : "binary",
+            (mode & 4) ? "sorted" : "map");
+
+        g_test_add_data_func(path, GINT_TO_POINTER(mode),
+                             test_copy_transcodes);
+    }
+    g_test_add_data_func("/wire/header/binary", GINT_TO_POINTER(WIRE_BINARY),
+                         test_message_header);
+    g_test_add_data_func("/wire/header/compact",
+                         GINT_TO_POINTER(WIRE_COMPACT), test_message_header);
+    g_test_add_func("/wire/header/non-strict", test_non_strict_binary);
+    g_test_add_func("/wire/detect", test_detect);
+    g_test_add_func("/wire/malformed/binary", test_malformed_binary);
+    g_test_add_func("/wire/malformed/compact", test_malformed_compact);
+    g_test_add_data_func("/wire/depth/binary", GINT_TO_POINTER(WIRE_BINARY),
+                         test_depth_cap);
+    g_test_add_data_func("/wire/depth/compact", GINT_TO_POINTER(WIRE_COMPACT),
+                         test_depth_cap);
+    g_test_add_func("/wire/frame-limits", test_frame_limits);
+    return g_test_run();
+}
