@@ -1,0 +1,399 @@
+/* codec.c: rewrites one Thrift1 call for the backend and its reply back. */
+#include "codec.h"
+
+#include <string.h>
+
+#include "config.h"
+#include "hbase1.h"
+#include "salt.h"
+
+/*
+ * One pass over each message: fields the method table names are decoded
+ * and rewritten, everything else is copied as bytes (or transcoded when
+ * the two sides speak different protocols).  Nothing is allocated here;
+ * salted keys are written as two parts (prefix, logical key) straight
+ * into the output buffer.
+ */
+
+static uint64_t codec_unsalted;
+
+guint64
+codec_unsalted_rows(void)
+{
+    return __atomic_load_n(&codec_unsalted, __ATOMIC_RELAXED);
+}
+
+/* State of one rewrite. */
+struct codec_ctx {
+    const struct config *cfg;
+    struct wire_reader r;
+    struct wire_writer w;
+    struct codec_error *err;
+    gboolean reply;                 /* walking a reply (unsalting) */
+};
+
+static gboolean
+codec_reject(struct codec_ctx *c, int32_t app_type, gboolean io,
+             const char *message)
+{
+    c->err->app_type = app_type;
+    c->err->io = io;
+    c->err->message = message;
+    return FALSE;
+}
+
+/* Reads ahead, without consuming, the table named by a struct's TABLE
+ * field.  The reader is a plain struct, so a copy scans ahead for free. */
+static const struct salt_table *
+codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
+                 gboolean *found)
+{
+    struct wire_reader ahead = c->r;
+    uint8_t type;
+    int16_t fid;
+
+    *found = FALSE;
+    if (wire_read_struct_begin(&ahead) != WIRE_OK) {
+        return NULL;
+    }
+    for (;;) {
+        const struct hbase1_field *f;
+
+        if (wire_read_field(&ahead, &type, &fid) != WIRE_OK ||
+            type == WIRE_T_STOP) {
+            return NULL;
+        }
+        f = hbase1_schema_field(s, fid);
+        if (f != NULL && f->action == HBASE1_TABLE && f->type == type) {
+            const struct config_table *t;
+            const uint8_t *name;
+            uint32_t len;
+
+            if (wire_read_binary(&ahead, &name, &len) != WIRE_OK) {
+                return NULL;
+            }
+            *found = TRUE;
+            t = config_find_table(c->cfg, name, len);
+            return t != NULL ? &t->salt : NULL;
+        }
+        if (wire_skip(&ahead, type) != WIRE_OK) {
+            return NULL;
+        }
+    }
+}
+
+/* Salts one logical key on the way in. */
+static gboolean
+codec_row_in(struct codec_ctx *c, const struct salt_table *salt)
+{
+    const uint8_t *key;
+    uint32_t len;
+    uint8_t prefix[SALT_MAX_PREFIX];
+    size_t plen;
+
+    if (wire_read_binary(&c->r, &key, &len) != WIRE_OK) {
+        return FALSE;
+    }
+    if (salt == NULL) {
+        wire_write_binary(&c->w, key, len);
+        return TRUE;
+    }
+    if (len == 0) {
+        /* HBase refuses empty rows; salted, it would not notice. */
+        return codec_reject(c, WIRE_APP_PROTOCOL_ERROR, TRUE,
+                            "java.lang.IllegalArgumentException: "
+                            "Row length is 0");
+    }
+    plen = salt_write_prefix(salt, salt_bucket(salt, key, len), prefix);
+    wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
+    return TRUE;
+}
+
+/* Strips the salt of one physical key on the way out. */
+static gboolean
+codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
+{
+    const uint8_t *phys, *logical;
+    size_t logical_len;
+    uint32_t len, bucket;
+
+    if (wire_read_binary(&c->r, &phys, &len) != WIRE_OK) {
+        return FALSE;
+    }
+    if (salt != NULL &&
+        salt_strip(salt, phys, len, &logical, &logical_len, &bucket) &&
+        salt_bucket(salt, logical, logical_len) == bucket) {
+        wire_write_binary(&c->w, logical, (uint32_t)logical_len);
+        return TRUE;
+    }
+    if (salt != NULL) {
+        /* written around the proxy: hand it back as stored */
+        __atomic_fetch_add(&codec_unsalted, 1, __ATOMIC_RELAXED);
+    }
+    wire_write_binary(&c->w, phys, len);
+    return TRUE;
+}
+
+static gboolean codec_walk_struct(struct codec_ctx *c,
+                                  const struct hbase1_schema *s,
+                                  const struct salt_table *salt);
+
+static gboolean
+codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
+                 const struct salt_table *salt)
+{
+    uint8_t et;
+    uint32_t count, i;
+
+    switch (f->action) {
+    case HBASE1_TABLE:
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_ROW:
+        return codec_row_in(c, salt);
+    case HBASE1_ROW_OUT:
+        return codec_row_out(c, salt);
+    case HBASE1_STRUCT:
+        return codec_walk_struct(c, f->sub, salt);
+    case HBASE1_ROWS:
+    case HBASE1_STRUCT_LIST:
+        if (wire_read_list_begin(&c->r, &et, &count) != WIRE_OK) {
+            return FALSE;
+        }
+        wire_write_list_begin(&c->w, et, count);
+        for (i = 0; i < count; i++) {
+            gboolean ok;
+
+            if (f->action == HBASE1_ROWS && et == WIRE_T_STRING) {
+                ok = c->reply ? codec_row_out(c, salt) : codec_row_in(c, salt);
+            } else if (f->action == HBASE1_STRUCT_LIST &&
+                       et == WIRE_T_STRUCT) {
+                ok = codec_walk_struct(c, f->sub, salt);
+            } else {
+                ok = wire_copy(&c->r, &c->w, et) == WIRE_OK;
+            }
+            if (!ok) {
+                return FALSE;
+            }
+        }
+        wire_read_container_end(&c->r);
+        wire_write_container_end(&c->w);
+        return c->r.status == WIRE_OK;
+    default:
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    }
+}
+
+static gboolean
+codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
+                  const struct salt_table *salt)
+{
+    uint8_t type;
+    int16_t fid;
+
+    if (s->scoped_table) {
+        gboolean found;
+
+        salt = codec_peek_table(c, s, &found);
+    }
+    if (wire_read_struct_begin(&c->r) != WIRE_OK) {
+        return FALSE;
+    }
+    wire_write_struct_begin(&c->w);
+    for (;;) {
+        const struct hbase1_field *f;
+
+        if (wire_read_field(&c->r, &type, &fid) != WIRE_OK) {
+            return FALSE;
+        }
+        if (type == WIRE_T_STOP) {
+            break;
+        }
+        wire_write_field(&c->w, type, fid);
+        f = hbase1_schema_field(s, fid);
+        if (f != NULL && f->type == type) {
+            if (!codec_walk_field(c, f, salt)) {
+                return FALSE;
+            }
+        } else if (wire_copy(&c->r, &c->w, type) != WIRE_OK) {
+            return FALSE;
+        }
+    }
+    wire_read_struct_end(&c->r);
+    wire_write_struct_end(&c->w);
+    return c->r.status == WIRE_OK;
+}
+
+static void
+codec_call_init(struct codec_call *call, const struct wire_msg *m)
+{
+    /* wire_read_msg_begin caps names at WIRE_MAX_NAME */
+    memcpy(call->name, m->name, m->name_len);
+    call->name[m->name_len] = '\0';
+    call->name_len = (uint16_t)m->name_len;
+    call->client_seqid = m->seqid;
+    call->client_strict = m->strict;
+    call->method = hbase1_lookup(m->name, m->name_len);
+    call->salt = NULL;
+}
+
+codec_status_t
+codec_request(const struct config *cfg, wire_proto_t from,
+              const uint8_t *msg, size_t len, wire_proto_t to,
+              int32_t backend_seqid, struct wire_buf *out,
+              struct codec_call *call, struct codec_error *err,
+              const struct wire_limits *limits)
+{
+    struct codec_ctx c = { .cfg = cfg, .err = err, .reply = FALSE };
+    const struct hbase1_method *method;
+    size_t mark = out->len;
+    struct wire_msg m;
+    gboolean ok;
+
+    memset(call, 0, sizeof(*call));
+    memset(err, 0, sizeof(*err));
+    wire_reader_init(&c.r, from, msg, len, TRUE, limits);
+    if (wire_read_msg_begin(&c.r, &m) != WIRE_OK) {
+        err->app_type = WIRE_APP_PROTOCOL_ERROR;
+        err->message = c.r.error != NULL ? c.r.error : "bad message header";
+        return CODEC_CLOSE;
+    }
+    codec_call_init(call, &m);
+    if (m.type != WIRE_CALL) {
+        codec_reject(&c, WIRE_APP_INVALID_MESSAGE_TYPE, FALSE,
+                     "hbase-salt-proxy: expected a call message");
+        return CODEC_REJECT;
+    }
+    method = call->method;
+
+    wire_writer_init(&c.w, to, out);
+    wire_write_msg_begin(&c.w, m.name, m.name_len, WIRE_CALL, backend_seqid);
+    if (method == NULL || method->args == NULL) {
+        /* no row keys: unknown names too, the backend answers those */
+        ok = wire_copy(&c.r, &c.w, WIRE_T_STRUCT) == WIRE_OK;
+    } else {
+        gboolean named = FALSE;
+
+        call->salt = codec_peek_table(&c, method->args, &named);
+        if (c.r.status != WIRE_OK) {
+            ok = FALSE;
+        } else if (call->salt != NULL &&
+                   method->kind == HBASE1_SCAN_OPEN) {
+            ok = codec_reject(&c, WIRE_APP_INTERNAL_ERROR, TRUE,
+                              "hbase-salt-proxy: scans of salted tables "
+                              "are not supported yet");
+        } else if (named && call->salt == NULL) {
+            /* a table the config does not salt: bytes pass through */
+            ok = wire_copy(&c.r, &c.w, WIRE_T_STRUCT) == WIRE_OK;
+        } else {
+            ok = codec_walk_struct(&c, method->args, call->salt);
+        }
+    }
+    if (!ok) {
+        out->len = mark;
+        if (err->message == NULL) {
+            err->app_type = WIRE_APP_PROTOCOL_ERROR;
+            err->message = c.r.error != NULL ? c.r.error : "malformed call";
+        }
+        return CODEC_REJECT;
+    }
+    return CODEC_OK;
+}
+
+codec_status_t
+codec_reply(const struct codec_call *call, wire_proto_t from,
+            const uint8_t *msg, size_t len, int32_t backend_seqid,
+            wire_proto_t to, struct wire_buf *out, struct codec_error *err,
+            const struct wire_limits *limits)
+{
+    struct codec_ctx c = { .err = err, .reply = TRUE };
+    size_t mark = out->len;
+    struct wire_msg m;
+    gboolean ok;
+
+    memset(err, 0, sizeof(*err));
+    err->app_type = WIRE_APP_INTERNAL_ERROR;
+    wire_reader_init(&c.r, from, msg, len, TRUE, limits);
+    if (wire_read_msg_begin(&c.r, &m) != WIRE_OK) {
+        err->message = c.r.error != NULL ? c.r.error : "bad reply header";
+        return CODEC_CLOSE;
+    }
+    if (m.type != WIRE_REPLY && m.type != WIRE_EXCEPTION) {
+        err->message = "backend sent a message that is not a reply";
+        return CODEC_CLOSE;
+    }
+    if (m.seqid != backend_seqid) {
+        err->message = "backend reply has the wrong sequence id";
+        return CODEC_CLOSE;
+    }
+    if (m.name_len != call->name_len ||
+        memcmp(m.name, call->name, m.name_len) != 0) {
+        err->message = "backend reply is for another method";
+        return CODEC_CLOSE;
+    }
+
+    wire_writer_init(&c.w, to, out);
+    wire_write_msg_begin(&c.w, m.name, m.name_len, m.type,
+                         call->client_seqid);
+    if (m.type == WIRE_REPLY && call->salt != NULL && call->method != NULL &&
+        call->method->result != NULL) {
+        ok = codec_walk_struct(&c, call->method->result, call->salt);
+    } else {
+        ok = wire_copy(&c.r, &c.w, WIRE_T_STRUCT) == WIRE_OK;
+    }
+    if (!ok) {
+        out->len = mark;
+        err->message = c.r.error != NULL ? c.r.error : "malformed reply";
+        return CODEC_CLOSE;
+    }
+    return CODEC_OK;
+}
+
+static void
+codec_write_io(const struct codec_call *call, struct wire_writer *w,
+               const char *message, gboolean can_retry)
+{
+    wire_write_msg_begin(w, (const uint8_t *)call->name, call->name_len,
+                         WIRE_REPLY, call->client_seqid);
+    wire_write_struct_begin(w);
+    wire_write_field(w, WIRE_T_STRUCT, 1);
+    wire_write_struct_begin(w);
+    wire_write_field(w, WIRE_T_STRING, 1);
+    wire_write_binary(w, message, (uint32_t)strlen(message));
+    wire_write_field(w, WIRE_T_BOOL, 2);
+    wire_write_bool(w, can_retry);
+    wire_write_struct_end(w);
+    wire_write_struct_end(w);
+}
+
+void
+codec_write_error(const struct codec_call *call, wire_proto_t to,
+                  const struct codec_error *err, struct wire_buf *out)
+{
+    struct wire_writer w;
+
+    wire_writer_init(&w, to, out);
+    if (err->io && call->method != NULL && call->method->declares_io) {
+        codec_write_io(call, &w, err->message, FALSE);
+        return;
+    }
+    wire_write_app_exception(&w, (const uint8_t *)call->name, call->name_len,
+                             call->client_seqid, err->app_type,
+                             err->message);
+}
+
+void
+codec_write_io_error(const struct codec_call *call, wire_proto_t to,
+                     const char *message, gboolean can_retry,
+                     struct wire_buf *out)
+{
+    struct wire_writer w;
+
+    wire_writer_init(&w, to, out);
+    if (call->method != NULL && call->method->declares_io) {
+        codec_write_io(call, &w, message, can_retry);
+        return;
+    }
+    wire_write_app_exception(&w, (const uint8_t *)call->name, call->name_len,
+                             call->client_seqid, WIRE_APP_INTERNAL_ERROR,
+                             message);
+}

@@ -1,0 +1,82 @@
+/* codec.h: rewrites one Thrift1 call for the backend and its reply back. */
+#pragma once
+
+#include <glib.h>
+
+#include "wire.h"
+
+struct config;
+struct salt_table;
+struct hbase1_method;
+
+/*
+ * What a reply needs to know about its request.  Filled by
+ * codec_request, kept by the I/O layer with the pending request, handed
+ * to codec_reply.  Plain data: no allocation, nothing to free.
+ */
+struct codec_call {
+    const struct hbase1_method *method; /* NULL: name not in the table */
+    const struct salt_table *salt;      /* salted table of the call, or NULL */
+    int32_t client_seqid;               /* echoed to the client */
+    uint16_t name_len;
+    char name[WIRE_MAX_NAME + 1];       /* method name as the client sent it */
+    gboolean client_strict;             /* binary: client used versioned
+                                           headers */
+};
+
+typedef enum {
+    CODEC_OK = 0,     /* out holds the message to send on */
+    CODEC_REJECT = 1, /* answer the client with an error (see codec_error) */
+    CODEC_CLOSE = 2,  /* cannot even answer: close the connection */
+} codec_status_t;
+
+/* Why a request was rejected, for the error reply and the log. */
+struct codec_error {
+    int32_t app_type;      /* TApplicationException type */
+    const char *message;   /* static text */
+    gboolean io;           /* answer with the method's IOError instead,
+                              as HBase does for bad arguments */
+};
+
+/*
+ * Rewrites a whole client message (header and argument struct, no frame
+ * header) in protocol 'from' into 'out' in protocol 'to', with the
+ * backend sequence id 'backend_seqid': row keys of salted tables gain
+ * their salt, everything else is copied (or transcoded).  Appends to out;
+ * framing is the caller's.  On REJECT, out is left as it was and
+ * codec_write_error builds the reply.
+ */
+codec_status_t codec_request(const struct config *cfg, wire_proto_t from,
+                             const uint8_t *msg, size_t len, wire_proto_t to,
+                             int32_t backend_seqid, struct wire_buf *out,
+                             struct codec_call *call, struct codec_error *err,
+                             const struct wire_limits *limits);
+
+/*
+ * Rewrites a whole backend reply for the client: checks the sequence id
+ * and name against the call, strips salts from TRowResult.row of salted
+ * tables, restores the client's seqid and protocol.  On failure returns
+ * CODEC_CLOSE with err->message set: the backend connection is broken and
+ * the caller answers the client with codec_write_io_error.
+ */
+codec_status_t codec_reply(const struct codec_call *call, wire_proto_t from,
+                           const uint8_t *msg, size_t len,
+                           int32_t backend_seqid, wire_proto_t to,
+                           struct wire_buf *out, struct codec_error *err,
+                           const struct wire_limits *limits);
+
+/* A TApplicationException reply for a rejected call. */
+void codec_write_error(const struct codec_call *call, wire_proto_t to,
+                       const struct codec_error *err, struct wire_buf *out);
+
+/*
+ * The reply a client gets when its backend failed: the method's declared
+ * IOError (message, canRetry) where it has one, else a
+ * TApplicationException INTERNAL_ERROR with the same message.
+ */
+void codec_write_io_error(const struct codec_call *call, wire_proto_t to,
+                          const char *message, gboolean can_retry,
+                          struct wire_buf *out);
+
+/* Counts rows returned unsalted because they carried no valid salt. */
+guint64 codec_unsalted_rows(void);

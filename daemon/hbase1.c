@@ -1,0 +1,218 @@
+/* hbase1.c: the Thrift1 method table (field ids from thrift/hbase.thrift). */
+#include "hbase1.h"
+
+#include <string.h>
+
+#include "wire.h"
+
+#define F(fid_, type_, action_, sub_) \
+    { .fid = (fid_), .type = (type_), .action = (action_), .sub = (sub_) }
+#define SCHEMA(name_, scoped_, ...)                                        \
+    static const struct hbase1_field name_##_fields[] = { __VA_ARGS__ };   \
+    static const struct hbase1_schema name_ = {                            \
+        .fields = name_##_fields,                                          \
+        .nfields = G_N_ELEMENTS(name_##_fields),                           \
+        .scoped_table = (scoped_),                                         \
+    }
+
+/* ---- structs ----------------------------------------------------------- */
+
+/* BatchMutation { 1: row, 2: mutations } */
+SCHEMA(batch_mutation, FALSE,
+       F(1, WIRE_T_STRING, HBASE1_ROW, NULL));
+
+/* TIncrement { 1: table, 2: row, ... } */
+SCHEMA(t_increment, TRUE,
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL),
+       F(2, WIRE_T_STRING, HBASE1_ROW, NULL));
+
+/* TAppend { 1: table, 2: row, ... } */
+SCHEMA(t_append, TRUE,
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL),
+       F(2, WIRE_T_STRING, HBASE1_ROW, NULL));
+
+/* TRowResult { 1: row, 2: columns, 3: sortedColumns } */
+SCHEMA(t_row_result, FALSE,
+       F(1, WIRE_T_STRING, HBASE1_ROW_OUT, NULL));
+
+/* ---- argument structs ---------------------------------------------------- */
+
+/* (1: tableName, 2: row, ...): get, getVer*, getRow*, mutateRow*,
+ * atomicIncrement, deleteAll*, checkAndPut */
+SCHEMA(args_table_row, FALSE,
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL),
+       F(2, WIRE_T_STRING, HBASE1_ROW, NULL));
+
+/* (1: tableName, 2: list<Text> rows, ...): getRows* */
+SCHEMA(args_table_rows, FALSE,
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL),
+       F(2, WIRE_T_LIST, HBASE1_ROWS, NULL));
+
+/* (1: tableName, 2: list<BatchMutation>, ...): mutateRows* */
+SCHEMA(args_table_batches, FALSE,
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL),
+       F(2, WIRE_T_LIST, HBASE1_STRUCT_LIST, &batch_mutation));
+
+/* (1: TIncrement) */
+SCHEMA(args_increment, FALSE,
+       F(1, WIRE_T_STRUCT, HBASE1_STRUCT, &t_increment));
+
+/* (1: list<TIncrement>) */
+SCHEMA(args_increments, FALSE,
+       F(1, WIRE_T_LIST, HBASE1_STRUCT_LIST, &t_increment));
+
+/* (1: TAppend) */
+SCHEMA(args_append, FALSE,
+       F(1, WIRE_T_STRUCT, HBASE1_STRUCT, &t_append));
+
+/* (1: tableName, ...): scanner opens until the scan engine takes them */
+SCHEMA(args_table, FALSE,
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL));
+
+/* ---- result structs ------------------------------------------------------ */
+
+/* success: list<TRowResult> */
+SCHEMA(result_row_results, FALSE,
+       F(0, WIRE_T_LIST, HBASE1_STRUCT_LIST, &t_row_result));
+
+#define M(name_, kind_, io_, args_, result_)                                \
+    { .name = #name_, .name_len = sizeof(#name_) - 1, .kind = (kind_),      \
+      .declares_io = (io_), .args = (args_), .result = (result_) }
+
+/* In IDL order.  'index' is filled in by position. */
+static struct hbase1_method hbase1_table[] = {
+    M(enableTable, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(disableTable, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(isTableEnabled, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(compact, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(majorCompact, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(getTableNames, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(getTableNamesWithIsTableEnabled, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(getColumnDescriptors, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(getTableRegions, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(createTable, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(deleteTable, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(get, HBASE1_READ, TRUE, &args_table_row, NULL),
+    M(getVer, HBASE1_READ, TRUE, &args_table_row, NULL),
+    M(getVerTs, HBASE1_READ, TRUE, &args_table_row, NULL),
+    M(getRow, HBASE1_READ, TRUE, &args_table_row, &result_row_results),
+    M(getRowWithColumns, HBASE1_READ, TRUE, &args_table_row,
+      &result_row_results),
+    M(getRowTs, HBASE1_READ, TRUE, &args_table_row, &result_row_results),
+    M(getRowWithColumnsTs, HBASE1_READ, TRUE, &args_table_row,
+      &result_row_results),
+    M(getRows, HBASE1_READ, TRUE, &args_table_rows, &result_row_results),
+    M(getRowsWithColumns, HBASE1_READ, TRUE, &args_table_rows,
+      &result_row_results),
+    M(getRowsTs, HBASE1_READ, TRUE, &args_table_rows, &result_row_results),
+    M(getRowsWithColumnsTs, HBASE1_READ, TRUE, &args_table_rows,
+      &result_row_results),
+    M(mutateRow, HBASE1_WRITE, TRUE, &args_table_row, NULL),
+    M(mutateRowTs, HBASE1_WRITE, TRUE, &args_table_row, NULL),
+    M(mutateRows, HBASE1_WRITE, TRUE, &args_table_batches, NULL),
+    M(mutateRowsTs, HBASE1_WRITE, TRUE, &args_table_batches, NULL),
+    M(atomicIncrement, HBASE1_WRITE, TRUE, &args_table_row, NULL),
+    M(deleteAll, HBASE1_WRITE, TRUE, &args_table_row, NULL),
+    M(deleteAllTs, HBASE1_WRITE, TRUE, &args_table_row, NULL),
+    M(deleteAllRow, HBASE1_WRITE, TRUE, &args_table_row, NULL),
+    M(increment, HBASE1_WRITE, TRUE, &args_increment, NULL),
+    M(incrementRows, HBASE1_WRITE, TRUE, &args_increments, NULL),
+    M(deleteAllRowTs, HBASE1_WRITE, TRUE, &args_table_row, NULL),
+    M(scannerOpenWithScan, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
+    M(scannerOpen, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
+    M(scannerOpenWithStop, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
+    M(scannerOpenWithPrefix, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
+    M(scannerOpenTs, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
+    M(scannerOpenWithStopTs, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
+    M(scannerGet, HBASE1_SCAN_NEXT, TRUE, NULL, NULL),
+    M(scannerGetList, HBASE1_SCAN_NEXT, TRUE, NULL, NULL),
+    M(scannerClose, HBASE1_SCAN_CLOSE, TRUE, NULL, NULL),
+    M(getRegionInfo, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(append, HBASE1_WRITE, TRUE, &args_append, NULL),
+    M(checkAndPut, HBASE1_WRITE, TRUE, &args_table_row, NULL),
+    M(getThriftServerType, HBASE1_ADMIN, FALSE, NULL, NULL),
+    M(getClusterId, HBASE1_ADMIN, FALSE, NULL, NULL),
+    M(grant, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(revoke, HBASE1_ADMIN, TRUE, NULL, NULL),
+};
+
+/* Methods sorted by (length, bytes) for binary search. */
+static const struct hbase1_method *hbase1_sorted[G_N_ELEMENTS(hbase1_table)];
+
+static int
+hbase1_cmp_name(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    if (alen != blen) {
+        return alen < blen ? -1 : 1;
+    }
+    return memcmp(a, b, alen);
+}
+
+static int
+hbase1_cmp_sorted(const void *a, const void *b)
+{
+    const struct hbase1_method *x = *(const struct hbase1_method *const *)a;
+    const struct hbase1_method *y = *(const struct hbase1_method *const *)b;
+
+    return hbase1_cmp_name((const uint8_t *)x->name, x->name_len,
+                           (const uint8_t *)y->name, y->name_len);
+}
+
+static void
+hbase1_init(void)
+{
+    static gsize done = 0;
+
+    if (g_once_init_enter(&done)) {
+        for (size_t i = 0; i < G_N_ELEMENTS(hbase1_table); i++) {
+            hbase1_table[i].index = (uint8_t)i;
+            hbase1_sorted[i] = &hbase1_table[i];
+        }
+        qsort(hbase1_sorted, G_N_ELEMENTS(hbase1_sorted),
+              sizeof(hbase1_sorted[0]), hbase1_cmp_sorted);
+        g_once_init_leave(&done, 1);
+    }
+}
+
+const struct hbase1_method *
+hbase1_lookup(const uint8_t *name, size_t len)
+{
+    size_t lo = 0, hi = G_N_ELEMENTS(hbase1_sorted);
+
+    hbase1_init();
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const struct hbase1_method *m = hbase1_sorted[mid];
+        int c = hbase1_cmp_name(name, len, (const uint8_t *)m->name,
+                                m->name_len);
+
+        if (c == 0) {
+            return m;
+        }
+        if (c < 0) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return NULL;
+}
+
+const struct hbase1_method *
+hbase1_methods(size_t *count)
+{
+    hbase1_init();
+    *count = G_N_ELEMENTS(hbase1_table);
+    return hbase1_table;
+}
+
+const struct hbase1_field *
+hbase1_schema_field(const struct hbase1_schema *s, int16_t fid)
+{
+    for (uint8_t i = 0; i < s->nfields; i++) {
+        if (s->fields[i].fid == fid) {
+            return &s->fields[i];
+        }
+    }
+    return NULL;
+}
