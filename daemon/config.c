@@ -1,0 +1,933 @@
+/* config.c: strict, consuming GKeyFile parser for the proxy configuration. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <string.h>
+
+G_DEFINE_QUARK(config-error-quark, config_error)
+
+/*
+ * The defaults.  Each is also written, commented, in
+ * conf/hbase-salt-proxy.conf; test_config checks the two agree.  The
+ * [table:*] defaults are part of the storage format of any table that
+ * leaves them out: never change them.
+ */
+#define CONFIG_DEFAULT_LISTEN "127.0.0.1:9090"
+#define CONFIG_DEFAULT_WORKERS 0
+#define CONFIG_DEFAULT_MAX_FRAME_SIZE (16u << 20)
+#define CONFIG_DEFAULT_MAX_CONNECTIONS 10000
+#define CONFIG_DEFAULT_CLIENT_IDLE_TIMEOUT_MS 0
+#define CONFIG_DEFAULT_SERVERS "127.0.0.1:9091"
+#define CONFIG_DEFAULT_CONNECT_TIMEOUT_MS 2000
+#define CONFIG_DEFAULT_REQUEST_TIMEOUT_MS 30000
+#define CONFIG_DEFAULT_POOL_SIZE 4
+#define CONFIG_DEFAULT_CACHING_MAX 1000
+#define CONFIG_DEFAULT_SCANNER_TIMEOUT_MS 60000
+#define CONFIG_DEFAULT_BUCKETS 16
+
+#define CONFIG_MAX_MS ((unsigned)G_MAXINT32)
+#define CONFIG_MAX_SERVERS 256
+#define CONFIG_MAX_KEY_PART 32767   /* HBase's longest row key */
+#define CONFIG_TABLE_PREFIX "table:"
+
+/* One load: the key file, where each group and key sits, the result. */
+struct config_ctx {
+    const char *source;     /* file name for messages */
+    GKeyFile *kf;
+    GHashTable *lines;      /* "group" or "group\nkey" -> line number */
+    struct config *cfg;
+};
+
+/* Line of a group (key NULL) or key, 0 if unknown. */
+static unsigned
+config_line(const struct config_ctx *c, const char *group, const char *key)
+{
+    g_autofree char *id = key != NULL ? g_strconcat(group, "\n", key, NULL)
+                                      : g_strdup(group);
+
+    return GPOINTER_TO_UINT(g_hash_table_lookup(c->lines, id));
+}
+
+/* Every error reads "SOURCE:LINE: [group] key: what". */
+static void G_GNUC_PRINTF(6, 7)
+config_set_error(const struct config_ctx *c, GError **error,
+                 config_error_t code, const char *group, const char *key,
+                 const char *fmt, ...)
+{
+    g_autofree char *what = NULL;
+    g_autofree char *where = NULL;
+    unsigned line = group != NULL ? config_line(c, group, key) : 0;
+    va_list ap;
+
+    va_start(ap, fmt);
+    what = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    if (line > 0)
+        where = g_strdup_printf("%s:%u:", c->source, line);
+    else
+        where = g_strdup_printf("%s:", c->source);
+    if (group == NULL)
+        g_set_error(error, CONFIG_ERROR, code, "%s %s", where, what);
+    else if (key == NULL)
+        g_set_error(error, CONFIG_ERROR, code, "%s [%s]: %s", where, group,
+                    what);
+    else
+        g_set_error(error, CONFIG_ERROR, code, "%s [%s] %s: %s", where,
+                    group, key, what);
+}
+
+/*
+ * A first pass over the text, as GKeyFile reads it, for what GKeyFile does
+ * not tell: line numbers for messages, and groups or keys given twice
+ * (GKeyFile merges and overwrites them silently).
+ */
+static gboolean
+config_scan_lines(struct config_ctx *c, const char *data, size_t len,
+                  GError **error)
+{
+    g_autofree char *group = NULL;
+    const char *p = data, *end = data + len;
+    unsigned line = 0;
+
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *s = p, *e = eol != NULL ? eol : end;
+        const char *eq;
+        g_autofree char *id = NULL;
+
+        line++;
+        p = eol != NULL ? eol + 1 : end;
+        while (s < e && g_ascii_isspace(*s))
+            s++;
+        while (e > s && g_ascii_isspace(e[-1]))
+            e--;
+        if (s == e || *s == '#')
+            continue;
+        if (*s == '[') {
+            const char *close = e;
+            while (close > s && close[-1] != ']')
+                close--;
+            if (close <= s + 1) {
+                g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE,
+                            "%s:%u: group header without ']'", c->source,
+                            line);
+                return FALSE;
+            }
+            g_free(group);
+            group = g_strndup(s + 1, (size_t)(close - 1 - (s + 1)));
+            if (g_hash_table_contains(c->lines, group)) {
+                g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_DUPLICATE,
+                            "%s:%u: [%s]: group given twice (first on "
+                            "line %u)", c->source, line, group,
+                            config_line(c, group, NULL));
+                return FALSE;
+            }
+            g_hash_table_insert(c->lines, g_strdup(group),
+                                GUINT_TO_POINTER(line));
+            continue;
+        }
+        eq = memchr(s, '=', (size_t)(e - s));
+        if (eq == NULL || group == NULL) {
+            g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE,
+                        "%s:%u: %s", c->source, line,
+                        eq == NULL ? "expected 'key = value', '[group]' or "
+                                     "'# comment'"
+                                   : "key before the first [group]");
+            return FALSE;
+        }
+        while (eq > s && g_ascii_isspace(eq[-1]))
+            eq--;
+        /* GKeyFile hides "key[locale]" from its key lists, so the leftover
+         * check would miss it: no key of ours has one. */
+        if (memchr(s, '[', (size_t)(eq - s)) != NULL) {
+            g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_INVALID_KEY,
+                        "%s:%u: [%s] %.*s: unknown key (no key takes a "
+                        "[locale])", c->source, line, group, (int)(eq - s),
+                        s);
+            return FALSE;
+        }
+        id = g_strdup_printf("%s\n%.*s", group, (int)(eq - s), s);
+        if (g_hash_table_contains(c->lines, id)) {
+            g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_DUPLICATE,
+                        "%s:%u: [%s] %.*s: key given twice (first on line "
+                        "%u)", c->source, line, group, (int)(eq - s), s,
+                        GPOINTER_TO_UINT(g_hash_table_lookup(c->lines, id)));
+            return FALSE;
+        }
+        g_hash_table_insert(c->lines, g_steal_pointer(&id),
+                            GUINT_TO_POINTER(line));
+    }
+    return TRUE;
+}
+
+/* A hint for values that fail: the issue's own example had inline
+ * comments, which GKeyFile keeps as part of the value. */
+static const char *
+config_hint(const char *value)
+{
+    return strstr(value, " #") != NULL || strstr(value, "\t#") != NULL
+               ? " (comments go on a line of their own)"
+               : "";
+}
+
+/* Take a key's raw value out of the file: NULL when absent. */
+static char *
+config_take(struct config_ctx *c, const char *group, const char *key)
+{
+    char *value = g_key_file_get_value(c->kf, group, key, NULL);
+
+    if (value != NULL)
+        g_key_file_remove_key(c->kf, group, key, NULL);
+    return value;
+}
+
+/* Strict decimal: digits only, no sign, no blanks, no overflow. */
+static gboolean
+config_parse_u64(const char *s, size_t len, guint64 *out)
+{
+    guint64 v = 0;
+
+    if (len == 0)
+        return FALSE;
+    for (size_t i = 0; i < len; i++) {
+        if (!g_ascii_isdigit(s[i]) || v > (G_MAXUINT64 - 9) / 10)
+            return FALSE;
+        v = v * 10 + (guint64)(s[i] - '0');
+    }
+    *out = v;
+    return TRUE;
+}
+
+static gboolean
+config_take_uint(struct config_ctx *c, const char *group, const char *key,
+                 unsigned min, unsigned max, unsigned def, unsigned *out,
+                 GError **error)
+{
+    g_autofree char *value = config_take(c, group, key);
+    guint64 v;
+
+    if (value == NULL) {
+        *out = def;
+        return TRUE;
+    }
+    if (!config_parse_u64(value, strlen(value), &v) || v < min || v > max) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, group, key,
+                         "'%s' is not a whole number in %u..%u%s", value,
+                         min, max, config_hint(value));
+        return FALSE;
+    }
+    *out = (unsigned)v;
+    return TRUE;
+}
+
+/* A size in its largest exact unit: "1 KiB", "3 MiB", "1023 B". */
+static char *
+config_size_str(guint64 v)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
+    unsigned u = 0;
+
+    while (u + 1 < G_N_ELEMENTS(units) && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    return g_strdup_printf("%" G_GUINT64_FORMAT " %s", v, units[u]);
+}
+
+/* "16MiB", "16 MiB", "512B", "4096". */
+static gboolean
+config_take_size(struct config_ctx *c, const char *group, const char *key,
+                 guint64 min, guint64 max, guint64 def, guint64 *out,
+                 GError **error)
+{
+    static const struct {
+        const char *suffix;
+        unsigned shift;
+    } units[] = {{"", 0}, {"B", 0}, {"KiB", 10}, {"MiB", 20}, {"GiB", 30}};
+    g_autofree char *value = config_take(c, group, key);
+    g_autofree char *smin = config_size_str(min);
+    g_autofree char *smax = config_size_str(max);
+    size_t digits = 0;
+    const char *unit;
+    guint64 v;
+
+    if (value == NULL) {
+        *out = def;
+        return TRUE;
+    }
+    while (g_ascii_isdigit(value[digits]))
+        digits++;
+    unit = value + digits;
+    while (*unit == ' ')
+        unit++;
+    if (config_parse_u64(value, digits, &v)) {
+        for (size_t i = 0; i < G_N_ELEMENTS(units); i++) {
+            if (strcmp(unit, units[i].suffix) != 0)
+                continue;
+            if (v > (max >> units[i].shift))
+                break;
+            v <<= units[i].shift;
+            if (v < min)
+                break;
+            *out = v;
+            return TRUE;
+        }
+    }
+    config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, group, key,
+                     "'%s' is not a size in %s..%s (bytes, or a number with "
+                     "B, KiB, MiB or GiB)%s", value, smin, smax,
+                     config_hint(value));
+    return FALSE;
+}
+
+/* One of names[]; the index goes to *out. */
+static gboolean
+config_take_enum(struct config_ctx *c, const char *group, const char *key,
+                 const char *const *names, unsigned def, unsigned *out,
+                 GError **error)
+{
+    g_autofree char *value = config_take(c, group, key);
+    g_autofree char *all = NULL;
+
+    if (value == NULL) {
+        *out = def;
+        return TRUE;
+    }
+    for (unsigned i = 0; names[i] != NULL; i++) {
+        if (strcmp(value, names[i]) == 0) {
+            *out = i;
+            return TRUE;
+        }
+    }
+    all = g_strjoinv(" | ", (char **)names);
+    config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, group, key,
+                     "'%s' is not one of %s%s", value, all,
+                     config_hint(value));
+    return FALSE;
+}
+
+/* A host name: letters, digits, '.', '-', '_'; no leading '.' or '-'. */
+static gboolean
+config_valid_hostname(const char *h)
+{
+    size_t len = strlen(h);
+
+    if (len == 0 || len > 253 || h[0] == '.' || h[0] == '-')
+        return FALSE;
+    for (size_t i = 0; i < len; i++)
+        if (!g_ascii_isalnum(h[i]) && h[i] != '.' && h[i] != '-' &&
+            h[i] != '_')
+            return FALSE;
+    return TRUE;
+}
+
+/* "host:port", "1.2.3.4:port", "[v6]:port".  *why says what is wrong. */
+static gboolean
+config_parse_addr(const char *s, struct config_addr *out, const char **why)
+{
+    g_autofree char *host = NULL;
+    const char *colon;
+    guint64 port;
+
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        struct in6_addr a6;
+
+        if (close == NULL || close[1] != ':') {
+            *why = "expected [IPv6]:port";
+            return FALSE;
+        }
+        host = g_strndup(s + 1, (size_t)(close - s - 1));
+        if (inet_pton(AF_INET6, host, &a6) != 1) {
+            *why = "not an IPv6 address inside [ ]";
+            return FALSE;
+        }
+        colon = close + 1;
+    } else {
+        struct in_addr a4;
+
+        colon = strrchr(s, ':');
+        if (colon == NULL) {
+            *why = "expected host:port";
+            return FALSE;
+        }
+        host = g_strndup(s, (size_t)(colon - s));
+        if (strchr(host, ':') != NULL) {
+            *why = "IPv6 addresses need brackets, e.g. [::1]:9090";
+            return FALSE;
+        }
+        /* All digits and dots: it must be a dotted quad, not a name. */
+        if (host[0] != '\0' &&
+            strspn(host, "0123456789.") == strlen(host)) {
+            if (inet_pton(AF_INET, host, &a4) != 1) {
+                *why = "not an IPv4 address";
+                return FALSE;
+            }
+        } else if (!config_valid_hostname(host)) {
+            *why = "not a host name or address";
+            return FALSE;
+        }
+    }
+    if (!config_parse_u64(colon + 1, strlen(colon + 1), &port) || port < 1 ||
+        port > 65535) {
+        *why = "port must be 1..65535";
+        return FALSE;
+    }
+    out->host = g_steal_pointer(&host);
+    out->port = (uint16_t)port;
+    return TRUE;
+}
+
+/* An address key; an empty value leaves *set FALSE when allowed. */
+static gboolean
+config_take_addr(struct config_ctx *c, const char *group, const char *key,
+                 const char *def, gboolean allow_empty,
+                 struct config_addr *out, gboolean *set, GError **error)
+{
+    g_autofree char *value = config_take(c, group, key);
+    const char *v = value != NULL ? value : def;
+    const char *why = NULL;
+
+    *set = FALSE;
+    if (v[0] == '\0' && allow_empty)
+        return TRUE;
+    if (v[0] == '\0') {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, group, key,
+                         "must not be empty (expected host:port)");
+        return FALSE;
+    }
+    if (!config_parse_addr(v, out, &why)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, group, key,
+                         "'%s': %s%s", v, why, config_hint(v));
+        return FALSE;
+    }
+    *set = TRUE;
+    return TRUE;
+}
+
+/* \xNN \\ \s \t \n \r; *why on failure. */
+static GByteArray *
+config_unescape(const char *s, const char **why)
+{
+    g_autoptr(GByteArray) out = g_byte_array_new();
+
+    for (size_t i = 0; s[i] != '\0'; i++) {
+        uint8_t b = (uint8_t)s[i];
+
+        if (b == '\\') {
+            switch (s[++i]) {
+            case '\\': b = '\\'; break;
+            case 's': b = ' '; break;
+            case 't': b = '\t'; break;
+            case 'n': b = '\n'; break;
+            case 'r': b = '\r'; break;
+            case 'x':
+                if (!g_ascii_isxdigit(s[i + 1]) ||
+                    !g_ascii_isxdigit(s[i + 2])) {
+                    *why = "\\x needs two hex digits";
+                    return NULL;
+                }
+                b = (uint8_t)(g_ascii_xdigit_value(s[i + 1]) << 4 |
+                              g_ascii_xdigit_value(s[i + 2]));
+                i += 2;
+                break;
+            default:
+                *why = "unknown escape (use \\xNN, \\\\, \\s, \\t, \\n, \\r)";
+                return NULL;
+            }
+        }
+        g_byte_array_append(out, &b, 1);
+    }
+    return g_steal_pointer(&out);
+}
+
+static gboolean
+config_parse_proxy(struct config_ctx *c, const char *g, GError **error)
+{
+    struct config *cfg = c->cfg;
+    guint64 frame;
+    gboolean set;
+
+    g_clear_pointer(&cfg->listen.host, g_free);
+    if (!config_take_addr(c, g, "listen", CONFIG_DEFAULT_LISTEN, FALSE,
+                          &cfg->listen, &set, error) ||
+        !config_take_uint(c, g, "workers", 0, 1024, CONFIG_DEFAULT_WORKERS,
+                          &cfg->workers, error) ||
+        !config_take_size(c, g, "max_frame_size", 1u << 10, 1u << 30,
+                          CONFIG_DEFAULT_MAX_FRAME_SIZE, &frame, error) ||
+        !config_take_uint(c, g, "max_connections", 1, 1000000,
+                          CONFIG_DEFAULT_MAX_CONNECTIONS,
+                          &cfg->max_connections, error) ||
+        !config_take_uint(c, g, "client_idle_timeout_ms", 0, CONFIG_MAX_MS,
+                          CONFIG_DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
+                          &cfg->client_idle_timeout_ms, error))
+        return FALSE;
+    cfg->max_frame_size = (uint32_t)frame;
+    return TRUE;
+}
+
+static void
+config_addrs_free(struct config_addr *addrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        g_free(addrs[i].host);
+    g_free(addrs);
+}
+
+static gboolean
+config_take_servers(struct config_ctx *c, const char *g, GError **error)
+{
+    struct config *cfg = c->cfg;
+    g_autofree char *value = config_take(c, g, "servers");
+    g_auto(GStrv) parts = g_strsplit(value != NULL ? value
+                                                   : CONFIG_DEFAULT_SERVERS,
+                                     ",", -1);
+    size_t n = g_strv_length(parts);
+
+    config_addrs_free(cfg->servers, cfg->n_servers);
+    cfg->servers = g_new0(struct config_addr, n);
+    cfg->n_servers = 0;
+    if (n == 0) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "servers",
+                         "needs at least one host:port");
+        return FALSE;
+    }
+    if (n > CONFIG_MAX_SERVERS) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "servers",
+                         "more than %d servers", CONFIG_MAX_SERVERS);
+        return FALSE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct config_addr *a = &cfg->servers[cfg->n_servers];
+        const char *why = NULL;
+
+        g_strstrip(parts[i]);
+        if (parts[i][0] == '\0') {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                             "servers", "empty entry in the list");
+            return FALSE;
+        }
+        if (!config_parse_addr(parts[i], a, &why)) {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                             "servers", "'%s': %s%s", parts[i], why,
+                             config_hint(parts[i]));
+            return FALSE;
+        }
+        cfg->n_servers++;
+        for (size_t j = 0; j + 1 < cfg->n_servers; j++) {
+            if (cfg->servers[j].port == a->port &&
+                g_ascii_strcasecmp(cfg->servers[j].host, a->host) == 0) {
+                config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                                 "servers", "'%s' listed twice", parts[i]);
+                return FALSE;
+            }
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+config_parse_backend(struct config_ctx *c, const char *g, GError **error)
+{
+    static const char *const protocols[] = {"binary", "compact", NULL};
+    static const char *const transports[] = {"buffered", "framed", NULL};
+    struct config *cfg = c->cfg;
+    unsigned protocol, transport;
+
+    if (!config_take_servers(c, g, error) ||
+        !config_take_enum(c, g, "protocol", protocols, CONFIG_PROTOCOL_BINARY,
+                          &protocol, error) ||
+        !config_take_enum(c, g, "transport", transports,
+                          CONFIG_TRANSPORT_BUFFERED, &transport, error) ||
+        !config_take_uint(c, g, "connect_timeout_ms", 1, CONFIG_MAX_MS,
+                          CONFIG_DEFAULT_CONNECT_TIMEOUT_MS,
+                          &cfg->connect_timeout_ms, error) ||
+        !config_take_uint(c, g, "request_timeout_ms", 1, CONFIG_MAX_MS,
+                          CONFIG_DEFAULT_REQUEST_TIMEOUT_MS,
+                          &cfg->request_timeout_ms, error) ||
+        !config_take_uint(c, g, "pool_size", 1, 1024,
+                          CONFIG_DEFAULT_POOL_SIZE, &cfg->pool_size, error))
+        return FALSE;
+    cfg->protocol = (config_protocol_t)protocol;
+    cfg->transport = (config_transport_t)transport;
+    return TRUE;
+}
+
+static gboolean
+config_parse_scan(struct config_ctx *c, const char *g, GError **error)
+{
+    struct config *cfg = c->cfg;
+
+    return config_take_uint(c, g, "caching_max", 1, 1000000,
+                            CONFIG_DEFAULT_CACHING_MAX,
+                            &cfg->scan_caching_max, error) &&
+           config_take_uint(c, g, "scanner_timeout_ms", 1000, CONFIG_MAX_MS,
+                            CONFIG_DEFAULT_SCANNER_TIMEOUT_MS,
+                            &cfg->scan_scanner_timeout_ms, error);
+}
+
+static gboolean
+config_parse_admin(struct config_ctx *c, const char *g, GError **error)
+{
+    struct config *cfg = c->cfg;
+
+    g_clear_pointer(&cfg->admin_listen.host, g_free);
+    return config_take_addr(c, g, "listen", "", TRUE, &cfg->admin_listen,
+                            &cfg->admin_enabled, error);
+}
+
+/* HBase's rules: [ns:]qualifier, ns [A-Za-z0-9_]+, qualifier
+ * [A-Za-z0-9_][A-Za-z0-9_.-]*. */
+static gboolean
+config_valid_table_part(const char *s, size_t len, gboolean qualifier)
+{
+    if (len == 0 || (qualifier && (s[0] == '.' || s[0] == '-')))
+        return FALSE;
+    for (size_t i = 0; i < len; i++)
+        if (!g_ascii_isalnum(s[i]) && s[i] != '_' &&
+            !(qualifier && (s[i] == '.' || s[i] == '-')))
+            return FALSE;
+    return TRUE;
+}
+
+/* hash_part = whole | length:N | delimiter:SEP:K */
+static gboolean
+config_take_hash_part(struct config_ctx *c, const char *g,
+                      struct salt_table *t, GError **error)
+{
+    g_autofree char *value = config_take(c, g, "hash_part");
+    g_autoptr(GError) ierror = NULL;
+    const char *why = NULL;
+    guint64 n;
+
+    if (value == NULL || strcmp(value, "whole") == 0)
+        return TRUE;
+    if (g_str_has_prefix(value, "length:")) {
+        const char *num = value + strlen("length:");
+        if (!config_parse_u64(num, strlen(num), &n) || n < 1 ||
+            n > CONFIG_MAX_KEY_PART) {
+            why = "length:N needs N in 1..32767";
+            goto fail;
+        }
+        if (!salt_table_hash_length(t, (uint32_t)n, &ierror))
+            goto fail_salt;
+        return TRUE;
+    }
+    if (g_str_has_prefix(value, "delimiter:")) {
+        /* The last ':' ends SEP, so SEP may hold ':' itself. */
+        const char *sep = value + strlen("delimiter:");
+        const char *colon = strrchr(sep, ':');
+        g_autofree char *raw = NULL;
+        g_autoptr(GByteArray) bytes = NULL;
+
+        if (colon == NULL || colon == sep) {
+            why = "delimiter:SEP:K needs a SEP and a K";
+            goto fail;
+        }
+        if (!config_parse_u64(colon + 1, strlen(colon + 1), &n) || n < 1 ||
+            n > CONFIG_MAX_KEY_PART) {
+            why = "delimiter:SEP:K needs K in 1..32767";
+            goto fail;
+        }
+        raw = g_strndup(sep, (size_t)(colon - sep));
+        bytes = config_unescape(raw, &why);
+        if (bytes == NULL)
+            goto fail;
+        if (!salt_table_hash_delimiter(t, bytes->data, bytes->len,
+                                       (uint32_t)n, &ierror))
+            goto fail_salt;
+        return TRUE;
+    }
+    why = "expected whole, length:N or delimiter:SEP:K";
+fail:
+    config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "hash_part",
+                     "'%s': %s%s", value, why, config_hint(value));
+    return FALSE;
+fail_salt:
+    config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "hash_part",
+                     "'%s': %s", value, ierror->message);
+    return FALSE;
+}
+
+static gboolean
+config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
+                   GHashTable *names, GError **error)
+{
+    static const char *const formats[] = {"byte", "hex", "decimal", NULL};
+    const char *name = g + strlen(CONFIG_TABLE_PREFIX);
+    const char *colon;
+    g_autofree char *sep_raw = NULL;
+    g_autoptr(GByteArray) sep = NULL;
+    g_autoptr(GError) ierror = NULL;
+    struct config_table table = {0};
+    const char *why = NULL;
+    unsigned buckets, format;
+
+    /* HBase treats "default:x" and "x" as one table: so must we, or rows
+     * written under one name would go unsalted under the other. */
+    if (g_str_has_prefix(name, "default:"))
+        name += strlen("default:");
+    colon = strchr(name, ':');
+    if (colon != NULL
+            ? !config_valid_table_part(name, (size_t)(colon - name), FALSE) ||
+                  !config_valid_table_part(colon + 1, strlen(colon + 1), TRUE)
+            : !config_valid_table_part(name, strlen(name), TRUE)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
+                         "'%s' is not an HBase table name ([ns:]name, "
+                         "letters, digits, '_', and '.' or '-' after the "
+                         "first character of the name)", name);
+        return FALSE;
+    }
+    if (g_str_has_prefix(name, "hbase:")) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
+                         "tables of HBase's own namespace cannot be salted");
+        return FALSE;
+    }
+    if (g_hash_table_contains(names, name)) {
+        config_set_error(c, error, CONFIG_ERROR_DUPLICATE, g, NULL,
+                         "table '%s' configured twice (also as [%s])", name,
+                         (const char *)g_hash_table_lookup(names, name));
+        return FALSE;
+    }
+
+    if (!config_take_uint(c, g, "buckets", 1, SALT_MAX_BUCKETS,
+                          CONFIG_DEFAULT_BUCKETS, &buckets, error) ||
+        !config_take_enum(c, g, "salt_format", formats, SALT_FORMAT_BYTE,
+                          &format, error))
+        return FALSE;
+    sep_raw = config_take(c, g, "salt_separator");
+    sep = config_unescape(sep_raw != NULL ? sep_raw : "", &why);
+    if (sep == NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         "salt_separator", "'%s': %s", sep_raw, why);
+        return FALSE;
+    }
+    if (!salt_table_init(&table.salt, buckets, (salt_format_t)format,
+                         sep->data, sep->len, &ierror)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         "salt_separator", "%s", ierror->message);
+        return FALSE;
+    }
+    if (!config_take_hash_part(c, g, &table.salt, error))
+        return FALSE;
+
+    table.name = g_strdup(name);
+    table.name_len = strlen(name);
+    g_array_append_val(tables, table);
+    g_hash_table_insert(names, g_strdup(name), g_strdup(g));
+    return TRUE;
+}
+
+/* The keys each group knows, for "unknown key" messages. */
+static const char *
+config_known_keys(const char *group)
+{
+    if (strcmp(group, "proxy") == 0)
+        return "listen, workers, max_frame_size, max_connections, "
+               "client_idle_timeout_ms";
+    if (strcmp(group, "backend") == 0)
+        return "servers, protocol, transport, connect_timeout_ms, "
+               "request_timeout_ms, pool_size";
+    if (strcmp(group, "scan") == 0)
+        return "caching_max, scanner_timeout_ms";
+    if (strcmp(group, "admin") == 0)
+        return "listen";
+    return "buckets, salt_format, salt_separator, hash_part";
+}
+
+/* Whatever a group parser did not consume is a typo. */
+static gboolean
+config_check_leftovers(struct config_ctx *c, const char *g, GError **error)
+{
+    g_auto(GStrv) keys = g_key_file_get_keys(c->kf, g, NULL, NULL);
+
+    if (keys == NULL || keys[0] == NULL)
+        return TRUE;
+    config_set_error(c, error, CONFIG_ERROR_INVALID_KEY, g, keys[0],
+                     "unknown key (known here: %s)", config_known_keys(g));
+    return FALSE;
+}
+
+static int
+config_table_cmp(gconstpointer pa, gconstpointer pb)
+{
+    const struct config_table *a = pa, *b = pb;
+    size_t n = MIN(a->name_len, b->name_len);
+    int r = memcmp(a->name, b->name, n);
+
+    if (r != 0)
+        return r;
+    return (a->name_len > b->name_len) - (a->name_len < b->name_len);
+}
+
+static gboolean
+config_parse(struct config_ctx *c, GError **error)
+{
+    g_auto(GStrv) groups = g_key_file_get_groups(c->kf, NULL);
+    g_autoptr(GArray) tables = g_array_new(FALSE, TRUE,
+                                           sizeof(struct config_table));
+    g_autoptr(GHashTable) names = g_hash_table_new_full(g_str_hash,
+                                                        g_str_equal, g_free,
+                                                        g_free);
+    gboolean ok = TRUE;
+
+    for (size_t i = 0; ok && groups[i] != NULL; i++) {
+        const char *g = groups[i];
+
+        if (strcmp(g, "proxy") == 0)
+            ok = config_parse_proxy(c, g, error);
+        else if (strcmp(g, "backend") == 0)
+            ok = config_parse_backend(c, g, error);
+        else if (strcmp(g, "scan") == 0)
+            ok = config_parse_scan(c, g, error);
+        else if (strcmp(g, "admin") == 0)
+            ok = config_parse_admin(c, g, error);
+        else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX))
+            ok = config_parse_table(c, g, tables, names, error);
+        else {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
+                             "unknown group (known: [proxy], [backend], "
+                             "[scan], [admin], [table:NAME])");
+            ok = FALSE;
+        }
+        ok = ok && config_check_leftovers(c, g, error);
+    }
+    /* Absent groups still set their defaults: a missing group reads as
+     * one with no keys. */
+    if (ok && !g_key_file_has_group(c->kf, "proxy"))
+        ok = config_parse_proxy(c, "proxy", error);
+    if (ok && !g_key_file_has_group(c->kf, "backend"))
+        ok = config_parse_backend(c, "backend", error);
+    if (ok && !g_key_file_has_group(c->kf, "scan"))
+        ok = config_parse_scan(c, "scan", error);
+    if (ok && !g_key_file_has_group(c->kf, "admin"))
+        ok = config_parse_admin(c, "admin", error);
+
+    g_array_sort(tables, config_table_cmp);
+    c->cfg->n_tables = tables->len;
+    c->cfg->tables = (struct config_table *)(void *)g_array_free(
+        g_steal_pointer(&tables), FALSE);
+    return ok;
+}
+
+struct config *
+config_load_data(const char *data, size_t len, const char *name_for_errors,
+                 GError **error)
+{
+    g_autoptr(config_t) cfg = g_new0(struct config, 1);
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(GHashTable) lines = g_hash_table_new_full(g_str_hash,
+                                                        g_str_equal, g_free,
+                                                        NULL);
+    g_autoptr(GError) ierror = NULL;
+    struct config_ctx c = {
+        .source = name_for_errors != NULL ? name_for_errors : "(config)",
+        .kf = kf,
+        .lines = lines,
+        .cfg = cfg,
+    };
+
+    g_return_val_if_fail(data != NULL || len == 0, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+    cfg->source = g_strdup(c.source);
+    if (len > 0 && memchr(data, '\0', len) != NULL) {
+        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE,
+                    "%s: contains a NUL byte", c.source);
+        return NULL;
+    }
+    if (!config_scan_lines(&c, data != NULL ? data : "", len, error))
+        return NULL;
+    if (!g_key_file_load_from_data(kf, data != NULL ? data : "", len,
+                                   G_KEY_FILE_NONE, &ierror)) {
+        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE, "%s: %s",
+                    c.source, ierror->message);
+        return NULL;
+    }
+
+    if (!config_parse(&c, error))
+        return NULL;
+    return g_steal_pointer(&cfg);
+}
+
+struct config *
+config_load(const char *path, GError **error)
+{
+    g_autofree char *data = NULL;
+    g_autoptr(GError) ierror = NULL;
+    gsize len = 0;
+
+    g_return_val_if_fail(path != NULL, NULL);
+
+    if (!g_file_get_contents(path, &data, &len, &ierror)) {
+        g_set_error(error, CONFIG_ERROR,
+                    g_error_matches(ierror, G_FILE_ERROR, G_FILE_ERROR_NOENT)
+                        ? CONFIG_ERROR_NOT_FOUND
+                        : CONFIG_ERROR_IO,
+                    "%s", ierror->message);
+        return NULL;
+    }
+    return config_load_data(data, len, path, error);
+}
+
+struct config *
+config_new_default(void)
+{
+    g_autoptr(GError) error = NULL;
+    struct config *cfg = config_load_data("", 0, "(defaults)", &error);
+
+    /* The built-in defaults always validate; test_config holds them to it. */
+    g_assert_no_error(error);
+    return cfg;
+}
+
+void
+config_free(struct config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    g_free(cfg->source);
+    g_free(cfg->listen.host);
+    config_addrs_free(cfg->servers, cfg->n_servers);
+    g_free(cfg->admin_listen.host);
+    for (size_t i = 0; i < cfg->n_tables; i++)
+        g_free(cfg->tables[i].name);
+    g_free(cfg->tables);
+    g_free(cfg);
+}
+
+const struct config_table *
+config_find_table(const struct config *cfg, const void *name, size_t len)
+{
+    const uint8_t *n = name;
+    size_t lo = 0, hi = cfg->n_tables;
+
+    if (len > 8 && memcmp(n, "default:", 8) == 0) {
+        n += 8;
+        len -= 8;
+    }
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct config_table *t = &cfg->tables[mid];
+        int r = memcmp(t->name, n, MIN(t->name_len, len));
+
+        if (r == 0)
+            r = (t->name_len > len) - (t->name_len < len);
+        if (r == 0)
+            return t;
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+char *
+config_addr_to_string(const struct config_addr *addr)
+{
+    if (strchr(addr->host, ':') != NULL)
+        return g_strdup_printf("[%s]:%u", addr->host, addr->port);
+    return g_strdup_printf("%s:%u", addr->host, addr->port);
+}

@@ -1,0 +1,122 @@
+/* config.h: the configuration file, parsed strictly into plain structs. */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "salt.h"
+
+/*
+ * GKeyFile syntax with these rules on top:
+ *  - every group and key must be known; a typo is an error, never a
+ *    silently unsalted table;
+ *  - a group or a key may appear only once;
+ *  - comments sit on their own line ('#' inside a value is part of it);
+ *  - sizes take B, KiB, MiB, GiB or plain bytes;
+ *  - salt_separator and the SEP of hash_part accept \xNN, \\, \s, \t, \n, \r
+ *    escapes, so they may hold any byte (and \xNN is how --explain-key and
+ *    the HBase shell print bytes).
+ * Error messages start "FILE:LINE: [group] key: " (LINE, group and key
+ * where they apply), so callers print them as they are.
+ * A missing key takes its default; conf/hbase-salt-proxy.conf lists them.
+ */
+
+#define CONFIG_ERROR config_error_quark()
+GQuark config_error_quark(void);
+
+typedef enum {
+    CONFIG_ERROR_NOT_FOUND,     /* the file does not exist */
+    CONFIG_ERROR_IO,            /* the file cannot be read */
+    CONFIG_ERROR_PARSE,         /* not key file syntax */
+    CONFIG_ERROR_DUPLICATE,     /* a group or key given twice */
+    CONFIG_ERROR_INVALID_GROUP, /* unknown group, or bad table name */
+    CONFIG_ERROR_INVALID_KEY,   /* unknown key in a known group */
+    CONFIG_ERROR_INVALID_VALUE, /* a value that does not parse or fit */
+} config_error_t;
+
+/* Values equal wire_proto_t's WIRE_BINARY / WIRE_COMPACT on purpose. */
+typedef enum {
+    CONFIG_PROTOCOL_BINARY = 0,
+    CONFIG_PROTOCOL_COMPACT = 1,
+} config_protocol_t;
+
+typedef enum {
+    CONFIG_TRANSPORT_BUFFERED = 0,
+    CONFIG_TRANSPORT_FRAMED = 1,
+} config_transport_t;
+
+/* host:port; host without IPv6 brackets, not resolved. */
+struct config_addr {
+    char *host;     /* "127.0.0.1", "::1", "hbase1.example" */
+    uint16_t port;  /* 1..65535 */
+};
+
+/* One salted table. */
+struct config_table {
+    char *name;             /* as clients send it; "default:" dropped */
+    size_t name_len;
+    struct salt_table salt; /* the salt policy */
+};
+
+struct config {
+    char *source;                   /* file name, for messages */
+
+    /* [proxy] */
+    struct config_addr listen;      /* where clients connect */
+    unsigned workers;               /* worker threads; 0 = one per core */
+    uint32_t max_frame_size;        /* bytes of one message or frame */
+    unsigned max_connections;       /* client connections at once */
+    unsigned client_idle_timeout_ms;/* close idle clients; 0 = never */
+
+    /* [backend] */
+    struct config_addr *servers;    /* HBase Thrift1 servers, >= 1 */
+    size_t n_servers;
+    config_protocol_t protocol;     /* what the servers speak */
+    config_transport_t transport;
+    unsigned connect_timeout_ms;
+    unsigned request_timeout_ms;    /* one request, sent to reply */
+    unsigned pool_size;             /* connections per server per worker */
+
+    /* [scan] */
+    unsigned scan_caching_max;      /* cap on rows per bucket fetch */
+    unsigned scan_scanner_timeout_ms; /* expire idle proxy scanners */
+
+    /* [admin] */
+    gboolean admin_enabled;         /* FALSE when [admin] listen is empty */
+    struct config_addr admin_listen;
+
+    /* [table:NAME], sorted by name (memcmp, shorter first) */
+    struct config_table *tables;
+    size_t n_tables;
+};
+
+/* The configuration with no file at all: defaults, no tables. */
+struct config *config_new_default(void);
+
+/* Read and validate a file.  CONFIG_ERROR_NOT_FOUND lets a caller fall
+ * back to config_new_default() for a default path that is absent. */
+struct config *config_load(const char *path, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
+
+/* The same from memory (tests, fuzzing); name_for_errors names the source
+ * in messages.  data need not be NUL-terminated. */
+struct config *config_load_data(const char *data, size_t len,
+                                const char *name_for_errors, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
+
+void config_free(struct config *cfg);
+
+/* For g_autoptr(config_t) cfg = NULL; (a typedef named "config" would make
+ * -Wshadow flag every variable called config). */
+typedef struct config config_t;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(config_t, config_free)
+
+/* The salted table a client names, or NULL for an unsalted one.  name is
+ * the table name bytes as on the wire; "default:x" finds "x" as HBase
+ * treats them as one table.  Binary search, no allocation. */
+const struct config_table *config_find_table(const struct config *cfg,
+                                             const void *name, size_t len);
+
+/* "host:port", with brackets for IPv6.  g_free. */
+char *config_addr_to_string(const struct config_addr *addr);

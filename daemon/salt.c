@@ -1,0 +1,510 @@
+/* salt.c: the row-key salt mapping; see salt.h for the format. */
+#include "salt.h"
+
+#include <string.h>
+
+/* Inline the hash: it runs once per row on the request path. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+G_DEFINE_QUARK(salt-error-quark, salt_error)
+
+static const char salt_hex_digits[] = "0123456789abcdef";
+
+/* Digits needed to write v in base, at least 1. */
+static uint8_t
+salt_digits(uint32_t v, uint32_t base)
+{
+    uint8_t n = 1;
+
+    while (v >= base) {
+        v /= base;
+        n++;
+    }
+    return n;
+}
+
+gboolean
+salt_table_init(struct salt_table *t, uint32_t buckets, salt_format_t format,
+                const void *sep, size_t sep_len, GError **error)
+{
+    g_return_val_if_fail(t != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    if (buckets < 1 || buckets > SALT_MAX_BUCKETS) {
+        g_set_error(error, SALT_ERROR, SALT_ERROR_BUCKETS,
+                    "buckets must be 1..%u, not %u", SALT_MAX_BUCKETS,
+                    buckets);
+        return FALSE;
+    }
+    if (sep_len > SALT_MAX_SEPARATOR) {
+        g_set_error(error, SALT_ERROR, SALT_ERROR_SEPARATOR,
+                    "salt_separator must be at most %d bytes, not %zu",
+                    SALT_MAX_SEPARATOR, sep_len);
+        return FALSE;
+    }
+
+    /* Zero everything, padding included, so salt_table_equal may memcmp
+     * the arrays and tables compare the same however they were built. */
+    memset(t, 0, sizeof(*t));
+    t->buckets = buckets;
+    t->format = format;
+    switch (format) {
+    case SALT_FORMAT_BYTE:
+        t->width = buckets > 256 ? 2 : 1;
+        break;
+    case SALT_FORMAT_HEX:
+        t->width = salt_digits(buckets - 1, 16);
+        break;
+    case SALT_FORMAT_DECIMAL:
+        t->width = salt_digits(buckets - 1, 10);
+        break;
+    default:
+        g_return_val_if_reached(FALSE);
+    }
+    t->sep_len = (uint8_t)sep_len;
+    if (sep_len > 0)
+        memcpy(t->sep, sep, sep_len);
+    t->hash = SALT_HASH_WHOLE;
+    return TRUE;
+}
+
+gboolean
+salt_table_hash_length(struct salt_table *t, uint32_t n, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    /* length:0 would put every row in one bucket: surely a mistake. */
+    if (n < 1) {
+        g_set_error(error, SALT_ERROR, SALT_ERROR_HASH_PART,
+                    "hash_part length:N needs N >= 1");
+        return FALSE;
+    }
+    t->hash = SALT_HASH_LENGTH;
+    t->hash_len = n;
+    t->hash_count = 0;
+    t->delim_len = 0;
+    memset(t->delim, 0, sizeof(t->delim));
+    return TRUE;
+}
+
+gboolean
+salt_table_hash_delimiter(struct salt_table *t, const void *delim,
+                          size_t delim_len, uint32_t k, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    if (delim_len < 1 || delim_len > SALT_MAX_DELIMITER) {
+        g_set_error(error, SALT_ERROR, SALT_ERROR_HASH_PART,
+                    "hash_part delimiter:SEP:K needs SEP of 1..%d bytes, "
+                    "not %zu", SALT_MAX_DELIMITER, delim_len);
+        return FALSE;
+    }
+    if (k < 1) {
+        g_set_error(error, SALT_ERROR, SALT_ERROR_HASH_PART,
+                    "hash_part delimiter:SEP:K needs K >= 1");
+        return FALSE;
+    }
+    t->hash = SALT_HASH_DELIMITER;
+    t->hash_len = 0;
+    t->hash_count = k;
+    t->delim_len = (uint8_t)delim_len;
+    memset(t->delim, 0, sizeof(t->delim));
+    memcpy(t->delim, delim, delim_len);
+    return TRUE;
+}
+
+gboolean
+salt_table_equal(const struct salt_table *a, const struct salt_table *b)
+{
+    return a->buckets == b->buckets && a->format == b->format &&
+           a->width == b->width && a->sep_len == b->sep_len &&
+           memcmp(a->sep, b->sep, a->sep_len) == 0 && a->hash == b->hash &&
+           a->hash_len == b->hash_len && a->hash_count == b->hash_count &&
+           a->delim_len == b->delim_len &&
+           memcmp(a->delim, b->delim, a->delim_len) == 0;
+}
+
+char *
+salt_table_describe(const struct salt_table *t)
+{
+    static const char *const formats[] = {
+        [SALT_FORMAT_BYTE] = "byte",
+        [SALT_FORMAT_HEX] = "hex",
+        [SALT_FORMAT_DECIMAL] = "decimal",
+    };
+    g_autofree char *sep = salt_escape(t->sep, t->sep_len);
+    g_autofree char *hash = NULL;
+
+    switch (t->hash) {
+    case SALT_HASH_LENGTH:
+        hash = g_strdup_printf("length:%u", t->hash_len);
+        break;
+    case SALT_HASH_DELIMITER: {
+        g_autofree char *d = salt_escape(t->delim, t->delim_len);
+        hash = g_strdup_printf("delimiter:%s:%u", d, t->hash_count);
+        break;
+    }
+    default:
+        hash = g_strdup("whole");
+        break;
+    }
+    return g_strdup_printf("buckets=%u salt_format=%s (width %u) "
+                           "salt_separator=\"%s\" hash_part=%s",
+                           t->buckets, formats[t->format], t->width, sep,
+                           hash);
+}
+
+size_t
+salt_hashed_len(const struct salt_table *t, const uint8_t *key, size_t len)
+{
+    const uint8_t *p = key, *end = key + len;
+    uint32_t found = 0;
+
+    switch (t->hash) {
+    case SALT_HASH_LENGTH:
+        return len < t->hash_len ? len : t->hash_len;
+    case SALT_HASH_DELIMITER:
+        while ((size_t)(end - p) >= t->delim_len) {
+            const uint8_t *hit = memmem(p, (size_t)(end - p), t->delim,
+                                        t->delim_len);
+            if (hit == NULL)
+                break;
+            if (++found == t->hash_count)
+                return (size_t)(hit - key);
+            p = hit + t->delim_len;
+        }
+        return len;
+    default:
+        return len;
+    }
+}
+
+uint32_t
+salt_bucket(const struct salt_table *t, const uint8_t *key, size_t len)
+{
+    static const uint8_t none[1];
+    size_t n = salt_hashed_len(t, key, len);
+
+    /* Unsigned 64-bit hash and modulus: no sign trouble (prior art had). */
+    return (uint32_t)(XXH3_64bits(n > 0 ? key : none, n) % t->buckets);
+}
+
+size_t
+salt_write_prefix(const struct salt_table *t, uint32_t bucket, uint8_t *out)
+{
+    uint32_t v = bucket;
+
+    switch (t->format) {
+    case SALT_FORMAT_BYTE:
+        if (t->width == 2) {
+            out[0] = (uint8_t)(v >> 8);
+            out[1] = (uint8_t)v;
+        } else {
+            out[0] = (uint8_t)v;
+        }
+        break;
+    case SALT_FORMAT_HEX:
+        for (int i = t->width - 1; i >= 0; i--) {
+            out[i] = (uint8_t)salt_hex_digits[v & 0xf];
+            v >>= 4;
+        }
+        break;
+    case SALT_FORMAT_DECIMAL:
+        for (int i = t->width - 1; i >= 0; i--) {
+            out[i] = (uint8_t)('0' + v % 10);
+            v /= 10;
+        }
+        break;
+    }
+    if (t->sep_len > 0)
+        memcpy(out + t->width, t->sep, t->sep_len);
+    return salt_prefix_len(t);
+}
+
+size_t
+salt_key(const struct salt_table *t, const uint8_t *key, size_t len,
+         uint8_t *out, size_t outcap)
+{
+    size_t plen = salt_prefix_len(t);
+
+    if (outcap < plen || outcap - plen < len)
+        return 0;
+    salt_write_prefix(t, salt_bucket(t, key, len), out);
+    if (len > 0)
+        memcpy(out + plen, key, len);
+    return plen + len;
+}
+
+gboolean
+salt_strip(const struct salt_table *t, const uint8_t *phys, size_t len,
+           const uint8_t **logical, size_t *logical_len, uint32_t *bucket)
+{
+    size_t plen = salt_prefix_len(t);
+    uint32_t v = 0;
+
+    if (len < plen)
+        return FALSE;
+    switch (t->format) {
+    case SALT_FORMAT_BYTE:
+        v = t->width == 2 ? (uint32_t)phys[0] << 8 | phys[1] : phys[0];
+        break;
+    case SALT_FORMAT_HEX:
+        for (unsigned i = 0; i < t->width; i++) {
+            uint8_t c = phys[i];
+            if (c >= '0' && c <= '9')
+                v = v << 4 | (uint32_t)(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                v = v << 4 | (uint32_t)(c - 'a' + 10);
+            else
+                return FALSE;
+        }
+        break;
+    case SALT_FORMAT_DECIMAL:
+        for (unsigned i = 0; i < t->width; i++) {
+            if (phys[i] < '0' || phys[i] > '9')
+                return FALSE;
+            v = v * 10 + (uint32_t)(phys[i] - '0');
+        }
+        break;
+    }
+    if (v >= t->buckets)
+        return FALSE;
+    if (t->sep_len > 0 && memcmp(phys + t->width, t->sep, t->sep_len) != 0)
+        return FALSE;
+    if (logical != NULL)
+        *logical = phys + plen;
+    if (logical_len != NULL)
+        *logical_len = len - plen;
+    if (bucket != NULL)
+        *bucket = v;
+    return TRUE;
+}
+
+gboolean
+salt_prefix_bucket(const struct salt_table *t, const uint8_t *prefix,
+                   size_t len, uint32_t *bucket)
+{
+    switch (t->hash) {
+    case SALT_HASH_LENGTH:
+        if (len < t->hash_len)
+            return FALSE;
+        break;
+    case SALT_HASH_DELIMITER:
+        /* The K-th occurrence must lie wholly inside the prefix; then any
+         * longer key finds the same K occurrences at the same places. */
+        if (salt_hashed_len(t, prefix, len) == len)
+            return FALSE;
+        break;
+    default:
+        return FALSE;
+    }
+    *bucket = salt_bucket(t, prefix, len);
+    return TRUE;
+}
+
+/* Whether p has no successor: empty or all 0xff. */
+static gboolean
+salt_all_ff(const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != 0xff)
+            return FALSE;
+    return TRUE;
+}
+
+/* memcmp that allows NULL with n == 0 (an empty bound may be NULL). */
+static int
+salt_memcmp(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    return n > 0 ? memcmp(a, b, n) : 0;
+}
+
+/* Whether key <= successor(p[0..plen)), without building the successor;
+ * an all-0xff (or empty) p has no successor: every key is below it. */
+static gboolean
+salt_le_successor(const uint8_t *key, size_t klen, const uint8_t *p,
+                  size_t plen)
+{
+    size_t j = plen;
+    int c;
+
+    while (j > 0 && p[j - 1] == 0xff)
+        j--;
+    if (j == 0)
+        return TRUE;
+    j--;    /* successor = p[0..j) || p[j] + 1 */
+    c = salt_memcmp(key, p, klen < j ? klen : j);
+    if (c != 0)
+        return c < 0;
+    if (klen <= j)
+        return TRUE;
+    if (key[j] != p[j] + 1)
+        return key[j] < p[j] + 1;
+    return klen == j + 1;
+}
+
+/* Whether p[0..plen) <= lo || "\0", the key right after lo. */
+static gboolean
+salt_le_next(const uint8_t *p, size_t plen, const uint8_t *lo, size_t lolen)
+{
+    int c = salt_memcmp(p, lo, plen < lolen ? plen : lolen);
+
+    if (c != 0)
+        return c < 0;
+    if (plen <= lolen)
+        return TRUE;
+    return p[lolen] == 0 && plen == lolen + 1;
+}
+
+/* Whether b == a || "\0". */
+static gboolean
+salt_is_next(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    return blen == alen + 1 && b[alen] == 0 &&
+           salt_memcmp(a, b, alen) == 0;
+}
+
+gboolean
+salt_fixed_bucket(const struct salt_table *t, gboolean reversed,
+                  const uint8_t *start, size_t start_len,
+                  const uint8_t *stop, size_t stop_len, uint32_t *bucket)
+{
+    /* One row at most: its own bucket, whatever the hash mode. */
+    if (start_len > 0 &&
+        ((stop_len == start_len &&
+          salt_memcmp(start, stop, start_len) == 0) ||
+         (!reversed && salt_is_next(start, start_len, stop, stop_len)) ||
+         (reversed && salt_is_next(stop, stop_len, start, start_len)))) {
+        *bucket = salt_bucket(t, start, start_len);
+        return TRUE;
+    }
+    if (t->hash == SALT_HASH_WHOLE)
+        return FALSE;
+
+    /*
+     * Find the longest P such that every key of the range starts with P;
+     * a longer P only fixes more of the hashed part, so the longest is the
+     * one to try.  Keys with prefix P are exactly [P, successor(P)).
+     */
+    if (!reversed) {
+        /* [start, stop): P is a prefix of start, stop <= successor(P). */
+        for (size_t i = start_len;; i--) {
+            gboolean ok = stop_len == 0
+                              ? salt_all_ff(start, i)
+                              : salt_le_successor(stop, stop_len, start, i);
+            if (ok)
+                return salt_prefix_bucket(t, start, i, bucket);
+            if (i == 0)
+                return FALSE;
+        }
+    }
+    /* (stop, start]: P is a prefix of start, P <= stop || "\0". */
+    for (size_t i = start_len;; i--) {
+        if (salt_le_next(start, i, stop, stop_len))
+            return salt_prefix_bucket(t, start, i, bucket);
+        if (i == 0)
+            return FALSE;
+    }
+}
+
+size_t
+salt_successor(uint8_t *key, size_t len)
+{
+    while (len > 0 && key[len - 1] == 0xff)
+        len--;
+    if (len > 0)
+        key[len - 1]++;
+    return len;
+}
+
+/* The end of a bucket: its prefix incremented; 0 = table end. */
+static size_t
+salt_bucket_end(const struct salt_table *t, uint32_t bucket, uint8_t *out)
+{
+    return salt_successor(out, salt_write_prefix(t, bucket, out));
+}
+
+/* prefix || key */
+static size_t
+salt_bound(const struct salt_table *t, uint32_t bucket, const uint8_t *key,
+           size_t len, uint8_t *out)
+{
+    size_t plen = salt_write_prefix(t, bucket, out);
+
+    if (len > 0)
+        memcpy(out + plen, key, len);
+    return plen + len;
+}
+
+size_t
+salt_scan_start(const struct salt_table *t, uint32_t bucket,
+                gboolean reversed, const uint8_t *start, size_t len,
+                uint8_t *out)
+{
+    if (reversed && len == 0)
+        return salt_bucket_end(t, bucket, out);
+    return salt_bound(t, bucket, start, len, out);
+}
+
+size_t
+salt_scan_stop(const struct salt_table *t, uint32_t bucket, gboolean reversed,
+               const uint8_t *stop, size_t len, uint8_t *out)
+{
+    if (!reversed && len == 0)
+        return salt_bucket_end(t, bucket, out);
+    return salt_bound(t, bucket, stop, len, out);
+}
+
+char *
+salt_escape(const uint8_t *p, size_t len)
+{
+    GString *s = g_string_sized_new(len + 8);
+
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] >= ' ' && p[i] <= '~' && p[i] != '\\')
+            g_string_append_c(s, (char)p[i]);
+        else
+            g_string_append_printf(s, "\\x%02X", p[i]);
+    }
+    return g_string_free(s, FALSE);
+}
+
+char *
+salt_hex(const uint8_t *p, size_t len)
+{
+    char *s = g_malloc(len * 2 + 1);
+
+    for (size_t i = 0; i < len; i++) {
+        s[2 * i] = salt_hex_digits[p[i] >> 4];
+        s[2 * i + 1] = salt_hex_digits[p[i] & 0xf];
+    }
+    s[len * 2] = '\0';
+    return s;
+}
+
+char *
+salt_explain(const struct salt_table *t, const uint8_t *key, size_t len)
+{
+    size_t hlen = salt_hashed_len(t, key, len);
+    uint32_t bucket = salt_bucket(t, key, len);
+    size_t plen = salt_prefix_len(t);
+    g_autofree uint8_t *phys = g_malloc(plen + len + 1);
+    size_t n = salt_key(t, key, len, phys, plen + len + 1);
+    g_autofree char *policy = salt_table_describe(t);
+    g_autofree char *logical = salt_escape(key, len);
+    g_autofree char *hashed = salt_escape(key, hlen);
+    g_autofree char *salt = salt_escape(phys, plen);
+    g_autofree char *hex = salt_hex(phys, n);
+    g_autofree char *esc = salt_escape(phys, n);
+
+    return g_strdup_printf("policy:         %s\n"
+                           "logical key:    %s\n"
+                           "hashed part:    %s (%zu of %zu bytes)\n"
+                           "bucket:         %u of %u\n"
+                           "salt prefix:    %s\n"
+                           "physical (hex): %s\n"
+                           "physical:       %s\n",
+                           policy, logical, hashed, hlen, len, bucket,
+                           t->buckets, salt, hex, esc);
+}

@@ -1,0 +1,199 @@
+/* salt.h: the row-key salt mapping (a storage format), pure functions. */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * THE MAPPING.  Changing anything below silently loses data: rows written
+ * before the change are no longer found.  tests/unit/test_salt.c pins it
+ * with vectors computed outside this file.
+ *
+ *   hashed  = the hashed part of the logical key (see hash_part below)
+ *   bucket  = XXH3_64bits(hashed, len, seed 0) % buckets
+ *   salt    = bucket written big-endian with a fixed width per table:
+ *     byte     1 raw byte when buckets <= 256, else 2 raw bytes
+ *     hex      lowercase hex digits; width = hex digits of (buckets - 1),
+ *              at least 1 (16 -> 1 "0".."f", 256 -> 2, 257 -> 3, 65536 -> 4)
+ *     decimal  zero-padded decimal; width = decimal digits of (buckets - 1),
+ *              at least 1 (10 -> 1, 16 -> 2, 1000 -> 3, 65536 -> 5)
+ *   physical = salt || separator || logical key
+ *
+ * hash_part (the hashed part is always a prefix of the key):
+ *   whole            the whole key
+ *   length:N         the first min(N, len) bytes (N >= 1)
+ *   delimiter:SEP:K  the key up to, not including, the K-th occurrence of
+ *                    SEP (K >= 1).  Occurrences are counted left to right
+ *                    without overlap ("###" holds one "##").  Fewer than K
+ *                    occurrences: the whole key.
+ *
+ * buckets == 1 still writes a salt ("\x00", "0"), so that going from 1 to
+ * more buckets later is a migration like any other, not a special case.
+ *
+ * Ordering: a fixed-width prefix keeps each bucket's rows contiguous and in
+ * logical order inside it, which the scan helpers below rely on.
+ */
+
+#define SALT_MAX_BUCKETS 65536u
+#define SALT_MAX_SEPARATOR 16    /* bytes of salt_separator */
+#define SALT_MAX_DELIMITER 16    /* bytes of SEP in delimiter:SEP:K */
+#define SALT_MAX_WIDTH 5         /* decimal 65535 */
+#define SALT_MAX_PREFIX (SALT_MAX_WIDTH + SALT_MAX_SEPARATOR)
+
+#define SALT_ERROR salt_error_quark()
+GQuark salt_error_quark(void);
+
+typedef enum {
+    SALT_ERROR_BUCKETS,     /* bucket count outside 1..65536 */
+    SALT_ERROR_SEPARATOR,   /* separator too long */
+    SALT_ERROR_HASH_PART,   /* bad length:N or delimiter:SEP:K */
+} salt_error_t;
+
+typedef enum {
+    SALT_FORMAT_BYTE = 0,
+    SALT_FORMAT_HEX = 1,
+    SALT_FORMAT_DECIMAL = 2,
+} salt_format_t;
+
+typedef enum {
+    SALT_HASH_WHOLE = 0,
+    SALT_HASH_LENGTH = 1,
+    SALT_HASH_DELIMITER = 2,
+} salt_hash_t;
+
+/* One table's salt policy.  Plain data: copy it freely, nothing to free. */
+struct salt_table {
+    uint32_t buckets;                  /* 1..65536 */
+    salt_format_t format;
+    uint8_t width;                     /* bytes or digits of the salt itself */
+    uint8_t sep_len;                   /* 0..SALT_MAX_SEPARATOR */
+    uint8_t sep[SALT_MAX_SEPARATOR];   /* written after the salt */
+    salt_hash_t hash;
+    uint32_t hash_len;                 /* N of length:N */
+    uint32_t hash_count;               /* K of delimiter:SEP:K */
+    uint8_t delim_len;                 /* bytes of SEP */
+    uint8_t delim[SALT_MAX_DELIMITER]; /* SEP of delimiter:SEP:K */
+};
+
+/* Set up a policy hashing the whole key; computes the width. */
+gboolean salt_table_init(struct salt_table *t, uint32_t buckets,
+                         salt_format_t format, const void *sep,
+                         size_t sep_len, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
+
+/* Switch the policy to length:N. */
+gboolean salt_table_hash_length(struct salt_table *t, uint32_t n,
+                                GError **error) G_GNUC_WARN_UNUSED_RESULT;
+
+/* Switch the policy to delimiter:SEP:K. */
+gboolean salt_table_hash_delimiter(struct salt_table *t, const void *delim,
+                                   size_t delim_len, uint32_t k,
+                                   GError **error) G_GNUC_WARN_UNUSED_RESULT;
+
+/* Whether two policies map every key the same way. */
+gboolean salt_table_equal(const struct salt_table *a,
+                          const struct salt_table *b);
+
+/* Policy as config text, e.g. "buckets=16 salt_format=hex ..." (g_free). */
+char *salt_table_describe(const struct salt_table *t);
+
+/* Length of the hashed part of a key (it is always a prefix of the key). */
+size_t salt_hashed_len(const struct salt_table *t, const uint8_t *key,
+                       size_t len);
+
+/* Bucket of a logical key, 0..buckets-1. */
+uint32_t salt_bucket(const struct salt_table *t, const uint8_t *key,
+                     size_t len);
+
+/* Bytes in front of every logical key: salt width + separator. */
+static inline size_t
+salt_prefix_len(const struct salt_table *t)
+{
+    return (size_t)t->width + t->sep_len;
+}
+
+/* Write salt and separator of a bucket (< buckets) to out, which holds
+ * salt_prefix_len(t) bytes; returns that length. */
+size_t salt_write_prefix(const struct salt_table *t, uint32_t bucket,
+                         uint8_t *out);
+
+/* Write the physical key of a logical key.  Returns its length, or 0
+ * (writing nothing) when outcap < salt_prefix_len(t) + len. */
+size_t salt_key(const struct salt_table *t, const uint8_t *key, size_t len,
+                uint8_t *out, size_t outcap);
+
+/* Split a physical key into bucket and logical key (pointing into phys).
+ * FALSE when it carries no valid salt of this table: shorter than the
+ * prefix, a byte that is no digit of the format (hex must be lowercase),
+ * a bucket >= buckets, or a separator mismatch.  It does not recompute the
+ * hash: compare *bucket with salt_bucket() of the logical key for that. */
+gboolean salt_strip(const struct salt_table *t, const uint8_t *phys,
+                    size_t len, const uint8_t **logical, size_t *logical_len,
+                    uint32_t *bucket);
+
+/* Whether every key starting with prefix has the same hashed part, so a
+ * prefix scan needs one bucket; sets *bucket then.  whole: never;
+ * length:N: len >= N; delimiter:SEP:K: prefix holds K occurrences. */
+gboolean salt_prefix_bucket(const struct salt_table *t, const uint8_t *prefix,
+                            size_t len, uint32_t *bucket);
+
+/*
+ * Whether every key a scan can return lies in one bucket; sets *bucket then.
+ * start/stop are the client's logical rows with HBase semantics: forward
+ * [start, stop), reversed (stop, start], empty = unbounded.  TRUE when the
+ * range holds at most the single row start (stop == start, or forward
+ * stop == start "\0", reversed start == stop "\0"; covers HBase's "get
+ * scan" quirk either way), or when all its keys share a prefix that fixes
+ * the hashed part (salt_prefix_bucket), e.g. start "u1#" stop "u1$" with
+ * delimiter:#:1.  FALSE means: scan every bucket.
+ */
+gboolean salt_fixed_bucket(const struct salt_table *t, gboolean reversed,
+                           const uint8_t *start, size_t start_len,
+                           const uint8_t *stop, size_t stop_len,
+                           uint32_t *bucket);
+
+/*
+ * Per-bucket physical bounds of a logical scan.  out holds
+ * salt_prefix_len(t) + len bytes; the return is the bound's length, 0 for
+ * an empty (unbounded) bound.  With reversed == FALSE start is inclusive
+ * and stop exclusive; reversed, start is the high inclusive row and stop
+ * the low exclusive one, as in HBase.
+ *
+ *   forward  start: prefix || start (empty start: prefix)
+ *            stop:  prefix || stop; empty stop: the end of the bucket, i.e.
+ *                   the prefix incremented (trailing 0xff bytes dropped);
+ *                   0 (table end) only when the prefix is all 0xff, where
+ *                   nothing can follow the bucket anyway.
+ *   reversed start: prefix || start; empty start: the end of the bucket as
+ *                   above.  HBase includes a row equal to it, which belongs
+ *                   to the next bucket (or is no salted row): the caller
+ *                   must drop rows whose salt_strip bucket is not this one.
+ *            stop:  prefix || stop; empty stop: the prefix itself, which as
+ *                   an exclusive bound leaves out only the physical key of
+ *                   the empty logical key; HBase holds no empty rows, and
+ *                   the proxy must refuse to write one.
+ */
+size_t salt_scan_start(const struct salt_table *t, uint32_t bucket,
+                       gboolean reversed, const uint8_t *start, size_t len,
+                       uint8_t *out);
+size_t salt_scan_stop(const struct salt_table *t, uint32_t bucket,
+                      gboolean reversed, const uint8_t *stop, size_t len,
+                      uint8_t *out);
+
+/* Turn key into the first key after every key it prefixes: drop trailing
+ * 0xff bytes, then add one to the last byte.  Returns the new length; 0
+ * means there is none (all 0xff or empty): the bound is the table end. */
+size_t salt_successor(uint8_t *key, size_t len);
+
+/* Bytes as HBase's shell prints them (Bytes.toStringBinary): printable
+ * ASCII as is, anything else and '\\' as \xNN uppercase.  g_free. */
+char *salt_escape(const uint8_t *p, size_t len);
+
+/* Bytes as lowercase hex.  g_free. */
+char *salt_hex(const uint8_t *p, size_t len);
+
+/* Multi-line report for --explain-key: policy, hashed part, bucket,
+ * physical key in hex and escaped.  g_free. */
+char *salt_explain(const struct salt_table *t, const uint8_t *key,
+                   size_t len);

@@ -1,0 +1,506 @@
+/* test_config.c: unit tests of the strict configuration parser. */
+#include <stdarg.h>
+#include <string.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "config.h"
+
+static struct config *
+load(const char *text, GError **error)
+{
+    return config_load_data(text, strlen(text), "test.conf", error);
+}
+
+/* The shipped example config: G_TEST_SRCDIR is tests/unit in the source
+ * tree; a first argument that is a file overrides it. */
+static char *shipped_path;
+
+static void
+assert_defaults(const struct config *cfg)
+{
+    g_assert_cmpstr(cfg->listen.host, ==, "127.0.0.1");
+    g_assert_cmpuint(cfg->listen.port, ==, 9090);
+    g_assert_cmpuint(cfg->workers, ==, 0);
+    g_assert_cmpuint(cfg->max_frame_size, ==, 16u << 20);
+    g_assert_cmpuint(cfg->max_connections, ==, 10000);
+    g_assert_cmpuint(cfg->client_idle_timeout_ms, ==, 0);
+    g_assert_cmpuint(cfg->n_servers, ==, 1);
+    g_assert_cmpstr(cfg->servers[0].host, ==, "127.0.0.1");
+    g_assert_cmpuint(cfg->servers[0].port, ==, 9091);
+    g_assert_cmpint(cfg->protocol, ==, CONFIG_PROTOCOL_BINARY);
+    g_assert_cmpint(cfg->transport, ==, CONFIG_TRANSPORT_BUFFERED);
+    g_assert_cmpuint(cfg->connect_timeout_ms, ==, 2000);
+    g_assert_cmpuint(cfg->request_timeout_ms, ==, 30000);
+    g_assert_cmpuint(cfg->pool_size, ==, 4);
+    g_assert_cmpuint(cfg->scan_caching_max, ==, 1000);
+    g_assert_cmpuint(cfg->scan_scanner_timeout_ms, ==, 60000);
+    g_assert_false(cfg->admin_enabled);
+    g_assert_null(cfg->admin_listen.host);
+    g_assert_cmpuint(cfg->n_tables, ==, 0);
+}
+
+/* Test: no file at all gives the documented defaults and no tables. */
+static void
+test_defaults(void)
+{
+    g_autoptr(config_t) cfg = config_new_default();
+    g_autoptr(config_t) empty = NULL;
+    g_autoptr(config_t) groups = NULL;
+    g_autoptr(GError) error = NULL;
+
+    assert_defaults(cfg);
+    g_assert_null(config_find_table(cfg, "events", 6));
+    empty = load("", &error);
+    g_assert_no_error(error);
+    assert_defaults(empty);
+    groups = load("# only comments\n\n[proxy]\n[backend]\n[scan]\n[admin]\n",
+                  &error);
+    g_assert_no_error(error);
+    assert_defaults(groups);
+}
+
+/* Test: the shipped config parses and sets exactly the defaults. */
+static void
+test_shipped(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = config_load(shipped_path, &error);
+
+    g_assert_no_error(error);
+    assert_defaults(cfg);
+    g_assert_cmpstr(cfg->source, ==, shipped_path);
+}
+
+/* Test: the shipped commented [table:events] example, uncommented, parses
+ * to the table defaults. */
+static void
+test_shipped_example(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = NULL;
+    g_autoptr(GRegex) re = g_regex_new("^#([a-z\\[])", G_REGEX_MULTILINE, 0,
+                                       NULL);
+    g_autofree char *uncommented = NULL;
+    g_autoptr(config_t) cfg = NULL;
+    const struct config_table *t;
+    struct salt_table want;
+
+    g_assert_true(g_file_get_contents(shipped_path, &text, NULL, &error));
+    uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(strstr(uncommented, "\n[table:events]\n"));
+    cfg = load(uncommented, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(cfg->n_tables, ==, 1);
+    t = config_find_table(cfg, "events", 6);
+    g_assert_nonnull(t);
+    g_assert_true(salt_table_init(&want, 16, SALT_FORMAT_BYTE, "", 0,
+                                  &error));
+    g_assert_true(salt_table_equal(&t->salt, &want));
+}
+
+/* Test: every key set, several tables; values and table lookup. */
+static void
+test_full(void)
+{
+    static const char text[] =
+        "[proxy]\n"
+        "listen = [::1]:19090\n"
+        "workers = 3\n"
+        "max_frame_size = 64 KiB\n"
+        "max_connections = 7\n"
+        "client_idle_timeout_ms = 5000\n"
+        "[backend]\n"
+        "servers = hbase1.example:9090, 10.0.0.2:9091,[fe80::2]:9092\n"
+        "protocol = compact\n"
+        "transport = framed\n"
+        "connect_timeout_ms = 100\n"
+        "request_timeout_ms = 200\n"
+        "pool_size = 1\n"
+        "[scan]\n"
+        "caching_max = 50\n"
+        "scanner_timeout_ms = 1000\n"
+        "[admin]\n"
+        "listen = 0.0.0.0:9100\n"
+        "[table:events]\n"
+        "buckets = 1000\n"
+        "salt_format = decimal\n"
+        "salt_separator = -\n"
+        "hash_part = delimiter:#:1\n"
+        "[table:ns1:t.a-b]\n"
+        "buckets = 65536\n"
+        "salt_format = hex\n"
+        "hash_part = length:8\n"
+        "[table:default:plain]\n"
+        "salt_separator = \\x00\\xFF\\s\n"
+        "hash_part = delimiter:a\\x3a\\\\::2\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = load(text, &error);
+    const struct config_table *t;
+    struct salt_table want;
+    g_autofree char *s0 = NULL, *s2 = NULL;
+
+    g_assert_no_error(error);
+    g_assert_cmpstr(cfg->listen.host, ==, "::1");
+    g_assert_cmpuint(cfg->listen.port, ==, 19090);
+    g_assert_cmpuint(cfg->workers, ==, 3);
+    g_assert_cmpuint(cfg->max_frame_size, ==, 65536);
+    g_assert_cmpuint(cfg->max_connections, ==, 7);
+    g_assert_cmpuint(cfg->client_idle_timeout_ms, ==, 5000);
+    g_assert_cmpuint(cfg->n_servers, ==, 3);
+    g_assert_cmpstr(cfg->servers[0].host, ==, "hbase1.example");
+    g_assert_cmpuint(cfg->servers[0].port, ==, 9090);
+    g_assert_cmpstr(cfg->servers[1].host, ==, "10.0.0.2");
+    g_assert_cmpstr(cfg->servers[2].host, ==, "fe80::2");
+    s0 = config_addr_to_string(&cfg->servers[0]);
+    s2 = config_addr_to_string(&cfg->servers[2]);
+    g_assert_cmpstr(s0, ==, "hbase1.example:9090");
+    g_assert_cmpstr(s2, ==, "[fe80::2]:9092");
+    g_assert_cmpint(cfg->protocol, ==, CONFIG_PROTOCOL_COMPACT);
+    g_assert_cmpint(cfg->transport, ==, CONFIG_TRANSPORT_FRAMED);
+    g_assert_cmpuint(cfg->connect_timeout_ms, ==, 100);
+    g_assert_cmpuint(cfg->request_timeout_ms, ==, 200);
+    g_assert_cmpuint(cfg->pool_size, ==, 1);
+    g_assert_cmpuint(cfg->scan_caching_max, ==, 50);
+    g_assert_cmpuint(cfg->scan_scanner_timeout_ms, ==, 1000);
+    g_assert_true(cfg->admin_enabled);
+    g_assert_cmpstr(cfg->admin_listen.host, ==, "0.0.0.0");
+    g_assert_cmpuint(cfg->admin_listen.port, ==, 9100);
+
+    g_assert_cmpuint(cfg->n_tables, ==, 3);
+    t = config_find_table(cfg, "events", 6);
+    g_assert_nonnull(t);
+    g_assert_true(salt_table_init(&want, 1000, SALT_FORMAT_DECIMAL, "-", 1,
+                                  &error));
+    g_assert_true(salt_table_hash_delimiter(&want, "#", 1, 1, &error));
+    g_assert_true(salt_table_equal(&t->salt, &want));
+    g_assert_true(config_find_table(cfg, "default:events", 14) == t);
+
+    t = config_find_table(cfg, "ns1:t.a-b", 9);
+    g_assert_nonnull(t);
+    g_assert_true(salt_table_init(&want, 65536, SALT_FORMAT_HEX, "", 0,
+                                  &error));
+    g_assert_true(salt_table_hash_length(&want, 8, &error));
+    g_assert_true(salt_table_equal(&t->salt, &want));
+
+    /* "default:" is dropped from the config name too; escapes decoded;
+     * SEP ends at the last ':' so it may hold ':' */
+    t = config_find_table(cfg, "plain", 5);
+    g_assert_nonnull(t);
+    g_assert_cmpstr(t->name, ==, "plain");
+    g_assert_true(salt_table_init(&want, 16, SALT_FORMAT_BYTE, "\x00\xff ",
+                                  3, &error));
+    g_assert_true(salt_table_hash_delimiter(&want, "a:\\:", 4, 2, &error));
+    g_assert_true(salt_table_equal(&t->salt, &want));
+    g_assert_no_error(error);
+
+    /* exact bytes only */
+    g_assert_null(config_find_table(cfg, "event", 5));
+    g_assert_null(config_find_table(cfg, "events2", 7));
+    g_assert_null(config_find_table(cfg, "EVENTS", 6));
+    g_assert_null(config_find_table(cfg, "t.a-b", 5));
+    g_assert_null(config_find_table(cfg, "default:", 8));
+    g_assert_null(config_find_table(cfg, "", 0));
+    g_assert_nonnull(config_find_table(cfg, "eventsXX", 6));
+}
+
+/* Test: lookup over many tables finds each and nothing else. */
+static void
+test_find_many(void)
+{
+    g_autoptr(GString) text = g_string_new("");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = NULL;
+
+    for (unsigned i = 0; i < 500; i++)
+        g_string_append_printf(text, "[table:t%u]\nbuckets = %u\n", i * 7,
+                               i % 300 + 1);
+    cfg = load(text->str, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(cfg->n_tables, ==, 500);
+    for (unsigned i = 0; i < 3500; i++) {
+        g_autofree char *name = g_strdup_printf("t%u", i);
+        const struct config_table *t =
+            config_find_table(cfg, name, strlen(name));
+
+        if (i % 7 != 0) {
+            g_assert_null(t);
+            continue;
+        }
+        g_assert_nonnull(t);
+        g_assert_cmpstr(t->name, ==, name);
+        g_assert_cmpuint(t->salt.buckets, ==, i / 7 % 300 + 1);
+    }
+}
+
+/* Test: size and address forms that are accepted. */
+static void
+test_accepted_values(void)
+{
+    static const struct {
+        const char *text;
+        uint32_t size;
+    } sizes[] = {
+        {"1024", 1024},       {"1024B", 1024},     {"1KiB", 1024},
+        {"3 MiB", 3u << 20},  {"1GiB", 1u << 30},  {"16MiB", 16u << 20},
+    };
+    static const struct {
+        const char *text, *host;
+        unsigned port;
+    } addrs[] = {
+        {"localhost:1", "localhost", 1},
+        {"[::]:65535", "::", 65535},
+        {"[2001:db8::1]:9090", "2001:db8::1", 9090},
+        {"0.0.0.0:80", "0.0.0.0", 80},
+        {"hbase-1.dc_2.example:9090", "hbase-1.dc_2.example", 9090},
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *text =
+            g_strdup_printf("[proxy]\nmax_frame_size = %s\n", sizes[i].text);
+        g_autoptr(config_t) cfg = load(text, &error);
+
+        g_assert_no_error(error);
+        g_assert_cmpuint(cfg->max_frame_size, ==, sizes[i].size);
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(addrs); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *text =
+            g_strdup_printf("[backend]\nservers = %s\n", addrs[i].text);
+        g_autoptr(config_t) cfg = load(text, &error);
+
+        g_assert_no_error(error);
+        g_assert_cmpstr(cfg->servers[0].host, ==, addrs[i].host);
+        g_assert_cmpuint(cfg->servers[0].port, ==, addrs[i].port);
+    }
+}
+
+/* Assert that text fails with code, and the message holds each of the
+ * NULL-terminated strings (file, line, group, key ...). */
+static void
+assert_fails(const char *text, int code, ...)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = load(text, &error);
+    va_list ap;
+
+    g_assert_null(cfg);
+    if (error == NULL || !g_error_matches(error, CONFIG_ERROR, code))
+        g_test_message("config:\n%s", text);
+    g_assert_error(error, CONFIG_ERROR, code);
+    g_test_message("%s", error->message);
+    va_start(ap, code);
+    for (const char *want; (want = va_arg(ap, const char *)) != NULL;) {
+        if (strstr(error->message, want) == NULL)
+            g_test_message("'%s' not in '%s'", want, error->message);
+        g_assert_nonnull(strstr(error->message, want));
+    }
+    va_end(ap);
+}
+
+/* Test: CONFIG_ERROR_NOT_FOUND and CONFIG_ERROR_IO from config_load. */
+static void
+test_error_file(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = config_load("/nonexistent/hsp.conf", &error);
+    g_autofree char *dir = NULL;
+
+    g_assert_null(cfg);
+    g_assert_error(error, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND);
+    g_assert_nonnull(strstr(error->message, "/nonexistent/hsp.conf"));
+    g_clear_error(&error);
+
+    dir = g_dir_make_tmp("hsp-config-XXXXXX", &error);
+    g_assert_no_error(error);
+    cfg = config_load(dir, &error);
+    g_assert_null(cfg);
+    g_assert_error(error, CONFIG_ERROR, CONFIG_ERROR_IO);
+    g_assert_nonnull(strstr(error->message, dir));
+    g_rmdir(dir);
+}
+
+/* Test: CONFIG_ERROR_PARSE, with line numbers where we can. */
+static void
+test_error_parse(void)
+{
+    assert_fails("[proxy]\nworkers = 1\nthis is not a key\n",
+                 CONFIG_ERROR_PARSE, "test.conf:3:", NULL);
+    assert_fails("workers = 1\n[proxy]\n", CONFIG_ERROR_PARSE,
+                 "test.conf:1:", "before the first", NULL);
+    assert_fails("[proxy\nworkers = 1\n", CONFIG_ERROR_PARSE,
+                 "test.conf:1:", NULL);
+    assert_fails("[proxy]\n= 1\n", CONFIG_ERROR_PARSE, "test.conf", NULL);
+    {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(config_t) cfg =
+            config_load_data("[proxy]\0x", 9, "nul.conf", &error);
+        g_assert_null(cfg);
+        g_assert_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE);
+        g_assert_nonnull(strstr(error->message, "nul.conf"));
+    }
+}
+
+/* Test: CONFIG_ERROR_DUPLICATE for keys, groups and tables. */
+static void
+test_error_duplicate(void)
+{
+    assert_fails("[proxy]\nworkers = 1\n\nworkers = 2\n",
+                 CONFIG_ERROR_DUPLICATE, "test.conf:4:", "[proxy] workers",
+                 "line 2", NULL);
+    assert_fails("[table:t]\nbuckets = 4\n[proxy]\n[table:t]\n",
+                 CONFIG_ERROR_DUPLICATE, "test.conf:4:", "[table:t]",
+                 NULL);
+    assert_fails("[table:t]\n[table:default:t]\n", CONFIG_ERROR_DUPLICATE,
+                 "test.conf:2:", "[table:default:t]", "[table:t]", NULL);
+}
+
+/* Test: CONFIG_ERROR_INVALID_GROUP for unknown groups and bad tables. */
+static void
+test_error_group(void)
+{
+    assert_fails("[proxy]\n[proxi]\nworkers = 1\n", CONFIG_ERROR_INVALID_GROUP,
+                 "test.conf:2:", "[proxi]", NULL);
+    assert_fails("[table:]\n", CONFIG_ERROR_INVALID_GROUP, "test.conf:1:",
+                 "[table:]", NULL);
+    assert_fails("[table:my table]\n", CONFIG_ERROR_INVALID_GROUP,
+                 "[table:my table]", NULL);
+    assert_fails("[table:.hidden]\n", CONFIG_ERROR_INVALID_GROUP,
+                 "[table:.hidden]", NULL);
+    assert_fails("[table:a:b:c]\n", CONFIG_ERROR_INVALID_GROUP, NULL);
+    assert_fails("[table:ns-x:t]\n", CONFIG_ERROR_INVALID_GROUP, NULL);
+    assert_fails("[table:hbase:meta]\n", CONFIG_ERROR_INVALID_GROUP,
+                 "[table:hbase:meta]", NULL);
+    assert_fails("[events]\nbuckets = 4\n", CONFIG_ERROR_INVALID_GROUP,
+                 "[events]", NULL);
+}
+
+/* Test: CONFIG_ERROR_INVALID_KEY: a typo names file, line, group, key. */
+static void
+test_error_key(void)
+{
+    assert_fails("[table:events]\nbuckets = 16\nbukets = 16\n",
+                 CONFIG_ERROR_INVALID_KEY, "test.conf:3:",
+                 "[table:events] bukets", "buckets", NULL);
+    assert_fails("[proxy]\nlisten = 127.0.0.1:1\nlisten[de] = x\n",
+                 CONFIG_ERROR_INVALID_KEY, "[proxy] listen[de]", NULL);
+    assert_fails("[admin]\nport = 9100\n", CONFIG_ERROR_INVALID_KEY,
+                 "test.conf:2:", "[admin] port", NULL);
+    assert_fails("[backend]\nserver = a:1\n", CONFIG_ERROR_INVALID_KEY,
+                 "[backend] server", NULL);
+    assert_fails("[scan]\ncaching = 5\n", CONFIG_ERROR_INVALID_KEY,
+                 "[scan] caching", NULL);
+}
+
+/* Test: CONFIG_ERROR_INVALID_VALUE, one case per kind of value; each
+ * message names the file, the line, the group and the key. */
+static void
+test_error_value(void)
+{
+    static const struct {
+        const char *group, *key, *value;
+    } bad[] = {
+        /* addresses */
+        {"proxy", "listen", ""},
+        {"proxy", "listen", "127.0.0.1"},
+        {"proxy", "listen", "127.0.0.1:0"},
+        {"proxy", "listen", "127.0.0.1:65536"},
+        {"proxy", "listen", "127.0.0.1:http"},
+        {"proxy", "listen", "::1:9090"},
+        {"proxy", "listen", "[::1]9090"},
+        {"proxy", "listen", "[::g]:9090"},
+        {"proxy", "listen", "300.1.1.1:9090"},
+        {"proxy", "listen", "bad host:9090"},
+        {"proxy", "listen", ":9090"},
+        {"proxy", "listen", "127.0.0.1:9090 # loopback"},
+        {"admin", "listen", "9100"},
+        {"backend", "servers", ""},
+        {"backend", "servers", "a:1,,b:2"},
+        {"backend", "servers", "a:1, b"},
+        {"backend", "servers", "a:1, A:1"},
+        /* integers and ranges */
+        {"proxy", "workers", "-1"},
+        {"proxy", "workers", "1025"},
+        {"proxy", "workers", "two"},
+        {"proxy", "workers", "0x10"},
+        {"proxy", "workers", "99999999999999999999999"},
+        {"proxy", "max_connections", "0"},
+        {"proxy", "client_idle_timeout_ms", "2147483648"},
+        {"backend", "connect_timeout_ms", "0"},
+        {"backend", "request_timeout_ms", ""},
+        {"backend", "pool_size", "0"},
+        {"scan", "caching_max", "0"},
+        {"scan", "scanner_timeout_ms", "999"},
+        /* sizes */
+        {"proxy", "max_frame_size", "16MB"},
+        {"proxy", "max_frame_size", "16 mib"},
+        {"proxy", "max_frame_size", "1023"},
+        {"proxy", "max_frame_size", "2GiB"},
+        {"proxy", "max_frame_size", "MiB"},
+        {"proxy", "max_frame_size", "99999999999999GiB"},
+        /* enums */
+        {"backend", "protocol", "json"},
+        {"backend", "protocol", "Binary"},
+        {"backend", "transport", "http"},
+        {"table:t", "salt_format", "base64"},
+        /* salt */
+        {"table:t", "buckets", "0"},
+        {"table:t", "buckets", "65537"},
+        {"table:t", "salt_separator", "0123456789abcdefg"},
+        {"table:t", "salt_separator", "\\q"},
+        {"table:t", "salt_separator", "\\x4"},
+        {"table:t", "hash_part", "prefix"},
+        {"table:t", "hash_part", "length:0"},
+        {"table:t", "hash_part", "length:"},
+        {"table:t", "hash_part", "length:32768"},
+        {"table:t", "hash_part", "delimiter:#"},
+        {"table:t", "hash_part", "delimiter::1"},
+        {"table:t", "hash_part", "delimiter:#:0"},
+        {"table:t", "hash_part", "delimiter:#:x"},
+        {"table:t", "hash_part", "delimiter:\\x:1"},
+        {"table:t", "hash_part", "delimiter:0123456789abcdefg:1"},
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *text = g_strdup_printf(
+            "# a comment\n[%s]\n%s = %s\n", bad[i].group, bad[i].key,
+            bad[i].value);
+        g_autofree char *where = g_strdup_printf("[%s] %s", bad[i].group,
+                                                 bad[i].key);
+
+        assert_fails(text, CONFIG_ERROR_INVALID_VALUE, "test.conf:3:", where,
+                     NULL);
+    }
+    /* the inline-comment hint */
+    assert_fails("[proxy]\nworkers = 2 # two\n", CONFIG_ERROR_INVALID_VALUE,
+                 "own", NULL);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    if (argc > 1 && g_file_test(argv[1], G_FILE_TEST_IS_REGULAR))
+        shipped_path = g_strdup(argv[1]);
+    else
+        shipped_path = g_test_build_filename(G_TEST_DIST, "..", "..", "conf",
+                                             "hbase-salt-proxy.conf", NULL);
+
+    g_test_add_func("/config/defaults", test_defaults);
+    g_test_add_func("/config/shipped", test_shipped);
+    g_test_add_func("/config/shipped-example", test_shipped_example);
+    g_test_add_func("/config/full", test_full);
+    g_test_add_func("/config/find-many", test_find_many);
+    g_test_add_func("/config/accepted-values", test_accepted_values);
+    g_test_add_func("/config/error/file", test_error_file);
+    g_test_add_func("/config/error/parse", test_error_parse);
+    g_test_add_func("/config/error/duplicate", test_error_duplicate);
+    g_test_add_func("/config/error/group", test_error_group);
+    g_test_add_func("/config/error/key", test_error_key);
+    g_test_add_func("/config/error/value", test_error_value);
+    return g_test_run();
+}
