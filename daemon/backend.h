@@ -1,0 +1,64 @@
+/* backend.h: per-worker pools of pipelined connections to HBase Thrift. */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "proxy.h"
+
+/* Where a backend connection is in its life. */
+enum backend_state {
+    BACKEND_IDLE = 0,    /* no socket; connects when a request needs it */
+    BACKEND_CONNECTING,  /* non-blocking connect in progress, requests queue */
+    BACKEND_CONNECTED,   /* requests are written and answered in order */
+};
+
+struct backend_server;
+
+/* One pipelined connection to one server. */
+struct backend_conn {
+    struct backend_server *server;  /* owner */
+    unsigned index;                 /* in server->conns, for logs */
+    struct bufferevent *bev;        /* NULL when IDLE */
+    struct event *timer;            /* connect, request and idle deadlines */
+    enum backend_state state;
+    struct proxy_req_queue pending; /* sent, unanswered, oldest first */
+    unsigned npending;              /* length of pending */
+    gint64 connect_deadline;        /* monotonic us, while CONNECTING */
+    gint64 last_active;             /* monotonic us of the last reply/send */
+};
+
+/* One backend server as one worker sees it. */
+struct backend_server {
+    struct backend_pool *pool;      /* owner */
+    const struct proxy_server *srv; /* name and address */
+    struct backend_conn *conns;     /* pool_size connections */
+    gint64 retry_at;                /* monotonic us: no connect before this */
+    char last_error[160];           /* why the last connect failed */
+};
+
+/* A worker's connections to every backend server. */
+struct backend_pool {
+    struct proxy_worker *worker;    /* owner */
+    unsigned nservers;
+    struct backend_server *servers;
+    unsigned next_server;           /* round robin start */
+};
+
+struct backend_pool *backend_pool_new(struct proxy_worker *w);
+void backend_pool_free(struct backend_pool *pool);
+
+/*
+ * Sends msg (len bytes, already framed for the backend) for req.  req
+ * either joins a connection's pending FIFO, or, when no server can take
+ * it, is finished at once with an IOError reply.
+ */
+void backend_submit(struct backend_pool *pool, struct proxy_req *req,
+                    const uint8_t *msg, size_t len);
+
+/* Requests still waiting on this pool's connections. */
+unsigned backend_pool_pending(const struct backend_pool *pool);

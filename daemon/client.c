@@ -1,0 +1,380 @@
+/* client.c: one client connection: framing, request FIFO, back-pressure. */
+#include "client.h"
+
+#include <errno.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <event2/buffer.h>
+
+#include "backend.h"
+
+/* Stop reading a client whose unsent replies exceed this... */
+#define CLIENT_OUT_HIGH (4u << 20)
+/* ...and resume once they drained below this (le-proxy's idiom). */
+#define CLIENT_OUT_LOW (CLIENT_OUT_HIGH / 2)
+/* Stop reading a client with this many requests unanswered. */
+#define CLIENT_MAX_PENDING 256
+/* Input kept beyond one maximal message, so a whole frame fits. */
+#define CLIENT_IN_SLACK 4096
+
+static void client_read_cb(struct bufferevent *bev, void *arg);
+static void client_write_cb(struct bufferevent *bev, void *arg);
+static void client_event_cb(struct bufferevent *bev, short what, void *arg);
+
+static void
+client_peer_name(const struct sockaddr *sa, char *out, size_t outlen)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+        g_snprintf(out, outlen, "%s:%u", host, port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+        g_snprintf(out, outlen, "[%s]:%u", host, port);
+    } else {
+        g_strlcpy(out, "unix", outlen);
+    }
+}
+
+/* Whether c may take more requests now: not over its output watermark,
+ * not over its pending cap, not shutting down. */
+static gboolean
+client_may_read(const struct client *c)
+{
+    return c->state != CLIENT_DRAINING && c->nreqs < CLIENT_MAX_PENDING
+           && evbuffer_get_length(bufferevent_get_output(c->bev))
+                  < CLIENT_OUT_HIGH;
+}
+
+/*
+ * Turns reading on or off to match client_may_read.  Turning it back on
+ * also reschedules the read callback (deferred, never re-entered from
+ * here): requests already buffered get processed without new bytes.
+ */
+static void
+client_update_reading(struct client *c)
+{
+    gboolean want = client_may_read(c);
+
+    if (want && !c->reading) {
+        c->reading = 1;
+        bufferevent_enable(c->bev, EV_READ);
+        if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
+            bufferevent_trigger(c->bev, EV_READ,
+                                BEV_TRIG_IGNORE_WATERMARKS
+                                | BEV_TRIG_DEFER_CALLBACKS);
+        }
+    } else if (!want && c->reading) {
+        c->reading = 0;
+        bufferevent_disable(c->bev, EV_READ);
+    }
+}
+
+void
+client_accept(struct proxy_worker *w, evutil_socket_t fd,
+              const struct sockaddr *sa, int salen)
+{
+    struct proxy *p = w->proxy;
+    struct client *c;
+    char peer[64];
+    int one = 1;
+    gint n;
+
+    client_peer_name(sa, peer, sizeof(peer));
+    n = g_atomic_int_add(&p->nconns, 1) + 1;
+    if (w->stopping
+        || (p->set.max_connections != 0
+            && (unsigned)n > p->set.max_connections)) {
+        g_atomic_int_add(&p->nconns, -1);
+        g_warning("client %s: refused: %s", peer,
+                  w->stopping ? "shutting down"
+                              : "max_connections reached");
+        evutil_closesocket(fd);
+        return;
+    }
+    /* requests and replies are small and latency-bound */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+    c = g_new0(struct client, 1);
+    c->worker = w;
+    c->state = CLIENT_DETECT;
+    TAILQ_INIT(&c->reqs);
+    g_strlcpy(c->peer, peer, sizeof(c->peer));
+    c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE
+                                                 | BEV_OPT_DEFER_CALLBACKS);
+    if (c->bev == NULL) {
+        g_warning("client %s: refused: bufferevent_socket_new failed", peer);
+        evutil_closesocket(fd);
+        g_atomic_int_add(&p->nconns, -1);
+        g_free(c);
+        return;
+    }
+    bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
+                      client_event_cb, c);
+    /* bounds what one client can make us buffer */
+    bufferevent_setwatermark(c->bev, EV_READ, 0,
+                             (size_t)p->set.max_frame_size + 4
+                                 + CLIENT_IN_SLACK);
+    bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_LOW, 0);
+    if (p->set.client_idle_timeout_ms != 0) {
+        struct timeval tv = {
+            p->set.client_idle_timeout_ms / 1000,
+            (p->set.client_idle_timeout_ms % 1000) * 1000,
+        };
+
+        bufferevent_set_timeouts(c->bev, &tv, NULL);
+    }
+    TAILQ_INSERT_TAIL(&w->clients, c, link);
+    w->nclients++;
+    c->reading = 1;
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    g_debug("client %s: connected (worker %u, %d open)", peer, w->id, n);
+}
+
+void
+client_close(struct client *c)
+{
+    struct proxy_worker *w = c->worker;
+    struct proxy_req *req;
+
+    while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
+        TAILQ_REMOVE(&c->reqs, req, client_link);
+        if (req->conn != NULL) {
+            /* the backend still holds it: it drops the reply and frees */
+            req->client = NULL;
+        } else {
+            proxy_req_put(w, req);
+        }
+    }
+    c->nreqs = 0;
+    TAILQ_REMOVE(&w->clients, c, link);
+    w->nclients--;
+    g_atomic_int_add(&w->proxy->nconns, -1);
+    /* also cancels any deferred callback still queued for c */
+    bufferevent_free(c->bev);
+    g_free(c);
+}
+
+/* Closes c after logging why; reasons are static text, never data. */
+static void
+client_close_why(struct client *c, const char *why)
+{
+    g_message("client %s: closing: %s", c->peer, why);
+    client_close(c);
+}
+
+void
+client_flush(struct client *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct proxy_req *req;
+
+    while ((req = TAILQ_FIRST(&c->reqs)) != NULL && req->done) {
+        TAILQ_REMOVE(&c->reqs, req, client_link);
+        c->nreqs--;
+        if (req->reply.len > 0) {
+            evbuffer_add(out, req->reply.data, req->reply.len);
+        }
+        proxy_req_put(c->worker, req);
+    }
+    client_update_reading(c);
+}
+
+gboolean
+client_drain(struct client *c)
+{
+    if (c->state != CLIENT_DRAINING) {
+        c->state = CLIENT_DRAINING;
+        client_update_reading(c);
+    }
+    return c->nreqs == 0
+           && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0;
+}
+
+/* A request the codec refused: answer it in its turn, keep the client. */
+static void
+client_reject(struct client *c, struct proxy_req *req,
+              const struct codec_error *err)
+{
+    size_t off = 0;
+
+    if (req->client_framed) {
+        off = wire_frame_begin(&req->reply);
+    }
+    if (err->io) {
+        codec_write_io_error(&req->call, req->client_proto, err->message,
+                             FALSE, &req->reply);
+    } else {
+        codec_write_error(&req->call, req->client_proto, err, &req->reply);
+    }
+    if (req->client_framed) {
+        wire_frame_end(&req->reply, off);
+    }
+    req->done = 1;
+    g_debug("client %s: rejected %.*s: %s", c->peer,
+            (int)req->call.name_len, req->call.name, err->message);
+}
+
+/*
+ * One whole client message (no frame header).  Returns FALSE when c was
+ * closed and must not be touched again.
+ */
+static gboolean
+client_request(struct client *c, const uint8_t *msg, size_t len)
+{
+    struct proxy_worker *w = c->worker;
+    const struct proxy_settings *set = &w->proxy->set;
+    struct proxy_req *req = proxy_req_get(w);
+    struct codec_error err = { 0, NULL, FALSE };
+    struct wire_buf *out = &w->scratch;
+    size_t off = 0;
+    codec_status_t st;
+
+    req->client = c;
+    req->client_proto = c->proto;
+    req->client_framed = c->framed ? 1 : 0;
+    req->backend_seqid = w->next_seqid;
+    /* stays positive: some servers dislike negative seqids */
+    w->next_seqid = w->next_seqid == G_MAXINT32 ? 1 : w->next_seqid + 1;
+
+    wire_buf_clear(out);
+    if (set->backend_framed) {
+        off = wire_frame_begin(out);
+    }
+    st = codec_request(w->proxy->cfg, c->proto, msg, len, set->backend_proto,
+                       req->backend_seqid, out, &req->call, &err,
+                       &w->client_limits);
+    if (st == CODEC_CLOSE) {
+        proxy_req_put(w, req);
+        client_close_why(c, err.message != NULL ? err.message
+                                                : "malformed request");
+        return FALSE;
+    }
+    TAILQ_INSERT_TAIL(&c->reqs, req, client_link);
+    c->nreqs++;
+    if (st == CODEC_REJECT) {
+        client_reject(c, req, &err);
+        client_flush(c);
+        return TRUE;
+    }
+    if (set->backend_framed) {
+        wire_frame_end(out, off);
+    }
+    /* may finish req at once (no backend): then it is flushed in there */
+    backend_submit(w->pool, req, out->data, out->len);
+    return TRUE;
+}
+
+/* Reads the first bytes: which protocol and framing this client speaks.
+ * Returns FALSE when c was closed or more bytes are needed. */
+static gboolean
+client_detect(struct client *c, struct evbuffer *in)
+{
+    const char *why = NULL;
+    size_t have = MIN(evbuffer_get_length(in), (size_t)8);
+    const uint8_t *p = evbuffer_pullup(in, (ev_ssize_t)have);
+    gboolean framed = FALSE;
+    wire_status_t st;
+
+    st = wire_detect(p, have, &c->proto, &framed, &why);
+    if (st == WIRE_AGAIN) {
+        return FALSE;
+    }
+    if (st == WIRE_ERROR) {
+        client_close_why(c, why != NULL ? why : "not a Thrift message");
+        return FALSE;
+    }
+    c->framed = framed;
+    c->state = CLIENT_ACTIVE;
+    g_debug("client %s: %s %s", c->peer,
+            c->proto == WIRE_COMPACT ? "compact" : "binary",
+            c->framed ? "framed" : "buffered");
+    return TRUE;
+}
+
+/* Takes every whole request buffered, as long as c may take more. */
+static void
+client_process(struct client *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+
+    if (c->state == CLIENT_DETECT && !client_detect(c, in)) {
+        return;
+    }
+    while (client_may_read(c) && evbuffer_get_length(in) > 0) {
+        const uint8_t *msg = NULL;
+        const char *why = NULL;
+        size_t len = 0, hdr = c->framed ? 4 : 0;
+        wire_status_t st;
+
+        st = proxy_msg_next(in, c->proto, c->framed, &c->worker->client_limits,
+                            &msg, &len, &why);
+        if (st == WIRE_AGAIN) {
+            break;
+        }
+        if (st == WIRE_ERROR) {
+            client_close_why(c, why != NULL ? why : "malformed message");
+            return;
+        }
+        if (!client_request(c, msg + hdr, len - hdr)) {
+            return;
+        }
+        evbuffer_drain(in, len);
+    }
+    client_update_reading(c);
+}
+
+static void
+client_read_cb(struct bufferevent *bev, void *arg)
+{
+    client_process(arg);
+}
+
+/* Output drained below the low watermark: maybe read again. */
+static void
+client_write_cb(struct bufferevent *bev, void *arg)
+{
+    client_update_reading(arg);
+}
+
+static void
+client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct client *c = arg;
+
+    if (what & BEV_EVENT_TIMEOUT) {
+        if (c->nreqs > 0) {
+            /* quiet because it waits for us, not idle: keep it */
+            c->reading = 0;
+            client_update_reading(c);
+            return;
+        }
+        client_close_why(c, "idle timeout");
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        /* clients do not half-close while waiting; answers are moot */
+        g_debug("client %s: closed by peer (%u requests in flight)",
+                c->peer, c->nreqs);
+        client_close(c);
+        return;
+    }
+    if (what & BEV_EVENT_ERROR) {
+        int err = EVUTIL_SOCKET_ERROR();
+
+        g_message("client %s: closing: %s", c->peer,
+                  evutil_socket_error_to_string(err));
+        client_close(c);
+    }
+}

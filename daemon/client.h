@@ -1,0 +1,45 @@
+/* client.h: one client connection: framing, request FIFO, back-pressure. */
+#pragma once
+
+#include <glib.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <event2/bufferevent.h>
+#include <event2/util.h>
+
+#include "proxy.h"
+
+/* Where a client connection is in its life. */
+enum client_state {
+    CLIENT_DETECT = 0,   /* no bytes yet: protocol and framing unknown */
+    CLIENT_ACTIVE,       /* reading requests, writing replies */
+    CLIENT_DRAINING,     /* shutdown: no new requests, finishing replies */
+};
+
+/* A client connection, owned by one worker. */
+struct client {
+    TAILQ_ENTRY(client) link;       /* in worker->clients */
+    struct proxy_worker *worker;    /* owner thread */
+    struct bufferevent *bev;        /* the socket */
+    enum client_state state;
+    wire_proto_t proto;             /* detected on the first bytes */
+    gboolean framed;                /* detected on the first bytes */
+    struct proxy_req_queue reqs;    /* requests in arrival order */
+    unsigned nreqs;                 /* length of reqs */
+    unsigned reading:1;             /* EV_READ currently enabled */
+    char peer[64];                  /* "addr:port" for logs */
+};
+
+/* Takes over an accepted socket. */
+void client_accept(struct proxy_worker *w, evutil_socket_t fd,
+                   const struct sockaddr *sa, int salen);
+
+/* A request of c became done: write every finished head reply. */
+void client_flush(struct client *c);
+
+/* Closes c; requests still at a backend are detached, not freed. */
+void client_close(struct client *c);
+
+/* Shutdown: stop reading c; TRUE once c has nothing left to send. */
+gboolean client_drain(struct client *c);

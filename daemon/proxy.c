@@ -1,0 +1,561 @@
+/* proxy.c: worker threads, listeners, startup and shutdown; the data path. */
+
+/*
+ * The data path of one worker thread.  Every worker owns all of this;
+ * workers share nothing but the config and struct proxy.
+ *
+ *              SO_REUSEPORT listener (one per worker, same port)
+ *                      |
+ *                      v accept
+ *   client  ---> struct client ----------------------------------------+
+ *   (any of      bufferevent in: wire_detect once, then whole          |
+ *    binary/     messages (frame length or wire_message_scan), each   |
+ *    compact x   one a struct proxy_req appended to client->reqs      |
+ *    framed/     |                                                     |
+ *    buffered)   | codec_request(): salt rows, backend seqid/protocol  |
+ *                v                                                     |
+ *             backend_submit(): server round robin, connection with    |
+ *             the fewest pending; req appended to conn->pending        |
+ *                |                                                     |
+ *                v                         struct backend_conn x       |
+ *             HBase Thrift server  <---->  pool_size per server        |
+ *                                          (pipelined, FIFO replies)   |
+ *                |                                                     |
+ *                | reply: head of conn->pending; codec_reply() into    |
+ *                | req->reply (unsalt, client seqid/protocol/frame)    |
+ *                v                                                     |
+ *             proxy_req_finish() -> client_flush(): writes replies    |
+ *             from the head of client->reqs while they are done, so   |
+ *   client  <--- a client sees replies in the order it asked  <-------+
+ *
+ *   client->reqs:   [r1 done] [r2 waiting on conn A] [r3 done] ...
+ *                    ^ written  ^ blocks r3 until it is answered
+ *   conn->pending:  [r2] [r7 of another client] ...  oldest first
+ *
+ * A request is on both queues until answered.  A client that closes
+ * detaches its waiting requests (req->client = NULL) and the backend
+ * drops their replies; a failed backend connection answers each of its
+ * requests with an IOError, so the client side never waits forever.
+ * Timeouts are per backend connection: the head of its FIFO is the
+ * oldest request, so one timer armed for that deadline covers them all.
+ */
+
+#include "proxy.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/thread.h>
+
+#include "backend.h"
+#include "client.h"
+#include "config.h"
+
+/* Free request objects kept per worker; beyond this they go to malloc. */
+#define PROXY_FREE_REQS_MAX 1024
+/* A kept request's reply buffer above this is released, not reused. */
+#define PROXY_REPLY_KEEP (64u * 1024)
+/* Shutdown: how often quiet clients are looked for. */
+#define PROXY_DRAIN_POLL_MS 20
+/* Shutdown never waits longer than this for answers. */
+#define PROXY_SHUTDOWN_MAX_MS 10000
+
+G_DEFINE_QUARK(proxy-error-quark, proxy_error)
+
+/* ---- settings ----------------------------------------------------------- */
+
+static gboolean
+proxy_resolve(const char *host, uint16_t port, gboolean passive,
+              struct sockaddr_storage *out, socklen_t *outlen,
+              GError **error)
+{
+    struct addrinfo hints, *res = NULL;
+    char service[8];
+    int rc;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = passive ? AI_PASSIVE : 0;
+    g_snprintf(service, sizeof(service), "%u", (unsigned)port);
+    rc = getaddrinfo(host != NULL && host[0] != '\0' ? host : NULL, service,
+                     &hints, &res);
+    if (rc != 0 || res == NULL) {
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_RESOLVE,
+                    "cannot resolve %s:%u: %s", host, (unsigned)port,
+                    rc != 0 ? gai_strerror(rc) : "no address");
+        return FALSE;
+    }
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    *outlen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return TRUE;
+}
+
+/* Copies what the I/O core needs out of cfg; resolves backend names
+ * once, here, so no worker ever blocks on DNS. */
+gboolean
+proxy_settings_load(struct proxy_settings *set, const struct config *cfg,
+                    GError **error)
+{
+    unsigned i;
+
+    memset(set, 0, sizeof(*set));
+    g_strlcpy(set->listen_host, cfg->listen.host != NULL ? cfg->listen.host
+                                                         : "",
+              sizeof(set->listen_host));
+    set->listen_port = cfg->listen.port;
+    set->workers = cfg->workers != 0 ? cfg->workers
+                                     : (unsigned)g_get_num_processors();
+    if (set->workers == 0) {
+        set->workers = 1;
+    }
+    if (cfg->n_servers == 0 || cfg->n_servers > PROXY_MAX_BACKENDS) {
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                    "[backend] servers: need 1 to %d servers, have %zu",
+                    PROXY_MAX_BACKENDS, cfg->n_servers);
+        return FALSE;
+    }
+    set->nservers = (unsigned)cfg->n_servers;
+    for (i = 0; i < set->nservers; i++) {
+        struct proxy_server *s = &set->servers[i];
+        char *name = config_addr_to_string(&cfg->servers[i]);
+
+        g_strlcpy(s->name, name, sizeof(s->name));
+        g_free(name);
+        if (!proxy_resolve(cfg->servers[i].host, cfg->servers[i].port, FALSE,
+                           &s->addr, &s->addrlen, error)) {
+            g_prefix_error(error, "[backend] servers: ");
+            return FALSE;
+        }
+    }
+    set->backend_proto = cfg->protocol == CONFIG_PROTOCOL_COMPACT
+                             ? WIRE_COMPACT : WIRE_BINARY;
+    set->backend_framed = cfg->transport == CONFIG_TRANSPORT_FRAMED;
+    set->pool_size = cfg->pool_size != 0 ? cfg->pool_size : 4;
+    set->connect_timeout_ms = cfg->connect_timeout_ms;
+    set->request_timeout_ms = cfg->request_timeout_ms;
+    set->client_idle_timeout_ms = cfg->client_idle_timeout_ms;
+    set->max_connections = cfg->max_connections;
+    set->max_frame_size = cfg->max_frame_size;
+    set->max_reply_size = cfg->max_frame_size; /* the config says both */
+    set->shutdown_timeout_ms = MIN(MAX(cfg->request_timeout_ms, 100u),
+                                   PROXY_SHUTDOWN_MAX_MS);
+    return TRUE;
+}
+
+/* ---- request objects ---------------------------------------------------- */
+
+struct proxy_req *
+proxy_req_get(struct proxy_worker *w)
+{
+    struct proxy_req *req = TAILQ_FIRST(&w->free_reqs);
+
+    if (req != NULL) {
+        TAILQ_REMOVE(&w->free_reqs, req, backend_link);
+        w->nfree_reqs--;
+    } else {
+        req = g_new0(struct proxy_req, 1);
+        wire_buf_init(&req->reply);
+    }
+    req->client = NULL;
+    req->conn = NULL;
+    memset(&req->call, 0, sizeof(req->call));
+    req->done = 0;
+    req->client_framed = 0;
+    req->backend_seqid = 0;
+    req->deadline = 0;
+    wire_buf_clear(&req->reply);
+    return req;
+}
+
+void
+proxy_req_put(struct proxy_worker *w, struct proxy_req *req)
+{
+    if (w->nfree_reqs >= PROXY_FREE_REQS_MAX) {
+        wire_buf_free(&req->reply);
+        g_free(req);
+        return;
+    }
+    /* one huge reply must not pin its memory in the free list forever */
+    if (req->reply.cap > PROXY_REPLY_KEEP) {
+        wire_buf_free(&req->reply);
+    }
+    TAILQ_INSERT_HEAD(&w->free_reqs, req, backend_link);
+    w->nfree_reqs++;
+}
+
+void
+proxy_req_finish(struct proxy_worker *w, struct proxy_req *req)
+{
+    req->conn = NULL;
+    if (req->client == NULL) {
+        proxy_req_put(w, req);
+        return;
+    }
+    req->done = 1;
+    client_flush(req->client);
+}
+
+void
+proxy_req_io_error(struct proxy_req *req, const char *message,
+                   gboolean can_retry)
+{
+    size_t off = 0;
+
+    wire_buf_clear(&req->reply);
+    if (req->client_framed) {
+        off = wire_frame_begin(&req->reply);
+    }
+    codec_write_io_error(&req->call, req->client_proto, message, can_retry,
+                         &req->reply);
+    if (req->client_framed) {
+        wire_frame_end(&req->reply, off);
+    }
+}
+
+/* ---- framing ------------------------------------------------------------ */
+
+wire_status_t
+proxy_msg_next(struct evbuffer *in, wire_proto_t proto, gboolean framed,
+               const struct wire_limits *limits, const uint8_t **msg,
+               size_t *len, const char **why)
+{
+    size_t have = evbuffer_get_length(in);
+    size_t want;
+    const uint8_t *p;
+    wire_status_t st;
+
+    *why = NULL;
+    if (framed) {
+        uint8_t hdr[4];
+        uint32_t flen;
+
+        if (have < 4) {
+            return WIRE_AGAIN;
+        }
+        /* the length decides before the body is waited for */
+        evbuffer_copyout(in, hdr, 4);
+        flen = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16
+               | (uint32_t)hdr[2] << 8 | hdr[3];
+        if (flen == 0 || flen > 0x7fffffffu) {
+            *why = "invalid frame size";
+            return WIRE_ERROR;
+        }
+        if (flen > limits->max_message) {
+            *why = "frame larger than max_frame_size";
+            return WIRE_ERROR;
+        }
+        if (have - 4 < flen) {
+            return WIRE_AGAIN;
+        }
+        want = 4 + (size_t)flen;
+    } else {
+        /* the scan needs contiguous bytes; never more than one message */
+        want = MIN(have, (size_t)limits->max_message);
+    }
+    p = evbuffer_pullup(in, (ev_ssize_t)want);
+    if (p == NULL) {
+        *why = "out of memory";
+        return WIRE_ERROR;
+    }
+    st = wire_message_scan(proto, framed, p, want, limits, len, why);
+    if (st == WIRE_AGAIN && !framed && want >= limits->max_message) {
+        *why = "message larger than max_frame_size";
+        return WIRE_ERROR;
+    }
+    if (st == WIRE_OK) {
+        *msg = p;
+    }
+    return st;
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+static void
+proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+                struct sockaddr *sa, int salen, void *arg)
+{
+    struct proxy_worker *w = arg;
+
+    client_accept(w, fd, sa, salen);
+}
+
+static void
+proxy_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    struct proxy_worker *w = arg;
+    int err = EVUTIL_SOCKET_ERROR();
+
+    /* EMFILE and friends: keep the listener; libevent retries on the
+     * next readiness, and closing clients free descriptors */
+    g_warning("worker %u: accept: %s", w->id,
+              evutil_socket_error_to_string(err));
+}
+
+/* Shutdown poll: close clients with nothing left to answer; stop the
+ * loop when none remain or the deadline passed. */
+static void
+proxy_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_worker *w = arg;
+    struct client *c, *next;
+    gboolean late = proxy_now() >= w->stop_deadline;
+
+    for (c = TAILQ_FIRST(&w->clients); c != NULL; c = next) {
+        next = TAILQ_NEXT(c, link);
+        if (late || client_drain(c)) {
+            client_close(c);
+        }
+    }
+    if (TAILQ_EMPTY(&w->clients)) {
+        event_base_loopbreak(w->base);
+        return;
+    }
+    if (late) {
+        event_base_loopbreak(w->base);
+        return;
+    }
+}
+
+/* Runs in the worker: the main thread asked it to stop. */
+static void
+proxy_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_worker *w = arg;
+    struct timeval tv = { 0, PROXY_DRAIN_POLL_MS * 1000 };
+
+    w->stopping = TRUE;
+    if (w->listener != NULL) {
+        evconnlistener_free(w->listener);
+        w->listener = NULL;
+    }
+    w->stop_deadline = proxy_now()
+                       + (gint64)w->proxy->set.shutdown_timeout_ms * 1000;
+    event_add(w->drain_ev, &tv);
+    proxy_drain_cb(-1, 0, w);
+}
+
+static void *
+proxy_worker_main(void *arg)
+{
+    struct proxy_worker *w = arg;
+
+    g_debug("worker %u: running", w->id);
+    event_base_dispatch(w->base);
+    g_debug("worker %u: stopped", w->id);
+    return NULL;
+}
+
+static evutil_socket_t
+proxy_worker_fd(const struct proxy_worker *w)
+{
+    return w->listener != NULL ? evconnlistener_get_fd(w->listener) : -1;
+}
+
+static gboolean
+proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
+                  const struct sockaddr *sa, socklen_t salen, GError **error)
+{
+    w->proxy = p;
+    w->id = id;
+    TAILQ_INIT(&w->clients);
+    TAILQ_INIT(&w->free_reqs);
+    wire_buf_init(&w->scratch);
+    w->client_limits = wire_default_limits;
+    w->client_limits.max_message = p->set.max_frame_size;
+    w->client_limits.max_string = MIN(w->client_limits.max_string,
+                                      p->set.max_frame_size);
+    w->reply_limits = wire_default_limits;
+    w->reply_limits.max_message = p->set.max_reply_size;
+    w->reply_limits.max_string = p->set.max_reply_size;
+    w->next_seqid = 1;
+
+    w->base = event_base_new();
+    if (w->base == NULL) {
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+                    "worker %u: event_base_new failed", id);
+        return FALSE;
+    }
+    w->stop_ev = event_new(w->base, -1, 0, proxy_stop_cb, w);
+    w->drain_ev = event_new(w->base, -1, EV_PERSIST, proxy_drain_cb, w);
+    w->listener = evconnlistener_new_bind(w->base, proxy_accept_cb, w,
+                                          LEV_OPT_REUSEABLE
+                                          | LEV_OPT_REUSEABLE_PORT
+                                          | LEV_OPT_CLOSE_ON_FREE
+                                          | LEV_OPT_CLOSE_ON_EXEC,
+                                          1024, sa, (int)salen);
+    if (w->stop_ev == NULL || w->drain_ev == NULL || w->listener == NULL) {
+        int err = EVUTIL_SOCKET_ERROR();
+
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
+                    "worker %u: cannot listen on %s:%u: %s", id,
+                    p->set.listen_host, (unsigned)p->port,
+                    evutil_socket_error_to_string(err));
+        return FALSE;
+    }
+    evconnlistener_set_error_cb(w->listener, proxy_accept_error_cb);
+    w->pool = backend_pool_new(w);
+    return TRUE;
+}
+
+static void
+proxy_worker_deinit(struct proxy_worker *w)
+{
+    struct proxy_req *req;
+
+    while (!TAILQ_EMPTY(&w->clients)) {
+        client_close(TAILQ_FIRST(&w->clients));
+    }
+    if (w->pool != NULL) {
+        backend_pool_free(w->pool);
+        w->pool = NULL;
+    }
+    if (w->listener != NULL) {
+        evconnlistener_free(w->listener);
+        w->listener = NULL;
+    }
+    if (w->stop_ev != NULL) {
+        event_free(w->stop_ev);
+    }
+    if (w->drain_ev != NULL) {
+        event_free(w->drain_ev);
+    }
+    while ((req = TAILQ_FIRST(&w->free_reqs)) != NULL) {
+        TAILQ_REMOVE(&w->free_reqs, req, backend_link);
+        wire_buf_free(&req->reply);
+        g_free(req);
+    }
+    wire_buf_free(&w->scratch);
+    if (w->base != NULL) {
+        event_base_free(w->base);
+    }
+    memset(w, 0, sizeof(*w));
+}
+
+/* ---- the process -------------------------------------------------------- */
+
+struct proxy *
+proxy_new(const struct config *cfg, GError **error)
+{
+    struct proxy *p;
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    unsigned i;
+    static gsize threads_once;
+
+    if (g_once_init_enter(&threads_once)) {
+        /* workers are woken from the main thread: bases need locks */
+        evthread_use_pthreads();
+        g_once_init_leave(&threads_once, 1);
+    }
+
+    p = g_new0(struct proxy, 1);
+    p->cfg = cfg;
+    g_mutex_init(&p->shared_lock);
+    if (!proxy_settings_load(&p->set, cfg, error)) {
+        proxy_free(p);
+        return NULL;
+    }
+    if (!proxy_resolve(p->set.listen_host, p->set.listen_port, TRUE, &ss,
+                       &sslen, error)) {
+        g_prefix_error(error, "[proxy] listen: ");
+        proxy_free(p);
+        return NULL;
+    }
+    p->port = p->set.listen_port;
+    p->nworkers = p->set.workers;
+    p->workers = g_new0(struct proxy_worker, p->nworkers);
+    for (i = 0; i < p->nworkers; i++) {
+        if (!proxy_worker_init(p, &p->workers[i], i,
+                               (struct sockaddr *)&ss, sslen, error)) {
+            proxy_free(p);
+            return NULL;
+        }
+        if (i == 0 && p->port == 0) {
+            /* port 0: the others must share the port the first one got */
+            struct sockaddr_storage got;
+            socklen_t gotlen = sizeof(got);
+
+            if (getsockname(proxy_worker_fd(&p->workers[0]),
+                            (struct sockaddr *)&got, &gotlen) == 0) {
+                if (got.ss_family == AF_INET6) {
+                    p->port = ntohs(((struct sockaddr_in6 *)&got)->sin6_port);
+                    ((struct sockaddr_in6 *)&ss)->sin6_port =
+                        htons(p->port);
+                } else {
+                    p->port = ntohs(((struct sockaddr_in *)&got)->sin_port);
+                    ((struct sockaddr_in *)&ss)->sin_port = htons(p->port);
+                }
+            }
+        }
+    }
+    return p;
+}
+
+gboolean
+proxy_start(struct proxy *p, GError **error)
+{
+    sigset_t all, old;
+    unsigned i;
+    int rc = 0;
+
+    /* threads inherit the mask: signals stay with the main thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    for (i = 0; i < p->nworkers && rc == 0; i++) {
+        rc = pthread_create(&p->workers[i].thread, NULL, proxy_worker_main,
+                            &p->workers[i]);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        i--;
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+                    "cannot start worker %u: %s", i, g_strerror(rc));
+        /* the ones already running are stopped by proxy_stop */
+        p->nworkers = i;
+        return FALSE;
+    }
+    g_message("listening on %s:%u with %u workers, %u backend servers, "
+              "pool_size %u", p->set.listen_host[0] != '\0'
+                                  ? p->set.listen_host : "*",
+              (unsigned)p->port, p->nworkers, p->set.nservers,
+              p->set.pool_size);
+    return TRUE;
+}
+
+void
+proxy_stop(struct proxy *p)
+{
+    unsigned i;
+
+    for (i = 0; i < p->nworkers; i++) {
+        /* thread-safe: the base was made after evthread_use_pthreads */
+        event_active(p->workers[i].stop_ev, EV_READ, 0);
+    }
+    for (i = 0; i < p->nworkers; i++) {
+        pthread_join(p->workers[i].thread, NULL);
+    }
+}
+
+void
+proxy_free(struct proxy *p)
+{
+    unsigned i;
+
+    if (p == NULL) {
+        return;
+    }
+    if (p->workers != NULL) {
+        for (i = 0; i < p->set.workers; i++) {
+            proxy_worker_deinit(&p->workers[i]);
+        }
+        g_free(p->workers);
+    }
+    g_mutex_clear(&p->shared_lock);
+    g_free(p);
+}

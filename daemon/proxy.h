@@ -1,0 +1,174 @@
+/* proxy.h: process root, worker threads and the request object. */
+#pragma once
+
+#include <glib.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "codec.h"
+#include "wire.h"
+
+struct config;
+struct client;
+struct backend_pool;
+struct backend_conn;
+
+#define PROXY_ERROR proxy_error_quark()
+GQuark proxy_error_quark(void);
+
+typedef enum {
+    PROXY_ERROR_CONFIG,     /* a setting the I/O core cannot use */
+    PROXY_ERROR_RESOLVE,    /* a listen or backend address does not resolve */
+    PROXY_ERROR_LISTEN,     /* cannot bind or listen */
+    PROXY_ERROR_LIBEVENT,   /* libevent refused to set something up */
+} proxy_error_t;
+
+#define PROXY_MAX_BACKENDS 64
+
+/* One backend Thrift server, resolved once at startup. */
+struct proxy_server {
+    char name[128];                 /* "host:port" as configured, for logs */
+    struct sockaddr_storage addr;   /* resolved address */
+    socklen_t addrlen;
+};
+
+/*
+ * What the I/O core reads from the configuration, in its own units.
+ * proxy_settings_load is the one place that knows the config structs.
+ */
+struct proxy_settings {
+    char listen_host[128];          /* address to bind, "" = any */
+    uint16_t listen_port;           /* 0 = pick one (tests) */
+    unsigned workers;               /* threads, >= 1 after load */
+    unsigned nservers;              /* backend servers */
+    struct proxy_server servers[PROXY_MAX_BACKENDS];
+    wire_proto_t backend_proto;     /* what the backends speak */
+    gboolean backend_framed;        /* framed transport to the backends */
+    unsigned pool_size;             /* connections per worker per server */
+    unsigned connect_timeout_ms;    /* non-blocking connect deadline */
+    unsigned request_timeout_ms;    /* send to reply deadline, per request */
+    unsigned client_idle_timeout_ms; /* 0 = clients may idle forever */
+    unsigned max_connections;       /* clients over all workers, 0 = none */
+    uint32_t max_frame_size;        /* one client message, bytes */
+    uint32_t max_reply_size;        /* one backend reply, bytes */
+    unsigned shutdown_timeout_ms;   /* SIGTERM: wait this long for replies */
+};
+
+/*
+ * One request on its way.  It sits on two queues at once: its client's
+ * FIFO (replies leave in request order) and, while unanswered, the FIFO
+ * of the backend connection it was sent on.  Whichever side lets go
+ * last returns it to the worker's free list; a client that closes first
+ * only detaches (client = NULL), so the backend never follows a dangling
+ * pointer.
+ */
+struct proxy_req {
+    TAILQ_ENTRY(proxy_req) client_link;  /* in client->reqs */
+    TAILQ_ENTRY(proxy_req) backend_link; /* in conn->pending, or free list */
+    struct client *client;          /* owner; NULL once it has closed */
+    struct backend_conn *conn;      /* waiting on it; NULL when answered */
+    struct codec_call call;         /* what the reply needs to know */
+    wire_proto_t client_proto;      /* copied: a detached req still knows */
+    unsigned client_framed:1;       /* reply gets a frame header */
+    unsigned done:1;                /* reply is complete and ready */
+    int32_t backend_seqid;          /* seqid the backend sees */
+    gint64 deadline;                /* monotonic us: fail if not answered */
+    struct wire_buf reply;          /* framed for the client when done */
+};
+
+TAILQ_HEAD(proxy_req_queue, proxy_req);
+
+struct proxy;
+
+/* One thread: its own event loop, listener, clients and backend pool. */
+struct proxy_worker {
+    struct proxy *proxy;            /* root */
+    unsigned id;                    /* 0..workers-1, for logs */
+    pthread_t thread;
+    struct event_base *base;        /* this thread's loop */
+    struct evconnlistener *listener; /* SO_REUSEPORT socket of this worker */
+    struct event *stop_ev;          /* activated by the main thread */
+    struct event *drain_ev;         /* shutdown: polls for quiet clients */
+    gint64 stop_deadline;           /* monotonic us: give up waiting */
+    gboolean stopping;              /* no new clients or requests */
+    TAILQ_HEAD(, client) clients;   /* open client connections */
+    unsigned nclients;
+    struct backend_pool *pool;      /* this worker's backend connections */
+    struct proxy_req_queue free_reqs; /* recycled request objects */
+    unsigned nfree_reqs;
+    struct wire_buf scratch;        /* codec output before it is queued */
+    struct wire_limits client_limits; /* applied to client messages */
+    struct wire_limits reply_limits;  /* applied to backend replies */
+    int32_t next_seqid;             /* backend seqids, unique per worker */
+};
+
+/*
+ * The process: settings, workers, and the place where process-wide
+ * state (a later scanner-id table) hangs, under its own lock.
+ */
+struct proxy {
+    const struct config *cfg;       /* codec's view; outlives the proxy */
+    struct proxy_settings set;
+    unsigned nworkers;
+    struct proxy_worker *workers;
+    uint16_t port;                  /* bound port (listen_port or picked) */
+    gint nconns;                    /* clients open over all workers (atomic) */
+    GMutex shared_lock;             /* guards shared */
+    void *shared;                   /* process-wide tables (scan module) */
+};
+
+gboolean proxy_settings_load(struct proxy_settings *set,
+                             const struct config *cfg, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
+
+/* Builds workers and binds their listeners; nothing runs yet. */
+struct proxy *proxy_new(const struct config *cfg, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
+/* Starts the worker threads. */
+gboolean proxy_start(struct proxy *p, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
+/* Stops accepting, lets requests in flight finish up to the shutdown
+ * timeout, joins the threads.  Call from the main thread. */
+void proxy_stop(struct proxy *p);
+void proxy_free(struct proxy *p);
+
+/* Monotonic clock in microseconds. */
+static inline gint64
+proxy_now(void)
+{
+    return g_get_monotonic_time();
+}
+
+/* Request objects come from and go back to the worker's free list. */
+struct proxy_req *proxy_req_get(struct proxy_worker *w);
+void proxy_req_put(struct proxy_worker *w, struct proxy_req *req);
+
+/*
+ * The backend side is done with req (answered or failed, reply written
+ * into req->reply): hand it to its client, or drop it if detached.
+ */
+void proxy_req_finish(struct proxy_worker *w, struct proxy_req *req);
+
+/*
+ * Fills req->reply with an IOError for the client, framed as it needs.
+ * message is the whole text, e.g. "hbase-salt-proxy: backend h:p: ...".
+ */
+void proxy_req_io_error(struct proxy_req *req, const char *message,
+                        gboolean can_retry);
+
+/*
+ * Finds one whole message at the start of in, pulled up contiguous.
+ * OK: *msg and *len cover it including any frame header.  AGAIN: wait
+ * for more bytes.  ERROR: *why says what is wrong with the stream.
+ */
+wire_status_t proxy_msg_next(struct evbuffer *in, wire_proto_t proto,
+                             gboolean framed,
+                             const struct wire_limits *limits,
+                             const uint8_t **msg, size_t *len,
+                             const char **why);
