@@ -1,0 +1,22 @@
+/* emu_handler.h: the Thrift1 Hbase service implemented over the emulator's store. */
+#pragma once
+
+#include <glib-object.h>
+
+#include "emu_store.h"
+#include "hbase_hbase.h"
+
+/* The generated parent has no autoptr cleanup; G_DECLARE_* needs one. */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HbaseHbaseHandler, g_object_unref)
+
+#define EMU_TYPE_HANDLER (emu_handler_get_type())
+G_DECLARE_FINAL_TYPE(EmuHandler, emu_handler, EMU, HANDLER, HbaseHbaseHandler)
+
+/* Per-call behaviour that models a loaded cluster. */
+struct emu_handler_options {
+    guint rpc_latency_us;   /* slept in every call */
+    gboolean region_serial; /* one call at a time per region */
+};
+
+EmuHandler *emu_handler_new(emu_store *store,
+                            const struct emu_handler_options *opts);

@@ -1,0 +1,280 @@
+/* emu_main.c: hbase-emu command line, startup, signals and the scanner sweeper. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_handler.h"
+#include "emu_scanner.h"
+#include "emu_server.h"
+#include "emu_store.h"
+
+static struct {
+    char *listen;
+    gboolean framed;
+    gboolean compact;
+    gint max_frame_mb;
+    gint64 scanner_timeout_ms;
+    gint regions;
+    char *split_keys;
+    gint rpc_latency_us;
+    gboolean region_serial;
+    char *stats_file;
+    char **create_tables;
+    char *port_file;
+} emu_main_opts = {
+    .max_frame_mb = 16,
+    .scanner_timeout_ms = 120000,
+    .regions = 1,
+};
+
+static emu_store *emu_main_store;
+static emu_server *emu_main_server;
+
+static GOptionEntry emu_main_entries[] = {
+    { "listen", 0, 0, G_OPTION_ARG_STRING, &emu_main_opts.listen,
+      "address to listen on (PORT 0: ephemeral)", "HOST:PORT" },
+    { "framed", 0, 0, G_OPTION_ARG_NONE, &emu_main_opts.framed,
+      "framed transport (HBase -f); default buffered", NULL },
+    { "compact", 0, 0, G_OPTION_ARG_NONE, &emu_main_opts.compact,
+      "compact protocol (HBase -c); default binary", NULL },
+    { "max-frame-mb", 0, 0, G_OPTION_ARG_INT, &emu_main_opts.max_frame_mb,
+      "largest request in MiB (default 16)", "N" },
+    { "scanner-timeout-ms", 0, 0, G_OPTION_ARG_INT64,
+      &emu_main_opts.scanner_timeout_ms,
+      "idle scanners expire after this (default 120000)", "MS" },
+    { "regions", 0, 0, G_OPTION_ARG_INT, &emu_main_opts.regions,
+      "regions per table, an even split of the key space (default 1)", "N" },
+    { "split-keys", 0, 0, G_OPTION_ARG_STRING, &emu_main_opts.split_keys,
+      "explicit split keys, comma separated, \\xNN escapes", "K1,K2,..." },
+    { "rpc-latency-us", 0, 0, G_OPTION_ARG_INT, &emu_main_opts.rpc_latency_us,
+      "sleep added to every call", "US" },
+    { "region-serial", 0, 0, G_OPTION_ARG_NONE, &emu_main_opts.region_serial,
+      "each region serves one call at a time", NULL },
+    { "stats-file", 0, 0, G_OPTION_ARG_FILENAME, &emu_main_opts.stats_file,
+      "where SIGUSR1 (and exit) write region counters; default stderr",
+      "PATH" },
+    { "create-table", 0, 0, G_OPTION_ARG_STRING_ARRAY,
+      &emu_main_opts.create_tables,
+      "create a table at startup (repeatable)", "NAME:FAM1,FAM2" },
+    { "port-file", 0, 0, G_OPTION_ARG_FILENAME, &emu_main_opts.port_file,
+      "write the bound port here once listening", "PATH" },
+    { NULL }
+};
+
+/* "\x07" and "\\" unescaped; anything else literal. */
+static GBytes *emu_main_unescape(const char *s)
+{
+    GByteArray *b = g_byte_array_new();
+
+    for (const char *p = s; *p; p++) {
+        guint8 c = (guint8)*p;
+
+        if (*p == '\\' && p[1] == 'x' && g_ascii_isxdigit(p[2]) &&
+            g_ascii_isxdigit(p[3])) {
+            c = (guint8)(g_ascii_xdigit_value(p[2]) * 16 +
+                         g_ascii_xdigit_value(p[3]));
+            p += 3;
+        } else if (*p == '\\' && p[1] == '\\') {
+            p++;
+        }
+        g_byte_array_append(b, &c, 1);
+    }
+    return g_byte_array_free_to_bytes(b);
+}
+
+static gboolean emu_main_create_table(const char *spec, GError **error)
+{
+    const char *colon = strrchr(spec, ':');
+    g_autoptr(GPtrArray) fams = g_ptr_array_new_with_free_func(
+        emu_family_free);
+    g_auto(GStrv) names = NULL;
+
+    if (colon == NULL || colon == spec || colon[1] == '\0') {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--create-table %s: expected NAME:FAM1,FAM2", spec);
+        return FALSE;
+    }
+    names = g_strsplit(colon + 1, ",", -1);
+    for (guint i = 0; names[i] != NULL; i++) {
+        struct emu_family *f = g_new0(struct emu_family, 1);
+
+        f->name = (uint8_t *)g_strdup(names[i]);
+        f->name_len = strlen(names[i]);
+        f->max_versions = 3;
+        f->compression = g_strdup("NONE");
+        f->bloom_type = g_strdup("NONE");
+        f->ttl = G_MAXINT32;
+        g_ptr_array_add(fams, f);
+    }
+    {
+        g_autofree char *name = g_strndup(spec, (gsize)(colon - spec));
+        const char *ns_end = strchr(name, ':');
+
+        if (ns_end != NULL) {
+            g_autofree char *ns = g_strndup(name, (gsize)(ns_end - name));
+
+            emu_store_add_namespace(emu_main_store, ns);
+        }
+        return emu_store_create_table(emu_main_store, (const uint8_t *)name,
+                                      strlen(name), fams, error);
+    }
+}
+
+static void emu_main_dump_stats(void)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    g_autoptr(GError) err = NULL;
+
+    emu_store_write_stats(emu_main_store, s);
+    if (emu_main_opts.stats_file == NULL) {
+        fputs(s->str, stderr);
+        fflush(stderr);
+    } else if (!g_file_set_contents(emu_main_opts.stats_file, s->str,
+                                    (gssize)s->len, &err)) {
+        g_warning("stats: %s", err->message);
+    }
+}
+
+/* Signals arrive here only: every other thread has them blocked. */
+static gpointer emu_main_signal_thread(gpointer data)
+{
+    sigset_t *set = data;
+
+    for (;;) {
+        int sig = 0;
+
+        if (sigwait(set, &sig) != 0)
+            continue;
+        if (sig == SIGUSR1) {
+            emu_main_dump_stats();
+            continue;
+        }
+        if (emu_main_opts.stats_file != NULL)
+            emu_main_dump_stats();
+        emu_server_stop(emu_main_server);
+        return NULL;
+    }
+}
+
+static gpointer emu_main_sweeper_thread(gpointer data)
+{
+    gint64 period_us = MIN(emu_main_opts.scanner_timeout_ms * 250, 1000000);
+
+    for (;;) {
+        g_usleep((gulong)MAX(period_us, 10000));
+        emu_scanner_expire();
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    g_autoptr(GOptionContext) ctx = g_option_context_new(
+        "- in-memory HBase Thrift1 server for tests");
+    g_autoptr(GError) err = NULL;
+    g_autoptr(EmuHandler) handler = NULL;
+    struct emu_store_config scfg = { 0 };
+    struct emu_server_config cfg = { 0 };
+    struct emu_handler_options hopts = { 0 };
+    static sigset_t set;
+    g_autofree char *host = NULL;
+    const char *colon;
+    int port = -1;
+
+    g_option_context_add_main_entries(ctx, emu_main_entries, NULL);
+    g_option_context_set_description(ctx,
+        "Stats (SIGUSR1, and at exit with --stats-file) are lines of\n"
+        "  region table=T index=I start=K end=K requests=N rows_read=N "
+        "cells_written=N\n"
+        "followed by one 'total ...' line; keys use \\xNN for bytes outside "
+        "[A-Za-z0-9._:-].\n");
+    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+        fprintf(stderr, "hbase-emu: %s\n", err->message);
+        return 2;
+    }
+    if (emu_main_opts.listen == NULL ||
+        (colon = strrchr(emu_main_opts.listen, ':')) == NULL) {
+        fprintf(stderr, "hbase-emu: --listen HOST:PORT is required\n");
+        return 2;
+    }
+    host = g_strndup(emu_main_opts.listen,
+                     (gsize)(colon - emu_main_opts.listen));
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = '\0';
+    }
+    port = atoi(colon + 1);
+    if (port < 0 || port > 65535 || emu_main_opts.max_frame_mb <= 0 ||
+        emu_main_opts.max_frame_mb > 2047 || emu_main_opts.regions <= 0 ||
+        emu_main_opts.regions > 65536 || emu_main_opts.rpc_latency_us < 0 ||
+        emu_main_opts.scanner_timeout_ms <= 0) {
+        fprintf(stderr, "hbase-emu: option out of range\n");
+        return 2;
+    }
+
+    scfg.regions = (guint)emu_main_opts.regions;
+    scfg.server_name = host;
+    scfg.server_port = 16020; /* a region server's default RPC port */
+    if (emu_main_opts.split_keys != NULL) {
+        g_auto(GStrv) keys = g_strsplit(emu_main_opts.split_keys, ",", -1);
+
+        scfg.split_keys = g_ptr_array_new_with_free_func(
+            (GDestroyNotify)g_bytes_unref);
+        for (guint i = 0; keys[i] != NULL; i++)
+            if (keys[i][0] != '\0')
+                g_ptr_array_add(scfg.split_keys, emu_main_unescape(keys[i]));
+    }
+    emu_main_store = emu_store_new(&scfg);
+    if (scfg.split_keys != NULL)
+        g_ptr_array_unref(scfg.split_keys);
+    for (guint i = 0; emu_main_opts.create_tables != NULL &&
+                      emu_main_opts.create_tables[i] != NULL; i++) {
+        if (!emu_main_create_table(emu_main_opts.create_tables[i], &err)) {
+            fprintf(stderr, "hbase-emu: %s\n", err->message);
+            return 2;
+        }
+    }
+    emu_scanner_init(emu_main_opts.scanner_timeout_ms);
+
+    hopts.rpc_latency_us = (guint)emu_main_opts.rpc_latency_us;
+    hopts.region_serial = emu_main_opts.region_serial;
+    handler = emu_handler_new(emu_main_store, &hopts);
+
+    cfg.host = host;
+    cfg.port = port;
+    cfg.framed = emu_main_opts.framed;
+    cfg.compact = emu_main_opts.compact;
+    cfg.max_frame = (guint32)emu_main_opts.max_frame_mb << 20;
+
+    /* Block the signals before any thread starts so all inherit the mask. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    emu_main_server = emu_server_new(&cfg, handler, &port, &err);
+    if (emu_main_server == NULL) {
+        fprintf(stderr, "hbase-emu: %s\n", err->message);
+        return 1;
+    }
+    if (emu_main_opts.port_file != NULL) {
+        g_autofree char *txt = g_strdup_printf("%d\n", port);
+
+        if (!g_file_set_contents(emu_main_opts.port_file, txt, -1, &err)) {
+            fprintf(stderr, "hbase-emu: %s\n", err->message);
+            return 1;
+        }
+    }
+    g_thread_unref(g_thread_new("emu-signals", emu_main_signal_thread, &set));
+    g_thread_unref(g_thread_new("emu-sweeper", emu_main_sweeper_thread, NULL));
+    g_message("listening on %s:%d (%s, %s)", host, port,
+              cfg.framed ? "framed" : "buffered",
+              cfg.compact ? "compact" : "binary");
+    emu_server_run(emu_main_server);
+    /* Connection threads may still run; the process exit ends them. */
+    return 0;
+}

@@ -1,0 +1,368 @@
+/* emu_scanner.c: process-wide HBase scanners that read the store lazily. */
+#include "emu_scanner.h"
+
+#include <string.h>
+
+#include "emu_result.h"
+
+/*
+ * A scanner keeps only its position (the last row key it passed), never a
+ * copy of the table: each fetch re-seeks under the table's read lock and
+ * walks forward, so a million-row scan costs one row at a time and
+ * writers interleave between fetches.  Rows split by batchSize wait in
+ * 'pending' until the next fetch.
+ */
+
+/* Rows examined per lock hold, so a long filtered scan lets writers in. */
+#define EMU_SCANNER_STEP 4096
+
+struct emu_scanner {
+    gint refcount;
+    int32_t id;
+    GMutex lock;                /* one fetch at a time per scanner */
+    emu_table *table;
+    GBytes *start;
+    GBytes *stop;
+    gboolean has_prefix;
+    int64_t max_ts;
+    emu_colspec *cols;
+    int32_t batch;
+    gboolean sorted;
+    gboolean reversed;
+    emu_filter *filter;
+    GByteArray *last;           /* last row passed; NULL before the first */
+    gboolean done;
+    GQueue pending;             /* HbaseTRowResult * left from a split row */
+    gint64 last_access;         /* monotonic us, under the registry lock */
+};
+
+static struct {
+    GMutex lock;
+    GHashTable *scanners;       /* GINT_TO_POINTER(id) -> emu_scanner * */
+    guint32 next_id;            /* HBase: a process-wide int from 0 */
+    gint64 timeout_us;
+} emu_scanner_reg;
+
+static void emu_scanner_free(emu_scanner *sc)
+{
+    HbaseTRowResult *r;
+
+    while ((r = g_queue_pop_head(&sc->pending)) != NULL)
+        g_object_unref(r);
+    if (sc->filter != NULL)
+        emu_filter_free(sc->filter);
+    emu_colspec_free(sc->cols);
+    if (sc->last != NULL)
+        g_byte_array_unref(sc->last);
+    g_bytes_unref(sc->start);
+    g_bytes_unref(sc->stop);
+    emu_table_unref(sc->table);
+    g_mutex_clear(&sc->lock);
+    g_free(sc);
+}
+
+void emu_scanner_unref(emu_scanner *sc)
+{
+    if (sc != NULL && g_atomic_int_dec_and_test(&sc->refcount))
+        emu_scanner_free(sc);
+}
+
+void emu_scanner_init(int64_t timeout_ms)
+{
+    g_mutex_init(&emu_scanner_reg.lock);
+    emu_scanner_reg.scanners = g_hash_table_new_full(
+        g_direct_hash, g_direct_equal, NULL,
+        (GDestroyNotify)emu_scanner_unref);
+    emu_scanner_reg.next_id = 0;
+    emu_scanner_reg.timeout_us = timeout_ms * 1000;
+}
+
+void emu_scanner_shutdown(void)
+{
+    g_mutex_lock(&emu_scanner_reg.lock);
+    g_clear_pointer(&emu_scanner_reg.scanners, g_hash_table_unref);
+    g_mutex_unlock(&emu_scanner_reg.lock);
+}
+
+gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
+                          int32_t *id, GError **error)
+{
+    emu_scanner *sc;
+    emu_filter *filter = NULL;
+
+    if (spec->filter != NULL) {
+        g_autoptr(GError) ferr = NULL;
+
+        filter = emu_filter_compile(spec->filter, spec->filter_len,
+                                    spec->reversed, &ferr);
+        if (filter == NULL) {
+            const char *msg = ferr ? ferr->message : "invalid filter";
+
+            /* Reads as the IllegalArgumentException ParseFilter throws. */
+            g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                        "%s%s",
+                        g_str_has_prefix(msg, "java.") ? ""
+                            : "java.lang.IllegalArgumentException: ",
+                        msg);
+            return FALSE;
+        }
+    }
+    sc = g_new0(emu_scanner, 1);
+    sc->refcount = 1;
+    g_mutex_init(&sc->lock);
+    sc->table = emu_table_ref(t);
+    sc->start = g_bytes_new(spec->start, spec->start_len);
+    sc->stop = g_bytes_new(spec->stop, spec->stop_len);
+    sc->has_prefix = spec->has_prefix;
+    sc->max_ts = spec->max_ts;
+    sc->cols = g_steal_pointer(&spec->cols);
+    sc->batch = spec->batch;
+    sc->sorted = spec->sorted;
+    sc->reversed = spec->reversed;
+    sc->filter = filter;
+    g_queue_init(&sc->pending);
+
+    g_mutex_lock(&emu_scanner_reg.lock);
+    /* Java int arithmetic: wraps to negative after 2^31 opens. */
+    sc->id = (int32_t)emu_scanner_reg.next_id++;
+    sc->last_access = g_get_monotonic_time();
+    g_hash_table_replace(emu_scanner_reg.scanners, GINT_TO_POINTER(sc->id),
+                         sc);
+    g_mutex_unlock(&emu_scanner_reg.lock);
+    *id = sc->id;
+    return TRUE;
+}
+
+static void emu_scanner_invalid(GError **error)
+{
+    g_set_error_literal(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
+                        "scanner ID is invalid");
+}
+
+emu_scanner *emu_scanner_get(int32_t id, GError **error)
+{
+    emu_scanner *sc;
+    gint64 now = g_get_monotonic_time();
+
+    g_mutex_lock(&emu_scanner_reg.lock);
+    sc = emu_scanner_reg.scanners
+             ? g_hash_table_lookup(emu_scanner_reg.scanners,
+                                   GINT_TO_POINTER(id))
+             : NULL;
+    if (sc != NULL && now - sc->last_access > emu_scanner_reg.timeout_us) {
+        /* Guava's expireAfterAccess: gone on the next look. */
+        g_hash_table_remove(emu_scanner_reg.scanners, GINT_TO_POINTER(id));
+        sc = NULL;
+    }
+    if (sc != NULL) {
+        sc->last_access = now;
+        g_atomic_int_inc(&sc->refcount);
+    }
+    g_mutex_unlock(&emu_scanner_reg.lock);
+    if (sc == NULL)
+        emu_scanner_invalid(error);
+    return sc;
+}
+
+gboolean emu_scanner_close(int32_t id, GError **error)
+{
+    g_autoptr(emu_scanner) sc = emu_scanner_get(id, error);
+
+    if (sc == NULL)
+        return FALSE;
+    g_mutex_lock(&emu_scanner_reg.lock);
+    g_hash_table_remove(emu_scanner_reg.scanners, GINT_TO_POINTER(id));
+    g_mutex_unlock(&emu_scanner_reg.lock);
+    return TRUE;
+}
+
+guint emu_scanner_expire(void)
+{
+    GHashTableIter it;
+    gpointer k, v;
+    gint64 now = g_get_monotonic_time();
+    guint left;
+
+    g_mutex_lock(&emu_scanner_reg.lock);
+    if (emu_scanner_reg.scanners == NULL) {
+        g_mutex_unlock(&emu_scanner_reg.lock);
+        return 0;
+    }
+    g_hash_table_iter_init(&it, emu_scanner_reg.scanners);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        emu_scanner *sc = v;
+
+        if (now - sc->last_access > emu_scanner_reg.timeout_us)
+            g_hash_table_iter_remove(&it);
+    }
+    left = g_hash_table_size(emu_scanner_reg.scanners);
+    g_mutex_unlock(&emu_scanner_reg.lock);
+    return left;
+}
+
+emu_table *emu_scanner_table(emu_scanner *sc)
+{
+    return sc->table;
+}
+
+GBytes *emu_scanner_position(emu_scanner *sc)
+{
+    GBytes *pos;
+
+    g_mutex_lock(&sc->lock);
+    pos = sc->last ? g_bytes_new(sc->last->data, sc->last->len)
+                   : g_bytes_ref(sc->start);
+    g_mutex_unlock(&sc->lock);
+    return pos;
+}
+
+/* TRUE when key is past the scan's end (stop row or prefix). */
+static gboolean emu_scanner_past_end(const emu_scanner *sc,
+                                     const uint8_t *key, size_t len)
+{
+    gsize sl;
+    const uint8_t *sp;
+
+    if (sc->has_prefix) {
+        sp = g_bytes_get_data(sc->start, &sl);
+        return len < sl || (sl > 0 && memcmp(key, sp, sl) != 0);
+    }
+    sp = g_bytes_get_data(sc->stop, &sl);
+    if (sl == 0)
+        return FALSE;
+    int c = memcmp(key, sp, MIN(len, sl));
+    if (c == 0)
+        c = len < sl ? -1 : len > sl ? 1 : 0;
+    return sc->reversed ? c <= 0 : c >= 0;
+}
+
+/* Reads up to 'want' more rows into sc->pending; table read lock held. */
+static void emu_scanner_step(emu_scanner *sc, guint want)
+{
+    emu_table *t = sc->table;
+    g_autoptr(GArray) cells = g_array_new(FALSE, FALSE,
+                                          sizeof(struct emu_cell));
+    g_autoptr(GArray) keep = g_array_new(FALSE, FALSE, sizeof(gboolean));
+    struct emu_read rd = { sc->cols, sc->max_ts, 1 };
+    GTreeNode *n;
+    guint examined = 0;
+
+    if (sc->last == NULL) {
+        gsize sl;
+        const uint8_t *sp = g_bytes_get_data(sc->start, &sl);
+
+        n = emu_table_seek(t, sl ? sp : NULL, sl, sc->reversed, TRUE);
+    } else {
+        n = emu_table_seek(t, sc->last->data, sc->last->len, sc->reversed,
+                           FALSE);
+    }
+    for (; n != NULL && sc->pending.length < want &&
+           examined < EMU_SCANNER_STEP;
+         n = emu_table_node_step(n, sc->reversed)) {
+        emu_row *row = emu_table_node_row(n);
+        size_t klen;
+        const uint8_t *key = emu_row_key(row, &klen);
+        guint ncells;
+
+        if (emu_scanner_past_end(sc, key, klen)) {
+            sc->done = TRUE;
+            return;
+        }
+        if (sc->last == NULL)
+            sc->last = g_byte_array_new();
+        g_byte_array_set_size(sc->last, 0);
+        g_byte_array_append(sc->last, key, (guint)klen);
+        examined++;
+
+        g_array_set_size(cells, 0);
+        emu_row_cells(t, row, &rd, cells);
+        ncells = cells->len;
+        if (ncells == 0)
+            continue;
+        if (sc->filter != NULL) {
+            struct emu_cell *cv = (struct emu_cell *)(void *)cells->data;
+            gboolean *kv;
+            emu_filter_result res;
+            guint out = 0;
+
+            g_array_set_size(keep, ncells);
+            kv = (gboolean *)(void *)keep->data;
+            memset(kv, 0, ncells * sizeof(gboolean));
+            res = emu_filter_row(sc->filter, key, klen, cv, ncells, kv);
+            if (res == EMU_FILTER_DONE) {
+                sc->done = TRUE;
+                return;
+            }
+            if (res == EMU_FILTER_SKIP) {
+                if (emu_filter_all_remaining(sc->filter)) {
+                    sc->done = TRUE;
+                    return;
+                }
+                continue;
+            }
+            for (guint i = 0; i < ncells; i++) {
+                if (kv[i]) {
+                    cv[out] = cv[i];
+                    /* KeyOnlyFilter(true) points value at the cell's own
+                     * lenbuf: follow it to the new slot */
+                    if (cv[i].value == cv[i].lenbuf)
+                        cv[out].value = cv[out].lenbuf;
+                    out++;
+                }
+            }
+            ncells = out;
+            if (emu_filter_all_remaining(sc->filter))
+                sc->done = TRUE;
+            if (ncells == 0) {
+                if (sc->done)
+                    return;
+                continue;
+            }
+        }
+        {
+            g_autoptr(GPtrArray) rows = g_ptr_array_new();
+            struct emu_region *reg = emu_table_region(
+                t, emu_table_region_of(t, key, klen));
+
+            emu_result_add_row(rows, key, klen,
+                               (const struct emu_cell *)(void *)cells->data,
+                               ncells, sc->sorted, sc->batch);
+            for (guint i = 0; i < rows->len; i++)
+                g_queue_push_tail(&sc->pending, g_ptr_array_index(rows, i));
+            __atomic_fetch_add(&reg->rows_read, 1, __ATOMIC_RELAXED);
+        }
+        if (sc->done)
+            return;
+    }
+    if (n == NULL)
+        sc->done = TRUE;
+}
+
+gboolean emu_scanner_fetch(emu_scanner *sc, int32_t n, GPtrArray *out,
+                           GError **error)
+{
+    gboolean ok = TRUE;
+
+    if (n <= 0)
+        return TRUE; /* ResultScanner.next(0): nothing, read as the end */
+    g_mutex_lock(&sc->lock);
+    while (out->len < (guint)n) {
+        HbaseTRowResult *r = g_queue_pop_head(&sc->pending);
+
+        if (r != NULL) {
+            g_ptr_array_add(out, r);
+            continue;
+        }
+        if (sc->done)
+            break;
+        emu_table_read_lock(sc->table);
+        ok = emu_table_is_live(sc->table, error);
+        if (ok)
+            emu_scanner_step(sc, (guint)n - out->len);
+        emu_table_read_unlock(sc->table);
+        if (!ok)
+            break;
+    }
+    g_mutex_unlock(&sc->lock);
+    return ok;
+}

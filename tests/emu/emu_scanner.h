@@ -1,0 +1,46 @@
+/* emu_scanner.h: process-wide HBase scanners that read the store lazily. */
+#pragma once
+
+#include <glib.h>
+
+#include "emu_store.h"
+
+typedef struct emu_scanner emu_scanner;
+
+/* What a scannerOpen* call asks for; bytes are copied at open. */
+struct emu_scan_spec {
+    const uint8_t *start;       /* inclusive; empty: table start (end if reversed) */
+    size_t start_len;
+    const uint8_t *stop;        /* exclusive; empty: no stop */
+    size_t stop_len;
+    gboolean has_prefix;        /* scannerOpenWithPrefix: stop at first miss */
+    int64_t max_ts;             /* exclusive bound, EMU_LATEST_TS */
+    emu_colspec *cols;          /* taken over; NULL: all columns */
+    int32_t batch;              /* cells per TRowResult, <= 0: whole rows */
+    gboolean sorted;            /* sortedColumns instead of columns */
+    gboolean reversed;
+    const uint8_t *filter;      /* filter string or NULL */
+    size_t filter_len;
+};
+
+/* Starts the registry; idle scanners expire after timeout_ms. */
+void emu_scanner_init(int64_t timeout_ms);
+void emu_scanner_shutdown(void);
+
+/* Opens a scanner; returns its id, or -1 with an IOError-shaped error. */
+gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
+                          int32_t *id, GError **error);
+/* A live scanner by id (ref'd), or NULL with "scanner ID is invalid". */
+emu_scanner *emu_scanner_get(int32_t id, GError **error);
+void emu_scanner_unref(emu_scanner *sc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(emu_scanner, emu_scanner_unref)
+
+emu_table *emu_scanner_table(emu_scanner *sc);
+/* Key where the next read starts (for region attribution), copied. */
+GBytes *emu_scanner_position(emu_scanner *sc);
+/* Appends up to n HbaseTRowResult to out; fewer only at the end. */
+gboolean emu_scanner_fetch(emu_scanner *sc, int32_t n, GPtrArray *out,
+                           GError **error);
+gboolean emu_scanner_close(int32_t id, GError **error);
+/* Drops expired scanners; returns how many are still open. */
+guint emu_scanner_expire(void);
