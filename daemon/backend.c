@@ -191,7 +191,7 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
     }
     while ((req = TAILQ_FIRST(&failed)) != NULL) {
         TAILQ_REMOVE(&failed, req, backend_link);
-        if (req->client != NULL) {
+        if (req->client != NULL || req->sink != NULL) {
             g_snprintf(msg, sizeof(msg), "hbase-salt-proxy: backend %s: %s",
                        conn->server->srv->name, first ? head_why : rest_why);
             proxy_req_io_error(req, msg, can_retry);
@@ -253,13 +253,18 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
  * every server is in backoff.
  */
 static struct backend_conn *
-backend_pick(struct backend_pool *pool, gint64 now)
+backend_pick(struct backend_pool *pool, int only, gint64 now)
 {
     unsigned i, j, pool_size = pool->worker->proxy->set.pool_size;
 
     for (i = 0; i < pool->nservers; i++) {
         struct backend_server *s =
             &pool->servers[(pool->next_server + i) % pool->nservers];
+
+        /* a scanner's calls must reach the server holding its scanners */
+        if (only >= 0 && s != &pool->servers[only]) {
+            continue;
+        }
         struct backend_conn *best = NULL;
         gboolean backoff = s->retry_at > now;
 
@@ -293,12 +298,14 @@ backend_submit(struct backend_pool *pool, struct proxy_req *req,
     struct proxy_worker *w = pool->worker;
     const struct proxy_settings *set = &w->proxy->set;
     gint64 now = proxy_now();
-    struct backend_conn *conn = backend_pick(pool, now);
+    struct backend_conn *conn = backend_pick(pool, req->server, now);
     char why[BACKEND_MSG_MAX], text[BACKEND_MSG_MAX];
 
     if (conn == NULL) {
         /* every server is in backoff: fail fast with its last error */
-        struct backend_server *s = &pool->servers[pool->next_server];
+        struct backend_server *s =
+            &pool->servers[req->server >= 0 ? (unsigned)req->server
+                                             : pool->next_server];
 
         g_snprintf(text, sizeof(text), "hbase-salt-proxy: backend %s: %s",
                    s->srv->name, s->last_error);
@@ -370,7 +377,11 @@ backend_read_cb(struct bufferevent *bev, void *arg)
         TAILQ_REMOVE(&conn->pending, req, backend_link);
         conn->npending--;
         conn->last_active = proxy_now();
-        if (req->client != NULL) {
+        if (req->sink != NULL) {
+            /* internal: the sink reads the reply itself */
+            wire_buf_clear(&req->reply);
+            wire_buf_append(&req->reply, msg + hdr, len - hdr);
+        } else if (req->client != NULL) {
             size_t off = 0;
             codec_status_t cs;
 

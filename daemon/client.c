@@ -10,6 +10,7 @@
 #include <event2/buffer.h>
 
 #include "backend.h"
+#include "scan.h"
 
 /* Stop reading a client whose unsent replies exceed this... */
 #define CLIENT_OUT_HIGH (4u << 20)
@@ -150,8 +151,9 @@ client_close(struct client *c)
 
     while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
         TAILQ_REMOVE(&c->reqs, req, client_link);
-        if (req->conn != NULL) {
-            /* the backend still holds it: it drops the reply and frees */
+        if (!req->done) {
+            /* a backend or the scan engine still holds it: it drops the
+             * reply and frees it */
             req->client = NULL;
         } else {
             proxy_req_put(w, req);
@@ -244,9 +246,7 @@ client_request(struct client *c, const uint8_t *msg, size_t len)
     req->client = c;
     req->client_proto = c->proto;
     req->client_framed = c->framed ? 1 : 0;
-    req->backend_seqid = w->next_seqid;
-    /* stays positive: some servers dislike negative seqids */
-    w->next_seqid = w->next_seqid == G_MAXINT32 ? 1 : w->next_seqid + 1;
+    req->backend_seqid = proxy_next_seqid(w);
 
     wire_buf_clear(out);
     if (set->backend_framed) {
@@ -263,6 +263,11 @@ client_request(struct client *c, const uint8_t *msg, size_t len)
     }
     TAILQ_INSERT_TAIL(&c->reqs, req, client_link);
     c->nreqs++;
+    if (st == CODEC_SCAN) {
+        /* the scan engine answers it, maybe from another worker */
+        scan_request(w, req, msg, len);
+        return TRUE;
+    }
     if (st == CODEC_REJECT) {
         client_reject(c, req, &err);
         client_flush(c);

@@ -28,6 +28,8 @@ typedef enum {
     CODEC_OK = 0,     /* out holds the message to send on */
     CODEC_REJECT = 1, /* answer the client with an error (see codec_error) */
     CODEC_CLOSE = 2,  /* cannot even answer: close the connection */
+    CODEC_SCAN = 3,   /* a scanner call: the scan engine takes it (call is
+                         filled, out untouched) */
 } codec_status_t;
 
 /* Why a request was rejected, for the error reply and the log. */
@@ -77,6 +79,27 @@ void codec_write_error(const struct codec_call *call, wire_proto_t to,
 void codec_write_io_error(const struct codec_call *call, wire_proto_t to,
                           const char *message, gboolean can_retry,
                           struct wire_buf *out);
+
+/* Replies the scan engine builds for a call (client protocol, no frame). */
+void codec_write_i32_reply(const struct codec_call *call, wire_proto_t to,
+                           int32_t value, struct wire_buf *out);
+void codec_write_void_reply(const struct codec_call *call, wire_proto_t to,
+                            struct wire_buf *out);
+/* The declared IllegalArgument (field 2) of scanner calls. */
+void codec_write_illegal_argument(const struct codec_call *call,
+                                  wire_proto_t to, const char *message,
+                                  struct wire_buf *out);
+/* list<TRowResult> of count rows already encoded in 'to' (rows, len). */
+void codec_write_rows_reply(const struct codec_call *call, wire_proto_t to,
+                            uint32_t count, const uint8_t *rows, size_t len,
+                            struct wire_buf *out);
+
+/*
+ * Copies one TRowResult from r to w, stripping its row's salt when salt
+ * is set (rows without a valid salt are copied as stored, and counted).
+ */
+wire_status_t codec_row_result(struct wire_reader *r, struct wire_writer *w,
+                               const struct salt_table *salt);
 
 /* Counts rows returned unsalted because they carried no valid salt. */
 guint64 codec_unsalted_rows(void);

@@ -54,6 +54,7 @@
 #include "backend.h"
 #include "client.h"
 #include "config.h"
+#include "scan.h"
 
 /* Free request objects kept per worker; beyond this they go to malloc. */
 #define PROXY_FREE_REQS_MAX 1024
@@ -114,6 +115,13 @@ proxy_settings_load(struct proxy_settings *set, const struct config *cfg,
     if (set->workers == 0) {
         set->workers = 1;
     }
+    if (cfg->admin_enabled) {
+        /* refuse rather than run without what the operator asked for */
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                    "[admin] listen: the admin endpoint is not implemented "
+                    "yet; leave it empty");
+        return FALSE;
+    }
     if (cfg->n_servers == 0 || cfg->n_servers > PROXY_MAX_BACKENDS) {
         g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
                     "[backend] servers: need 1 to %d servers, have %zu",
@@ -164,6 +172,12 @@ proxy_req_get(struct proxy_worker *w)
     }
     req->client = NULL;
     req->conn = NULL;
+    req->sink = NULL;
+    req->sink_arg = NULL;
+    req->sink_tag = 0;
+    req->server = -1;
+    req->failed = 0;
+    req->can_retry = 0;
     memset(&req->call, 0, sizeof(req->call));
     req->done = 0;
     req->client_framed = 0;
@@ -193,6 +207,11 @@ void
 proxy_req_finish(struct proxy_worker *w, struct proxy_req *req)
 {
     req->conn = NULL;
+    if (req->sink != NULL) {
+        /* internal: the sink owns req from here */
+        req->sink(w, req);
+        return;
+    }
     if (req->client == NULL) {
         proxy_req_put(w, req);
         return;
@@ -208,6 +227,13 @@ proxy_req_io_error(struct proxy_req *req, const char *message,
     size_t off = 0;
 
     wire_buf_clear(&req->reply);
+    if (req->sink != NULL) {
+        /* internal: the sink wraps the text into its own reply */
+        req->failed = 1;
+        req->can_retry = can_retry ? 1 : 0;
+        wire_buf_append(&req->reply, message, strlen(message));
+        return;
+    }
     if (req->client_framed) {
         off = wire_frame_begin(&req->reply);
     }
@@ -215,6 +241,55 @@ proxy_req_io_error(struct proxy_req *req, const char *message,
                          &req->reply);
     if (req->client_framed) {
         wire_frame_end(&req->reply, off);
+    }
+}
+
+int32_t
+proxy_next_seqid(struct proxy_worker *w)
+{
+    int32_t id = w->next_seqid;
+
+    /* stays positive: some servers dislike negative seqids */
+    w->next_seqid = w->next_seqid == G_MAXINT32 ? 1 : w->next_seqid + 1;
+    return id;
+}
+
+/* ---- calls between workers ------------------------------------------------ */
+
+/* One posted call. */
+struct proxy_post {
+    proxy_post_fn fn;
+    void *arg;
+};
+
+void
+proxy_worker_post(struct proxy_worker *to, proxy_post_fn fn, void *arg)
+{
+    struct proxy_post *post = g_new(struct proxy_post, 1);
+
+    post->fn = fn;
+    post->arg = arg;
+    g_mutex_lock(&to->inbox_lock);
+    g_queue_push_tail(&to->inbox, post);
+    g_mutex_unlock(&to->inbox_lock);
+    /* thread-safe: the base was made after evthread_use_pthreads */
+    event_active(to->inbox_ev, EV_READ, 0);
+}
+
+static void
+proxy_inbox_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_worker *w = arg;
+    GQueue batch = G_QUEUE_INIT;
+    struct proxy_post *post;
+
+    g_mutex_lock(&w->inbox_lock);
+    batch = w->inbox;
+    g_queue_init(&w->inbox);
+    g_mutex_unlock(&w->inbox_lock);
+    while ((post = g_queue_pop_head(&batch)) != NULL) {
+        post->fn(w, post->arg);
+        g_free(post);
     }
 }
 
@@ -346,6 +421,7 @@ proxy_worker_main(void *arg)
     struct proxy_worker *w = arg;
 
     g_debug("worker %u: running", w->id);
+    scan_worker_start(w);
     event_base_dispatch(w->base);
     g_debug("worker %u: stopped", w->id);
     return NULL;
@@ -383,6 +459,15 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
     }
     w->stop_ev = event_new(w->base, -1, 0, proxy_stop_cb, w);
     w->drain_ev = event_new(w->base, -1, EV_PERSIST, proxy_drain_cb, w);
+    g_mutex_init(&w->inbox_lock);
+    g_queue_init(&w->inbox);
+    w->inbox_ev = event_new(w->base, -1, 0, proxy_inbox_cb, w);
+    w->scan_timer = event_new(w->base, -1, EV_PERSIST, scan_timer_cb, w);
+    if (w->inbox_ev == NULL || w->scan_timer == NULL) {
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+                    "worker %u: event_new failed", id);
+        return FALSE;
+    }
     w->listener = evconnlistener_new_bind(w->base, proxy_accept_cb, w,
                                           LEV_OPT_REUSEABLE
                                           | LEV_OPT_REUSEABLE_PORT
@@ -425,6 +510,18 @@ proxy_worker_deinit(struct proxy_worker *w)
     if (w->drain_ev != NULL) {
         event_free(w->drain_ev);
     }
+    if (w->scan_timer != NULL) {
+        event_free(w->scan_timer);
+    }
+    if (w->inbox_ev != NULL) {
+        struct proxy_post *post;
+
+        event_free(w->inbox_ev);
+        while ((post = g_queue_pop_head(&w->inbox)) != NULL) {
+            g_free(post);
+        }
+        g_mutex_clear(&w->inbox_lock);
+    }
     while ((req = TAILQ_FIRST(&w->free_reqs)) != NULL) {
         TAILQ_REMOVE(&w->free_reqs, req, backend_link);
         wire_buf_free(&req->reply);
@@ -456,7 +553,7 @@ proxy_new(const struct config *cfg, GError **error)
 
     p = g_new0(struct proxy, 1);
     p->cfg = cfg;
-    g_mutex_init(&p->shared_lock);
+    p->scans = scan_table_new();
     if (!proxy_settings_load(&p->set, cfg, error)) {
         proxy_free(p);
         return NULL;
@@ -556,6 +653,8 @@ proxy_free(struct proxy *p)
         }
         g_free(p->workers);
     }
-    g_mutex_clear(&p->shared_lock);
+    if (p->scans != NULL) {
+        scan_table_free(p->scans);
+    }
     g_free(p);
 }

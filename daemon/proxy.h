@@ -18,6 +18,14 @@ struct config;
 struct client;
 struct backend_pool;
 struct backend_conn;
+struct proxy_worker;
+struct proxy_req;
+struct scan_table;
+
+/* Called on the owning worker with the raw reply of an internal request. */
+typedef void (*proxy_sink_fn)(struct proxy_worker *w, struct proxy_req *req);
+/* A function run on another worker's thread. */
+typedef void (*proxy_post_fn)(struct proxy_worker *w, void *arg);
 
 #define PROXY_ERROR proxy_error_quark()
 GQuark proxy_error_quark(void);
@@ -72,6 +80,13 @@ struct proxy_req {
     TAILQ_ENTRY(proxy_req) client_link;  /* in client->reqs */
     TAILQ_ENTRY(proxy_req) backend_link; /* in conn->pending, or free list */
     struct client *client;          /* owner; NULL once it has closed */
+    proxy_sink_fn sink;             /* internal request (scan fan-out): gets
+                                       the raw backend reply, no client */
+    void *sink_arg;                 /* the sink's object */
+    uint32_t sink_tag;              /* the sink's index (a bucket) */
+    int server;                     /* backend server to use, -1 = any */
+    unsigned failed:1;              /* internal: reply holds error text */
+    unsigned can_retry:1;           /* internal: the failure is transient */
     struct backend_conn *conn;      /* waiting on it; NULL when answered */
     struct codec_call call;         /* what the reply needs to know */
     wire_proto_t client_proto;      /* copied: a detached req still knows */
@@ -106,6 +121,10 @@ struct proxy_worker {
     struct wire_limits client_limits; /* applied to client messages */
     struct wire_limits reply_limits;  /* applied to backend replies */
     int32_t next_seqid;             /* backend seqids, unique per worker */
+    GMutex inbox_lock;              /* guards inbox */
+    GQueue inbox;                   /* calls posted by other workers */
+    struct event *inbox_ev;         /* wakes this worker for its inbox */
+    struct event *scan_timer;       /* expires idle scanners */
 };
 
 /*
@@ -119,8 +138,7 @@ struct proxy {
     struct proxy_worker *workers;
     uint16_t port;                  /* bound port (listen_port or picked) */
     gint nconns;                    /* clients open over all workers (atomic) */
-    GMutex shared_lock;             /* guards shared */
-    void *shared;                   /* process-wide tables (scan module) */
+    struct scan_table *scans;       /* scanner ids, global to the process */
 };
 
 gboolean proxy_settings_load(struct proxy_settings *set,
@@ -137,6 +155,12 @@ gboolean proxy_start(struct proxy *p, GError **error)
  * timeout, joins the threads.  Call from the main thread. */
 void proxy_stop(struct proxy *p);
 void proxy_free(struct proxy *p);
+
+/* Runs fn(to, arg) on worker to's thread, soon; safe from any thread. */
+void proxy_worker_post(struct proxy_worker *to, proxy_post_fn fn, void *arg);
+
+/* A fresh backend seqid of w. */
+int32_t proxy_next_seqid(struct proxy_worker *w);
 
 /* Monotonic clock in microseconds. */
 static inline gint64

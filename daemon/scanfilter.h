@@ -1,0 +1,57 @@
+/* scanfilter.h: a scan's filter string rewritten for each salt bucket. */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "salt.h"
+
+/*
+ * Inside one bucket every physical row is prefix || logical row, with the
+ * same prefix, so a filter that compares row keys keeps its meaning when
+ * the prefix is put in front of what it compares against:
+ *
+ *   PrefixFilter('p')              PrefixFilter(prefix||'p')
+ *   InclusiveStopFilter('k')       InclusiveStopFilter(prefix||'k')
+ *   RowFilter(op, 'binary:k')      RowFilter(op, 'binary:'prefix||'k')
+ *   RowFilter(op, 'binaryprefix:k')  likewise
+ *   RowFilter(=, 'regexstring:r')  the regex anchored after the prefix
+ *   RowFilter(=, 'substring:s')    a regex: s after the prefix, any case
+ *
+ * Everything else is kept as written.  Two things cannot be made exact
+ * per bucket and are refused (scanfilter_new fails, or
+ * scanfilter_multi_bucket_ok is FALSE) rather than answered wrongly:
+ * regexes that look at the start of the row in ways a prefix changes,
+ * and WHILE around a filter that is not monotonic in the row key (each
+ * bucket would stop at its own first miss, not the scan's).  PageFilter
+ * counts per bucket as it counts per region, and the merge applies the
+ * scan-wide limit.  A string that does not parse is sent unchanged so
+ * the backend reports it.
+ */
+
+struct scanfilter;
+
+/* NULL with an error a client can read when the filter cannot be
+ * rewritten exactly for this table. */
+struct scanfilter *scanfilter_new(const uint8_t *text, size_t len,
+                                  const struct salt_table *t,
+                                  gboolean reversed, GError **error);
+void scanfilter_free(struct scanfilter *f);
+
+/* The filter string for one bucket; valid until the next call. */
+const uint8_t *scanfilter_for_bucket(const struct scanfilter *f,
+                                     uint32_t bucket, size_t *len);
+
+/* Rows the whole scan may return (a top-level PageFilter); -1: no limit. */
+int64_t scanfilter_page_limit(const struct scanfilter *f);
+
+/* Whether the filter confines the scan to one bucket (a top-level
+ * PrefixFilter whose prefix fixes the hashed part). */
+gboolean scanfilter_single_bucket(const struct scanfilter *f,
+                                  uint32_t *bucket);
+
+/* Whether the filter means the same spread over several buckets, and if
+ * not, why (a message for the client). */
+gboolean scanfilter_multi_bucket_ok(const struct scanfilter *f);
+const char *scanfilter_multi_bucket_why(const struct scanfilter *f);
