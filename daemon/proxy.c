@@ -387,7 +387,8 @@ proxy_drain_cb(evutil_socket_t fd, short what, void *arg)
             client_close(c);
         }
     }
-    if (TAILQ_EMPTY(&w->clients)) {
+    /* backend scanner closes still on their way keep the loop going */
+    if (TAILQ_EMPTY(&w->clients) && backend_pool_pending(w->pool) == 0) {
         event_base_loopbreak(w->base);
         return;
     }
@@ -411,6 +412,7 @@ proxy_stop_cb(evutil_socket_t fd, short what, void *arg)
     }
     w->stop_deadline = proxy_now()
                        + (gint64)w->proxy->set.shutdown_timeout_ms * 1000;
+    scan_worker_stop(w);
     event_add(w->drain_ev, &tv);
     proxy_drain_cb(-1, 0, w);
 }

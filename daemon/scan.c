@@ -145,7 +145,28 @@ scan_table_new(void)
 void
 scan_table_free(struct scan_table *t)
 {
-    /* scanners died with their workers' pools; only the map is left */
+    GHashTableIter it;
+    gpointer key, value;
+
+    /* the workers are gone: whatever is left only holds memory */
+    g_hash_table_iter_init(&it, t->by_id);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        struct scanner *sc = value;
+        struct scan_op *op;
+
+        for (unsigned i = 0; i < sc->nbuckets; i++) {
+            wire_buf_free(&sc->buckets[i].cur);
+            wire_buf_free(&sc->buckets[i].next);
+        }
+        while ((op = g_queue_pop_head(&sc->queued)) != NULL) {
+            g_free(op);
+        }
+        g_free(sc->op);
+        g_free(sc->buckets);
+        g_free(sc->heap);
+        wire_buf_free(&sc->rows);
+        g_free(sc);
+    }
     g_hash_table_destroy(t->by_id);
     g_mutex_clear(&t->lock);
     g_free(t);
@@ -178,13 +199,17 @@ scan_table_add(struct scan_table *t, struct scanner *sc)
     return id;
 }
 
+/* Only the owner may follow the pointer: another worker could see it
+ * freed as soon as the lock is dropped. */
 static struct scanner *
-scan_table_find(struct scan_table *t, int32_t id)
+scan_table_find(struct scan_table *t, int32_t id,
+                struct proxy_worker **owner)
 {
     struct scanner *sc;
 
     g_mutex_lock(&t->lock);
     sc = g_hash_table_lookup(t->by_id, GINT_TO_POINTER(id));
+    *owner = sc != NULL ? sc->owner : NULL;
     g_mutex_unlock(&t->lock);
     return sc;
 }
@@ -1372,9 +1397,10 @@ static void
 scan_op_run(struct proxy_worker *w, void *arg)
 {
     struct scan_op *op = arg;
-    struct scanner *sc = scan_table_find(w->proxy->scans, op->id);
+    struct proxy_worker *owner;
+    struct scanner *sc = scan_table_find(w->proxy->scans, op->id, &owner);
 
-    if (sc == NULL || sc->owner != w || sc->state == SCAN_CLOSED) {
+    if (sc == NULL || owner != w || sc->state == SCAN_CLOSED) {
         scan_reply_ia(op, w, SCAN_INVALID_ID);
         return;
     }
@@ -1393,7 +1419,7 @@ scan_request(struct proxy_worker *w, struct proxy_req *req,
     const struct hbase1_method *m = req->call.method;
     struct wire_reader r;
     struct wire_msg hdr;
-    struct scanner *sc;
+    struct proxy_worker *owner = NULL;
     uint8_t type;
     int16_t fid;
     gboolean have_id = FALSE;
@@ -1435,19 +1461,59 @@ scan_request(struct proxy_worker *w, struct proxy_req *req,
         scan_op_done(op, w);
         return;
     }
-    sc = have_id ? scan_table_find(w->proxy->scans, op->id) : NULL;
-    if (sc == NULL) {
+    if (!have_id || scan_table_find(w->proxy->scans, op->id, &owner) == NULL) {
         scan_reply_ia(op, w, SCAN_INVALID_ID);
         return;
     }
-    if (sc->owner != w) {
-        proxy_worker_post(sc->owner, scan_op_run, op);
+    if (owner != w) {
+        proxy_worker_post(owner, scan_op_run, op);
         return;
     }
     scan_op_run(w, op);
 }
 
-/* ---- expiry ----------------------------------------------------------- */
+/* ---- expiry and shutdown ------------------------------------------------ */
+
+/* Scanners of w that match: idle ones, or all of them (idle < 0). */
+static GPtrArray *
+scan_owned(struct proxy_worker *w, gint64 idle)
+{
+    struct scan_table *t = w->proxy->scans;
+    gint64 now = proxy_now();
+    GPtrArray *found = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer key, value;
+
+    g_mutex_lock(&t->lock);
+    g_hash_table_iter_init(&it, t->by_id);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        struct scanner *sc = value;
+
+        /* only the owner reads its scanners' fields */
+        if (sc->owner == w
+            && (idle < 0 || (sc->op == NULL && sc->last_used + idle < now))) {
+            g_ptr_array_add(found, sc);
+        }
+    }
+    g_mutex_unlock(&t->lock);
+    return found;
+}
+
+void
+scan_worker_stop(struct proxy_worker *w)
+{
+    GPtrArray *all = scan_owned(w, -1);
+
+    /* their backend scanners would live on until HBase expires them */
+    for (guint i = 0; i < all->len; i++) {
+        struct scanner *sc = g_ptr_array_index(all, i);
+
+        if (sc->op == NULL) {
+            scan_close(sc);
+        }
+    }
+    g_ptr_array_free(all, TRUE);
+}
 
 void
 scan_worker_start(struct proxy_worker *w)
@@ -1461,24 +1527,9 @@ void
 scan_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct proxy_worker *w = arg;
-    struct scan_table *t = w->proxy->scans;
     gint64 idle = (gint64)w->proxy->cfg->scan_scanner_timeout_ms * 1000;
-    gint64 now = proxy_now();
-    GPtrArray *expired = g_ptr_array_new();
-    GHashTableIter it;
-    gpointer key, value;
+    GPtrArray *expired = scan_owned(w, idle);
 
-    g_mutex_lock(&t->lock);
-    g_hash_table_iter_init(&it, t->by_id);
-    while (g_hash_table_iter_next(&it, &key, &value)) {
-        struct scanner *sc = value;
-
-        /* only the owner reads its scanners' fields */
-        if (sc->owner == w && sc->op == NULL && sc->last_used + idle < now) {
-            g_ptr_array_add(expired, sc);
-        }
-    }
-    g_mutex_unlock(&t->lock);
     for (guint i = 0; i < expired->len; i++) {
         struct scanner *sc = g_ptr_array_index(expired, i);
 

@@ -21,6 +21,8 @@ void scan_table_free(struct scan_table *t);
 /* Arms w's expiry timer; called on w's thread as it starts. */
 void scan_worker_start(struct proxy_worker *w);
 void scan_timer_cb(evutil_socket_t fd, short what, void *arg);
+/* Shutdown: closes w's idle scanners and their backend scanners. */
+void scan_worker_stop(struct proxy_worker *w);
 
 /*
  * A scanner call of a client on worker w (msg: the whole call, no frame
