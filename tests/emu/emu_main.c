@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hbase_hbase_register.h"
+
 #include "emu_handler.h"
 #include "emu_scanner.h"
 #include "emu_server.h"
@@ -247,6 +249,10 @@ int main(int argc, char **argv)
     cfg.framed = emu_main_opts.framed;
     cfg.compact = emu_main_opts.compact;
     cfg.max_frame = (guint32)emu_main_opts.max_frame_mb << 20;
+
+    /* c_glib registers each type on first use, unlocked: do it now, before
+     * connection threads race for it. */
+    hbase_hbase_register_types();
 
     /* Block the signals before any thread starts so all inherit the mask. */
     sigemptyset(&set);
