@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "config.h"
 #include "hbase1.h"
+#include "metrics.h"
 #include "salt.h"
 #include "scanfilter.h"
 
@@ -103,6 +104,8 @@ struct scanner {
     const struct salt_table *salt;  /* NULL: one pass-through scanner */
     char table[128];                /* for logs */
     int server;                     /* backend server of all its scanners */
+    struct backend_pool *pool;      /* pool of that server: kept when a
+                                       reload replaces the worker's */
     gint64 last_used;               /* monotonic us, for expiry */
     unsigned inflight;              /* internal requests not back yet */
     /* pass-through */
@@ -111,13 +114,17 @@ struct scanner {
     gboolean reversed;
     uint32_t fetch_rows;            /* rows per bucket fetch */
     int64_t limit;                  /* PageFilter rows left; < 0: none */
+    GByteArray *page_row;           /* logical key of the last row given
+                                     * under a limit (batchSize splits a
+                                     * row; the page counts it once) */
+    gboolean page_done;             /* the limit is reached */
     unsigned nbuckets;
     struct scan_bucket *buckets;
     unsigned *heap;                 /* bucket indexes by head key */
     unsigned heap_len;
     unsigned nwaiting;              /* unfinished buckets with no head */
     unsigned nopening;              /* backend opens in flight */
-    char error[256];                /* why it failed */
+    char *error;                    /* why it failed; NULL: it has not */
     gboolean error_retry;
     /* calls */
     struct scan_op *op;             /* being served */
@@ -164,6 +171,10 @@ scan_table_free(struct scan_table *t)
         g_free(sc->op);
         g_free(sc->buckets);
         g_free(sc->heap);
+        g_free(sc->error);
+        if (sc->page_row != NULL) {
+            g_byte_array_unref(sc->page_row);
+        }
         wire_buf_free(&sc->rows);
         g_free(sc);
     }
@@ -302,6 +313,22 @@ scan_reply_void(struct scan_op *op, struct proxy_worker *w)
     scan_op_done(op, w);
 }
 
+/*
+ * Refuses a scannerOpen* whose filter cannot be applied exactly.  The
+ * scannerOpen* methods declare only IOError: an IllegalArgument (field 2)
+ * is a result no client can read (Thrift's "unknown result").  HBase
+ * itself answers a filter it rejects with an IOError wrapping the
+ * IllegalArgumentException, not to be retried; so does the proxy.
+ */
+static void
+scan_refuse(struct scan_op *op, struct proxy_worker *w, const char *why)
+{
+    g_autofree char *msg = g_strdup_printf(
+        "java.lang.IllegalArgumentException: %s", why);
+
+    scan_reply_io(op, w, msg, FALSE);
+}
+
 /* ---- internal requests to the backend ------------------------------------- */
 
 /* An internal request of sc, its message begun in w->scratch. */
@@ -339,7 +366,7 @@ scan_sub_send(struct scanner *sc, struct proxy_req *sub, size_t frame)
     }
     sc->inflight++;
     /* may call the sink at once, when no backend can take it */
-    backend_submit(w->pool, sub, w->scratch.data, w->scratch.len);
+    backend_submit(sc->pool, sub, w->scratch.data, w->scratch.len);
 }
 
 /* Sends a call whose only argument is the i32 scanner id (and nbRows). */
@@ -372,15 +399,14 @@ scan_sub_id_call(struct scanner *sc, proxy_sink_fn sink, uint32_t tag,
 static gboolean
 scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
                struct wire_reader *r, uint8_t *type, int16_t *fid,
-               char *why, size_t whylen, gboolean *can_retry)
+               char **why, gboolean *can_retry)
 {
     const struct proxy_worker *w = sc->owner;
     struct wire_msg m;
 
     *can_retry = TRUE;
     if (sub->failed) {
-        g_snprintf(why, whylen, "%.*s", (int)sub->reply.len,
-                   (const char *)sub->reply.data);
+        *why = g_strndup((const char *)sub->reply.data, sub->reply.len);
         *can_retry = sub->can_retry;
         return FALSE;
     }
@@ -390,15 +416,15 @@ scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
         || m.seqid != sub->backend_seqid
         || m.name_len != sub->call.name_len
         || memcmp(m.name, sub->call.name, m.name_len) != 0) {
-        g_snprintf(why, whylen, "hbase-salt-proxy: bad reply to %s from "
-                   "the backend: %s", sub->call.name,
-                   r->error != NULL ? r->error : "out of step");
+        *why = g_strdup_printf("hbase-salt-proxy: bad reply to %s from "
+                               "the backend: %s", sub->call.name,
+                               r->error != NULL ? r->error : "out of step");
         return FALSE;
     }
     if (wire_read_struct_begin(r) != WIRE_OK
         || wire_read_field(r, type, fid) != WIRE_OK) {
-        g_snprintf(why, whylen, "hbase-salt-proxy: malformed reply to %s",
-                   sub->call.name);
+        *why = g_strdup_printf("hbase-salt-proxy: malformed reply to %s",
+                               sub->call.name);
         return FALSE;
     }
     if (m.type == WIRE_EXCEPTION || *fid != 0) {
@@ -430,8 +456,8 @@ scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
             }
             wire_read_field(r, &t2, &f2);
         }
-        g_snprintf(why, whylen, "%.*s", (int)tlen,
-                   text != NULL ? (const char *)text : "backend error");
+        *why = text != NULL ? g_strndup((const char *)text, tlen)
+                            : g_strdup("backend error");
         if (m.type == WIRE_EXCEPTION) {
             *can_retry = FALSE;
         }
@@ -473,6 +499,10 @@ scan_free(struct scanner *sc)
     }
     g_free(sc->buckets);
     g_free(sc->heap);
+    g_free(sc->error);
+    if (sc->page_row != NULL) {
+        g_byte_array_unref(sc->page_row);
+    }
     wire_buf_free(&sc->rows);
     g_free(sc);
 }
@@ -762,7 +792,7 @@ scan_opened(struct scanner *sc, struct scan_op *op)
 {
     struct proxy_worker *w = sc->owner;
 
-    if (sc->error[0] != '\0') {
+    if (sc->error != NULL) {
         scan_reply_io(op, w, sc->error, sc->error_retry);
         scan_close(sc);
         return;
@@ -785,11 +815,11 @@ scan_open_sink(struct proxy_worker *w, struct proxy_req *sub)
     struct wire_reader r;
     uint8_t type;
     int16_t fid;
-    char why[256];
+    g_autofree char *why = NULL;
     gboolean retry;
     struct scan_op *op = sc->op;
 
-    if (scan_sub_reply(sc, sub, &r, &type, &fid, why, sizeof(why), &retry)
+    if (scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry)
         && type == WIRE_T_I32) {
         int32_t id = wire_read_i32(&r);
 
@@ -799,8 +829,8 @@ scan_open_sink(struct proxy_worker *w, struct proxy_req *sub)
             sc->buckets[sub->sink_tag].backend_id = id;
             sc->buckets[sub->sink_tag].opened = 1;
         }
-    } else if (sc->error[0] == '\0') {
-        g_strlcpy(sc->error, why, sizeof(sc->error));
+    } else if (sc->error == NULL) {
+        sc->error = g_steal_pointer(&why);
         sc->error_retry = retry;
     }
     scan_sub_return(sc, sub);
@@ -832,7 +862,7 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
           size_t len)
 {
     struct proxy_req *req = op->req;
-    const struct config *cfg = w->proxy->cfg;
+    const struct config *cfg = w->gen->cfg;
     struct scanner *sc;
     struct wire_reader r, body;
     struct wire_msg m;
@@ -871,8 +901,9 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     wire_buf_init(&sc->rows);
     g_snprintf(sc->table, sizeof(sc->table), "%.*s",
                (int)MIN(spec.table_len, 127), (const char *)spec.table);
+    sc->pool = w->pool;
     sc->server = (int)(g_atomic_int_add(&next_server, 1)
-                       % w->proxy->set.nservers);
+                       % sc->pool->nservers);
 
     if (sc->salt == NULL) {
         scan_open_pass(sc, &m, &body);
@@ -889,40 +920,38 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
                                    spec.start_len, spec.stop,
                                    spec.has_stop ? spec.stop_len : 0, &only);
     }
+    if (sc->salt->buckets == 1) {
+        /* one bucket: nothing to merge, every filter keeps its meaning */
+        single = TRUE;
+        only = 0;
+    }
     if (spec.has_filter) {
         filter = scanfilter_new(spec.filter, spec.filter_len, sc->salt,
                                 sc->reversed, &error);
         if (filter == NULL) {
-            size_t off = scan_reply_begin(req);
-
             /* a filter whose meaning salting would change: refuse it */
-            codec_write_illegal_argument(&req->call, req->client_proto,
-                                         error->message, &req->reply);
-            scan_reply_end(req, off);
-            scan_op_done(op, w);
+            scan_refuse(op, w, error->message);
             wire_buf_free(&sc->rows);
             g_free(sc);
             return;
         }
         sc->limit = scanfilter_page_limit(filter);
+        if (sc->limit >= 0) {
+            sc->page_row = g_byte_array_new();
+        }
         if (!single) {
             single = scanfilter_single_bucket(filter, &only);
         }
     }
     if (filter != NULL && !single && !scanfilter_multi_bucket_ok(filter)) {
-        size_t off = scan_reply_begin(req);
-
-        codec_write_illegal_argument(&req->call, req->client_proto,
-                                     scanfilter_multi_bucket_why(filter),
-                                     &req->reply);
-        scan_reply_end(req, off);
-        scan_op_done(op, w);
+        scan_refuse(op, w, scanfilter_multi_bucket_why(filter));
         scanfilter_free(filter);
         wire_buf_free(&sc->rows);
         g_free(sc);
         return;
     }
     sc->nbuckets = single ? 1 : sc->salt->buckets;
+    metrics_scan_open(sc->nbuckets);
     sc->buckets = g_new0(struct scan_bucket, sc->nbuckets);
     sc->heap = g_new(unsigned, sc->nbuckets);
     {
@@ -949,6 +978,7 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         struct proxy_req *sub;
 
         b->bucket = single ? only : i;
+        metrics_bucket_request(sc->salt, b->bucket);
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
         sub = scan_sub_begin(sc, scan_open_sink, i, "scannerOpenWithScan",
@@ -1070,9 +1100,10 @@ scan_bucket_advance(struct scanner *sc, struct scan_bucket *b)
             }
         }
         if (wire_skip(&b->rd, WIRE_T_STRUCT) != WIRE_OK || row == NULL) {
-            g_snprintf(sc->error, sizeof(sc->error),
-                       "hbase-salt-proxy: malformed row from the backend "
-                       "scanning %s", sc->table);
+            g_free(sc->error);
+            sc->error = g_strdup_printf("hbase-salt-proxy: malformed row "
+                                        "from the backend scanning %s",
+                                        sc->table);
             sc->state = SCAN_FAILED;
             b->left = 0;
             return FALSE;
@@ -1166,7 +1197,7 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
     uint8_t type, et;
     int16_t fid;
     uint32_t count = 0;
-    char why[256];
+    g_autofree char *why = NULL;
     gboolean retry;
 
     b->fetching = 0;
@@ -1174,13 +1205,15 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
         scan_sub_return(sc, sub);
         return;
     }
-    if (!scan_sub_reply(sc, sub, &r, &type, &fid, why, sizeof(why), &retry)
+    if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry)
         || type != WIRE_T_LIST
         || wire_read_list_begin(&r, &et, &count) != WIRE_OK) {
         if (sc->state != SCAN_FAILED) {
-            g_snprintf(sc->error, sizeof(sc->error), "hbase-salt-proxy: "
-                       "scan of %s failed in bucket %u: %s", sc->table,
-                       b->bucket, why);
+            g_free(sc->error);
+            sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
+                                        "failed in bucket %u: %s", sc->table,
+                                        b->bucket,
+                                        why != NULL ? why : "bad reply");
             sc->error_retry = retry;
             sc->state = SCAN_FAILED;
             g_warning("%s", sc->error);
@@ -1220,6 +1253,7 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
         return;
     }
     b->fetching = 1;
+    metrics_bucket_request(sc->salt, b->bucket);
     scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
                      "scannerGetList", b->backend_id, (int32_t)sc->fetch_rows);
 }
@@ -1251,6 +1285,14 @@ scan_next_op(struct scanner *sc)
     }
 }
 
+/* Whether b's head continues the row last given under a PageFilter. */
+static gboolean
+scan_page_same_row(const struct scanner *sc, const struct scan_bucket *b)
+{
+    return sc->page_row->len > 0 && sc->page_row->len == b->key_len
+           && memcmp(sc->page_row->data, b->key, b->key_len) == 0;
+}
+
 /* Moves rows from the bucket heads to the current op while it can. */
 static void
 scan_pump(struct scanner *sc)
@@ -1274,22 +1316,32 @@ scan_pump(struct scanner *sc)
             scan_next_op(sc);
             continue;
         }
-        while (op->got < op->want && sc->limit != 0 && sc->nwaiting == 0
+        while (op->got < op->want && !sc->page_done && sc->nwaiting == 0
                && sc->heap_len > 0 && sc->state == SCAN_OPEN) {
             unsigned bi = sc->heap[0];
             struct scan_bucket *b = &sc->buckets[bi];
             struct wire_reader rr;
             struct wire_writer wr;
 
+            if (sc->limit >= 0 && !scan_page_same_row(sc, b)) {
+                /* PageFilter counts rows, not the partial rows of
+                 * batchSize: the next row only while the page lasts */
+                if (sc->limit == 0) {
+                    sc->page_done = TRUE;
+                    break;
+                }
+                sc->limit--;
+                g_byte_array_set_size(sc->page_row, 0);
+                g_byte_array_append(sc->page_row, b->key,
+                                    (guint)b->key_len);
+            }
             wire_reader_init(&rr, sc->owner->proxy->set.backend_proto,
                              b->head, b->head_len, TRUE,
                              &sc->owner->reply_limits);
             wire_writer_init(&wr, op->req->client_proto, &sc->rows);
             codec_row_result(&rr, &wr, sc->salt);
             op->got++;
-            if (sc->limit > 0) {
-                sc->limit--;
-            }
+            metrics_scan_row();
             if (scan_bucket_advance(sc, b)) {
                 scan_heap_down(sc, 0);
             } else {
@@ -1301,7 +1353,7 @@ scan_pump(struct scanner *sc)
             sc->pump_again = TRUE;
             continue;
         }
-        if (op->got >= op->want || sc->limit == 0
+        if (op->got >= op->want || sc->page_done
             || (sc->nwaiting == 0 && sc->heap_len == 0)) {
             scan_next_done(sc);
             scan_next_op(sc);
@@ -1325,10 +1377,9 @@ scan_pass_sink(struct proxy_worker *w, struct proxy_req *sub)
 
     sc->op = NULL;
     if (sub->failed) {
-        char why[256];
+        g_autofree char *why = g_strndup((const char *)sub->reply.data,
+                                         sub->reply.len);
 
-        g_snprintf(why, sizeof(why), "%.*s", (int)sub->reply.len,
-                   (const char *)sub->reply.data);
         scan_reply_io(op, w, why, sub->can_retry);
     } else {
         off = scan_reply_begin(req);
@@ -1356,7 +1407,12 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
     struct proxy_worker *w = sc->owner;
 
     sc->last_used = proxy_now();
-    if (op->kind == SCAN_OP_CLOSE) {
+    if (op->kind == SCAN_OP_CLOSE && sc->salt == NULL) {
+        /* pass-through: the backend's own answer (IllegalArgument for a
+         * scanner it expired); sc is freed when it is back */
+        scan_table_remove(w->proxy->scans, sc->id);
+        sc->state = SCAN_CLOSED;
+    } else if (op->kind == SCAN_OP_CLOSE) {
         scan_reply_void(op, w);
         scan_close(sc);
         return;
@@ -1527,14 +1583,14 @@ void
 scan_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct proxy_worker *w = arg;
-    gint64 idle = (gint64)w->proxy->cfg->scan_scanner_timeout_ms * 1000;
+    gint64 idle = (gint64)w->gen->cfg->scan_scanner_timeout_ms * 1000;
     GPtrArray *expired = scan_owned(w, idle);
 
     for (guint i = 0; i < expired->len; i++) {
         struct scanner *sc = g_ptr_array_index(expired, i);
 
         g_message("scanner %d on %s expired after %u ms idle", sc->id,
-                  sc->table, w->proxy->cfg->scan_scanner_timeout_ms);
+                  sc->table, w->gen->cfg->scan_scanner_timeout_ms);
         scan_close(sc);
     }
     g_ptr_array_free(expired, TRUE);

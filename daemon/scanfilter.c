@@ -22,10 +22,44 @@ struct scanfilter {
 
 /* ---- what can be rewritten ---------------------------------------------- */
 
-/* Regex constructs whose meaning depends on what precedes the match. */
-static gboolean
-scanfilter_regex_looks_back(const uint8_t *r, size_t len, size_t from)
+/*
+ * Index just past the character class opening at r[i] == '[', or len.
+ * A ']' right after '[' or '[^' is literal; Java nests classes.
+ */
+static size_t
+scanfilter_regex_class_end(const uint8_t *r, size_t len, size_t i)
 {
+    unsigned depth = 1;
+
+    i++;
+    if (i < len && r[i] == '^') {
+        i++;
+    }
+    if (i < len && r[i] == ']') {
+        i++;
+    }
+    for (; i < len; i++) {
+        if (r[i] == '\\') {
+            i++;
+        } else if (r[i] == '[') {
+            depth++;
+        } else if (r[i] == ']' && --depth == 0) {
+            return i + 1;
+        }
+    }
+    return len;
+}
+
+/*
+ * Regex constructs whose meaning depends on what precedes the match, and
+ * (alt) an alternation.  Escaped characters, \Q...\E quotes and character
+ * classes ("[^#]", "[|]") are literal text, not anchors or alternation.
+ */
+static gboolean
+scanfilter_regex_looks_back(const uint8_t *r, size_t len, size_t from,
+                            gboolean *alt)
+{
+    *alt = FALSE;
     for (size_t i = from; i < len; i++) {
         if (r[i] == '\\' && i + 1 < len) {
             uint8_t e = r[i + 1];
@@ -33,7 +67,19 @@ scanfilter_regex_looks_back(const uint8_t *r, size_t len, size_t from)
             if (e == 'A' || e == 'G' || e == 'b' || e == 'B') {
                 return TRUE;
             }
+            if (e == 'Q') {
+                /* quoted up to \E or the end */
+                for (i += 2; i + 1 < len; i++) {
+                    if (r[i] == '\\' && r[i + 1] == 'E') {
+                        break;
+                    }
+                }
+            }
             i++;
+        } else if (r[i] == '[') {
+            i = scanfilter_regex_class_end(r, len, i) - 1;
+        } else if (r[i] == '|') {
+            *alt = TRUE;
         } else if (r[i] == '^') {
             return TRUE;
         } else if (r[i] == '(' && i + 2 < len && r[i + 1] == '?'
@@ -48,13 +94,14 @@ scanfilter_regex_looks_back(const uint8_t *r, size_t len, size_t from)
 static gboolean
 scanfilter_regex_ok(const uint8_t *r, size_t len)
 {
+    gboolean alt;
+
     if (len > 0 && r[0] == '^') {
         /* a leading anchor pins the match to the start of the logical
          * key; alternation could carry it into one branch only */
-        return memchr(r, '|', len) == NULL
-               && !scanfilter_regex_looks_back(r, len, 1);
+        return !scanfilter_regex_looks_back(r, len, 1, &alt) && !alt;
     }
-    return !scanfilter_regex_looks_back(r, len, 0);
+    return !scanfilter_regex_looks_back(r, len, 0, &alt);
 }
 
 /* A walk checking the leaves the rewrite must handle. */
@@ -162,6 +209,149 @@ scanfilter_monotonic(const struct scanfilter *f, const struct filter_node *n)
     }
 }
 
+/*
+ * Whether filterRow of n can drop a row: *strong when it can drop one
+ * whose key n let through (SingleColumnValueFilter, SKIP, ...), *weak
+ * when it can return TRUE at all (RowFilter and PrefixFilter latch TRUE
+ * once they refused the key; inside an OR a sibling may still have let
+ * the key through).  Mirrors FilterList's filterRow: AND short-circuits
+ * on the first TRUE, OR is TRUE only when every child is.
+ */
+static void
+scanfilter_row_drop(const struct filter_node *n, gboolean *strong,
+                    gboolean *weak)
+{
+    gboolean s, w, all_weak = TRUE, any_strong = FALSE, any_weak = FALSE;
+
+    switch (n->kind) {
+    case FILTER_NODE_LEAF:
+        *strong = n->type == FILTER_TYPE_SINGLE_COLUMN_VALUE
+                  || n->type == FILTER_TYPE_SINGLE_COLUMN_VALUE_EXCLUDE;
+        *weak = *strong || n->type == FILTER_TYPE_ROW
+                || n->type == FILTER_TYPE_PREFIX;
+        return;
+    case FILTER_NODE_SKIP:
+        *strong = *weak = TRUE;
+        return;
+    case FILTER_NODE_WHILE:
+        scanfilter_row_drop(n->children[0], strong, weak);
+        return;
+    case FILTER_NODE_AND:
+    case FILTER_NODE_OR:
+        for (guint i = 0; i < n->nchildren; i++) {
+            scanfilter_row_drop(n->children[i], &s, &w);
+            any_strong = any_strong || s;
+            any_weak = any_weak || w;
+            all_weak = all_weak && w;
+        }
+        if (n->kind == FILTER_NODE_AND) {
+            *strong = any_strong;
+            *weak = any_weak;
+        } else {
+            *strong = all_weak && any_strong;
+            *weak = all_weak;
+        }
+        return;
+    default:
+        *strong = *weak = TRUE;
+        return;
+    }
+}
+
+/*
+ * A PageFilter counts a row in filterRow before the AND asks the filters
+ * after it, so a row one of them then drops is counted but not returned:
+ * the scan ends after pageSize counted rows, fewer returned.  Per bucket
+ * each bucket counts its own dropped rows and the merged result is not
+ * the scan's.  Filters before the PageFilter are fine (AND stops at the
+ * first that drops).  Walks the top-level AND chain in filterRow order.
+ */
+static gboolean
+scanfilter_page_then_drop(const struct filter_node *n, gboolean *seen_page)
+{
+    gboolean strong, weak;
+
+    if (n->kind == FILTER_NODE_AND) {
+        for (guint i = 0; i < n->nchildren; i++) {
+            if (scanfilter_page_then_drop(n->children[i], seen_page)) {
+                return TRUE;
+            }
+        }
+        return FALSE;
+    }
+    if (n->kind == FILTER_NODE_LEAF && n->type == FILTER_TYPE_PAGE) {
+        *seen_page = TRUE;
+        return FALSE;
+    }
+    if (!*seen_page) {
+        return FALSE;
+    }
+    scanfilter_row_drop(n, &strong, &weak);
+    return strong;
+}
+
+/* Whether filterAllRemaining of n can ever turn TRUE. */
+static gboolean
+scanfilter_can_end(const struct filter_node *n)
+{
+    switch (n->kind) {
+    case FILTER_NODE_LEAF:
+        return n->type == FILTER_TYPE_PREFIX
+               || n->type == FILTER_TYPE_INCLUSIVE_STOP
+               || n->type == FILTER_TYPE_PAGE
+               || n->type == FILTER_TYPE_COLUMN_COUNT_GET;
+    case FILTER_NODE_AND:
+        for (guint i = 0; i < n->nchildren; i++) {
+            if (scanfilter_can_end(n->children[i])) {
+                return TRUE;
+            }
+        }
+        return FALSE;
+    case FILTER_NODE_OR:
+        for (guint i = 0; i < n->nchildren; i++) {
+            if (!scanfilter_can_end(n->children[i])) {
+                return FALSE;
+            }
+        }
+        return n->nchildren > 0;
+    case FILTER_NODE_WHILE:
+        return TRUE;
+    default:
+        return FALSE;       /* SkipFilter does not delegate it */
+    }
+}
+
+/*
+ * Whether n can end the whole scan at a row that depends on the row's
+ * cells rather than its key: ColumnCountGetFilter's filterAllRemaining
+ * turns TRUE inside the first row with more columns than its limit, and
+ * the scan stops there ("unsuitable as a Scan filter", says HBase).  Each
+ * bucket would stop at its own such row, not the scan's.
+ */
+static gboolean
+scanfilter_cell_end(const struct filter_node *n)
+{
+    gboolean any = FALSE;
+
+    switch (n->kind) {
+    case FILTER_NODE_LEAF:
+        return n->type == FILTER_TYPE_COLUMN_COUNT_GET;
+    case FILTER_NODE_AND:
+    case FILTER_NODE_WHILE:
+        for (guint i = 0; i < n->nchildren; i++) {
+            any = any || scanfilter_cell_end(n->children[i]);
+        }
+        return any;
+    case FILTER_NODE_OR:
+        for (guint i = 0; i < n->nchildren; i++) {
+            any = any || scanfilter_cell_end(n->children[i]);
+        }
+        return any && scanfilter_can_end(n);
+    default:
+        return FALSE;
+    }
+}
+
 /* Finds what only holds over many buckets in some places of the tree. */
 static void
 scanfilter_check_multi(struct scanfilter *f, const struct filter_node *n,
@@ -244,6 +434,26 @@ scanfilter_new(const uint8_t *text, size_t len, const struct salt_table *t,
     }
     scanfilter_top_level(f, f->tree);
     scanfilter_check_multi(f, f->tree, TRUE);
+    if (f->multi_why == NULL && scanfilter_cell_end(f->tree)) {
+        f->multi_why = "hbase-salt-proxy: ColumnCountGetFilter ends the "
+                       "scan at the first row with more columns than its "
+                       "limit, which is not monotonic in the row key: it "
+                       "cannot be applied across salt buckets (each bucket "
+                       "would stop at its own such row); narrow the scan "
+                       "to one bucket or use a get";
+    }
+    if (f->multi_why == NULL) {
+        gboolean seen_page = FALSE;
+
+        if (scanfilter_page_then_drop(f->tree, &seen_page)) {
+            f->multi_why = "hbase-salt-proxy: PageFilter followed in its "
+                           "AND by a filter that can drop a row after the "
+                           "page counted it (SingleColumnValueFilter, SKIP) "
+                           "cannot be applied across salt buckets (each "
+                           "bucket would count its own dropped rows); put "
+                           "the PageFilter last in the AND";
+        }
+    }
     return f;
 }
 

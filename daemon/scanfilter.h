@@ -19,15 +19,20 @@
  *   RowFilter(=, 'regexstring:r')  the regex anchored after the prefix
  *   RowFilter(=, 'substring:s')    a regex: s after the prefix, any case
  *
- * Everything else is kept as written.  Two things cannot be made exact
- * per bucket and are refused (scanfilter_new fails, or
- * scanfilter_multi_bucket_ok is FALSE) rather than answered wrongly:
- * regexes that look at the start of the row in ways a prefix changes,
- * and WHILE around a filter that is not monotonic in the row key (each
- * bucket would stop at its own first miss, not the scan's).  PageFilter
- * counts per bucket as it counts per region, and the merge applies the
- * scan-wide limit.  A string that does not parse is sent unchanged so
- * the backend reports it.
+ * Everything else is kept as written.  What cannot be made exact per
+ * bucket is refused rather than answered wrongly.  scanfilter_new fails
+ * for row regexes that look at the start of the row in ways a prefix
+ * changes, and for row regexes or substrings a salt byte >= 0x80 would
+ * break.  scanfilter_multi_bucket_ok is FALSE, for scans over several
+ * buckets, for filters that end or count a scan on what one bucket sees:
+ * WHILE around a filter not monotonic in the row key (each bucket would
+ * stop at its own first miss, not the scan's), a ColumnCountGetFilter
+ * that can end the scan, a PageFilter nested in OR/SKIP/WHILE, and a
+ * PageFilter followed in an AND by a filter that drops whole rows (it
+ * counts rows it never returns).  A top-level PageFilter counts per
+ * bucket as it counts per region, and the merge applies the scan-wide
+ * limit.  A string that does not parse is sent unchanged so the backend
+ * reports it.
  */
 
 struct scanfilter;
