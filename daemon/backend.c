@@ -8,6 +8,8 @@
 
 #include <event2/buffer.h>
 
+#include "metrics.h"
+
 /*
  * A server whose connect failed is not dialled again for this long;
  * requests meanwhile fail at once with the last error (can_retry TRUE)
@@ -36,20 +38,22 @@ backend_worker(const struct backend_conn *conn)
     return conn->server->pool->worker;
 }
 
+/* Timeouts of the worker's current generation: a reload applies them to
+ * the next request even on a connection it did not replace. */
 static const struct proxy_settings *
 backend_settings(const struct backend_conn *conn)
 {
-    return &backend_worker(conn)->proxy->set;
+    return &backend_worker(conn)->gen->set;
 }
 
 struct backend_pool *
-backend_pool_new(struct proxy_worker *w)
+backend_pool_new(struct proxy_worker *w, const struct proxy_settings *set)
 {
-    const struct proxy_settings *set = &w->proxy->set;
     struct backend_pool *pool = g_new0(struct backend_pool, 1);
     unsigned i, j;
 
     pool->worker = w;
+    pool->set = set;
     pool->nservers = set->nservers;
     pool->servers = g_new0(struct backend_server, set->nservers);
     /* workers start at different servers so load spreads from the start */
@@ -77,6 +81,9 @@ backend_pool_new(struct proxy_worker *w)
 static void
 backend_conn_close(struct backend_conn *conn)
 {
+    if (conn->state == BACKEND_CONNECTED) {
+        METRICS_ADD(conn->server->stats.open, -1);
+    }
     if (conn->bev != NULL) {
         /* also cancels callbacks already deferred for it */
         bufferevent_free(conn->bev);
@@ -94,7 +101,7 @@ backend_pool_free(struct backend_pool *pool)
     for (i = 0; i < pool->nservers; i++) {
         struct backend_server *s = &pool->servers[i];
 
-        for (j = 0; j < pool->worker->proxy->set.pool_size; j++) {
+        for (j = 0; j < pool->set->pool_size; j++) {
             struct backend_conn *conn = &s->conns[j];
             struct proxy_req *req;
 
@@ -115,13 +122,28 @@ backend_pool_free(struct backend_pool *pool)
     g_free(pool);
 }
 
+void
+backend_pool_retire(struct backend_pool *pool)
+{
+    pool->retired = TRUE;
+    for (unsigned i = 0; i < pool->nservers; i++) {
+        for (unsigned j = 0; j < pool->set->pool_size; j++) {
+            struct backend_conn *conn = &pool->servers[i].conns[j];
+
+            if (conn->npending == 0) {
+                backend_conn_close(conn);
+            }
+        }
+    }
+}
+
 unsigned
 backend_pool_pending(const struct backend_pool *pool)
 {
     unsigned i, j, n = 0;
 
     for (i = 0; i < pool->nservers; i++) {
-        for (j = 0; j < pool->worker->proxy->set.pool_size; j++) {
+        for (j = 0; j < pool->set->pool_size; j++) {
             n += pool->servers[i].conns[j].npending;
         }
     }
@@ -138,6 +160,11 @@ backend_conn_arm(struct backend_conn *conn)
 
     if (conn->state == BACKEND_IDLE) {
         evtimer_del(conn->timer);
+        return;
+    }
+    if (head == NULL && conn->server->pool->retired) {
+        /* replaced by a reload: nothing more is coming on it */
+        backend_conn_close(conn);
         return;
     }
     if (conn->state == BACKEND_CONNECTING) {
@@ -179,6 +206,8 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
      * hears about it: flushing a client may lead to a new submit */
     TAILQ_INIT(&failed);
     TAILQ_CONCAT(&failed, &conn->pending, backend_link);
+    METRICS_ADD(conn->server->stats.inflight, -(gint64)n);
+    METRICS_ADD(conn->server->stats.failures, n);
     conn->npending = 0;
     backend_conn_close(conn);
     if (n > 0) {
@@ -208,6 +237,7 @@ backend_connect_failed(struct backend_conn *conn, const char *why)
     struct backend_server *s = conn->server;
 
     s->retry_at = proxy_now() + (gint64)BACKEND_RETRY_MS * 1000;
+    METRICS_ADD(s->stats.connect_failures, 1);
     g_snprintf(s->last_error, sizeof(s->last_error), "%s", why);
     backend_conn_fail(conn, why, why, TRUE);
 }
@@ -255,7 +285,7 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
 static struct backend_conn *
 backend_pick(struct backend_pool *pool, int only, gint64 now)
 {
-    unsigned i, j, pool_size = pool->worker->proxy->set.pool_size;
+    unsigned i, j, pool_size = pool->set->pool_size;
 
     for (i = 0; i < pool->nservers; i++) {
         struct backend_server *s =
@@ -296,7 +326,7 @@ backend_submit(struct backend_pool *pool, struct proxy_req *req,
                const uint8_t *msg, size_t len)
 {
     struct proxy_worker *w = pool->worker;
-    const struct proxy_settings *set = &w->proxy->set;
+    const struct proxy_settings *set = &w->gen->set;
     gint64 now = proxy_now();
     struct backend_conn *conn = backend_pick(pool, req->server, now);
     char why[BACKEND_MSG_MAX], text[BACKEND_MSG_MAX];
@@ -318,6 +348,7 @@ backend_submit(struct backend_pool *pool, struct proxy_req *req,
         struct backend_server *s = conn->server;
 
         s->retry_at = now + (gint64)BACKEND_RETRY_MS * 1000;
+        METRICS_ADD(s->stats.connect_failures, 1);
         g_strlcpy(s->last_error, why, sizeof(s->last_error));
         g_warning("backend %s: conn %u: %s", s->srv->name, conn->index, why);
         g_snprintf(text, sizeof(text), "hbase-salt-proxy: backend %s: %s",
@@ -332,6 +363,8 @@ backend_submit(struct backend_pool *pool, struct proxy_req *req,
                         : G_MAXINT64;
     TAILQ_INSERT_TAIL(&conn->pending, req, backend_link);
     conn->npending++;
+    METRICS_ADD(conn->server->stats.requests, 1);
+    METRICS_ADD(conn->server->stats.inflight, 1);
     conn->last_active = now;
     /* held in the output buffer until the connect completes */
     bufferevent_write(conn->bev, msg, len);
@@ -376,6 +409,7 @@ backend_read_cb(struct bufferevent *bev, void *arg)
         }
         TAILQ_REMOVE(&conn->pending, req, backend_link);
         conn->npending--;
+        METRICS_ADD(conn->server->stats.inflight, -1);
         conn->last_active = proxy_now();
         if (req->sink != NULL) {
             /* internal: the sink reads the reply itself */
@@ -400,6 +434,7 @@ backend_read_cb(struct bufferevent *bev, void *arg)
                 evbuffer_drain(in, len);
                 TAILQ_INSERT_HEAD(&conn->pending, req, backend_link);
                 conn->npending++;
+                METRICS_ADD(conn->server->stats.inflight, 1);
                 backend_conn_fail(conn, why, "connection reset after a "
                                   "bad reply", FALSE);
                 return;
@@ -426,6 +461,7 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
         setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
                    sizeof(one));
         conn->state = BACKEND_CONNECTED;
+        METRICS_ADD(conn->server->stats.open, 1);
         conn->server->retry_at = 0;
         conn->last_active = proxy_now();
         g_debug("backend %s: conn %u: connected", conn->server->srv->name,

@@ -19,6 +19,16 @@ enum backend_state {
 
 struct backend_server;
 
+/* A server's counters on one worker's pool, for /metrics: written by the
+ * worker only, read by the scrape (metrics.h METRICS_ADD/GET). */
+struct backend_stats {
+    guint64 requests;               /* requests queued to the server */
+    guint64 failures;               /* of which failed: lost, timed out */
+    guint64 connect_failures;       /* connects that failed */
+    gint64 open;                    /* connections CONNECTED now */
+    gint64 inflight;                /* requests sent, not answered now */
+};
+
 /* One pipelined connection to one server. */
 struct backend_conn {
     struct backend_server *server;  /* owner */
@@ -39,6 +49,7 @@ struct backend_server {
     struct backend_conn *conns;     /* pool_size connections */
     gint64 retry_at;                /* monotonic us: no connect before this */
     char last_error[160];           /* why the last connect failed */
+    struct backend_stats stats;
 };
 
 /* A worker's connections to every backend server. */
@@ -47,9 +58,19 @@ struct backend_pool {
     unsigned nservers;
     struct backend_server *servers;
     unsigned next_server;           /* round robin start */
+    const struct proxy_settings *set; /* servers and pool_size (of the
+                                       generation that made the pool) */
+    struct backend_pool *older;     /* pool this one replaced on reload */
+    gboolean retired;               /* replaced: serve what still comes
+                                       (pinned scanners), close idle
+                                       connections */
 };
 
-struct backend_pool *backend_pool_new(struct proxy_worker *w);
+struct backend_pool *backend_pool_new(struct proxy_worker *w,
+                                      const struct proxy_settings *set);
+/* A reload replaced pool: its idle connections close now, the others as
+ * soon as their last reply is in.  It still takes requests. */
+void backend_pool_retire(struct backend_pool *pool);
 void backend_pool_free(struct backend_pool *pool);
 
 /*

@@ -10,6 +10,7 @@
 #include <event2/buffer.h>
 
 #include "backend.h"
+#include "metrics.h"
 #include "scan.h"
 
 /* Stop reading a client whose unsent replies exceed this... */
@@ -83,10 +84,20 @@ client_update_reading(struct client *c)
 }
 
 void
+client_apply_limits(struct client *c)
+{
+    /* bounds what one client can make us buffer */
+    bufferevent_setwatermark(c->bev, EV_READ, 0,
+                             (size_t)c->worker->gen->set.max_frame_size + 4
+                                 + CLIENT_IN_SLACK);
+}
+
+void
 client_accept(struct proxy_worker *w, evutil_socket_t fd,
               const struct sockaddr *sa, int salen)
 {
     struct proxy *p = w->proxy;
+    const struct proxy_settings *set = &w->gen->set;
     struct client *c;
     char peer[64];
     int one = 1;
@@ -95,9 +106,10 @@ client_accept(struct proxy_worker *w, evutil_socket_t fd,
     client_peer_name(sa, peer, sizeof(peer));
     n = g_atomic_int_add(&p->nconns, 1) + 1;
     if (w->stopping
-        || (p->set.max_connections != 0
-            && (unsigned)n > p->set.max_connections)) {
+        || (set->max_connections != 0
+            && (unsigned)n > set->max_connections)) {
         g_atomic_int_add(&p->nconns, -1);
+        METRICS_ADD(w->metrics->refused, 1);
         g_warning("client %s: refused: %s", peer,
                   w->stopping ? "shutting down"
                               : "max_connections reached");
@@ -123,21 +135,19 @@ client_accept(struct proxy_worker *w, evutil_socket_t fd,
     }
     bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
                       client_event_cb, c);
-    /* bounds what one client can make us buffer */
-    bufferevent_setwatermark(c->bev, EV_READ, 0,
-                             (size_t)p->set.max_frame_size + 4
-                                 + CLIENT_IN_SLACK);
+    client_apply_limits(c);
     bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_LOW, 0);
-    if (p->set.client_idle_timeout_ms != 0) {
+    if (set->client_idle_timeout_ms != 0) {
         struct timeval tv = {
-            p->set.client_idle_timeout_ms / 1000,
-            (p->set.client_idle_timeout_ms % 1000) * 1000,
+            set->client_idle_timeout_ms / 1000,
+            (set->client_idle_timeout_ms % 1000) * 1000,
         };
 
         bufferevent_set_timeouts(c->bev, &tv, NULL);
     }
     TAILQ_INSERT_TAIL(&w->clients, c, link);
     w->nclients++;
+    METRICS_ADD(w->metrics->accepted, 1);
     c->reading = 1;
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     g_debug("client %s: connected (worker %u, %d open)", peer, w->id, n);
@@ -186,7 +196,17 @@ client_flush(struct client *c)
         TAILQ_REMOVE(&c->reqs, req, client_link);
         c->nreqs--;
         if (req->reply.len > 0) {
+            size_t hdr = req->client_framed ? 4 : 0;
+
             evbuffer_add(out, req->reply.data, req->reply.len);
+            METRICS_ADD(c->worker->metrics->bytes_out, req->reply.len);
+            metrics_request_done(c->worker->metrics, req->call.method,
+                                 proxy_now() - req->started,
+                                 req->reply.len > hdr
+                                 && metrics_reply_is_error(
+                                        req->client_proto,
+                                        req->reply.data + hdr,
+                                        req->reply.len - hdr));
         }
         proxy_req_put(c->worker, req);
     }
@@ -238,6 +258,7 @@ client_request(struct client *c, const uint8_t *msg, size_t len)
     struct proxy_worker *w = c->worker;
     const struct proxy_settings *set = &w->proxy->set;
     struct proxy_req *req = proxy_req_get(w);
+    const struct config *cfg = w->gen->cfg;
     struct codec_error err = { 0, NULL, FALSE };
     struct wire_buf *out = &w->scratch;
     size_t off = 0;
@@ -247,12 +268,14 @@ client_request(struct client *c, const uint8_t *msg, size_t len)
     req->client_proto = c->proto;
     req->client_framed = c->framed ? 1 : 0;
     req->backend_seqid = proxy_next_seqid(w);
+    req->started = proxy_now();
+    METRICS_ADD(w->metrics->bytes_in, len);
 
     wire_buf_clear(out);
     if (set->backend_framed) {
         off = wire_frame_begin(out);
     }
-    st = codec_request(w->proxy->cfg, c->proto, msg, len, set->backend_proto,
+    st = codec_request(cfg, c->proto, msg, len, set->backend_proto,
                        req->backend_seqid, out, &req->call, &err,
                        &w->client_limits);
     if (st == CODEC_CLOSE) {

@@ -38,6 +38,10 @@ void client_accept(struct proxy_worker *w, evutil_socket_t fd,
 /* A request of c became done: write every finished head reply. */
 void client_flush(struct client *c);
 
+/* Sizes c's input buffer bound to its worker's current max_frame_size
+ * (at accept, and again when a reload changes it). */
+void client_apply_limits(struct client *c);
+
 /* Closes c; requests still at a backend are detached, not freed. */
 void client_close(struct client *c);
 

@@ -5,6 +5,7 @@
 
 #include "config.h"
 #include "hbase1.h"
+#include "metrics.h"
 #include "salt.h"
 
 /*
@@ -90,6 +91,7 @@ codec_row_in(struct codec_ctx *c, const struct salt_table *salt)
     uint32_t len;
     uint8_t prefix[SALT_MAX_PREFIX];
     size_t plen;
+    uint32_t bucket;
 
     if (wire_read_binary(&c->r, &key, &len) != WIRE_OK) {
         return FALSE;
@@ -104,7 +106,9 @@ codec_row_in(struct codec_ctx *c, const struct salt_table *salt)
         wire_write_binary(&c->w, key, 0);
         return TRUE;
     }
-    plen = salt_write_prefix(salt, salt_bucket(salt, key, len), prefix);
+    bucket = salt_bucket(salt, key, len);
+    metrics_bucket_request(salt, bucket);
+    plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
     return TRUE;
 }
@@ -123,6 +127,7 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     if (salt != NULL &&
         salt_strip(salt, phys, len, &logical, &logical_len, &bucket) &&
         salt_bucket(salt, logical, logical_len) == bucket) {
+        metrics_bucket_row(salt, bucket);
         wire_write_binary(&c->w, logical, (uint32_t)logical_len);
         return TRUE;
     }

@@ -663,12 +663,18 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
     struct config_table table = {0};
     const char *why = NULL;
     unsigned buckets, format;
+    gboolean dflt;
 
     /* HBase treats "default:x" and "x" as one table: so must we, or rows
      * written under one name would go unsalted under the other. */
-    if (g_str_has_prefix(name, "default:"))
+    dflt = g_str_has_prefix(name, "default:");
+    if (dflt)
         name += strlen("default:");
     colon = strchr(name, ':');
+    /* "default:ns:x" names no HBase table, and as "ns:x" it would be
+     * stored under a name config_find_table never looks up */
+    if (dflt && colon != NULL)
+        colon = name;
     if (colon != NULL
             ? !config_valid_table_part(name, (size_t)(colon - name), FALSE) ||
                   !config_valid_table_part(colon + 1, strlen(colon + 1), TRUE)
@@ -930,4 +936,87 @@ config_addr_to_string(const struct config_addr *addr)
     if (strchr(addr->host, ':') != NULL)
         return g_strdup_printf("[%s]:%u", addr->host, addr->port);
     return g_strdup_printf("%s:%u", addr->host, addr->port);
+}
+
+/* A value as config_unescape reads it back: printable ASCII as is, and
+ * \xNN for the rest, '\\', ' ' (GKeyFile trims it) and ':' (delimiter
+ * parts end at a ':'). */
+static void
+config_escape_into(GString *out, const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] > ' ' && p[i] < 0x7f && p[i] != '\\' && p[i] != ':')
+            g_string_append_c(out, (char)p[i]);
+        else
+            g_string_append_printf(out, "\\x%02x", p[i]);
+    }
+}
+
+char *
+config_to_text(const struct config *cfg)
+{
+    static const char *const formats[] = {
+        [SALT_FORMAT_BYTE] = "byte",
+        [SALT_FORMAT_HEX] = "hex",
+        [SALT_FORMAT_DECIMAL] = "decimal",
+    };
+    GString *out = g_string_new(NULL);
+    g_autofree char *listen = config_addr_to_string(&cfg->listen);
+    g_autofree char *frame = config_size_str(cfg->max_frame_size);
+
+    g_string_append_printf(out, "# effective configuration, loaded from %s\n"
+                           "\n[proxy]\nlisten = %s\nworkers = %u\n"
+                           "max_frame_size = %s\nmax_connections = %u\n"
+                           "client_idle_timeout_ms = %u\n\n[backend]\n"
+                           "servers = ",
+                           cfg->source != NULL ? cfg->source : "(defaults)",
+                           listen, cfg->workers, frame, cfg->max_connections,
+                           cfg->client_idle_timeout_ms);
+    for (size_t i = 0; i < cfg->n_servers; i++) {
+        g_autofree char *s = config_addr_to_string(&cfg->servers[i]);
+
+        g_string_append_printf(out, "%s%s", i > 0 ? ", " : "", s);
+    }
+    g_string_append_printf(out, "\nprotocol = %s\ntransport = %s\n"
+                           "connect_timeout_ms = %u\nrequest_timeout_ms = %u\n"
+                           "pool_size = %u\n\n[scan]\ncaching_max = %u\n"
+                           "scanner_timeout_ms = %u\n\n[admin]\nlisten = ",
+                           cfg->protocol == CONFIG_PROTOCOL_COMPACT
+                               ? "compact" : "binary",
+                           cfg->transport == CONFIG_TRANSPORT_FRAMED
+                               ? "framed" : "buffered",
+                           cfg->connect_timeout_ms, cfg->request_timeout_ms,
+                           cfg->pool_size, cfg->scan_caching_max,
+                           cfg->scan_scanner_timeout_ms);
+    if (cfg->admin_enabled) {
+        g_autofree char *admin = config_addr_to_string(&cfg->admin_listen);
+
+        g_string_append(out, admin);
+    }
+    g_string_append_c(out, '\n');
+    for (size_t i = 0; i < cfg->n_tables; i++) {
+        const struct salt_table *t = &cfg->tables[i].salt;
+
+        g_string_append_printf(out, "\n[table:%s]\nbuckets = %u\n"
+                               "salt_format = %s\nsalt_separator = ",
+                               cfg->tables[i].name, t->buckets,
+                               formats[t->format]);
+        config_escape_into(out, t->sep, t->sep_len);
+        g_string_append(out, "\nhash_part = ");
+        switch (t->hash) {
+        case SALT_HASH_LENGTH:
+            g_string_append_printf(out, "length:%u", t->hash_len);
+            break;
+        case SALT_HASH_DELIMITER:
+            g_string_append(out, "delimiter:");
+            config_escape_into(out, t->delim, t->delim_len);
+            g_string_append_printf(out, ":%u", t->hash_count);
+            break;
+        default:
+            g_string_append(out, "whole");
+            break;
+        }
+        g_string_append_c(out, '\n');
+    }
+    return g_string_free(out, FALSE);
 }

@@ -57,6 +57,8 @@ struct config_table {
     char *name;             /* as clients send it; "default:" dropped */
     size_t name_len;
     struct salt_table salt; /* the salt policy */
+    unsigned stats_id;      /* metrics' counter slot + 1; 0 = none yet
+                               (run-time bookkeeping, not configuration) */
 };
 
 struct config {
@@ -117,6 +119,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(config_t, config_free)
  * treats them as one table.  Binary search, no allocation. */
 const struct config_table *config_find_table(const struct config *cfg,
                                              const void *name, size_t len);
+
+/* The effective configuration as a file this parser loads back: every
+ * key with its value, defaults included.  g_free. */
+char *config_to_text(const struct config *cfg);
 
 /* "host:port", with brackets for IPv6.  g_free. */
 char *config_addr_to_string(const struct config_addr *addr);

@@ -2,29 +2,58 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
 #include "hsp-config.h"
+#include "admin.h"
 #include "config.h"
+#include "metrics.h"
 #include "proxy.h"
 #include "salt.h"
+#include "scan.h"
+
+#if HSP_HAVE_SD_NOTIFY
+#include <systemd/sd-daemon.h>
+#endif
+
+/* How often STATUS= is refreshed for systemctl status. */
+#define MAIN_STATUS_MS 10000
 
 /* Messages at or above this level are written (lower is more severe). */
 static GLogLevelFlags main_log_max = G_LOG_LEVEL_MESSAGE;
+/* stderr is the journal (started by systemd): send structured entries. */
+static gboolean main_journald;
 
-/* One line per message on stderr; journald adds time and unit. */
-static void
-main_log_handler(const gchar *domain, GLogLevelFlags level,
-                 const gchar *message, gpointer data)
+/*
+ * GLib's structured logging writer: entries go to journald with their
+ * fields (priority, GLIB_DOMAIN, CODE_FILE...) when systemd connected
+ * stderr to the journal, else one line per message on stderr.
+ */
+static GLogWriterOutput
+main_log_writer(GLogLevelFlags level, const GLogField *fields, gsize n,
+                gpointer data)
 {
-    const char *tag;
+    const char *tag, *message = NULL;
 
     if ((level & G_LOG_LEVEL_MASK) > main_log_max
         && !(level & (G_LOG_FLAG_FATAL | G_LOG_LEVEL_ERROR))) {
-        return;
+        return G_LOG_WRITER_HANDLED;
+    }
+    if (main_journald
+        && g_log_writer_journald(level, fields, n, data)
+               == G_LOG_WRITER_HANDLED) {
+        return G_LOG_WRITER_HANDLED;
+    }
+    for (gsize i = 0; i < n; i++) {
+        if (strcmp(fields[i].key, "MESSAGE") == 0) {
+            message = fields[i].value;
+            break;
+        }
     }
     switch (level & G_LOG_LEVEL_MASK) {
     case G_LOG_LEVEL_ERROR:
@@ -45,7 +74,8 @@ main_log_handler(const gchar *domain, GLogLevelFlags level,
         break;
     }
     /* one fprintf per line: stdio locks, so threads do not interleave */
-    fprintf(stderr, "%s: %s\n", tag, message);
+    fprintf(stderr, "%s: %s\n", tag, message != NULL ? message : "");
+    return G_LOG_WRITER_HANDLED;
 }
 
 static gboolean
@@ -130,57 +160,202 @@ main_explain_key(const struct config *cfg, const char *table,
     return 0;
 }
 
+/*
+ * The HBase shell SPLITS of a salted table: the salt of every bucket but
+ * the first.  Every key of bucket b starts with salt(b), and salts have a
+ * fixed width, so salt(b) sorts after all of bucket b-1 and before or at
+ * all of bucket b: one region per bucket, whatever the separator.  The
+ * values are JRuby double-quoted strings: \xNN for every byte but letters
+ * and digits, so no '"', '\\' or "#{" can change their meaning.
+ */
+static int
+main_split_keys(const struct config *cfg, const char *table)
+{
+    const struct config_table *t = config_find_table(cfg, table,
+                                                     strlen(table));
+    GString *out;
+
+    if (t == NULL) {
+        fprintf(stderr, "%s: table '%s' is not salted in %s\n",
+                g_get_prgname(), table,
+                cfg->source != NULL ? cfg->source : "(defaults)");
+        return 1;
+    }
+    out = g_string_new("SPLITS => [");
+    for (uint32_t b = 1; b < t->salt.buckets; b++) {
+        uint8_t prefix[SALT_MAX_PREFIX];
+        size_t n = salt_write_prefix(&t->salt, b, prefix);
+
+        /* the separator adds nothing to a split point */
+        n -= t->salt.sep_len;
+        g_string_append(out, b > 1 ? ", \"" : "\"");
+        for (size_t i = 0; i < n; i++) {
+            if (g_ascii_isalnum(prefix[i])) {
+                g_string_append_c(out, (char)prefix[i]);
+            } else {
+                g_string_append_printf(out, "\\x%02X", prefix[i]);
+            }
+        }
+        g_string_append_c(out, '"');
+    }
+    g_string_append(out, "]\n");
+    fputs(out->str, stdout);
+    g_string_free(out, TRUE);
+    return 0;
+}
+
+/* What the main thread's callbacks share. */
+struct main_ctx {
+    struct event_base *base;
+    struct proxy *p;
+    const char *config_path;        /* NULL: built-in defaults */
+    const char *last_reload;        /* for STATUS=, static text */
+};
+
+/* sd_notify(3) when systemd asked for it (NOTIFY_SOCKET); else nothing. */
+static void G_GNUC_PRINTF(1, 2)
+main_notify(const char *fmt, ...)
+{
+#if HSP_HAVE_SD_NOTIFY
+    g_autofree char *text = NULL;
+    va_list ap;
+
+    if (g_getenv("NOTIFY_SOCKET") == NULL) {
+        return;
+    }
+    va_start(ap, fmt);
+    text = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    /* 0: keep NOTIFY_SOCKET, reloads and the stop notify again */
+    sd_notify(0, text);
+#else
+    (void)fmt;
+#endif
+}
+
+static void
+main_status(struct main_ctx *m)
+{
+    gint clients = g_atomic_int_get(&m->p->nconns);
+
+    main_notify("STATUS=%d client%s, %u scanner%s, generation %u%s%s",
+                clients, clients == 1 ? "" : "s",
+                scan_open_count(m->p->scans),
+                scan_open_count(m->p->scans) == 1 ? "" : "s",
+                proxy_generation(m->p),
+                m->last_reload != NULL ? ", last reload " : "",
+                m->last_reload != NULL ? m->last_reload : "");
+}
+
+static void
+main_status_cb(evutil_socket_t fd, short what, void *arg)
+{
+    main_status(arg);
+}
+
 /* SIGTERM, SIGINT: leave the loop; main stops the workers. */
 static void
 main_stop_cb(evutil_socket_t sig, short what, void *arg)
 {
-    struct event_base *base = arg;
+    struct main_ctx *m = arg;
 
+    main_notify("STOPPING=1\nSTATUS=stopping: finishing requests in "
+                "flight");
     g_message("received %s, stopping", strsignal((int)sig));
-    event_base_loopbreak(base);
+    event_base_loopbreak(m->base);
 }
 
+/*
+ * SIGHUP: the file again, as a new generation.  All or nothing: an
+ * invalid file, a salt mapping change or a restart-only setting keeps
+ * the running generation, and says why.
+ */
 static void
 main_hup_cb(evutil_socket_t sig, short what, void *arg)
 {
-    g_message("received SIGHUP: reload not supported yet, keeping the "
-              "running configuration");
+    struct main_ctx *m = arg;
+    g_autoptr(GError) error = NULL;
+    struct config *cfg;
+    unsigned gen = proxy_generation(m->p);
+
+    main_notify("RELOADING=1\nMONOTONIC_USEC=%" G_GINT64_FORMAT
+                "\nSTATUS=reloading", g_get_monotonic_time());
+    if (m->config_path == NULL) {
+        g_warning("received SIGHUP: no configuration file (-c) to reload; "
+                  "keeping generation %u", gen);
+        m->last_reload = "refused";
+        metrics_reload(m->p->metrics, METRICS_RELOAD_REFUSED);
+    } else if ((cfg = config_load(m->config_path, &error)) == NULL) {
+        g_warning("reload failed, keeping generation %u: %s", gen,
+                  error->message);
+        m->last_reload = "failed: invalid file";
+        metrics_reload(m->p->metrics, METRICS_RELOAD_INVALID);
+    } else if (!proxy_reload(m->p, cfg, &error)) {
+        g_warning("reload of %s refused, keeping generation %u: %s",
+                  m->config_path, gen, error->message);
+        m->last_reload = "refused";
+        metrics_reload(m->p->metrics, METRICS_RELOAD_REFUSED);
+    } else {
+        m->last_reload = "applied";
+        metrics_reload(m->p->metrics, METRICS_RELOAD_APPLIED);
+    }
+    main_notify("READY=1");
+    main_status(m);
 }
 
 /* Runs until SIGTERM or SIGINT; returns the exit code. */
 static int
-main_run(const struct config *cfg)
+main_run(struct config *cfg, const char *config_path)
 {
     g_autoptr(GError) error = NULL;
-    struct event_base *base;
-    struct event *ev_term, *ev_int, *ev_hup;
-    struct proxy *p;
+    struct main_ctx m = { .config_path = config_path };
+    struct event *ev_term, *ev_int, *ev_hup, *ev_status;
+    struct timeval every = { MAIN_STATUS_MS / 1000, 0 };
+    struct admin *admin = NULL;
 
-    p = proxy_new(cfg, &error);
-    if (p == NULL) {
+    m.p = proxy_new(cfg, &error);
+    if (m.p == NULL) {
         g_critical("%s", error->message);
         return 1;
     }
-    base = event_base_new();
-    ev_term = evsignal_new(base, SIGTERM, main_stop_cb, base);
-    ev_int = evsignal_new(base, SIGINT, main_stop_cb, base);
-    ev_hup = evsignal_new(base, SIGHUP, main_hup_cb, NULL);
+    m.base = event_base_new();
+    ev_term = evsignal_new(m.base, SIGTERM, main_stop_cb, &m);
+    ev_int = evsignal_new(m.base, SIGINT, main_stop_cb, &m);
+    ev_hup = evsignal_new(m.base, SIGHUP, main_hup_cb, &m);
+    ev_status = event_new(m.base, -1, EV_PERSIST, main_status_cb, &m);
     evsignal_add(ev_term, NULL);
     evsignal_add(ev_int, NULL);
     evsignal_add(ev_hup, NULL);
-    if (!proxy_start(p, &error)) {
+    if (g_getenv("NOTIFY_SOCKET") != NULL) {
+        event_add(ev_status, &every);
+    }
+    if (cfg->admin_enabled) {
+        admin = admin_new(m.base, m.p, &cfg->admin_listen, &error);
+        if (admin == NULL) {
+            g_critical("%s", error->message);
+            proxy_free(m.p);
+            return 1;
+        }
+    }
+    if (!proxy_start(m.p, &error)) {
         g_critical("%s", error->message);
-        proxy_stop(p);
-        proxy_free(p);
+        proxy_stop(m.p);
+        admin_free(admin);
+        proxy_free(m.p);
         return 1;
     }
-    event_base_dispatch(base);
-    proxy_stop(p);
-    proxy_free(p);
+    /* listeners are bound and workers run: clients can be served */
+    main_notify("READY=1\nMAINPID=%lu", (unsigned long)getpid());
+    main_status(&m);
+    event_base_dispatch(m.base);
+    proxy_stop(m.p);
+    admin_free(admin);
+    proxy_free(m.p);
     event_free(ev_term);
     event_free(ev_int);
     event_free(ev_hup);
-    event_base_free(base);
+    event_free(ev_status);
+    event_base_free(m.base);
     g_message("stopped");
     return 0;
 }
@@ -191,6 +366,7 @@ main(int argc, char **argv)
     g_autofree char *config_path = NULL;
     g_autofree char *log_level = NULL;
     gboolean check_config = FALSE, explain_key = FALSE, version = FALSE;
+    g_autofree char *split_table = NULL;
     gboolean foreground = FALSE;
     g_autoptr(GError) error = NULL;
     g_autoptr(GOptionContext) ctx = NULL;
@@ -204,6 +380,9 @@ main(int argc, char **argv)
         { "explain-key", 0, 0, G_OPTION_ARG_NONE, &explain_key,
           "Print bucket and physical key of KEY in TABLE and exit "
           "(arguments: TABLE KEY; \\xNN escapes allowed)", NULL },
+        { "split-keys", 0, 0, G_OPTION_ARG_STRING, &split_table,
+          "Print the HBase shell SPLITS that put each salt bucket of "
+          "TABLE in a region of its own, and exit", "TABLE" },
         { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground,
           "Run in the foreground (always the case; for systemd)", NULL },
         { "log-level", 0, 0, G_OPTION_ARG_STRING, &log_level,
@@ -214,7 +393,8 @@ main(int argc, char **argv)
     };
 
     g_set_prgname("hbase-salt-proxy");
-    g_log_set_default_handler(main_log_handler, NULL);
+    main_journald = g_log_writer_is_journald(fileno(stderr));
+    g_log_set_writer_func(main_log_writer, NULL, NULL);
     ctx = g_option_context_new("- salting proxy for HBase Thrift1 clients");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
@@ -258,11 +438,14 @@ main(int argc, char **argv)
     if (explain_key) {
         return main_explain_key(cfg, argv[1], argv[2]);
     }
+    if (split_table != NULL) {
+        return main_split_keys(cfg, split_table);
+    }
 
     /* a client gone mid-write is an error on its connection, not a kill */
     signal(SIGPIPE, SIG_IGN);
     g_message("hbase-salt-proxy %s starting, config %s, %zu salted table%s",
               HSP_VERSION, config_path != NULL ? config_path : "(defaults)",
               cfg->n_tables, cfg->n_tables == 1 ? "" : "s");
-    return main_run(cfg);
+    return main_run(cfg, config_path);
 }

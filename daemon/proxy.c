@@ -54,6 +54,7 @@
 #include "backend.h"
 #include "client.h"
 #include "config.h"
+#include "metrics.h"
 #include "scan.h"
 
 /* Free request objects kept per worker; beyond this they go to malloc. */
@@ -114,13 +115,6 @@ proxy_settings_load(struct proxy_settings *set, const struct config *cfg,
                                      : (unsigned)g_get_num_processors();
     if (set->workers == 0) {
         set->workers = 1;
-    }
-    if (cfg->admin_enabled) {
-        /* refuse rather than run without what the operator asked for */
-        g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
-                    "[admin] listen: the admin endpoint is not implemented "
-                    "yet; leave it empty");
-        return FALSE;
     }
     if (cfg->n_servers == 0 || cfg->n_servers > PROXY_MAX_BACKENDS) {
         g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
@@ -372,6 +366,19 @@ proxy_accept_error_cb(struct evconnlistener *l, void *arg)
               evutil_socket_error_to_string(err));
 }
 
+/* Requests waiting on w's pools, retired ones included. */
+static unsigned
+proxy_worker_pending(const struct proxy_worker *w)
+{
+    unsigned n = 0;
+
+    for (const struct backend_pool *pool = w->pool; pool != NULL;
+         pool = pool->older) {
+        n += backend_pool_pending(pool);
+    }
+    return n;
+}
+
 /* Shutdown poll: close clients with nothing left to answer; stop the
  * loop when none remain or the deadline passed. */
 static void
@@ -388,7 +395,7 @@ proxy_drain_cb(evutil_socket_t fd, short what, void *arg)
         }
     }
     /* backend scanner closes still on their way keep the loop going */
-    if (TAILQ_EMPTY(&w->clients) && backend_pool_pending(w->pool) == 0) {
+    if (TAILQ_EMPTY(&w->clients) && proxy_worker_pending(w) == 0) {
         event_base_loopbreak(w->base);
         return;
     }
@@ -411,7 +418,7 @@ proxy_stop_cb(evutil_socket_t fd, short what, void *arg)
         w->listener = NULL;
     }
     w->stop_deadline = proxy_now()
-                       + (gint64)w->proxy->set.shutdown_timeout_ms * 1000;
+                       + (gint64)w->gen->set.shutdown_timeout_ms * 1000;
     scan_worker_stop(w);
     event_add(w->drain_ev, &tv);
     proxy_drain_cb(-1, 0, w);
@@ -423,10 +430,26 @@ proxy_worker_main(void *arg)
     struct proxy_worker *w = arg;
 
     g_debug("worker %u: running", w->id);
+    metrics_self = w->metrics;
     scan_worker_start(w);
     event_base_dispatch(w->base);
     g_debug("worker %u: stopped", w->id);
     return NULL;
+}
+
+/* The wire limits of w's generation. */
+static void
+proxy_worker_limits(struct proxy_worker *w)
+{
+    const struct proxy_settings *set = &w->gen->set;
+
+    w->client_limits = wire_default_limits;
+    w->client_limits.max_message = set->max_frame_size;
+    w->client_limits.max_string = MIN(w->client_limits.max_string,
+                                      set->max_frame_size);
+    w->reply_limits = wire_default_limits;
+    w->reply_limits.max_message = set->max_reply_size;
+    w->reply_limits.max_string = set->max_reply_size;
 }
 
 static evutil_socket_t
@@ -441,16 +464,12 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
 {
     w->proxy = p;
     w->id = id;
+    w->gen = p->gen;
+    w->metrics = metrics_worker(p->metrics, id);
     TAILQ_INIT(&w->clients);
     TAILQ_INIT(&w->free_reqs);
     wire_buf_init(&w->scratch);
-    w->client_limits = wire_default_limits;
-    w->client_limits.max_message = p->set.max_frame_size;
-    w->client_limits.max_string = MIN(w->client_limits.max_string,
-                                      p->set.max_frame_size);
-    w->reply_limits = wire_default_limits;
-    w->reply_limits.max_message = p->set.max_reply_size;
-    w->reply_limits.max_string = p->set.max_reply_size;
+    proxy_worker_limits(w);
     w->next_seqid = 1;
 
     w->base = event_base_new();
@@ -486,7 +505,7 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
         return FALSE;
     }
     evconnlistener_set_error_cb(w->listener, proxy_accept_error_cb);
-    w->pool = backend_pool_new(w);
+    w->pool = backend_pool_new(w, &w->gen->set);
     return TRUE;
 }
 
@@ -498,9 +517,11 @@ proxy_worker_deinit(struct proxy_worker *w)
     while (!TAILQ_EMPTY(&w->clients)) {
         client_close(TAILQ_FIRST(&w->clients));
     }
-    if (w->pool != NULL) {
+    while (w->pool != NULL) {
+        struct backend_pool *older = w->pool->older;
+
         backend_pool_free(w->pool);
-        w->pool = NULL;
+        w->pool = older;
     }
     if (w->listener != NULL) {
         evconnlistener_free(w->listener);
@@ -536,10 +557,176 @@ proxy_worker_deinit(struct proxy_worker *w)
     memset(w, 0, sizeof(*w));
 }
 
+/* ---- reload ------------------------------------------------------------ */
+
+/* Runs on w: from now on new requests use gen.  Requests, scanners and
+ * backend connections under way keep what they started with. */
+static void
+proxy_worker_adopt(struct proxy_worker *w, void *arg)
+{
+    struct proxy_gen *gen = arg;
+    struct client *c;
+
+    if (gen->new_pool) {
+        struct backend_pool *pool = backend_pool_new(w, &gen->set);
+
+        /* the old pool keeps serving what it holds (open scanners are
+         * pinned to their server there) and closes connections as they
+         * go idle */
+        pool->older = w->pool;
+        backend_pool_retire(w->pool);
+        __atomic_store_n(&w->pool, pool, __ATOMIC_RELEASE);
+    }
+    w->gen = gen;
+    proxy_worker_limits(w);
+    /* a client's input bound follows max_frame_size, or a larger frame
+     * would never fit its buffer */
+    TAILQ_FOREACH(c, &w->clients, link) {
+        client_apply_limits(c);
+    }
+    g_debug("worker %u: configuration generation %u", w->id, gen->id);
+}
+
+/* Why a reload must not apply: the salt mapping of a table with rows, or
+ * what only a restart can change.  Message for the log. */
+static gboolean
+proxy_reload_check(const struct config *old, const struct config *cfg,
+                   GError **error)
+{
+    g_autofree char *a = NULL;
+    g_autofree char *b = NULL;
+
+    for (size_t i = 0; i < old->n_tables; i++) {
+        const struct config_table *t = &old->tables[i];
+        const struct config_table *n = config_find_table(cfg, t->name,
+                                                         t->name_len);
+
+        if (n == NULL) {
+            a = salt_table_describe(&t->salt);
+            g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                        "[table:%s] was removed: the table's rows are "
+                        "stored salted (%s), and without its section the "
+                        "proxy would pass the table through unsalted, so "
+                        "existing rows would become unreachable; put the "
+                        "section back", t->name, a);
+            return FALSE;
+        }
+        if (!salt_table_equal(&t->salt, &n->salt)) {
+            a = salt_table_describe(&t->salt);
+            b = salt_table_describe(&n->salt);
+            g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                        "[table:%s]: the salt mapping would change from "
+                        "'%s' to '%s': existing rows would become "
+                        "unreachable (a new mapping needs a new table and "
+                        "a copy of the data)", t->name, a, b);
+            return FALSE;
+        }
+    }
+#define PROXY_RESTART_ONLY(changed, what)                                       if (changed) {                                                                  g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,                                     "%s changed: that needs a restart, not a reload", what);         return FALSE;                                                           }
+    a = config_addr_to_string(&old->listen);
+    b = config_addr_to_string(&cfg->listen);
+    PROXY_RESTART_ONLY(strcmp(a, b) != 0, "[proxy] listen")
+    PROXY_RESTART_ONLY(old->workers != cfg->workers, "[proxy] workers")
+    PROXY_RESTART_ONLY(old->protocol != cfg->protocol, "[backend] protocol")
+    PROXY_RESTART_ONLY(old->transport != cfg->transport,
+                       "[backend] transport")
+    g_clear_pointer(&a, g_free);
+    g_clear_pointer(&b, g_free);
+    if (old->admin_enabled) {
+        a = config_addr_to_string(&old->admin_listen);
+    }
+    if (cfg->admin_enabled) {
+        b = config_addr_to_string(&cfg->admin_listen);
+    }
+    PROXY_RESTART_ONLY(g_strcmp0(a, b) != 0, "[admin] listen")
+#undef PROXY_RESTART_ONLY
+    return TRUE;
+}
+
+/* Whether two settings reach the same servers with the same pool. */
+static gboolean
+proxy_same_servers(const struct proxy_settings *a,
+                   const struct proxy_settings *b)
+{
+    if (a->nservers != b->nservers || a->pool_size != b->pool_size) {
+        return FALSE;
+    }
+    for (unsigned i = 0; i < a->nservers; i++) {
+        /* same name, same address: a name that resolves elsewhere now
+         * gets fresh connections */
+        if (strcmp(a->servers[i].name, b->servers[i].name) != 0
+            || a->servers[i].addrlen != b->servers[i].addrlen
+            || memcmp(&a->servers[i].addr, &b->servers[i].addr,
+                      a->servers[i].addrlen) != 0) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+gboolean
+proxy_reload(struct proxy *p, struct config *cfg, GError **error)
+{
+    struct proxy_gen *old = p->gen, *gen;
+    GString *added = g_string_new(NULL);
+
+    if (!proxy_reload_check(old->cfg, cfg, error)) {
+        config_free(cfg);
+        g_string_free(added, TRUE);
+        return FALSE;
+    }
+    gen = g_new0(struct proxy_gen, 1);
+    if (!proxy_settings_load(&gen->set, cfg, error)) {
+        config_free(cfg);
+        g_free(gen);
+        g_string_free(added, TRUE);
+        return FALSE;
+    }
+    gen->id = old->id + 1;
+    gen->cfg = cfg;
+    gen->owns_cfg = TRUE;
+    gen->prev = old;
+    gen->new_pool = !proxy_same_servers(&old->set, &gen->set);
+    metrics_add_config(p->metrics, cfg);
+    for (size_t i = 0; i < cfg->n_tables; i++) {
+        const struct config_table *t = &cfg->tables[i];
+
+        if (config_find_table(old->cfg, t->name, t->name_len) == NULL) {
+            g_string_append_printf(added, "%s%s", added->len > 0 ? ", " : "",
+                                   t->name);
+            /* rows it already holds were written unsalted */
+            g_warning("reload: table %s is salted from now on; rows written "
+                      "to it before, unsalted, are not found through the "
+                      "proxy any more", t->name);
+        }
+    }
+    p->gen = gen;
+    g_atomic_pointer_set(&p->cfg, cfg);
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        proxy_worker_post(&p->workers[i], proxy_worker_adopt, gen);
+    }
+    g_message("reload: applied configuration generation %u from %s: %zu "
+              "salted table%s%s%s, %u backend server%s%s", gen->id,
+              cfg->source != NULL ? cfg->source : "(defaults)",
+              cfg->n_tables, cfg->n_tables == 1 ? "" : "s",
+              added->len > 0 ? ", new: " : "", added->str,
+              gen->set.nservers, gen->set.nservers == 1 ? "" : "s",
+              gen->new_pool ? " (new backend pools; old connections "
+                              "drain)" : "");
+    g_string_free(added, TRUE);
+    return TRUE;
+}
+
+unsigned
+proxy_generation(const struct proxy *p)
+{
+    return p->gen != NULL ? p->gen->id : 0;
+}
+
 /* ---- the process -------------------------------------------------------- */
 
 struct proxy *
-proxy_new(const struct config *cfg, GError **error)
+proxy_new(struct config *cfg, GError **error)
 {
     struct proxy *p;
     struct sockaddr_storage ss;
@@ -560,6 +747,12 @@ proxy_new(const struct config *cfg, GError **error)
         proxy_free(p);
         return NULL;
     }
+    p->gen = g_new0(struct proxy_gen, 1);
+    p->gen->id = 1;
+    p->gen->cfg = cfg;
+    p->gen->set = p->set;
+    p->metrics = metrics_new(p->set.workers);
+    metrics_add_config(p->metrics, cfg);
     if (!proxy_resolve(p->set.listen_host, p->set.listen_port, TRUE, &ss,
                        &sslen, error)) {
         g_prefix_error(error, "[proxy] listen: ");
@@ -658,5 +851,15 @@ proxy_free(struct proxy *p)
     if (p->scans != NULL) {
         scan_table_free(p->scans);
     }
+    while (p->gen != NULL) {
+        struct proxy_gen *prev = p->gen->prev;
+
+        if (p->gen->owns_cfg) {
+            config_free((struct config *)p->gen->cfg);
+        }
+        g_free(p->gen);
+        p->gen = prev;
+    }
+    metrics_free(p->metrics);
     g_free(p);
 }

@@ -21,6 +21,8 @@ struct backend_conn;
 struct proxy_worker;
 struct proxy_req;
 struct scan_table;
+struct metrics;
+struct metrics_worker;
 
 /* Called on the owning worker with the raw reply of an internal request. */
 typedef void (*proxy_sink_fn)(struct proxy_worker *w, struct proxy_req *req);
@@ -69,6 +71,24 @@ struct proxy_settings {
 };
 
 /*
+ * A configuration generation: a config and the settings derived from it.
+ * SIGHUP makes a new one and posts it to every worker, which switches to
+ * it between two events; requests and scanners already under way keep
+ * pointers into the generation they started in (salt policies, server
+ * entries), so no generation is freed before the process exits.  They
+ * are small, and reloads are rare.
+ */
+struct proxy_gen {
+    unsigned id;                    /* 1 at start, +1 per applied reload */
+    const struct config *cfg;       /* what the codec and scans read */
+    struct proxy_settings set;      /* derived from cfg */
+    gboolean new_pool;              /* servers or pool_size differ from
+                                       the previous generation */
+    gboolean owns_cfg;              /* free cfg with the generation */
+    struct proxy_gen *prev;         /* older generation, or NULL */
+};
+
+/*
  * One request on its way.  It sits on two queues at once: its client's
  * FIFO (replies leave in request order) and, while unanswered, the FIFO
  * of the backend connection it was sent on.  Whichever side lets go
@@ -94,6 +114,7 @@ struct proxy_req {
     unsigned done:1;                /* reply is complete and ready */
     int32_t backend_seqid;          /* seqid the backend sees */
     gint64 deadline;                /* monotonic us: fail if not answered */
+    gint64 started;                 /* monotonic us: read from the client */
     struct wire_buf reply;          /* framed for the client when done */
 };
 
@@ -114,7 +135,13 @@ struct proxy_worker {
     gboolean stopping;              /* no new clients or requests */
     TAILQ_HEAD(, client) clients;   /* open client connections */
     unsigned nclients;
-    struct backend_pool *pool;      /* this worker's backend connections */
+    struct backend_pool *pool;      /* backend connections for new
+                                       requests; older pools (reloads)
+                                       hang off pool->older.  Written by
+                                       this worker only, published with a
+                                       release store: the scrape reads it */
+    struct proxy_gen *gen;          /* generation of new requests */
+    struct metrics_worker *metrics; /* this worker's counters */
     struct proxy_req_queue free_reqs; /* recycled request objects */
     unsigned nfree_reqs;
     struct wire_buf scratch;        /* codec output before it is queued */
@@ -132,8 +159,14 @@ struct proxy_worker {
  * state (a later scanner-id table) hangs, under its own lock.
  */
 struct proxy {
-    const struct config *cfg;       /* codec's view; outlives the proxy */
-    struct proxy_settings set;
+    const struct config *cfg;       /* newest generation's config; workers
+                                       read w->gen->cfg instead */
+    struct proxy_settings set;      /* startup settings: what a reload
+                                       cannot change (listen, workers,
+                                       backend protocol and transport);
+                                       the rest is in w->gen->set */
+    struct proxy_gen *gen;          /* newest generation (main thread) */
+    struct metrics *metrics;        /* counters of every worker */
     unsigned nworkers;
     struct proxy_worker *workers;
     uint16_t port;                  /* bound port (listen_port or picked) */
@@ -145,9 +178,32 @@ gboolean proxy_settings_load(struct proxy_settings *set,
                              const struct config *cfg, GError **error)
     G_GNUC_WARN_UNUSED_RESULT;
 
-/* Builds workers and binds their listeners; nothing runs yet. */
-struct proxy *proxy_new(const struct config *cfg, GError **error)
+/* Builds workers and binds their listeners; nothing runs yet.  cfg stays
+ * the caller's and must outlive the proxy; its tables get their metrics
+ * slots (config_table.stats_id). */
+struct proxy *proxy_new(struct config *cfg, GError **error)
     G_GNUC_WARN_UNUSED_RESULT;
+
+/*
+ * SIGHUP: makes cfg (taken over, also on failure) the next generation
+ * and posts it to every worker.  Refused, with the reason in error, when
+ * it would change the salt mapping of a salted table (including dropping
+ * its section) or a setting that needs a restart; the running
+ * generation stays.  Main thread.
+ */
+gboolean proxy_reload(struct proxy *p, struct config *cfg, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
+
+/* The newest generation's id.  Main thread. */
+unsigned proxy_generation(const struct proxy *p);
+
+/* w's current backend pool; safe from any thread (pools live until
+ * proxy_free). */
+static inline struct backend_pool *
+proxy_worker_pool(struct proxy_worker *w)
+{
+    return __atomic_load_n(&w->pool, __ATOMIC_ACQUIRE);
+}
 /* Starts the worker threads. */
 gboolean proxy_start(struct proxy *p, GError **error)
     G_GNUC_WARN_UNUSED_RESULT;

@@ -1,0 +1,150 @@
+/* metrics.h: counters and histograms kept per worker, summed on scrape. */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "wire.h"
+
+struct hbase1_method;
+struct proxy;
+
+/*
+ * Every counter has one writer, the worker thread that owns it, and one
+ * reader, the main thread rendering /metrics.  Both sides use relaxed
+ * atomic loads and stores: no locked instruction on the hot path, no
+ * torn or undefined reads on the scrape.  A scrape is a sum of values
+ * each read at a slightly different instant, which Prometheus counters
+ * tolerate by design.
+ */
+#define METRICS_ADD(field, n)                                              \
+    __atomic_store_n(&(field),                                            \
+                     __atomic_load_n(&(field), __ATOMIC_RELAXED) + (n),   \
+                     __ATOMIC_RELAXED)
+#define METRICS_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+/* Request latency: fixed log-spaced upper bounds, 100 us to 10 s, +Inf. */
+#define METRICS_LAT_BUCKETS 16
+/* Scan fan-out width: 1, 2, 4 ... 256, +Inf buckets. */
+#define METRICS_FANOUT_BUCKETS 9
+/* Salted tables with per-bucket counters; later ones are not counted. */
+#define METRICS_MAX_TABLES 4096
+
+/* One Thrift method's counters on one worker. */
+struct metrics_method {
+    guint64 requests;                       /* replies written */
+    guint64 errors;                         /* of which exceptions */
+    guint64 lat[METRICS_LAT_BUCKETS + 1];   /* per bucket, not cumulative */
+    guint64 lat_sum_us;
+};
+
+/* One worker's counters: written only by that worker's thread. */
+struct metrics_worker {
+    struct metrics_method *methods;         /* by hbase1 method index */
+    guint64 accepted;                       /* client connections taken */
+    guint64 refused;                        /* over max_connections etc. */
+    guint64 bytes_in;                       /* client request bytes */
+    guint64 bytes_out;                      /* client reply bytes */
+    guint64 scans;                          /* scanners opened */
+    guint64 scan_rows;                      /* rows merged from buckets */
+    guint64 fanout[METRICS_FANOUT_BUCKETS + 1]; /* scans by width */
+    guint64 fanout_sum;                     /* buckets over all scans */
+    /* per salted table (stats_id - 1): 2 * buckets counters, requests of
+     * each bucket then rows of each bucket; allocated by the main thread
+     * before any config naming the table reaches a worker */
+    guint64 *tables[METRICS_MAX_TABLES];
+};
+
+/* The worker counters of the calling thread; NULL outside workers. */
+extern __thread struct metrics_worker *metrics_self;
+
+/* The process's metrics; created with the proxy, main thread only. */
+struct metrics;
+
+struct metrics *metrics_new(unsigned nworkers);
+void metrics_free(struct metrics *m);
+struct metrics_worker *metrics_worker(struct metrics *m, unsigned id);
+
+/* Gives every salted table of cfg a counter slot (tables keep theirs
+ * across reloads by name: their bucket count cannot change). */
+void metrics_add_config(struct metrics *m, struct config *cfg);
+
+/* Reload bookkeeping for hsp_config_*. */
+typedef enum {
+    METRICS_RELOAD_APPLIED = 0,
+    METRICS_RELOAD_REFUSED,      /* valid file, change not allowed */
+    METRICS_RELOAD_INVALID,      /* file did not load */
+} metrics_reload_t;
+void metrics_reload(struct metrics *m, metrics_reload_t result);
+
+/* Results of the admin endpoint's probe round: reset, then one per
+ * server of the newest generation. */
+void metrics_backend_up_reset(struct metrics *m);
+void metrics_backend_up(struct metrics *m, const char *server, gboolean up);
+
+/* Prometheus text exposition format 0.0.4 of everything. */
+void metrics_render(struct metrics *m, struct proxy *p, GString *out);
+
+/* ---- hooks: one line at the place that knows --------------------------- */
+
+/* A reply of method leaves for its client after us_taken; error when it
+ * is an exception (see metrics_reply_is_error). */
+void metrics_request_done(struct metrics_worker *mw,
+                          const struct hbase1_method *method,
+                          gint64 us_taken, gboolean error);
+
+/* Whether a client reply (no frame header) is an exception: a
+ * TApplicationException or a result struct whose first field is not the
+ * success field 0.  Reads a few header bytes only. */
+gboolean metrics_reply_is_error(wire_proto_t proto, const uint8_t *msg,
+                                size_t len);
+
+static inline guint64 *
+metrics_table_block(struct metrics_worker *mw, const struct salt_table *salt)
+{
+    /* every salt the codec and the scan engine see lives in a config */
+    const struct config_table *t =
+        (const struct config_table *)((const char *)salt
+                                      - G_STRUCT_OFFSET(struct config_table,
+                                                        salt));
+
+    return t->stats_id != 0 ? mw->tables[t->stats_id - 1] : NULL;
+}
+
+/* A row key of a salted table went to bucket (a salted point request, or
+ * one bucket's scanner open or fetch). */
+static inline void
+metrics_bucket_request(const struct salt_table *salt, uint32_t bucket)
+{
+    struct metrics_worker *mw = metrics_self;
+    guint64 *blk;
+
+    if (mw != NULL && (blk = metrics_table_block(mw, salt)) != NULL) {
+        METRICS_ADD(blk[bucket], 1);
+    }
+}
+
+/* A row of a salted table came back from bucket. */
+static inline void
+metrics_bucket_row(const struct salt_table *salt, uint32_t bucket)
+{
+    struct metrics_worker *mw = metrics_self;
+    guint64 *blk;
+
+    if (mw != NULL && (blk = metrics_table_block(mw, salt)) != NULL) {
+        METRICS_ADD(blk[salt->buckets + bucket], 1);
+    }
+}
+
+/* A merged scan opened over width buckets. */
+void metrics_scan_open(unsigned width);
+
+/* A merged scan handed one row to its client. */
+static inline void
+metrics_scan_row(void)
+{
+    if (metrics_self != NULL) {
+        METRICS_ADD(metrics_self->scan_rows, 1);
+    }
+}

@@ -1,0 +1,267 @@
+"""opslib: what the operations tests share: hbase-emu and the proxy as
+processes, Thrift clients, the admin endpoint, Prometheus text parsing.
+Run with Debian's /usr/bin/python3 (python3-thrift)."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+Hbase = T = None
+TSocket = TTransport = TBinaryProtocol = None
+
+
+def load_thrift(pydir):
+    global Hbase, T, TSocket, TTransport, TBinaryProtocol
+    sys.path.insert(0, pydir)
+    from hbase1 import Hbase as _Hbase, ttypes as _T
+    from thrift.transport import TSocket as _S, TTransport as _TT
+    from thrift.protocol import TBinaryProtocol as _B
+    Hbase, T = _Hbase, _T
+    TSocket, TTransport, TBinaryProtocol = _S, _TT, _B
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError('timed out waiting for ' + what)
+
+
+def can_connect(port):
+    try:
+        socket.create_connection(('127.0.0.1', port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+class Emu(object):
+    """hbase-emu on an ephemeral port with the tables the tests use."""
+
+    def __init__(self, binary, workdir, name='emu',
+                 tables=('t:d', 'u:d', 'plain:d'), extra=()):
+        self.port_file = os.path.join(workdir, name + '.port')
+        self.log = open(os.path.join(workdir, name + '.log'), 'ab')
+        args = [binary, '--listen', '127.0.0.1:0', '--port-file',
+                self.port_file]
+        for t in tables:
+            args += ['--create-table', t]
+        args += list(extra)
+        self.proc = subprocess.Popen(args, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+
+        def read_port():
+            try:
+                with open(self.port_file) as f:
+                    return f.read().strip()
+            except OSError:
+                return ''
+        self.port = int(wait_for(read_port, 10, name + ' port'))
+        wait_for(lambda: can_connect(self.port), 10, name + ' listening')
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+        self.log.close()
+
+
+def proxy_conf(port, servers, admin_port=None, tables=None, extra_proxy='',
+               extra_backend=''):
+    """A config file's text.  tables: {name: 'key = value\\n...'}."""
+    if tables is None:
+        tables = {'t': 'buckets = 8\nsalt_format = hex\n'
+                       'salt_separator = -\n'}
+    text = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n%s'
+            '[backend]\nservers = %s\nconnect_timeout_ms = 500\n'
+            'request_timeout_ms = 3000\npool_size = 2\n%s'
+            % (port, extra_proxy,
+               ', '.join('127.0.0.1:%d' % s for s in servers), extra_backend))
+    if admin_port is not None:
+        text += '[admin]\nlisten = 127.0.0.1:%d\n' % admin_port
+    for name, body in tables.items():
+        text += '[table:%s]\n%s' % (name, body)
+    return text
+
+
+class Proxy(object):
+    """The daemon with a config file of its own; log in self.log_path."""
+
+    def __init__(self, binary, workdir, conf_text, port, admin_port=None,
+                 env=None, wait=True):
+        self.port = port
+        self.admin_port = admin_port
+        self.conf = os.path.join(workdir, 'proxy-%d.conf' % port)
+        self.write_conf(conf_text)
+        self.log_path = os.path.join(workdir, 'proxy-%d.log' % port)
+        self.log = open(self.log_path, 'wb')
+        full_env = dict(os.environ)
+        full_env.pop('NOTIFY_SOCKET', None)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen([binary, '-c', self.conf,
+                                      '--log-level', 'info'],
+                                     stdout=self.log,
+                                     stderr=subprocess.STDOUT, env=full_env)
+        if wait:
+            # the admin endpoint binds after the proxy's listeners
+            wait_for(lambda: not self.alive() or (
+                can_connect(port)
+                and (admin_port is None or can_connect(admin_port))), 10,
+                'proxy listening')
+            assert self.alive(), 'proxy exited; log: ' + self.log_text()
+
+    def write_conf(self, text):
+        # rename: a reload never sees a half-written file
+        tmp = self.conf + '.tmp'
+        with open(tmp, 'w') as f:
+            f.write(text)
+        os.rename(tmp, self.conf)
+
+    def log_text(self):
+        with open(self.log_path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def wait_log(self, pattern, timeout=10, after=0):
+        """Waits for a log line matching pattern past offset after."""
+        rx = re.compile(pattern)
+
+        def found():
+            for line in self.log_text()[after:].splitlines():
+                if rx.search(line):
+                    return line
+            return None
+        return wait_for(found, timeout, 'log line /%s/ in %s'
+                        % (pattern, self.log_path))
+
+    def log_size(self):
+        return len(self.log_text())
+
+    def hup(self):
+        self.proc.send_signal(signal.SIGHUP)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc.poll() is not None:
+            self.log.close()
+            return self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError('proxy did not stop on SIGTERM')
+        finally:
+            self.log.close()
+
+    # ---- admin endpoint
+
+    def http(self, path):
+        """(status, body text) of GET path on the admin endpoint."""
+        url = 'http://127.0.0.1:%d%s' % (self.admin_port, path)
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def metrics(self):
+        status, body = self.http('/metrics')
+        assert status == 200, (status, body)
+        return parse_metrics(body)
+
+    def generation(self):
+        return int(self.metrics()[('hsp_config_generation', ())])
+
+    def wait_generation(self, gen, timeout=10):
+        wait_for(lambda: self.generation() == gen, timeout,
+                 'configuration generation %d' % gen)
+
+
+_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text):
+    """{(name, ((label, value), ...)): float}; checks the format strictly
+    enough that a malformed line fails the test."""
+    out = {}
+    typed = set()
+    for line in text.splitlines():
+        if line.startswith('# TYPE '):
+            typed.add(line.split()[2])
+            continue
+        if line.startswith('#') or not line:
+            continue
+        m = _LINE.match(line)
+        assert m, 'not a Prometheus sample line: %r' % line
+        name, labels, value = m.group(1), m.group(3) or '', m.group(4)
+        base = re.sub(r'_(bucket|sum|count)$', '', name)
+        assert name in typed or base in typed, 'sample without TYPE: ' + line
+        key = (name, tuple(sorted(_LABEL.findall(labels))))
+        assert key not in out, 'duplicate series: ' + line
+        out[key] = float(value)
+    return out
+
+
+def series(metrics, name, **labels):
+    """Every sample of name whose labels include labels: {labels: v}."""
+    want = set(labels.items())
+    return {k[1]: v for k, v in metrics.items()
+            if k[0] == name and want <= set(k[1])}
+
+
+def client(port, timeout=10.0):
+    sock = TSocket.TSocket('127.0.0.1', port)
+    sock.setTimeout(timeout * 1000)
+    trans = TTransport.TBufferedTransport(sock)
+    c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(trans))
+    trans.open()
+    c._trans = trans
+    return c
+
+
+def put(c, table, row, value):
+    c.mutateRow(table, row, [T.Mutation(column=b'd:a', value=value)], {})
+
+
+def get(c, table, row):
+    rows = c.getRow(table, row, {})
+    return rows[0].columns[b'd:a'].value if rows else None
+
+
+def physical_rows(port, table):
+    """Every row key of table as stored, straight from a backend."""
+    c = client(port)
+    try:
+        sid = c.scannerOpenWithScan(table, T.TScan(caching=1000), {})
+        rows = []
+        while True:
+            batch = c.scannerGetList(sid, 1000)
+            if not batch:
+                break
+            rows += [r.row for r in batch]
+        c.scannerClose(sid)
+        return rows
+    finally:
+        c._trans.close()

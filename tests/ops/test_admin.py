@@ -1,0 +1,325 @@
+"""The admin endpoint: /metrics (Prometheus text) shows per-bucket counters
+moving as a workload runs, method counters, errors and latency, scans and
+their fan-out, clients and bytes, backends; /healthz follows the backends;
+/config round-trips through --check-config; logging keeps row data out.
+
+  /usr/bin/python3 tests/ops/test_admin.py --proxy BUILD/daemon/hbase-salt-proxy \\
+      --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py [unittest args]
+"""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import opslib  # noqa: E402
+from opslib import series, wait_for  # noqa: E402
+
+ARGS = None
+BUCKETS = 8
+T_TABLE = 'buckets = 8\nsalt_format = hex\nsalt_separator = -\n'
+# bytes /config must escape to load back the same: NUL, ':', ' ', '\\'
+W_TABLE = ('buckets = 300\nsalt_format = decimal\n'
+           'salt_separator = \\x00:\\s\\\\\n'
+           'hash_part = delimiter:\\x3a\\s#:2\n')
+
+
+class AdminTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix='hsp-ops-admin-')
+        cls.emu = opslib.Emu(ARGS.emu, cls.dir)
+        port, admin = opslib.free_port(), opslib.free_port()
+        cls.proxy = opslib.Proxy(
+            ARGS.proxy, cls.dir,
+            opslib.proxy_conf(port, [cls.emu.port], admin_port=admin,
+                              tables={'t': T_TABLE, 'ns:w': W_TABLE}),
+            port, admin_port=admin)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            if cls.proxy.alive():
+                assert cls.proxy.stop() == 0
+        finally:
+            cls.emu.close()
+        if not os.environ.get('HSP_KEEP_LOGS'):
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def tearDown(self):
+        self.assertTrue(self.proxy.alive(), 'the proxy died; log in '
+                        + self.proxy.log_path)
+
+    def buckets(self, m, name):
+        s = series(m, name, table='t')
+        self.assertEqual(len(s), BUCKETS, s)
+        return [s[tuple(sorted({'table': 't', 'bucket': str(b)}.items()))]
+                for b in range(BUCKETS)]
+
+    def test_1_per_bucket_counters_move(self):
+        before = self.proxy.metrics()
+        req0 = self.buckets(before, 'hsp_bucket_requests_total')
+        rows0 = self.buckets(before, 'hsp_bucket_rows_total')
+        c = opslib.client(self.proxy.port)
+        keys = [('user%04d' % i).encode() for i in range(400)]
+        for k in keys:
+            opslib.put(c, b't', k, b'v' + k)
+        mid = self.proxy.metrics()
+        req1 = self.buckets(mid, 'hsp_bucket_requests_total')
+        # each put salts one key: 400 requests spread over the buckets
+        self.assertEqual(sum(req1) - sum(req0), len(keys))
+        moved = [b for b in range(BUCKETS) if req1[b] > req0[b]]
+        self.assertEqual(len(moved), BUCKETS, (req0, req1))
+        for b in range(BUCKETS):
+            # xxh3 spreads 400 keys: no bucket near empty or near all
+            self.assertTrue(15 < req1[b] - req0[b] < 110, (b, req0, req1))
+
+        # the per-bucket split agrees with --explain-key for a sample key
+        out = subprocess.run([ARGS.proxy, '-c', self.proxy.conf,
+                              '--explain-key', 't', 'user0007'],
+                             capture_output=True, text=True).stdout
+        bucket = int(out.split('bucket:')[1].split()[0])
+        before_one = self.buckets(self.proxy.metrics(),
+                                  'hsp_bucket_requests_total')
+        self.assertEqual(opslib.get(c, b't', b'user0007'), b'vuser0007')
+        after_one = self.buckets(self.proxy.metrics(),
+                                 'hsp_bucket_requests_total')
+        self.assertEqual([a - b for a, b in zip(after_one, before_one)],
+                         [1 if b == bucket else 0 for b in range(BUCKETS)])
+
+        # a full scan reads every bucket and returns every row once
+        sid = c.scannerOpenWithScan(b't', opslib.T.TScan(caching=50), {})
+        got = []
+        while True:
+            batch = c.scannerGetList(sid, 100)
+            if not batch:
+                break
+            got += [r.row for r in batch]
+        c.scannerClose(sid)
+        self.assertEqual(got, sorted(keys))
+        after = self.proxy.metrics()
+        rows1 = self.buckets(after, 'hsp_bucket_rows_total')
+        # the get's row plus every scanned row, bucket by bucket
+        self.assertEqual(sum(rows1) - sum(rows0), len(keys) + 1)
+        self.assertTrue(all(rows1[b] > rows0[b] for b in range(BUCKETS)))
+        self.assertGreaterEqual(
+            after[('hsp_scan_merged_rows_total', ())]
+            - before[('hsp_scan_merged_rows_total', ())], len(keys))
+        self.assertGreaterEqual(after[('hsp_scans_total', ())]
+                                - before[('hsp_scans_total', ())], 1)
+        # the scan opened 8 bucket scanners: the width histogram has it
+        self.assertGreaterEqual(
+            after[('hsp_scan_fanout_width_bucket', (('le', '8'),))]
+            - after[('hsp_scan_fanout_width_bucket', (('le', '4'),))], 1)
+        c._trans.close()
+
+    def test_2_methods_errors_latency(self):
+        c = opslib.client(self.proxy.port)
+        opslib.put(c, b'plain', b'r', b'v')
+        opslib.get(c, b'plain', b'r')
+        with self.assertRaises(opslib.T.IOError):
+            c.getRow(b'no_such_table', b'r', {})
+        m = self.proxy.metrics()
+        self.assertGreaterEqual(m[('hsp_requests_total',
+                                   (('method', 'getRow'),))], 2)
+        self.assertGreaterEqual(m[('hsp_request_errors_total',
+                                   (('method', 'getRow'),))], 1)
+        self.assertEqual(m[('hsp_request_errors_total',
+                            (('method', 'mutateRow'),))], 0)
+        count = m[('hsp_request_duration_seconds_count',
+                   (('method', 'getRow'),))]
+        inf = m[('hsp_request_duration_seconds_bucket',
+                 (('le', '+Inf'), ('method', 'getRow')))]
+        self.assertEqual(count, m[('hsp_requests_total',
+                                   (('method', 'getRow'),))])
+        self.assertEqual(count, inf)
+        # cumulative buckets never decrease
+        b = series(m, 'hsp_request_duration_seconds_bucket', method='getRow')
+        les = sorted(b, key=lambda k: float(dict(k)['le']))
+        vals = [b[k] for k in les]
+        self.assertEqual(vals, sorted(vals))
+        self.assertGreaterEqual(m[('hsp_client_connections', ())], 1)
+        self.assertGreater(m[('hsp_client_received_bytes_total', ())], 0)
+        self.assertGreater(m[('hsp_client_sent_bytes_total', ())], 0)
+        self.assertGreaterEqual(
+            m[('hsp_client_connections_accepted_total', ())], 1)
+        c._trans.close()
+
+    def test_3_backends_and_scanners(self):
+        c = opslib.client(self.proxy.port)
+        sid = c.scannerOpenWithScan(b't', opslib.T.TScan(caching=1), {})
+        m = self.proxy.metrics()
+        server = '127.0.0.1:%d' % self.emu.port
+        self.assertEqual(m[('hsp_scanners_open', ())], 1)
+        self.assertGreater(m[('hsp_backend_connections',
+                              (('server', server),))], 0)
+        self.assertGreater(m[('hsp_backend_requests_total',
+                              (('server', server),))], 0)
+        self.assertIn(('hsp_backend_inflight_requests',
+                       (('server', server),)), m)
+        c.scannerClose(sid)
+        self.assertEqual(self.proxy.metrics()[('hsp_scanners_open', ())], 0)
+        wait_for(lambda: self.proxy.metrics().get(
+            ('hsp_backend_up', (('server', server),))) == 1, 10,
+            'backend probe')
+        m = self.proxy.metrics()
+        self.assertEqual(m[('hsp_config_generation', ())], 1)
+        self.assertEqual(m[('hsp_config_last_reload_success', ())], 1)
+        self.assertEqual(m[('hsp_workers', ())], 2)
+        c._trans.close()
+
+    def test_4_healthz_and_config(self):
+        wait_for(lambda: self.proxy.http('/healthz')[0] == 200, 10,
+                 '/healthz 200')
+        status, body = self.proxy.http('/healthz')
+        self.assertEqual(body, 'ok: 1 of 1 backend servers answer\n')
+        status, body = self.proxy.http('/config')
+        self.assertEqual(status, 200)
+        self.assertIn('# generation 1\n', body)
+        self.assertIn('[table:t]\nbuckets = 8\nsalt_format = hex\n'
+                      'salt_separator = -\nhash_part = whole\n', body)
+        self.assertIn('servers = 127.0.0.1:%d\n' % self.emu.port, body)
+        # the effective config is a file the proxy loads
+        path = os.path.join(self.dir, 'effective.conf')
+        with open(path, 'w') as f:
+            f.write(body)
+        r = subprocess.run([ARGS.proxy, '-c', path, '--check-config'],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # ... with the same salt policies, odd bytes included
+        for conf in (self.proxy.conf, path):
+            out = subprocess.run([ARGS.proxy, '-c', conf, '--explain-key',
+                                  'ns:w', 'a: #b: #c'], capture_output=True,
+                                 text=True, check=True).stdout
+            if conf == path:
+                self.assertEqual(out, first)
+            first = out
+        self.assertIn('hashed part:    a: #b (5 of 9 bytes)', first)
+        self.assertEqual(self.proxy.http('/nope')[0], 404)
+
+    def test_5_no_row_data_in_info_log(self):
+        log = self.proxy.log_text()
+        self.assertIn('admin endpoint on http://127.0.0.1:%d/'
+                      % self.proxy.admin_port, log)
+        self.assertNotIn('user00', log)
+        self.assertNotIn('debug:', log)
+
+
+class HealthDownTest(unittest.TestCase):
+    """/healthz is 503 while no backend answers, 200 once one does."""
+
+    def test_healthz_follows_backend(self):
+        d = tempfile.mkdtemp(prefix='hsp-ops-health-')
+        dead = opslib.free_port()
+        port, admin = opslib.free_port(), opslib.free_port()
+        proxy = opslib.Proxy(ARGS.proxy, d,
+                             opslib.proxy_conf(port, [dead],
+                                               admin_port=admin),
+                             port, admin_port=admin)
+        try:
+            wait_for(lambda: proxy.http('/healthz')[0] == 503
+                     and 'unavailable' in proxy.http('/healthz')[1], 10,
+                     '/healthz 503')
+            m = proxy.metrics()
+            self.assertEqual(m[('hsp_backend_up',
+                                (('server', '127.0.0.1:%d' % dead),))], 0)
+        finally:
+            self.assertEqual(proxy.stop(), 0)
+            if not os.environ.get('HSP_KEEP_LOGS'):
+                shutil.rmtree(d, ignore_errors=True)
+
+
+class PresplitTest(unittest.TestCase):
+    """--split-keys gives HBase shell SPLITS that put each bucket in a
+    region of its own: checked on hbase-emu split at exactly those keys,
+    region by region against the proxy's per-bucket counters."""
+
+    def check_format(self, fmt, buckets):
+        d = tempfile.mkdtemp(prefix='hsp-ops-split-')
+        table = ('buckets = %d\nsalt_format = %s\nsalt_separator = -\n'
+                 % (buckets, fmt))
+        conf = os.path.join(d, 'split.conf')
+        with open(conf, 'w') as f:
+            f.write(opslib.proxy_conf(9090, [9091], tables={'t': table}))
+        out = subprocess.run([ARGS.proxy, '-c', conf, '--split-keys', 't'],
+                             capture_output=True, text=True, check=True)
+        self.assertTrue(out.stdout.startswith('SPLITS => ["'), out.stdout)
+        keys = re.findall(r'"([^"]*)"', out.stdout)
+        self.assertEqual(len(keys), buckets - 1)
+        stats = os.path.join(d, 'stats.txt')
+        emu = opslib.Emu(ARGS.emu, d, extra=['--split-keys', ','.join(keys),
+                                             '--stats-file', stats])
+        port, admin = opslib.free_port(), opslib.free_port()
+        proxy = opslib.Proxy(ARGS.proxy, d,
+                             opslib.proxy_conf(port, [emu.port],
+                                               admin_port=admin,
+                                               tables={'t': table}),
+                             port, admin_port=admin)
+        try:
+            c = opslib.client(port)
+            for i in range(20 * buckets):
+                opslib.put(c, b't', ('key%05d' % i).encode(), b'v')
+            c._trans.close()
+            per_bucket = series(proxy.metrics(), 'hsp_bucket_requests_total',
+                                table='t')
+            want = [per_bucket[tuple(sorted({'table': 't',
+                                             'bucket': str(b)}.items()))]
+                    for b in range(buckets)]
+            emu.proc.send_signal(signal.SIGUSR1)
+
+            def regions():
+                try:
+                    with open(stats) as f:
+                        text = f.read()
+                except OSError:
+                    return None
+                got = {}
+                for line in text.splitlines():
+                    m = re.match(r'region table=t index=(\d+) .*'
+                                 r'cells_written=(\d+)', line)
+                    if m:
+                        got[int(m.group(1))] = int(m.group(2))
+                return got if len(got) == buckets else None
+            got = wait_for(regions, 10, 'hbase-emu stats')
+            # region i holds bucket i, nothing else
+            self.assertEqual([got[i] for i in range(buckets)], want)
+            self.assertTrue(all(w > 0 for w in want), want)
+        finally:
+            self.assertEqual(proxy.stop(), 0)
+            emu.close()
+            if not os.environ.get('HSP_KEEP_LOGS'):
+                shutil.rmtree(d, ignore_errors=True)
+
+    def test_byte(self):
+        self.check_format('byte', 16)
+
+    def test_hex(self):
+        self.check_format('hex', 16)
+
+    def test_decimal(self):
+        self.check_format('decimal', 12)
+
+    def test_byte_wide(self):
+        # more than 256 buckets: two-byte salts
+        self.check_format('byte', 300)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--proxy', required=True)
+    ap.add_argument('--emu', required=True)
+    ap.add_argument('--pydir', required=True)
+    ARGS, rest = ap.parse_known_args()
+    opslib.load_thrift(ARGS.pydir)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == '__main__':
+    main()
