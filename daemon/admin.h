@@ -20,8 +20,8 @@ typedef enum {
 /*
  * Serves on listen from base, the main thread's loop: a scrape reads the
  * workers' counters without stopping them (metrics.h), and never takes a
- * worker's time.  Also probes every backend of the newest generation
- * every few seconds with a Thrift call, for /healthz and hsp_backend_up.
+ * worker's time.  /healthz reports the backend health the workers
+ * route by (backend.h: UP/DOWN, probed by a thread of its own).
  */
 struct admin *admin_new(struct event_base *base, struct proxy *p,
                         const struct config_addr *listen, GError **error)

@@ -2,11 +2,13 @@
 #include "backend.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include <event2/buffer.h>
+#include <event2/thread.h>
 
 #include "metrics.h"
 
@@ -27,10 +29,98 @@
 #define BACKEND_IDLE_CLOSE_MS 50000
 /* Bytes in an IOError message we build. */
 #define BACKEND_MSG_MAX 256
+/*
+ * Health.  A server is DOWN after this many consecutive failures
+ * (connect refused or timed out, request timed out, connection lost with
+ * requests on it); any reply resets the count.  Not a config key: it
+ * decides how soon traffic leaves a broken server, and the debounce
+ * below already keeps one burst from counting three times.
+ */
+#define BACKEND_DOWN_AFTER 3
+/*
+ * One outage hits every connection of a server at once (a kill resets
+ * them all, a stall times out every pipelined batch together): failures
+ * closer together than this count once, so DOWN takes three separate
+ * observations and one hiccup never ejects a server.
+ */
+#define BACKEND_FAIL_DEBOUNCE_MS 100
+/* A DOWN server (or one that just failed a probe) is probed this often;
+ * it is UP again within this long of answering. */
+#define BACKEND_PROBE_DOWN_MS 250
+/* An UP server is probed this often, so an idle dead one is noticed. */
+#define BACKEND_PROBE_UP_MS 5000
+/* A probe without a reply after this long failed (capped further by
+ * request_timeout_ms). */
+#define BACKEND_PROBE_TIMEOUT_MS 4000
+
+/* What the health of a server can be (backend_health.state). */
+enum { BACKEND_UP = 0, BACKEND_DOWN = 1 };
+
+/*
+ * One server's health.  state, failures and last_fail are atomics that
+ * the workers read and write; why is under lock; the probe fields belong
+ * to the probe thread.  Entries live until the process exits.
+ */
+struct backend_health {
+    struct backend_health_table *table;
+    char name[128];                 /* "host:port" */
+    struct sockaddr_storage addr;   /* newest resolution (probe thread) */
+    socklen_t addrlen;
+    gint state;                     /* BACKEND_UP or BACKEND_DOWN */
+    gint failures;                  /* consecutive, debounced */
+    gint64 last_fail;               /* monotonic us of the last counted */
+    gint current;                   /* in the newest generation */
+    gint probed;                    /* a probe has finished */
+    gint probe_now;                 /* just went DOWN: probe at once */
+    GMutex lock;                    /* guards why, down_at */
+    char why[160];                  /* the last failure */
+    gint64 down_at;                 /* monotonic us it went DOWN */
+    struct bufferevent *probe;      /* probe in flight, or NULL */
+    gint64 next_probe;              /* monotonic us */
+};
+
+/* Every server ever configured, and the probe thread. */
+struct backend_health_table {
+    GMutex lock;                    /* guards entries and addresses */
+    GPtrArray *entries;             /* struct backend_health * */
+    wire_proto_t proto;             /* restart-only settings */
+    gboolean framed;
+    unsigned request_timeout_ms;    /* of the newest generation */
+    struct event_base *base;        /* the probe thread's loop */
+    struct event *tick;             /* starts due probes */
+    struct event *wake;             /* a worker marked a server DOWN */
+    struct event *stop_ev;          /* ends the loop, from any thread */
+    pthread_t thread;
+    gboolean running;
+    int32_t seqid;
+};
 
 static void backend_read_cb(struct bufferevent *bev, void *arg);
 static void backend_event_cb(struct bufferevent *bev, short what, void *arg);
 static void backend_timer_cb(evutil_socket_t fd, short what, void *arg);
+static struct backend_health *
+backend_health_lookup(struct backend_health_table *t, const char *name);
+static void backend_health_failed(struct backend_health *h, const char *why);
+static void backend_submit_at(struct backend_pool *pool,
+                              struct proxy_req *req, const uint8_t *msg,
+                              size_t len, int avoid, gboolean fresh);
+
+/* Whether s takes requests: not DOWN. */
+static gboolean
+backend_server_up(const struct backend_server *s)
+{
+    return g_atomic_int_get(&s->health->state) == BACKEND_UP;
+}
+
+/* A reply came: the server answers. */
+static void
+backend_health_ok(struct backend_health *h)
+{
+    /* read first: the hot path writes nothing while all is well */
+    if (g_atomic_int_get(&h->failures) != 0) {
+        g_atomic_int_set(&h->failures, 0);
+    }
+}
 
 static struct proxy_worker *
 backend_worker(const struct backend_conn *conn)
@@ -63,6 +153,7 @@ backend_pool_new(struct proxy_worker *w, const struct proxy_settings *set)
 
         s->pool = pool;
         s->srv = &set->servers[i];
+        s->health = backend_health_lookup(w->proxy->health, s->srv->name);
         s->conns = g_new0(struct backend_conn, set->pool_size);
         for (j = 0; j < set->pool_size; j++) {
             struct backend_conn *conn = &s->conns[j];
@@ -230,16 +321,61 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
     }
 }
 
-/* A connect attempt failed: remember why, and hold off the server. */
+/*
+ * A connect attempt failed: remember why, hold off the server, and move
+ * the requests queued behind the connect to another server.  None of
+ * them reached the server (there was no connection), so moving them
+ * cannot apply a write twice; only those pinned to this server (scanner
+ * calls) fail here.
+ */
 static void
 backend_connect_failed(struct backend_conn *conn, const char *why)
 {
     struct backend_server *s = conn->server;
+    struct backend_pool *pool = s->pool;
+    struct proxy_req_queue moved;
+    struct proxy_req *req, *next;
+    struct wire_buf bytes;
+    size_t off = 0;
+    gint64 now = proxy_now();
 
-    s->retry_at = proxy_now() + (gint64)BACKEND_RETRY_MS * 1000;
+    s->retry_at = now + (gint64)BACKEND_RETRY_MS * 1000;
     METRICS_ADD(s->stats.connect_failures, 1);
     g_snprintf(s->last_error, sizeof(s->last_error), "%s", why);
+    backend_health_failed(s->health, why);
+    TAILQ_INIT(&moved);
+    wire_buf_init(&bytes);
+    if (pool->nservers > 1 && conn->bev != NULL) {
+        struct evbuffer *out = bufferevent_get_output(conn->bev);
+
+        /* the output buffer holds their messages, in queue order */
+        for (req = TAILQ_FIRST(&conn->pending); req != NULL; req = next) {
+            next = TAILQ_NEXT(req, backend_link);
+            if (evbuffer_get_length(out) < req->backend_len) {
+                break;
+            }
+            if (req->server >= 0 || req->deadline <= now) {
+                evbuffer_drain(out, req->backend_len);
+                continue;
+            }
+            evbuffer_remove(out, wire_buf_reserve(&bytes, req->backend_len),
+                            req->backend_len);
+            bytes.len += req->backend_len;
+            TAILQ_REMOVE(&conn->pending, req, backend_link);
+            conn->npending--;
+            METRICS_ADD(s->stats.inflight, -1);
+            TAILQ_INSERT_TAIL(&moved, req, backend_link);
+        }
+    }
     backend_conn_fail(conn, why, why, TRUE);
+    while ((req = TAILQ_FIRST(&moved)) != NULL) {
+        TAILQ_REMOVE(&moved, req, backend_link);
+        req->conn = NULL;
+        backend_submit_at(pool, req, bytes.data + off, req->backend_len,
+                          (int)(s - pool->servers), FALSE);
+        off += req->backend_len;
+    }
+    wire_buf_free(&bytes);
 }
 
 /* Starts a non-blocking connect; FALSE (with why) if it failed at once. */
@@ -277,22 +413,23 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
 }
 
 /*
- * The connection for the next request: servers in round robin, skipping
- * those in connect backoff; on a server, the connection with the fewest
- * pending, an open one before one that must connect first.  NULL when
- * every server is in backoff.
+ * The connection for the next request: UP servers in round robin,
+ * skipping avoid (-1: none) and those in connect backoff; on a server,
+ * the connection with the fewest pending, an open one before one that
+ * must connect first.  NULL when no server can take it.
  */
 static struct backend_conn *
-backend_pick(struct backend_pool *pool, int only, gint64 now)
+backend_pick(struct backend_pool *pool, int only, int avoid, gint64 now)
 {
     unsigned i, j, pool_size = pool->set->pool_size;
 
     for (i = 0; i < pool->nservers; i++) {
-        struct backend_server *s =
-            &pool->servers[(pool->next_server + i) % pool->nservers];
+        unsigned at = (pool->next_server + i) % pool->nservers;
+        struct backend_server *s = &pool->servers[at];
 
         /* a scanner's calls must reach the server holding its scanners */
-        if (only >= 0 && s != &pool->servers[only]) {
+        if ((only >= 0 && at != (unsigned)only) || (int)at == avoid
+            || !backend_server_up(s)) {
             continue;
         }
         struct backend_conn *best = NULL;
@@ -315,52 +452,132 @@ backend_pick(struct backend_pool *pool, int only, gint64 now)
         if (best == NULL) {
             continue;
         }
-        pool->next_server = (pool->next_server + i + 1) % pool->nservers;
+        pool->next_server = (at + 1) % pool->nservers;
         return best;
     }
     return NULL;
+}
+
+int
+backend_pool_pick_server(struct backend_pool *pool)
+{
+    static unsigned next;
+    unsigned start = (unsigned)g_atomic_int_add((gint *)&next, 1);
+    gint64 now = proxy_now();
+    int up = -1;
+
+    /* a scanner cannot move once open: prefer a server with no recent
+     * failure, so one that just died gets no new scanner while the
+     * count towards DOWN runs */
+    for (unsigned i = 0; i < pool->nservers; i++) {
+        unsigned at = (start + i) % pool->nservers;
+        struct backend_server *s = &pool->servers[at];
+
+        if (!backend_server_up(s)) {
+            continue;
+        }
+        if (s->retry_at <= now
+            && g_atomic_int_get(&s->health->failures) == 0) {
+            return (int)at;
+        }
+        if (up < 0) {
+            up = (int)at;
+        }
+    }
+    return up >= 0 ? up : (int)(start % pool->nservers);
+}
+
+/* Why server s cannot take a request now, for an IOError. */
+static void
+backend_server_why(struct backend_server *s, GString *out)
+{
+    if (!backend_server_up(s)) {
+        g_mutex_lock(&s->health->lock);
+        g_string_append_printf(out, "%s: down: %s", s->srv->name,
+                               s->health->why);
+        g_mutex_unlock(&s->health->lock);
+    } else {
+        g_string_append_printf(out, "%s: %s", s->srv->name,
+                               s->last_error[0] != '\0'
+                                   ? s->last_error : "unavailable");
+    }
+}
+
+/*
+ * No server can take req: fail it at once, naming every server it could
+ * have gone to and why not (can_retry: the condition is transient).
+ */
+static void
+backend_unavailable(struct backend_pool *pool, struct proxy_req *req)
+{
+    GString *text = g_string_new("hbase-salt-proxy: ");
+
+    if (req->server >= 0 || pool->nservers == 1) {
+        g_string_append(text, "backend ");
+        backend_server_why(&pool->servers[req->server >= 0
+                                              ? (unsigned)req->server : 0],
+                           text);
+    } else {
+        g_string_append(text, "no backend server available: ");
+        for (unsigned i = 0; i < pool->nservers && text->len < 1024; i++) {
+            if (i > 0) {
+                g_string_append(text, "; ");
+            }
+            backend_server_why(&pool->servers[i], text);
+        }
+    }
+    proxy_req_io_error(req, text->str, TRUE);
+    g_string_free(text, TRUE);
+    proxy_req_finish(pool->worker, req);
 }
 
 void
 backend_submit(struct backend_pool *pool, struct proxy_req *req,
                const uint8_t *msg, size_t len)
 {
+    backend_submit_at(pool, req, msg, len, -1, TRUE);
+}
+
+/* backend_submit, avoiding server avoid; fresh: a new request (its
+ * deadline starts now), else one moved after a failed connect. */
+static void
+backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
+                  const uint8_t *msg, size_t len, int avoid, gboolean fresh)
+{
     struct proxy_worker *w = pool->worker;
     const struct proxy_settings *set = &w->gen->set;
     gint64 now = proxy_now();
-    struct backend_conn *conn = backend_pick(pool, req->server, now);
-    char why[BACKEND_MSG_MAX], text[BACKEND_MSG_MAX];
+    struct backend_conn *conn;
+    char why[BACKEND_MSG_MAX];
 
-    if (conn == NULL) {
-        /* every server is in backoff: fail fast with its last error */
-        struct backend_server *s =
-            &pool->servers[req->server >= 0 ? (unsigned)req->server
-                                             : pool->next_server];
+    for (;;) {
+        struct backend_server *s;
 
-        g_snprintf(text, sizeof(text), "hbase-salt-proxy: backend %s: %s",
-                   s->srv->name, s->last_error);
-        proxy_req_io_error(req, text, TRUE);
-        proxy_req_finish(w, req);
-        return;
-    }
-    if (conn->state == BACKEND_IDLE && !backend_conn_open(conn, why,
-                                                          sizeof(why))) {
-        struct backend_server *s = conn->server;
-
+        conn = backend_pick(pool, req->server, avoid, now);
+        if (conn == NULL) {
+            backend_unavailable(pool, req);
+            return;
+        }
+        if (conn->state != BACKEND_IDLE
+            || backend_conn_open(conn, why, sizeof(why))) {
+            break;
+        }
+        /* could not even start: hold the server off, try another */
+        s = conn->server;
         s->retry_at = now + (gint64)BACKEND_RETRY_MS * 1000;
         METRICS_ADD(s->stats.connect_failures, 1);
         g_strlcpy(s->last_error, why, sizeof(s->last_error));
         g_warning("backend %s: conn %u: %s", s->srv->name, conn->index, why);
-        g_snprintf(text, sizeof(text), "hbase-salt-proxy: backend %s: %s",
-                   s->srv->name, why);
-        proxy_req_io_error(req, text, TRUE);
-        proxy_req_finish(w, req);
-        return;
+        backend_health_failed(s->health, why);
+        avoid = (int)(s - pool->servers);
     }
     req->conn = conn;
-    req->deadline = set->request_timeout_ms != 0
-                        ? now + (gint64)set->request_timeout_ms * 1000
-                        : G_MAXINT64;
+    req->backend_len = (uint32_t)len;
+    if (fresh) {
+        req->deadline = set->request_timeout_ms != 0
+                            ? now + (gint64)set->request_timeout_ms * 1000
+                            : G_MAXINT64;
+    }
     TAILQ_INSERT_TAIL(&conn->pending, req, backend_link);
     conn->npending++;
     METRICS_ADD(conn->server->stats.requests, 1);
@@ -368,7 +585,7 @@ backend_submit(struct backend_pool *pool, struct proxy_req *req,
     conn->last_active = now;
     /* held in the output buffer until the connect completes */
     bufferevent_write(conn->bev, msg, len);
-    if (conn->npending == 1) {
+    if (conn->npending == 1 || !fresh) {
         backend_conn_arm(conn);
     }
 }
@@ -411,6 +628,7 @@ backend_read_cb(struct bufferevent *bev, void *arg)
         conn->npending--;
         METRICS_ADD(conn->server->stats.inflight, -1);
         conn->last_active = proxy_now();
+        backend_health_ok(conn->server->health);
         if (req->sink != NULL) {
             /* internal: the sink reads the reply itself */
             wire_buf_clear(&req->reply);
@@ -479,6 +697,9 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
         } else {
             g_snprintf(why, sizeof(why), "%s",
                        evutil_socket_error_to_string(err));
+            if (conn->npending > 0) {
+                backend_health_failed(conn->server->health, why);
+            }
             backend_conn_fail(conn, why, why, TRUE);
         }
         return;
@@ -491,6 +712,8 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
             backend_conn_close(conn);
             return;
         }
+        backend_health_failed(conn->server->health,
+                              "connection closed by server");
         backend_conn_fail(conn, "connection closed by server",
                           "connection closed by server", TRUE);
     }
@@ -515,6 +738,7 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         /* replies are FIFO: the ones behind it can no longer arrive */
         g_snprintf(why, sizeof(why), "timed out after %u ms",
                    set->request_timeout_ms);
+        backend_health_failed(conn->server->health, why);
         backend_conn_fail(conn, why, "connection reset after an earlier "
                           "request timed out", TRUE);
         return;
@@ -528,4 +752,397 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     backend_conn_arm(conn);
+}
+
+/* ---- health ------------------------------------------------------------- */
+
+/*
+ * UP -> DOWN: the workers, on BACKEND_DOWN_AFTER debounced failures in a
+ * row (backend_health_failed); a DOWN server gets no request, scanner
+ * calls pinned to it included, and when no server is UP requests fail at
+ * once naming every server and why (backend_unavailable).
+ * DOWN -> UP: the probe thread, when a probe (connect, getTableNames,
+ * any whole reply) succeeds; probes run every BACKEND_PROBE_DOWN_MS
+ * while a server is DOWN, the first one as soon as it goes DOWN, and
+ * every BACKEND_PROBE_UP_MS while it is UP, where a failed probe counts
+ * like a failed request.  A thread of its own, so probing goes on while
+ * workers are busy and whether or not the admin endpoint is on.
+ */
+
+static struct backend_health *
+backend_health_find(struct backend_health_table *t, const char *name)
+{
+    for (guint i = 0; i < t->entries->len; i++) {
+        struct backend_health *h = g_ptr_array_index(t->entries, i);
+
+        if (strcmp(h->name, name) == 0) {
+            return h;
+        }
+    }
+    return NULL;
+}
+
+/* The entry of name, made if new; t->lock held. */
+static struct backend_health *
+backend_health_get(struct backend_health_table *t, const char *name)
+{
+    struct backend_health *h = backend_health_find(t, name);
+
+    if (h == NULL) {
+        h = g_new0(struct backend_health, 1);
+        h->table = t;
+        g_strlcpy(h->name, name, sizeof(h->name));
+        g_mutex_init(&h->lock);
+        h->state = BACKEND_UP;
+        g_ptr_array_add(t->entries, h);
+    }
+    return h;
+}
+
+static struct backend_health *
+backend_health_lookup(struct backend_health_table *t, const char *name)
+{
+    struct backend_health *h;
+
+    g_mutex_lock(&t->lock);
+    h = backend_health_get(t, name);
+    g_mutex_unlock(&t->lock);
+    return h;
+}
+
+/* A failure of the server (any thread); why is static-free text with no
+ * request data in it. */
+static void
+backend_health_failed(struct backend_health *h, const char *why)
+{
+    struct backend_health_table *t = h->table;
+    gint64 now = proxy_now();
+    gint64 last = __atomic_load_n(&h->last_fail, __ATOMIC_RELAXED);
+    gint n;
+
+    g_mutex_lock(&h->lock);
+    g_strlcpy(h->why, why, sizeof(h->why));
+    g_mutex_unlock(&h->lock);
+    if (now - last < (gint64)BACKEND_FAIL_DEBOUNCE_MS * 1000
+        || !__atomic_compare_exchange_n(&h->last_fail, &last, now, FALSE,
+                                        __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+        return;     /* the same burst, or another thread counted it */
+    }
+    n = g_atomic_int_add(&h->failures, 1) + 1;
+    if (n >= BACKEND_DOWN_AFTER
+        && g_atomic_int_compare_and_exchange(&h->state, BACKEND_UP,
+                                             BACKEND_DOWN)) {
+        g_mutex_lock(&h->lock);
+        h->down_at = now;
+        g_mutex_unlock(&h->lock);
+        g_atomic_int_set(&h->probe_now, 1);
+        g_warning("backend %s: down after %d failures in a row (last: "
+                  "%s); requests go elsewhere until it answers a probe",
+                  h->name, n, why);
+        if (t->wake != NULL) {
+            /* thread-safe: the base was made after evthread_use_pthreads */
+            event_active(t->wake, EV_READ, 0);
+        }
+    }
+}
+
+struct backend_health_table *
+backend_health_new(const struct proxy_settings *startup)
+{
+    struct backend_health_table *t = g_new0(struct backend_health_table, 1);
+
+    g_mutex_init(&t->lock);
+    t->entries = g_ptr_array_new();
+    t->proto = startup->backend_proto;
+    t->framed = startup->backend_framed;
+    backend_health_use(t, startup);
+    return t;
+}
+
+void
+backend_health_use(struct backend_health_table *t,
+                   const struct proxy_settings *set)
+{
+    g_mutex_lock(&t->lock);
+    for (guint i = 0; i < t->entries->len; i++) {
+        struct backend_health *h = g_ptr_array_index(t->entries, i);
+
+        g_atomic_int_set(&h->current, 0);
+    }
+    for (unsigned i = 0; i < set->nservers; i++) {
+        struct backend_health *h = backend_health_get(t,
+                                                      set->servers[i].name);
+
+        memcpy(&h->addr, &set->servers[i].addr, set->servers[i].addrlen);
+        h->addrlen = set->servers[i].addrlen;
+        g_atomic_int_set(&h->current, 1);
+    }
+    t->request_timeout_ms = set->request_timeout_ms;
+    g_mutex_unlock(&t->lock);
+}
+
+/* The probe of h ended (probe thread). */
+static void
+backend_probe_finish(struct backend_health *h, gboolean ok, const char *why)
+{
+    char text[160];
+
+    if (h->probe != NULL) {
+        bufferevent_free(h->probe);
+        h->probe = NULL;
+    }
+    h->next_probe = proxy_now() + (gint64)(ok ? BACKEND_PROBE_UP_MS
+                                              : BACKEND_PROBE_DOWN_MS) * 1000;
+    g_atomic_int_set(&h->probed, 1);
+    if (!ok) {
+        g_snprintf(text, sizeof(text), "probe: %s", why);
+        g_debug("health: backend %s: %s", h->name, text);
+        backend_health_failed(h, text);
+        return;
+    }
+    g_atomic_int_set(&h->failures, 0);
+    if (g_atomic_int_compare_and_exchange(&h->state, BACKEND_DOWN,
+                                          BACKEND_UP)) {
+        gint64 down_at;
+
+        g_mutex_lock(&h->lock);
+        down_at = h->down_at;
+        g_mutex_unlock(&h->lock);
+        g_message("backend %s: up again after %.1f s down", h->name,
+                  (double)(proxy_now() - down_at) / G_USEC_PER_SEC);
+    }
+}
+
+static void
+backend_probe_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct backend_health *h = arg;
+    const uint8_t *msg = NULL;
+    const char *why = NULL;
+    size_t len = 0;
+    wire_status_t st;
+
+    st = proxy_msg_next(bufferevent_get_input(bev), h->table->proto,
+                        h->table->framed, &wire_default_limits, &msg, &len,
+                        &why);
+    if (st == WIRE_OK) {
+        backend_probe_finish(h, TRUE, NULL);
+    } else if (st == WIRE_ERROR) {
+        backend_probe_finish(h, FALSE, why != NULL ? why : "bad reply");
+    }
+}
+
+static void
+backend_probe_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct backend_health *h = arg;
+    char why[128];
+
+    if (what & BEV_EVENT_CONNECTED) {
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT) {
+        backend_probe_finish(h, FALSE, "no reply in time");
+    } else if (what & BEV_EVENT_EOF) {
+        backend_probe_finish(h, FALSE, "connection closed");
+    } else if (what & BEV_EVENT_ERROR) {
+        g_snprintf(why, sizeof(why), "%s", evutil_socket_error_to_string(
+                                               EVUTIL_SOCKET_ERROR()));
+        backend_probe_finish(h, FALSE, why);
+    }
+}
+
+/* Connects to h and sends getTableNames: cheap for HBase, and a reply
+ * proves the server speaks Thrift, not just that a port is open. */
+static void
+backend_probe_start(struct backend_health_table *t, struct backend_health *h)
+{
+    unsigned ms = t->request_timeout_ms != 0
+                      ? MIN(MAX(t->request_timeout_ms, 100u),
+                            BACKEND_PROBE_TIMEOUT_MS)
+                      : BACKEND_PROBE_TIMEOUT_MS;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    struct wire_buf buf;
+    struct wire_writer wr;
+    size_t off = 0;
+
+    g_mutex_lock(&t->lock);
+    memcpy(&addr, &h->addr, sizeof(addr));
+    addrlen = h->addrlen;
+    g_mutex_unlock(&t->lock);
+    h->probe = bufferevent_socket_new(t->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (h->probe == NULL) {
+        backend_probe_finish(h, FALSE, "cannot create a socket buffer");
+        return;
+    }
+    bufferevent_setcb(h->probe, backend_probe_read_cb, NULL,
+                      backend_probe_event_cb, h);
+    bufferevent_set_timeouts(h->probe, &tv, &tv);
+    bufferevent_enable(h->probe, EV_READ | EV_WRITE);
+    wire_buf_init(&buf);
+    if (t->framed) {
+        off = wire_frame_begin(&buf);
+    }
+    wire_writer_init(&wr, t->proto, &buf);
+    t->seqid = t->seqid == G_MAXINT32 ? 1 : t->seqid + 1;
+    wire_write_msg_begin(&wr, (const uint8_t *)"getTableNames", 13,
+                         WIRE_CALL, t->seqid);
+    wire_write_struct_begin(&wr);
+    wire_write_struct_end(&wr);
+    if (t->framed) {
+        wire_frame_end(&buf, off);
+    }
+    bufferevent_write(h->probe, buf.data, buf.len);
+    wire_buf_free(&buf);
+    if (bufferevent_socket_connect(h->probe, (struct sockaddr *)&addr,
+                                   (int)addrlen) < 0) {
+        backend_probe_finish(h, FALSE, "connect failed");
+    }
+}
+
+/* Starts the probes that are due: DOWN servers (whatever generation
+ * still uses them) and the current ones. */
+static void
+backend_health_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct backend_health_table *t = arg;
+    gint64 now = proxy_now();
+    GPtrArray *due = g_ptr_array_new();
+
+    g_mutex_lock(&t->lock);
+    for (guint i = 0; i < t->entries->len; i++) {
+        struct backend_health *h = g_ptr_array_index(t->entries, i);
+        gboolean down = g_atomic_int_get(&h->state) == BACKEND_DOWN;
+
+        if (h->probe != NULL || h->addrlen == 0) {
+            continue;
+        }
+        /* a server that just went DOWN is probed at once */
+        if (down ? (g_atomic_int_and(&h->probe_now, 0) != 0
+                    || now >= h->next_probe)
+                 : (g_atomic_int_get(&h->current) && now >= h->next_probe)) {
+            g_ptr_array_add(due, h);
+        }
+    }
+    g_mutex_unlock(&t->lock);
+    for (guint i = 0; i < due->len; i++) {
+        backend_probe_start(t, g_ptr_array_index(due, i));
+    }
+    g_ptr_array_free(due, TRUE);
+}
+
+/* In the loop itself: event_base_loopbreak from another thread is lost
+ * when it comes before the loop runs; an activated event is not. */
+static void
+backend_health_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct backend_health_table *t = arg;
+
+    event_base_loopbreak(t->base);
+}
+
+static void *
+backend_health_main(void *arg)
+{
+    struct backend_health_table *t = arg;
+
+    event_base_dispatch(t->base);
+    return NULL;
+}
+
+gboolean
+backend_health_start(struct backend_health_table *t, GError **error)
+{
+    struct timeval every = { 0, BACKEND_PROBE_DOWN_MS * 1000 };
+    sigset_t all, old;
+    int rc;
+
+    t->base = event_base_new();
+    if (t->base == NULL) {
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+                    "health: event_base_new failed");
+        return FALSE;
+    }
+    t->tick = event_new(t->base, -1, EV_PERSIST, backend_health_tick_cb, t);
+    t->wake = event_new(t->base, -1, 0, backend_health_tick_cb, t);
+    t->stop_ev = event_new(t->base, -1, 0, backend_health_stop_cb, t);
+    event_add(t->tick, &every);
+    /* the first round right away, so /healthz is soon meaningful */
+    event_active(t->wake, EV_READ, 0);
+    /* signals stay with the main thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    rc = pthread_create(&t->thread, NULL, backend_health_main, t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+                    "cannot start the health thread: %s", g_strerror(rc));
+        return FALSE;
+    }
+    t->running = TRUE;
+    return TRUE;
+}
+
+void
+backend_health_stop(struct backend_health_table *t)
+{
+    if (t == NULL || !t->running) {
+        return;
+    }
+    /* thread-safe: the base was made after evthread_use_pthreads */
+    event_active(t->stop_ev, EV_READ, 0);
+    pthread_join(t->thread, NULL);
+    t->running = FALSE;
+}
+
+void
+backend_health_free(struct backend_health_table *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    backend_health_stop(t);
+    for (guint i = 0; i < t->entries->len; i++) {
+        struct backend_health *h = g_ptr_array_index(t->entries, i);
+
+        if (h->probe != NULL) {
+            bufferevent_free(h->probe);
+        }
+        g_mutex_clear(&h->lock);
+        g_free(h);
+    }
+    g_ptr_array_free(t->entries, TRUE);
+    if (t->tick != NULL) {
+        event_free(t->tick);
+    }
+    if (t->wake != NULL) {
+        event_free(t->wake);
+    }
+    if (t->stop_ev != NULL) {
+        event_free(t->stop_ev);
+    }
+    if (t->base != NULL) {
+        event_base_free(t->base);
+    }
+    g_mutex_clear(&t->lock);
+    g_free(t);
+}
+
+void
+backend_health_foreach(struct backend_health_table *t, backend_health_fn fn,
+                       void *arg)
+{
+    g_mutex_lock(&t->lock);
+    for (guint i = 0; i < t->entries->len; i++) {
+        struct backend_health *h = g_ptr_array_index(t->entries, i);
+
+        if (g_atomic_int_get(&h->current)) {
+            fn(h->name, g_atomic_int_get(&h->state) == BACKEND_UP,
+               g_atomic_int_get(&h->probed) != 0, arg);
+        }
+    }
+    g_mutex_unlock(&t->lock);
 }

@@ -18,6 +18,8 @@ enum backend_state {
 };
 
 struct backend_server;
+struct backend_health;
+struct backend_health_table;
 
 /* A server's counters on one worker's pool, for /metrics: written by the
  * worker only, read by the scrape (metrics.h METRICS_ADD/GET). */
@@ -47,6 +49,7 @@ struct backend_server {
     struct backend_pool *pool;      /* owner */
     const struct proxy_server *srv; /* name and address */
     struct backend_conn *conns;     /* pool_size connections */
+    struct backend_health *health;  /* shared by every worker's pools */
     gint64 retry_at;                /* monotonic us: no connect before this */
     char last_error[160];           /* why the last connect failed */
     struct backend_stats stats;
@@ -83,3 +86,33 @@ void backend_submit(struct backend_pool *pool, struct proxy_req *req,
 
 /* Requests still waiting on this pool's connections. */
 unsigned backend_pool_pending(const struct backend_pool *pool);
+
+/* A server for a new scanner: the next UP one in round robin, or any
+ * when none is (the scanner's first request then fails fast). */
+int backend_pool_pick_server(struct backend_pool *pool);
+
+/*
+ * Health of every backend server, process-wide and keyed by name, so
+ * that a reload keeps what is known.  A server is UP or DOWN; the
+ * workers count its failures and mark it DOWN, a thread of its own
+ * probes it (getTableNames) and marks it UP again.  See backend.c.
+ */
+struct backend_health_table *
+backend_health_new(const struct proxy_settings *startup);
+/* The servers of set are the current ones (probed every few seconds,
+ * shown on /metrics and /healthz).  Main thread, before any pool of set
+ * is made. */
+void backend_health_use(struct backend_health_table *t,
+                        const struct proxy_settings *set);
+/* Starts and stops the probe thread. */
+gboolean backend_health_start(struct backend_health_table *t,
+                              GError **error) G_GNUC_WARN_UNUSED_RESULT;
+void backend_health_stop(struct backend_health_table *t);
+void backend_health_free(struct backend_health_table *t);
+
+/* Calls fn for every current server: its name, whether it is UP, and
+ * whether it has been probed at all yet.  Any thread. */
+typedef void (*backend_health_fn)(const char *name, gboolean up,
+                                  gboolean probed, void *arg);
+void backend_health_foreach(struct backend_health_table *t,
+                            backend_health_fn fn, void *arg);

@@ -19,6 +19,8 @@
 #define CLIENT_OUT_LOW (CLIENT_OUT_HIGH / 2)
 /* Stop reading a client with this many requests unanswered. */
 #define CLIENT_MAX_PENDING 256
+/* What a reply is assumed to cost before the client has had one. */
+#define CLIENT_REPLY_GUESS (64u * 1024)
 /* Input kept beyond one maximal message, so a whole frame fits. */
 #define CLIENT_IN_SLACK 4096
 
@@ -49,14 +51,23 @@ client_peer_name(const struct sockaddr *sa, char *out, size_t outlen)
     }
 }
 
-/* Whether c may take more requests now: not over its output watermark,
- * not over its pending cap, not shutting down. */
+/*
+ * Whether c may take more requests now: not shutting down, not over its
+ * pending cap, and its unsent replies plus what the requests it already
+ * has may bring (each as large as its largest reply so far) under the
+ * output watermark.  A request read is a reply we must hold, however
+ * slowly the client reads: bounding them by bytes, not only by count,
+ * is what keeps a client that pipelines big requests and never reads
+ * from growing our memory (at most one reply once over the watermark).
+ */
 static gboolean
 client_may_read(const struct client *c)
 {
+    size_t each = c->reply_max != 0 ? c->reply_max : CLIENT_REPLY_GUESS;
+
     return c->state != CLIENT_DRAINING && c->nreqs < CLIENT_MAX_PENDING
            && evbuffer_get_length(bufferevent_get_output(c->bev))
-                  < CLIENT_OUT_HIGH;
+                  + (size_t)c->nreqs * each < CLIENT_OUT_HIGH;
 }
 
 /*
@@ -199,6 +210,7 @@ client_flush(struct client *c)
             size_t hdr = req->client_framed ? 4 : 0;
 
             evbuffer_add(out, req->reply.data, req->reply.len);
+            c->reply_max = MAX(c->reply_max, req->reply.len);
             METRICS_ADD(c->worker->metrics->bytes_out, req->reply.len);
             metrics_request_done(c->worker->metrics, req->call.method,
                                  proxy_now() - req->started,

@@ -27,6 +27,8 @@ struct client {
     gboolean framed;                /* detected on the first bytes */
     struct proxy_req_queue reqs;    /* requests in arrival order */
     unsigned nreqs;                 /* length of reqs */
+    size_t reply_max;               /* largest reply sent so far, 0 = none:
+                                       what one more request may cost */
     unsigned reading:1;             /* EV_READ currently enabled */
     char peer[64];                  /* "addr:port" for logs */
 };

@@ -31,7 +31,6 @@ struct metrics {
     const struct hbase1_method *methods;
     GPtrArray *tables;              /* struct metrics_table *, by id - 1 */
     GHashTable *table_ids;          /* name -> GUINT_TO_POINTER(id) */
-    GHashTable *backend_up;         /* server name -> 1 + up */
     guint64 reloads[3];             /* by metrics_reload_t */
     gboolean last_reload_ok;        /* TRUE until a reload fails */
     gint64 last_reload_time;        /* wall clock us, 0 = none yet */
@@ -60,8 +59,6 @@ metrics_new(unsigned nworkers)
     }
     m->tables = g_ptr_array_new_with_free_func(metrics_table_free);
     m->table_ids = g_hash_table_new(g_str_hash, g_str_equal);
-    m->backend_up = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          NULL);
     m->last_reload_ok = TRUE;
     m->start_time = g_get_real_time();
     return m;
@@ -82,7 +79,6 @@ metrics_free(struct metrics *m)
     g_free(m->workers);
     g_hash_table_destroy(m->table_ids);
     g_ptr_array_unref(m->tables);
-    g_hash_table_destroy(m->backend_up);
     g_free(m);
 }
 
@@ -133,19 +129,6 @@ metrics_reload(struct metrics *m, metrics_reload_t result)
     m->reloads[result]++;
     m->last_reload_ok = result == METRICS_RELOAD_APPLIED;
     m->last_reload_time = g_get_real_time();
-}
-
-void
-metrics_backend_up_reset(struct metrics *m)
-{
-    g_hash_table_remove_all(m->backend_up);
-}
-
-void
-metrics_backend_up(struct metrics *m, const char *server, gboolean up)
-{
-    g_hash_table_insert(m->backend_up, g_strdup(server),
-                        GINT_TO_POINTER(up ? 2 : 1));
 }
 
 /* ---- hooks -------------------------------------------------------------- */
@@ -361,14 +344,24 @@ struct metrics_server {
     gint64 open, inflight;
 };
 
+/* One hsp_backend_up line (backend_health_foreach). */
+static void
+metrics_backend_up_cb(const char *name, gboolean up, gboolean probed,
+                      void *arg)
+{
+    GString *out = arg;
+
+    g_string_append(out, "hsp_backend_up{server=\"");
+    metrics_label(out, name);
+    g_string_append_printf(out, "\"} %d\n", up ? 1 : 0);
+}
+
 static void
 metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
 {
     g_autoptr(GArray) servers = g_array_new(FALSE, TRUE,
                                             sizeof(struct metrics_server));
     g_autoptr(GHashTable) index = g_hash_table_new(g_str_hash, g_str_equal);
-    GHashTableIter it;
-    gpointer key, value;
 
     for (unsigned w = 0; w < p->nworkers; w++) {
         struct backend_pool *pool = proxy_worker_pool(&p->workers[w]);
@@ -400,14 +393,9 @@ metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
         }
     }
     metrics_head(out, "hsp_backend_up", "gauge",
-                 "1 when the last health probe of the server got a Thrift "
-                 "reply, 0 when it failed.");
-    g_hash_table_iter_init(&it, m->backend_up);
-    while (g_hash_table_iter_next(&it, &key, &value)) {
-        g_string_append(out, "hsp_backend_up{server=\"");
-        metrics_label(out, key);
-        g_string_append_printf(out, "\"} %d\n", GPOINTER_TO_INT(value) - 1);
-    }
+                 "1 when the server takes requests (UP), 0 when it is DOWN "
+                 "(consecutive failures; probed until it answers).");
+    backend_health_foreach(p->health, metrics_backend_up_cb, out);
 #define METRICS_SERVER_SERIES(NAME, TYPE, HELP, FIELD, FMT)                  \
     metrics_head(out, NAME, TYPE, HELP);                                    \
     for (guint i = 0; i < servers->len; i++) {                              \

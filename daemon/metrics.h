@@ -78,11 +78,6 @@ typedef enum {
 } metrics_reload_t;
 void metrics_reload(struct metrics *m, metrics_reload_t result);
 
-/* Results of the admin endpoint's probe round: reset, then one per
- * server of the newest generation. */
-void metrics_backend_up_reset(struct metrics *m);
-void metrics_backend_up(struct metrics *m, const char *server, gboolean up);
-
 /* Prometheus text exposition format 0.0.4 of everything. */
 void metrics_render(struct metrics *m, struct proxy *p, GString *out);
 

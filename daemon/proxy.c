@@ -702,6 +702,8 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
     }
     p->gen = gen;
     g_atomic_pointer_set(&p->cfg, cfg);
+    /* before the workers make pools of the new servers */
+    backend_health_use(p->health, &gen->set);
     for (unsigned i = 0; i < p->nworkers; i++) {
         proxy_worker_post(&p->workers[i], proxy_worker_adopt, gen);
     }
@@ -751,6 +753,8 @@ proxy_new(struct config *cfg, GError **error)
     p->gen->id = 1;
     p->gen->cfg = cfg;
     p->gen->set = p->set;
+    /* before the pools: each server's pool entry points at its health */
+    p->health = backend_health_new(&p->set);
     p->metrics = metrics_new(p->set.workers);
     metrics_add_config(p->metrics, cfg);
     if (!proxy_resolve(p->set.listen_host, p->set.listen_port, TRUE, &ss,
@@ -796,6 +800,10 @@ proxy_start(struct proxy *p, GError **error)
     unsigned i;
     int rc = 0;
 
+    if (!backend_health_start(p->health, error)) {
+        p->nworkers = 0;
+        return FALSE;
+    }
     /* threads inherit the mask: signals stay with the main thread */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -832,6 +840,8 @@ proxy_stop(struct proxy *p)
     for (i = 0; i < p->nworkers; i++) {
         pthread_join(p->workers[i].thread, NULL);
     }
+    /* probes ran through the drain: a server back up serves it */
+    backend_health_stop(p->health);
 }
 
 void
@@ -851,6 +861,7 @@ proxy_free(struct proxy *p)
     if (p->scans != NULL) {
         scan_table_free(p->scans);
     }
+    backend_health_free(p->health);
     while (p->gen != NULL) {
         struct proxy_gen *prev = p->gen->prev;
 

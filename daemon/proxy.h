@@ -21,6 +21,7 @@ struct backend_conn;
 struct proxy_worker;
 struct proxy_req;
 struct scan_table;
+struct backend_health_table;
 struct metrics;
 struct metrics_worker;
 
@@ -105,6 +106,9 @@ struct proxy_req {
     void *sink_arg;                 /* the sink's object */
     uint32_t sink_tag;              /* the sink's index (a bucket) */
     int server;                     /* backend server to use, -1 = any */
+    uint32_t backend_len;           /* bytes of its backend message: one
+                                       never sent can move to another
+                                       server */
     unsigned failed:1;              /* internal: reply holds error text */
     unsigned can_retry:1;           /* internal: the failure is transient */
     struct backend_conn *conn;      /* waiting on it; NULL when answered */
@@ -172,6 +176,7 @@ struct proxy {
     uint16_t port;                  /* bound port (listen_port or picked) */
     gint nconns;                    /* clients open over all workers (atomic) */
     struct scan_table *scans;       /* scanner ids, global to the process */
+    struct backend_health_table *health; /* UP/DOWN of every backend */
 };
 
 gboolean proxy_settings_load(struct proxy_settings *set,

@@ -871,7 +871,6 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     struct scanfilter *filter = NULL;
     uint32_t only = 0;
     gboolean single;
-    static unsigned next_server;
 
     wire_reader_init(&r, req->client_proto, msg, len, TRUE,
                      &w->client_limits);
@@ -902,8 +901,8 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     g_snprintf(sc->table, sizeof(sc->table), "%.*s",
                (int)MIN(spec.table_len, 127), (const char *)spec.table);
     sc->pool = w->pool;
-    sc->server = (int)(g_atomic_int_add(&next_server, 1)
-                       % sc->pool->nservers);
+    /* a DOWN server would fail the scan before it starts */
+    sc->server = backend_pool_pick_server(sc->pool);
 
     if (sc->salt == NULL) {
         scan_open_pass(sc, &m, &body);
@@ -1216,7 +1215,11 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
                                         why != NULL ? why : "bad reply");
             sc->error_retry = retry;
             sc->state = SCAN_FAILED;
-            g_warning("%s", sc->error);
+            /* the reason may quote the backend, and so row data: only at
+             * debug; the client gets it in full */
+            g_warning("scanner %d on %s failed in bucket %u", sc->id,
+                      sc->table, b->bucket);
+            g_debug("%s", sc->error);
         }
         scan_sub_return(sc, sub);
         scan_pump(sc);
