@@ -85,6 +85,7 @@ struct scan_bucket {
     unsigned done:1;                /* no rows left at all */
     unsigned closed:1;              /* backend scanner closed */
     unsigned next_ready:1;          /* next holds a fetched batch */
+    uint32_t fetch;                 /* rows the next fetch asks for */
     struct wire_buf cur;            /* batch being merged (reply bytes) */
     struct wire_buf next;           /* the batch after it */
     uint32_t next_count;            /* rows in next */
@@ -112,7 +113,8 @@ struct scanner {
     int32_t backend_id;
     /* merged */
     gboolean reversed;
-    uint32_t fetch_rows;            /* rows per bucket fetch */
+    uint32_t fetch_rows;            /* rows of each bucket's first fetch */
+    uint32_t fetch_max;             /* rows of a fetch, at most */
     int64_t limit;                  /* PageFilter rows left; < 0: none */
     GByteArray *page_row;           /* logical key of the last row given
                                      * under a limit (batchSize splits a
@@ -965,6 +967,11 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         if (sc->fetch_rows == 0) {
             sc->fetch_rows = 1;
         }
+        /* A short scan reads a slice of each bucket; a long one should not
+         * pay N times the calls of an unsalted scan: each bucket starts at
+         * its share of caching and doubles per fetch up to caching. */
+        sc->fetch_max = MAX(MIN(MAX(caching, SCAN_DEFAULT_CACHING),
+                                cfg->scan_caching_max), sc->fetch_rows);
     }
 
     /* every open goes out now; the last one back answers the client */
@@ -977,6 +984,7 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         struct proxy_req *sub;
 
         b->bucket = single ? only : i;
+        b->fetch = sc->fetch_rows;
         metrics_bucket_request(sc->salt, b->bucket);
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
@@ -1235,9 +1243,10 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
     b->next_ready = 1;
     b->next_count = count;
     /* HBase returns a short batch only at the end of a scan */
-    if (count < sc->fetch_rows) {
+    if (count < b->fetch) {
         b->last = 1;
     }
+    b->fetch = MIN(b->fetch * 2, sc->fetch_max);
     scan_sub_return(sc, sub);
     if (!b->has_head && !b->done) {
         /* the merge was waiting for this bucket */
@@ -1258,7 +1267,7 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
     b->fetching = 1;
     metrics_bucket_request(sc->salt, b->bucket);
     scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
-                     "scannerGetList", b->backend_id, (int32_t)sc->fetch_rows);
+                     "scannerGetList", b->backend_id, (int32_t)b->fetch);
 }
 
 /* Answers the current NEXT op with the rows gathered. */
