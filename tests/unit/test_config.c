@@ -33,7 +33,7 @@ assert_defaults(const struct config *cfg)
     g_assert_cmpint(cfg->transport, ==, CONFIG_TRANSPORT_BUFFERED);
     g_assert_cmpuint(cfg->connect_timeout_ms, ==, 2000);
     g_assert_cmpuint(cfg->request_timeout_ms, ==, 30000);
-    g_assert_cmpuint(cfg->pool_size, ==, 4);
+    g_assert_cmpuint(cfg->pool_size, ==, 16);
     g_assert_cmpuint(cfg->scan_caching_max, ==, 1000);
     g_assert_cmpuint(cfg->scan_scanner_timeout_ms, ==, 60000);
     g_assert_false(cfg->admin_enabled);
