@@ -1,0 +1,90 @@
+/* fuzz_common.h: what every fuzz target shares: the libFuzzer entry point
+ * and a configuration with salted tables in each salt format. */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/*
+ * Tables in every salt format, separator and hash_part, plus names a
+ * request may use to reach none of them.  Index order matters to the
+ * seeds: fuzz_reply picks a table by index.
+ */
+static const char fuzz_conf_text[] =
+    "[table:t]\n"
+    "buckets = 8\n"
+    "salt_format = hex\n"
+    "salt_separator = -\n"
+    "[table:b]\n"
+    "buckets = 16\n"
+    "[table:wide]\n"
+    "buckets = 300\n"
+    "salt_format = byte\n"
+    "[table:dec]\n"
+    "buckets = 1000\n"
+    "salt_format = decimal\n"
+    "salt_separator = \\x00\\xff\n"
+    "hash_part = length:3\n"
+    "[table:del]\n"
+    "buckets = 65536\n"
+    "salt_format = hex\n"
+    "salt_separator = _\n"
+    "hash_part = delimiter:#:2\n"
+    "[table:one]\n"
+    "buckets = 1\n"
+    "salt_format = decimal\n";
+
+static const char *const fuzz_table_names[] = {
+    "t", "b", "wide", "dec", "del", "one",
+};
+
+/* Loaded once; never freed, so leak checkers see it as reachable. */
+static inline const struct config *
+fuzz_config(void)
+{
+    static struct config *cfg;
+
+    if (cfg == NULL) {
+        GError *error = NULL;
+
+        cfg = config_load_data(fuzz_conf_text, sizeof(fuzz_conf_text) - 1,
+                               "fuzz", &error);
+        if (cfg == NULL) {
+            fprintf(stderr, "fuzz config: %s\n", error->message);
+            abort();
+        }
+    }
+    return cfg;
+}
+
+/* The salt of table i (mod the table count), or NULL for i == 0xff. */
+static inline const struct salt_table *
+fuzz_salt(unsigned i)
+{
+    const struct config *cfg = fuzz_config();
+    const char *name;
+
+    if (i == 0xff) {
+        return NULL;
+    }
+    name = fuzz_table_names[i % G_N_ELEMENTS(fuzz_table_names)];
+    return &config_find_table(cfg, name, strlen(name))->salt;
+}
+
+/* A broken invariant: abort so that libFuzzer keeps the input. */
+#define FUZZ_CHECK(cond)                                                   \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
+                    __LINE__, #cond);                                      \
+            abort();                                                       \
+        }                                                                  \
+    } while (0)
