@@ -480,7 +480,9 @@ static gboolean emu_colspec_match(const emu_colspec *c,
         gsize ql;
         const uint8_t *q = g_bytes_get_data(g_ptr_array_index(qs, i), &ql);
 
-        if (ql == col->qual_len && memcmp(q, col->qual, ql) == 0)
+        /* An empty qualifier's data may be NULL, which memcmp must not
+         * see even for a zero length. */
+        if (ql == col->qual_len && (ql == 0 || memcmp(q, col->qual, ql) == 0))
             return TRUE;
     }
     return FALSE;

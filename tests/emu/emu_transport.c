@@ -46,6 +46,10 @@ static gint32 emu_transport_read(ThriftTransport *tr, gpointer buf,
     for (int s = 0; s < 2 && got < len; s++) {
         gsize n = MIN(t->seg_len[s] - t->seg_pos[s], (gsize)(len - got));
 
+        /* An empty segment may have a NULL base; memcpy needs a valid
+         * pointer even for zero bytes. */
+        if (n == 0)
+            continue;
         memcpy(dst + got, t->seg[s] + t->seg_pos[s], n);
         t->seg_pos[s] += n;
         got += (guint32)n;
