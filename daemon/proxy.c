@@ -424,6 +424,36 @@ proxy_stop_cb(evutil_socket_t fd, short what, void *arg)
     proxy_drain_cb(-1, 0, w);
 }
 
+/* Most passes proxy_worker_settle makes: each one runs what the last one
+ * made active; a handful suffice, the bound only guards against a loop. */
+#define PROXY_SETTLE_PASSES 16
+
+/*
+ * The loop stopped (shutdown): close what clients remain, then run the
+ * callbacks still queued until none is.  A bufferevent is freed only by a
+ * finalizer the base runs later, and one with a deferred callback queued
+ * (bufferevent_trigger, BEV_OPT_DEFER_CALLBACKS) holds a reference until
+ * that callback runs; event_base_free would cancel the callback without
+ * dropping the reference, leaking the bufferevent and its buffers.  Runs
+ * on w's thread, while the other workers still exist for what it posts.
+ */
+static void
+proxy_worker_settle(struct proxy_worker *w)
+{
+    /* the poll and the expiry timer have no more work */
+    event_del(w->drain_ev);
+    event_del(w->scan_timer);
+    while (!TAILQ_EMPTY(&w->clients)) {
+        client_close(TAILQ_FIRST(&w->clients));
+    }
+    for (int i = 0; i < PROXY_SETTLE_PASSES
+                    && event_base_get_num_events(w->base,
+                                                 EVENT_BASE_COUNT_ACTIVE) > 0;
+         i++) {
+        event_base_loop(w->base, EVLOOP_NONBLOCK);
+    }
+}
+
 static void *
 proxy_worker_main(void *arg)
 {
@@ -433,6 +463,7 @@ proxy_worker_main(void *arg)
     metrics_self = w->metrics;
     scan_worker_start(w);
     event_base_dispatch(w->base);
+    proxy_worker_settle(w);
     g_debug("worker %u: stopped", w->id);
     return NULL;
 }

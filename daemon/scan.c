@@ -947,6 +947,10 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     if (filter != NULL && !single && !scanfilter_multi_bucket_ok(filter)) {
         scan_refuse(op, w, scanfilter_multi_bucket_why(filter));
         scanfilter_free(filter);
+        /* a PageFilter among the refused gave sc its page_row */
+        if (sc->page_row != NULL) {
+            g_byte_array_unref(sc->page_row);
+        }
         wire_buf_free(&sc->rows);
         g_free(sc);
         return;
@@ -1005,9 +1009,14 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         scan_sub_send(sc, sub, frame);
     }
     scanfilter_free(filter);
-    sc->inflight--;
     g_debug("scan of %s: %u bucket(s), %u rows per fetch", sc->table,
             sc->nbuckets, sc->fetch_rows);
+    /* Every open may have failed at once (no server up): the last one
+     * answered the client and closed sc, which our guard kept alive, so
+     * freeing it falls to us. */
+    if (--sc->inflight == 0 && sc->state == SCAN_CLOSED) {
+        scan_free(sc);
+    }
 }
 
 /* ---- merging ---------------------------------------------------------- */
