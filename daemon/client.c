@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 
 #include "backend.h"
 #include "metrics.h"
@@ -24,6 +25,8 @@
 /* Input kept beyond one maximal message, so a whole frame fits. */
 #define CLIENT_IN_SLACK 4096
 
+static gboolean client_partial_check(struct client *c, gboolean partial,
+                                     gboolean fresh);
 static void client_read_cb(struct bufferevent *bev, void *arg);
 static void client_write_cb(struct bufferevent *bev, void *arg);
 static void client_event_cb(struct bufferevent *bev, short what, void *arg);
@@ -82,6 +85,9 @@ client_update_reading(struct client *c)
 
     if (want && !c->reading) {
         c->reading = 1;
+        /* while we did not read, the client could not finish its
+         * message: its deadline starts again with our reading */
+        c->partial_since = 0;
         bufferevent_enable(c->bev, EV_READ);
         if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
             bufferevent_trigger(c->bev, EV_READ,
@@ -184,6 +190,9 @@ client_close(struct client *c)
     TAILQ_REMOVE(&w->clients, c, link);
     w->nclients--;
     g_atomic_int_add(&w->proxy->nconns, -1);
+    if (c->partial_timer != NULL) {
+        event_free(c->partial_timer);
+    }
     /* also cancels any deferred callback still queued for c */
     bufferevent_free(c->bev);
     g_free(c);
@@ -329,6 +338,8 @@ client_detect(struct client *c, struct evbuffer *in)
 
     st = wire_detect(p, have, &c->proto, &framed, &why);
     if (st == WIRE_AGAIN) {
+        /* the first message has begun (or c was closed in there) */
+        client_partial_check(c, have > 0, FALSE);
         return FALSE;
     }
     if (st == WIRE_ERROR) {
@@ -343,11 +354,69 @@ client_detect(struct client *c, struct evbuffer *in)
     return TRUE;
 }
 
+/* The partial-message deadline passed (see client_partial_check). */
+static void
+client_partial_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct client *c = arg;
+
+    /* reset (to 0) whenever the message completed or we stopped reading,
+     * which also re-arms or cancels this timer: still set, it is late */
+    if (c->partial_since != 0 && c->reading) {
+        client_close_why(c, "message not completed within the idle "
+                            "timeout");
+    }
+}
+
+/*
+ * The idle timeout restarts on every read, so a client trickling a
+ * message byte by byte (slowloris) would hold its connection forever:
+ * a message under way must also be whole within client_idle_timeout_ms
+ * of its first byte.  partial: c's input ends in an unfinished message
+ * we wait on; fresh: that message began during this read.  Returns
+ * FALSE when c was closed.
+ */
+static gboolean
+client_partial_check(struct client *c, gboolean partial, gboolean fresh)
+{
+    unsigned ms = c->worker->gen->set.client_idle_timeout_ms;
+    gint64 now;
+
+    if (!partial || ms == 0) {
+        c->partial_since = 0;
+        if (c->partial_timer != NULL) {
+            event_del(c->partial_timer);
+        }
+        return TRUE;
+    }
+    now = proxy_now();
+    if (c->partial_since == 0 || fresh) {
+        struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+        if (c->partial_timer == NULL) {
+            c->partial_timer = evtimer_new(c->worker->base,
+                                           client_partial_timer_cb, c);
+        }
+        c->partial_since = now;
+        if (c->partial_timer != NULL) {
+            evtimer_add(c->partial_timer, &tv);
+        }
+        return TRUE;
+    }
+    if (now - c->partial_since >= (gint64)ms * 1000) {
+        client_close_why(c, "message not completed within the idle "
+                            "timeout");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Takes every whole request buffered, as long as c may take more. */
 static void
 client_process(struct client *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
+    gboolean partial = FALSE, fresh = FALSE;
 
     if (c->state == CLIENT_DETECT && !client_detect(c, in)) {
         return;
@@ -361,6 +430,7 @@ client_process(struct client *c)
         st = proxy_msg_next(in, c->proto, c->framed, &c->worker->client_limits,
                             &msg, &len, &why);
         if (st == WIRE_AGAIN) {
+            partial = TRUE;
             break;
         }
         if (st == WIRE_ERROR) {
@@ -371,6 +441,11 @@ client_process(struct client *c)
             return;
         }
         evbuffer_drain(in, len);
+        /* what follows in the buffer arrived with this read */
+        fresh = TRUE;
+    }
+    if (!client_partial_check(c, partial, fresh)) {
+        return;
     }
     client_update_reading(c);
 }

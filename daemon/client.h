@@ -30,6 +30,11 @@ struct client {
     size_t reply_max;               /* largest reply sent so far, 0 = none:
                                        what one more request may cost */
     unsigned reading:1;             /* EV_READ currently enabled */
+    gint64 partial_since;           /* monotonic us of the first byte of
+                                       the message being received while
+                                       we read; 0 = none under way */
+    struct event *partial_timer;    /* fires at partial_since + the idle
+                                       timeout; NULL until first needed */
     char peer[64];                  /* "addr:port" for logs */
 };
 
