@@ -35,6 +35,12 @@ MAIN = None         # the shared emulator for most tests
 H = harness         # H.T, H.Hbase, ... after load_thrift()
 NINES = b'99999999999999'
 
+# Set by .ci/quickstart's sanitizer pass: ASan's quarantine holds freed
+# memory back from the allocator, so RSS there measures allocation volume,
+# not what is live; the RSS-size checks are skipped under it (everything
+# else they sit beside still runs).
+UNDER_ASAN = os.environ.get('HSP_UNDER_ASAN') == '1'
+
 
 def setUpModule():
     global MAIN
@@ -1823,9 +1829,10 @@ class T99Soak(Base):
         self.assertFalse(errors, summary + '\n' + '\n'.join(errors[:20]))
         self.assertTrue(emu.alive(), 'emulator died during soak')
         self.assertGreater(total, self.THREADS, 'soak did almost nothing')
-        self.assertLessEqual(growth, max(4096, mid // 20),
-                             'RSS keeps growing in the second half: ' + summary
-                             + '\nsamples: %s' % samples)
+        if not UNDER_ASAN:
+            self.assertLessEqual(growth, max(4096, mid // 20),
+                                 'RSS keeps growing in the second half: '
+                                 + summary + '\nsamples: %s' % samples)
         # the emulator still serves normally afterwards
         c = Conn(emu)
         try:

@@ -38,6 +38,11 @@ SLACK_S = 1.0            # scheduling on a loaded 2-core CI box
 SOCKET_TIMEOUT_S = 15.0  # a client waiting this long: the proxy hung
 CLIENTS = 16
 KEY = b'fk%05d'          # row keys of these tests: never in the log
+# Set by .ci/quickstart's sanitizer pass: ASan's quarantine holds freed
+# memory back from the allocator, so RSS there measures allocation volume,
+# not what is live; the RSS-size checks are skipped under it (everything
+# else they sit beside still runs).
+UNDER_ASAN = os.environ.get('HSP_UNDER_ASAN') == '1'
 
 
 class Load(object):
@@ -462,9 +467,10 @@ class BackPressureTest(_Base):
         self.assertEqual(len(c.getRow(b't', KEY % 1, {})), 1)
         print('RSS %d KiB -> %d KiB, %d getRow answered' % (
             rss0, peak, answered), file=sys.stderr)
-        self.assertLess(peak - rss0, 64 * 1024,
-                        'RSS grew by %d KiB for a client that does not read'
-                        % (peak - rss0))
+        if not UNDER_ASAN:
+            self.assertLess(peak - rss0, 64 * 1024,
+                            'RSS grew by %d KiB for a client that does not '
+                            'read' % (peak - rss0))
         self.assertLess(answered, 3000, 'the proxy answered every request')
         s.close()
         for sid in sids:

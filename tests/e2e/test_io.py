@@ -63,6 +63,33 @@ def can_connect(port):
         return False
 
 
+def sigstop(pid, timeout=5.0):
+    """SIGSTOP pid and wait until every one of its threads has stopped.
+    kill() returns once the signal is queued, and the kernel hands it to
+    one thread, which stops the others only when it next runs: on a busy
+    box the emulator's connection threads can meanwhile still answer a
+    request sent "after" the stop."""
+    os.kill(pid, signal.SIGSTOP)
+    task_dir = '/proc/%d/task' % pid
+
+    def all_stopped():
+        for tid in os.listdir(task_dir):
+            try:
+                with open('%s/%s/stat' % (task_dir, tid)) as f:
+                    # state follows the parenthesised command name
+                    state = f.read().rsplit(')', 1)[1].split()[0]
+            except OSError:
+                continue  # a thread that just exited
+            if state not in ('T', 't'):
+                return False
+        return True
+    try:
+        wait_for(all_stopped, timeout, 'pid %d stopped' % pid)
+    except AssertionError:
+        os.kill(pid, signal.SIGCONT)
+        raise
+
+
 class Emu(object):
     """hbase-emu on a fixed port, so that a restart comes back on it."""
 
@@ -305,7 +332,7 @@ class IoTest(unittest.TestCase):
         name = '127.0.0.1:%d' % self.emu.port
 
         # hung server: the request times out, the client stays usable
-        os.kill(self.emu.proc.pid, signal.SIGSTOP)
+        sigstop(self.emu.proc.pid)
         try:
             t0 = time.time()
             with self.assertRaises(T.IOError) as cm:
@@ -387,7 +414,7 @@ class IoTest(unittest.TestCase):
                                                       row=b'p%03d' % i,
                                                       attributes={}), i)
                         for i in range(64))
-        os.kill(self.emu.proc.pid, signal.SIGSTOP)
+        sigstop(self.emu.proc.pid)
         try:
             for _ in range(4):
                 s = socket.create_connection(('127.0.0.1', self.proxy.port))

@@ -68,6 +68,13 @@ def wait_for(pred, timeout, what):
     raise AssertionError('timed out waiting for ' + what)
 
 
+# Set by .ci/quickstart's sanitizer pass: ASan's quarantine holds freed
+# memory back from the allocator, so RSS there measures allocation volume,
+# not what is live; the RSS-size checks are skipped under it (everything
+# else they sit beside still runs).
+UNDER_ASAN = os.environ.get('HSP_UNDER_ASAN') == '1'
+
+
 def can_connect(port):
     try:
         socket.create_connection(('127.0.0.1', port), timeout=0.5).close()
@@ -539,8 +546,10 @@ class CoreTest(_Base):
         leaked = [b for b in range(first + 1, last) if self.probe.alive(b)]
         self.assertEqual(leaked, [], 'backend scanners left open')
         # a leak of one scanner per cycle is tens of MiB on either side
-        self.assertLess(emu1 - emu0, 8 * 1024)
-        self.assertLess(proxy1 - proxy0, 8 * 1024)
+        # (under ASan LeakSanitizer at exit catches such leaks instead)
+        if not UNDER_ASAN:
+            self.assertLess(emu1 - emu0, 8 * 1024)
+            self.assertLess(proxy1 - proxy0, 8 * 1024)
         for c in conns:
             c._trans.close()
 
@@ -1001,8 +1010,9 @@ class MemoryTest(_Base):
                  rss_kib(self.emu.proc.pid) / 1024.0))
         self.assertIsNone(bad, 'out of order or missing row')
         self.assertEqual(count, n)
-        self.assertLess(peak - base, 64 * 1024)
-        self.assertLess(peak - self.rss_start, 64 * 1024)
+        if not UNDER_ASAN:
+            self.assertLess(peak - base, 64 * 1024)
+            self.assertLess(peak - self.rss_start, 64 * 1024)
         c._trans.close()
 
 
