@@ -26,6 +26,10 @@ import threading
 import time
 import unittest
 
+# the harness helpers every end-to-end test shares
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faultlib import can_connect, free_port, wait_for  # noqa: E402
+
 ARGS = None
 MAX_FRAME = 4 << 20             # max_frame_size of the proxy under test
 REQUEST_TIMEOUT_MS = 1500
@@ -53,31 +57,6 @@ def load_thrift(pydir):
 
 
 # ---- processes ------------------------------------------------------------
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_for(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.02)
-    raise AssertionError('timed out waiting for ' + what)
-
-
-def can_connect(port):
-    try:
-        socket.create_connection(('127.0.0.1', port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
-
 
 def sanitized(path):
     """Whether a binary carries AddressSanitizer (RSS means little then)."""

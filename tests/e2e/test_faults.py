@@ -22,7 +22,6 @@ import re
 import shutil
 import signal
 import socket
-import struct
 import sys
 import tempfile
 import threading

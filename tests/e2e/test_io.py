@@ -20,6 +20,10 @@ import threading
 import time
 import unittest
 
+# the harness helpers every end-to-end test shares
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faultlib import can_connect, free_port, wait_for  # noqa: E402
+
 ARGS = None
 REQUEST_TIMEOUT_MS = 1500
 CONNECT_TIMEOUT_MS = 500
@@ -36,31 +40,6 @@ def load_thrift(pydir):
     from thrift.protocol import TBinaryProtocol as _B, TCompactProtocol as _C
     Hbase, T = _Hbase, _T
     TSocket, TTransport, TBinaryProtocol, TCompactProtocol = _S, _TT, _B, _C
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_for(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError('timed out waiting for ' + what)
-
-
-def can_connect(port):
-    try:
-        socket.create_connection(('127.0.0.1', port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
 
 
 def sigstop(pid, timeout=5.0):

@@ -27,13 +27,15 @@ import random
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
+
+# the harness helpers every end-to-end test shares
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faultlib import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
 
@@ -167,31 +169,6 @@ def explain_key(conf, table, key):
 
 
 # ---- processes ----------------------------------------------------------
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_for(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError('timed out waiting for ' + what)
-
-
-def can_connect(port):
-    try:
-        socket.create_connection(('127.0.0.1', port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
-
 
 class Emu(object):
     def __init__(self, workdir, proto, transport, tables):

@@ -24,13 +24,16 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
+
+# the harness helpers every end-to-end test shares
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faultlib import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
 INVALID = 'scanner ID is invalid'
@@ -51,36 +54,11 @@ def load_thrift(pydir):
     TSocket, TTransport, TBinaryProtocol, TCompactProtocol = _S, _TT, _B, _C
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_for(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError('timed out waiting for ' + what)
-
-
 # Set by .ci/quickstart's sanitizer pass: ASan's quarantine holds freed
 # memory back from the allocator, so RSS there measures allocation volume,
 # not what is live; the RSS-size checks are skipped under it (everything
 # else they sit beside still runs).
 UNDER_ASAN = os.environ.get('HSP_UNDER_ASAN') == '1'
-
-
-def can_connect(port):
-    try:
-        socket.create_connection(('127.0.0.1', port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
 
 
 def rss_kib(pid):

@@ -38,11 +38,14 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+# the harness helpers every end-to-end test shares
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faultlib import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
 Hbase = T = None
@@ -101,31 +104,6 @@ def load_thrift(pydir):
 
 
 # ---- processes ------------------------------------------------------------
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_for(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError('timed out waiting for ' + what)
-
-
-def can_connect(port):
-    try:
-        socket.create_connection(('127.0.0.1', port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
-
 
 class Emu(object):
     def __init__(self, workdir, proto, transport, tables):
