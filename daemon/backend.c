@@ -88,8 +88,9 @@ struct backend_health_table {
     unsigned request_timeout_ms;    /* of the newest generation */
     struct event_base *base;        /* the probe thread's loop */
     struct event *tick;             /* starts due probes */
-    struct event *wake;             /* a worker marked a server DOWN */
-    struct event *stop_ev;          /* ends the loop, from any thread */
+    struct proxy_bell bell;         /* a worker marked a server DOWN, or
+                                       the main thread asks it to stop */
+    gint stop_asked;                /* atomic */
     pthread_t thread;
     gboolean running;
     int32_t seqid;
@@ -181,6 +182,7 @@ backend_conn_close(struct backend_conn *conn)
         conn->bev = NULL;
     }
     evtimer_del(conn->timer);
+    conn->timer_at = 0;
     conn->state = BACKEND_IDLE;
 }
 
@@ -241,7 +243,12 @@ backend_pool_pending(const struct backend_pool *pool)
     return n;
 }
 
-/* Arms the one timer for the nearest deadline of conn. */
+/*
+ * Arms the one timer for the nearest deadline of conn.  A timer already
+ * due no later stays as it is: it re-arms itself when it fires early
+ * (backend_timer_cb), which costs one wake-up per request timeout
+ * instead of an event_add per reply on a pipelined connection.
+ */
 static void
 backend_conn_arm(struct backend_conn *conn)
 {
@@ -251,6 +258,7 @@ backend_conn_arm(struct backend_conn *conn)
 
     if (conn->state == BACKEND_IDLE) {
         evtimer_del(conn->timer);
+        conn->timer_at = 0;
         return;
     }
     if (head == NULL && conn->server->pool->retired) {
@@ -268,12 +276,17 @@ backend_conn_arm(struct backend_conn *conn)
     }
     if (at == G_MAXINT64) {
         evtimer_del(conn->timer);
+        conn->timer_at = 0;
+        return;
+    }
+    if (conn->timer_at != 0 && conn->timer_at <= at) {
         return;
     }
     delta = MAX(at - proxy_now(), 0);
     tv.tv_sec = (time_t)(delta / G_USEC_PER_SEC);
     tv.tv_usec = (suseconds_t)(delta % G_USEC_PER_SEC);
     evtimer_add(conn->timer, &tv);
+    conn->timer_at = at;
 }
 
 /*
@@ -583,8 +596,14 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
     METRICS_ADD(conn->server->stats.requests, 1);
     METRICS_ADD(conn->server->stats.inflight, 1);
     conn->last_active = now;
-    /* held in the output buffer until the connect completes */
-    bufferevent_write(conn->bev, msg, len);
+    if (conn->state == BACKEND_CONNECTED) {
+        struct iovec iov = { (void *)msg, len };
+
+        proxy_write(conn->bev, &iov, 1);
+    } else {
+        /* held in the output buffer until the connect completes */
+        bufferevent_write(conn->bev, msg, len);
+    }
     if (conn->npending == 1 || !fresh) {
         backend_conn_arm(conn);
     }
@@ -728,6 +747,7 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
     gint64 now = proxy_now();
     char why[BACKEND_MSG_MAX];
 
+    conn->timer_at = 0;
     if (conn->state == BACKEND_CONNECTING && now >= conn->connect_deadline) {
         g_snprintf(why, sizeof(why), "connect timed out after %u ms",
                    set->connect_timeout_ms);
@@ -840,9 +860,8 @@ backend_health_failed(struct backend_health *h, const char *why)
         g_warning("backend %s: down after %d failures in a row (last: "
                   "%s); requests go elsewhere until it answers a probe",
                   h->name, n, why);
-        if (t->wake != NULL) {
-            /* thread-safe: the base was made after evthread_use_pthreads */
-            event_active(t->wake, EV_READ, 0);
+        if (t->bell.fd >= 0) {
+            proxy_bell_ring(&t->bell);
         }
     }
 }
@@ -852,6 +871,7 @@ backend_health_new(const struct proxy_settings *startup)
 {
     struct backend_health_table *t = g_new0(struct backend_health_table, 1);
 
+    t->bell.fd = -1;
     g_mutex_init(&t->lock);
     t->entries = g_ptr_array_new();
     t->proto = startup->backend_proto;
@@ -1034,14 +1054,20 @@ backend_health_tick_cb(evutil_socket_t fd, short what, void *arg)
     g_ptr_array_free(due, TRUE);
 }
 
-/* In the loop itself: event_base_loopbreak from another thread is lost
- * when it comes before the loop runs; an activated event is not. */
+/* The bell: a probe is due at once, or the thread must stop.  A
+ * loopbreak from another thread would be lost before the loop runs; a
+ * ring is not. */
 static void
-backend_health_stop_cb(evutil_socket_t fd, short what, void *arg)
+backend_health_bell_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_health_table *t = arg;
 
-    event_base_loopbreak(t->base);
+    proxy_bell_answer(&t->bell);
+    if (g_atomic_int_get(&t->stop_asked)) {
+        event_base_loopbreak(t->base);
+        return;
+    }
+    backend_health_tick_cb(-1, 0, t);
 }
 
 static void *
@@ -1067,11 +1093,15 @@ backend_health_start(struct backend_health_table *t, GError **error)
         return FALSE;
     }
     t->tick = event_new(t->base, -1, EV_PERSIST, backend_health_tick_cb, t);
-    t->wake = event_new(t->base, -1, 0, backend_health_tick_cb, t);
-    t->stop_ev = event_new(t->base, -1, 0, backend_health_stop_cb, t);
+    if (t->tick == NULL
+        || !proxy_bell_init(&t->bell, t->base, backend_health_bell_cb, t)) {
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+                    "health: cannot make its events: %s", g_strerror(errno));
+        return FALSE;
+    }
     event_add(t->tick, &every);
     /* the first round right away, so /healthz is soon meaningful */
-    event_active(t->wake, EV_READ, 0);
+    proxy_bell_ring(&t->bell);
     /* signals stay with the main thread */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -1092,8 +1122,8 @@ backend_health_stop(struct backend_health_table *t)
     if (t == NULL || !t->running) {
         return;
     }
-    /* thread-safe: the base was made after evthread_use_pthreads */
-    event_active(t->stop_ev, EV_READ, 0);
+    g_atomic_int_set(&t->stop_asked, 1);
+    proxy_bell_ring(&t->bell);
     pthread_join(t->thread, NULL);
     t->running = FALSE;
 }
@@ -1118,12 +1148,7 @@ backend_health_free(struct backend_health_table *t)
     if (t->tick != NULL) {
         event_free(t->tick);
     }
-    if (t->wake != NULL) {
-        event_free(t->wake);
-    }
-    if (t->stop_ev != NULL) {
-        event_free(t->stop_ev);
-    }
+    proxy_bell_free(&t->bell);
     if (t->base != NULL) {
         event_base_free(t->base);
     }

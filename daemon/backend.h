@@ -37,6 +37,7 @@ struct backend_conn {
     unsigned index;                 /* in server->conns, for logs */
     struct bufferevent *bev;        /* NULL when IDLE */
     struct event *timer;            /* connect, request and idle deadlines */
+    gint64 timer_at;                /* when timer fires; 0: not armed */
     enum backend_state state;
     struct proxy_req_queue pending; /* sent, unanswered, oldest first */
     unsigned npending;              /* length of pending */

@@ -206,31 +206,48 @@ client_close_why(struct client *c, const char *why)
     client_close(c);
 }
 
+/* Replies written by one sendmsg, at most. */
+#define CLIENT_FLUSH_BATCH 16
+
 void
 client_flush(struct client *c)
 {
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct proxy_req *done[CLIENT_FLUSH_BATCH];
+    struct iovec iov[CLIENT_FLUSH_BATCH];
     struct proxy_req *req;
+    int n;
 
-    while ((req = TAILQ_FIRST(&c->reqs)) != NULL && req->done) {
-        TAILQ_REMOVE(&c->reqs, req, client_link);
-        c->nreqs--;
-        if (req->reply.len > 0) {
-            size_t hdr = req->client_framed ? 4 : 0;
-
-            evbuffer_add(out, req->reply.data, req->reply.len);
-            c->reply_max = MAX(c->reply_max, req->reply.len);
-            METRICS_ADD(c->worker->metrics->bytes_out, req->reply.len);
-            metrics_request_done(c->worker->metrics, req->call.method,
-                                 proxy_now() - req->started,
-                                 req->reply.len > hdr
-                                 && metrics_reply_is_error(
-                                        req->client_proto,
-                                        req->reply.data + hdr,
-                                        req->reply.len - hdr));
+    do {
+        n = 0;
+        while (n < CLIENT_FLUSH_BATCH && (req = TAILQ_FIRST(&c->reqs)) != NULL
+               && req->done) {
+            TAILQ_REMOVE(&c->reqs, req, client_link);
+            c->nreqs--;
+            done[n] = req;
+            iov[n].iov_base = req->reply.data;
+            iov[n].iov_len = req->reply.len;
+            n++;
         }
-        proxy_req_put(c->worker, req);
-    }
+        /* replies already in order: one call, queued only if it falls short */
+        proxy_write(c->bev, iov, n);
+        for (int i = 0; i < n; i++) {
+            req = done[i];
+            if (req->reply.len > 0) {
+                size_t hdr = req->client_framed ? 4 : 0;
+
+                c->reply_max = MAX(c->reply_max, req->reply.len);
+                METRICS_ADD(c->worker->metrics->bytes_out, req->reply.len);
+                metrics_request_done(c->worker->metrics, req->call.method,
+                                     proxy_now() - req->started,
+                                     req->reply.len > hdr
+                                     && metrics_reply_is_error(
+                                            req->client_proto,
+                                            req->reply.data + hdr,
+                                            req->reply.len - hdr));
+            }
+            proxy_req_put(c->worker, req);
+        }
+    } while (n == CLIENT_FLUSH_BATCH);
     client_update_reading(c);
 }
 

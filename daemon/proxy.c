@@ -7,25 +7,26 @@
  *              SO_REUSEPORT listener (one per worker, same port)
  *                      |
  *                      v accept
- *   client  ---> struct client ----------------------------------------+
- *   (any of      bufferevent in: wire_detect once, then whole          |
- *    binary/     messages (frame length or wire_message_scan), each   |
- *    compact x   one a struct proxy_req appended to client->reqs      |
- *    framed/     |                                                     |
- *    buffered)   | codec_request(): salt rows, backend seqid/protocol  |
- *                v                                                     |
- *             backend_submit(): server round robin, connection with    |
- *             the fewest pending; req appended to conn->pending        |
- *                |                                                     |
- *                v                         struct backend_conn x       |
- *             HBase Thrift server  <---->  pool_size per server        |
- *                                          (pipelined, FIFO replies)   |
- *                |                                                     |
- *                | reply: head of conn->pending; codec_reply() into    |
- *                | req->reply (unsalt, client seqid/protocol/frame)    |
- *                v                                                     |
- *             proxy_req_finish() -> client_flush(): writes replies    |
- *             from the head of client->reqs while they are done, so   |
+ *   client  ---> struct client ---------------------------------------+
+ *   (any of      bufferevent in: wire_detect once, then whole         |
+ *    binary/     messages (frame length or wire_message_scan), each  |
+ *    compact x   one a struct proxy_req appended to client->reqs     |
+ *    framed/     |                                                    |
+ *    buffered)   | codec_request(): salt rows, backend seqid/protocol |
+ *                v                                                    |
+ *             backend_submit(): server round robin, connection with   |
+ *             the fewest pending; req appended to conn->pending       |
+ *                |                                                    |
+ *                v                         struct backend_conn x      |
+ *             HBase Thrift server  <---->  pool_size per server       |
+ *                                          (pipelined, FIFO replies)  |
+ *                |                                                    |
+ *                | reply: head of conn->pending; codec_reply() into   |
+ *                | req->reply (unsalt, client seqid/protocol/frame)   |
+ *                v                                                    |
+ *             proxy_req_finish() -> client_flush(): one sendmsg of    |
+ *             the replies done at the head of client->reqs (queued    |
+ *             only if the socket takes less), so                      |
  *   client  <--- a client sees replies in the order it asked  <-------+
  *
  *   client->reqs:   [r1 done] [r2 waiting on conn A] [r3 done] ...
@@ -38,6 +39,9 @@
  * requests with an IOError, so the client side never waits forever.
  * Timeouts are per backend connection: the head of its FIFO is the
  * oldest request, so one timer armed for that deadline covers them all.
+ * Writes go to the socket at once when nothing is queued (proxy_write),
+ * so EV_WRITE is armed only on a short write; other threads reach a
+ * worker only through its bell (an eventfd), so the bases need no locks.
  */
 
 #include "proxy.h"
@@ -46,10 +50,11 @@
 #include <netdb.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/thread.h>
 
 #include "backend.h"
 #include "client.h"
@@ -248,7 +253,57 @@ proxy_next_seqid(struct proxy_worker *w)
     return id;
 }
 
-/* ---- calls between workers ------------------------------------------------ */
+/* ---- calls between threads ---------------------------------------------- */
+
+gboolean
+proxy_bell_init(struct proxy_bell *b, struct event_base *base,
+                event_callback_fn cb, void *arg)
+{
+    b->ev = NULL;
+    b->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (b->fd < 0) {
+        return FALSE;
+    }
+    b->ev = event_new(base, b->fd, EV_READ | EV_PERSIST, cb, arg);
+    if (b->ev == NULL || event_add(b->ev, NULL) < 0) {
+        proxy_bell_free(b);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+proxy_bell_ring(struct proxy_bell *b)
+{
+    uint64_t one = 1;
+
+    /* EAGAIN only when the counter is full: the loop is woken anyway */
+    if (write(b->fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+        g_warning("cannot wake a worker: %s", g_strerror(errno));
+    }
+}
+
+void
+proxy_bell_answer(struct proxy_bell *b)
+{
+    uint64_t n;
+
+    while (read(b->fd, &n, sizeof(n)) > 0) {
+    }
+}
+
+void
+proxy_bell_free(struct proxy_bell *b)
+{
+    if (b->ev != NULL) {
+        event_free(b->ev);
+        b->ev = NULL;
+    }
+    if (b->fd >= 0) {
+        close(b->fd);
+        b->fd = -1;
+    }
+}
 
 /* One posted call. */
 struct proxy_post {
@@ -261,22 +316,34 @@ proxy_worker_post(struct proxy_worker *to, proxy_post_fn fn, void *arg)
 {
     struct proxy_post *post = g_new(struct proxy_post, 1);
 
+    gboolean first;
+
     post->fn = fn;
     post->arg = arg;
     g_mutex_lock(&to->inbox_lock);
+    first = g_queue_is_empty(&to->inbox);
     g_queue_push_tail(&to->inbox, post);
     g_mutex_unlock(&to->inbox_lock);
-    /* thread-safe: the base was made after evthread_use_pthreads */
-    event_active(to->inbox_ev, EV_READ, 0);
+    /* a non-empty inbox has rung already and not been emptied yet */
+    if (first) {
+        proxy_bell_ring(&to->bell);
+    }
 }
 
+static void proxy_stop_cb(struct proxy_worker *w);
+
+/* The bell: posted calls, and a stop asked by the main thread. */
 static void
-proxy_inbox_cb(evutil_socket_t fd, short what, void *arg)
+proxy_bell_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct proxy_worker *w = arg;
     GQueue batch = G_QUEUE_INIT;
     struct proxy_post *post;
 
+    proxy_bell_answer(&w->bell);
+    if (g_atomic_int_get(&w->stop_asked) && !w->stopping) {
+        proxy_stop_cb(w);
+    }
     g_mutex_lock(&w->inbox_lock);
     batch = w->inbox;
     g_queue_init(&w->inbox);
@@ -288,6 +355,41 @@ proxy_inbox_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- framing ------------------------------------------------------------ */
+
+void
+proxy_write(struct bufferevent *bev, const struct iovec *iov, int n)
+{
+    struct evbuffer *out = bufferevent_get_output(bev);
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    ssize_t sent = 0;
+
+    if (n <= 0) {
+        return;
+    }
+    if (fd >= 0 && evbuffer_get_length(out) == 0
+        && (bufferevent_get_enabled(bev) & EV_WRITE)) {
+        struct msghdr mh = { 0 };
+
+        mh.msg_iov = (struct iovec *)iov;
+        mh.msg_iovlen = (size_t)n;
+        sent = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (sent < 0) {
+            /* EAGAIN or a real error: bev's write sees it either way */
+            sent = 0;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        size_t len = iov[i].iov_len;
+
+        if ((size_t)sent >= len) {
+            sent -= (ssize_t)len;
+            continue;
+        }
+        evbuffer_add(out, (const uint8_t *)iov[i].iov_base + sent,
+                     len - (size_t)sent);
+        sent = 0;
+    }
+}
 
 wire_status_t
 proxy_msg_next(struct evbuffer *in, wire_proto_t proto, gboolean framed,
@@ -407,9 +509,8 @@ proxy_drain_cb(evutil_socket_t fd, short what, void *arg)
 
 /* Runs in the worker: the main thread asked it to stop. */
 static void
-proxy_stop_cb(evutil_socket_t fd, short what, void *arg)
+proxy_stop_cb(struct proxy_worker *w)
 {
-    struct proxy_worker *w = arg;
     struct timeval tv = { 0, PROXY_DRAIN_POLL_MS * 1000 };
 
     w->stopping = TRUE;
@@ -427,6 +528,19 @@ proxy_stop_cb(evutil_socket_t fd, short what, void *arg)
 /* Most passes proxy_worker_settle makes: each one runs what the last one
  * made active; a handful suffice, the bound only guards against a loop. */
 #define PROXY_SETTLE_PASSES 16
+
+/* Callbacks queued, or calls posted that the bell has not yet run. */
+static gboolean
+proxy_worker_busy(struct proxy_worker *w)
+{
+    gboolean posted;
+
+    g_mutex_lock(&w->inbox_lock);
+    posted = !g_queue_is_empty(&w->inbox);
+    g_mutex_unlock(&w->inbox_lock);
+    return posted
+           || event_base_get_num_events(w->base, EVENT_BASE_COUNT_ACTIVE) > 0;
+}
 
 /*
  * The loop stopped (shutdown): close what clients remain, then run the
@@ -446,10 +560,7 @@ proxy_worker_settle(struct proxy_worker *w)
     while (!TAILQ_EMPTY(&w->clients)) {
         client_close(TAILQ_FIRST(&w->clients));
     }
-    for (int i = 0; i < PROXY_SETTLE_PASSES
-                    && event_base_get_num_events(w->base,
-                                                 EVENT_BASE_COUNT_ACTIVE) > 0;
-         i++) {
+    for (int i = 0; i < PROXY_SETTLE_PASSES && proxy_worker_busy(w); i++) {
         event_base_loop(w->base, EVLOOP_NONBLOCK);
     }
 }
@@ -509,13 +620,12 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
                     "worker %u: event_base_new failed", id);
         return FALSE;
     }
-    w->stop_ev = event_new(w->base, -1, 0, proxy_stop_cb, w);
     w->drain_ev = event_new(w->base, -1, EV_PERSIST, proxy_drain_cb, w);
     g_mutex_init(&w->inbox_lock);
     g_queue_init(&w->inbox);
-    w->inbox_ev = event_new(w->base, -1, 0, proxy_inbox_cb, w);
     w->scan_timer = event_new(w->base, -1, EV_PERSIST, scan_timer_cb, w);
-    if (w->inbox_ev == NULL || w->scan_timer == NULL) {
+    if (!proxy_bell_init(&w->bell, w->base, proxy_bell_cb, w)
+        || w->scan_timer == NULL) {
         g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
                     "worker %u: event_new failed", id);
         return FALSE;
@@ -526,7 +636,7 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
                                           | LEV_OPT_CLOSE_ON_FREE
                                           | LEV_OPT_CLOSE_ON_EXEC,
                                           1024, sa, (int)salen);
-    if (w->stop_ev == NULL || w->drain_ev == NULL || w->listener == NULL) {
+    if (w->drain_ev == NULL || w->listener == NULL) {
         int err = EVUTIL_SOCKET_ERROR();
 
         g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
@@ -558,19 +668,17 @@ proxy_worker_deinit(struct proxy_worker *w)
         evconnlistener_free(w->listener);
         w->listener = NULL;
     }
-    if (w->stop_ev != NULL) {
-        event_free(w->stop_ev);
-    }
     if (w->drain_ev != NULL) {
         event_free(w->drain_ev);
     }
     if (w->scan_timer != NULL) {
         event_free(w->scan_timer);
     }
-    if (w->inbox_ev != NULL) {
+    proxy_bell_free(&w->bell);
+    if (w->base != NULL) {
+        /* made with the base: the inbox and its lock */
         struct proxy_post *post;
 
-        event_free(w->inbox_ev);
         while ((post = g_queue_pop_head(&w->inbox)) != NULL) {
             g_free(post);
         }
@@ -765,14 +873,6 @@ proxy_new(struct config *cfg, GError **error)
     struct sockaddr_storage ss;
     socklen_t sslen;
     unsigned i;
-    static gsize threads_once;
-
-    if (g_once_init_enter(&threads_once)) {
-        /* workers are woken from the main thread: bases need locks */
-        evthread_use_pthreads();
-        g_once_init_leave(&threads_once, 1);
-    }
-
     p = g_new0(struct proxy, 1);
     p->cfg = cfg;
     p->scans = scan_table_new();
@@ -797,6 +897,10 @@ proxy_new(struct config *cfg, GError **error)
     p->port = p->set.listen_port;
     p->nworkers = p->set.workers;
     p->workers = g_new0(struct proxy_worker, p->nworkers);
+    for (i = 0; i < p->nworkers; i++) {
+        /* deinit runs on every one, made or not */
+        p->workers[i].bell.fd = -1;
+    }
     for (i = 0; i < p->nworkers; i++) {
         if (!proxy_worker_init(p, &p->workers[i], i,
                                (struct sockaddr *)&ss, sslen, error)) {
@@ -865,8 +969,8 @@ proxy_stop(struct proxy *p)
     unsigned i;
 
     for (i = 0; i < p->nworkers; i++) {
-        /* thread-safe: the base was made after evthread_use_pthreads */
-        event_active(p->workers[i].stop_ev, EV_READ, 0);
+        g_atomic_int_set(&p->workers[i].stop_asked, 1);
+        proxy_bell_ring(&p->workers[i].bell);
     }
     for (i = 0; i < p->nworkers; i++) {
         pthread_join(p->workers[i].thread, NULL);

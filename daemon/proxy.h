@@ -6,8 +6,10 @@
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 
@@ -126,6 +128,25 @@ TAILQ_HEAD(proxy_req_queue, proxy_req);
 
 struct proxy;
 
+/*
+ * A doorbell other threads ring to wake a loop: an eventfd the loop
+ * watches.  The bases run without libevent's locks (evthread), which
+ * cost a mutex round trip in every event_add on the request path; this
+ * is the only way into a loop from another thread.
+ */
+struct proxy_bell {
+    int fd;                         /* eventfd, or -1 */
+    struct event *ev;               /* persistent read event on fd */
+};
+
+gboolean proxy_bell_init(struct proxy_bell *b, struct event_base *base,
+                         event_callback_fn cb, void *arg);
+/* Any thread; rings coalesce until the callback runs. */
+void proxy_bell_ring(struct proxy_bell *b);
+/* In the callback: take the rings so the next one wakes the loop again. */
+void proxy_bell_answer(struct proxy_bell *b);
+void proxy_bell_free(struct proxy_bell *b);
+
 /* One thread: its own event loop, listener, clients and backend pool. */
 struct proxy_worker {
     struct proxy *proxy;            /* root */
@@ -133,7 +154,8 @@ struct proxy_worker {
     pthread_t thread;
     struct event_base *base;        /* this thread's loop */
     struct evconnlistener *listener; /* SO_REUSEPORT socket of this worker */
-    struct event *stop_ev;          /* activated by the main thread */
+    gint stop_asked;                /* set by the main thread (atomic),
+                                       then the bell rings */
     struct event *drain_ev;         /* shutdown: polls for quiet clients */
     gint64 stop_deadline;           /* monotonic us: give up waiting */
     gboolean stopping;              /* no new clients or requests */
@@ -154,7 +176,7 @@ struct proxy_worker {
     int32_t next_seqid;             /* backend seqids, unique per worker */
     GMutex inbox_lock;              /* guards inbox */
     GQueue inbox;                   /* calls posted by other workers */
-    struct event *inbox_ev;         /* wakes this worker for its inbox */
+    struct proxy_bell bell;         /* inbox and stop requests */
     struct event *scan_timer;       /* expires idle scanners */
 };
 
@@ -246,6 +268,14 @@ void proxy_req_finish(struct proxy_worker *w, struct proxy_req *req);
  */
 void proxy_req_io_error(struct proxy_req *req, const char *message,
                         gboolean can_retry);
+
+/*
+ * Writes iov[0..n) to bev's socket at once when nothing is queued before
+ * it, and queues in bev's output only what the socket did not take: the
+ * write event (two epoll_ctl calls) is armed only on a short write, as
+ * HAProxy does.  Errors are left for bev's own write to find and report.
+ */
+void proxy_write(struct bufferevent *bev, const struct iovec *iov, int n);
 
 /*
  * Finds one whole message at the start of in, pulled up contiguous.
