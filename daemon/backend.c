@@ -620,15 +620,65 @@ backend_read_cb(struct bufferevent *bev, void *arg)
     char why[BACKEND_MSG_MAX];
 
     while (evbuffer_get_length(in) > 0) {
-        const uint8_t *msg = NULL;
+        const uint8_t *buf = NULL;
         const char *bad = NULL;
-        size_t len = 0, hdr = set->backend_framed ? 4 : 0;
-        struct proxy_req *req;
+        size_t avail = 0, len = 0, hdr = set->backend_framed ? 4 : 0;
+        struct proxy_req *req = TAILQ_FIRST(&conn->pending);
         struct codec_error err = { 0, NULL, FALSE };
+        codec_status_t cs = CODEC_OK;
         wire_status_t st;
 
-        st = proxy_msg_next(in, set->backend_proto, set->backend_framed,
-                            &w->reply_limits, &msg, &len, &bad);
+        if (req == NULL) {
+            backend_conn_fail(conn, "reply without a request",
+                              "reply without a request", TRUE);
+            return;
+        }
+        if (req->sink != NULL || req->client == NULL) {
+            /* only its end is needed here: the scan engine's sink reads
+             * it itself, and nobody waits for a detached request */
+            const uint8_t *msg = NULL;
+
+            st = proxy_msg_next(in, set->backend_proto, set->backend_framed,
+                                &w->reply_limits, &msg, &len, &bad);
+            if (st == WIRE_OK && req->sink != NULL) {
+                wire_buf_clear(&req->reply);
+                wire_buf_append(&req->reply, msg + hdr, len - hdr);
+            }
+        } else {
+            size_t off = 0;
+
+            st = proxy_msg_peek(in, set->backend_framed, &w->reply_limits,
+                                &buf, &avail, &bad);
+            if (st == WIRE_OK) {
+                wire_buf_clear(&req->reply);
+                if (req->client_framed) {
+                    off = wire_frame_begin(&req->reply);
+                }
+                if (set->backend_framed) {
+                    len = avail - hdr;
+                    cs = codec_reply(&req->call, set->backend_proto,
+                                     buf + hdr, len, req->backend_seqid,
+                                     req->client_proto, &req->reply, &err,
+                                     &w->reply_limits);
+                } else {
+                    cs = codec_reply_stream(&req->call, set->backend_proto,
+                                            buf, avail, req->backend_seqid,
+                                            req->client_proto, &req->reply,
+                                            &err, &w->reply_limits, &len);
+                }
+                if (cs == CODEC_AGAIN) {
+                    wire_buf_clear(&req->reply);
+                    st = WIRE_AGAIN;
+                    if (avail >= w->reply_limits.max_message) {
+                        st = WIRE_ERROR;
+                        bad = "message larger than max_frame_size";
+                    }
+                } else if (cs == CODEC_OK && req->client_framed) {
+                    wire_frame_end(&req->reply, off);
+                }
+                len += hdr;
+            }
+        }
         if (st == WIRE_AGAIN) {
             break;
         }
@@ -637,10 +687,12 @@ backend_read_cb(struct bufferevent *bev, void *arg)
             backend_conn_fail(conn, why, why, TRUE);
             return;
         }
-        req = TAILQ_FIRST(&conn->pending);
-        if (req == NULL) {
-            backend_conn_fail(conn, "reply without a request",
-                              "reply without a request", TRUE);
+        if (cs != CODEC_OK) {
+            /* out of step with the server: nothing after is trusted */
+            g_snprintf(why, sizeof(why), "bad reply: %s",
+                       err.message != NULL ? err.message : "malformed");
+            backend_conn_fail(conn, why, "connection reset after a "
+                              "bad reply", FALSE);
             return;
         }
         TAILQ_REMOVE(&conn->pending, req, backend_link);
@@ -648,38 +700,6 @@ backend_read_cb(struct bufferevent *bev, void *arg)
         METRICS_ADD(conn->server->stats.inflight, -1);
         conn->last_active = proxy_now();
         backend_health_ok(conn->server->health);
-        if (req->sink != NULL) {
-            /* internal: the sink reads the reply itself */
-            wire_buf_clear(&req->reply);
-            wire_buf_append(&req->reply, msg + hdr, len - hdr);
-        } else if (req->client != NULL) {
-            size_t off = 0;
-            codec_status_t cs;
-
-            wire_buf_clear(&req->reply);
-            if (req->client_framed) {
-                off = wire_frame_begin(&req->reply);
-            }
-            cs = codec_reply(&req->call, set->backend_proto, msg + hdr,
-                             len - hdr, req->backend_seqid,
-                             req->client_proto, &req->reply, &err,
-                             &w->reply_limits);
-            if (cs != CODEC_OK) {
-                /* out of step with the server: nothing after is trusted */
-                g_snprintf(why, sizeof(why), "bad reply: %s",
-                           err.message != NULL ? err.message : "malformed");
-                evbuffer_drain(in, len);
-                TAILQ_INSERT_HEAD(&conn->pending, req, backend_link);
-                conn->npending++;
-                METRICS_ADD(conn->server->stats.inflight, 1);
-                backend_conn_fail(conn, why, "connection reset after a "
-                                  "bad reply", FALSE);
-                return;
-            }
-            if (req->client_framed) {
-                wire_frame_end(&req->reply, off);
-            }
-        }
         evbuffer_drain(in, len);
         proxy_req_finish(w, req);
     }

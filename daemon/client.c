@@ -286,12 +286,21 @@ client_reject(struct client *c, struct proxy_req *req,
             (int)req->call.name_len, req->call.name, err->message);
 }
 
+/* What client_request did with the bytes at the front of the input. */
+typedef enum {
+    CLIENT_TOOK,        /* one message taken: drop *used bytes */
+    CLIENT_WAIT,        /* the message is not whole yet */
+    CLIENT_CLOSED,      /* c was closed: do not touch it again */
+} client_took_t;
+
 /*
- * One whole client message (no frame header).  Returns FALSE when c was
- * closed and must not be touched again.
+ * The message at the front of c's input: a whole frame (body after the
+ * 4-byte header) when framed, else avail bytes of an unframed stream in
+ * which the codec finds the end as it rewrites.
  */
-static gboolean
-client_request(struct client *c, const uint8_t *msg, size_t len)
+static client_took_t
+client_request(struct client *c, const uint8_t *buf, size_t avail,
+               size_t *used)
 {
     struct proxy_worker *w = c->worker;
     const struct proxy_settings *set = &w->proxy->set;
@@ -299,47 +308,77 @@ client_request(struct client *c, const uint8_t *msg, size_t len)
     const struct config *cfg = w->gen->cfg;
     struct codec_error err = { 0, NULL, FALSE };
     struct wire_buf *out = &w->scratch;
-    size_t off = 0;
+    size_t off = 0, hdr = c->framed ? 4 : 0, len;
     codec_status_t st;
 
     req->client = c;
     req->client_proto = c->proto;
     req->client_framed = c->framed ? 1 : 0;
     req->backend_seqid = proxy_next_seqid(w);
-    req->started = proxy_now();
-    METRICS_ADD(w->metrics->bytes_in, len);
 
     wire_buf_clear(out);
     if (set->backend_framed) {
         off = wire_frame_begin(out);
     }
-    st = codec_request(cfg, c->proto, msg, len, set->backend_proto,
-                       req->backend_seqid, out, &req->call, &err,
-                       &w->client_limits);
+    if (c->framed) {
+        len = avail - hdr;
+        st = codec_request(cfg, c->proto, buf + hdr, len, set->backend_proto,
+                           req->backend_seqid, out, &req->call, &err,
+                           &w->client_limits);
+        if (st == CODEC_REJECT) {
+            const char *why = NULL;
+            size_t n;
+
+            /* a frame that does not hold a valid message: the stream
+             * is not trusted any more, as HBase's server would not */
+            if (wire_message_scan(c->proto, TRUE, buf, avail,
+                                  &w->client_limits, &n, &why) != WIRE_OK) {
+                proxy_req_put(w, req);
+                client_close_why(c, why != NULL ? why : "malformed message");
+                return CLIENT_CLOSED;
+            }
+        }
+    } else {
+        st = codec_request_stream(cfg, c->proto, buf, avail,
+                                  set->backend_proto, req->backend_seqid,
+                                  out, &req->call, &err, &w->client_limits,
+                                  &len);
+    }
+    if (st == CODEC_AGAIN) {
+        proxy_req_put(w, req);
+        if (avail >= w->client_limits.max_message) {
+            client_close_why(c, "message larger than max_frame_size");
+            return CLIENT_CLOSED;
+        }
+        return CLIENT_WAIT;
+    }
     if (st == CODEC_CLOSE) {
         proxy_req_put(w, req);
         client_close_why(c, err.message != NULL ? err.message
                                                 : "malformed request");
-        return FALSE;
+        return CLIENT_CLOSED;
     }
+    *used = hdr + len;
+    req->started = proxy_now();
+    METRICS_ADD(w->metrics->bytes_in, len);
     TAILQ_INSERT_TAIL(&c->reqs, req, client_link);
     c->nreqs++;
     if (st == CODEC_SCAN) {
         /* the scan engine answers it, maybe from another worker */
-        scan_request(w, req, msg, len);
-        return TRUE;
+        scan_request(w, req, buf + hdr, len);
+        return CLIENT_TOOK;
     }
     if (st == CODEC_REJECT) {
         client_reject(c, req, &err);
         client_flush(c);
-        return TRUE;
+        return CLIENT_TOOK;
     }
     if (set->backend_framed) {
         wire_frame_end(out, off);
     }
     /* may finish req at once (no backend): then it is flushed in there */
     backend_submit(w->pool, req, out->data, out->len);
-    return TRUE;
+    return CLIENT_TOOK;
 }
 
 /* Reads the first bytes: which protocol and framing this client speaks.
@@ -439,13 +478,13 @@ client_process(struct client *c)
         return;
     }
     while (client_may_read(c) && evbuffer_get_length(in) > 0) {
-        const uint8_t *msg = NULL;
+        const uint8_t *buf = NULL;
         const char *why = NULL;
-        size_t len = 0, hdr = c->framed ? 4 : 0;
+        size_t avail = 0, used = 0;
         wire_status_t st;
 
-        st = proxy_msg_next(in, c->proto, c->framed, &c->worker->client_limits,
-                            &msg, &len, &why);
+        st = proxy_msg_peek(in, c->framed, &c->worker->client_limits, &buf,
+                            &avail, &why);
         if (st == WIRE_AGAIN) {
             partial = TRUE;
             break;
@@ -454,12 +493,19 @@ client_process(struct client *c)
             client_close_why(c, why != NULL ? why : "malformed message");
             return;
         }
-        if (!client_request(c, msg + hdr, len - hdr)) {
+        switch (client_request(c, buf, avail, &used)) {
+        case CLIENT_CLOSED:
             return;
+        case CLIENT_WAIT:
+            partial = TRUE;
+            break;
+        case CLIENT_TOOK:
+            evbuffer_drain(in, used);
+            /* what follows in the buffer arrived with this read */
+            fresh = TRUE;
+            continue;
         }
-        evbuffer_drain(in, len);
-        /* what follows in the buffer arrived with this read */
-        fresh = TRUE;
+        break;
     }
     if (!client_partial_check(c, partial, fresh)) {
         return;

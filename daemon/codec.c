@@ -31,6 +31,8 @@ struct codec_ctx {
     struct wire_writer w;
     struct codec_error *err;
     gboolean reply;                 /* walking a reply (unsalting) */
+    gint64 tally;                   /* added to per-bucket counters: 1, or
+                                       -1 to take back a partial walk */
 };
 
 static gboolean
@@ -107,7 +109,7 @@ codec_row_in(struct codec_ctx *c, const struct salt_table *salt)
         return TRUE;
     }
     bucket = salt_bucket(salt, key, len);
-    metrics_bucket_request(salt, bucket);
+    metrics_bucket_request(salt, bucket, c->tally);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
     return TRUE;
@@ -127,13 +129,14 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     if (salt != NULL &&
         salt_strip(salt, phys, len, &logical, &logical_len, &bucket) &&
         salt_bucket(salt, logical, logical_len) == bucket) {
-        metrics_bucket_row(salt, bucket);
+        metrics_bucket_row(salt, bucket, c->tally);
         wire_write_binary(&c->w, logical, (uint32_t)logical_len);
         return TRUE;
     }
     if (salt != NULL) {
         /* written around the proxy: hand it back as stored */
-        __atomic_fetch_add(&codec_unsalted, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&codec_unsalted, (guint64)c->tally,
+                           __ATOMIC_RELAXED);
     }
     wire_write_binary(&c->w, phys, len);
     return TRUE;
@@ -241,14 +244,14 @@ codec_call_init(struct codec_call *call, const struct wire_msg *m)
     call->salt = NULL;
 }
 
-codec_status_t
-codec_request(const struct config *cfg, wire_proto_t from,
-              const uint8_t *msg, size_t len, wire_proto_t to,
-              int32_t backend_seqid, struct wire_buf *out,
-              struct codec_call *call, struct codec_error *err,
-              const struct wire_limits *limits)
+static codec_status_t
+codec_request_body(struct codec_ctx *c, wire_proto_t from,
+                   const uint8_t *msg, size_t len, gboolean complete,
+                   wire_proto_t to, int32_t backend_seqid,
+                   struct wire_buf *out, struct codec_call *call,
+                   const struct wire_limits *limits)
 {
-    struct codec_ctx c = { .cfg = cfg, .err = err, .reply = FALSE };
+    struct codec_error *err = c->err;
     const struct hbase1_method *method;
     size_t mark = out->len;
     struct wire_msg m;
@@ -256,15 +259,15 @@ codec_request(const struct config *cfg, wire_proto_t from,
 
     memset(call, 0, sizeof(*call));
     memset(err, 0, sizeof(*err));
-    wire_reader_init(&c.r, from, msg, len, TRUE, limits);
-    if (wire_read_msg_begin(&c.r, &m) != WIRE_OK) {
+    wire_reader_init(&c->r, from, msg, len, complete, limits);
+    if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
         err->app_type = WIRE_APP_PROTOCOL_ERROR;
-        err->message = c.r.error != NULL ? c.r.error : "bad message header";
+        err->message = c->r.error != NULL ? c->r.error : "bad message header";
         return CODEC_CLOSE;
     }
     codec_call_init(call, &m);
     if (m.type != WIRE_CALL) {
-        codec_reject(&c, WIRE_APP_INVALID_MESSAGE_TYPE, FALSE,
+        codec_reject(c, WIRE_APP_INVALID_MESSAGE_TYPE, FALSE,
                      "hbase-salt-proxy: expected a call message");
         return CODEC_REJECT;
     }
@@ -273,61 +276,150 @@ codec_request(const struct config *cfg, wire_proto_t from,
         gboolean named = FALSE;
 
         if (method->args != NULL) {
-            call->salt = codec_peek_table(&c, method->args, &named);
+            call->salt = codec_peek_table(c, method->args, &named);
         }
-        if (c.r.status != WIRE_OK) {
+        if (c->r.status != WIRE_OK) {
             err->app_type = WIRE_APP_PROTOCOL_ERROR;
-            err->message = c.r.error;
+            err->message = c->r.error;
             return CODEC_REJECT;
         }
         return CODEC_SCAN;
     }
 
-    wire_writer_init(&c.w, to, out);
-    wire_write_msg_begin(&c.w, m.name, m.name_len, WIRE_CALL, backend_seqid);
+    wire_writer_init(&c->w, to, out);
+    wire_write_msg_begin(&c->w, m.name, m.name_len, WIRE_CALL, backend_seqid);
     if (method == NULL || method->args == NULL) {
         /* no row keys: unknown names too, the backend answers those */
-        ok = wire_copy(&c.r, &c.w, WIRE_T_STRUCT) == WIRE_OK;
+        ok = wire_copy(&c->r, &c->w, WIRE_T_STRUCT) == WIRE_OK;
     } else {
         gboolean named = FALSE;
 
-        call->salt = codec_peek_table(&c, method->args, &named);
-        if (c.r.status != WIRE_OK) {
+        call->salt = codec_peek_table(c, method->args, &named);
+        if (c->r.status != WIRE_OK) {
             ok = FALSE;
         } else if (named && call->salt == NULL) {
             /* a table the config does not salt: bytes pass through */
-            ok = wire_copy(&c.r, &c.w, WIRE_T_STRUCT) == WIRE_OK;
+            ok = wire_copy(&c->r, &c->w, WIRE_T_STRUCT) == WIRE_OK;
         } else {
-            ok = codec_walk_struct(&c, method->args, call->salt);
+            ok = codec_walk_struct(c, method->args, call->salt);
         }
     }
     if (!ok) {
         out->len = mark;
         if (err->message == NULL) {
             err->app_type = WIRE_APP_PROTOCOL_ERROR;
-            err->message = c.r.error != NULL ? c.r.error : "malformed call";
+            err->message = c->r.error != NULL ? c->r.error : "malformed call";
         }
         return CODEC_REJECT;
     }
     return CODEC_OK;
 }
 
-codec_status_t
-codec_reply(const struct codec_call *call, wire_proto_t from,
-            const uint8_t *msg, size_t len, int32_t backend_seqid,
-            wire_proto_t to, struct wire_buf *out, struct codec_error *err,
-            const struct wire_limits *limits)
+/*
+ * codec_request over msg[0..len), a whole message when complete, else the
+ * front of a stream.  *rs: the reader's final status (AGAIN when the bytes
+ * ran out first); *used: the message's length when OK.
+ */
+static codec_status_t
+codec_request_walk(const struct config *cfg, wire_proto_t from,
+                   const uint8_t *msg, size_t len, gboolean complete,
+                   gint64 tally, wire_proto_t to, int32_t backend_seqid,
+                   struct wire_buf *out, struct codec_call *call,
+                   struct codec_error *err, const struct wire_limits *limits,
+                   wire_status_t *rs, size_t *used)
 {
-    struct codec_ctx c = { .err = err, .reply = TRUE };
+    struct codec_ctx c = { .cfg = cfg, .err = err, .reply = FALSE,
+                           .tally = tally };
+    codec_status_t st = codec_request_body(&c, from, msg, len, complete, to,
+                                           backend_seqid, out, call, limits);
+
+    *rs = c.r.status;
+    *used = wire_reader_offset(&c.r);
+    return st;
+}
+
+codec_status_t
+codec_request(const struct config *cfg, wire_proto_t from,
+              const uint8_t *msg, size_t len, wire_proto_t to,
+              int32_t backend_seqid, struct wire_buf *out,
+              struct codec_call *call, struct codec_error *err,
+              const struct wire_limits *limits)
+{
+    wire_status_t rs;
+    size_t used;
+
+    return codec_request_walk(cfg, from, msg, len, TRUE, 1, to,
+                              backend_seqid, out, call, err, limits, &rs,
+                              &used);
+}
+
+codec_status_t
+codec_request_stream(const struct config *cfg, wire_proto_t from,
+                     const uint8_t *buf, size_t avail, wire_proto_t to,
+                     int32_t backend_seqid, struct wire_buf *out,
+                     struct codec_call *call, struct codec_error *err,
+                     const struct wire_limits *limits, size_t *msg_len)
+{
+    size_t mark = out->len;
+    const char *why = NULL;
+    wire_status_t rs;
+    codec_status_t st;
+
+    *msg_len = 0;
+    st = codec_request_walk(cfg, from, buf, avail, FALSE, 1, to,
+                            backend_seqid, out, call, err, limits, &rs,
+                            msg_len);
+    if (rs == WIRE_AGAIN) {
+        /* counted rows of a message we will walk again: take them back
+         * by walking the same bytes the same way */
+        struct codec_call again;
+        struct codec_error again_err;
+
+        out->len = mark;
+        codec_request_walk(cfg, from, buf, avail, FALSE, -1, to,
+                           backend_seqid, out, &again, &again_err, limits,
+                           &rs, msg_len);
+        out->len = mark;
+        *msg_len = 0;
+        return CODEC_AGAIN;
+    }
+    if (st == CODEC_OK || st == CODEC_CLOSE) {
+        return st;
+    }
+    /* REJECT and SCAN stop early: the end is found the plain way */
+    switch (wire_message_scan(from, FALSE, buf, avail, limits, msg_len,
+                              &why)) {
+    case WIRE_OK:
+        return st;
+    case WIRE_AGAIN:
+        out->len = mark;
+        *msg_len = 0;
+        return CODEC_AGAIN;
+    default:
+        out->len = mark;
+        *msg_len = 0;
+        err->app_type = WIRE_APP_PROTOCOL_ERROR;
+        err->message = why != NULL ? why : "malformed message";
+        return CODEC_CLOSE;
+    }
+}
+
+static codec_status_t
+codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
+                 wire_proto_t from, const uint8_t *msg, size_t len,
+                 gboolean complete, int32_t backend_seqid, wire_proto_t to,
+                 struct wire_buf *out, const struct wire_limits *limits)
+{
+    struct codec_error *err = c->err;
     size_t mark = out->len;
     struct wire_msg m;
     gboolean ok;
 
     memset(err, 0, sizeof(*err));
     err->app_type = WIRE_APP_INTERNAL_ERROR;
-    wire_reader_init(&c.r, from, msg, len, TRUE, limits);
-    if (wire_read_msg_begin(&c.r, &m) != WIRE_OK) {
-        err->message = c.r.error != NULL ? c.r.error : "bad reply header";
+    wire_reader_init(&c->r, from, msg, len, complete, limits);
+    if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
+        err->message = c->r.error != NULL ? c->r.error : "bad reply header";
         return CODEC_CLOSE;
     }
     if (m.type != WIRE_REPLY && m.type != WIRE_EXCEPTION) {
@@ -344,21 +436,82 @@ codec_reply(const struct codec_call *call, wire_proto_t from,
         return CODEC_CLOSE;
     }
 
-    wire_writer_init(&c.w, to, out);
-    wire_write_msg_begin(&c.w, m.name, m.name_len, m.type,
+    wire_writer_init(&c->w, to, out);
+    wire_write_msg_begin(&c->w, m.name, m.name_len, m.type,
                          call->client_seqid);
     if (m.type == WIRE_REPLY && call->salt != NULL && call->method != NULL &&
         call->method->result != NULL) {
-        ok = codec_walk_struct(&c, call->method->result, call->salt);
+        ok = codec_walk_struct(c, call->method->result, call->salt);
     } else {
-        ok = wire_copy(&c.r, &c.w, WIRE_T_STRUCT) == WIRE_OK;
+        ok = wire_copy(&c->r, &c->w, WIRE_T_STRUCT) == WIRE_OK;
     }
     if (!ok) {
         out->len = mark;
-        err->message = c.r.error != NULL ? c.r.error : "malformed reply";
+        err->message = c->r.error != NULL ? c->r.error : "malformed reply";
         return CODEC_CLOSE;
     }
     return CODEC_OK;
+}
+
+/* codec_reply_body with its own context; see codec_request_walk. */
+static codec_status_t
+codec_reply_walk(const struct codec_call *call, wire_proto_t from,
+                 const uint8_t *msg, size_t len, gboolean complete,
+                 gint64 tally, int32_t backend_seqid, wire_proto_t to,
+                 struct wire_buf *out, struct codec_error *err,
+                 const struct wire_limits *limits, wire_status_t *rs,
+                 size_t *used)
+{
+    struct codec_ctx c = { .err = err, .reply = TRUE, .tally = tally };
+    codec_status_t st = codec_reply_body(&c, call, from, msg, len, complete,
+                                         backend_seqid, to, out, limits);
+
+    *rs = c.r.status;
+    *used = wire_reader_offset(&c.r);
+    return st;
+}
+
+codec_status_t
+codec_reply(const struct codec_call *call, wire_proto_t from,
+            const uint8_t *msg, size_t len, int32_t backend_seqid,
+            wire_proto_t to, struct wire_buf *out, struct codec_error *err,
+            const struct wire_limits *limits)
+{
+    wire_status_t rs;
+    size_t used;
+
+    return codec_reply_walk(call, from, msg, len, TRUE, 1, backend_seqid,
+                            to, out, err, limits, &rs, &used);
+}
+
+codec_status_t
+codec_reply_stream(const struct codec_call *call, wire_proto_t from,
+                   const uint8_t *buf, size_t avail, int32_t backend_seqid,
+                   wire_proto_t to, struct wire_buf *out,
+                   struct codec_error *err, const struct wire_limits *limits,
+                   size_t *msg_len)
+{
+    size_t mark = out->len;
+    wire_status_t rs;
+    codec_status_t st;
+
+    st = codec_reply_walk(call, from, buf, avail, FALSE, 1, backend_seqid,
+                          to, out, err, limits, &rs, msg_len);
+    if (rs == WIRE_AGAIN) {
+        struct codec_error again_err;
+
+        /* take back the rows counted, as codec_request_stream does */
+        out->len = mark;
+        codec_reply_walk(call, from, buf, avail, FALSE, -1, backend_seqid,
+                         to, out, &again_err, limits, &rs, msg_len);
+        out->len = mark;
+        *msg_len = 0;
+        return CODEC_AGAIN;
+    }
+    if (st != CODEC_OK) {
+        *msg_len = 0;
+    }
+    return st;
 }
 
 static void
@@ -482,7 +635,7 @@ codec_row_result(struct wire_reader *r, struct wire_writer *w,
                  const struct salt_table *salt)
 {
     struct codec_error err = { 0 };
-    struct codec_ctx c = { .err = &err, .reply = TRUE };
+    struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = 1 };
     const struct hbase1_method *m =
         hbase1_lookup((const uint8_t *)"scannerGetList", 14);
     const struct hbase1_field *f = hbase1_schema_field(m->result, 0);

@@ -30,6 +30,8 @@ typedef enum {
     CODEC_CLOSE = 2,  /* cannot even answer: close the connection */
     CODEC_SCAN = 3,   /* a scanner call: the scan engine takes it (call is
                          filled, out untouched) */
+    CODEC_AGAIN = 4,  /* the stream ends inside the message: call again
+                         with more bytes (codec_*_stream only) */
 } codec_status_t;
 
 /* Why a request was rejected, for the error reply and the log. */
@@ -55,6 +57,25 @@ codec_status_t codec_request(const struct config *cfg, wire_proto_t from,
                              const struct wire_limits *limits);
 
 /*
+ * codec_request on the front of an unframed stream, which may end inside
+ * the message: one walk both finds where the message ends and rewrites
+ * it (wire_message_scan then codec_request would walk it twice).  AGAIN:
+ * wait for more bytes, nothing was written or counted.  Otherwise as
+ * codec_request, with *msg_len the length of the message to drop from
+ * the stream; CLOSE also covers bytes that cannot be a message (err
+ * says why).
+ */
+codec_status_t codec_request_stream(const struct config *cfg,
+                                    wire_proto_t from, const uint8_t *buf,
+                                    size_t avail, wire_proto_t to,
+                                    int32_t backend_seqid,
+                                    struct wire_buf *out,
+                                    struct codec_call *call,
+                                    struct codec_error *err,
+                                    const struct wire_limits *limits,
+                                    size_t *msg_len);
+
+/*
  * Rewrites a whole backend reply for the client: checks the sequence id
  * and name against the call, strips salts from TRowResult.row of salted
  * tables, restores the client's seqid and protocol.  On failure returns
@@ -66,6 +87,19 @@ codec_status_t codec_reply(const struct codec_call *call, wire_proto_t from,
                            int32_t backend_seqid, wire_proto_t to,
                            struct wire_buf *out, struct codec_error *err,
                            const struct wire_limits *limits);
+
+/*
+ * codec_reply on the front of an unframed stream (see
+ * codec_request_stream): AGAIN, or as codec_reply with *msg_len the
+ * length of the reply.
+ */
+codec_status_t codec_reply_stream(const struct codec_call *call,
+                                  wire_proto_t from, const uint8_t *buf,
+                                  size_t avail, int32_t backend_seqid,
+                                  wire_proto_t to, struct wire_buf *out,
+                                  struct codec_error *err,
+                                  const struct wire_limits *limits,
+                                  size_t *msg_len);
 
 /* A TApplicationException reply for a rejected call. */
 void codec_write_error(const struct codec_call *call, wire_proto_t to,

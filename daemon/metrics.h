@@ -110,25 +110,28 @@ metrics_table_block(struct metrics_worker *mw, const struct salt_table *salt)
 /* A row key of a salted table went to bucket (a salted point request, or
  * one bucket's scanner open or fetch). */
 static inline void
-metrics_bucket_request(const struct salt_table *salt, uint32_t bucket)
+metrics_bucket_request(const struct salt_table *salt, uint32_t bucket,
+                       gint64 n)
 {
     struct metrics_worker *mw = metrics_self;
     guint64 *blk;
 
     if (mw != NULL && (blk = metrics_table_block(mw, salt)) != NULL) {
-        METRICS_ADD(blk[bucket], 1);
+        METRICS_ADD(blk[bucket], (guint64)n);
     }
 }
 
-/* A row of a salted table came back from bucket. */
+/* A row of a salted table came back from bucket.  Both take a count n,
+ * -1 when the codec takes back what it counted in a message it must
+ * read again once whole (codec_request_stream). */
 static inline void
-metrics_bucket_row(const struct salt_table *salt, uint32_t bucket)
+metrics_bucket_row(const struct salt_table *salt, uint32_t bucket, gint64 n)
 {
     struct metrics_worker *mw = metrics_self;
     guint64 *blk;
 
     if (mw != NULL && (blk = metrics_table_block(mw, salt)) != NULL) {
-        METRICS_ADD(blk[salt->buckets + bucket], 1);
+        METRICS_ADD(blk[salt->buckets + bucket], (guint64)n);
     }
 }
 

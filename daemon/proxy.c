@@ -8,11 +8,13 @@
  *                      |
  *                      v accept
  *   client  ---> struct client ---------------------------------------+
- *   (any of      bufferevent in: wire_detect once, then whole         |
- *    binary/     messages (frame length or wire_message_scan), each  |
- *    compact x   one a struct proxy_req appended to client->reqs     |
- *    framed/     |                                                    |
- *    buffered)   | codec_request(): salt rows, backend seqid/protocol |
+ *   (any of      bufferevent in: wire_detect once, then per message   |
+ *    binary/     a struct proxy_req appended to client->reqs          |
+ *    compact x   |                                                    |
+ *    framed/     | codec_request() on a whole frame, or               |
+ *    buffered)   | codec_request_stream(), which finds the end as it  |
+ *                | walks the stream;                                  |
+ *                | salt rows, backend seqid/protocol                  |
  *                v                                                    |
  *             backend_submit(): server round robin, connection with   |
  *             the fewest pending; req appended to conn->pending       |
@@ -392,14 +394,13 @@ proxy_write(struct bufferevent *bev, const struct iovec *iov, int n)
 }
 
 wire_status_t
-proxy_msg_next(struct evbuffer *in, wire_proto_t proto, gboolean framed,
-               const struct wire_limits *limits, const uint8_t **msg,
-               size_t *len, const char **why)
+proxy_msg_peek(struct evbuffer *in, gboolean framed,
+               const struct wire_limits *limits, const uint8_t **buf,
+               size_t *avail, const char **why)
 {
     size_t have = evbuffer_get_length(in);
     size_t want;
     const uint8_t *p;
-    wire_status_t st;
 
     *why = NULL;
     if (framed) {
@@ -426,13 +427,31 @@ proxy_msg_next(struct evbuffer *in, wire_proto_t proto, gboolean framed,
         }
         want = 4 + (size_t)flen;
     } else {
-        /* the scan needs contiguous bytes; never more than one message */
+        /* the codec needs contiguous bytes; never more than one message */
         want = MIN(have, (size_t)limits->max_message);
     }
     p = evbuffer_pullup(in, (ev_ssize_t)want);
     if (p == NULL) {
         *why = "out of memory";
         return WIRE_ERROR;
+    }
+    *buf = p;
+    *avail = want;
+    return WIRE_OK;
+}
+
+wire_status_t
+proxy_msg_next(struct evbuffer *in, wire_proto_t proto, gboolean framed,
+               const struct wire_limits *limits, const uint8_t **msg,
+               size_t *len, const char **why)
+{
+    const uint8_t *p = NULL;
+    size_t want = 0;
+    wire_status_t st;
+
+    st = proxy_msg_peek(in, framed, limits, &p, &want, why);
+    if (st != WIRE_OK) {
+        return st;
     }
     st = wire_message_scan(proto, framed, p, want, limits, len, why);
     if (st == WIRE_AGAIN && !framed && want >= limits->max_message) {

@@ -278,6 +278,17 @@ void proxy_req_io_error(struct proxy_req *req, const char *message,
 void proxy_write(struct bufferevent *bev, const struct iovec *iov, int n);
 
 /*
+ * The bytes at the start of in, pulled up contiguous, for a codec that
+ * finds the message's end itself: framed, one whole frame (header
+ * included) or AGAIN; unframed, whatever is there up to one maximal
+ * message.  ERROR: *why says what is wrong with the frame header.
+ */
+wire_status_t proxy_msg_peek(struct evbuffer *in, gboolean framed,
+                             const struct wire_limits *limits,
+                             const uint8_t **buf, size_t *avail,
+                             const char **why);
+
+/*
  * Finds one whole message at the start of in, pulled up contiguous.
  * OK: *msg and *len cover it including any frame header.  AGAIN: wait
  * for more bytes.  ERROR: *why says what is wrong with the stream.

@@ -989,7 +989,7 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
 
         b->bucket = single ? only : i;
         b->fetch = sc->fetch_rows;
-        metrics_bucket_request(sc->salt, b->bucket);
+        metrics_bucket_request(sc->salt, b->bucket, 1);
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
         sub = scan_sub_begin(sc, scan_open_sink, i, "scannerOpenWithScan",
@@ -1274,7 +1274,7 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
         return;
     }
     b->fetching = 1;
-    metrics_bucket_request(sc->salt, b->bucket);
+    metrics_bucket_request(sc->salt, b->bucket, 1);
     scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
                      "scannerGetList", b->backend_id, (int32_t)b->fetch);
 }

@@ -11,7 +11,12 @@
  *           bit 2 tight limits
  *   byte 1  the method of the call, an index into the method table
  *   byte 2  the salted table of the call (fuzz_common.h order), 0xff none
- * The backend sequence id is FUZZ_SEQID.  The same bytes are then read
+ * The backend sequence id is FUZZ_SEQID.  The bytes are also fed to
+ * codec_reply_stream as the front of an unframed stream: where
+ * wire_message_scan finds a whole message it must do exactly what
+ * codec_reply does on that message (status, bytes, length); where the
+ * scan wants more it waits or (a wrong header already) closes; where the
+ * scan fails it closes.  The same bytes are then read
  * as a run of TRowResult structs through codec_row_result, the way the
  * scan engine unsalts bucket replies.
  */
@@ -73,6 +78,39 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(call.name, m->name, m->name_len);
 
     wire_buf_init(&out);
+    {
+        struct wire_buf streamed, whole;
+        struct codec_error serr, werr;
+        const char *why = NULL;
+        size_t n = 0, used = 0;
+        wire_status_t scan;
+        codec_status_t sst;
+
+        wire_buf_init(&streamed);
+        wire_buf_init(&whole);
+        scan = wire_message_scan(from, FALSE, data, size, limits, &n, &why);
+        sst = codec_reply_stream(&call, from, data, size, FUZZ_SEQID, to,
+                                 &streamed, &serr, limits, &used);
+        if (scan == WIRE_AGAIN) {
+            FUZZ_CHECK(sst == CODEC_AGAIN || sst == CODEC_CLOSE);
+            FUZZ_CHECK(sst != CODEC_AGAIN || streamed.len == 0);
+        } else if (scan == WIRE_ERROR) {
+            FUZZ_CHECK(sst == CODEC_CLOSE);
+        } else {
+            codec_status_t wst = codec_reply(&call, from, data, n,
+                                             FUZZ_SEQID, to, &whole, &werr,
+                                             limits);
+
+            FUZZ_CHECK(sst == wst);
+            FUZZ_CHECK(wst != CODEC_OK || used == n);
+            FUZZ_CHECK(streamed.len == whole.len
+                       && (whole.len == 0
+                           || memcmp(streamed.data, whole.data,
+                                     whole.len) == 0));
+        }
+        wire_buf_free(&streamed);
+        wire_buf_free(&whole);
+    }
     if (codec_reply(&call, from, data, size, FUZZ_SEQID, to, &out, &err,
                     limits) == CODEC_OK) {
         fuzz_check_message(to, &out);

@@ -11,10 +11,13 @@
  *   bit 2  backend speaks compact
  *   bit 3  tight limits (small strings, containers, depth), as a small
  *          max_frame_size would give
- * Messages are cut from the stream exactly as the daemon does
- * (proxy_msg_next: wire_message_scan, at most max_message bytes looked
- * at unframed), then each goes through codec_request.  Every message
- * codec_request produces must itself be one whole, valid message.
+ * Messages are cut from the stream with wire_message_scan (at most
+ * max_message bytes looked at unframed), then each goes through
+ * codec_request.  Every message codec_request produces must itself be one
+ * whole, valid message.  Unframed, the daemon instead runs
+ * codec_request_stream on the raw stream, which finds the end as it
+ * rewrites: it must agree with that two-pass reference exactly (status,
+ * length, bytes), AGAIN where the scan wants more, CLOSE where it fails.
  */
 
 static const struct wire_limits fuzz_tight_limits = {
@@ -50,7 +53,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct wire_limits *limits;
     wire_proto_t from, to;
     gboolean framed;
-    struct wire_buf out;
+    struct wire_buf out, streamed;
     int32_t seqid = 1;
 
     if (size < 1) {
@@ -64,16 +67,35 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size--;
 
     wire_buf_init(&out);
+    wire_buf_init(&streamed);
     while (size > 0) {
         struct codec_call call;
         struct codec_error err;
         const char *why = NULL;
         size_t msg_len = 0, hdr = framed ? 4 : 0;
         size_t want = framed ? size : MIN(size, (size_t)limits->max_message);
-        codec_status_t st;
+        codec_status_t st, sst = CODEC_AGAIN;
+        wire_status_t scan;
+        struct codec_call scall;
+        struct codec_error serr;
+        size_t slen = 0;
 
-        if (wire_message_scan(from, framed, data, want, limits, &msg_len,
-                              &why) != WIRE_OK) {
+        scan = wire_message_scan(from, framed, data, want, limits, &msg_len,
+                                 &why);
+        if (!framed) {
+            wire_buf_clear(&streamed);
+            sst = codec_request_stream(cfg, from, data, want, to, seqid,
+                                       &streamed, &scall, &serr, limits,
+                                       &slen);
+            if (scan == WIRE_AGAIN) {
+                FUZZ_CHECK(sst == CODEC_AGAIN && streamed.len == 0);
+            } else if (scan == WIRE_ERROR) {
+                FUZZ_CHECK(sst == CODEC_CLOSE && serr.message != NULL);
+            } else {
+                FUZZ_CHECK(sst != CODEC_AGAIN);
+            }
+        }
+        if (scan != WIRE_OK) {
             break;
         }
         FUZZ_CHECK(msg_len > hdr && msg_len <= want);
@@ -81,6 +103,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wire_buf_clear(&out);
         st = codec_request(cfg, from, data + hdr, msg_len - hdr, to, seqid++,
                            &out, &call, &err, limits);
+        if (!framed) {
+            FUZZ_CHECK(sst == st);
+            FUZZ_CHECK(st == CODEC_CLOSE || slen == msg_len);
+            FUZZ_CHECK(streamed.len == out.len
+                       && (out.len == 0
+                           || memcmp(streamed.data, out.data, out.len) == 0));
+            FUZZ_CHECK(st != CODEC_REJECT
+                       || (serr.app_type == err.app_type
+                           && serr.io == err.io));
+        }
         switch (st) {
         case CODEC_OK:
             fuzz_check_message(to, &out, 0);
@@ -107,6 +139,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             codec_write_void_reply(&call, from, &out);
             fuzz_check_message(from, &out, 0);
             break;
+        case CODEC_AGAIN:
+            FUZZ_CHECK(!"codec_request never waits: its message is whole");
+            break;
         case CODEC_CLOSE:
             FUZZ_CHECK(err.message != NULL);
             size = 0; /* the daemon closes the connection */
@@ -117,5 +152,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size -= msg_len;
     }
     wire_buf_free(&out);
+    wire_buf_free(&streamed);
     return 0;
 }

@@ -598,6 +598,118 @@ test_io_error_reply(void)
     wire_buf_free(&out);
 }
 
+/* The front of an unframed stream holds bytes up to where the read
+ * stopped: a message cut anywhere must wait, and whole it must come out
+ * exactly as from the two-pass path, with its own length only and each
+ * row counted once however many times it was walked while incomplete. */
+static void
+test_stream(void)
+{
+    HbaseHbaseGetRowsArgs *args = g_object_new(HBASE_TYPE_HBASE_GET_ROWS_ARGS,
+                                               NULL);
+    HbaseHbaseGetRowsResult *res =
+        g_object_new(HBASE_TYPE_HBASE_GET_ROWS_RESULT, NULL);
+    HbaseHbaseScannerOpenArgs *scan =
+        g_object_new(HBASE_TYPE_HBASE_SCANNER_OPEN_ARGS, NULL);
+    g_autoptr(GByteArray) legacy = test_bytes("\x03legacy", 7);
+    g_autoptr(GByteArray) msg = NULL;
+    g_autoptr(GByteArray) reply = NULL;
+    g_autoptr(GByteArray) smsg = NULL;
+    g_autoptr(GByteArray) stream = g_byte_array_new();
+    struct codec_call call, scall;
+    struct codec_error err;
+    struct wire_buf whole, out;
+    guint64 unsalted;
+    size_t used;
+
+    args->tableName = test_bytes("salted", 6);
+    args->__isset_tableName = TRUE;
+    for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
+        g_ptr_array_add(args->rows,
+                        test_bytes(test_rows[i].key, test_rows[i].len));
+    }
+    args->__isset_rows = TRUE;
+    msg = test_encode(WIRE_BINARY, "getRows", T_CALL, 7, args);
+    wire_buf_init(&whole);
+    wire_buf_init(&out);
+    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
+                                  WIRE_COMPACT, 5, &whole, &call, &err, NULL),
+                    ==, CODEC_OK);
+
+    /* the message, then the start of the next one */
+    g_byte_array_append(stream, msg->data, msg->len);
+    g_byte_array_append(stream, msg->data, 9);
+    for (size_t cut = 0; cut < msg->len; cut++) {
+        g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY,
+                                             stream->data, cut, WIRE_COMPACT,
+                                             5, &out, &call, &err, NULL,
+                                             &used), ==, CODEC_AGAIN);
+        g_assert_cmpuint(out.len, ==, 0);
+    }
+    g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, stream->data,
+                                         stream->len, WIRE_COMPACT, 5, &out,
+                                         &call, &err, NULL, &used), ==,
+                    CODEC_OK);
+    g_assert_cmpuint(used, ==, msg->len);
+    g_assert_cmpmem(out.data, out.len, whole.data, whole.len);
+
+    /* scanner calls and rejected calls stop early: the length is still
+     * that of the whole message */
+    scan->tableName = test_bytes("salted", 6);
+    scan->__isset_tableName = TRUE;
+    scan->startRow = test_bytes("", 0);
+    scan->__isset_startRow = TRUE;
+    smsg = test_encode(WIRE_BINARY, "scannerOpen", T_CALL, 1, scan);
+    wire_buf_clear(&out);
+    g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, smsg->data,
+                                         smsg->len - 1, WIRE_BINARY, 1, &out,
+                                         &scall, &err, NULL, &used), ==,
+                    CODEC_AGAIN);
+    g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, smsg->data,
+                                         smsg->len, WIRE_BINARY, 1, &out,
+                                         &scall, &err, NULL, &used), ==,
+                    CODEC_SCAN);
+    g_assert_cmpuint(used, ==, smsg->len);
+
+    /* bytes that cannot be a message close the stream */
+    {
+        static const uint8_t junk[] = { 0x80, 0x01, 0x00, 0x01, 0xff, 0xff,
+                                        0xff, 0xff, 0, 0, 0, 0 };
+
+        g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, junk,
+                                             sizeof(junk), WIRE_BINARY, 1,
+                                             &out, &scall, &err, NULL,
+                                             &used), ==, CODEC_CLOSE);
+        g_assert_nonnull(err.message);
+    }
+
+    /* a reply with a row written around the proxy: counted once */
+    test_call_for("salted", "getRows", &call);
+    g_ptr_array_add(res->success, test_row_result(legacy));
+    res->__isset_success = TRUE;
+    reply = test_encode(WIRE_BINARY, "getRows", T_REPLY, 8, res);
+    unsalted = codec_unsalted_rows();
+    for (size_t cut = 0; cut < reply->len; cut++) {
+        wire_buf_clear(&out);
+        g_assert_cmpint(codec_reply_stream(&call, WIRE_BINARY, reply->data,
+                                           cut, 8, WIRE_BINARY, &out, &err,
+                                           NULL, &used), ==, CODEC_AGAIN);
+        g_assert_cmpuint(out.len, ==, 0);
+    }
+    g_assert_cmpuint(codec_unsalted_rows(), ==, unsalted);
+    g_assert_cmpint(codec_reply_stream(&call, WIRE_BINARY, reply->data,
+                                       reply->len, 8, WIRE_BINARY, &out, &err,
+                                       NULL, &used), ==, CODEC_OK);
+    g_assert_cmpuint(used, ==, reply->len);
+    g_assert_cmpuint(codec_unsalted_rows(), ==, unsalted + 1);
+
+    g_object_unref(args);
+    g_object_unref(res);
+    g_object_unref(scan);
+    wire_buf_free(&whole);
+    wire_buf_free(&out);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -634,6 +746,7 @@ main(int argc, char **argv)
     g_test_add_func("/codec/request/rejects", test_rejects);
     g_test_add_func("/codec/reply/checks", test_reply_checks);
     g_test_add_func("/codec/reply/io-error", test_io_error_reply);
+    g_test_add_func("/codec/stream", test_stream);
     rc = g_test_run();
     config_free(test_cfg);
     return rc;
