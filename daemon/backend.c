@@ -8,7 +8,6 @@
 #include <netinet/tcp.h>
 
 #include <event2/buffer.h>
-#include <event2/thread.h>
 
 #include "metrics.h"
 
@@ -96,7 +95,7 @@ struct backend_health_table {
     int32_t seqid;
 };
 
-static void backend_read_cb(struct bufferevent *bev, void *arg);
+static void backend_read_cb(evutil_socket_t fd, short what, void *arg);
 static void backend_event_cb(struct bufferevent *bev, short what, void *arg);
 static void backend_timer_cb(evutil_socket_t fd, short what, void *arg);
 static struct backend_health *
@@ -175,6 +174,15 @@ backend_conn_close(struct backend_conn *conn)
 {
     if (conn->state == BACKEND_CONNECTED) {
         METRICS_ADD(conn->server->stats.open, -1);
+    }
+    if (conn->rev != NULL) {
+        /* before the socket goes with the bufferevent */
+        event_free(conn->rev);
+        conn->rev = NULL;
+    }
+    if (conn->in != NULL) {
+        evbuffer_free(conn->in);
+        conn->in = NULL;
     }
     if (conn->bev != NULL) {
         /* also cancels callbacks already deferred for it */
@@ -404,9 +412,9 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
         g_snprintf(why, whylen, "connect: cannot create a socket buffer");
         return FALSE;
     }
-    bufferevent_setcb(conn->bev, backend_read_cb, NULL, backend_event_cb,
-                      conn);
-    bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
+    /* the bufferevent connects and writes; reading is backend_read_cb's */
+    bufferevent_setcb(conn->bev, NULL, NULL, backend_event_cb, conn);
+    bufferevent_enable(conn->bev, EV_WRITE);
     if (bufferevent_socket_connect(conn->bev, (struct sockaddr *)&srv->addr,
                                    (int)srv->addrlen) < 0) {
         int err = EVUTIL_SOCKET_ERROR();
@@ -609,15 +617,47 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
     }
 }
 
+/* The server closed conn. */
+static void
+backend_conn_eof(struct backend_conn *conn)
+{
+    if (conn->npending == 0) {
+        /* HBase drops idle connections: normal, reconnect on demand */
+        g_debug("backend %s: conn %u: closed by server while idle",
+                conn->server->srv->name, conn->index);
+        backend_conn_close(conn);
+        return;
+    }
+    backend_health_failed(conn->server->health,
+                          "connection closed by server");
+    backend_conn_fail(conn, "connection closed by server",
+                      "connection closed by server", TRUE);
+}
+
 /* Replies arrived: pair each with the oldest pending request. */
 static void
-backend_read_cb(struct bufferevent *bev, void *arg)
+backend_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
     struct proxy_worker *w = backend_worker(conn);
     const struct proxy_settings *set = backend_settings(conn);
-    struct evbuffer *in = bufferevent_get_input(bev);
+    struct evbuffer *in = conn->in;
     char why[BACKEND_MSG_MAX];
+    ssize_t got;
+
+    got = proxy_read(w, fd, in, PROXY_READ_MAX);
+    if (got == 0) {
+        backend_conn_eof(conn);
+        return;
+    }
+    if (got < 0 && errno != EAGAIN && errno != EINTR) {
+        g_snprintf(why, sizeof(why), "%s", g_strerror(errno));
+        if (conn->npending > 0) {
+            backend_health_failed(conn->server->health, why);
+        }
+        backend_conn_fail(conn, why, why, TRUE);
+        return;
+    }
 
     while (evbuffer_get_length(in) > 0) {
         const uint8_t *buf = NULL;
@@ -713,10 +753,18 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
     char why[BACKEND_MSG_MAX];
 
     if (what & BEV_EVENT_CONNECTED) {
+        evutil_socket_t fd = bufferevent_getfd(bev);
         int one = 1;
 
-        setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
-                   sizeof(one));
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        conn->in = evbuffer_new();
+        conn->rev = event_new(backend_worker(conn)->base, fd,
+                              EV_READ | EV_PERSIST, backend_read_cb, conn);
+        if (conn->in == NULL || conn->rev == NULL
+            || event_add(conn->rev, NULL) < 0) {
+            backend_conn_fail(conn, "out of memory", "out of memory", TRUE);
+            return;
+        }
         conn->state = BACKEND_CONNECTED;
         METRICS_ADD(conn->server->stats.open, 1);
         conn->server->retry_at = 0;
@@ -744,17 +792,7 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
         return;
     }
     if (what & BEV_EVENT_EOF) {
-        if (conn->npending == 0) {
-            /* HBase drops idle connections: normal, reconnect on demand */
-            g_debug("backend %s: conn %u: closed by server while idle",
-                    conn->server->srv->name, conn->index);
-            backend_conn_close(conn);
-            return;
-        }
-        backend_health_failed(conn->server->health,
-                              "connection closed by server");
-        backend_conn_fail(conn, "connection closed by server",
-                          "connection closed by server", TRUE);
+        backend_conn_eof(conn);
     }
 }
 

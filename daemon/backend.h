@@ -35,7 +35,9 @@ struct backend_stats {
 struct backend_conn {
     struct backend_server *server;  /* owner */
     unsigned index;                 /* in server->conns, for logs */
-    struct bufferevent *bev;        /* NULL when IDLE */
+    struct bufferevent *bev;        /* NULL when IDLE; connects, writes */
+    struct event *rev;              /* reads once connected (proxy_read) */
+    struct evbuffer *in;            /* replies read, not yet taken */
     struct event *timer;            /* connect, request and idle deadlines */
     gint64 timer_at;                /* when timer fires; 0: not armed */
     enum backend_state state;

@@ -27,7 +27,7 @@
 
 static gboolean client_partial_check(struct client *c, gboolean partial,
                                      gboolean fresh);
-static void client_read_cb(struct bufferevent *bev, void *arg);
+static void client_read_cb(evutil_socket_t fd, short what, void *arg);
 static void client_write_cb(struct bufferevent *bev, void *arg);
 static void client_event_cb(struct bufferevent *bev, short what, void *arg);
 
@@ -73,6 +73,17 @@ client_may_read(const struct client *c)
                   + (size_t)c->nreqs * each < CLIENT_OUT_HIGH;
 }
 
+/* Watches c's socket for reading, with the idle timeout when there is
+ * one: a persistent event restarts its timeout on every read. */
+static void
+client_read_on(struct client *c)
+{
+    unsigned ms = c->worker->gen->set.client_idle_timeout_ms;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+    event_add(c->rev, ms != 0 ? &tv : NULL);
+}
+
 /*
  * Turns reading on or off to match client_may_read.  Turning it back on
  * also reschedules the read callback (deferred, never re-entered from
@@ -88,15 +99,14 @@ client_update_reading(struct client *c)
         /* while we did not read, the client could not finish its
          * message: its deadline starts again with our reading */
         c->partial_since = 0;
-        bufferevent_enable(c->bev, EV_READ);
-        if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
-            bufferevent_trigger(c->bev, EV_READ,
-                                BEV_TRIG_IGNORE_WATERMARKS
-                                | BEV_TRIG_DEFER_CALLBACKS);
+        client_read_on(c);
+        if (evbuffer_get_length(c->in) > 0) {
+            /* from the loop, never re-entered from here */
+            event_active(c->rev, EV_READ, 0);
         }
     } else if (!want && c->reading) {
         c->reading = 0;
-        bufferevent_disable(c->bev, EV_READ);
+        event_del(c->rev);
     }
 }
 
@@ -104,9 +114,8 @@ void
 client_apply_limits(struct client *c)
 {
     /* bounds what one client can make us buffer */
-    bufferevent_setwatermark(c->bev, EV_READ, 0,
-                             (size_t)c->worker->gen->set.max_frame_size + 4
-                                 + CLIENT_IN_SLACK);
+    c->in_max = (size_t)c->worker->gen->set.max_frame_size + 4
+                + CLIENT_IN_SLACK;
 }
 
 void
@@ -150,23 +159,31 @@ client_accept(struct proxy_worker *w, evutil_socket_t fd,
         g_free(c);
         return;
     }
-    bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
-                      client_event_cb, c);
+    c->in = evbuffer_new();
+    c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, client_read_cb, c);
+    if (c->in == NULL || c->rev == NULL) {
+        g_warning("client %s: refused: out of memory", peer);
+        if (c->rev != NULL) {
+            event_free(c->rev);
+        }
+        if (c->in != NULL) {
+            evbuffer_free(c->in);
+        }
+        bufferevent_free(c->bev);
+        g_atomic_int_add(&p->nconns, -1);
+        g_free(c);
+        return;
+    }
+    bufferevent_setcb(c->bev, NULL, client_write_cb, client_event_cb, c);
     client_apply_limits(c);
     bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_LOW, 0);
-    if (set->client_idle_timeout_ms != 0) {
-        struct timeval tv = {
-            set->client_idle_timeout_ms / 1000,
-            (set->client_idle_timeout_ms % 1000) * 1000,
-        };
-
-        bufferevent_set_timeouts(c->bev, &tv, NULL);
-    }
     TAILQ_INSERT_TAIL(&w->clients, c, link);
     w->nclients++;
     METRICS_ADD(w->metrics->accepted, 1);
     c->reading = 1;
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    /* reading is ours (client_read_cb): the bufferevent only writes */
+    bufferevent_enable(c->bev, EV_WRITE);
+    client_read_on(c);
     g_debug("client %s: connected (worker %u, %d open)", peer, w->id, n);
 }
 
@@ -193,6 +210,8 @@ client_close(struct client *c)
     if (c->partial_timer != NULL) {
         event_free(c->partial_timer);
     }
+    event_free(c->rev);
+    evbuffer_free(c->in);
     /* also cancels any deferred callback still queued for c */
     bufferevent_free(c->bev);
     g_free(c);
@@ -471,7 +490,7 @@ client_partial_check(struct client *c, gboolean partial, gboolean fresh)
 static void
 client_process(struct client *c)
 {
-    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct evbuffer *in = c->in;
     gboolean partial = FALSE, fresh = FALSE;
 
     if (c->state == CLIENT_DETECT && !client_detect(c, in)) {
@@ -513,10 +532,39 @@ client_process(struct client *c)
     client_update_reading(c);
 }
 
+/* The socket is readable (or the idle timeout passed, or reading was
+ * turned back on with requests already buffered). */
 static void
-client_read_cb(struct bufferevent *bev, void *arg)
+client_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-    client_process(arg);
+    struct client *c = arg;
+    size_t have = evbuffer_get_length(c->in);
+
+    if (what & EV_TIMEOUT) {
+        if (c->nreqs > 0) {
+            /* quiet because it waits for us, not idle: keep it */
+            return;
+        }
+        client_close_why(c, "idle timeout");
+        return;
+    }
+    if (have < c->in_max) {
+        ssize_t n = proxy_read(c->worker, fd, c->in, c->in_max - have);
+
+        if (n == 0) {
+            /* clients do not half-close while waiting; answers are moot */
+            g_debug("client %s: closed by peer (%u requests in flight)",
+                    c->peer, c->nreqs);
+            client_close(c);
+            return;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            g_message("client %s: closing: %s", c->peer, g_strerror(errno));
+            client_close(c);
+            return;
+        }
+    }
+    client_process(c);
 }
 
 /* Output drained below the low watermark: maybe read again. */
@@ -526,33 +574,19 @@ client_write_cb(struct bufferevent *bev, void *arg)
     client_update_reading(arg);
 }
 
+/* The bufferevent only writes: its events are write errors. */
 static void
 client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct client *c = arg;
 
-    if (what & BEV_EVENT_TIMEOUT) {
-        if (c->nreqs > 0) {
-            /* quiet because it waits for us, not idle: keep it */
-            c->reading = 0;
-            client_update_reading(c);
-            return;
-        }
-        client_close_why(c, "idle timeout");
-        return;
-    }
-    if (what & BEV_EVENT_EOF) {
-        /* clients do not half-close while waiting; answers are moot */
-        g_debug("client %s: closed by peer (%u requests in flight)",
-                c->peer, c->nreqs);
-        client_close(c);
-        return;
-    }
-    if (what & BEV_EVENT_ERROR) {
+    if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
         int err = EVUTIL_SOCKET_ERROR();
 
         g_message("client %s: closing: %s", c->peer,
-                  evutil_socket_error_to_string(err));
+                  (what & BEV_EVENT_ERROR)
+                      ? evutil_socket_error_to_string(err)
+                      : "connection closed while we wrote");
         client_close(c);
     }
 }

@@ -21,7 +21,11 @@ enum client_state {
 struct client {
     TAILQ_ENTRY(client) link;       /* in worker->clients */
     struct proxy_worker *worker;    /* owner thread */
-    struct bufferevent *bev;        /* the socket */
+    struct bufferevent *bev;        /* the socket; writes and their
+                                       errors only */
+    struct event *rev;              /* reads: proxy_read, no FIONREAD */
+    struct evbuffer *in;            /* bytes read, not yet taken */
+    size_t in_max;                  /* read no more while in holds this */
     enum client_state state;
     wire_proto_t proto;             /* detected on the first bytes */
     gboolean framed;                /* detected on the first bytes */

@@ -8,8 +8,8 @@
  *                      |
  *                      v accept
  *   client  ---> struct client ---------------------------------------+
- *   (any of      bufferevent in: wire_detect once, then per message   |
- *    binary/     a struct proxy_req appended to client->reqs          |
+ *   (any of      proxy_read() into client->in; wire_detect once;      |
+ *    binary/     each message a struct proxy_req on client->reqs      |
  *    compact x   |                                                    |
  *    framed/     | codec_request() on a whole frame, or               |
  *    buffered)   | codec_request_stream(), which finds the end as it  |
@@ -42,7 +42,8 @@
  * Timeouts are per backend connection: the head of its FIFO is the
  * oldest request, so one timer armed for that deadline covers them all.
  * Writes go to the socket at once when nothing is queued (proxy_write),
- * so EV_WRITE is armed only on a short write; other threads reach a
+ * so EV_WRITE is armed only on a short write; reads are one recv each
+ * (proxy_read), without libevent's FIONREAD; other threads reach a
  * worker only through its bell (an eventfd), so the bases need no locks.
  */
 
@@ -393,6 +394,20 @@ proxy_write(struct bufferevent *bev, const struct iovec *iov, int n)
     }
 }
 
+ssize_t
+proxy_read(struct proxy_worker *w, evutil_socket_t fd, struct evbuffer *in,
+           size_t max)
+{
+    ssize_t n;
+
+    n = recv(fd, w->rbuf, MIN(max, (size_t)PROXY_READ_MAX), 0);
+    if (n > 0 && evbuffer_add(in, w->rbuf, (size_t)n) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return n;
+}
+
 wire_status_t
 proxy_msg_peek(struct evbuffer *in, gboolean framed,
                const struct wire_limits *limits, const uint8_t **buf,
@@ -630,6 +645,7 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
     TAILQ_INIT(&w->clients);
     TAILQ_INIT(&w->free_reqs);
     wire_buf_init(&w->scratch);
+    w->rbuf = g_malloc(PROXY_READ_MAX);
     proxy_worker_limits(w);
     w->next_seqid = 1;
 
@@ -709,6 +725,8 @@ proxy_worker_deinit(struct proxy_worker *w)
         g_free(req);
     }
     wire_buf_free(&w->scratch);
+    g_free(w->rbuf);
+    w->rbuf = NULL;
     if (w->base != NULL) {
         event_base_free(w->base);
     }

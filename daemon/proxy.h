@@ -128,6 +128,9 @@ TAILQ_HEAD(proxy_req_queue, proxy_req);
 
 struct proxy;
 
+/* Bytes one proxy_read takes from a socket, at most. */
+#define PROXY_READ_MAX (64u * 1024)
+
 /*
  * A doorbell other threads ring to wake a loop: an eventfd the loop
  * watches.  The bases run without libevent's locks (evthread), which
@@ -171,6 +174,7 @@ struct proxy_worker {
     struct proxy_req_queue free_reqs; /* recycled request objects */
     unsigned nfree_reqs;
     struct wire_buf scratch;        /* codec output before it is queued */
+    uint8_t *rbuf;                  /* proxy_read's buffer, PROXY_READ_MAX */
     struct wire_limits client_limits; /* applied to client messages */
     struct wire_limits reply_limits;  /* applied to backend replies */
     int32_t next_seqid;             /* backend seqids, unique per worker */
@@ -276,6 +280,15 @@ void proxy_req_io_error(struct proxy_req *req, const char *message,
  * HAProxy does.  Errors are left for bev's own write to find and report.
  */
 void proxy_write(struct bufferevent *bev, const struct iovec *iov, int n);
+
+/*
+ * Reads what fd has, at most max bytes, onto the end of in: one recv into
+ * the worker's read buffer, then appended.  Not evbuffer_read, which asks
+ * FIONREAD first: an ioctl for every read.  Returns the bytes read, 0 at
+ * the end of the stream, -1 with errno set (EAGAIN: nothing to read).
+ */
+ssize_t proxy_read(struct proxy_worker *w, evutil_socket_t fd,
+                   struct evbuffer *in, size_t max);
 
 /*
  * The bytes at the start of in, pulled up contiguous, for a codec that
