@@ -36,7 +36,7 @@ static struct {
     int connections, value_size, multiget_keys, scan_batch, scan_rows;
     int prefix_len, salt_buckets, batch, pid, backend_pid, max_connecting;
     double duration, warmup, zipf_s, celebrity, put_share, timeout;
-    gint64 max_ops, rows, seed;
+    gint64 max_ops, rows, seed, scan_limit;
 } bench_opt = {
     .target = NULL, .table = NULL, .column = NULL, .workload = NULL,
     .connections = 64, .value_size = 100, .multiget_keys = 100,
@@ -66,6 +66,7 @@ static GOptionEntry bench_entries[] = {
     { "multiget-keys", 0, 0, G_OPTION_ARG_INT, &bench_opt.multiget_keys, "keys per getRows (default 100)", "K" },
     { "scan-batch", 0, 0, G_OPTION_ARG_INT, &bench_opt.scan_batch, "rows per scannerGetList (default 1000)", "N" },
     { "scan-rows", 0, 0, G_OPTION_ARG_INT, &bench_opt.scan_rows, "rows per range scan (default 1000)", "N" },
+    { "scan-limit", 0, 0, G_OPTION_ARG_INT64, &bench_opt.scan_limit, "end each scan after N rows, closing its scanners (default 0: no limit)", "N" },
     { "prefix-len", 0, 0, G_OPTION_ARG_INT, &bench_opt.prefix_len, "bytes of key kept as scan prefix (default 8)", "N" },
     { "protocol", 0, 0, G_OPTION_ARG_STRING, &bench_opt.protocol, "binary|compact (default binary)", "P" },
     { "transport", 0, 0, G_OPTION_ARG_STRING, &bench_opt.transport, "buffered|framed (default buffered)", "T" },
@@ -312,6 +313,26 @@ bench_scan_row(struct bench_session *s, const uint8_t *p, size_t len)
     s->op_rows++;
 }
 
+/* Whether the scan has its --scan-limit rows: the client stops there and
+ * closes, as an application reading the first N rows of a scan does. */
+static gboolean
+bench_scan_limited(const struct bench_session *s)
+{
+    return bench_opt.scan_limit > 0 &&
+           s->op_rows >= (uint64_t)bench_opt.scan_limit;
+}
+
+/* Rows to ask of a plain scanner: the batch, but not past the limit (as
+ * happybase's scan(limit=) asks min(batch_size, rows left)). */
+static int32_t
+bench_scan_want(const struct bench_session *s)
+{
+    if (bench_opt.scan_limit > 0)
+        return (int32_t)MIN((uint64_t)bench_opt.scan_batch,
+                            (uint64_t)bench_opt.scan_limit - s->op_rows);
+    return bench_opt.scan_batch;
+}
+
 /* ---- operations ---- */
 
 static void bench_op_start(struct bench_session *s);
@@ -442,6 +463,16 @@ bench_op_multiget(struct bench_session *s)
     }
 }
 
+/* TScan.caching of every scanner opened: the client's batch, as happybase
+ * does (Table.scan(batch_size=N) sets caching = N and asks N rows per
+ * scannerGetList), so that HBase, or the proxy sizing its per-bucket
+ * fetches from it, fetches rows in the batch the client reads them. */
+static int32_t
+bench_scan_caching(void)
+{
+    return bench_opt.scan_batch;
+}
+
 static void
 bench_scan_open_bucket(struct bench_session *s, struct bench_conn *c,
                        uint32_t b)
@@ -455,7 +486,7 @@ bench_scan_open_bucket(struct bench_session *s, struct bench_conn *c,
                                stop);
 
     bench_req_scan_open(&B.codec, &B.out, B.table_name, start, sl, stop, tl,
-                        bench_opt.scan_batch);
+                        bench_scan_caching());
     bench_send(c, BENCH_EXP_OPEN, b);
 }
 
@@ -489,7 +520,7 @@ bench_op_scan(struct bench_session *s)
     if (!B.salted) {
         bench_req_scan_open(&B.codec, &B.out, B.table_name, sc->start,
                             sc->start_len, sc->stop, sc->stop_len,
-                            bench_opt.scan_batch);
+                            bench_scan_caching());
         bench_send(&s->conns[0], BENCH_EXP_OPEN, 0);
     } else if (B.sequential) {
         /* HBaseWD: the scanners are opened one after the other */
@@ -651,11 +682,31 @@ bench_bucket_fetch(struct bench_session *s, uint32_t b)
 {
     struct bench_bucket *bk = &s->scan.bk[b];
 
-    if (bk->done || bk->fetching || bk->nbatches >= 2 || bk->id < 0)
+    if (bk->done || bk->fetching || bk->nbatches >= 2 || bk->id < 0 ||
+        s->scan.merge_done)
         return;
     bk->fetching = TRUE;
     bench_req_scan_get_list(&B.codec, &B.out, bk->id, bench_opt.scan_batch);
     bench_send(&s->conns[b], BENCH_EXP_LIST, b);
+}
+
+/* The limit is reached: close every bucket scanner now, or when its
+ * fetch in flight comes back. */
+static void
+bench_heap_stop(struct bench_session *s)
+{
+    struct bench_scan *sc = &s->scan;
+
+    sc->merge_done = TRUE;
+    for (unsigned b = 0; b < sc->nb; b++) {
+        struct bench_bucket *bk = &sc->bk[b];
+
+        if (bk->done || bk->fetching)
+            continue;
+        bk->done = TRUE;
+        bench_req_scan_close(&B.codec, &B.out, bk->id);
+        bench_send(&s->conns[b], BENCH_EXP_CLOSE, b);
+    }
 }
 
 static void
@@ -681,6 +732,10 @@ bench_heap_run(struct bench_session *s)
 
         bench_scan_row(s, r->p, r->len);
         bench_bucket_pop(bk);
+        if (bench_scan_limited(s)) {
+            bench_heap_stop(s);
+            return;
+        }
         bench_bucket_fetch(s, b);
         if (bk->head == NULL) {
             sc->heap[0] = sc->heap[--sc->hn];
@@ -733,6 +788,8 @@ bench_seq_run(struct bench_session *s)
             bench_scan_row(s, r->p, r->len);
             bench_bucket_pop(&sc->bk[best]);
         }
+        if (bench_scan_limited(s))
+            break;
     }
     sc->merge_done = TRUE;
     /* close() walks the scanners one by one too */
@@ -767,7 +824,7 @@ bench_on_reply(struct bench_conn *c, struct bench_expect e)
         if (!B.salted) {
             sc->bk[0].id = rep->i32;
             bench_req_scan_get_list(&B.codec, &B.out, rep->i32,
-                                    bench_opt.scan_batch);
+                                    bench_scan_want(s));
             bench_send(c, BENCH_EXP_LIST, 0);
         } else if (B.sequential) {
             sc->bk[e.bucket].id = rep->i32;
@@ -788,9 +845,9 @@ bench_on_reply(struct bench_conn *c, struct bench_expect e)
 
                 bench_scan_row(s, r->p, r->len);
             }
-            if (rep->rows->len > 0) {
+            if (rep->rows->len > 0 && !bench_scan_limited(s)) {
                 bench_req_scan_get_list(&B.codec, &B.out, sc->bk[0].id,
-                                        bench_opt.scan_batch);
+                                        bench_scan_want(s));
                 bench_send(c, BENCH_EXP_LIST, 0);
             } else {
                 bench_req_scan_close(&B.codec, &B.out, sc->bk[0].id);
@@ -802,6 +859,13 @@ bench_on_reply(struct bench_conn *c, struct bench_expect e)
             struct bench_bucket *bk = &sc->bk[e.bucket];
 
             bk->fetching = FALSE;
+            if (!B.sequential && sc->merge_done && !bk->done) {
+                /* stopped at the limit while this fetch was out */
+                bk->done = TRUE;
+                bench_req_scan_close(&B.codec, &B.out, bk->id);
+                bench_send(c, BENCH_EXP_CLOSE, e.bucket);
+                return;
+            }
             if (rep->rows->len == 0) {
                 bk->done = TRUE;
                 if (!B.sequential) {
@@ -1223,7 +1287,8 @@ main(int argc, char **argv)
         bench_opt.multiget_keys < 1 || bench_opt.multiget_keys > 100000 ||
         bench_opt.batch < 0 || bench_opt.batch > 1000000 ||
         bench_opt.celebrity < 0 || bench_opt.celebrity > 1 ||
-        bench_opt.max_connecting < 1 || bench_opt.timeout <= 0)
+        bench_opt.max_connecting < 1 || bench_opt.timeout <= 0 ||
+        bench_opt.scan_limit < 0)
         bench_die("option out of range");
     if (bench_opt.batch == 0)
         bench_opt.batch = B.workload == BENCH_W_LOAD ? 1000 : 1;
