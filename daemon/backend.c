@@ -26,6 +26,9 @@
  * sending a request into a socket the server is closing.
  */
 #define BACKEND_IDLE_CLOSE_MS 50000
+/* Reads one readable event takes at most (of PROXY_READ_MAX each): other
+ * connections get their turn after 1 MiB. */
+#define BACKEND_READS_MAX 16
 /* Bytes in an IOError message we build. */
 #define BACKEND_MSG_MAX 256
 /*
@@ -617,6 +620,22 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
     }
 }
 
+/* Whether a reply's header is for req: its sequence id (codec_reply
+ * checks the client's own replies; this covers the others). */
+static gboolean
+backend_reply_in_step(const struct proxy_settings *set,
+                      const struct proxy_req *req, const uint8_t *msg,
+                      size_t len)
+{
+    struct wire_reader r;
+    struct wire_msg m;
+
+    wire_reader_init(&r, set->backend_proto, msg, len, TRUE,
+                     &wire_default_limits);
+    return wire_read_msg_begin(&r, &m) == WIRE_OK
+           && m.seqid == req->backend_seqid;
+}
+
 /* The server closed conn. */
 static void
 backend_conn_eof(struct backend_conn *conn)
@@ -644,8 +663,17 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
     struct evbuffer *in = conn->in;
     char why[BACKEND_MSG_MAX];
     ssize_t got;
+    int reads = 0;
 
-    got = proxy_read(w, fd, in, PROXY_READ_MAX);
+    /* a full read means more is there: a big reply (a scan batch) is
+     * taken whole before it is looked at, not rescanned per 64 KiB */
+    do {
+        got = proxy_read(w, fd, in, PROXY_READ_MAX);
+    } while (got == (ssize_t)PROXY_READ_MAX && ++reads < BACKEND_READS_MAX);
+    if (reads > 0 && got <= 0) {
+        /* replies first: the end of the stream is read again next time */
+        got = 1;
+    }
     if (got == 0) {
         backend_conn_eof(conn);
         return;
@@ -678,8 +706,21 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
              * it itself, and nobody waits for a detached request */
             const uint8_t *msg = NULL;
 
-            st = proxy_msg_next(in, set->backend_proto, set->backend_framed,
-                                &w->reply_limits, &msg, &len, &bad);
+            if (set->backend_framed) {
+                /* the frame says where it ends; whoever reads it checks
+                 * every length as it goes */
+                st = proxy_msg_peek(in, TRUE, &w->reply_limits, &msg, &len,
+                                    &bad);
+            } else {
+                st = proxy_msg_next(in, set->backend_proto, FALSE,
+                                    &w->reply_limits, &msg, &len, &bad);
+            }
+            if (st == WIRE_OK
+                && !backend_reply_in_step(set, req, msg + hdr, len - hdr)) {
+                /* pairing by order is wrong from here on */
+                st = WIRE_ERROR;
+                bad = "reply out of step with the requests";
+            }
             if (st == WIRE_OK && req->sink != NULL) {
                 wire_buf_clear(&req->reply);
                 wire_buf_append(&req->reply, msg + hdr, len - hdr);
