@@ -263,6 +263,8 @@ class FakeBackend(object):
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.conns = []
+        self.closed = 0         # connections that ended after a call other
+                                # than getTableNames (not health probes)
         self.stopping = False
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
@@ -279,9 +281,11 @@ class FakeBackend(object):
 
     def _serve(self, s):
         p = protocol_on(s)
+        names = set()
         try:
             while True:
                 name, _, seqid = p.readMessageBegin()
+                names.add(name)
                 p.skip(TType.STRUCT)
                 p.readMessageEnd()
                 reply = encode('binary', name, TMessageType.REPLY, seqid,
@@ -308,6 +312,9 @@ class FakeBackend(object):
                 # silent: read on, answer nothing
         except Exception:  # noqa: BLE001 - the proxy hung up: fine
             pass
+        finally:
+            if names - {'getTableNames'}:
+                self.closed += 1
 
     def close(self):
         self.stopping = True
@@ -747,6 +754,31 @@ class BadBackend(unittest.TestCase):
 
     def test_no_reply(self):
         self.check('silent', 'timed out after %d ms' % REQUEST_TIMEOUT_MS)
+
+    def test_wrong_seqid_to_a_scanner_call(self):
+        """The scan engine's own calls are paired with replies by order
+        too: a reply with another call's sequence id must reset that
+        connection, as for a client's call, not pass for the next reply;
+        the client's scan fails with an IOError."""
+        be = FakeBackend()
+        p = Proxy(self.dir, be.port)
+        try:
+            c = client(p.port, timeout=REQUEST_TIMEOUT_MS / 1000.0 + 5)
+            self.assertEqual(c.getTableNames(), [b'x'])
+            self.assertEqual(be.closed, 0)
+            be.mode = 'seqid'
+            with self.assertRaises(T.IOError) as cm:
+                c.scannerOpenWithScan(b't', T.TScan(), {})
+            self.assertIn('out of step', cm.exception.message)
+            wait_for(lambda: be.closed > 0, 5,
+                     'the out-of-step connection reset')
+            be.mode = 'good'
+            self.assertEqual(c.getTableNames(), [b'x'])
+            c._trans.close()
+            self.assertTrue(p.alive())
+        finally:
+            be.close()
+            self.assertEqual(p.stop(), 0)
 
 
 def main():
