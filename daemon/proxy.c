@@ -375,7 +375,11 @@ proxy_write(struct bufferevent *bev, const struct iovec *iov, int n)
 
         mh.msg_iov = (struct iovec *)iov;
         mh.msg_iovlen = (size_t)n;
-        sent = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+        /* one buffer, the usual case: send spares the kernel the copy
+         * and check of a msghdr and its iovec array */
+        sent = n == 1 ? send(fd, iov[0].iov_base, iov[0].iov_len,
+                             MSG_DONTWAIT | MSG_NOSIGNAL)
+                      : sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (sent < 0) {
             /* EAGAIN or a real error: bev's write sees it either way */
             sent = 0;
