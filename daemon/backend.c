@@ -26,9 +26,6 @@
  * sending a request into a socket the server is closing.
  */
 #define BACKEND_IDLE_CLOSE_MS 50000
-/* Reads one readable event takes at most (of PROXY_READ_MAX each): other
- * connections get their turn after 1 MiB. */
-#define BACKEND_READS_MAX 16
 /* Bytes in an IOError message we build. */
 #define BACKEND_MSG_MAX 256
 /*
@@ -663,17 +660,11 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
     struct evbuffer *in = conn->in;
     char why[BACKEND_MSG_MAX];
     ssize_t got;
-    int reads = 0;
 
-    /* a full read means more is there: a big reply (a scan batch) is
-     * taken whole before it is looked at, not rescanned per 64 KiB */
-    do {
-        got = proxy_read(w, fd, in, PROXY_READ_MAX);
-    } while (got == (ssize_t)PROXY_READ_MAX && ++reads < BACKEND_READS_MAX);
-    if (reads > 0 && got <= 0) {
-        /* replies first: the end of the stream is read again next time */
-        got = 1;
-    }
+    /* one read per event: reading on while reads come back full took
+     * several big replies at once into client buffers, past what
+     * back-pressure bounds (e2e-faults-backpressure) */
+    got = proxy_read(w, fd, in, PROXY_READ_MAX);
     if (got == 0) {
         backend_conn_eof(conn);
         return;
