@@ -348,11 +348,25 @@ main_run(struct config *cfg, const char *config_path)
     main_notify("READY=1\nMAINPID=%lu", (unsigned long)getpid());
     main_status(&m);
     event_base_dispatch(m.base);
+    {
+        /* stopping already: a second SIGTERM or SIGINT (a supervisor
+         * repeating itself) must not kill the process once the handlers
+         * are freed below (other threads block every signal) */
+        sigset_t stop;
+
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGTERM);
+        sigaddset(&stop, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    }
     proxy_stop(m.p);
     admin_free(admin);
     proxy_free(m.p);
     event_free(ev_term);
     event_free(ev_int);
+    /* freeing them restored the default action, which kills */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     event_free(ev_hup);
     event_free(ev_status);
     event_base_free(m.base);
