@@ -101,9 +101,10 @@ static void backend_timer_cb(evutil_socket_t fd, short what, void *arg);
 static struct backend_health *
 backend_health_lookup(struct backend_health_table *t, const char *name);
 static void backend_health_failed(struct backend_health *h, const char *why);
-static void backend_submit_at(struct backend_pool *pool,
-                              struct proxy_req *req, const uint8_t *msg,
-                              size_t len, int avoid, gboolean fresh);
+static struct backend_conn *
+backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
+                  struct backend_conn *after, const uint8_t *msg, size_t len,
+                  int avoid, gboolean fresh);
 
 /* Whether s takes requests: not DOWN. */
 static gboolean
@@ -347,7 +348,9 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
  * the requests queued behind the connect to another server.  None of
  * them reached the server (there was no connection), so moving them
  * cannot apply a write twice; only those pinned to this server (scanner
- * calls) fail here.
+ * calls) fail here.  They move together, in their order, onto one
+ * connection: a client's pipelined calls were queued there in the order
+ * it sent them, and must reach the next server in that order too.
  */
 static void
 backend_connect_failed(struct backend_conn *conn, const char *why)
@@ -356,6 +359,7 @@ backend_connect_failed(struct backend_conn *conn, const char *why)
     struct backend_pool *pool = s->pool;
     struct proxy_req_queue moved;
     struct proxy_req *req, *next;
+    struct backend_conn *to = NULL;
     struct wire_buf bytes;
     size_t off = 0;
     gint64 now = proxy_now();
@@ -392,8 +396,12 @@ backend_connect_failed(struct backend_conn *conn, const char *why)
     while ((req = TAILQ_FIRST(&moved)) != NULL) {
         TAILQ_REMOVE(&moved, req, backend_link);
         req->conn = NULL;
-        backend_submit_at(pool, req, bytes.data + off, req->backend_len,
-                          (int)(s - pool->servers), FALSE);
+        if (to != NULL && !backend_conn_takes(pool, to)) {
+            to = NULL;
+        }
+        to = backend_submit_at(pool, req, to, bytes.data + off,
+                               req->backend_len, (int)(s - pool->servers),
+                               FALSE);
         off += req->backend_len;
     }
     wire_buf_free(&bytes);
@@ -552,18 +560,28 @@ backend_unavailable(struct backend_pool *pool, struct proxy_req *req)
     proxy_req_finish(pool->worker, req);
 }
 
+gboolean
+backend_conn_takes(const struct backend_pool *pool,
+                   const struct backend_conn *conn)
+{
+    return conn->server->pool == pool && conn->state != BACKEND_IDLE
+           && backend_server_up(conn->server);
+}
+
 void
 backend_submit(struct backend_pool *pool, struct proxy_req *req,
-               const uint8_t *msg, size_t len)
+               struct backend_conn *after, const uint8_t *msg, size_t len)
 {
-    backend_submit_at(pool, req, msg, len, -1, TRUE);
+    backend_submit_at(pool, req, after, msg, len, -1, TRUE);
 }
 
 /* backend_submit, avoiding server avoid; fresh: a new request (its
- * deadline starts now), else one moved after a failed connect. */
-static void
+ * deadline starts now), else one moved after a failed connect.  Returns
+ * the connection req waits on, NULL when it was finished at once. */
+static struct backend_conn *
 backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
-                  const uint8_t *msg, size_t len, int avoid, gboolean fresh)
+                  struct backend_conn *after, const uint8_t *msg, size_t len,
+                  int avoid, gboolean fresh)
 {
     struct proxy_worker *w = pool->worker;
     const struct proxy_settings *set = &w->gen->set;
@@ -571,13 +589,14 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
     struct backend_conn *conn;
     char why[BACKEND_MSG_MAX];
 
-    for (;;) {
+    for (conn = after; conn == NULL;) {
         struct backend_server *s;
 
+        /* no earlier request to follow: the least loaded connection */
         conn = backend_pick(pool, req->server, avoid, now);
         if (conn == NULL) {
             backend_unavailable(pool, req);
-            return;
+            return NULL;
         }
         if (conn->state != BACKEND_IDLE
             || backend_conn_open(conn, why, sizeof(why))) {
@@ -591,6 +610,7 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
         g_warning("backend %s: conn %u: %s", s->srv->name, conn->index, why);
         backend_health_failed(s->health, why);
         avoid = (int)(s - pool->servers);
+        conn = NULL;
     }
     req->conn = conn;
     req->backend_len = (uint32_t)len;
@@ -615,6 +635,7 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
     if (conn->npending == 1 || !fresh) {
         backend_conn_arm(conn);
     }
+    return conn;
 }
 
 /* Whether a reply's header is for req: its sequence id (codec_reply

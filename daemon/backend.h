@@ -82,10 +82,21 @@ void backend_pool_free(struct backend_pool *pool);
 /*
  * Sends msg (len bytes, already framed for the backend) for req.  req
  * either joins a connection's pending FIFO, or, when no server can take
- * it, is finished at once with an IOError reply.
+ * it, is finished at once with an IOError reply.  after: the connection
+ * holding the sender's previous unanswered request, or NULL; req then
+ * queues behind it on that connection, so the server applies the two in
+ * order (it answers one call per connection at a time).  The caller
+ * checks backend_conn_takes(after) first.
  */
 void backend_submit(struct backend_pool *pool, struct proxy_req *req,
-                    const uint8_t *msg, size_t len);
+                    struct backend_conn *after, const uint8_t *msg,
+                    size_t len);
+
+/* Whether conn may take one more request of pool now: it belongs to
+ * pool (not one a reload retired), is open or opening, and its server
+ * is UP. */
+gboolean backend_conn_takes(const struct backend_pool *pool,
+                            const struct backend_conn *conn);
 
 /* Requests still waiting on this pool's connections. */
 unsigned backend_pool_pending(const struct backend_pool *pool);

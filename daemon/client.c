@@ -24,6 +24,8 @@
 #define CLIENT_REPLY_GUESS (64u * 1024)
 /* Input kept beyond one maximal message, so a whole frame fits. */
 #define CLIENT_IN_SLACK 4096
+/* A parked message's buffer above this is released once sent on. */
+#define CLIENT_PARK_KEEP (64u * 1024)
 
 static gboolean client_partial_check(struct client *c, gboolean partial,
                                      gboolean fresh);
@@ -68,7 +70,8 @@ client_may_read(const struct client *c)
 {
     size_t each = c->reply_max != 0 ? c->reply_max : CLIENT_REPLY_GUESS;
 
-    return c->state != CLIENT_DRAINING && c->nreqs < CLIENT_MAX_PENDING
+    return c->state != CLIENT_DRAINING && c->parked == NULL
+           && c->nreqs < CLIENT_MAX_PENDING
            && evbuffer_get_length(bufferevent_get_output(c->bev))
                   + (size_t)c->nreqs * each < CLIENT_OUT_HIGH;
 }
@@ -149,6 +152,7 @@ client_accept(struct proxy_worker *w, evutil_socket_t fd,
     c->worker = w;
     c->state = CLIENT_DETECT;
     TAILQ_INIT(&c->reqs);
+    wire_buf_init(&c->park);
     g_strlcpy(c->peer, peer, sizeof(c->peer));
     c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE
                                                  | BEV_OPT_DEFER_CALLBACKS);
@@ -195,7 +199,10 @@ client_close(struct client *c)
 
     while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
         TAILQ_REMOVE(&c->reqs, req, client_link);
-        if (!req->done) {
+        if (req == c->parked) {
+            /* never sent on: nobody else knows it */
+            proxy_req_put(w, req);
+        } else if (!req->done) {
             /* a backend or the scan engine still holds it: it drops the
              * reply and frees it */
             req->client = NULL;
@@ -212,6 +219,7 @@ client_close(struct client *c)
     }
     event_free(c->rev);
     evbuffer_free(c->in);
+    wire_buf_free(&c->park);
     /* also cancels any deferred callback still queued for c */
     bufferevent_free(c->bev);
     g_free(c);
@@ -228,7 +236,8 @@ client_close_why(struct client *c, const char *why)
 /* Replies written by one sendmsg, at most. */
 #define CLIENT_FLUSH_BATCH 16
 
-void
+/* Writes every finished reply at the head of c's queue. */
+static void
 client_flush(struct client *c)
 {
     struct proxy_req *done[CLIENT_FLUSH_BATCH];
@@ -270,6 +279,19 @@ client_flush(struct client *c)
     client_update_reading(c);
 }
 
+void
+client_answered(struct client *c, struct proxy_req *req)
+{
+    req->done = 1;
+    c->busy--;
+    client_flush(c);
+    if (c->parked != NULL && c->busy == 0) {
+        /* what waited for this may go: from the loop, never re-entered
+         * from here (we may be deep in a backend's read callback) */
+        event_active(c->rev, EV_READ, 0);
+    }
+}
+
 gboolean
 client_drain(struct client *c)
 {
@@ -305,6 +327,79 @@ client_reject(struct client *c, struct proxy_req *req,
             (int)req->call.name_len, req->call.name, err->message);
 }
 
+/*
+ * Whether a call read from c may be sent on now without overtaking one
+ * sent before it (see the top of proxy.c): nothing is unanswered, or it
+ * is a backend call that can queue behind the previous one on that
+ * one's connection, which the server answers in turn.  A scanner call
+ * waits for everything before it: the scan engine spreads it over
+ * connections of its own.
+ */
+static gboolean
+client_may_send(const struct client *c, gboolean scan)
+{
+    const struct backend_conn *conn;
+
+    if (c->busy == 0) {
+        return TRUE;
+    }
+    if (scan) {
+        return FALSE;
+    }
+    conn = c->last_sent->conn;
+    return conn != NULL && backend_conn_takes(c->worker->pool, conn);
+}
+
+/* Sends req on (client_may_send said so): msg is the call as the client
+ * sent it for the scan engine, else the framed backend message.  Either
+ * may answer req at once. */
+static void
+client_send(struct client *c, struct proxy_req *req, gboolean scan,
+            const uint8_t *msg, size_t len)
+{
+    struct backend_conn *after = c->busy > 0 ? c->last_sent->conn : NULL;
+
+    c->busy++;
+    c->last_sent = req;
+    if (scan) {
+        scan_request(c->worker, req, msg, len);
+    } else {
+        backend_submit(c->worker->pool, req, after, msg, len);
+    }
+}
+
+/* req must wait for the calls before it: keep its message, read no more
+ * until it is sent on (client_unpark). */
+static void
+client_park(struct client *c, struct proxy_req *req, gboolean scan,
+            const uint8_t *msg, size_t len)
+{
+    wire_buf_clear(&c->park);
+    wire_buf_append(&c->park, msg, len);
+    c->parked = req;
+    c->parked_scan = scan ? 1 : 0;
+}
+
+/* Sends the parked call on if it may go now; FALSE while it must wait. */
+static gboolean
+client_unpark(struct client *c)
+{
+    struct proxy_req *req = c->parked;
+
+    if (!client_may_send(c, c->parked_scan)) {
+        return FALSE;
+    }
+    c->parked = NULL;
+    client_send(c, req, c->parked_scan, c->park.data, c->park.len);
+    if (c->park.cap > CLIENT_PARK_KEEP) {
+        /* one big message must not pin its memory for the connection's
+         * life */
+        wire_buf_free(&c->park);
+        wire_buf_init(&c->park);
+    }
+    return TRUE;
+}
+
 /* What client_request did with the bytes at the front of the input. */
 typedef enum {
     CLIENT_TOOK,        /* one message taken: drop *used bytes */
@@ -327,7 +422,8 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     const struct config *cfg = w->gen->cfg;
     struct codec_error err = { 0, NULL, FALSE };
     struct wire_buf *out = &w->scratch;
-    size_t off = 0, hdr = c->framed ? 4 : 0, len;
+    size_t off = 0, hdr = c->framed ? 4 : 0, len, msg_len;
+    const uint8_t *msg;
     codec_status_t st;
 
     req->client = c;
@@ -382,21 +478,28 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     METRICS_ADD(w->metrics->bytes_in, len);
     TAILQ_INSERT_TAIL(&c->reqs, req, client_link);
     c->nreqs++;
-    if (st == CODEC_SCAN) {
-        /* the scan engine answers it, maybe from another worker */
-        scan_request(w, req, buf + hdr, len);
-        return CLIENT_TOOK;
-    }
     if (st == CODEC_REJECT) {
+        /* nothing reaches HBase: its answer depends on no other call */
         client_reject(c, req, &err);
         client_flush(c);
         return CLIENT_TOOK;
     }
-    if (set->backend_framed) {
-        wire_frame_end(out, off);
+    if (st == CODEC_SCAN) {
+        /* the scan engine answers it, maybe from another worker */
+        msg = buf + hdr;
+        msg_len = len;
+    } else {
+        if (set->backend_framed) {
+            wire_frame_end(out, off);
+        }
+        msg = out->data;
+        msg_len = out->len;
     }
-    /* may finish req at once (no backend): then it is flushed in there */
-    backend_submit(w->pool, req, out->data, out->len);
+    if (client_may_send(c, st == CODEC_SCAN)) {
+        client_send(c, req, st == CODEC_SCAN, msg, msg_len);
+    } else {
+        client_park(c, req, st == CODEC_SCAN, msg, msg_len);
+    }
     return CLIENT_TOOK;
 }
 
@@ -496,6 +599,11 @@ client_process(struct client *c)
     if (c->state == CLIENT_DETECT && !client_detect(c, in)) {
         return;
     }
+    if (c->parked != NULL && !client_unpark(c)) {
+        /* still waiting: reading stays off until it is sent on */
+        client_update_reading(c);
+        return;
+    }
     while (client_may_read(c) && evbuffer_get_length(in) > 0) {
         const uint8_t *buf = NULL;
         const char *why = NULL;
@@ -548,7 +656,7 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
         client_close_why(c, "idle timeout");
         return;
     }
-    if (have < c->in_max) {
+    if (c->reading && have < c->in_max) {
         ssize_t n = proxy_read(c->worker, fd, c->in, c->in_max - have);
 
         if (n == 0) {

@@ -31,6 +31,17 @@ struct client {
     gboolean framed;                /* detected on the first bytes */
     struct proxy_req_queue reqs;    /* requests in arrival order */
     unsigned nreqs;                 /* length of reqs */
+    unsigned busy;                  /* of which sent on (to a backend or
+                                       the scan engine), unanswered */
+    struct proxy_req *last_sent;    /* the newest of those; valid while
+                                       busy > 0 */
+    struct proxy_req *parked;       /* read, waits for busy == 0 before it
+                                       is sent on; nothing more is read
+                                       meanwhile */
+    unsigned parked_scan:1;         /* parked is a scanner call */
+    struct wire_buf park;           /* parked's message: for a backend,
+                                       or, for a scanner call, as the
+                                       client sent it */
     size_t reply_max;               /* largest reply sent so far, 0 = none:
                                        what one more request may cost */
     unsigned reading:1;             /* EV_READ currently enabled */
@@ -46,8 +57,9 @@ struct client {
 void client_accept(struct proxy_worker *w, evutil_socket_t fd,
                    const struct sockaddr *sa, int salen);
 
-/* A request of c became done: write every finished head reply. */
-void client_flush(struct client *c);
+/* A request of c that was sent on was answered (req->reply is ready):
+ * write every finished head reply, and send on what waited for it. */
+void client_answered(struct client *c, struct proxy_req *req);
 
 /* Sizes c's input buffer bound to its worker's current max_frame_size
  * (at accept, and again when a reload changes it). */

@@ -16,8 +16,11 @@
  *                | walks the stream;                                  |
  *                | salt rows, backend seqid/protocol                  |
  *                v                                                    |
- *             backend_submit(): server round robin, connection with   |
- *             the fewest pending; req appended to conn->pending       |
+ *             client_send(): in the client's order (see below)        |
+ *                |                                                    |
+ *             backend_submit(): behind the client's unanswered call   |
+ *             on its connection, else server round robin, the         |
+ *             connection with the fewest pending; on conn->pending    |
  *                |                                                    |
  *                v                         struct backend_conn x      |
  *             HBase Thrift server  <---->  pool_size per server       |
@@ -26,14 +29,25 @@
  *                | reply: head of conn->pending; codec_reply() into   |
  *                | req->reply (unsalt, client seqid/protocol/frame)   |
  *                v                                                    |
- *             proxy_req_finish() -> client_flush(): one sendmsg of    |
+ *             proxy_req_finish() -> client_answered(): one send of   |
  *             the replies done at the head of client->reqs (queued    |
  *             only if the socket takes less), so                      |
  *   client  <--- a client sees replies in the order it asked  <-------+
  *
- *   client->reqs:   [r1 done] [r2 waiting on conn A] [r3 done] ...
- *                    ^ written  ^ blocks r3 until it is answered
- *   conn->pending:  [r2] [r7 of another client] ...  oldest first
+ *   client->reqs:   [r1 done] [r2 on conn A] [r3 on conn A] [r4 parked]
+ *                    ^ written  ^ blocks r3's reply until answered
+ *   conn->pending:  [r2] [r7 of another client] [r3] ...  oldest first
+ *
+ * HBase's servers take one call per connection at a time, so a client's
+ * calls take effect in the order it sent them.  The proxy keeps that:
+ * a client's calls go on while they can share one backend connection
+ * (point calls behind point calls: the server answers them in turn);
+ * a call that cannot (a scanner call, which the scan engine spreads
+ * over other connections, or one whose connection went away or belongs
+ * to a pool a reload replaced) is parked, and nothing more is read from
+ * that client, until all before it are answered.  A synchronous client
+ * never has a call unanswered when it sends the next: for it, nothing
+ * changes.
  *
  * A request is on both queues until answered.  A client that closes
  * detaches its waiting requests (req->client = NULL) and the backend
@@ -218,8 +232,7 @@ proxy_req_finish(struct proxy_worker *w, struct proxy_req *req)
         proxy_req_put(w, req);
         return;
     }
-    req->done = 1;
-    client_flush(req->client);
+    client_answered(req->client, req);
 }
 
 void
