@@ -6,6 +6,10 @@ and scanner calls goes through the proxy to one emulator and straight to a
 reference emulator; every reply and the final contents must be the same,
 and every salted row must sit at its salted key.
 
+Two client libraries: Debian's python3-thrift (send_/recv_ of the
+generated client) and npm's thrift package (node/pipeline.js, callbacks:
+every call is written as it is made).
+
 Covered: salted and pass-through tables, binary/compact x buffered/framed
 clients, the default pool of 16 connections (where calls would overtake
 each other), a first backend server that refuses connections (calls move
@@ -13,14 +17,17 @@ to the next one), and reloads between pipelined calls.
 
   /usr/bin/python3 tests/e2e/test_pipeline.py --proxy BUILD/daemon/hbase-salt-proxy \\
       --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py \\
-      [--backend binary-buffered] [unittest args]
+      [--backend binary-buffered] [--node-gen DIR --node-modules DIR \
+      --node-client tests/e2e/node/pipeline.js] [unittest args]
 """
 
 import argparse
+import json
 import os
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -342,6 +349,65 @@ class PipelineTest(_Base):
                 ref.close()
 
 
+def to_json(v):
+    """A call argument as node/pipeline.js decodes it."""
+    if isinstance(v, bytes):
+        return {'b': v.hex()}
+    if isinstance(v, (list, tuple)):
+        return [to_json(x) for x in v]
+    if isinstance(v, dict):
+        return {'m': [[to_json(k), to_json(x)] for k, x in v.items()]}
+    if hasattr(v, 'thrift_spec'):
+        return {'s': type(v).__name__,
+                'f': {sp[2]: to_json(getattr(v, sp[2]))
+                      for sp in v.thrift_spec
+                      if sp is not None and getattr(v, sp[2]) is not None}}
+    return v
+
+
+class NodePipelineTest(_Base):
+    """The same sequences from a Node.js client: npm's thrift package
+    with js:node generated code, calls made with callbacks, all in
+    flight at once."""
+
+    def node(self, calls, proto, transport):
+        """Runs calls through the proxy and straight to the reference
+        from node; returns its exit status and output."""
+        node = shutil.which('node')
+        if node is None or not os.path.isdir(ARGS.node_modules or ''):
+            self.fail('node, or the npm thrift package (%s), is missing: '
+                      'install nodejs and npm, then build again (bash '
+                      '.ci/quickstart test does both)' % ARGS.node_modules)
+        path = os.path.join(self.dir, 'calls.json')
+        with open(path, 'w') as f:
+            json.dump([[name, to_json(list(args))] for name, args in calls],
+                      f)
+        env = dict(os.environ, NODE_PATH=ARGS.node_modules)
+        r = subprocess.run(
+            [node, ARGS.node_client, '--gen', ARGS.node_gen, '--calls', path,
+             '--proxy', '%d:%s:%s' % (self.port, proto, transport),
+             '--ref', '%d:%s:%s' % ((self.ref.port,) + self.backend)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+            timeout=120)
+        return r.returncode, r.stdout.decode(errors='replace')
+
+    def test_01_rows_in_order(self):
+        rng = random.Random(41)
+        for proto, transport in CLIENTS:
+            what = 'node %s/%s' % (proto, transport)
+            prefix = ('n%s%s' % (proto[0], transport[0])).encode()
+            calls = []
+            for t in list(TABLES) + [PASS]:
+                tb = t.encode()
+                rows = keys(prefix, 30)
+                seqs = [row_calls(tb, r, rng) for r in rows]
+                calls += interleave(seqs + [multi_calls(tb, rows, rng)], rng)
+            rc, out = self.node(calls, proto, transport)
+            self.assertEqual(rc, 0, '%s:\n%s' % (what, out))
+            self.assertIn('0 of %d replies differ' % len(calls), out)
+            self.check_state(list(TABLES) + [PASS], what)
+
+
 class FailoverPipelineTest(_Base):
     """A first server that refuses connections: calls queued behind a
     failed connect move to the next server, still in order."""
@@ -411,6 +477,9 @@ def main():
     ap.add_argument('--pydir', required=True)
     ap.add_argument('--backend', default='binary-buffered',
                     choices=sorted(tm.BACKENDS))
+    ap.add_argument('--node-gen', help='thrift --gen js:node output')
+    ap.add_argument('--node-modules', help='node_modules with thrift')
+    ap.add_argument('--node-client', help='tests/e2e/node/pipeline.js')
     ARGS, rest = ap.parse_known_args()
     tm.ARGS = ARGS
     tm.load_thrift(ARGS.pydir)
