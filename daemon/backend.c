@@ -104,7 +104,7 @@ static void backend_health_failed(struct backend_health *h, const char *why);
 static struct backend_conn *
 backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
                   struct backend_conn *after, const uint8_t *msg, size_t len,
-                  int avoid, gboolean fresh);
+                  int avoid, gboolean fresh, gboolean more);
 
 /* Whether s takes requests: not DOWN. */
 static gboolean
@@ -163,6 +163,7 @@ backend_pool_new(struct proxy_worker *w, const struct proxy_settings *set)
             conn->index = j;
             conn->state = BACKEND_IDLE;
             TAILQ_INIT(&conn->pending);
+            wire_buf_init(&conn->cork);
             conn->timer = evtimer_new(w->base, backend_timer_cb, conn);
         }
     }
@@ -173,6 +174,12 @@ backend_pool_new(struct proxy_worker *w, const struct proxy_settings *set)
 static void
 backend_conn_close(struct backend_conn *conn)
 {
+    if (conn->corked) {
+        /* its requests fail with it: they never left */
+        TAILQ_REMOVE(&backend_worker(conn)->corked, conn, cork_link);
+        conn->corked = 0;
+        wire_buf_clear(&conn->cork);
+    }
     if (conn->state == BACKEND_CONNECTED) {
         METRICS_ADD(conn->server->stats.open, -1);
     }
@@ -216,6 +223,7 @@ backend_pool_free(struct backend_pool *pool)
                 }
             }
             backend_conn_close(conn);
+            wire_buf_free(&conn->cork);
             event_free(conn->timer);
         }
         g_free(s->conns);
@@ -401,7 +409,7 @@ backend_connect_failed(struct backend_conn *conn, const char *why)
         }
         to = backend_submit_at(pool, req, to, bytes.data + off,
                                req->backend_len, (int)(s - pool->servers),
-                               FALSE);
+                               FALSE, FALSE);
         off += req->backend_len;
     }
     wire_buf_free(&bytes);
@@ -570,9 +578,41 @@ backend_conn_takes(const struct backend_pool *pool,
 
 void
 backend_submit(struct backend_pool *pool, struct proxy_req *req,
-               struct backend_conn *after, const uint8_t *msg, size_t len)
+               struct backend_conn *after, const uint8_t *msg, size_t len,
+               gboolean more)
 {
-    backend_submit_at(pool, req, after, msg, len, -1, TRUE);
+    backend_submit_at(pool, req, after, msg, len, -1, TRUE, more);
+}
+
+/* Writes what conn holds back, then msg (len may be 0), in one call. */
+static void
+backend_conn_write(struct backend_conn *conn, const uint8_t *msg, size_t len)
+{
+    struct iovec iov[2];
+    int n = 0;
+
+    if (conn->corked) {
+        TAILQ_REMOVE(&backend_worker(conn)->corked, conn, cork_link);
+        conn->corked = 0;
+        iov[n].iov_base = conn->cork.data;
+        iov[n++].iov_len = conn->cork.len;
+    }
+    if (len > 0) {
+        iov[n].iov_base = (void *)msg;
+        iov[n++].iov_len = len;
+    }
+    proxy_write(conn->bev, iov, n);
+    wire_buf_clear(&conn->cork);
+}
+
+void
+backend_uncork(struct proxy_worker *w)
+{
+    struct backend_conn *conn;
+
+    while ((conn = TAILQ_FIRST(&w->corked)) != NULL) {
+        backend_conn_write(conn, NULL, 0);
+    }
 }
 
 /* backend_submit, avoiding server avoid; fresh: a new request (its
@@ -581,7 +621,7 @@ backend_submit(struct backend_pool *pool, struct proxy_req *req,
 static struct backend_conn *
 backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
                   struct backend_conn *after, const uint8_t *msg, size_t len,
-                  int avoid, gboolean fresh)
+                  int avoid, gboolean fresh, gboolean more)
 {
     struct proxy_worker *w = pool->worker;
     const struct proxy_settings *set = &w->gen->set;
@@ -624,10 +664,15 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
     METRICS_ADD(conn->server->stats.requests, 1);
     METRICS_ADD(conn->server->stats.inflight, 1);
     conn->last_active = now;
-    if (conn->state == BACKEND_CONNECTED) {
-        struct iovec iov = { (void *)msg, len };
-
-        proxy_write(conn->bev, &iov, 1);
+    if (conn->state == BACKEND_CONNECTED && more) {
+        /* the caller's next calls may follow it here: one write later */
+        wire_buf_append(&conn->cork, msg, len);
+        if (!conn->corked) {
+            conn->corked = 1;
+            TAILQ_INSERT_TAIL(&w->corked, conn, cork_link);
+        }
+    } else if (conn->state == BACKEND_CONNECTED) {
+        backend_conn_write(conn, msg, len);
     } else {
         /* held in the output buffer until the connect completes */
         bufferevent_write(conn->bev, msg, len);
@@ -711,7 +756,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         if (req == NULL) {
             backend_conn_fail(conn, "reply without a request",
                               "reply without a request", TRUE);
-            return;
+            goto out;
         }
         if (req->sink != NULL || req->client == NULL) {
             /* only its end is needed here: the scan engine's sink reads
@@ -778,7 +823,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         if (st == WIRE_ERROR) {
             g_snprintf(why, sizeof(why), "bad reply: %s", bad);
             backend_conn_fail(conn, why, why, TRUE);
-            return;
+            goto out;
         }
         if (cs != CODEC_OK) {
             /* out of step with the server: nothing after is trusted */
@@ -786,17 +831,26 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                        err.message != NULL ? err.message : "malformed");
             backend_conn_fail(conn, why, "connection reset after a "
                               "bad reply", FALSE);
-            return;
+            goto out;
         }
         TAILQ_REMOVE(&conn->pending, req, backend_link);
         conn->npending--;
         METRICS_ADD(conn->server->stats.inflight, -1);
         conn->last_active = proxy_now();
         backend_health_ok(conn->server->health);
+        if (!w->replies_held && evbuffer_get_length(in) > len) {
+            /* more replies came with this one: one write per client for
+             * all of them (a lone reply is written at once) */
+            proxy_replies_hold(w);
+        }
         evbuffer_drain(in, len);
         proxy_req_finish(w, req);
     }
     backend_conn_arm(conn);
+out:
+    if (w->replies_held) {
+        proxy_replies_release(w);
+    }
 }
 
 static void

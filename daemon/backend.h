@@ -44,6 +44,9 @@ struct backend_conn {
     struct proxy_req_queue pending; /* sent, unanswered, oldest first */
     unsigned npending;              /* length of pending */
     gint64 connect_deadline;        /* monotonic us, while CONNECTING */
+    struct wire_buf cork;           /* requests held back (more follow) */
+    TAILQ_ENTRY(backend_conn) cork_link; /* in worker->corked */
+    unsigned corked:1;              /* on worker->corked */
     gint64 last_active;             /* monotonic us of the last reply/send */
 };
 
@@ -90,7 +93,15 @@ void backend_pool_free(struct backend_pool *pool);
  */
 void backend_submit(struct backend_pool *pool, struct proxy_req *req,
                     struct backend_conn *after, const uint8_t *msg,
-                    size_t len);
+                    size_t len, gboolean more);
+
+/*
+ * backend_submit with more set holds a message back when its connection
+ * is open, so that the next ones to the same connection go in the same
+ * write; this writes what every connection of w holds.  The caller that
+ * said more calls it before returning to the loop.
+ */
+void backend_uncork(struct proxy_worker *w);
 
 /* Whether conn may take one more request of pool now: it belongs to
  * pool (not one a reload retired), is open or opening, and its server

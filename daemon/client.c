@@ -211,6 +211,9 @@ client_close(struct client *c)
         }
     }
     c->nreqs = 0;
+    if (c->held) {
+        TAILQ_REMOVE(&w->held, c, held_link);
+    }
     TAILQ_REMOVE(&w->clients, c, link);
     w->nclients--;
     g_atomic_int_add(&w->proxy->nconns, -1);
@@ -236,8 +239,7 @@ client_close_why(struct client *c, const char *why)
 /* Replies written by one sendmsg, at most. */
 #define CLIENT_FLUSH_BATCH 16
 
-/* Writes every finished reply at the head of c's queue. */
-static void
+void
 client_flush(struct client *c)
 {
     struct proxy_req *done[CLIENT_FLUSH_BATCH];
@@ -284,7 +286,14 @@ client_answered(struct client *c, struct proxy_req *req)
 {
     req->done = 1;
     c->busy--;
-    client_flush(c);
+    if (c->worker->replies_held) {
+        if (!c->held) {
+            c->held = 1;
+            TAILQ_INSERT_TAIL(&c->worker->held, c, held_link);
+        }
+    } else {
+        client_flush(c);
+    }
     if (c->parked != NULL && c->busy == 0) {
         /* what waited for this may go: from the loop, never re-entered
          * from here (we may be deep in a backend's read callback) */
@@ -355,7 +364,7 @@ client_may_send(const struct client *c, gboolean scan)
  * may answer req at once. */
 static void
 client_send(struct client *c, struct proxy_req *req, gboolean scan,
-            const uint8_t *msg, size_t len)
+            const uint8_t *msg, size_t len, gboolean more)
 {
     struct backend_conn *after = c->busy > 0 ? c->last_sent->conn : NULL;
 
@@ -364,7 +373,7 @@ client_send(struct client *c, struct proxy_req *req, gboolean scan,
     if (scan) {
         scan_request(c->worker, req, msg, len);
     } else {
-        backend_submit(c->worker->pool, req, after, msg, len);
+        backend_submit(c->worker->pool, req, after, msg, len, more);
     }
 }
 
@@ -390,7 +399,7 @@ client_unpark(struct client *c)
         return FALSE;
     }
     c->parked = NULL;
-    client_send(c, req, c->parked_scan, c->park.data, c->park.len);
+    client_send(c, req, c->parked_scan, c->park.data, c->park.len, FALSE);
     if (c->park.cap > CLIENT_PARK_KEEP) {
         /* one big message must not pin its memory for the connection's
          * life */
@@ -496,7 +505,10 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
         msg_len = out->len;
     }
     if (client_may_send(c, st == CODEC_SCAN)) {
-        client_send(c, req, st == CODEC_SCAN, msg, msg_len);
+        /* more calls already read: they may follow on the same
+         * connection, in the same write (backend_uncork) */
+        client_send(c, req, st == CODEC_SCAN, msg, msg_len,
+                    evbuffer_get_length(c->in) > *used);
     } else {
         client_park(c, req, st == CODEC_SCAN, msg, msg_len);
     }
@@ -646,6 +658,7 @@ static void
 client_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
+    struct proxy_worker *w = c->worker;
     size_t have = evbuffer_get_length(c->in);
 
     if (what & EV_TIMEOUT) {
@@ -673,6 +686,8 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
         }
     }
     client_process(c);
+    /* c may be gone: what it sent on must still leave */
+    backend_uncork(w);
 }
 
 /* Output drained below the low watermark: maybe read again. */

@@ -20,6 +20,8 @@ enum client_state {
 /* A client connection, owned by one worker. */
 struct client {
     TAILQ_ENTRY(client) link;       /* in worker->clients */
+    TAILQ_ENTRY(client) held_link;  /* in worker->held while held */
+    unsigned held:1;                /* replies done, write at release */
     struct proxy_worker *worker;    /* owner thread */
     struct bufferevent *bev;        /* the socket; writes and their
                                        errors only */
@@ -58,8 +60,12 @@ void client_accept(struct proxy_worker *w, evutil_socket_t fd,
                    const struct sockaddr *sa, int salen);
 
 /* A request of c that was sent on was answered (req->reply is ready):
- * write every finished head reply, and send on what waited for it. */
+ * write every finished head reply (at proxy_replies_release while
+ * replies are held), and send on what waited for it. */
 void client_answered(struct client *c, struct proxy_req *req);
+
+/* Writes every finished reply at the head of c's queue. */
+void client_flush(struct client *c);
 
 /* Sizes c's input buffer bound to its worker's current max_frame_size
  * (at accept, and again when a reload changes it). */

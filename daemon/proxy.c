@@ -236,6 +236,25 @@ proxy_req_finish(struct proxy_worker *w, struct proxy_req *req)
 }
 
 void
+proxy_replies_hold(struct proxy_worker *w)
+{
+    w->replies_held = TRUE;
+}
+
+void
+proxy_replies_release(struct proxy_worker *w)
+{
+    struct client *c;
+
+    w->replies_held = FALSE;
+    while ((c = TAILQ_FIRST(&w->held)) != NULL) {
+        TAILQ_REMOVE(&w->held, c, held_link);
+        c->held = 0;
+        client_flush(c);
+    }
+}
+
+void
 proxy_req_io_error(struct proxy_req *req, const char *message,
                    gboolean can_retry)
 {
@@ -660,6 +679,8 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
     w->gen = p->gen;
     w->metrics = metrics_worker(p->metrics, id);
     TAILQ_INIT(&w->clients);
+    TAILQ_INIT(&w->held);
+    TAILQ_INIT(&w->corked);
     TAILQ_INIT(&w->free_reqs);
     wire_buf_init(&w->scratch);
     w->rbuf = g_malloc(PROXY_READ_MAX);

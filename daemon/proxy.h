@@ -164,6 +164,11 @@ struct proxy_worker {
     gboolean stopping;              /* no new clients or requests */
     TAILQ_HEAD(, client) clients;   /* open client connections */
     unsigned nclients;
+    TAILQ_HEAD(, client) held;      /* clients with replies done while
+                                       replies_held: flushed together */
+    TAILQ_HEAD(, backend_conn) corked; /* connections with requests held
+                                       back to go in one write */
+    gboolean replies_held;          /* see proxy_replies_hold */
     struct backend_pool *pool;      /* backend connections for new
                                        requests; older pools (reloads)
                                        hang off pool->older.  Written by
@@ -265,6 +270,15 @@ void proxy_req_put(struct proxy_worker *w, struct proxy_req *req);
  * into req->reply): hand it to its client, or drop it if detached.
  */
 void proxy_req_finish(struct proxy_worker *w, struct proxy_req *req);
+
+/*
+ * Between hold and release, replies finished on w are written to their
+ * clients only at the release, all of a client's in one write: a backend
+ * read that brings several replies (a pipelining client's) costs one send
+ * per client instead of one per reply.
+ */
+void proxy_replies_hold(struct proxy_worker *w);
+void proxy_replies_release(struct proxy_worker *w);
 
 /*
  * Fills req->reply with an IOError for the client, framed as it needs.

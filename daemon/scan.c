@@ -374,7 +374,8 @@ scan_sub_send(struct scanner *sc, struct proxy_req *sub, size_t frame)
     }
     sc->inflight++;
     /* may call the sink at once, when no backend can take it */
-    backend_submit(sc->pool, sub, NULL, w->scratch.data, w->scratch.len);
+    backend_submit(sc->pool, sub, NULL, w->scratch.data, w->scratch.len,
+                   FALSE);
 }
 
 /* Sends a call whose only argument is the i32 scanner id (and nbRows). */
