@@ -827,6 +827,185 @@ wire_message_scan(wire_proto_t proto, gboolean framed, const uint8_t *buf,
     return r.status;
 }
 
+/* ---- messages as they arrive ------------------------------------------- */
+
+void
+wire_scan_init(struct wire_scan *s)
+{
+    s->pos = 0;
+    s->skip = 0;
+    s->depth = 0;
+    s->next = WIRE_T_STOP;
+    s->bool_in_header = FALSE;
+}
+
+/* A string's length prefix, checked against the limits but not against
+ * the bytes present: the scan passes its bytes as they come. */
+static int64_t
+wire_scan_string_len(struct wire_reader *r)
+{
+    int64_t n;
+
+    if (r->proto == WIRE_COMPACT) {
+        n = (int64_t)wire_varint(r, 5);
+        if (r->status == WIRE_OK && n > INT32_MAX) {
+            wire_reader_fail(r, "negative size");
+        }
+    } else {
+        if (!wire_need(r, 4)) {
+            return 0;
+        }
+        n = (int32_t)wire_be32(r->pos);
+        r->pos += 4;
+        if (n < 0) {
+            wire_reader_fail(r, "negative size");
+        }
+    }
+    if (r->status == WIRE_OK && (uint64_t)n > r->limits->max_string) {
+        wire_reader_fail(r, "string larger than the limit");
+    }
+    return r->status == WIRE_OK ? n : 0;
+}
+
+/* Takes the value s->next at r: a scalar whole, or the head of a string
+ * or of a nested struct or container (pushed as a frame). */
+static void
+wire_scan_value(struct wire_scan *s, struct wire_reader *r)
+{
+    struct wire_scan_frame *f = &s->frame[s->depth + 1];
+    uint32_t count;
+
+    switch (s->next) {
+    case WIRE_T_STRING:
+        s->skip = (size_t)wire_scan_string_len(r);
+        return;
+    case WIRE_T_STRUCT:
+        if (wire_read_struct_begin(r) == WIRE_OK) {
+            f->kind = WIRE_T_STRUCT;
+            f->last_fid = 0;
+            s->depth++;
+        }
+        return;
+    case WIRE_T_LIST:
+    case WIRE_T_SET:
+        if (wire_read_seq_begin(r, &f->elem, &count) == WIRE_OK) {
+            f->kind = WIRE_T_LIST;
+            f->left = count;
+            s->depth++;
+        }
+        return;
+    case WIRE_T_MAP:
+        if (wire_read_map_begin(r, &f->key, &f->val, &count) == WIRE_OK) {
+            f->kind = WIRE_T_MAP;
+            f->left = count * 2;
+            s->depth++;
+        }
+        return;
+    default:
+        /* a compact struct's bool came with its field header */
+        if (!(s->next == WIRE_T_BOOL && s->bool_in_header)) {
+            wire_skip(r, s->next);
+        }
+        return;
+    }
+}
+
+wire_status_t
+wire_scan_feed(struct wire_scan *s, wire_proto_t proto, const uint8_t *buf,
+               size_t len, const struct wire_limits *limits, size_t *msg_len,
+               const char **why)
+{
+    struct wire_reader r;
+
+    *msg_len = 0;
+    *why = NULL;
+    /* a reader over the whole message so far, so that its limits count
+     * from the first byte; each item starts it at the scan's place */
+    wire_reader_init(&r, proto, buf, len, FALSE, limits);
+    if (s->pos > len) {
+        wire_reader_fail(&r, "message shorter than already scanned");
+    }
+    while (r.status == WIRE_OK) {
+        struct wire_scan_frame *top;
+
+        if (s->skip > 0) {
+            size_t n = MIN(s->skip, len - s->pos);
+
+            s->pos += n;
+            s->skip -= n;
+            if (s->skip > 0) {
+                r.pos = buf + s->pos;
+                if (s->pos + s->skip > r.limits->max_message) {
+                    wire_reader_fail(&r, "size larger than the maximum "
+                                         "message");
+                } else {
+                    wire_short(&r);
+                }
+                break;
+            }
+        }
+        r.pos = buf + s->pos;
+        r.depth = s->depth;
+        r.bool_pending = -1;
+        if (s->depth == 0) {
+            struct wire_msg m;
+
+            /* the header, then the argument or result struct */
+            if (wire_read_msg_begin(&r, &m) != WIRE_OK
+                || wire_read_struct_begin(&r) != WIRE_OK) {
+                break;
+            }
+            s->frame[1].kind = WIRE_T_STRUCT;
+            s->frame[1].last_fid = 0;
+            s->depth = 1;
+            s->pos = wire_reader_offset(&r);
+            continue;
+        }
+        top = &s->frame[s->depth];
+        r.last_fid[s->depth] = top->last_fid;
+        if (s->next != WIRE_T_STOP) {
+            wire_scan_value(s, &r);
+            if (r.status == WIRE_OK) {
+                s->next = WIRE_T_STOP;
+                s->pos = wire_reader_offset(&r);
+            }
+            continue;
+        }
+        if (top->kind == WIRE_T_STRUCT) {
+            uint8_t type;
+            int16_t fid;
+
+            if (wire_read_field(&r, &type, &fid) != WIRE_OK) {
+                break;
+            }
+            s->pos = wire_reader_offset(&r);
+            top->last_fid = r.last_fid[s->depth];
+            if (type == WIRE_T_STOP) {
+                if (--s->depth == 0) {
+                    *msg_len = s->pos;
+                    return WIRE_OK;
+                }
+                continue;
+            }
+            s->next = type;
+            s->bool_in_header = proto == WIRE_COMPACT && type == WIRE_T_BOOL;
+            continue;
+        }
+        if (top->left == 0) {
+            s->depth--;
+            continue;
+        }
+        top->left--;
+        s->next = top->kind == WIRE_T_LIST ? top->elem
+                  : (top->left % 2 == 1 ? top->key : top->val);
+        s->bool_in_header = FALSE;
+    }
+    if (r.status == WIRE_ERROR) {
+        *why = r.error;
+    }
+    return r.status;
+}
+
 wire_status_t
 wire_detect(const uint8_t *buf, size_t len, wire_proto_t *proto,
             gboolean *framed, const char **why)

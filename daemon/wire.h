@@ -141,6 +141,48 @@ wire_status_t wire_message_scan(wire_proto_t proto, gboolean framed,
                                 size_t *msg_len, const char **why);
 
 /*
+ * Finds the end of an unframed message as its bytes arrive, walking each
+ * byte once however they are cut: it keeps its place (how far it got, the
+ * nesting, what comes next, the rest of a string to pass) between calls,
+ * where wire_message_scan starts again from the first byte.  Feed it the
+ * message from its first byte, as much as has arrived; each call resumes
+ * where the last one stopped.  Items are taken whole or not at all (a
+ * string's bytes may come in pieces), so AGAIN leaves it consistent.
+ */
+struct wire_scan_frame {
+    uint8_t kind;                    /* WIRE_T_STRUCT, _LIST (sets too), _MAP */
+    uint8_t elem, key, val;          /* element types of a container */
+    uint32_t left;                   /* container: items (keys and values
+                                        apart for a map) still to come */
+    int16_t last_fid;                /* compact: previous field id */
+};
+
+struct wire_scan {
+    size_t pos;                      /* bytes of the message walked */
+    size_t skip;                     /* bytes of a string still to pass */
+    uint32_t depth;                  /* frame[1..depth] in use; 0: header
+                                        not read yet */
+    uint8_t next;                    /* type of the value that comes next,
+                                        WIRE_T_STOP: none */
+    gboolean bool_in_header;         /* compact: next is a bool already
+                                        read with its field header */
+    struct wire_scan_frame frame[WIRE_MAX_DEPTH + 1];
+};
+
+void wire_scan_init(struct wire_scan *s);
+
+/*
+ * Walks on through buf[0..len), the message so far (len never less than
+ * on the previous call).  OK: *msg_len is the length of the whole
+ * message (the scan is then spent: init it again for the next one).
+ * AGAIN: more bytes needed.  ERROR: *why says what is wrong.
+ */
+wire_status_t wire_scan_feed(struct wire_scan *s, wire_proto_t proto,
+                             const uint8_t *buf, size_t len,
+                             const struct wire_limits *limits,
+                             size_t *msg_len, const char **why);
+
+/*
  * Guesses the protocol and framing of a client from its first bytes.
  * AGAIN until enough bytes have arrived to tell; ERROR for bytes that
  * start no Thrift message.

@@ -441,6 +441,216 @@ test_frame_limits(void)
                                       NULL, &len, &why), ==, WIRE_ERROR);
 }
 
+/* ---- the resumable scan -------------------------------------------------- */
+
+/* A call with every kind of value: compact bools in headers and in
+ * containers, field-id jumps, strings around the sizes that matter,
+ * nesting, empty containers. */
+static void
+scan_sample(wire_proto_t proto, struct wire_buf *b, size_t big)
+{
+    struct wire_writer w;
+    uint8_t *blob = g_malloc(big);
+
+    for (size_t i = 0; i < big; i++) {
+        blob[i] = (uint8_t)(i * 7);
+    }
+    wire_writer_init(&w, proto, b);
+    wire_write_msg_begin(&w, (const uint8_t *)"mutateRows", 10, WIRE_CALL,
+                         42);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_STRING, 1);
+    wire_write_binary(&w, "t", 1);
+    wire_write_field(&w, WIRE_T_BOOL, 2);
+    wire_write_bool(&w, TRUE);
+    wire_write_field(&w, WIRE_T_LIST, 3);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 3);
+    for (int i = 0; i < 3; i++) {
+        wire_write_struct_begin(&w);
+        wire_write_field(&w, WIRE_T_STRING, 1);
+        wire_write_binary(&w, blob, (uint32_t)(i == 1 ? big : 0));
+        wire_write_field(&w, WIRE_T_MAP, 40);
+        wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRUCT, (uint32_t)i);
+        for (int j = 0; j < i; j++) {
+            wire_write_binary(&w, "k", 1);
+            wire_write_struct_begin(&w);
+            wire_write_field(&w, WIRE_T_I64, 3);
+            wire_write_i64(&w, -((int64_t)1 << 40));
+            wire_write_field(&w, WIRE_T_DOUBLE, -2);
+            wire_write_double(&w, 0.5);
+            wire_write_struct_end(&w);
+        }
+        wire_write_container_end(&w);
+        wire_write_field(&w, WIRE_T_BOOL, 41);
+        wire_write_bool(&w, i == 2);
+        wire_write_struct_end(&w);
+    }
+    wire_write_container_end(&w);
+    wire_write_field(&w, WIRE_T_SET, 4);
+    wire_write_set_begin(&w, WIRE_T_BOOL, 3);
+    wire_write_bool(&w, TRUE);
+    wire_write_bool(&w, FALSE);
+    wire_write_bool(&w, TRUE);
+    wire_write_container_end(&w);
+    wire_write_field(&w, WIRE_T_LIST, 5);
+    wire_write_list_begin(&w, WIRE_T_I32, 0);
+    wire_write_container_end(&w);
+    wire_write_field(&w, WIRE_T_I16, 300);
+    wire_write_i16(&w, -5);
+    wire_write_field(&w, WIRE_T_BYTE, 301);
+    wire_write_byte(&w, 7);
+    wire_write_struct_end(&w);
+    g_free(blob);
+}
+
+/* Feeds buf to a fresh scan cut at the given points (ascending); returns
+ * the status of the last feed. */
+static wire_status_t
+scan_in_pieces(wire_proto_t proto, const uint8_t *buf, size_t len,
+               const size_t *cuts, size_t ncuts, size_t *msg_len,
+               const char **why)
+{
+    struct wire_scan sc;
+    wire_status_t st = WIRE_AGAIN;
+
+    wire_scan_init(&sc);
+    for (size_t i = 0; i <= ncuts; i++) {
+        size_t upto = i < ncuts ? cuts[i] : len;
+
+        st = wire_scan_feed(&sc, proto, buf, upto, NULL, msg_len, why);
+        if (st != WIRE_AGAIN) {
+            return st;
+        }
+    }
+    return st;
+}
+
+static void
+test_scan_splits(gconstpointer data)
+{
+    wire_proto_t proto = GPOINTER_TO_INT(data);
+    static const size_t bigs[] = { 0, 1, 127, 128, 300, 70000 };
+    GRand *rng = g_rand_new_with_seed(7);
+
+    for (size_t k = 0; k < G_N_ELEMENTS(bigs); k++) {
+        struct wire_buf b;
+        size_t whole, len, *cuts;
+        const char *why;
+
+        wire_buf_init(&b);
+        scan_sample(proto, &b, bigs[k]);
+        whole = b.len;
+        /* a second message right behind: the scan stops at the first */
+        scan_sample(proto, &b, 3);
+        g_assert_cmpint(wire_message_scan(proto, FALSE, b.data, b.len, NULL,
+                                          &len, &why), ==, WIRE_OK);
+        g_assert_cmpuint(len, ==, whole);
+
+        /* one byte at a time: AGAIN at every strict prefix */
+        cuts = g_new(size_t, whole);
+        for (size_t i = 0; i < whole; i++) {
+            cuts[i] = i;
+        }
+        g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, cuts, whole,
+                                       &len, &why), ==, WIRE_OK);
+        g_assert_cmpuint(len, ==, whole);
+        g_assert_cmpint(scan_in_pieces(proto, b.data, whole - 1, cuts,
+                                       whole - 1, &len, &why), ==,
+                        WIRE_AGAIN);
+        /* random cuts */
+        for (int round = 0; round < 50; round++) {
+            size_t n = 0;
+
+            for (size_t i = 1; i < b.len; i++) {
+                if (g_rand_int_range(rng, 0, 64) == 0) {
+                    cuts[n++] = i;
+                    if (n == whole) {
+                        break;
+                    }
+                }
+            }
+            g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, cuts, n,
+                                           &len, &why), ==, WIRE_OK);
+            g_assert_cmpuint(len, ==, whole);
+        }
+        g_free(cuts);
+        wire_buf_free(&b);
+    }
+    g_rand_free(rng);
+}
+
+/* Damaged messages: fed in pieces, the scan says what wire_message_scan
+ * says of the whole (the same end, the same error, or wait). */
+static void
+test_scan_agrees(gconstpointer data)
+{
+    wire_proto_t proto = GPOINTER_TO_INT(data);
+    GRand *rng = g_rand_new_with_seed(11);
+    struct wire_buf b;
+
+    wire_buf_init(&b);
+    scan_sample(proto, &b, 200);
+    for (int round = 0; round < 20000; round++) {
+        uint8_t *m = g_memdup2(b.data, b.len);
+        size_t len = b.len, cuts[8], n = 0, got = 0, want = 0;
+        const char *why1 = NULL, *why2 = NULL;
+        wire_status_t st1, st2;
+        int flips = g_rand_int_range(rng, 1, 4);
+
+        for (int f = 0; f < flips; f++) {
+            m[g_rand_int_range(rng, 0, (gint32)len)] =
+                (uint8_t)g_rand_int_range(rng, 0, 256);
+        }
+        if (g_rand_boolean(rng)) {
+            len = (size_t)g_rand_int_range(rng, 1, (gint32)len);
+        }
+        for (size_t c = 1; c < len && n < G_N_ELEMENTS(cuts); c++) {
+            if (g_rand_int_range(rng, 0, 40) == 0) {
+                cuts[n++] = c;
+            }
+        }
+        st1 = wire_message_scan(proto, FALSE, m, len, NULL, &want, &why1);
+        st2 = scan_in_pieces(proto, m, len, cuts, n, &got, &why2);
+        g_assert_cmpint(st2, ==, st1);
+        if (st1 == WIRE_OK) {
+            g_assert_cmpuint(got, ==, want);
+        }
+        if (st1 == WIRE_ERROR) {
+            g_assert_cmpstr(why2, ==, why1);
+        }
+        g_free(m);
+    }
+    wire_buf_free(&b);
+    g_rand_free(rng);
+}
+
+/* Limits hold however the bytes are cut: a string that would pass
+ * max_message fails as soon as its length is read. */
+static void
+test_scan_limits(void)
+{
+    struct wire_limits lim = wire_default_limits;
+    struct wire_buf b;
+    struct wire_scan sc;
+    size_t len;
+    const char *why;
+
+    wire_buf_init(&b);
+    scan_sample(WIRE_BINARY, &b, 5000);
+    lim.max_message = 4096;
+    wire_scan_init(&sc);
+    g_assert_cmpint(wire_scan_feed(&sc, WIRE_BINARY, b.data, 200, &lim, &len,
+                                   &why), ==, WIRE_ERROR);
+    g_assert_cmpstr(why, ==, "size larger than the maximum message");
+    lim = wire_default_limits;
+    lim.max_string = 1000;
+    wire_scan_init(&sc);
+    g_assert_cmpint(wire_scan_feed(&sc, WIRE_BINARY, b.data, 200, &lim, &len,
+                                   &why), ==, WIRE_ERROR);
+    g_assert_cmpstr(why, ==, "string larger than the limit");
+    wire_buf_free(&b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -472,5 +682,14 @@ main(int argc, char **argv)
     g_test_add_data_func("/wire/depth/compact", GINT_TO_POINTER(WIRE_COMPACT),
                          test_depth_cap);
     g_test_add_func("/wire/frame-limits", test_frame_limits);
+    g_test_add_data_func("/wire/scan/splits/binary",
+                         GINT_TO_POINTER(WIRE_BINARY), test_scan_splits);
+    g_test_add_data_func("/wire/scan/splits/compact",
+                         GINT_TO_POINTER(WIRE_COMPACT), test_scan_splits);
+    g_test_add_data_func("/wire/scan/agrees/binary",
+                         GINT_TO_POINTER(WIRE_BINARY), test_scan_agrees);
+    g_test_add_data_func("/wire/scan/agrees/compact",
+                         GINT_TO_POINTER(WIRE_COMPACT), test_scan_agrees);
+    g_test_add_func("/wire/scan/limits", test_scan_limits);
     return g_test_run();
 }
