@@ -197,9 +197,67 @@ backend_conn_close(struct backend_conn *conn)
         bufferevent_free(conn->bev);
         conn->bev = NULL;
     }
+    if (conn->scan != NULL) {
+        wire_scan_init(conn->scan);
+    }
     evtimer_del(conn->timer);
     conn->timer_at = 0;
     conn->state = BACKEND_IDLE;
+}
+
+/* conn's scan of unframed replies, made on first use. */
+static struct wire_scan *
+backend_conn_scan(struct backend_conn *conn)
+{
+    if (conn->scan == NULL) {
+        conn->scan = g_new(struct wire_scan, 1);
+        wire_scan_init(conn->scan);
+    }
+    return conn->scan;
+}
+
+/*
+ * The reply at the front of an unframed stream (buf, avail) for a client
+ * request: rewritten by one walk when it came whole; else the scan walks
+ * on through what arrives, and the whole reply is rewritten once it is
+ * there.  Every byte is walked a bounded number of times however the
+ * reply is cut.  WIRE_AGAIN: wait; WIRE_ERROR: *bad says why; else *cs
+ * is the codec's answer and *len the reply's length.
+ */
+static wire_status_t
+backend_reply_stream(struct backend_conn *conn, struct proxy_req *req,
+                     const uint8_t *buf, size_t avail, codec_status_t *cs,
+                     struct codec_error *err, size_t *len, const char **bad)
+{
+    struct proxy_worker *w = backend_worker(conn);
+    const struct proxy_settings *set = backend_settings(conn);
+    struct wire_scan *scan = conn->scan;
+    wire_status_t st;
+
+    if (scan == NULL || !wire_scan_started(scan)) {
+        *cs = codec_reply_stream(&req->call, set->backend_proto, buf, avail,
+                                 req->backend_seqid, req->client_proto,
+                                 &req->reply, err, &w->reply_limits, len);
+        if (*cs != CODEC_AGAIN) {
+            return WIRE_OK;
+        }
+        wire_buf_clear(&req->reply);
+        scan = backend_conn_scan(conn);
+    }
+    st = wire_scan_feed(scan, set->backend_proto, buf, avail,
+                        &w->reply_limits, len, bad);
+    if (st == WIRE_AGAIN && avail >= w->reply_limits.max_message) {
+        *bad = "message larger than max_frame_size";
+        st = WIRE_ERROR;
+    }
+    if (st != WIRE_OK) {
+        return st;
+    }
+    wire_scan_init(scan);
+    *cs = codec_reply(&req->call, set->backend_proto, buf, *len,
+                      req->backend_seqid, req->client_proto, &req->reply,
+                      err, &w->reply_limits);
+    return WIRE_OK;
 }
 
 void
@@ -224,6 +282,7 @@ backend_pool_free(struct backend_pool *pool)
             }
             backend_conn_close(conn);
             wire_buf_free(&conn->cork);
+            g_free(conn->scan);
             event_free(conn->timer);
         }
         g_free(s->conns);
@@ -769,7 +828,8 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                 st = proxy_msg_peek(in, TRUE, &w->reply_limits, &msg, &len,
                                     &bad);
             } else {
-                st = proxy_msg_next(in, set->backend_proto, FALSE,
+                st = proxy_msg_scan(in, set->backend_proto,
+                                    backend_conn_scan(conn),
                                     &w->reply_limits, &msg, &len, &bad);
             }
             if (st == WIRE_OK
@@ -799,19 +859,10 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                                      req->client_proto, &req->reply, &err,
                                      &w->reply_limits);
                 } else {
-                    cs = codec_reply_stream(&req->call, set->backend_proto,
-                                            buf, avail, req->backend_seqid,
-                                            req->client_proto, &req->reply,
-                                            &err, &w->reply_limits, &len);
+                    st = backend_reply_stream(conn, req, buf, avail, &cs,
+                                              &err, &len, &bad);
                 }
-                if (cs == CODEC_AGAIN) {
-                    wire_buf_clear(&req->reply);
-                    st = WIRE_AGAIN;
-                    if (avail >= w->reply_limits.max_message) {
-                        st = WIRE_ERROR;
-                        bad = "message larger than max_frame_size";
-                    }
-                } else if (cs == CODEC_OK && req->client_framed) {
+                if (st == WIRE_OK && cs == CODEC_OK && req->client_framed) {
                     wire_frame_end(&req->reply, off);
                 }
                 len += hdr;

@@ -45,6 +45,9 @@ struct backend_conn {
     unsigned npending;              /* length of pending */
     gint64 connect_deadline;        /* monotonic us, while CONNECTING */
     struct wire_buf cork;           /* requests held back (more follow) */
+    struct wire_scan *scan;         /* unframed: where the reply under way
+                                       was left (NULL until one came in
+                                       pieces) */
     TAILQ_ENTRY(backend_conn) cork_link; /* in worker->corked */
     unsigned corked:1;              /* on worker->corked */
     gint64 last_active;             /* monotonic us of the last reply/send */

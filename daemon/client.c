@@ -223,6 +223,7 @@ client_close(struct client *c)
     event_free(c->rev);
     evbuffer_free(c->in);
     wire_buf_free(&c->park);
+    g_free(c->scan);
     /* also cancels any deferred callback still queued for c */
     bufferevent_free(c->bev);
     g_free(c);
@@ -409,6 +410,56 @@ client_unpark(struct client *c)
     return TRUE;
 }
 
+/*
+ * The call at the front of c's unframed stream (buf, avail), into the
+ * worker's scratch: rewritten by one walk when it came whole; else c's
+ * scan walks on through what arrives, and the whole call is rewritten
+ * once it is there, so every byte is walked a bounded number of times
+ * however the client cuts it.  Answers as codec_request_stream.
+ */
+static codec_status_t
+client_request_stream(struct client *c, struct proxy_req *req,
+                      const uint8_t *buf, size_t avail,
+                      struct codec_error *err, size_t *len)
+{
+    struct proxy_worker *w = c->worker;
+    const struct proxy_settings *set = &w->proxy->set;
+    const struct config *cfg = w->gen->cfg;
+    size_t mark = w->scratch.len;
+    const char *why = NULL;
+    wire_status_t st;
+
+    if (c->scan == NULL || !wire_scan_started(c->scan)) {
+        codec_status_t cs;
+
+        cs = codec_request_stream(cfg, c->proto, buf, avail,
+                                  set->backend_proto, req->backend_seqid,
+                                  &w->scratch, &req->call, err,
+                                  &w->client_limits, len);
+        if (cs != CODEC_AGAIN) {
+            return cs;
+        }
+        if (c->scan == NULL) {
+            c->scan = g_new(struct wire_scan, 1);
+            wire_scan_init(c->scan);
+        }
+    }
+    st = wire_scan_feed(c->scan, c->proto, buf, avail, &w->client_limits,
+                        len, &why);
+    if (st == WIRE_AGAIN) {
+        return CODEC_AGAIN;
+    }
+    wire_scan_init(c->scan);
+    if (st == WIRE_ERROR) {
+        err->message = why;
+        return CODEC_CLOSE;
+    }
+    w->scratch.len = mark;
+    return codec_request(cfg, c->proto, buf, *len, set->backend_proto,
+                         req->backend_seqid, &w->scratch, &req->call, err,
+                         &w->client_limits);
+}
+
 /* What client_request did with the bytes at the front of the input. */
 typedef enum {
     CLIENT_TOOK,        /* one message taken: drop *used bytes */
@@ -463,10 +514,7 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
             }
         }
     } else {
-        st = codec_request_stream(cfg, c->proto, buf, avail,
-                                  set->backend_proto, req->backend_seqid,
-                                  out, &req->call, &err, &w->client_limits,
-                                  &len);
+        st = client_request_stream(c, req, buf, avail, &err, &len);
     }
     if (st == CODEC_AGAIN) {
         proxy_req_put(w, req);

@@ -41,6 +41,9 @@ struct client {
                                        is sent on; nothing more is read
                                        meanwhile */
     unsigned parked_scan:1;         /* parked is a scanner call */
+    struct wire_scan *scan;         /* unframed: where the message under
+                                       way was left (NULL until one came
+                                       in pieces) */
     struct wire_buf park;           /* parked's message: for a backend,
                                        or, for a scanner call, as the
                                        client sent it */

@@ -515,6 +515,31 @@ proxy_msg_next(struct evbuffer *in, wire_proto_t proto, gboolean framed,
     return st;
 }
 
+wire_status_t
+proxy_msg_scan(struct evbuffer *in, wire_proto_t proto, struct wire_scan *scan,
+               const struct wire_limits *limits, const uint8_t **msg,
+               size_t *len, const char **why)
+{
+    const uint8_t *p = NULL;
+    size_t want = 0;
+    wire_status_t st;
+
+    st = proxy_msg_peek(in, FALSE, limits, &p, &want, why);
+    if (st != WIRE_OK) {
+        return st;
+    }
+    st = wire_scan_feed(scan, proto, p, want, limits, len, why);
+    if (st == WIRE_AGAIN && want >= limits->max_message) {
+        *why = "message larger than max_frame_size";
+        return WIRE_ERROR;
+    }
+    if (st == WIRE_OK) {
+        *msg = p;
+        wire_scan_init(scan);
+    }
+    return st;
+}
+
 /* ---- workers ------------------------------------------------------------ */
 
 static void

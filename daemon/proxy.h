@@ -316,6 +316,17 @@ wire_status_t proxy_msg_peek(struct evbuffer *in, gboolean framed,
                              const char **why);
 
 /*
+ * proxy_msg_next for an unframed stream, with scan keeping its place in
+ * the message between calls (wire_scan): however the message arrives,
+ * each byte is walked once.  scan is ready for the next message after OK.
+ */
+wire_status_t proxy_msg_scan(struct evbuffer *in, wire_proto_t proto,
+                             struct wire_scan *scan,
+                             const struct wire_limits *limits,
+                             const uint8_t **msg, size_t *len,
+                             const char **why);
+
+/*
  * Finds one whole message at the start of in, pulled up contiguous.
  * OK: *msg and *len cover it including any frame header.  AGAIN: wait
  * for more bytes.  ERROR: *why says what is wrong with the stream.

@@ -171,6 +171,13 @@ struct wire_scan {
 
 void wire_scan_init(struct wire_scan *s);
 
+/* Whether s has walked part of a message (a call may then resume it). */
+static inline gboolean
+wire_scan_started(const struct wire_scan *s)
+{
+    return s->depth > 0 || s->skip > 0;
+}
+
 /*
  * Walks on through buf[0..len), the message so far (len never less than
  * on the previous call).  OK: *msg_len is the length of the whole

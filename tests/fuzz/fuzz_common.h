@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -88,3 +89,33 @@ fuzz_salt(unsigned i)
             abort();                                                       \
         }                                                                  \
     } while (0)
+
+/*
+ * The daemon finds an unframed message's end with a scan that resumes
+ * where it stopped (wire_scan), however the bytes are cut.  Cut at every
+ * point (at most 256 evenly spread points for a long input), it must say
+ * exactly what wire_message_scan says of data[0..len) whole: the same
+ * status, the same length, the same error.
+ */
+static inline void
+fuzz_check_resumable(wire_proto_t proto, const uint8_t *data, size_t len,
+                     const struct wire_limits *limits)
+{
+    const char *why = NULL, *swhy = NULL;
+    size_t n = 0, sn = 0, step = len > 256 ? len / 256 : 1;
+    wire_status_t whole, st;
+
+    whole = wire_message_scan(proto, FALSE, data, len, limits, &n, &why);
+    for (size_t cut = 0; cut <= len; cut += step) {
+        struct wire_scan sc;
+
+        wire_scan_init(&sc);
+        st = wire_scan_feed(&sc, proto, data, cut, limits, &sn, &swhy);
+        if (st == WIRE_AGAIN) {
+            st = wire_scan_feed(&sc, proto, data, len, limits, &sn, &swhy);
+        }
+        FUZZ_CHECK(st == whole);
+        FUZZ_CHECK(st != WIRE_OK || sn == n);
+        FUZZ_CHECK(st != WIRE_ERROR || strcmp(swhy, why) == 0);
+    }
+}

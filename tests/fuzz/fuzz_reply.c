@@ -89,6 +89,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wire_buf_init(&streamed);
         wire_buf_init(&whole);
         scan = wire_message_scan(from, FALSE, data, size, limits, &n, &why);
+        fuzz_check_resumable(from, data, size, limits);
         sst = codec_reply_stream(&call, from, data, size, FUZZ_SEQID, to,
                                  &streamed, &serr, limits, &used);
         if (scan == WIRE_AGAIN) {

@@ -83,6 +83,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         scan = wire_message_scan(from, framed, data, want, limits, &msg_len,
                                  &why);
         if (!framed) {
+            fuzz_check_resumable(from, data, want, limits);
             wire_buf_clear(&streamed);
             sst = codec_request_stream(cfg, from, data, want, to, seqid,
                                        &streamed, &scall, &serr, limits,
