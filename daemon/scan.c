@@ -588,6 +588,8 @@ struct scan_spec {
     gboolean reversed;
     gboolean has_cache_blocks;
     gboolean cache_blocks;
+    const char *repeated;           /* static text: a field the scan is
+                                       routed by came twice, or NULL */
 };
 
 /* Roles of the arguments of the scannerOpen* calls. */
@@ -613,9 +615,27 @@ static const struct {
       { SA_TABLE, SA_START, SA_STOP, SA_COLUMNS, SA_TS, SA_ATTRS }, FALSE },
 };
 
+/*
+ * Java keeps the last of a field sent twice, as the parsers below do; but
+ * the codec has routed the call by then, and a client that sends its
+ * bounds or filter twice cannot mean both.  Salted scans refuse such a
+ * call (scan_open), as the codec refuses other calls: *seen has bit n for
+ * field id n already met.
+ */
+static void
+scan_note_field(struct scan_spec *s, uint32_t *seen, unsigned n,
+                const char *repeated)
+{
+    if ((*seen & (1u << n)) != 0 && s->repeated == NULL) {
+        s->repeated = repeated;
+    }
+    *seen |= 1u << n;
+}
+
 static gboolean
 scan_parse_tscan(struct wire_reader *r, struct scan_spec *s)
 {
+    uint32_t seen = 0;
     uint8_t type;
     int16_t fid;
 
@@ -630,8 +650,12 @@ scan_parse_tscan(struct wire_reader *r, struct scan_spec *s)
             break;
         }
         if (fid == 1 && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, 1, "hbase-salt-proxy: field "
+                            "TScan.startRow sent twice");
             wire_read_binary(r, &s->start, &s->start_len);
         } else if (fid == 2 && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, 2, "hbase-salt-proxy: field "
+                            "TScan.stopRow sent twice");
             wire_read_binary(r, &s->stop, &s->stop_len);
             s->has_stop = TRUE;
         } else if (fid == 3 && type == WIRE_T_I64) {
@@ -645,6 +669,8 @@ scan_parse_tscan(struct wire_reader *r, struct scan_spec *s)
             s->caching = wire_read_i32(r);
             s->has_caching = TRUE;
         } else if (fid == 6 && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, 6, "hbase-salt-proxy: field "
+                            "TScan.filterString sent twice");
             wire_read_binary(r, &s->filter, &s->filter_len);
             s->has_filter = TRUE;
         } else if (fid == 7 && type == WIRE_T_I32) {
@@ -654,6 +680,8 @@ scan_parse_tscan(struct wire_reader *r, struct scan_spec *s)
             s->sort = wire_read_bool(r);
             s->has_sort = TRUE;
         } else if (fid == 9 && type == WIRE_T_BOOL) {
+            scan_note_field(s, &seen, 9, "hbase-salt-proxy: field "
+                            "TScan.reversed sent twice");
             s->reversed = wire_read_bool(r);
         } else if (fid == 10 && type == WIRE_T_BOOL) {
             s->cache_blocks = wire_read_bool(r);
@@ -672,6 +700,7 @@ scan_parse_open(struct wire_reader *r, const char *method,
                 struct scan_spec *s)
 {
     const uint8_t *roles = NULL;
+    uint32_t seen = 0;
     uint8_t type;
     int16_t fid;
 
@@ -696,10 +725,18 @@ scan_parse_open(struct wire_reader *r, const char *method,
         }
         role = fid >= 1 && fid <= 7 ? roles[fid - 1] : SA_NONE;
         if (role == SA_TABLE && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, (unsigned)fid, "hbase-salt-proxy: "
+                            "field tableName sent twice");
             wire_read_binary(r, &s->table, &s->table_len);
         } else if (role == SA_START && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, (unsigned)fid, s->prefix
+                            ? "hbase-salt-proxy: field startAndPrefix "
+                              "sent twice"
+                            : "hbase-salt-proxy: field startRow sent twice");
             wire_read_binary(r, &s->start, &s->start_len);
         } else if (role == SA_STOP && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, (unsigned)fid, "hbase-salt-proxy: "
+                            "field stopRow sent twice");
             wire_read_binary(r, &s->stop, &s->stop_len);
             s->has_stop = TRUE;
         } else if (role == SA_COLUMNS && type == WIRE_T_LIST) {
@@ -714,6 +751,9 @@ scan_parse_open(struct wire_reader *r, const char *method,
             s->has_attributes = TRUE;
             wire_skip(r, type);
         } else if (role == SA_SCAN && type == WIRE_T_STRUCT) {
+            /* a second TScan would replace the whole first one */
+            scan_note_field(s, &seen, (unsigned)fid, "hbase-salt-proxy: "
+                            "field scan sent twice");
             if (!scan_parse_tscan(r, s)) {
                 return FALSE;
             }
@@ -878,18 +918,23 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     g_autoptr(GError) error = NULL;
     struct scanfilter *filter = NULL;
     uint32_t only = 0;
-    gboolean single;
+    gboolean single, parsed;
 
     wire_reader_init(&r, req->client_proto, msg, len, TRUE,
                      &w->client_limits);
     wire_read_msg_begin(&r, &m);
     body = r;
-    if (!scan_parse_open(&r, req->call.name, &spec)) {
+    parsed = scan_parse_open(&r, req->call.name, &spec);
+    /* unsalted, a call with a field twice goes on as it came: HBase reads
+     * it as it always does (the codec refused a second table name) */
+    if (!parsed || (spec.repeated != NULL && req->call.salt != NULL)) {
         struct codec_error err = { WIRE_APP_PROTOCOL_ERROR,
-                                   r.error != NULL ? r.error
-                                                   : "malformed call",
-                                   FALSE };
+                                   spec.repeated, CODEC_ANSWER_APP };
         size_t off = scan_reply_begin(req);
+
+        if (!parsed) {
+            err.message = r.error != NULL ? r.error : "malformed call";
+        }
 
         codec_write_error(&req->call, req->client_proto, &err, &req->reply);
         scan_reply_end(req, off);
