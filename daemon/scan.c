@@ -765,6 +765,72 @@ scan_parse_open(struct wire_reader *r, const char *method,
     return r->status == WIRE_OK;
 }
 
+/* Orders two keys as HBase's Bytes.compareTo does. */
+static int
+scan_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    int c = memcmp(a, b, MIN(alen, blen));
+
+    if (c != 0) {
+        return c;
+    }
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+/*
+ * A salted table holds no logical key longer than limit (salt_max_row):
+ * a bound longer than that is no stored key, and with the prefix in front
+ * HBase would refuse it.  Such a bound becomes one of at most limit bytes
+ * that selects the same stored keys.  With t the bound cut to limit bytes,
+ * for every key k of at most limit bytes:
+ *   k >= bound  <=>  k > t   <=>  k >= successor(t)
+ *   k <  bound  <=>  k <= t  <=>  k <  successor(t)
+ * so forward bounds become successor(t) (none: nothing follows, or no
+ * stop), reversed ones (start the high inclusive row, stop the low
+ * exclusive one) t itself.  A prefix longer than limit prefixes no stored
+ * key.  The bytes are g_malloc'd into *start_buf and *stop_buf, for the
+ * caller to free: long bounds only, never on an ordinary scan.  FALSE:
+ * no stored row is in the range.
+ */
+static gboolean
+scan_fit_bounds(size_t limit, struct scan_spec *s, uint8_t **start_buf,
+                uint8_t **stop_buf)
+{
+    gboolean moved = FALSE;
+
+    if (s->prefix) {
+        return s->start_len <= limit;
+    }
+    if (s->start_len > limit) {
+        *start_buf = g_memdup2(s->start, limit);
+        s->start = *start_buf;
+        s->start_len = s->reversed ? (uint32_t)limit
+                                   : (uint32_t)salt_successor(*start_buf,
+                                                              limit);
+        if (s->start_len == 0) {
+            return FALSE;
+        }
+        moved = TRUE;
+    }
+    if (s->has_stop && s->stop_len > limit) {
+        *stop_buf = g_memdup2(s->stop, limit);
+        s->stop = *stop_buf;
+        s->stop_len = s->reversed ? (uint32_t)limit
+                                  : (uint32_t)salt_successor(*stop_buf,
+                                                             limit);
+        s->has_stop = s->stop_len > 0;
+        moved = TRUE;
+    }
+    if (moved && s->has_stop && s->stop_len > 0 && s->start_len > 0) {
+        /* empty now, and start == stop would read as HBase's one-row
+         * "get scan" */
+        int c = scan_key_cmp(s->start, s->start_len, s->stop, s->stop_len);
+
+        return s->reversed ? c > 0 : c < 0;
+    }
+    return TRUE;
+}
+
 /* Writes a TScan for one bucket of a salted scan. */
 static void
 scan_write_tscan(struct scanner *sc, const struct scan_spec *s,
@@ -916,6 +982,8 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     struct wire_msg m;
     struct scan_spec spec;
     g_autoptr(GError) error = NULL;
+    g_autofree uint8_t *start_buf = NULL;
+    g_autofree uint8_t *stop_buf = NULL;
     struct scanfilter *filter = NULL;
     uint32_t only = 0;
     gboolean single, parsed;
@@ -936,6 +1004,22 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
             err.message = r.error != NULL ? r.error : "malformed call";
         }
 
+        codec_write_error(&req->call, req->client_proto, &err, &req->reply);
+        scan_reply_end(req, off);
+        scan_op_done(op, w);
+        return;
+    }
+    if (req->call.salt != NULL && (spec.start_len > SALT_HBASE_MAX_ROW
+                                   || spec.stop_len > SALT_HBASE_MAX_ROW)) {
+        /* HBase's Scan refuses such a bound with an exception its
+         * handler does not catch: the answer an unsalted table gives */
+        struct codec_error err = { WIRE_APP_INTERNAL_ERROR, NULL,
+                                   CODEC_ANSWER_APP };
+        size_t off = scan_reply_begin(req);
+
+        g_snprintf(err.text, sizeof(err.text),
+                   "Internal error processing %s", req->call.name);
+        err.message = err.text;
         codec_write_error(&req->call, req->client_proto, &err, &req->reply);
         scan_reply_end(req, off);
         scan_op_done(op, w);
@@ -962,8 +1046,18 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         return;
     }
 
-    /* which buckets can hold a row, and each one's filter */
     sc->reversed = spec.reversed && !spec.prefix;
+    if (!scan_fit_bounds(salt_max_row(sc->salt), &spec, &start_buf,
+                         &stop_buf)) {
+        /* no row the table can store is in range: a scanner with no
+         * bucket to read, whose first read is its end */
+        metrics_scan_open(0);
+        sc->op = NULL;
+        scan_opened(sc, op);
+        return;
+    }
+
+    /* which buckets can hold a row, and each one's filter */
     if (spec.prefix) {
         single = salt_prefix_bucket(sc->salt, spec.start, spec.start_len,
                                     &only);
