@@ -313,7 +313,9 @@ client_drain(struct client *c)
            && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0;
 }
 
-/* A request the codec refused: answer it in its turn, keep the client. */
+/* A request the codec answers itself (an error, or what HBase would
+ * answer for a row it cannot hold): answer it in its turn, keep the
+ * client. */
 static void
 client_reject(struct client *c, struct proxy_req *req,
               const struct codec_error *err)
@@ -323,12 +325,7 @@ client_reject(struct client *c, struct proxy_req *req,
     if (req->client_framed) {
         off = wire_frame_begin(&req->reply);
     }
-    if (err->io) {
-        codec_write_io_error(&req->call, req->client_proto, err->message,
-                             FALSE, &req->reply);
-    } else {
-        codec_write_error(&req->call, req->client_proto, err, &req->reply);
-    }
+    codec_write_error(&req->call, req->client_proto, err, &req->reply);
     if (req->client_framed) {
         wire_frame_end(&req->reply, off);
     }

@@ -1,6 +1,7 @@
 /* codec.c: rewrites one Thrift1 call for the backend and its reply back. */
 #include "codec.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "config.h"
@@ -33,16 +34,112 @@ struct codec_ctx {
     gboolean reply;                 /* walking a reply (unsalting) */
     gint64 tally;                   /* added to per-bucket counters: 1, or
                                        -1 to take back a partial walk */
+    gboolean passthrough;           /* table not salted: copy rows, only
+                                       check the fields routing reads */
+    const struct salt_table *unstorable; /* table of the first row too
+                                       long for it once salted, or NULL */
+    uint32_t unstorable_len;        /* that row's logical length */
+    gboolean too_long;              /* a row longer than HBase stores at
+                                       all went on unsalted */
 };
 
 static gboolean
-codec_reject(struct codec_ctx *c, int32_t app_type, gboolean io,
+codec_reject(struct codec_ctx *c, int32_t app_type, codec_answer_t answer,
              const char *message)
 {
     c->err->app_type = app_type;
-    c->err->io = io;
+    c->err->answer = (uint8_t)answer;
     c->err->message = message;
     return FALSE;
+}
+
+/* Every salt the codec routes by is a configured table's (codec_peek_table
+ * is where they come from), so the table's name is found next to it. */
+static const struct config_table *
+codec_table_of(const struct salt_table *salt)
+{
+    return (const struct config_table *)(const void *)
+        ((const char *)salt - offsetof(struct config_table, salt));
+}
+
+/* A row HBase would take unsalted but not with the table's prefix. */
+static inline gboolean
+codec_unstorable(const struct salt_table *salt, uint32_t len)
+{
+    return len > salt_max_row(salt) && len <= SALT_HBASE_MAX_ROW;
+}
+
+/*
+ * A call that names a row the table cannot store.  A write gets the
+ * error HBase would give for it (its IllegalArgument), in the table's
+ * own terms: the salted length HBase would quote is no length the client
+ * sent.  A single-row read gets what HBase answers for an absent row.
+ */
+static void
+codec_refuse_unstorable(struct codec_ctx *c,
+                        const struct hbase1_method *method)
+{
+    const struct salt_table *salt = c->unstorable;
+    const struct config_table *t = codec_table_of(salt);
+    struct codec_error *err = c->err;
+    int name_len = (int)MIN(t->name_len, (size_t)96);
+    char sep[40] = "";
+
+    err->app_type = WIRE_APP_INTERNAL_ERROR;
+    if (method->kind == HBASE1_READ) {
+        err->answer = CODEC_ANSWER_EMPTY;
+        err->message = "hbase-salt-proxy: row longer than the table stores";
+        return;
+    }
+    err->answer = CODEC_ANSWER_IA;
+    if (salt->sep_len > 0) {
+        g_snprintf(sep, sizeof(sep), " and %u-byte separator",
+                   salt->sep_len);
+    }
+    g_snprintf(err->text, sizeof(err->text),
+               "hbase-salt-proxy: row length %u exceeds %zu, the longest "
+               "row table %.*s%s can store (%u less its %u-byte salt%s)",
+               c->unstorable_len, salt_max_row(salt), name_len, t->name,
+               (size_t)name_len < t->name_len ? "..." : "",
+               SALT_HBASE_MAX_ROW, salt->width, sep);
+    err->message = err->text;
+}
+
+/*
+ * Whether a struct sends a field of its schema twice, reading ahead
+ * without consuming.  Java keeps the last one; the proxy routes by what
+ * it reads first, so such a call is refused (codec_walk_struct does the
+ * same for the calls it walks).  Bytes that do not parse are left for
+ * whoever reads them next to report.
+ */
+static const struct hbase1_field *
+codec_repeated_field(const struct codec_ctx *c, const struct hbase1_schema *s)
+{
+    struct wire_reader ahead = c->r;
+    uint32_t seen = 0;
+    uint8_t type;
+    int16_t fid;
+
+    if (wire_read_struct_begin(&ahead) != WIRE_OK) {
+        return NULL;
+    }
+    while (wire_read_field(&ahead, &type, &fid) == WIRE_OK
+           && type != WIRE_T_STOP) {
+        const struct hbase1_field *f = hbase1_schema_field(s, fid);
+
+        if (f != NULL && f->type == type) {
+            uint32_t bit = 1u << (f - s->fields);
+
+            if ((seen & bit) != 0) {
+                return f;
+            }
+            seen |= bit;
+        }
+        if (wire_skip(&ahead, type) != WIRE_OK) {
+            return NULL;
+        }
+    }
+    return NULL;
 }
 
 /* Reads ahead, without consuming, the table named by a struct's TABLE
@@ -85,34 +182,99 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
     }
 }
 
+/* Writes one logical key read from the call, salted. */
+static void
+codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
+             const uint8_t *key, uint32_t len)
+{
+    uint8_t prefix[SALT_MAX_PREFIX];
+    size_t plen;
+    uint32_t bucket;
+
+    if (salt == NULL) {
+        wire_write_binary(&c->w, key, len);
+        return;
+    }
+    if (len == 0 || len > SALT_HBASE_MAX_ROW) {
+        /* HBase refuses empty rows and rows longer than it stores, each
+         * method in its own way: such a row goes on unsalted so the
+         * client hears exactly what an unsalted table would say */
+        c->too_long = c->too_long || len > 0;
+        wire_write_binary(&c->w, key, len);
+        return;
+    }
+    if (codec_unstorable(salt, len) && c->unstorable == NULL) {
+        /* salted it is too long for HBase: sent only if another row of
+         * the call fails anyway, see codec_request_body */
+        c->unstorable = salt;
+        c->unstorable_len = len;
+    }
+    bucket = salt_bucket(salt, key, len);
+    metrics_bucket_request(salt, bucket, c->tally);
+    plen = salt_write_prefix(salt, bucket, prefix);
+    wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
+}
+
 /* Salts one logical key on the way in. */
 static gboolean
 codec_row_in(struct codec_ctx *c, const struct salt_table *salt)
 {
     const uint8_t *key;
     uint32_t len;
-    uint8_t prefix[SALT_MAX_PREFIX];
-    size_t plen;
-    uint32_t bucket;
 
     if (wire_read_binary(&c->r, &key, &len) != WIRE_OK) {
         return FALSE;
     }
-    if (salt == NULL) {
-        wire_write_binary(&c->w, key, len);
-        return TRUE;
-    }
-    if (len == 0) {
-        /* HBase refuses empty rows, each method in its own way: an empty
-         * row goes on unsalted so the client hears exactly that */
-        wire_write_binary(&c->w, key, 0);
-        return TRUE;
-    }
-    bucket = salt_bucket(salt, key, len);
-    metrics_bucket_request(salt, bucket, c->tally);
-    plen = salt_write_prefix(salt, bucket, prefix);
-    wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
+    codec_key_in(c, salt, key, len);
     return TRUE;
+}
+
+/*
+ * The rows of a multi-row read of a salted table.  A row the table
+ * cannot store is left out: no stored row can match it, and the reply
+ * then lacks it as HBase's reply lacks any absent row.  The list's count
+ * comes first on the wire, so the rows are counted ahead.
+ */
+static gboolean
+codec_rows_in(struct codec_ctx *c, const struct salt_table *salt)
+{
+    struct wire_reader ahead;
+    const uint8_t *key;
+    uint8_t et;
+    uint32_t count, kept = 0, len, i;
+
+    if (wire_read_list_begin(&c->r, &et, &count) != WIRE_OK) {
+        return FALSE;
+    }
+    if (et != WIRE_T_STRING) {
+        /* not rows as Java reads them: the backend answers for it */
+        wire_write_list_begin(&c->w, et, count);
+        for (i = 0; i < count; i++) {
+            if (wire_copy(&c->r, &c->w, et) != WIRE_OK) {
+                return FALSE;
+            }
+        }
+    } else {
+        /* a short list fails below, on the reader that reports it */
+        ahead = c->r;
+        for (i = 0; i < count
+                    && wire_read_binary(&ahead, &key, &len) == WIRE_OK;
+             i++) {
+            kept += codec_unstorable(salt, len) ? 0 : 1;
+        }
+        wire_write_list_begin(&c->w, et, kept);
+        for (i = 0; i < count; i++) {
+            if (wire_read_binary(&c->r, &key, &len) != WIRE_OK) {
+                return FALSE;
+            }
+            if (!codec_unstorable(salt, len)) {
+                codec_key_in(c, salt, key, len);
+            }
+        }
+    }
+    wire_read_container_end(&c->r);
+    wire_write_container_end(&c->w);
+    return c->r.status == WIRE_OK;
 }
 
 /* Strips the salt of one physical key on the way out. */
@@ -153,6 +315,10 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     uint8_t et;
     uint32_t count, i;
 
+    if (c->passthrough) {
+        /* nothing to rewrite; codec_walk_struct checked the field */
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    }
     switch (f->action) {
     case HBASE1_TABLE:
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
@@ -163,6 +329,10 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     case HBASE1_STRUCT:
         return codec_walk_struct(c, f->sub, salt);
     case HBASE1_ROWS:
+        if (!c->reply && salt != NULL) {
+            return codec_rows_in(c, salt);
+        }
+        /* fall through */
     case HBASE1_STRUCT_LIST:
         if (wire_read_list_begin(&c->r, &et, &count) != WIRE_OK) {
             return FALSE;
@@ -195,6 +365,7 @@ static gboolean
 codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
                   const struct salt_table *salt)
 {
+    uint32_t seen = 0;              /* schema fields met, by index */
     uint8_t type;
     int16_t fid;
 
@@ -219,6 +390,18 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
         wire_write_field(&c->w, type, fid);
         f = hbase1_schema_field(s, fid);
         if (f != NULL && f->type == type) {
+            uint32_t bit = 1u << (f - s->fields);
+
+            /* A reply's rows are each unsalted as they come, and a client
+             * keeping the last sees the last one's logical key: only a
+             * call's fields decide where the proxy sends it.  Unsalted,
+             * only a second table name would change that. */
+            if (!c->reply && (seen & bit) != 0
+                && (!c->passthrough || f->action == HBASE1_TABLE)) {
+                return codec_reject(c, WIRE_APP_PROTOCOL_ERROR,
+                                    CODEC_ANSWER_APP, f->repeated);
+            }
+            seen |= bit;
             if (!codec_walk_field(c, f, salt)) {
                 return FALSE;
             }
@@ -258,7 +441,10 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
     gboolean ok;
 
     memset(call, 0, sizeof(*call));
-    memset(err, 0, sizeof(*err));
+    /* not text[]: the message says whether it is used */
+    err->app_type = 0;
+    err->message = NULL;
+    err->answer = CODEC_ANSWER_APP;
     wire_reader_init(&c->r, from, msg, len, complete, limits);
     if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
         err->app_type = WIRE_APP_PROTOCOL_ERROR;
@@ -267,7 +453,7 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
     }
     codec_call_init(call, &m);
     if (m.type != WIRE_CALL) {
-        codec_reject(c, WIRE_APP_INVALID_MESSAGE_TYPE, FALSE,
+        codec_reject(c, WIRE_APP_INVALID_MESSAGE_TYPE, CODEC_ANSWER_APP,
                      "hbase-salt-proxy: expected a call message");
         return CODEC_REJECT;
     }
@@ -276,6 +462,14 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
         gboolean named = FALSE;
 
         if (method->args != NULL) {
+            const struct hbase1_field *twice =
+                codec_repeated_field(c, method->args);
+
+            if (twice != NULL) {
+                codec_reject(c, WIRE_APP_PROTOCOL_ERROR, CODEC_ANSWER_APP,
+                             twice->repeated);
+                return CODEC_REJECT;
+            }
             call->salt = codec_peek_table(c, method->args, &named);
         }
         if (c->r.status != WIRE_OK) {
@@ -297,12 +491,17 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
         call->salt = codec_peek_table(c, method->args, &named);
         if (c->r.status != WIRE_OK) {
             ok = FALSE;
-        } else if (named && call->salt == NULL) {
-            /* a table the config does not salt: bytes pass through */
-            ok = wire_copy(&c->r, &c->w, WIRE_T_STRUCT) == WIRE_OK;
         } else {
+            /* a table the config does not salt: bytes pass through, but
+             * a second table name would be the one HBase writes to */
+            c->passthrough = named && call->salt == NULL;
             ok = codec_walk_struct(c, method->args, call->salt);
         }
+    }
+    if (ok && c->unstorable != NULL && !c->too_long) {
+        out->len = mark;
+        codec_refuse_unstorable(c, method);
+        return CODEC_REJECT;
     }
     if (!ok) {
         out->len = mark;
@@ -338,6 +537,29 @@ codec_request_walk(const struct config *cfg, wire_proto_t from,
     return st;
 }
 
+/*
+ * Takes back the rows a walk counted for a message that is not sent (a
+ * refused one) or not yet (one the stream has not all of): the same
+ * bytes walked the same way count -1 each.  Only there, so it costs
+ * nothing on the way a call goes to the backend.
+ */
+static void
+codec_request_untally(const struct config *cfg, wire_proto_t from,
+                      const uint8_t *msg, size_t len, gboolean complete,
+                      wire_proto_t to, int32_t backend_seqid,
+                      struct wire_buf *out, const struct wire_limits *limits)
+{
+    size_t mark = out->len;
+    struct codec_call again;
+    struct codec_error again_err;
+    wire_status_t rs;
+    size_t used;
+
+    codec_request_walk(cfg, from, msg, len, complete, -1, to, backend_seqid,
+                       out, &again, &again_err, limits, &rs, &used);
+    out->len = mark;
+}
+
 codec_status_t
 codec_request(const struct config *cfg, wire_proto_t from,
               const uint8_t *msg, size_t len, wire_proto_t to,
@@ -347,10 +569,15 @@ codec_request(const struct config *cfg, wire_proto_t from,
 {
     wire_status_t rs;
     size_t used;
+    codec_status_t st;
 
-    return codec_request_walk(cfg, from, msg, len, TRUE, 1, to,
-                              backend_seqid, out, call, err, limits, &rs,
-                              &used);
+    st = codec_request_walk(cfg, from, msg, len, TRUE, 1, to, backend_seqid,
+                            out, call, err, limits, &rs, &used);
+    if (st == CODEC_REJECT) {
+        codec_request_untally(cfg, from, msg, len, TRUE, to, backend_seqid,
+                              out, limits);
+    }
+    return st;
 }
 
 codec_status_t
@@ -370,21 +597,19 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
                             backend_seqid, out, call, err, limits, &rs,
                             msg_len);
     if (rs == WIRE_AGAIN) {
-        /* counted rows of a message we will walk again: take them back
-         * by walking the same bytes the same way */
-        struct codec_call again;
-        struct codec_error again_err;
-
+        /* counted rows of a message we will walk again */
         out->len = mark;
-        codec_request_walk(cfg, from, buf, avail, FALSE, -1, to,
-                           backend_seqid, out, &again, &again_err, limits,
-                           &rs, msg_len);
-        out->len = mark;
+        codec_request_untally(cfg, from, buf, avail, FALSE, to,
+                              backend_seqid, out, limits);
         *msg_len = 0;
         return CODEC_AGAIN;
     }
     if (st == CODEC_OK || st == CODEC_CLOSE) {
         return st;
+    }
+    if (st == CODEC_REJECT) {
+        codec_request_untally(cfg, from, buf, avail, FALSE, to,
+                              backend_seqid, out, limits);
     }
     /* REJECT and SCAN stop early: the end is found the plain way */
     switch (wire_message_scan(from, FALSE, buf, avail, limits, msg_len,
@@ -415,7 +640,8 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
     struct wire_msg m;
     gboolean ok;
 
-    memset(err, 0, sizeof(*err));
+    err->message = NULL;
+    err->answer = CODEC_ANSWER_APP;
     err->app_type = WIRE_APP_INTERNAL_ERROR;
     wire_reader_init(&c->r, from, msg, len, complete, limits);
     if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
@@ -514,6 +740,29 @@ codec_reply_stream(const struct codec_call *call, wire_proto_t from,
     return st;
 }
 
+/* The reply struct's one field, then STOP. */
+static void
+codec_reply_begin(const struct codec_call *call, struct wire_writer *w)
+{
+    wire_write_msg_begin(w, (const uint8_t *)call->name, call->name_len,
+                         WIRE_REPLY, call->client_seqid);
+    wire_write_struct_begin(w);
+}
+
+/* The reply carrying the method's IllegalArgument (field 2). */
+static void
+codec_write_ia(const struct codec_call *call, struct wire_writer *w,
+               const char *message)
+{
+    codec_reply_begin(call, w);
+    wire_write_field(w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(w);
+    wire_write_field(w, WIRE_T_STRING, 1);
+    wire_write_binary(w, message, (uint32_t)strlen(message));
+    wire_write_struct_end(w);
+    wire_write_struct_end(w);
+}
+
 static void
 codec_write_io(const struct codec_call *call, struct wire_writer *w,
                const char *message, gboolean can_retry)
@@ -538,9 +787,30 @@ codec_write_error(const struct codec_call *call, wire_proto_t to,
     struct wire_writer w;
 
     wire_writer_init(&w, to, out);
-    if (err->io && call->method != NULL && call->method->declares_io) {
-        codec_write_io(call, &w, err->message, FALSE);
+    switch (err->answer) {
+    case CODEC_ANSWER_EMPTY:
+        /* list<TCell> or list<TRowResult>: structs either way */
+        codec_reply_begin(call, &w);
+        wire_write_field(&w, WIRE_T_LIST, 0);
+        wire_write_list_begin(&w, WIRE_T_STRUCT, 0);
+        wire_write_container_end(&w);
+        wire_write_struct_end(&w);
         return;
+    case CODEC_ANSWER_IA:
+        if (call->method != NULL && call->method->declares_ia) {
+            codec_write_ia(call, &w, err->message);
+            return;
+        }
+        /* none declared: the method's IOError */
+        G_GNUC_FALLTHROUGH;
+    case CODEC_ANSWER_IO:
+        if (call->method != NULL && call->method->declares_io) {
+            codec_write_io(call, &w, err->message, FALSE);
+            return;
+        }
+        break;
+    default:
+        break;
     }
     wire_write_app_exception(&w, (const uint8_t *)call->name, call->name_len,
                              call->client_seqid, err->app_type,
@@ -564,14 +834,6 @@ codec_write_io_error(const struct codec_call *call, wire_proto_t to,
                              message);
 }
 
-/* The reply struct's one field, then STOP. */
-static void
-codec_reply_begin(const struct codec_call *call, struct wire_writer *w)
-{
-    wire_write_msg_begin(w, (const uint8_t *)call->name, call->name_len,
-                         WIRE_REPLY, call->client_seqid);
-    wire_write_struct_begin(w);
-}
 
 void
 codec_write_i32_reply(const struct codec_call *call, wire_proto_t to,
@@ -604,13 +866,7 @@ codec_write_illegal_argument(const struct codec_call *call, wire_proto_t to,
     struct wire_writer w;
 
     wire_writer_init(&w, to, out);
-    codec_reply_begin(call, &w);
-    wire_write_field(&w, WIRE_T_STRUCT, 2);
-    wire_write_struct_begin(&w);
-    wire_write_field(&w, WIRE_T_STRING, 1);
-    wire_write_binary(&w, message, (uint32_t)strlen(message));
-    wire_write_struct_end(&w);
-    wire_write_struct_end(&w);
+    codec_write_ia(call, &w, message);
 }
 
 void
@@ -634,7 +890,8 @@ wire_status_t
 codec_row_result(struct wire_reader *r, struct wire_writer *w,
                  const struct salt_table *salt)
 {
-    struct codec_error err = { 0 };
+    /* a reply's walk never rejects: no need to clear text[] per row */
+    struct codec_error err;
     struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = 1 };
     const struct hbase1_method *m =
         hbase1_lookup((const uint8_t *)"scannerGetList", 14);

@@ -26,7 +26,8 @@ struct codec_call {
 
 typedef enum {
     CODEC_OK = 0,     /* out holds the message to send on */
-    CODEC_REJECT = 1, /* answer the client with an error (see codec_error) */
+    CODEC_REJECT = 1, /* answer the client from here: an error, or what
+                         HBase would answer (see codec_error) */
     CODEC_CLOSE = 2,  /* cannot even answer: close the connection */
     CODEC_SCAN = 3,   /* a scanner call: the scan engine takes it (call is
                          filled, out untouched) */
@@ -34,12 +35,27 @@ typedef enum {
                          with more bytes (codec_*_stream only) */
 } codec_status_t;
 
-/* Why a request was rejected, for the error reply and the log. */
+/* How a call the codec answers itself is answered. */
+typedef enum {
+    CODEC_ANSWER_APP = 0,  /* TApplicationException of app_type */
+    CODEC_ANSWER_IO,       /* the method's IOError, as HBase does for bad
+                              arguments */
+    CODEC_ANSWER_IA,       /* the method's IllegalArgument, or its IOError
+                              where it declares none */
+    CODEC_ANSWER_EMPTY,    /* success: an empty list, as HBase answers a
+                              read of a row it does not hold */
+} codec_answer_t;
+
+#define CODEC_ERROR_TEXT 256
+
+/* Why a request was rejected, for the reply and the log. */
 struct codec_error {
     int32_t app_type;      /* TApplicationException type */
-    const char *message;   /* static text */
-    gboolean io;           /* answer with the method's IOError instead,
-                              as HBase does for bad arguments */
+    const char *message;   /* static text, or text[] */
+    uint8_t answer;        /* codec_answer_t */
+    char text[CODEC_ERROR_TEXT]; /* a message naming lengths and a table;
+                              message points here then, so copy the
+                              struct only with care */
 };
 
 /*
@@ -101,7 +117,7 @@ codec_status_t codec_reply_stream(const struct codec_call *call,
                                   const struct wire_limits *limits,
                                   size_t *msg_len);
 
-/* A TApplicationException reply for a rejected call. */
+/* The reply to a rejected call (REJECT): as err->answer says. */
 void codec_write_error(const struct codec_call *call, wire_proto_t to,
                        const struct codec_error *err, struct wire_buf *out);
 

@@ -5,8 +5,13 @@
 
 #include "wire.h"
 
-#define F(fid_, type_, action_, sub_) \
-    { .fid = (fid_), .type = (type_), .action = (action_), .sub = (sub_) }
+/* Java keeps the last of a field sent twice, the proxy would route by the
+ * first: a call that repeats a field named here is refused instead, with
+ * a message naming the field (name_: as in the IDL, Struct.field when
+ * nested). */
+#define F(fid_, type_, action_, sub_, name_)                               \
+    { .fid = (fid_), .type = (type_), .action = (action_), .sub = (sub_),  \
+      .repeated = "hbase-salt-proxy: field " name_ " sent twice" }
 #define SCHEMA(name_, scoped_, ...)                                        \
     static const struct hbase1_field name_##_fields[] = { __VA_ARGS__ };   \
     static const struct hbase1_schema name_ = {                            \
@@ -19,65 +24,71 @@
 
 /* BatchMutation { 1: row, 2: mutations } */
 SCHEMA(batch_mutation, FALSE,
-       F(1, WIRE_T_STRING, HBASE1_ROW, NULL));
+       F(1, WIRE_T_STRING, HBASE1_ROW, NULL, "BatchMutation.row"));
 
 /* TIncrement { 1: table, 2: row, ... } */
 SCHEMA(t_increment, TRUE,
-       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL),
-       F(2, WIRE_T_STRING, HBASE1_ROW, NULL));
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL, "TIncrement.table"),
+       F(2, WIRE_T_STRING, HBASE1_ROW, NULL, "TIncrement.row"));
 
 /* TAppend { 1: table, 2: row, ... } */
 SCHEMA(t_append, TRUE,
-       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL),
-       F(2, WIRE_T_STRING, HBASE1_ROW, NULL));
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL, "TAppend.table"),
+       F(2, WIRE_T_STRING, HBASE1_ROW, NULL, "TAppend.row"));
 
 /* TRowResult { 1: row, 2: columns, 3: sortedColumns } */
 SCHEMA(t_row_result, FALSE,
-       F(1, WIRE_T_STRING, HBASE1_ROW_OUT, NULL));
+       F(1, WIRE_T_STRING, HBASE1_ROW_OUT, NULL, "TRowResult.row"));
 
 /* ---- argument structs ---------------------------------------------------- */
 
 /* (1: tableName, 2: row, ...): get, getVer*, getRow*, mutateRow*,
  * atomicIncrement, deleteAll*, checkAndPut */
 SCHEMA(args_table_row, FALSE,
-       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL),
-       F(2, WIRE_T_STRING, HBASE1_ROW, NULL));
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL, "tableName"),
+       F(2, WIRE_T_STRING, HBASE1_ROW, NULL, "row"));
 
 /* (1: tableName, 2: list<Text> rows, ...): getRows* */
 SCHEMA(args_table_rows, FALSE,
-       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL),
-       F(2, WIRE_T_LIST, HBASE1_ROWS, NULL));
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL, "tableName"),
+       F(2, WIRE_T_LIST, HBASE1_ROWS, NULL, "rows"));
 
 /* (1: tableName, 2: list<BatchMutation>, ...): mutateRows* */
 SCHEMA(args_table_batches, FALSE,
-       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL),
-       F(2, WIRE_T_LIST, HBASE1_STRUCT_LIST, &batch_mutation));
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL, "tableName"),
+       F(2, WIRE_T_LIST, HBASE1_STRUCT_LIST, &batch_mutation,
+         "rowBatches"));
 
 /* (1: TIncrement) */
 SCHEMA(args_increment, FALSE,
-       F(1, WIRE_T_STRUCT, HBASE1_STRUCT, &t_increment));
+       F(1, WIRE_T_STRUCT, HBASE1_STRUCT, &t_increment, "increment"));
 
 /* (1: list<TIncrement>) */
 SCHEMA(args_increments, FALSE,
-       F(1, WIRE_T_LIST, HBASE1_STRUCT_LIST, &t_increment));
+       F(1, WIRE_T_LIST, HBASE1_STRUCT_LIST, &t_increment, "increments"));
 
 /* (1: TAppend) */
 SCHEMA(args_append, FALSE,
-       F(1, WIRE_T_STRUCT, HBASE1_STRUCT, &t_append));
+       F(1, WIRE_T_STRUCT, HBASE1_STRUCT, &t_append, "append"));
 
 /* (1: tableName, ...): scanner opens until the scan engine takes them */
 SCHEMA(args_table, FALSE,
-       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL));
+       F(1, WIRE_T_STRING, HBASE1_TABLE, NULL, "tableName"));
 
 /* ---- result structs ------------------------------------------------------ */
 
 /* success: list<TRowResult> */
 SCHEMA(result_row_results, FALSE,
-       F(0, WIRE_T_LIST, HBASE1_STRUCT_LIST, &t_row_result));
+       F(0, WIRE_T_LIST, HBASE1_STRUCT_LIST, &t_row_result, "success"));
 
 #define M(name_, kind_, io_, args_, result_)                                \
     { .name = #name_, .name_len = sizeof(#name_) - 1, .kind = (kind_),      \
       .declares_io = (io_), .args = (args_), .result = (result_) }
+/* The same for a method that also throws 2:IllegalArgument ia. */
+#define MIA(name_, kind_, args_, result_)                                   \
+    { .name = #name_, .name_len = sizeof(#name_) - 1, .kind = (kind_),      \
+      .declares_io = TRUE, .declares_ia = TRUE, .args = (args_),           \
+      .result = (result_) }
 
 /* In IDL order.  'index' is filled in by position. */
 static struct hbase1_method hbase1_table[] = {
@@ -90,7 +101,7 @@ static struct hbase1_method hbase1_table[] = {
     M(getTableNamesWithIsTableEnabled, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(getColumnDescriptors, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(getTableRegions, HBASE1_ADMIN, TRUE, NULL, NULL),
-    M(createTable, HBASE1_ADMIN, TRUE, NULL, NULL),
+    MIA(createTable, HBASE1_ADMIN, NULL, NULL),
     M(deleteTable, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(get, HBASE1_READ, TRUE, &args_table_row, NULL),
     M(getVer, HBASE1_READ, TRUE, &args_table_row, NULL),
@@ -107,11 +118,11 @@ static struct hbase1_method hbase1_table[] = {
     M(getRowsTs, HBASE1_READ, TRUE, &args_table_rows, &result_row_results),
     M(getRowsWithColumnsTs, HBASE1_READ, TRUE, &args_table_rows,
       &result_row_results),
-    M(mutateRow, HBASE1_WRITE, TRUE, &args_table_row, NULL),
-    M(mutateRowTs, HBASE1_WRITE, TRUE, &args_table_row, NULL),
-    M(mutateRows, HBASE1_WRITE, TRUE, &args_table_batches, NULL),
-    M(mutateRowsTs, HBASE1_WRITE, TRUE, &args_table_batches, NULL),
-    M(atomicIncrement, HBASE1_WRITE, TRUE, &args_table_row, NULL),
+    MIA(mutateRow, HBASE1_WRITE, &args_table_row, NULL),
+    MIA(mutateRowTs, HBASE1_WRITE, &args_table_row, NULL),
+    MIA(mutateRows, HBASE1_WRITE, &args_table_batches, NULL),
+    MIA(mutateRowsTs, HBASE1_WRITE, &args_table_batches, NULL),
+    MIA(atomicIncrement, HBASE1_WRITE, &args_table_row, NULL),
     M(deleteAll, HBASE1_WRITE, TRUE, &args_table_row, NULL),
     M(deleteAllTs, HBASE1_WRITE, TRUE, &args_table_row, NULL),
     M(deleteAllRow, HBASE1_WRITE, TRUE, &args_table_row, NULL),
@@ -124,12 +135,12 @@ static struct hbase1_method hbase1_table[] = {
     M(scannerOpenWithPrefix, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
     M(scannerOpenTs, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
     M(scannerOpenWithStopTs, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
-    M(scannerGet, HBASE1_SCAN_NEXT, TRUE, NULL, &result_row_results),
-    M(scannerGetList, HBASE1_SCAN_NEXT, TRUE, NULL, &result_row_results),
-    M(scannerClose, HBASE1_SCAN_CLOSE, TRUE, NULL, NULL),
+    MIA(scannerGet, HBASE1_SCAN_NEXT, NULL, &result_row_results),
+    MIA(scannerGetList, HBASE1_SCAN_NEXT, NULL, &result_row_results),
+    MIA(scannerClose, HBASE1_SCAN_CLOSE, NULL, NULL),
     M(getRegionInfo, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(append, HBASE1_WRITE, TRUE, &args_append, NULL),
-    M(checkAndPut, HBASE1_WRITE, TRUE, &args_table_row, NULL),
+    MIA(checkAndPut, HBASE1_WRITE, &args_table_row, NULL),
     M(getThriftServerType, HBASE1_ADMIN, FALSE, NULL, NULL),
     M(getClusterId, HBASE1_ADMIN, FALSE, NULL, NULL),
     M(grant, HBASE1_ADMIN, TRUE, NULL, NULL),

@@ -30,6 +30,8 @@ struct hbase1_field {
                                           is copied through untouched */
     uint8_t action;                    /* enum hbase1_action */
     const struct hbase1_schema *sub;   /* STRUCT, STRUCT_LIST */
+    const char *repeated;              /* PROTOCOL_ERROR text for a call
+                                          that sends this field twice */
 };
 
 /* The fields of one struct that matter. */
@@ -56,6 +58,8 @@ struct hbase1_method {
     uint8_t kind;                       /* enum hbase1_kind */
     uint8_t index;                      /* position in the table */
     gboolean declares_io;               /* result field 1 is IOError */
+    gboolean declares_ia;               /* result field 2 is
+                                           IllegalArgument */
     const struct hbase1_schema *args;   /* NULL: no row keys in the call */
     const struct hbase1_schema *result; /* NULL: reply has no row keys */
 };

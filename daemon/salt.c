@@ -504,7 +504,13 @@ salt_explain(const struct salt_table *t, const uint8_t *key, size_t len)
                            "bucket:         %u of %u\n"
                            "salt prefix:    %s\n"
                            "physical (hex): %s\n"
-                           "physical:       %s\n",
+                           "physical:       %s\n"
+                           "row limit:      %zu bytes (HBase's %u less the "
+                           "%zu-byte prefix)%s\n",
                            policy, logical, hashed, hlen, len, bucket,
-                           t->buckets, salt, hex, esc);
+                           t->buckets, salt, hex, esc, salt_max_row(t),
+                           SALT_HBASE_MAX_ROW, plen,
+                           len > salt_max_row(t)
+                               ? "; this key is longer: never stored"
+                               : "");
 }

@@ -113,6 +113,18 @@ salt_prefix_len(const struct salt_table *t)
     return (size_t)t->width + t->sep_len;
 }
 
+/* HBase refuses longer rows (HConstants.MAX_ROW_LENGTH). */
+#define SALT_HBASE_MAX_ROW 32767u
+
+/* The longest logical key the table can store: every physical key is
+ * longer than its logical key by the prefix, and HBase's limit counts
+ * the physical one.  Not part of the mapping, a consequence of it. */
+static inline size_t
+salt_max_row(const struct salt_table *t)
+{
+    return SALT_HBASE_MAX_ROW - salt_prefix_len(t);
+}
+
 /* Write salt and separator of a bucket (< buckets) to out, which holds
  * salt_prefix_len(t) bytes; returns that length. */
 size_t salt_write_prefix(const struct salt_table *t, uint32_t bucket,

@@ -589,6 +589,8 @@ struct scan_spec {
     gboolean reversed;
     gboolean has_cache_blocks;
     gboolean cache_blocks;
+    const char *repeated;           /* static text: a field the scan is
+                                       routed by came twice, or NULL */
 };
 
 /* Roles of the arguments of the scannerOpen* calls. */
@@ -614,9 +616,27 @@ static const struct {
       { SA_TABLE, SA_START, SA_STOP, SA_COLUMNS, SA_TS, SA_ATTRS }, FALSE },
 };
 
+/*
+ * Java keeps the last of a field sent twice, as the parsers below do; but
+ * the codec has routed the call by then, and a client that sends its
+ * bounds or filter twice cannot mean both.  Salted scans refuse such a
+ * call (scan_open), as the codec refuses other calls: *seen has bit n for
+ * field id n already met.
+ */
+static void
+scan_note_field(struct scan_spec *s, uint32_t *seen, unsigned n,
+                const char *repeated)
+{
+    if ((*seen & (1u << n)) != 0 && s->repeated == NULL) {
+        s->repeated = repeated;
+    }
+    *seen |= 1u << n;
+}
+
 static gboolean
 scan_parse_tscan(struct wire_reader *r, struct scan_spec *s)
 {
+    uint32_t seen = 0;
     uint8_t type;
     int16_t fid;
 
@@ -631,8 +651,12 @@ scan_parse_tscan(struct wire_reader *r, struct scan_spec *s)
             break;
         }
         if (fid == 1 && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, 1, "hbase-salt-proxy: field "
+                            "TScan.startRow sent twice");
             wire_read_binary(r, &s->start, &s->start_len);
         } else if (fid == 2 && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, 2, "hbase-salt-proxy: field "
+                            "TScan.stopRow sent twice");
             wire_read_binary(r, &s->stop, &s->stop_len);
             s->has_stop = TRUE;
         } else if (fid == 3 && type == WIRE_T_I64) {
@@ -646,6 +670,8 @@ scan_parse_tscan(struct wire_reader *r, struct scan_spec *s)
             s->caching = wire_read_i32(r);
             s->has_caching = TRUE;
         } else if (fid == 6 && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, 6, "hbase-salt-proxy: field "
+                            "TScan.filterString sent twice");
             wire_read_binary(r, &s->filter, &s->filter_len);
             s->has_filter = TRUE;
         } else if (fid == 7 && type == WIRE_T_I32) {
@@ -655,6 +681,8 @@ scan_parse_tscan(struct wire_reader *r, struct scan_spec *s)
             s->sort = wire_read_bool(r);
             s->has_sort = TRUE;
         } else if (fid == 9 && type == WIRE_T_BOOL) {
+            scan_note_field(s, &seen, 9, "hbase-salt-proxy: field "
+                            "TScan.reversed sent twice");
             s->reversed = wire_read_bool(r);
         } else if (fid == 10 && type == WIRE_T_BOOL) {
             s->cache_blocks = wire_read_bool(r);
@@ -673,6 +701,7 @@ scan_parse_open(struct wire_reader *r, const char *method,
                 struct scan_spec *s)
 {
     const uint8_t *roles = NULL;
+    uint32_t seen = 0;
     uint8_t type;
     int16_t fid;
 
@@ -697,10 +726,18 @@ scan_parse_open(struct wire_reader *r, const char *method,
         }
         role = fid >= 1 && fid <= 7 ? roles[fid - 1] : SA_NONE;
         if (role == SA_TABLE && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, (unsigned)fid, "hbase-salt-proxy: "
+                            "field tableName sent twice");
             wire_read_binary(r, &s->table, &s->table_len);
         } else if (role == SA_START && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, (unsigned)fid, s->prefix
+                            ? "hbase-salt-proxy: field startAndPrefix "
+                              "sent twice"
+                            : "hbase-salt-proxy: field startRow sent twice");
             wire_read_binary(r, &s->start, &s->start_len);
         } else if (role == SA_STOP && type == WIRE_T_STRING) {
+            scan_note_field(s, &seen, (unsigned)fid, "hbase-salt-proxy: "
+                            "field stopRow sent twice");
             wire_read_binary(r, &s->stop, &s->stop_len);
             s->has_stop = TRUE;
         } else if (role == SA_COLUMNS && type == WIRE_T_LIST) {
@@ -715,6 +752,9 @@ scan_parse_open(struct wire_reader *r, const char *method,
             s->has_attributes = TRUE;
             wire_skip(r, type);
         } else if (role == SA_SCAN && type == WIRE_T_STRUCT) {
+            /* a second TScan would replace the whole first one */
+            scan_note_field(s, &seen, (unsigned)fid, "hbase-salt-proxy: "
+                            "field scan sent twice");
             if (!scan_parse_tscan(r, s)) {
                 return FALSE;
             }
@@ -724,6 +764,72 @@ scan_parse_open(struct wire_reader *r, const char *method,
     }
     wire_read_struct_end(r);
     return r->status == WIRE_OK;
+}
+
+/* Orders two keys as HBase's Bytes.compareTo does. */
+static int
+scan_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    int c = memcmp(a, b, MIN(alen, blen));
+
+    if (c != 0) {
+        return c;
+    }
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+/*
+ * A salted table holds no logical key longer than limit (salt_max_row):
+ * a bound longer than that is no stored key, and with the prefix in front
+ * HBase would refuse it.  Such a bound becomes one of at most limit bytes
+ * that selects the same stored keys.  With t the bound cut to limit bytes,
+ * for every key k of at most limit bytes:
+ *   k >= bound  <=>  k > t   <=>  k >= successor(t)
+ *   k <  bound  <=>  k <= t  <=>  k <  successor(t)
+ * so forward bounds become successor(t) (none: nothing follows, or no
+ * stop), reversed ones (start the high inclusive row, stop the low
+ * exclusive one) t itself.  A prefix longer than limit prefixes no stored
+ * key.  The bytes are g_malloc'd into *start_buf and *stop_buf, for the
+ * caller to free: long bounds only, never on an ordinary scan.  FALSE:
+ * no stored row is in the range.
+ */
+static gboolean
+scan_fit_bounds(size_t limit, struct scan_spec *s, uint8_t **start_buf,
+                uint8_t **stop_buf)
+{
+    gboolean moved = FALSE;
+
+    if (s->prefix) {
+        return s->start_len <= limit;
+    }
+    if (s->start_len > limit) {
+        *start_buf = g_memdup2(s->start, limit);
+        s->start = *start_buf;
+        s->start_len = s->reversed ? (uint32_t)limit
+                                   : (uint32_t)salt_successor(*start_buf,
+                                                              limit);
+        if (s->start_len == 0) {
+            return FALSE;
+        }
+        moved = TRUE;
+    }
+    if (s->has_stop && s->stop_len > limit) {
+        *stop_buf = g_memdup2(s->stop, limit);
+        s->stop = *stop_buf;
+        s->stop_len = s->reversed ? (uint32_t)limit
+                                  : (uint32_t)salt_successor(*stop_buf,
+                                                             limit);
+        s->has_stop = s->stop_len > 0;
+        moved = TRUE;
+    }
+    if (moved && s->has_stop && s->stop_len > 0 && s->start_len > 0) {
+        /* empty now, and start == stop would read as HBase's one-row
+         * "get scan" */
+        int c = scan_key_cmp(s->start, s->start_len, s->stop, s->stop_len);
+
+        return s->reversed ? c > 0 : c < 0;
+    }
+    return TRUE;
 }
 
 /* Writes a TScan for one bucket of a salted scan. */
@@ -877,21 +983,44 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     struct wire_msg m;
     struct scan_spec spec;
     g_autoptr(GError) error = NULL;
+    g_autofree uint8_t *start_buf = NULL;
+    g_autofree uint8_t *stop_buf = NULL;
     struct scanfilter *filter = NULL;
     uint32_t only = 0;
-    gboolean single;
+    gboolean single, parsed;
 
     wire_reader_init(&r, req->client_proto, msg, len, TRUE,
                      &w->client_limits);
     wire_read_msg_begin(&r, &m);
     body = r;
-    if (!scan_parse_open(&r, req->call.name, &spec)) {
+    parsed = scan_parse_open(&r, req->call.name, &spec);
+    /* unsalted, a call with a field twice goes on as it came: HBase reads
+     * it as it always does (the codec refused a second table name) */
+    if (!parsed || (spec.repeated != NULL && req->call.salt != NULL)) {
         struct codec_error err = { WIRE_APP_PROTOCOL_ERROR,
-                                   r.error != NULL ? r.error
-                                                   : "malformed call",
-                                   FALSE };
+                                   spec.repeated, CODEC_ANSWER_APP };
         size_t off = scan_reply_begin(req);
 
+        if (!parsed) {
+            err.message = r.error != NULL ? r.error : "malformed call";
+        }
+
+        codec_write_error(&req->call, req->client_proto, &err, &req->reply);
+        scan_reply_end(req, off);
+        scan_op_done(op, w);
+        return;
+    }
+    if (req->call.salt != NULL && (spec.start_len > SALT_HBASE_MAX_ROW
+                                   || spec.stop_len > SALT_HBASE_MAX_ROW)) {
+        /* HBase's Scan refuses such a bound with an exception its
+         * handler does not catch: the answer an unsalted table gives */
+        struct codec_error err = { WIRE_APP_INTERNAL_ERROR, NULL,
+                                   CODEC_ANSWER_APP };
+        size_t off = scan_reply_begin(req);
+
+        g_snprintf(err.text, sizeof(err.text),
+                   "Internal error processing %s", req->call.name);
+        err.message = err.text;
         codec_write_error(&req->call, req->client_proto, &err, &req->reply);
         scan_reply_end(req, off);
         scan_op_done(op, w);
@@ -918,8 +1047,18 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         return;
     }
 
-    /* which buckets can hold a row, and each one's filter */
     sc->reversed = spec.reversed && !spec.prefix;
+    if (!scan_fit_bounds(salt_max_row(sc->salt), &spec, &start_buf,
+                         &stop_buf)) {
+        /* no row the table can store is in range: a scanner with no
+         * bucket to read, whose first read is its end */
+        metrics_scan_open(0);
+        sc->op = NULL;
+        scan_opened(sc, op);
+        return;
+    }
+
+    /* which buckets can hold a row, and each one's filter */
     if (spec.prefix) {
         single = salt_prefix_bucket(sc->salt, spec.start, spec.start_len,
                                     &only);

@@ -995,7 +995,10 @@ static gboolean emu_handler_increment_one(EmuHandler *self,
     gboolean ok;
     struct emu_guard g;
 
-    if (inc == NULL || EMU_LEN(inc->row) == 0 || EMU_LEN(inc->table) == 0)
+    /* new Increment(row) refuses a row longer than 32767 bytes with an
+     * IllegalArgumentException the handler does not catch */
+    if (inc == NULL || EMU_LEN(inc->row) == 0 || EMU_LEN(inc->table) == 0 ||
+        EMU_LEN(inc->row) > 32767)
         return emu_handler_fail(NULL, method, io, NULL, NULL, error);
     t = emu_handler_cell_target(self, inc->table, inc->column, TRUE, &fam,
                                 &qual, &qual_len, &err);
@@ -1172,8 +1175,9 @@ static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
     guint n;
     struct emu_guard g;
 
+    /* new Append(row) refuses an over-long row as Increment does */
     if (app == NULL || EMU_LEN(app->row) == 0 || EMU_LEN(app->table) == 0 ||
-        app->columns == NULL || app->values == NULL ||
+        EMU_LEN(app->row) > 32767 || app->columns == NULL || app->values == NULL ||
         app->columns->len != app->values->len)
         return emu_handler_fail(NULL, "append", io, NULL, NULL, error);
     n = app->columns->len;
@@ -1304,6 +1308,11 @@ static gboolean emu_handler_open(EmuHandler *self, HbaseScannerID *ret,
     struct emu_guard g;
     gboolean ok;
 
+    /* Scan.withStartRow/withStopRow refuse bounds longer than a row can
+     * be with an IllegalArgumentException, which the scannerOpen*
+     * handlers do not catch, before they look at anything else */
+    if (spec->start_len > 32767 || spec->stop_len > 32767)
+        return emu_handler_fail(NULL, method, io, NULL, NULL, error);
     if (spec->max_ts < 0)
         return emu_handler_fail(NULL, method, io, NULL, NULL, error);
     t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),

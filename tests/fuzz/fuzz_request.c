@@ -2,6 +2,8 @@
 #include "fuzz_common.h"
 
 #include "codec.h"
+#include "hbase1.h"
+#include "salt.h"
 #include "wire.h"
 
 /*
@@ -18,6 +20,12 @@
  * codec_request_stream on the raw stream, which finds the end as it
  * rewrites: it must agree with that two-pass reference exactly (status,
  * length, bytes), AGAIN where the scan wants more, CLOSE where it fails.
+ *
+ * What the codec accepts must be what HBase acts on: Java keeps the last
+ * of a field sent twice, so a decoder of its own here reads each call
+ * that way and checks that the codec routed it by that table, and that
+ * the row the backend gets (as HBase would read it, last again) is that
+ * row salted for that table.
  */
 
 static const struct wire_limits fuzz_tight_limits = {
@@ -44,6 +52,78 @@ fuzz_check_message(wire_proto_t proto, const struct wire_buf *out,
     }
     FUZZ_CHECK(st == WIRE_OK);
     FUZZ_CHECK(n == out->len - from);
+}
+
+/*
+ * The last top-level argument fid of the given type, as Java reads it.
+ * FALSE when absent or when the message does not parse.
+ */
+static gboolean
+fuzz_last_arg(wire_proto_t proto, const uint8_t *msg, size_t len,
+              int16_t want, const uint8_t **data, uint32_t *data_len)
+{
+    struct wire_reader r;
+    struct wire_msg m;
+    gboolean found = FALSE;
+    uint8_t type;
+    int16_t fid;
+
+    wire_reader_init(&r, proto, msg, len, TRUE, &wire_default_limits);
+    if (wire_read_msg_begin(&r, &m) != WIRE_OK
+        || wire_read_struct_begin(&r) != WIRE_OK) {
+        return FALSE;
+    }
+    while (wire_read_field(&r, &type, &fid) == WIRE_OK
+           && type != WIRE_T_STOP) {
+        if (fid == want && type == WIRE_T_STRING) {
+            found = wire_read_binary(&r, data, data_len) == WIRE_OK;
+        } else if (wire_skip(&r, type) != WIRE_OK) {
+            return FALSE;
+        }
+    }
+    return found && r.status == WIRE_OK;
+}
+
+/* A call the codec accepted, checked against a last-wins reading. */
+static void
+fuzz_check_routing(const struct config *cfg, const struct codec_call *call,
+                   wire_proto_t from, const uint8_t *msg, size_t len,
+                   wire_proto_t to, const struct wire_buf *out)
+{
+    const struct hbase1_field *tf, *rf;
+    const struct config_table *t;
+    const uint8_t *name, *row, *sent;
+    uint32_t name_len, row_len, sent_len;
+    uint8_t phys[SALT_HBASE_MAX_ROW + SALT_MAX_PREFIX];
+    size_t n;
+
+    if (call->method == NULL || call->method->args == NULL) {
+        return;
+    }
+    tf = hbase1_schema_field(call->method->args, 1);
+    if (tf == NULL || tf->action != HBASE1_TABLE
+        || !fuzz_last_arg(from, msg, len, 1, &name, &name_len)) {
+        return;
+    }
+    t = config_find_table(cfg, name, name_len);
+    FUZZ_CHECK(call->salt == (t != NULL ? &t->salt : NULL));
+
+    rf = hbase1_schema_field(call->method->args, 2);
+    if (out == NULL || t == NULL || rf == NULL || rf->action != HBASE1_ROW
+        || !fuzz_last_arg(from, msg, len, 2, &row, &row_len)) {
+        return;
+    }
+    FUZZ_CHECK(fuzz_last_arg(to, out->data, out->len, 2, &sent, &sent_len));
+    if (row_len == 0 || row_len > SALT_HBASE_MAX_ROW) {
+        /* HBase refuses it as it would unsalted */
+        FUZZ_CHECK(sent_len == row_len
+                   && memcmp(sent, row, row_len) == 0);
+        return;
+    }
+    /* a row the table cannot store is never sent alone */
+    FUZZ_CHECK(row_len <= salt_max_row(&t->salt));
+    n = salt_key(&t->salt, row, row_len, phys, sizeof(phys));
+    FUZZ_CHECK(n > 0 && n == sent_len && memcmp(sent, phys, n) == 0);
 }
 
 int
@@ -112,11 +192,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                            || memcmp(streamed.data, out.data, out.len) == 0));
             FUZZ_CHECK(st != CODEC_REJECT
                        || (serr.app_type == err.app_type
-                           && serr.io == err.io));
+                           && serr.answer == err.answer));
         }
         switch (st) {
         case CODEC_OK:
             fuzz_check_message(to, &out, 0);
+            fuzz_check_routing(cfg, &call, from, data + hdr, msg_len - hdr,
+                               to, &out);
             /* what the backend fails with still reaches the client */
             wire_buf_clear(&out);
             codec_write_io_error(&call, from, "backend gone", TRUE, &out);
@@ -130,6 +212,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case CODEC_SCAN:
             FUZZ_CHECK(out.len == 0);
+            fuzz_check_routing(cfg, &call, from, data + hdr, msg_len - hdr,
+                               to, NULL);
             /* the replies the scan engine builds for this call */
             codec_write_i32_reply(&call, from, 42, &out);
             fuzz_check_message(from, &out, 0);

@@ -499,7 +499,7 @@ test_rejects(void)
     g_object_unref(back);
 
     /* a rejected call is answered with the method's IOError */
-    err.io = TRUE;
+    err.answer = CODEC_ANSWER_IO;
     err.message = "refused";
     wire_buf_clear(&out);
     codec_write_error(&call, WIRE_BINARY, &err, &out);
@@ -519,7 +519,7 @@ test_rejects(void)
                                   msg->len - 2, WIRE_BINARY, 1, &out, &call,
                                   &err, NULL), ==, CODEC_REJECT);
     g_assert_cmpint(err.app_type, ==, WIRE_APP_PROTOCOL_ERROR);
-    g_assert_false(err.io);
+    g_assert_cmpint(err.answer, ==, CODEC_ANSWER_APP);
     /* a header that cannot be read cannot be answered */
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, 6,
                                   WIRE_BINARY, 1, &out, &call, &err, NULL), ==,
@@ -710,6 +710,609 @@ test_stream(void)
     wire_buf_free(&out);
 }
 
+/* ---- fields sent twice ---------------------------------------------------- */
+
+/*
+ * Calls written field by field: c_glib writes each field once, and these
+ * tests need some twice.  wire's writer is held to c_glib by test_wire.c.
+ */
+static void
+test_raw_begin(struct wire_writer *w, struct wire_buf *buf,
+               wire_proto_t proto, const char *method)
+{
+    wire_buf_init(buf);
+    wire_writer_init(w, proto, buf);
+    wire_write_msg_begin(w, (const uint8_t *)method, (uint32_t)strlen(method),
+                         WIRE_CALL, 3);
+    wire_write_struct_begin(w);
+}
+
+static void
+test_raw_str(struct wire_writer *w, int16_t fid, const char *s)
+{
+    wire_write_field(w, WIRE_T_STRING, fid);
+    wire_write_binary(w, s, (uint32_t)strlen(s));
+}
+
+/* A field fid holding list<binary> { s }. */
+static void
+test_raw_list1(struct wire_writer *w, int16_t fid, const char *s)
+{
+    wire_write_field(w, WIRE_T_LIST, fid);
+    wire_write_list_begin(w, WIRE_T_STRING, 1);
+    wire_write_binary(w, s, (uint32_t)strlen(s));
+    wire_write_container_end(w);
+}
+
+/* A struct { 1: table (when set), 2: row, [2: row2] } as field fid. */
+static void
+test_raw_table_row(struct wire_writer *w, int16_t fid, const char *table,
+                   const char *table2, const char *row, const char *row2)
+{
+    if (fid != 0) {
+        wire_write_field(w, WIRE_T_STRUCT, fid);
+    }
+    wire_write_struct_begin(w);
+    if (table != NULL) {
+        test_raw_str(w, 1, table);
+    }
+    if (table2 != NULL) {
+        test_raw_str(w, 1, table2);
+    }
+    test_raw_str(w, 2, row);
+    if (row2 != NULL) {
+        test_raw_str(w, 2, row2);
+    }
+    wire_write_struct_end(w);
+}
+
+/* list<BatchMutation> as field 2, one batch whose row may come twice. */
+static void
+test_raw_batches(struct wire_writer *w, const char *row, const char *row2)
+{
+    wire_write_field(w, WIRE_T_LIST, 2);
+    wire_write_list_begin(w, WIRE_T_STRUCT, 1);
+    wire_write_struct_begin(w);
+    test_raw_str(w, 1, row);
+    if (row2 != NULL) {
+        test_raw_str(w, 1, row2);
+    }
+    wire_write_field(w, WIRE_T_LIST, 2);
+    wire_write_list_begin(w, WIRE_T_STRUCT, 0);
+    wire_write_container_end(w);
+    wire_write_struct_end(w);
+    wire_write_container_end(w);
+}
+
+static const struct {
+    const char *method;
+    const char *twice;      /* field named in the refusal, NULL: accepted */
+} test_repeats[] = {
+    { "mutateRow", "tableName" },       /* unsalted, then salted */
+    { "mutateRow", "tableName" },       /* salted, then unsalted */
+    { "getRow", "row" },
+    { "getRow", NULL },                 /* row twice, unsalted table */
+    { "getRows", "rows" },
+    { "mutateRows", "BatchMutation.row" },
+    { "mutateRowsTs", "rowBatches" },
+    { "increment", "TIncrement.table" },
+    { "incrementRows", "TIncrement.row" },
+    { "append", "append" },
+    { "scannerOpen", "tableName" },
+    { "mutateRow", NULL },              /* attributes twice */
+    { "checkAndPut", "row" },
+    { "get", NULL },                    /* tableName twice, once no string */
+};
+
+static void
+test_repeat_build(guint i, wire_proto_t proto, struct wire_buf *buf)
+{
+    struct wire_writer w;
+
+    test_raw_begin(&w, buf, proto, test_repeats[i].method);
+    switch (i) {
+    case 0:
+        test_raw_str(&w, 1, "plain");
+        test_raw_str(&w, 1, "salted");
+        test_raw_str(&w, 2, "r");
+        break;
+    case 1:
+        test_raw_str(&w, 2, "r");
+        test_raw_str(&w, 1, "salted");
+        test_raw_str(&w, 1, "plain");
+        break;
+    case 2:
+    case 12:
+        test_raw_str(&w, 1, "salted");
+        test_raw_str(&w, 2, "a");
+        test_raw_str(&w, 2, "b");
+        break;
+    case 3:
+        test_raw_str(&w, 1, "plain");
+        test_raw_str(&w, 2, "a");
+        test_raw_str(&w, 2, "b");
+        break;
+    case 4:
+        test_raw_str(&w, 1, "salted");
+        test_raw_list1(&w, 2, "a");
+        test_raw_list1(&w, 2, "b");
+        break;
+    case 5:
+        test_raw_str(&w, 1, "salted");
+        test_raw_batches(&w, "a", "b");
+        break;
+    case 6:
+        test_raw_str(&w, 1, "salted");
+        test_raw_batches(&w, "a", NULL);
+        test_raw_batches(&w, "b", NULL);
+        break;
+    case 7:
+        test_raw_table_row(&w, 1, "plain", "salted", "r", NULL);
+        break;
+    case 8:
+        wire_write_field(&w, WIRE_T_LIST, 1);
+        wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
+        test_raw_table_row(&w, 0, "salted", NULL, "a", "b");
+        wire_write_container_end(&w);
+        break;
+    case 9:
+        test_raw_table_row(&w, 1, "salted", NULL, "a", NULL);
+        test_raw_table_row(&w, 1, "salted", NULL, "b", NULL);
+        break;
+    case 10:
+        test_raw_str(&w, 1, "plain");
+        test_raw_str(&w, 1, "salted");
+        test_raw_str(&w, 2, "");
+        break;
+    case 11:
+        test_raw_str(&w, 1, "salted");
+        test_raw_str(&w, 2, "r");
+        for (int k = 0; k < 2; k++) {
+            wire_write_field(&w, WIRE_T_MAP, 4);
+            wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 1);
+            wire_write_binary(&w, "k", 1);
+            wire_write_binary(&w, k == 0 ? "first" : "last", k == 0 ? 5 : 4);
+            wire_write_container_end(&w);
+        }
+        break;
+    case 13:
+        /* Java skips a field of the wrong type: one tableName counts */
+        test_raw_str(&w, 1, "salted");
+        wire_write_field(&w, WIRE_T_I32, 1);
+        wire_write_i32(&w, 5);
+        test_raw_str(&w, 2, "r");
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    wire_write_struct_end(&w);
+}
+
+/*
+ * Java keeps the last of a field sent twice; the proxy routes by what it
+ * reads.  A call that repeats a field the proxy routes or rewrites by is
+ * refused before anything is sent, naming the field; a field that does
+ * not matter to routing goes through as it came, for HBase to pick.
+ */
+static void
+test_repeated_fields(void)
+{
+    for (int p = 0; p < 2; p++) {
+        wire_proto_t proto = p == 0 ? WIRE_BINARY : WIRE_COMPACT;
+
+        for (guint i = 0; i < G_N_ELEMENTS(test_repeats); i++) {
+            struct codec_call call;
+            struct codec_error err;
+            struct wire_buf msg, out;
+            codec_status_t st;
+            size_t used = 0;
+
+            test_repeat_build(i, proto, &msg);
+            wire_buf_init(&out);
+            st = codec_request(test_cfg, proto, msg.data, msg.len, proto, 9,
+                               &out, &call, &err, NULL);
+            if (test_repeats[i].twice == NULL) {
+                g_assert_cmpint(st, ==, i == 10 ? CODEC_SCAN : CODEC_OK);
+                g_assert_cmpuint(out.len, >, 0);
+            } else {
+                g_autofree char *want = g_strdup_printf(
+                    "hbase-salt-proxy: field %s sent twice",
+                    test_repeats[i].twice);
+
+                g_test_message("case %u %s", i, test_repeats[i].method);
+                g_assert_cmpint(st, ==, CODEC_REJECT);
+                g_assert_cmpuint(out.len, ==, 0);
+                g_assert_cmpint(err.app_type, ==, WIRE_APP_PROTOCOL_ERROR);
+                g_assert_cmpint(err.answer, ==, CODEC_ANSWER_APP);
+                g_assert_cmpstr(err.message, ==, want);
+                /* the unframed path agrees and knows the message's end */
+                g_assert_cmpint(codec_request_stream(test_cfg, proto,
+                                                     msg.data, msg.len, proto,
+                                                     9, &out, &call, &err,
+                                                     NULL, &used), ==,
+                                CODEC_REJECT);
+                g_assert_cmpuint(used, ==, msg.len);
+                g_assert_cmpstr(err.message, ==, want);
+                g_assert_cmpuint(out.len, ==, 0);
+            }
+            if (i == 11) {
+                /* both maps go on: HBase picks the last, as it would */
+                g_assert_nonnull(memmem(out.data, out.len, "first", 5));
+                g_assert_nonnull(memmem(out.data, out.len, "last", 4));
+            }
+            if (i == 13) {
+                g_assert_true(call.salt == test_table("salted"));
+            }
+            wire_buf_free(&msg);
+            wire_buf_free(&out);
+        }
+    }
+}
+
+/*
+ * A reply whose TRowResult sends its row twice (HBase does not, a broken
+ * backend might): each is unsalted, so a client keeping the last, as
+ * Java's does, sees the last one's logical key.
+ */
+static void
+test_repeated_reply_row(void)
+{
+    g_autoptr(GByteArray) a = test_physical("salted", "a", 1);
+    g_autoptr(GByteArray) b = test_physical("salted", "bb", 2);
+    struct codec_call call;
+    struct codec_error err;
+    struct wire_buf msg, out;
+    struct wire_writer w;
+    struct wire_reader r;
+    struct wire_msg m;
+    const uint8_t *row;
+    uint32_t len, count;
+    uint8_t type, et;
+    int16_t fid;
+
+    test_call_for("salted", "getRow", &call);
+    wire_buf_init(&msg);
+    wire_writer_init(&w, WIRE_BINARY, &msg);
+    wire_write_msg_begin(&w, (const uint8_t *)"getRow", 6, WIRE_REPLY, 8);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_LIST, 0);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_STRING, 1);
+    wire_write_binary(&w, a->data, a->len);
+    wire_write_field(&w, WIRE_T_STRING, 1);
+    wire_write_binary(&w, b->data, b->len);
+    wire_write_struct_end(&w);
+    wire_write_container_end(&w);
+    wire_write_struct_end(&w);
+
+    wire_buf_init(&out);
+    g_assert_cmpint(codec_reply(&call, WIRE_BINARY, msg.data, msg.len, 8,
+                                WIRE_BINARY, &out, &err, NULL), ==, CODEC_OK);
+    wire_reader_init(&r, WIRE_BINARY, out.data, out.len, TRUE, NULL);
+    g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+    wire_read_struct_begin(&r);
+    wire_read_field(&r, &type, &fid);
+    wire_read_list_begin(&r, &et, &count);
+    g_assert_cmpuint(count, ==, 1);
+    wire_read_struct_begin(&r);
+    wire_read_field(&r, &type, &fid);
+    wire_read_binary(&r, &row, &len);
+    g_assert_cmpmem(row, len, "a", 1);
+    wire_read_field(&r, &type, &fid);
+    g_assert_cmpint(fid, ==, 1);
+    wire_read_binary(&r, &row, &len);
+    g_assert_cmpmem(row, len, "bb", 2);
+    g_assert_cmpint(r.status, ==, WIRE_OK);
+    wire_buf_free(&msg);
+    wire_buf_free(&out);
+}
+
+/* ---- rows near HBase's length limit ---------------------------------------- */
+
+/* Where a call carries its table and rows. */
+enum test_shape {
+    TEST_ROW,       /* 1: tableName, 2: row */
+    TEST_ROWS,      /* 1: tableName, 2: list<Text> rows */
+    TEST_BATCHES,   /* 1: tableName, 2: list<BatchMutation> */
+    TEST_STRUCT,    /* 1: TIncrement or TAppend { 1: table, 2: row } */
+    TEST_STRUCTS,   /* 1: list<TIncrement> */
+};
+
+static const struct {
+    const char *method;
+    enum test_shape shape;
+    gboolean read;          /* a read: absent rows, no error */
+    int16_t error_fid;      /* result field of the refusal of a write */
+} test_limit_calls[] = {
+    { "get", TEST_ROW, TRUE, 0 },
+    { "getVer", TEST_ROW, TRUE, 0 },
+    { "getVerTs", TEST_ROW, TRUE, 0 },
+    { "getRow", TEST_ROW, TRUE, 0 },
+    { "getRowWithColumns", TEST_ROW, TRUE, 0 },
+    { "getRowTs", TEST_ROW, TRUE, 0 },
+    { "getRowWithColumnsTs", TEST_ROW, TRUE, 0 },
+    { "getRows", TEST_ROWS, TRUE, 0 },
+    { "getRowsWithColumns", TEST_ROWS, TRUE, 0 },
+    { "getRowsTs", TEST_ROWS, TRUE, 0 },
+    { "getRowsWithColumnsTs", TEST_ROWS, TRUE, 0 },
+    { "mutateRow", TEST_ROW, FALSE, 2 },
+    { "mutateRowTs", TEST_ROW, FALSE, 2 },
+    { "mutateRows", TEST_BATCHES, FALSE, 2 },
+    { "mutateRowsTs", TEST_BATCHES, FALSE, 2 },
+    { "atomicIncrement", TEST_ROW, FALSE, 2 },
+    { "checkAndPut", TEST_ROW, FALSE, 2 },
+    { "deleteAll", TEST_ROW, FALSE, 1 },
+    { "deleteAllTs", TEST_ROW, FALSE, 1 },
+    { "deleteAllRow", TEST_ROW, FALSE, 1 },
+    { "deleteAllRowTs", TEST_ROW, FALSE, 1 },
+    { "increment", TEST_STRUCT, FALSE, 1 },
+    { "incrementRows", TEST_STRUCTS, FALSE, 1 },
+    { "append", TEST_STRUCT, FALSE, 1 },
+};
+
+/* A call of the given shape on table with rows[0..n) (one but for
+ * TEST_ROWS and TEST_BATCHES), as the client or the backend sees it. */
+static void
+test_raw_call(wire_proto_t proto, const char *method, enum test_shape shape,
+              const char *table, GByteArray *const *rows, guint n,
+              int32_t seqid, struct wire_buf *buf)
+{
+    struct wire_writer w;
+
+    wire_buf_init(buf);
+    wire_writer_init(&w, proto, buf);
+    wire_write_msg_begin(&w, (const uint8_t *)method,
+                         (uint32_t)strlen(method), WIRE_CALL, seqid);
+    wire_write_struct_begin(&w);
+    if (shape == TEST_STRUCTS) {
+        wire_write_field(&w, WIRE_T_LIST, 1);
+        wire_write_list_begin(&w, WIRE_T_STRUCT, n);
+    }
+    if (shape == TEST_STRUCT || shape == TEST_STRUCTS) {
+        for (guint i = 0; i < n; i++) {
+            if (shape == TEST_STRUCT) {
+                wire_write_field(&w, WIRE_T_STRUCT, 1);
+            }
+            wire_write_struct_begin(&w);
+            test_raw_str(&w, 1, table);
+            wire_write_field(&w, WIRE_T_STRING, 2);
+            wire_write_binary(&w, rows[i]->data, rows[i]->len);
+            wire_write_struct_end(&w);
+        }
+        if (shape == TEST_STRUCTS) {
+            wire_write_container_end(&w);
+        }
+        wire_write_struct_end(&w);
+        return;
+    }
+    test_raw_str(&w, 1, table);
+    if (shape == TEST_ROW) {
+        wire_write_field(&w, WIRE_T_STRING, 2);
+        wire_write_binary(&w, rows[0]->data, rows[0]->len);
+    } else {
+        wire_write_field(&w, WIRE_T_LIST, 2);
+        wire_write_list_begin(&w, shape == TEST_ROWS ? WIRE_T_STRING
+                                                     : WIRE_T_STRUCT, n);
+        for (guint i = 0; i < n; i++) {
+            if (shape == TEST_BATCHES) {
+                wire_write_struct_begin(&w);
+                wire_write_field(&w, WIRE_T_STRING, 1);
+            }
+            wire_write_binary(&w, rows[i]->data, rows[i]->len);
+            if (shape == TEST_BATCHES) {
+                wire_write_struct_end(&w);
+            }
+        }
+        wire_write_container_end(&w);
+    }
+    /* a field after the rows: the walk must go on past a refused row */
+    test_raw_str(&w, 3, "cf:q");
+    wire_write_struct_end(&w);
+}
+
+/* A logical key of len bytes, or its physical key on table. */
+static GByteArray *
+test_long_key(const char *table, size_t len, gboolean salted)
+{
+    GByteArray *key = g_byte_array_sized_new((guint)len + SALT_MAX_PREFIX);
+    uint8_t prefix[SALT_MAX_PREFIX];
+    size_t plen = 0;
+
+    g_byte_array_set_size(key, (guint)len);
+    memset(key->data, 'k', len);
+    key->data[len / 2] = (uint8_t)len;  /* keys of other lengths differ */
+    if (salted && table != NULL) {
+        const struct salt_table *t = test_table(table);
+
+        plen = salt_write_prefix(t, salt_bucket(t, key->data, len), prefix);
+        g_byte_array_prepend(key, prefix, (guint)plen);
+    }
+    return key;
+}
+
+/* The reply the codec builds for a refused call: which result field. */
+static void
+test_check_answer(const struct codec_call *call, const struct codec_error *err,
+                  int16_t want_fid, const char *want_message)
+{
+    struct wire_buf out;
+    struct wire_reader r;
+    struct wire_msg m;
+    const uint8_t *text;
+    uint32_t len, count;
+    uint8_t type, et;
+    int16_t fid;
+
+    wire_buf_init(&out);
+    codec_write_error(call, WIRE_COMPACT, err, &out);
+    wire_reader_init(&r, WIRE_COMPACT, out.data, out.len, TRUE, NULL);
+    g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+    g_assert_cmpint(m.type, ==, WIRE_REPLY);
+    g_assert_cmpint(m.seqid, ==, 3);
+    wire_read_struct_begin(&r);
+    wire_read_field(&r, &type, &fid);
+    g_assert_cmpint(fid, ==, want_fid);
+    if (want_fid == 0) {
+        g_assert_cmpint(type, ==, WIRE_T_LIST);
+        wire_read_list_begin(&r, &et, &count);
+        g_assert_cmpuint(count, ==, 0);
+        wire_read_container_end(&r);
+    } else {
+        g_assert_cmpint(type, ==, WIRE_T_STRUCT);
+        wire_read_struct_begin(&r);
+        wire_read_field(&r, &type, &fid);
+        g_assert_cmpint(fid, ==, 1);
+        wire_read_binary(&r, &text, &len);
+        g_assert_cmpmem(text, len, want_message, strlen(want_message));
+        wire_skip(&r, WIRE_T_STRUCT);
+    }
+    g_assert_cmpint(r.status, ==, WIRE_OK);
+    wire_buf_free(&out);
+}
+
+/*
+ * HBase stores rows of up to 32767 bytes, salt included.  At the table's
+ * limit a row is salted as ever; beyond it a write is refused here with
+ * the table's own limit, a read answers as for an absent row (a multi-row
+ * read drops just that row); beyond HBase's own limit the row goes on
+ * unsalted, for HBase to refuse as it would on an unsalted table.
+ */
+static void
+test_row_limit(gconstpointer data)
+{
+    const char *table = data;
+    const struct salt_table *t = test_table(table);
+    size_t limit = salt_max_row(t);
+    size_t lens[] = { limit, limit + 1, SALT_HBASE_MAX_ROW,
+                      SALT_HBASE_MAX_ROW + 1 };
+    g_autofree char *want = g_strdup_printf(
+        "hbase-salt-proxy: row length %zu exceeds %zu, the longest row "
+        "table %s can store (32767 less its %s)", limit + 1, limit, table,
+        strcmp(table, "salted") == 0 ? "1-byte salt"
+                                     : "3-byte salt and 1-byte separator");
+
+    g_assert_cmpuint(limit, ==, strcmp(table, "salted") == 0 ? 32766 : 32763);
+    for (guint m = 0; m < G_N_ELEMENTS(test_limit_calls); m++) {
+        const char *method = test_limit_calls[m].method;
+        enum test_shape shape = test_limit_calls[m].shape;
+
+        g_test_message("%s on %s", method, table);
+        for (guint l = 0; l < G_N_ELEMENTS(lens); l++) {
+            g_autoptr(GByteArray) key = test_long_key(table, lens[l], FALSE);
+            g_autoptr(GByteArray) phys = test_long_key(table, lens[l], TRUE);
+            gboolean storable = lens[l] <= limit;
+            gboolean hbase_refuses = lens[l] > SALT_HBASE_MAX_ROW;
+            struct wire_buf msg, out, expect;
+            struct codec_call call;
+            struct codec_error err;
+            codec_status_t st;
+
+            test_raw_call(WIRE_BINARY, method, shape, table, &key, 1, 3,
+                          &msg);
+            wire_buf_init(&out);
+            st = codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
+                               WIRE_BINARY, 9, &out, &call, &err, NULL);
+            if (storable || hbase_refuses
+                || (shape == TEST_ROWS && test_limit_calls[m].read)) {
+                /* salted, or on as it came, or left out of the list */
+                g_assert_cmpint(st, ==, CODEC_OK);
+                test_raw_call(WIRE_BINARY, method, shape, table,
+                              storable ? &phys : &key,
+                              shape == TEST_ROWS && !storable
+                                      && !hbase_refuses ? 0 : 1,
+                              9, &expect);
+                g_assert_cmpmem(out.data, out.len, expect.data, expect.len);
+                wire_buf_free(&expect);
+            } else {
+                g_assert_cmpint(st, ==, CODEC_REJECT);
+                g_assert_cmpuint(out.len, ==, 0);
+                if (test_limit_calls[m].read) {
+                    g_assert_cmpint(err.answer, ==, CODEC_ANSWER_EMPTY);
+                    test_check_answer(&call, &err, 0, NULL);
+                } else if (lens[l] == limit + 1) {
+                    g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IA);
+                    g_assert_cmpstr(err.message, ==, want);
+                    test_check_answer(&call, &err,
+                                      test_limit_calls[m].error_fid, want);
+                } else {
+                    g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IA);
+                    g_assert_nonnull(strstr(err.message,
+                                            "row length 32767 exceeds"));
+                }
+            }
+            wire_buf_free(&msg);
+            wire_buf_free(&out);
+        }
+    }
+}
+
+/*
+ * A multi-row call mixing rows of every length: the rows the table can
+ * hold go on salted, the one HBase refuses anyway unsalted (so HBase
+ * answers as for an unsalted table), the others are dropped or refused.
+ */
+static void
+test_row_limit_mixed(void)
+{
+    const char *table = "hexed";
+    size_t limit = salt_max_row(test_table(table));
+    g_autoptr(GByteArray) a = test_bytes("a", 1);
+    g_autoptr(GByteArray) b = test_bytes("b", 1);
+    g_autoptr(GByteArray) pa = test_physical(table, "a", 1);
+    g_autoptr(GByteArray) pb = test_physical(table, "b", 1);
+    g_autoptr(GByteArray) over = test_long_key(table, limit + 1, FALSE);
+    g_autoptr(GByteArray) max = test_long_key(table, SALT_HBASE_MAX_ROW,
+                                              FALSE);
+    g_autoptr(GByteArray) huge = test_long_key(table, SALT_HBASE_MAX_ROW + 1,
+                                               FALSE);
+    g_autoptr(GByteArray) pover = test_long_key(table, limit + 1, TRUE);
+    GByteArray *rows[] = { a, over, max, huge, b };
+    GByteArray *sent[] = { pa, huge, pb };
+    GByteArray *writes[] = { a, over, b };
+    GByteArray *written[] = { pa, pover, huge };
+    GByteArray *with_huge[] = { a, over, huge };
+    struct wire_buf msg, out, expect;
+    struct codec_call call;
+    struct codec_error err;
+
+    /* getRows: the unstorable rows are left out, the others read */
+    test_raw_call(WIRE_BINARY, "getRows", TEST_ROWS, table, rows, 5, 3, &msg);
+    wire_buf_init(&out);
+    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
+                                  WIRE_BINARY, 9, &out, &call, &err, NULL),
+                    ==, CODEC_OK);
+    test_raw_call(WIRE_BINARY, "getRows", TEST_ROWS, table, sent, 3, 9,
+                  &expect);
+    g_assert_cmpmem(out.data, out.len, expect.data, expect.len);
+    wire_buf_free(&msg);
+    wire_buf_free(&expect);
+
+    /* mutateRows: one row too long refuses the batch, nothing is sent */
+    test_raw_call(WIRE_COMPACT, "mutateRows", TEST_BATCHES, table, writes, 3,
+                  3, &msg);
+    wire_buf_clear(&out);
+    g_assert_cmpint(codec_request(test_cfg, WIRE_COMPACT, msg.data, msg.len,
+                                  WIRE_BINARY, 9, &out, &call, &err, NULL),
+                    ==, CODEC_REJECT);
+    g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IA);
+    g_assert_cmpuint(out.len, ==, 0);
+    wire_buf_free(&msg);
+
+    /* with a row HBase refuses anyway, HBase answers, as unsalted */
+    test_raw_call(WIRE_BINARY, "mutateRows", TEST_BATCHES, table, with_huge,
+                  3, 3, &msg);
+    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
+                                  WIRE_BINARY, 9, &out, &call, &err, NULL),
+                    ==, CODEC_OK);
+    test_raw_call(WIRE_BINARY, "mutateRows", TEST_BATCHES, table, written, 3,
+                  9, &expect);
+    g_assert_cmpmem(out.data, out.len, expect.data, expect.len);
+    wire_buf_free(&msg);
+    wire_buf_free(&expect);
+    wire_buf_free(&out);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -747,6 +1350,13 @@ main(int argc, char **argv)
     g_test_add_func("/codec/reply/checks", test_reply_checks);
     g_test_add_func("/codec/reply/io-error", test_io_error_reply);
     g_test_add_func("/codec/stream", test_stream);
+    g_test_add_func("/codec/request/repeated", test_repeated_fields);
+    g_test_add_func("/codec/reply/repeated-row", test_repeated_reply_row);
+    g_test_add_data_func("/codec/request/row-limit/byte", "salted",
+                         test_row_limit);
+    g_test_add_data_func("/codec/request/row-limit/hex", "hexed",
+                         test_row_limit);
+    g_test_add_func("/codec/request/row-limit/mixed", test_row_limit_mixed);
     rc = g_test_run();
     config_free(test_cfg);
     return rc;

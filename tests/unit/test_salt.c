@@ -965,6 +965,8 @@ test_explain(void)
     g_assert_nonnull(strstr(report, want_line));
     g_assert_nonnull(strstr(report, "physical:       \\x0Cuser42\n"));
     g_assert_nonnull(strstr(report, "bucket:         12 of 16\n"));
+    g_assert_nonnull(strstr(report, "row limit:      32766 bytes (HBase's "
+                                    "32767 less the 1-byte prefix)\n"));
 }
 
 int
