@@ -79,7 +79,7 @@ G_DEFINE_QUARK(proxy-error-quark, proxy_error)
 
 /* ---- settings ----------------------------------------------------------- */
 
-static gboolean
+gboolean
 proxy_resolve(const char *host, uint16_t port, gboolean passive,
               struct sockaddr_storage *out, socklen_t *outlen,
               GError **error)
@@ -821,62 +821,6 @@ proxy_worker_adopt(struct proxy_worker *w, void *arg)
     g_debug("worker %u: configuration generation %u", w->id, gen->id);
 }
 
-/* Why a reload must not apply: the salt mapping of a table with rows, or
- * what only a restart can change.  Message for the log. */
-static gboolean
-proxy_reload_check(const struct config *old, const struct config *cfg,
-                   GError **error)
-{
-    g_autofree char *a = NULL;
-    g_autofree char *b = NULL;
-
-    for (size_t i = 0; i < old->n_tables; i++) {
-        const struct config_table *t = &old->tables[i];
-        const struct config_table *n = config_find_table(cfg, t->name,
-                                                         t->name_len);
-
-        if (n == NULL) {
-            a = salt_table_describe(&t->salt);
-            g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
-                        "[table:%s] was removed: the table's rows are "
-                        "stored salted (%s), and without its section the "
-                        "proxy would pass the table through unsalted, so "
-                        "existing rows would become unreachable; put the "
-                        "section back", t->name, a);
-            return FALSE;
-        }
-        if (!salt_table_equal(&t->salt, &n->salt)) {
-            a = salt_table_describe(&t->salt);
-            b = salt_table_describe(&n->salt);
-            g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
-                        "[table:%s]: the salt mapping would change from "
-                        "'%s' to '%s': existing rows would become "
-                        "unreachable (a new mapping needs a new table and "
-                        "a copy of the data)", t->name, a, b);
-            return FALSE;
-        }
-    }
-#define PROXY_RESTART_ONLY(changed, what)                                       if (changed) {                                                                  g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,                                     "%s changed: that needs a restart, not a reload", what);         return FALSE;                                                           }
-    a = config_addr_to_string(&old->listen);
-    b = config_addr_to_string(&cfg->listen);
-    PROXY_RESTART_ONLY(strcmp(a, b) != 0, "[proxy] listen")
-    PROXY_RESTART_ONLY(old->workers != cfg->workers, "[proxy] workers")
-    PROXY_RESTART_ONLY(old->protocol != cfg->protocol, "[backend] protocol")
-    PROXY_RESTART_ONLY(old->transport != cfg->transport,
-                       "[backend] transport")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    if (old->admin_enabled) {
-        a = config_addr_to_string(&old->admin_listen);
-    }
-    if (cfg->admin_enabled) {
-        b = config_addr_to_string(&cfg->admin_listen);
-    }
-    PROXY_RESTART_ONLY(g_strcmp0(a, b) != 0, "[admin] listen")
-#undef PROXY_RESTART_ONLY
-    return TRUE;
-}
-
 /* Whether two settings reach the same servers with the same pool. */
 static gboolean
 proxy_same_servers(const struct proxy_settings *a,
@@ -904,7 +848,7 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
     struct proxy_gen *old = p->gen, *gen;
     GString *added = g_string_new(NULL);
 
-    if (!proxy_reload_check(old->cfg, cfg, error)) {
+    if (!config_reload_check(old->cfg, cfg, error)) {
         config_free(cfg);
         g_string_free(added, TRUE);
         return FALSE;

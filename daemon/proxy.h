@@ -210,6 +210,12 @@ struct proxy {
     struct backend_health_table *health; /* UP/DOWN of every backend */
 };
 
+/* host:port to one socket address ("" host: any); passive for a listen
+ * address.  Blocks on DNS: startup, reload and --check-config only. */
+gboolean proxy_resolve(const char *host, uint16_t port, gboolean passive,
+                       struct sockaddr_storage *out, socklen_t *outlen,
+                       GError **error) G_GNUC_WARN_UNUSED_RESULT;
+
 gboolean proxy_settings_load(struct proxy_settings *set,
                              const struct config *cfg, GError **error)
     G_GNUC_WARN_UNUSED_RESULT;

@@ -116,6 +116,125 @@ class ListenTest(SetupCase):
         self.assertLessEqual(max(workers.count('0'), workers.count('1')), 9)
 
 
+class CheckConfigTest(SetupCase):
+    def check(self, text, *args, env=None):
+        return self.run_proxy('-c', self.write('check.conf', text),
+                              '--check-config', *args, env=env)
+
+    def test_unresolvable_addresses_fail(self):
+        port = opslib.free_port()
+        for key, text in (
+                ('[proxy] listen', '[proxy]\nlisten = nosuchhost.invalid:'
+                 '9090\n'),
+                ('[backend] servers', '[backend]\nservers = 127.0.0.1:9091, '
+                 'nosuchhost.invalid:9091\n'),
+                ('[admin] listen', '[admin]\nlisten = nosuchhost.invalid:'
+                 '9096\n')):
+            r = self.check(text)
+            self.assertEqual(r.returncode, 1, (key, r.stdout, r.stderr))
+            self.assertIn('%s: cannot resolve nosuchhost.invalid' % key,
+                          r.stderr)
+            self.assertEqual(r.stdout, '')
+        r = self.check(opslib.proxy_conf(port, [self.emu.port]))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_against_running_proxy(self):
+        port = opslib.free_port()
+        rundir = os.path.join(self.dir, 'run')
+        os.mkdir(rundir, 0o700)
+        env = {'RUNTIME_DIRECTORY': rundir}
+        text = opslib.proxy_conf(port, [self.emu.port], tables={'t': T_TABLE})
+        p = self.start(text, port, env=env)
+        pid = str(p.proc.pid)
+        published = os.path.join(rundir, 'running-%s.conf' % pid)
+        self.assertTrue(os.path.exists(published))
+
+        # an allowed change: a new table, another pool size
+        allowed = opslib.proxy_conf(port, [self.emu.port], tables={
+            't': T_TABLE, 'u': 'buckets = 4\n'},
+            extra_backend='pool_size = 8\n').replace('pool_size = 2\n', '')
+        r = self.check(allowed, '--pid', pid, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('ok, the running proxy (pid %s) would apply it' % pid,
+                      r.stdout)
+
+        # a refused one: the salt mapping of t changes
+        changed = opslib.proxy_conf(port, [self.emu.port], tables={
+            't': 'buckets = 16\nsalt_format = hex\nsalt_separator = -\n'})
+        r = self.check(changed, '--pid', pid, env=env)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn('a reload would be refused by the running proxy (pid '
+                      '%s): [table:t]: the salt mapping would change' % pid,
+                      r.stderr)
+        # without --pid the file alone is valid
+        self.assertEqual(self.check(changed).returncode, 0)
+        # a removed section and a restart-only key are refused too
+        r = self.check(opslib.proxy_conf(port, [self.emu.port], tables={}),
+                       '--pid', pid, env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('[table:t] was removed', r.stderr)
+        r = self.check(opslib.proxy_conf(port + 1, [self.emu.port],
+                                         tables={'t': T_TABLE}),
+                       '--pid', pid, env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('[proxy] listen changed: that needs a restart',
+                      r.stderr)
+
+        # the daemon agrees: the allowed file applies, and what it
+        # publishes is then the base of the next check
+        p.write_conf(allowed)
+        at = p.log_size()
+        p.hup()
+        p.wait_log(r'reload: applied configuration generation 2', after=at)
+        def published_gen2():
+            with open(published) as f:
+                return 'generation 2' in f.read()
+        opslib.wait_for(published_gen2, 10,
+                        'the published configuration of generation 2')
+        r = self.check(opslib.proxy_conf(port, [self.emu.port], tables={
+            't': T_TABLE}), '--pid', pid, env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('[table:u] was removed', r.stderr)
+        self.assertEqual(p.stop(), 0)
+        self.assertFalse(os.path.exists(published))
+
+    def test_pid_without_published_configuration(self):
+        r = self.check(opslib.proxy_conf(opslib.free_port(), [self.emu.port]),
+                       '--pid', '1', env={'RUNTIME_DIRECTORY': self.dir})
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('--pid 1: cannot read the running configuration',
+                      r.stderr)
+
+    def test_advice_warns_without_failing(self):
+        port = opslib.free_port()
+        text = opslib.proxy_conf(port, [self.emu.port],
+                                 tables={'t': T_TABLE})
+        text += '[scan]\nscanner_timeout_ms = 120000\n'
+        r = self.check(text)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('[backend] pool_size = 2 is below the 8 buckets of '
+                      '[table:t]', r.stderr)
+        self.assertIn('[scan] scanner_timeout_ms = 120000 is not below '
+                      "HBase's 120000 ms scanner expiry", r.stderr)
+        p = self.start(text, port)
+        p.wait_log(r'warning: .*\[backend\] pool_size = 2 is below')
+        p.wait_log(r'warning: .*\[scan\] scanner_timeout_ms = 120000')
+        # and on reload
+        at = p.log_size()
+        p.write_conf(text + '[table:v]\nbuckets = 5\n')
+        p.hup()
+        p.wait_log(r'\[table:v\]: a scan', after=at)
+        p.wait_log(r'reload: applied', after=at)
+
+    def test_config_file_errors_name_program_and_file(self):
+        missing = os.path.join(self.dir, 'missing.conf')
+        for args in (('--check-config',), ()):
+            r = self.run_proxy('-c', missing, *args)
+            self.assertEqual(r.returncode, 1)
+            self.assertEqual(r.stderr, 'hbase-salt-proxy: %s: cannot read the '
+                             'configuration file: no such file\n' % missing)
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
