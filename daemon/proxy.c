@@ -983,10 +983,11 @@ proxy_start(struct proxy *p, GError **error)
         p->nworkers = i;
         return FALSE;
     }
-    g_message("listening on %s:%u with %u workers, %u backend servers, "
+    g_message("listening on %s:%u with %u worker%s, %u backend server%s, "
               "pool_size %u", p->set.listen_host[0] != '\0'
                                   ? p->set.listen_host : "*",
-              (unsigned)p->port, p->nworkers, p->set.nservers,
+              (unsigned)p->port, p->nworkers, p->nworkers == 1 ? "" : "s",
+              p->set.nservers, p->set.nservers == 1 ? "" : "s",
               p->set.pool_size);
     return TRUE;
 }

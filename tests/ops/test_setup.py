@@ -235,6 +235,91 @@ class CheckConfigTest(SetupCase):
                              'configuration file: no such file\n' % missing)
 
 
+class ProbeMismatchTest(unittest.TestCase):
+    """The proxy configured for another protocol or transport than the
+    server: one log line naming the keys, and far fewer probes than the
+    4 a second a DOWN server gets (each one an error in HBase's log)."""
+
+    def run_case(self, emu_extra, backend):
+        d = tempfile.mkdtemp(prefix='hsp-ops-mismatch-')
+        emu = opslib.Emu(ARGS.emu, d, extra=emu_extra)
+        p = None
+        try:
+            port = opslib.free_port()
+            p = opslib.Proxy(ARGS.proxy, d, opslib.proxy_conf(
+                port, [emu.port], extra_backend=backend), port)
+            time.sleep(3.5)
+            text = p.log_text()
+            self.assertEqual(p.stop(), 0)
+            with open(os.path.join(d, 'emu.log')) as f:
+                # the emulator, like HBase, logs each such connection
+                closes = len(re.findall(r'closing: ', f.read()))
+            return text, closes
+        finally:
+            if p is not None and p.alive():
+                p.stop()
+            emu.close()
+            if not os.environ.get('HSP_KEEP_LOGS'):
+                shutil.rmtree(d, ignore_errors=True)
+
+    def check(self, emu_extra, backend, proto, transport):
+        text, closes = self.run_case(emu_extra, backend)
+        lines = [l for l in text.splitlines()
+                 if 'likely speaks another protocol or transport' in l]
+        self.assertEqual(len(lines), 1, text)
+        self.assertIn('[backend] protocol = %s and [backend] transport = %s'
+                      % (proto, transport), lines[0])
+        self.assertTrue(lines[0].startswith('warning: backend 127.0.0.1:'),
+                        lines[0])
+        self.assertGreaterEqual(closes, 1)
+        # at 4 a second that is 12 or more; backing off from 2 s, 2
+        self.assertLessEqual(closes, 3, text)
+
+    def test_compact_against_binary(self):
+        self.check((), 'protocol = compact\n', 'compact', 'buffered')
+
+    def test_binary_against_compact(self):
+        self.check(('--compact',), '', 'binary', 'buffered')
+
+    def test_buffered_against_framed(self):
+        self.check(('--framed',), '', 'binary', 'buffered')
+
+    def test_matching_says_nothing(self):
+        text, closes = self.run_case((), '')
+        self.assertNotIn('another protocol', text)
+        self.assertEqual(closes, 0)
+
+
+class ProbeConnectFailureTest(unittest.TestCase):
+    def test_refused_probes_count_as_connect_failures(self):
+        d = tempfile.mkdtemp(prefix='hsp-ops-refused-')
+        try:
+            port, admin = opslib.free_port(), opslib.free_port()
+            dead = opslib.free_port()
+            p = opslib.Proxy(ARGS.proxy, d, opslib.proxy_conf(
+                port, [dead], admin_port=admin), port, admin_port=admin)
+            try:
+                def failures():
+                    m = p.metrics()
+                    return m[('hsp_backend_connect_failures_total',
+                              (('server', '127.0.0.1:%d' % dead),))]
+                # no request is sent: only the probes connect
+                opslib.wait_for(lambda: failures() >= 3, 10,
+                                'probe connect failures counted')
+                line = p.wait_log(r'backend 127.0.0.1:%d: down after' % dead)
+                self.assertIn('probe: connect: Connection refused', line)
+                self.assertIn('it gets no requests until it answers a probe',
+                              line)
+                self.assertNotIn('requests go elsewhere', line)
+                self.assertIn('with 2 workers, 1 backend server, pool_size',
+                              p.log_text())
+            finally:
+                self.assertEqual(p.stop(), 0)
+        finally:
+            if not os.environ.get('HSP_KEEP_LOGS'):
+                shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
