@@ -152,9 +152,16 @@ main_explain_key(const struct config *cfg, const char *table,
         return 1;
     }
     p = g_bytes_get_data(bytes, &len);
+    if (len == 0) {
+        /* codec.c passes them through: HBase refuses them its own way */
+        printf("logical key:    (empty)\nan empty row key goes to HBase "
+               "unsalted, as the client sent it (HBase refuses empty "
+               "rows): no bucket, no salt\n");
+        return 0;
+    }
     text = salt_explain(&t->salt, p, len);
     fputs(text, stdout);
-    if (len == 0 || text[strlen(text) - 1] != '\n') {
+    if (text[0] == '\0' || text[strlen(text) - 1] != '\n') {
         fputc('\n', stdout);
     }
     return 0;

@@ -235,6 +235,31 @@ class CheckConfigTest(SetupCase):
                              'configuration file: no such file\n' % missing)
 
 
+class CliTextTest(SetupCase):
+    def test_explain_empty_key_says_unsalted(self):
+        conf = self.write('x.conf', opslib.proxy_conf(9090, [9091], tables={
+            't': T_TABLE}))
+        r = self.run_proxy('-c', conf, '--explain-key', 't', '')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('goes to HBase unsalted', r.stdout)
+        self.assertNotIn('bucket:', r.stdout)
+        self.assertNotIn('physical', r.stdout)
+
+    def test_man_page_split_keys_example_is_the_output(self):
+        conf = self.write('x.conf', opslib.proxy_conf(9090, [9091], tables={
+            'events': 'buckets = 4\n'}))
+        r = self.run_proxy('-c', conf, '--split-keys', 'events')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        page = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            '..', '..', 'daemon', 'hbase-salt-proxy.8')
+        with open(page) as f:
+            roff = f.read()
+        # the page's example, roff escapes undone
+        shown = re.search(r'^\.B "(SPLITS => .*)"$', roff, re.M).group(1)
+        shown = shown.replace('\\(dq', '"').replace('\\e', '\\')
+        self.assertEqual(shown + '\n', r.stdout)
+
+
 class ProbeMismatchTest(unittest.TestCase):
     """The proxy configured for another protocol or transport than the
     server: one log line naming the keys, and far fewer probes than the
