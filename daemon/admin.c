@@ -28,14 +28,14 @@ struct admin_health {
 };
 
 static void
-admin_health_cb(const char *name, gboolean up, gboolean probed, void *arg)
+admin_health_cb(const struct backend_health_info *info, void *arg)
 {
     struct admin_health *h = arg;
 
     h->total++;
-    h->up += up ? 1 : 0;
+    h->up += info->up ? 1 : 0;
     /* a DOWN server has been judged, probed or not */
-    h->probed += probed || !up ? 1 : 0;
+    h->probed += info->probed || !info->up ? 1 : 0;
 }
 
 /* ---- HTTP --------------------------------------------------------------- */

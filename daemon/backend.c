@@ -51,6 +51,15 @@
 /* A probe without a reply after this long failed (capped further by
  * request_timeout_ms). */
 #define BACKEND_PROBE_TIMEOUT_MS 4000
+/*
+ * A server that closes the probe's connection without a word, or answers
+ * in another protocol or framing, most likely speaks another protocol or
+ * transport than the proxy: probing it 4 times a second fills its log
+ * with protocol errors and cannot succeed until someone edits a config.
+ * Probes back off from the first to the most, doubling, while that lasts.
+ */
+#define BACKEND_PROBE_MISMATCH_FIRST_MS 2000
+#define BACKEND_PROBE_MISMATCH_MAX_MS 32000
 
 /* What the health of a server can be (backend_health.state). */
 enum { BACKEND_UP = 0, BACKEND_DOWN = 1 };
@@ -75,7 +84,13 @@ struct backend_health {
     char why[160];                  /* the last failure */
     gint64 down_at;                 /* monotonic us it went DOWN */
     struct bufferevent *probe;      /* probe in flight, or NULL */
+    gboolean probe_connected;       /* the probe's connect succeeded */
     gint64 next_probe;              /* monotonic us */
+    unsigned mismatch_ms;           /* probe interval while the server
+                                       seems to speak another protocol or
+                                       transport; 0 = it does not */
+    guint64 probe_connect_failures; /* probes that could not connect
+                                       (atomic: the scrape reads it) */
 };
 
 /* Every server ever configured, and the probe thread. */
@@ -1074,7 +1089,8 @@ backend_health_failed(struct backend_health *h, const char *why)
         g_mutex_unlock(&h->lock);
         g_atomic_int_set(&h->probe_now, 1);
         g_warning("backend %s: down after %d failures in a row (last: "
-                  "%s); requests go elsewhere until it answers a probe",
+                  "%s); it gets no requests until it answers a probe, "
+                  "and while no server is up requests fail at once",
                   h->name, n, why);
         if (t->bell.fd >= 0) {
             proxy_bell_ring(&t->bell);
@@ -1118,18 +1134,63 @@ backend_health_use(struct backend_health_table *t,
     g_mutex_unlock(&t->lock);
 }
 
-/* The probe of h ended (probe thread). */
-static void
-backend_probe_finish(struct backend_health *h, gboolean ok, const char *why)
+/* The names of the settings in the config's words, for messages. */
+static const char *
+backend_proto_name(wire_proto_t proto)
 {
-    char text[160];
+    return proto == WIRE_COMPACT ? "compact" : "binary";
+}
+
+static const char *
+backend_framing_name(gboolean framed)
+{
+    return framed ? "framed" : "buffered";
+}
+
+/* The probe of h ended (probe thread).  mismatch: what the server did
+ * suggests it speaks another protocol or transport (why says what). */
+static void
+backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
+                     gboolean mismatch)
+{
+    struct backend_health_table *t = h->table;
+    char text[320];
+    unsigned interval = ok ? BACKEND_PROBE_UP_MS : BACKEND_PROBE_DOWN_MS;
 
     if (h->probe != NULL) {
         bufferevent_free(h->probe);
         h->probe = NULL;
     }
-    h->next_probe = proxy_now() + (gint64)(ok ? BACKEND_PROBE_UP_MS
-                                              : BACKEND_PROBE_DOWN_MS) * 1000;
+    if (mismatch) {
+        if (h->mismatch_ms == 0) {
+            h->mismatch_ms = BACKEND_PROBE_MISMATCH_FIRST_MS;
+            /* once per episode: the reason does not change probe to probe */
+            g_warning("backend %s: %s: it likely speaks another protocol or "
+                      "transport than [backend] protocol = %s and [backend] "
+                      "transport = %s (HBase's Thrift server: -c/--compact, "
+                      "-f/--framed; hsha, nonblocking and threadedselector "
+                      "are always framed); probing it every %u to %u s "
+                      "until it answers", h->name, why,
+                      backend_proto_name(t->proto),
+                      backend_framing_name(t->framed),
+                      BACKEND_PROBE_MISMATCH_FIRST_MS / 1000,
+                      BACKEND_PROBE_MISMATCH_MAX_MS / 1000);
+        } else {
+            h->mismatch_ms = MIN(h->mismatch_ms * 2,
+                                 BACKEND_PROBE_MISMATCH_MAX_MS);
+        }
+        interval = h->mismatch_ms;
+    } else if (h->mismatch_ms != 0 && ok) {
+        h->mismatch_ms = 0;
+        g_message("backend %s: answers probes in [backend] protocol = %s, "
+                  "transport = %s again", h->name,
+                  backend_proto_name(t->proto),
+                  backend_framing_name(t->framed));
+    } else if (h->mismatch_ms != 0) {
+        /* refused or silent now: no sign either way; keep the pace */
+        interval = h->mismatch_ms;
+    }
+    h->next_probe = proxy_now() + (gint64)interval * 1000;
     g_atomic_int_set(&h->probed, 1);
     if (!ok) {
         g_snprintf(text, sizeof(text), "probe: %s", why);
@@ -1150,6 +1211,31 @@ backend_probe_finish(struct backend_health *h, gboolean ok, const char *why)
     }
 }
 
+/*
+ * Bytes that are not a reply in our protocol and framing: if they are
+ * one in another, say which (the server answered, so it is no crash).
+ */
+static gboolean
+backend_probe_misspoken(struct backend_health *h, struct evbuffer *in,
+                        char *why, size_t whylen)
+{
+    struct backend_health_table *t = h->table;
+    size_t len = MIN(evbuffer_get_length(in), (size_t)64);
+    const uint8_t *p = evbuffer_pullup(in, (ev_ssize_t)len);
+    const char *dwhy = NULL;
+    wire_proto_t proto;
+    gboolean framed;
+
+    if (p == NULL || wire_detect(p, len, &proto, &framed, &dwhy) != WIRE_OK
+        || (proto == t->proto && framed == t->framed)) {
+        return FALSE;
+    }
+    g_snprintf(why, whylen, "probe: the reply is in the %s protocol, %s "
+               "transport", backend_proto_name(proto),
+               backend_framing_name(framed));
+    return TRUE;
+}
+
 static void
 backend_probe_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -1163,9 +1249,17 @@ backend_probe_read_cb(struct bufferevent *bev, void *arg)
                         h->table->framed, &wire_default_limits, &msg, &len,
                         &why);
     if (st == WIRE_OK) {
-        backend_probe_finish(h, TRUE, NULL);
+        backend_probe_finish(h, TRUE, NULL, FALSE);
     } else if (st == WIRE_ERROR) {
-        backend_probe_finish(h, FALSE, why != NULL ? why : "bad reply");
+        char text[128];
+
+        if (backend_probe_misspoken(h, bufferevent_get_input(bev), text,
+                                    sizeof(text))) {
+            backend_probe_finish(h, FALSE, text + strlen("probe: "), TRUE);
+        } else {
+            backend_probe_finish(h, FALSE, why != NULL ? why : "bad reply",
+                                 FALSE);
+        }
     }
 }
 
@@ -1176,16 +1270,35 @@ backend_probe_event_cb(struct bufferevent *bev, short what, void *arg)
     char why[128];
 
     if (what & BEV_EVENT_CONNECTED) {
+        h->probe_connected = TRUE;
         return;
     }
     if (what & BEV_EVENT_TIMEOUT) {
-        backend_probe_finish(h, FALSE, "no reply in time");
+        backend_probe_finish(h, FALSE, "no reply in time", FALSE);
     } else if (what & BEV_EVENT_EOF) {
-        backend_probe_finish(h, FALSE, "connection closed");
+        /* the request went out and the server hung up without a byte:
+         * what HBase does with a message in another protocol or framing
+         * ("Bad version in readMessageBegin", "Read a negative frame
+         * size", "Expected protocol id") */
+        gboolean silent = evbuffer_get_length(bufferevent_get_input(bev))
+                          == 0;
+
+        backend_probe_finish(h, FALSE, silent ? "connection closed without "
+                                                "a reply to getTableNames"
+                                              : "connection closed", silent);
     } else if (what & BEV_EVENT_ERROR) {
-        g_snprintf(why, sizeof(why), "%s", evutil_socket_error_to_string(
-                                               EVUTIL_SOCKET_ERROR()));
-        backend_probe_finish(h, FALSE, why);
+        int err = EVUTIL_SOCKET_ERROR();
+
+        if (!h->probe_connected) {
+            __atomic_add_fetch(&h->probe_connect_failures, 1,
+                               __ATOMIC_RELAXED);
+            g_snprintf(why, sizeof(why), "connect: %s",
+                       evutil_socket_error_to_string(err));
+        } else {
+            g_snprintf(why, sizeof(why), "%s",
+                       evutil_socket_error_to_string(err));
+        }
+        backend_probe_finish(h, FALSE, why, FALSE);
     }
 }
 
@@ -1211,7 +1324,8 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
     g_mutex_unlock(&t->lock);
     h->probe = bufferevent_socket_new(t->base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (h->probe == NULL) {
-        backend_probe_finish(h, FALSE, "cannot create a socket buffer");
+        backend_probe_finish(h, FALSE, "cannot create a socket buffer",
+                             FALSE);
         return;
     }
     bufferevent_setcb(h->probe, backend_probe_read_cb, NULL,
@@ -1233,9 +1347,11 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
     }
     bufferevent_write(h->probe, buf.data, buf.len);
     wire_buf_free(&buf);
+    h->probe_connected = FALSE;
     if (bufferevent_socket_connect(h->probe, (struct sockaddr *)&addr,
                                    (int)addrlen) < 0) {
-        backend_probe_finish(h, FALSE, "connect failed");
+        __atomic_add_fetch(&h->probe_connect_failures, 1, __ATOMIC_RELAXED);
+        backend_probe_finish(h, FALSE, "connect failed", FALSE);
     }
 }
 
@@ -1381,8 +1497,15 @@ backend_health_foreach(struct backend_health_table *t, backend_health_fn fn,
         struct backend_health *h = g_ptr_array_index(t->entries, i);
 
         if (g_atomic_int_get(&h->current)) {
-            fn(h->name, g_atomic_int_get(&h->state) == BACKEND_UP,
-               g_atomic_int_get(&h->probed) != 0, arg);
+            struct backend_health_info info = {
+                .name = h->name,
+                .up = g_atomic_int_get(&h->state) == BACKEND_UP,
+                .probed = g_atomic_int_get(&h->probed) != 0,
+                .probe_connect_failures = __atomic_load_n(
+                    &h->probe_connect_failures, __ATOMIC_RELAXED),
+            };
+
+            fn(&info, arg);
         }
     }
     g_mutex_unlock(&t->lock);

@@ -138,9 +138,16 @@ gboolean backend_health_start(struct backend_health_table *t,
 void backend_health_stop(struct backend_health_table *t);
 void backend_health_free(struct backend_health_table *t);
 
-/* Calls fn for every current server: its name, whether it is UP, and
- * whether it has been probed at all yet.  Any thread. */
-typedef void (*backend_health_fn)(const char *name, gboolean up,
-                                  gboolean probed, void *arg);
+/* What backend_health_foreach tells of one current server. */
+struct backend_health_info {
+    const char *name;               /* "host:port" */
+    gboolean up;                    /* takes requests */
+    gboolean probed;                /* a probe has finished */
+    guint64 probe_connect_failures; /* probes whose connect failed */
+};
+
+/* Calls fn for every current server.  Any thread. */
+typedef void (*backend_health_fn)(const struct backend_health_info *info,
+                                  void *arg);
 void backend_health_foreach(struct backend_health_table *t,
                             backend_health_fn fn, void *arg);

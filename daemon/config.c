@@ -27,6 +27,9 @@ G_DEFINE_QUARK(config-error-quark, config_error)
 #define CONFIG_DEFAULT_BUCKETS 16
 
 #define CONFIG_MAX_MS ((unsigned)G_MAXINT32)
+/* HBase thrift1 drops a scanner idle this long: twice
+ * hbase.client.scanner.timeout.period, 60 s by default. */
+#define CONFIG_HBASE_SCANNER_EXPIRY_MS 120000
 #define CONFIG_MAX_SERVERS 256
 #define CONFIG_MAX_KEY_PART 32767   /* HBase's longest row key */
 #define CONFIG_TABLE_PREFIX "table:"
@@ -847,8 +850,9 @@ config_load_data(const char *data, size_t len, const char *name_for_errors,
         return NULL;
     if (!g_key_file_load_from_data(kf, data != NULL ? data : "", len,
                                    G_KEY_FILE_NONE, &ierror)) {
-        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE, "%s: %s",
-                    c.source, ierror->message);
+        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE,
+                    "%s: not a valid configuration file: %s", c.source,
+                    ierror->message);
         return NULL;
     }
 
@@ -867,11 +871,14 @@ config_load(const char *path, GError **error)
     g_return_val_if_fail(path != NULL, NULL);
 
     if (!g_file_get_contents(path, &data, &len, &ierror)) {
+        gboolean noent = g_error_matches(ierror, G_FILE_ERROR,
+                                         G_FILE_ERROR_NOENT);
+
+        /* GLib's text names the file but not what it is for */
         g_set_error(error, CONFIG_ERROR,
-                    g_error_matches(ierror, G_FILE_ERROR, G_FILE_ERROR_NOENT)
-                        ? CONFIG_ERROR_NOT_FOUND
-                        : CONFIG_ERROR_IO,
-                    "%s", ierror->message);
+                    noent ? CONFIG_ERROR_NOT_FOUND : CONFIG_ERROR_IO,
+                    "%s: cannot read the configuration file: %s", path,
+                    noent ? "no such file" : ierror->message);
         return NULL;
     }
     return config_load_data(data, len, path, error);
@@ -1019,4 +1026,94 @@ config_to_text(const struct config *cfg)
         g_string_append_c(out, '\n');
     }
     return g_string_free(out, FALSE);
+}
+
+gboolean
+config_reload_check(const struct config *old, const struct config *cfg,
+                    GError **error)
+{
+    g_autofree char *a = NULL;
+    g_autofree char *b = NULL;
+
+    for (size_t i = 0; i < old->n_tables; i++) {
+        const struct config_table *t = &old->tables[i];
+        const struct config_table *n = config_find_table(cfg, t->name,
+                                                         t->name_len);
+
+        if (n == NULL) {
+            a = salt_table_describe(&t->salt);
+            g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED,
+                        "[table:%s] was removed: the table's rows are "
+                        "stored salted (%s), and without its section the "
+                        "proxy would pass the table through unsalted, so "
+                        "existing rows would become unreachable; put the "
+                        "section back", t->name, a);
+            return FALSE;
+        }
+        if (!salt_table_equal(&t->salt, &n->salt)) {
+            a = salt_table_describe(&t->salt);
+            b = salt_table_describe(&n->salt);
+            g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED,
+                        "[table:%s]: the salt mapping would change from "
+                        "'%s' to '%s': existing rows would become "
+                        "unreachable (a new mapping needs a new table and "
+                        "a copy of the data)", t->name, a, b);
+            return FALSE;
+        }
+    }
+#define CONFIG_RESTART_ONLY(changed, what)                                  \
+    if (changed) {                                                          \
+        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED,              \
+                    "%s changed: that needs a restart, not a reload",       \
+                    what);                                                  \
+        return FALSE;                                                       \
+    }
+    a = config_addr_to_string(&old->listen);
+    b = config_addr_to_string(&cfg->listen);
+    CONFIG_RESTART_ONLY(strcmp(a, b) != 0, "[proxy] listen")
+    CONFIG_RESTART_ONLY(old->workers != cfg->workers, "[proxy] workers")
+    CONFIG_RESTART_ONLY(old->protocol != cfg->protocol, "[backend] protocol")
+    CONFIG_RESTART_ONLY(old->transport != cfg->transport,
+                        "[backend] transport")
+    g_clear_pointer(&a, g_free);
+    g_clear_pointer(&b, g_free);
+    if (old->admin_enabled) {
+        a = config_addr_to_string(&old->admin_listen);
+    }
+    if (cfg->admin_enabled) {
+        b = config_addr_to_string(&cfg->admin_listen);
+    }
+    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[admin] listen")
+#undef CONFIG_RESTART_ONLY
+    return TRUE;
+}
+
+char **
+config_advice(const struct config *cfg)
+{
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
+
+    for (size_t i = 0; i < cfg->n_tables; i++) {
+        const struct config_table *t = &cfg->tables[i];
+
+        /* a scan holds one connection per bucket on its worker */
+        if (cfg->pool_size < t->salt.buckets) {
+            g_ptr_array_add(out, g_strdup_printf(
+                "[backend] pool_size = %u is below the %u buckets of "
+                "[table:%s]: a scan of it reads at most %u buckets at a "
+                "time per worker and waits for the rest; raise pool_size "
+                "to at least %u", cfg->pool_size, t->salt.buckets, t->name,
+                cfg->pool_size, t->salt.buckets));
+        }
+    }
+    if (cfg->scan_scanner_timeout_ms >= CONFIG_HBASE_SCANNER_EXPIRY_MS) {
+        g_ptr_array_add(out, g_strdup_printf(
+            "[scan] scanner_timeout_ms = %u is not below HBase's %u ms "
+            "scanner expiry: HBase may drop a bucket scanner of a client "
+            "scanner the proxy still keeps, and that scanner then fails; "
+            "keep it below %u", cfg->scan_scanner_timeout_ms,
+            CONFIG_HBASE_SCANNER_EXPIRY_MS, CONFIG_HBASE_SCANNER_EXPIRY_MS));
+    }
+    g_ptr_array_add(out, NULL);
+    return (char **)g_ptr_array_free(g_steal_pointer(&out), FALSE);
 }

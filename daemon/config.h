@@ -33,6 +33,7 @@ typedef enum {
     CONFIG_ERROR_INVALID_GROUP, /* unknown group, or bad table name */
     CONFIG_ERROR_INVALID_KEY,   /* unknown key in a known group */
     CONFIG_ERROR_INVALID_VALUE, /* a value that does not parse or fit */
+    CONFIG_ERROR_REFUSED,       /* valid, but not as a reload of another */
 } config_error_t;
 
 /* Values equal wire_proto_t's WIRE_BINARY / WIRE_COMPACT on purpose. */
@@ -126,3 +127,18 @@ char *config_to_text(const struct config *cfg);
 
 /* "host:port", with brackets for IPv6.  g_free. */
 char *config_addr_to_string(const struct config_addr *addr);
+
+/*
+ * Whether cfg may replace old by a reload (SIGHUP): refused, with the
+ * reason, when it changes the salt mapping of a salted table (dropping
+ * its section included) or a setting only a restart can change.  The one
+ * rule: the daemon applies it on SIGHUP and --check-config --pid against
+ * the running process's configuration.
+ */
+gboolean config_reload_check(const struct config *old,
+                             const struct config *cfg, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
+
+/* Settings that are valid but likely wrong, one sentence each naming the
+ * key, for a warning at start, reload and --check-config.  g_strfreev. */
+char **config_advice(const struct config *cfg);

@@ -152,9 +152,16 @@ main_explain_key(const struct config *cfg, const char *table,
         return 1;
     }
     p = g_bytes_get_data(bytes, &len);
+    if (len == 0) {
+        /* codec.c passes them through: HBase refuses them its own way */
+        printf("logical key:    (empty)\nan empty row key goes to HBase "
+               "unsalted, as the client sent it (HBase refuses empty "
+               "rows): no bucket, no salt\n");
+        return 0;
+    }
     text = salt_explain(&t->salt, p, len);
     fputs(text, stdout);
-    if (len == 0 || text[strlen(text) - 1] != '\n') {
+    if (text[0] == '\0' || text[strlen(text) - 1] != '\n') {
         fputc('\n', stdout);
     }
     return 0;
@@ -202,6 +209,125 @@ main_split_keys(const struct config *cfg, const char *table)
     fputs(out->str, stdout);
     g_string_free(out, TRUE);
     return 0;
+}
+
+/*
+ * The running configuration, published for --check-config --pid: the
+ * file systemd's RuntimeDirectory= gives the service ($RUNTIME_DIRECTORY,
+ * the first one if several), one per process.  NULL when there is none.
+ */
+static char *
+main_running_path(long pid)
+{
+    const char *dirs = g_getenv("RUNTIME_DIRECTORY");
+    g_autofree char *dir = NULL;
+    g_autofree char *name = NULL;
+
+    if (dirs == NULL || dirs[0] == '\0') {
+        return NULL;
+    }
+    dir = g_strndup(dirs, strcspn(dirs, ":"));
+    name = g_strdup_printf("running-%ld.conf", pid);
+    return g_build_filename(dir, name, NULL);
+}
+
+/* Writes cfg as this process's running configuration (start, reload). */
+static void
+main_publish(const struct config *cfg, unsigned gen)
+{
+    g_autofree char *path = main_running_path((long)getpid());
+    g_autofree char *text = NULL;
+    g_autofree char *data = NULL;
+    g_autoptr(GError) error = NULL;
+
+    if (path == NULL) {
+        return;
+    }
+    text = config_to_text(cfg);
+    data = g_strdup_printf("# running configuration of hbase-salt-proxy, "
+                           "pid %ld, generation %u\n%s", (long)getpid(), gen,
+                           text);
+    /* a temporary file and a rename: a reader never sees half of it */
+    if (!g_file_set_contents(path, data, -1, &error)) {
+        g_warning("cannot write the running configuration for "
+                  "--check-config --pid: %s", error->message);
+    }
+}
+
+static void
+main_unpublish(void)
+{
+    g_autofree char *path = main_running_path((long)getpid());
+
+    if (path != NULL) {
+        unlink(path);
+    }
+}
+
+/* Whether the process pid would apply cfg on SIGHUP, by the rule the
+ * daemon itself applies (config_reload_check). */
+static gboolean
+main_check_running(const struct config *cfg, long pid, GError **error)
+{
+    g_autofree char *path = main_running_path(pid);
+    g_autofree char *data = NULL;
+    g_autofree char *name = NULL;
+    g_autoptr(config_t) running = NULL;
+    g_autoptr(GError) ierror = NULL;
+    gsize len = 0;
+
+    if (path == NULL) {
+        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND,
+                    "--pid %ld: RUNTIME_DIRECTORY is not set, so there is "
+                    "no running configuration to compare with (the proxy "
+                    "publishes it there: systemd's RuntimeDirectory=)", pid);
+        return FALSE;
+    }
+    if (!g_file_get_contents(path, &data, &len, &ierror)) {
+        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND,
+                    "--pid %ld: cannot read the running configuration: %s "
+                    "(is pid %ld a hbase-salt-proxy with the same "
+                    "RUNTIME_DIRECTORY?)", pid, ierror->message, pid);
+        return FALSE;
+    }
+    name = g_strdup_printf("running configuration of pid %ld", pid);
+    running = config_load_data(data, len, name, error);
+    if (running == NULL) {
+        return FALSE;
+    }
+    if (!config_reload_check(running, cfg, &ierror)) {
+        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED,
+                    "a reload would be refused by the running proxy (pid "
+                    "%ld): %s", pid, ierror->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* The [admin] listen address resolves (the endpoint binds it later). */
+static gboolean
+main_check_admin(const struct config_addr *addr, GError **error)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+
+    if (!proxy_resolve(addr->host, addr->port, TRUE, &ss, &sslen, error)) {
+        g_prefix_error(error, "[admin] listen: ");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* The warnings of config_advice, to the log. */
+static void
+main_log_advice(const struct config *cfg)
+{
+    g_auto(GStrv) advice = config_advice(cfg);
+
+    for (size_t i = 0; advice[i] != NULL; i++) {
+        g_warning("%s: %s", cfg->source != NULL ? cfg->source : "(defaults)",
+                  advice[i]);
+    }
 }
 
 /* What the main thread's callbacks share. */
@@ -290,14 +416,19 @@ main_hup_cb(evutil_socket_t sig, short what, void *arg)
                   error->message);
         m->last_reload = "failed: invalid file";
         metrics_reload(m->p->metrics, METRICS_RELOAD_INVALID);
-    } else if (!proxy_reload(m->p, cfg, &error)) {
-        g_warning("reload of %s refused, keeping generation %u: %s",
-                  m->config_path, gen, error->message);
-        m->last_reload = "refused";
-        metrics_reload(m->p->metrics, METRICS_RELOAD_REFUSED);
     } else {
-        m->last_reload = "applied";
-        metrics_reload(m->p->metrics, METRICS_RELOAD_APPLIED);
+        /* proxy_reload takes cfg over: advice first */
+        main_log_advice(cfg);
+        if (!proxy_reload(m->p, cfg, &error)) {
+            g_warning("reload of %s refused, keeping generation %u: %s",
+                      m->config_path, gen, error->message);
+            m->last_reload = "refused";
+            metrics_reload(m->p->metrics, METRICS_RELOAD_REFUSED);
+        } else {
+            main_publish(m->p->gen->cfg, proxy_generation(m->p));
+            m->last_reload = "applied";
+            metrics_reload(m->p->metrics, METRICS_RELOAD_APPLIED);
+        }
     }
     main_notify("READY=1");
     main_status(m);
@@ -345,6 +476,7 @@ main_run(struct config *cfg, const char *config_path)
         return 1;
     }
     /* listeners are bound and workers run: clients can be served */
+    main_publish(cfg, proxy_generation(m.p));
     main_notify("READY=1\nMAINPID=%lu", (unsigned long)getpid());
     main_status(&m);
     event_base_dispatch(m.base);
@@ -359,6 +491,7 @@ main_run(struct config *cfg, const char *config_path)
         sigaddset(&stop, SIGINT);
         pthread_sigmask(SIG_BLOCK, &stop, NULL);
     }
+    main_unpublish();
     proxy_stop(m.p);
     admin_free(admin);
     proxy_free(m.p);
@@ -382,6 +515,7 @@ main(int argc, char **argv)
     gboolean check_config = FALSE, explain_key = FALSE, version = FALSE;
     g_autofree char *split_table = NULL;
     gboolean foreground = FALSE;
+    gint pid = 0;
     g_autoptr(GError) error = NULL;
     g_autoptr(GOptionContext) ctx = NULL;
     g_autoptr(config_t) cfg = NULL;
@@ -391,6 +525,9 @@ main(int argc, char **argv)
           "FILE" },
         { "check-config", 0, 0, G_OPTION_ARG_NONE, &check_config,
           "Validate the configuration and exit", NULL },
+        { "pid", 0, 0, G_OPTION_ARG_INT, &pid,
+          "With --check-config: also check that the proxy running as PID "
+          "would apply the file on reload", "PID" },
         { "explain-key", 0, 0, G_OPTION_ARG_NONE, &explain_key,
           "Print bucket and physical key of KEY in TABLE and exit "
           "(arguments: TABLE KEY; \\xNN escapes allowed)", NULL },
@@ -430,23 +567,41 @@ main(int argc, char **argv)
         return 2;
     }
 
+    if (pid != 0 && !check_config) {
+        fprintf(stderr, "%s: --pid goes with --check-config\n",
+                g_get_prgname());
+        return 2;
+    }
     cfg = config_path != NULL ? config_load(config_path, &error)
                               : config_new_default();
     if (cfg == NULL) {
-        fprintf(stderr, "%s\n", error->message);
+        fprintf(stderr, "%s: %s\n", g_get_prgname(), error->message);
         return 1;
     }
     if (check_config) {
+        const char *name = config_path != NULL ? config_path : "(defaults)";
         struct proxy_settings set;
+        g_auto(GStrv) advice = config_advice(cfg);
 
         /* also what only the I/O core checks: addresses resolve, limits */
-        if (!proxy_settings_load(&set, cfg, &error)) {
-            fprintf(stderr, "%s: %s\n", config_path != NULL ? config_path
-                                                            : "(defaults)",
+        if (!proxy_settings_load(&set, cfg, &error)
+            || (cfg->admin_enabled
+                && !main_check_admin(&cfg->admin_listen, &error))
+            || (pid != 0 && !main_check_running(cfg, pid, &error))) {
+            fprintf(stderr, "%s: %s: %s\n", g_get_prgname(), name,
                     error->message);
             return 1;
         }
-        printf("%s: ok\n", config_path != NULL ? config_path : "(defaults)");
+        for (size_t i = 0; advice[i] != NULL; i++) {
+            fprintf(stderr, "%s: warning: %s: %s\n", g_get_prgname(), name,
+                    advice[i]);
+        }
+        if (pid != 0) {
+            printf("%s: ok, the running proxy (pid %d) would apply it on "
+                   "reload\n", name, pid);
+        } else {
+            printf("%s: ok\n", name);
+        }
         return 0;
     }
     if (explain_key) {
@@ -456,6 +611,7 @@ main(int argc, char **argv)
         return main_split_keys(cfg, split_table);
     }
 
+    main_log_advice(cfg);
     /* a client gone mid-write is an error on its connection, not a kill */
     signal(SIGPIPE, SIG_IGN);
     g_message("hbase-salt-proxy %s starting, config %s, %zu salted table%s",

@@ -346,14 +346,45 @@ struct metrics_server {
 
 /* One hsp_backend_up line (backend_health_foreach). */
 static void
-metrics_backend_up_cb(const char *name, gboolean up, gboolean probed,
-                      void *arg)
+metrics_backend_up_cb(const struct backend_health_info *info, void *arg)
 {
     GString *out = arg;
 
     g_string_append(out, "hsp_backend_up{server=\"");
-    metrics_label(out, name);
-    g_string_append_printf(out, "\"} %d\n", up ? 1 : 0);
+    metrics_label(out, info->name);
+    g_string_append_printf(out, "\"} %d\n", info->up ? 1 : 0);
+}
+
+/* The servers rendered so far, by name. */
+struct metrics_servers {
+    GArray *servers;                /* struct metrics_server */
+    GHashTable *index;              /* name -> index in servers */
+};
+
+static struct metrics_server *
+metrics_server_get(struct metrics_servers *all, const char *name)
+{
+    gpointer at;
+
+    if (!g_hash_table_lookup_extended(all->index, name, NULL, &at)) {
+        struct metrics_server z = { .name = name };
+
+        g_array_append_val(all->servers, z);
+        at = GUINT_TO_POINTER(all->servers->len - 1);
+        g_hash_table_insert(all->index, (gpointer)name, at);
+    }
+    return &g_array_index(all->servers, struct metrics_server,
+                          GPOINTER_TO_UINT(at));
+}
+
+/* A connect refused to the probe is one refused to the proxy: the
+ * operator watching connect failures must see a server that refuses
+ * while no request goes to it (it is DOWN). */
+static void
+metrics_backend_probe_cb(const struct backend_health_info *info, void *arg)
+{
+    metrics_server_get(arg, info->name)->connect_failures +=
+        info->probe_connect_failures;
 }
 
 static void
@@ -362,6 +393,7 @@ metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
     g_autoptr(GArray) servers = g_array_new(FALSE, TRUE,
                                             sizeof(struct metrics_server));
     g_autoptr(GHashTable) index = g_hash_table_new(g_str_hash, g_str_equal);
+    struct metrics_servers all = { servers, index };
 
     for (unsigned w = 0; w < p->nworkers; w++) {
         struct backend_pool *pool = proxy_worker_pool(&p->workers[w]);
@@ -371,19 +403,9 @@ metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
             for (unsigned i = 0; i < pool->nservers; i++) {
                 const struct backend_server *s = &pool->servers[i];
                 const struct backend_stats *st = &s->stats;
-                struct metrics_server *ms;
-                gpointer at;
+                struct metrics_server *ms = metrics_server_get(&all,
+                                                               s->srv->name);
 
-                if (!g_hash_table_lookup_extended(index, s->srv->name, NULL,
-                                                  &at)) {
-                    struct metrics_server z = { .name = s->srv->name };
-
-                    g_array_append_val(servers, z);
-                    at = GUINT_TO_POINTER(servers->len - 1);
-                    g_hash_table_insert(index, (gpointer)s->srv->name, at);
-                }
-                ms = &g_array_index(servers, struct metrics_server,
-                                    GPOINTER_TO_UINT(at));
                 ms->requests += METRICS_GET(st->requests);
                 ms->failures += METRICS_GET(st->failures);
                 ms->connect_failures += METRICS_GET(st->connect_failures);
@@ -392,6 +414,8 @@ metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
             }
         }
     }
+    /* names stay valid: health entries live until the process exits */
+    backend_health_foreach(p->health, metrics_backend_probe_cb, &all);
     metrics_head(out, "hsp_backend_up", "gauge",
                  "1 when the server takes requests (UP), 0 when it is DOWN "
                  "(consecutive failures; probed until it answers).");
@@ -419,7 +443,8 @@ metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
                           "lost, timeout, bad reply).", failures,
                           G_GUINT64_FORMAT)
     METRICS_SERVER_SERIES("hsp_backend_connect_failures_total", "counter",
-                          "Connection attempts to the server that failed.",
+                          "Connection attempts to the server that failed, "
+                          "health probes' included.",
                           connect_failures, G_GUINT64_FORMAT)
 #undef METRICS_SERVER_SERIES
 }

@@ -4,8 +4,9 @@
  * The data path of one worker thread.  Every worker owns all of this;
  * workers share nothing but the config and struct proxy.
  *
- *              SO_REUSEPORT listener (one per worker, same port)
- *                      |
+ *        one listener on worker 0's loop; accepted sockets go to the
+ *        workers in turn (worker 0's own turn directly, the others'
+ *                      |  through their bell)
  *                      v accept
  *   client  ---> struct client ---------------------------------------+
  *   (any of      proxy_read() into client->in; wire_detect once;      |
@@ -92,7 +93,7 @@ G_DEFINE_QUARK(proxy-error-quark, proxy_error)
 
 /* ---- settings ----------------------------------------------------------- */
 
-static gboolean
+gboolean
 proxy_resolve(const char *host, uint16_t port, gboolean passive,
               struct sockaddr_storage *out, socklen_t *outlen,
               GError **error)
@@ -133,6 +134,11 @@ proxy_settings_load(struct proxy_settings *set, const struct config *cfg,
                                                          : "",
               sizeof(set->listen_host));
     set->listen_port = cfg->listen.port;
+    if (!proxy_resolve(set->listen_host, set->listen_port, TRUE,
+                       &set->listen_addr, &set->listen_addrlen, error)) {
+        g_prefix_error(error, "[proxy] listen: ");
+        return FALSE;
+    }
     set->workers = cfg->workers != 0 ? cfg->workers
                                      : (unsigned)g_get_num_processors();
     if (set->workers == 0) {
@@ -542,13 +548,49 @@ proxy_msg_scan(struct evbuffer *in, wire_proto_t proto, struct wire_scan *scan,
 
 /* ---- workers ------------------------------------------------------------ */
 
+/* A socket the listening worker accepted for another one. */
+struct proxy_accepted {
+    evutil_socket_t fd;
+    struct sockaddr_storage sa;
+    int salen;
+};
+
+/* Runs on the worker whose turn it was. */
+static void
+proxy_accepted_cb(struct proxy_worker *w, void *arg)
+{
+    struct proxy_accepted *a = arg;
+
+    client_accept(w, a->fd, (struct sockaddr *)&a->sa, a->salen);
+    g_free(a);
+}
+
+/*
+ * The one listening socket runs on worker 0's loop.  Accepted sockets go
+ * to the workers in turn: worker 0 takes its own turn at once, the others
+ * get theirs through their bell.  One socket, not SO_REUSEPORT on each
+ * worker, so a second process bound to the same address fails with
+ * "Address already in use" instead of silently taking half the clients.
+ */
 static void
 proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
                 struct sockaddr *sa, int salen, void *arg)
 {
     struct proxy_worker *w = arg;
+    struct proxy *p = w->proxy;
+    struct proxy_worker *to = &p->workers[p->next_worker];
+    struct proxy_accepted *a;
 
-    client_accept(w, fd, sa, salen);
+    p->next_worker = (p->next_worker + 1) % p->nworkers;
+    if (to == w || salen < 0 || (size_t)salen > sizeof(a->sa)) {
+        client_accept(w, fd, sa, salen);
+        return;
+    }
+    a = g_new(struct proxy_accepted, 1);
+    a->fd = fd;
+    memcpy(&a->sa, sa, (size_t)salen);
+    a->salen = salen;
+    proxy_worker_post(to, proxy_accepted_cb, a);
 }
 
 static void
@@ -723,27 +765,31 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
     g_queue_init(&w->inbox);
     w->scan_timer = event_new(w->base, -1, EV_PERSIST, scan_timer_cb, w);
     if (!proxy_bell_init(&w->bell, w->base, proxy_bell_cb, w)
-        || w->scan_timer == NULL) {
+        || w->scan_timer == NULL || w->drain_ev == NULL) {
         g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
                     "worker %u: event_new failed", id);
         return FALSE;
     }
-    w->listener = evconnlistener_new_bind(w->base, proxy_accept_cb, w,
-                                          LEV_OPT_REUSEABLE
-                                          | LEV_OPT_REUSEABLE_PORT
-                                          | LEV_OPT_CLOSE_ON_FREE
-                                          | LEV_OPT_CLOSE_ON_EXEC,
-                                          1024, sa, (int)salen);
-    if (w->drain_ev == NULL || w->listener == NULL) {
-        int err = EVUTIL_SOCKET_ERROR();
+    if (id == 0) {
+        /* no LEV_OPT_REUSEABLE_PORT: the address is this process's alone */
+        w->listener = evconnlistener_new_bind(w->base, proxy_accept_cb, w,
+                                              LEV_OPT_REUSEABLE
+                                              | LEV_OPT_CLOSE_ON_FREE
+                                              | LEV_OPT_CLOSE_ON_EXEC,
+                                              1024, sa, (int)salen);
+        if (w->listener == NULL) {
+            int err = EVUTIL_SOCKET_ERROR();
 
-        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
-                    "worker %u: cannot listen on %s:%u: %s", id,
-                    p->set.listen_host, (unsigned)p->port,
-                    evutil_socket_error_to_string(err));
-        return FALSE;
+            g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
+                        "[proxy] listen: cannot listen on %s:%u: %s",
+                        p->set.listen_host[0] != '\0' ? p->set.listen_host
+                                                      : "*",
+                        (unsigned)p->set.listen_port,
+                        evutil_socket_error_to_string(err));
+            return FALSE;
+        }
+        evconnlistener_set_error_cb(w->listener, proxy_accept_error_cb);
     }
-    evconnlistener_set_error_cb(w->listener, proxy_accept_error_cb);
     w->pool = backend_pool_new(w, &w->gen->set);
     return TRUE;
 }
@@ -778,6 +824,14 @@ proxy_worker_deinit(struct proxy_worker *w)
         struct proxy_post *post;
 
         while ((post = g_queue_pop_head(&w->inbox)) != NULL) {
+            /* a socket accepted for w as it stopped: nobody else closes
+             * it */
+            if (post->fn == proxy_accepted_cb) {
+                struct proxy_accepted *a = post->arg;
+
+                evutil_closesocket(a->fd);
+                g_free(a);
+            }
             g_free(post);
         }
         g_mutex_clear(&w->inbox_lock);
@@ -826,62 +880,6 @@ proxy_worker_adopt(struct proxy_worker *w, void *arg)
     g_debug("worker %u: configuration generation %u", w->id, gen->id);
 }
 
-/* Why a reload must not apply: the salt mapping of a table with rows, or
- * what only a restart can change.  Message for the log. */
-static gboolean
-proxy_reload_check(const struct config *old, const struct config *cfg,
-                   GError **error)
-{
-    g_autofree char *a = NULL;
-    g_autofree char *b = NULL;
-
-    for (size_t i = 0; i < old->n_tables; i++) {
-        const struct config_table *t = &old->tables[i];
-        const struct config_table *n = config_find_table(cfg, t->name,
-                                                         t->name_len);
-
-        if (n == NULL) {
-            a = salt_table_describe(&t->salt);
-            g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
-                        "[table:%s] was removed: the table's rows are "
-                        "stored salted (%s), and without its section the "
-                        "proxy would pass the table through unsalted, so "
-                        "existing rows would become unreachable; put the "
-                        "section back", t->name, a);
-            return FALSE;
-        }
-        if (!salt_table_equal(&t->salt, &n->salt)) {
-            a = salt_table_describe(&t->salt);
-            b = salt_table_describe(&n->salt);
-            g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
-                        "[table:%s]: the salt mapping would change from "
-                        "'%s' to '%s': existing rows would become "
-                        "unreachable (a new mapping needs a new table and "
-                        "a copy of the data)", t->name, a, b);
-            return FALSE;
-        }
-    }
-#define PROXY_RESTART_ONLY(changed, what)                                       if (changed) {                                                                  g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,                                     "%s changed: that needs a restart, not a reload", what);         return FALSE;                                                           }
-    a = config_addr_to_string(&old->listen);
-    b = config_addr_to_string(&cfg->listen);
-    PROXY_RESTART_ONLY(strcmp(a, b) != 0, "[proxy] listen")
-    PROXY_RESTART_ONLY(old->workers != cfg->workers, "[proxy] workers")
-    PROXY_RESTART_ONLY(old->protocol != cfg->protocol, "[backend] protocol")
-    PROXY_RESTART_ONLY(old->transport != cfg->transport,
-                       "[backend] transport")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    if (old->admin_enabled) {
-        a = config_addr_to_string(&old->admin_listen);
-    }
-    if (cfg->admin_enabled) {
-        b = config_addr_to_string(&cfg->admin_listen);
-    }
-    PROXY_RESTART_ONLY(g_strcmp0(a, b) != 0, "[admin] listen")
-#undef PROXY_RESTART_ONLY
-    return TRUE;
-}
-
 /* Whether two settings reach the same servers with the same pool. */
 static gboolean
 proxy_same_servers(const struct proxy_settings *a,
@@ -909,7 +907,7 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
     struct proxy_gen *old = p->gen, *gen;
     GString *added = g_string_new(NULL);
 
-    if (!proxy_reload_check(old->cfg, cfg, error)) {
+    if (!config_reload_check(old->cfg, cfg, error)) {
         config_free(cfg);
         g_string_free(added, TRUE);
         return FALSE;
@@ -970,9 +968,8 @@ struct proxy *
 proxy_new(struct config *cfg, GError **error)
 {
     struct proxy *p;
-    struct sockaddr_storage ss;
-    socklen_t sslen;
     unsigned i;
+
     p = g_new0(struct proxy, 1);
     p->cfg = cfg;
     p->scans = scan_table_new();
@@ -988,12 +985,6 @@ proxy_new(struct config *cfg, GError **error)
     p->health = backend_health_new(&p->set);
     p->metrics = metrics_new(p->set.workers);
     metrics_add_config(p->metrics, cfg);
-    if (!proxy_resolve(p->set.listen_host, p->set.listen_port, TRUE, &ss,
-                       &sslen, error)) {
-        g_prefix_error(error, "[proxy] listen: ");
-        proxy_free(p);
-        return NULL;
-    }
     p->port = p->set.listen_port;
     p->nworkers = p->set.workers;
     p->workers = g_new0(struct proxy_worker, p->nworkers);
@@ -1003,26 +994,22 @@ proxy_new(struct config *cfg, GError **error)
     }
     for (i = 0; i < p->nworkers; i++) {
         if (!proxy_worker_init(p, &p->workers[i], i,
-                               (struct sockaddr *)&ss, sslen, error)) {
+                               (struct sockaddr *)&p->set.listen_addr,
+                               p->set.listen_addrlen, error)) {
             proxy_free(p);
             return NULL;
         }
-        if (i == 0 && p->port == 0) {
-            /* port 0: the others must share the port the first one got */
-            struct sockaddr_storage got;
-            socklen_t gotlen = sizeof(got);
+    }
+    if (p->port == 0) {
+        /* port 0 (tests): the port the kernel picked */
+        struct sockaddr_storage got;
+        socklen_t gotlen = sizeof(got);
 
-            if (getsockname(proxy_worker_fd(&p->workers[0]),
-                            (struct sockaddr *)&got, &gotlen) == 0) {
-                if (got.ss_family == AF_INET6) {
-                    p->port = ntohs(((struct sockaddr_in6 *)&got)->sin6_port);
-                    ((struct sockaddr_in6 *)&ss)->sin6_port =
-                        htons(p->port);
-                } else {
-                    p->port = ntohs(((struct sockaddr_in *)&got)->sin_port);
-                    ((struct sockaddr_in *)&ss)->sin_port = htons(p->port);
-                }
-            }
+        if (getsockname(proxy_worker_fd(&p->workers[0]),
+                        (struct sockaddr *)&got, &gotlen) == 0) {
+            p->port = got.ss_family == AF_INET6
+                          ? ntohs(((struct sockaddr_in6 *)&got)->sin6_port)
+                          : ntohs(((struct sockaddr_in *)&got)->sin_port);
         }
     }
     return p;
@@ -1055,10 +1042,11 @@ proxy_start(struct proxy *p, GError **error)
         p->nworkers = i;
         return FALSE;
     }
-    g_message("listening on %s:%u with %u workers, %u backend servers, "
+    g_message("listening on %s:%u with %u worker%s, %u backend server%s, "
               "pool_size %u", p->set.listen_host[0] != '\0'
                                   ? p->set.listen_host : "*",
-              (unsigned)p->port, p->nworkers, p->set.nservers,
+              (unsigned)p->port, p->nworkers, p->nworkers == 1 ? "" : "s",
+              p->set.nservers, p->set.nservers == 1 ? "" : "s",
               p->set.pool_size);
     return TRUE;
 }

@@ -58,6 +58,8 @@ struct proxy_server {
 struct proxy_settings {
     char listen_host[128];          /* address to bind, "" = any */
     uint16_t listen_port;           /* 0 = pick one (tests) */
+    struct sockaddr_storage listen_addr; /* listen_host resolved */
+    socklen_t listen_addrlen;
     unsigned workers;               /* threads, >= 1 after load */
     unsigned nservers;              /* backend servers */
     struct proxy_server servers[PROXY_MAX_BACKENDS];
@@ -156,7 +158,8 @@ struct proxy_worker {
     unsigned id;                    /* 0..workers-1, for logs */
     pthread_t thread;
     struct event_base *base;        /* this thread's loop */
-    struct evconnlistener *listener; /* SO_REUSEPORT socket of this worker */
+    struct evconnlistener *listener; /* worker 0: the listening socket of
+                                       the process; others NULL */
     gint stop_asked;                /* set by the main thread (atomic),
                                        then the bell rings */
     struct event *drain_ev;         /* shutdown: polls for quiet clients */
@@ -206,9 +209,17 @@ struct proxy {
     struct proxy_worker *workers;
     uint16_t port;                  /* bound port (listen_port or picked) */
     gint nconns;                    /* clients open over all workers (atomic) */
+    unsigned next_worker;           /* whose turn the next accepted socket
+                                       is (worker 0's thread only) */
     struct scan_table *scans;       /* scanner ids, global to the process */
     struct backend_health_table *health; /* UP/DOWN of every backend */
 };
+
+/* host:port to one socket address ("" host: any); passive for a listen
+ * address.  Blocks on DNS: startup, reload and --check-config only. */
+gboolean proxy_resolve(const char *host, uint16_t port, gboolean passive,
+                       struct sockaddr_storage *out, socklen_t *outlen,
+                       GError **error) G_GNUC_WARN_UNUSED_RESULT;
 
 gboolean proxy_settings_load(struct proxy_settings *set,
                              const struct config *cfg, GError **error)

@@ -1386,10 +1386,15 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
         || wire_read_list_begin(&r, &et, &count) != WIRE_OK) {
         if (sc->state != SCAN_FAILED) {
             g_free(sc->error);
+            const char *inner = why != NULL ? why : "bad reply";
+
+            /* our own reasons carry the prefix already: say it once */
+            if (g_str_has_prefix(inner, "hbase-salt-proxy: ")) {
+                inner += strlen("hbase-salt-proxy: ");
+            }
             sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
                                         "failed in bucket %u: %s", sc->table,
-                                        b->bucket,
-                                        why != NULL ? why : "bad reply");
+                                        b->bucket, inner);
             sc->error_retry = retry;
             sc->state = SCAN_FAILED;
             /* the reason may quote the backend, and so row data: only at

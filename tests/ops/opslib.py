@@ -106,7 +106,7 @@ class Proxy(object):
     """The daemon with a config file of its own; log in self.log_path."""
 
     def __init__(self, binary, workdir, conf_text, port, admin_port=None,
-                 env=None, wait=True):
+                 env=None, wait=True, args=()):
         self.port = port
         self.admin_port = admin_port
         self.conf = os.path.join(workdir, 'proxy-%d.conf' % port)
@@ -116,8 +116,9 @@ class Proxy(object):
         full_env = dict(os.environ)
         full_env.pop('NOTIFY_SOCKET', None)
         full_env.update(env or {})
+        # a later --log-level in args wins
         self.proc = subprocess.Popen([binary, '-c', self.conf,
-                                      '--log-level', 'info'],
+                                      '--log-level', 'info'] + list(args),
                                      stdout=self.log,
                                      stderr=subprocess.STDOUT, env=full_env)
         if wait:

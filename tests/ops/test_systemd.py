@@ -69,6 +69,10 @@ class UnitTest(unittest.TestCase):
         reload = self.value('ExecReload')
         self.assertEqual(reload[-1], '/bin/kill -HUP $MAINPID')
         self.assertIn('--check-config', reload[0])
+        # checked against the running daemon, which publishes its
+        # configuration in the runtime directory
+        self.assertIn('--pid $MAINPID', reload[0])
+        self.assertEqual(self.value('RuntimeDirectory'), ['hbase-salt-proxy'])
         start = self.value('ExecStart')[0]
         self.assertIn('/hbase-salt-proxy/hbase-salt-proxy.conf', start)
         self.assertNotRegex(self.text, r'@[a-z_]+@', 'unsubstituted @var@')
