@@ -147,7 +147,9 @@ class CheckConfigTest(SetupCase):
         p = self.start(text, port, env=env)
         pid = str(p.proc.pid)
         published = os.path.join(rundir, 'running-%s.conf' % pid)
-        self.assertTrue(os.path.exists(published))
+        # written as the proxy reports READY, just after it starts listening
+        opslib.wait_for(lambda: os.path.exists(published), 10,
+                        'the running configuration published')
 
         # an allowed change: a new table, another pool size
         allowed = opslib.proxy_conf(port, [self.emu.port], tables={
