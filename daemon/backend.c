@@ -823,7 +823,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         const char *bad = NULL;
         size_t avail = 0, len = 0, hdr = set->backend_framed ? 4 : 0;
         struct proxy_req *req = TAILQ_FIRST(&conn->pending);
-        struct codec_error err = { 0, NULL, FALSE };
+        struct codec_error err; /* the codec sets what it uses */
         codec_status_t cs = CODEC_OK;
         wire_status_t st;
 

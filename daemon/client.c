@@ -477,7 +477,7 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     const struct proxy_settings *set = &w->proxy->set;
     struct proxy_req *req = proxy_req_get(w);
     const struct config *cfg = w->gen->cfg;
-    struct codec_error err = { 0, NULL, FALSE };
+    struct codec_error err; /* the codec sets what it uses */
     struct wire_buf *out = &w->scratch;
     size_t off = 0, hdr = c->framed ? 4 : 0, len, msg_len;
     const uint8_t *msg;
