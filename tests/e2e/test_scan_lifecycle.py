@@ -843,6 +843,9 @@ class BucketFailureTest(_Base):
             os.kill(self.emu.proc.pid, signal.SIGCONT)
         self.assertIsInstance(err, T.IOError)
         self.assertIn('timed out', err.message)
+        # the bucket's own reason is the proxy's: named once, not twice
+        self.assertEqual(err.message.count('hbase-salt-proxy:'), 1,
+                         err.message)
         self.assertEqual(expected(20, ROWS)[:len(got)], got)
         self.assertLess(took, 1.5 + 2)
         c.scannerClose(sid)
@@ -873,6 +876,8 @@ class BucketFailureTest(_Base):
             else:
                 self.assertIsInstance(err, T.IOError)
                 self.assertIn('127.0.0.1:%d' % self.emu.port, err.message)
+                self.assertEqual(err.message.count('hbase-salt-proxy:'), 1,
+                                 err.message)
                 errors += 1
         self.assertGreaterEqual(errors, 2)
         self.assertTrue(self.proxy.alive())
