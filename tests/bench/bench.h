@@ -109,9 +109,10 @@ void bench_req_scan_get_list(struct bench_codec *c, struct wire_buf *b,
                              int32_t id, int32_t n);
 void bench_req_scan_close(struct bench_codec *c, struct wire_buf *b,
                           int32_t id);
-/* Whole-message length at the start of buf: 0 = need more, -1 = garbage. */
-gssize bench_reply_length(struct bench_codec *c, const uint8_t *buf,
-                          size_t len);
+/* Whole-message length at the start of buf: 0 = need more, -1 = garbage.
+ * scan keeps the place of an unframed reply between calls. */
+gssize bench_reply_length(struct bench_codec *c, struct wire_scan *scan,
+                          const uint8_t *buf, size_t len);
 /* Parse one whole reply message (frame header included). */
 void bench_reply_parse(struct bench_codec *c, const uint8_t *msg, size_t len,
                        struct bench_reply *rep);

@@ -102,6 +102,7 @@ struct bench_conn {
     struct bufferevent *bev;
     struct bench_expect q[BENCH_MAXQ];
     unsigned qh, qn;
+    struct wire_scan *scan;      /* unframed replies: where one was left */
 };
 
 /* One fetched batch of a bucket scanner: logical row keys, copied out of
@@ -958,7 +959,11 @@ bench_read_cb(struct bufferevent *bev, void *arg)
             n = (gssize)need;
         } else {
             data = evbuffer_pullup(in, -1);
-            n = bench_reply_length(&B.codec, data, have);
+            if (c->scan == NULL) {
+                c->scan = g_new(struct wire_scan, 1);
+                wire_scan_init(c->scan);
+            }
+            n = bench_reply_length(&B.codec, c->scan, data, have);
             if (n == 0)
                 return;
         }
@@ -1309,7 +1314,7 @@ main(int argc, char **argv)
         bench_die("--pipeline must be 1..%d", BENCH_MAXQ);
     if (bench_opt.rows < 1 || bench_opt.value_size < 0 ||
         bench_opt.value_size > (64 << 20) || bench_opt.scan_batch < 1 ||
-        bench_opt.multiget_keys < 1 || bench_opt.multiget_keys > 100000 ||
+        bench_opt.multiget_keys < 1 || bench_opt.multiget_keys > 2000000 ||
         bench_opt.batch < 0 || bench_opt.batch > 1000000 ||
         bench_opt.celebrity < 0 || bench_opt.celebrity > 1 ||
         bench_opt.max_connecting < 1 || bench_opt.timeout <= 0 ||

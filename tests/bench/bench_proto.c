@@ -151,7 +151,8 @@ bench_req_scan_close(struct bench_codec *c, struct wire_buf *b, int32_t id)
 }
 
 gssize
-bench_reply_length(struct bench_codec *c, const uint8_t *buf, size_t len)
+bench_reply_length(struct bench_codec *c, struct wire_scan *scan,
+                   const uint8_t *buf, size_t len)
 {
     size_t n = 0;
     const char *why = NULL;
@@ -168,9 +169,11 @@ bench_reply_length(struct bench_codec *c, const uint8_t *buf, size_t len)
             return -1;
         return len >= (size_t)flen + 4 ? (gssize)flen + 4 : 0;
     }
-    switch (wire_message_scan(c->proto, FALSE, buf, len, &c->limits, &n,
-                              &why)) {
+    /* resumed where the last read left it: big replies arriving in many
+     * reads cost one walk, as in the proxy */
+    switch (wire_scan_feed(scan, c->proto, buf, len, &c->limits, &n, &why)) {
     case WIRE_OK:
+        wire_scan_init(scan);
         return (gssize)n;
     case WIRE_AGAIN:
         return 0;
