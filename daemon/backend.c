@@ -91,6 +91,10 @@ struct backend_health {
                                        transport; 0 = it does not */
     guint64 probe_connect_failures; /* probes that could not connect
                                        (atomic: the scrape reads it) */
+    guint64 retired_requests;       /* counters of freed pools (under
+                                       the proxy's pools_lock) */
+    guint64 retired_failures;
+    guint64 retired_connect_failures;
 };
 
 /* Every server ever configured, and the probe thread. */
@@ -153,12 +157,15 @@ backend_settings(const struct backend_conn *conn)
 }
 
 struct backend_pool *
-backend_pool_new(struct proxy_worker *w, const struct proxy_settings *set)
+backend_pool_new(struct proxy_worker *w, struct proxy_gen *gen)
 {
     struct backend_pool *pool = g_new0(struct backend_pool, 1);
+    const struct proxy_settings *set = &gen->set;
     unsigned i, j;
 
     pool->worker = w;
+    pool->gen = gen;
+    proxy_gen_use(w, gen);
     pool->set = set;
     pool->nservers = set->nservers;
     pool->servers = g_new0(struct backend_server, set->nservers);
@@ -303,7 +310,37 @@ backend_pool_free(struct backend_pool *pool)
         g_free(s->conns);
     }
     g_free(pool->servers);
+    proxy_gen_unuse(pool->worker, pool->gen);
     g_free(pool);
+}
+
+gboolean
+backend_pool_idle(const struct backend_pool *pool)
+{
+    if (!pool->retired || pool->scanners > 0) {
+        return FALSE;
+    }
+    for (unsigned i = 0; i < pool->nservers; i++) {
+        for (unsigned j = 0; j < pool->set->pool_size; j++) {
+            if (pool->servers[i].conns[j].state != BACKEND_IDLE) {
+                return FALSE;
+            }
+        }
+    }
+    return TRUE;
+}
+
+void
+backend_pool_fold(struct backend_pool *pool)
+{
+    for (unsigned i = 0; i < pool->nservers; i++) {
+        struct backend_server *s = &pool->servers[i];
+        struct backend_health *h = s->health;
+
+        h->retired_requests += METRICS_GET(s->stats.requests);
+        h->retired_failures += METRICS_GET(s->stats.failures);
+        h->retired_connect_failures += METRICS_GET(s->stats.connect_failures);
+    }
 }
 
 void
@@ -1503,6 +1540,9 @@ backend_health_foreach(struct backend_health_table *t, backend_health_fn fn,
                 .probed = g_atomic_int_get(&h->probed) != 0,
                 .probe_connect_failures = __atomic_load_n(
                     &h->probe_connect_failures, __ATOMIC_RELAXED),
+                .retired_requests = h->retired_requests,
+                .retired_failures = h->retired_failures,
+                .retired_connect_failures = h->retired_connect_failures,
             };
 
             fn(&info, arg);

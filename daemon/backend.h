@@ -72,14 +72,26 @@ struct backend_pool {
     unsigned next_server;           /* round robin start */
     const struct proxy_settings *set; /* servers and pool_size (of the
                                        generation that made the pool) */
+    struct proxy_gen *gen;          /* that generation (pool counts as one
+                                       of its uses) */
     struct backend_pool *older;     /* pool this one replaced on reload */
     gboolean retired;               /* replaced: serve what still comes
                                        (pinned scanners), close idle
                                        connections */
+    unsigned scanners;              /* open scanners pinned to it */
 };
 
 struct backend_pool *backend_pool_new(struct proxy_worker *w,
-                                      const struct proxy_settings *set);
+                                      struct proxy_gen *gen);
+
+/* A retired pool nothing uses any more: no connection open or opening,
+ * no scanner pinned to it.  It may be freed. */
+gboolean backend_pool_idle(const struct backend_pool *pool);
+
+/* Before a retired pool is freed: its servers' counters move to their
+ * health entries, so the scrape's totals never go back (under the
+ * proxy's pools_lock, which the scrape holds too). */
+void backend_pool_fold(struct backend_pool *pool);
 /* A reload replaced pool: its idle connections close now, the others as
  * soon as their last reply is in.  It still takes requests. */
 void backend_pool_retire(struct backend_pool *pool);
@@ -144,6 +156,9 @@ struct backend_health_info {
     gboolean up;                    /* takes requests */
     gboolean probed;                /* a probe has finished */
     guint64 probe_connect_failures; /* probes whose connect failed */
+    guint64 retired_requests;       /* counters of freed pools */
+    guint64 retired_failures;
+    guint64 retired_connect_failures;
 };
 
 /* Calls fn for every current server.  Any thread. */

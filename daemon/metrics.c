@@ -383,8 +383,12 @@ metrics_server_get(struct metrics_servers *all, const char *name)
 static void
 metrics_backend_probe_cb(const struct backend_health_info *info, void *arg)
 {
-    metrics_server_get(arg, info->name)->connect_failures +=
-        info->probe_connect_failures;
+    struct metrics_server *ms = metrics_server_get(arg, info->name);
+
+    ms->connect_failures += info->probe_connect_failures
+                            + info->retired_connect_failures;
+    ms->requests += info->retired_requests;
+    ms->failures += info->retired_failures;
 }
 
 static void
@@ -395,6 +399,10 @@ metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
     g_autoptr(GHashTable) index = g_hash_table_new(g_str_hash, g_str_equal);
     struct metrics_servers all = { servers, index };
 
+    /* a worker freeing a retired pool moves its counters to the health
+     * entries under this lock: the sum sees them in one place or the
+     * other, never both or neither */
+    g_mutex_lock(&p->pools_lock);
     for (unsigned w = 0; w < p->nworkers; w++) {
         struct backend_pool *pool = proxy_worker_pool(&p->workers[w]);
 
@@ -447,6 +455,8 @@ metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
                           "health probes' included.",
                           connect_failures, G_GUINT64_FORMAT)
 #undef METRICS_SERVER_SERIES
+    /* the names above point into pools' generations: held till here */
+    g_mutex_unlock(&p->pools_lock);
 }
 
 void

@@ -193,6 +193,8 @@ proxy_req_get(struct proxy_worker *w)
         wire_buf_init(&req->reply);
     }
     req->client = NULL;
+    req->gen = w->gen;
+    proxy_gen_use(w, req->gen);
     req->conn = NULL;
     req->sink = NULL;
     req->sink_arg = NULL;
@@ -212,6 +214,7 @@ proxy_req_get(struct proxy_worker *w)
 void
 proxy_req_put(struct proxy_worker *w, struct proxy_req *req)
 {
+    proxy_gen_unuse(w, req->gen);
     if (w->nfree_reqs >= PROXY_FREE_REQS_MAX) {
         wire_buf_free(&req->reply);
         g_free(req);
@@ -702,14 +705,101 @@ proxy_worker_settle(struct proxy_worker *w)
     }
 }
 
+/* How often a worker lets go of generations and pools nothing uses. */
+#define PROXY_GC_MS 1000
+
+/* A generation of cfg (settings loaded by the caller into gen->set),
+ * held by the main thread and, once posted, by every worker. */
+static struct proxy_gen *
+proxy_gen_new(struct proxy *p, unsigned id, const struct config *cfg,
+              gboolean owns_cfg)
+{
+    struct proxy_gen *gen = g_new0(struct proxy_gen, 1);
+
+    gen->id = id;
+    gen->cfg = cfg;
+    gen->owns_cfg = owns_cfg;
+    gen->refs = 1 + (gint)p->set.workers;
+    gen->uses = g_new0(unsigned, p->set.workers);
+    g_mutex_lock(&p->gens_lock);
+    g_ptr_array_add(p->gens, gen);
+    g_mutex_unlock(&p->gens_lock);
+    return gen;
+}
+
+static void
+proxy_gen_free(struct proxy_gen *gen)
+{
+    if (gen->owns_cfg) {
+        config_free((struct config *)gen->cfg);
+    }
+    g_free(gen->uses);
+    g_free(gen);
+}
+
+/* Drops one reference; the last one frees gen.  Any thread. */
+static void
+proxy_gen_unref(struct proxy *p, struct proxy_gen *gen)
+{
+    if (!g_atomic_int_dec_and_test(&gen->refs)) {
+        return;
+    }
+    g_mutex_lock(&p->gens_lock);
+    g_ptr_array_remove_fast(p->gens, gen);
+    g_mutex_unlock(&p->gens_lock);
+    proxy_gen_free(gen);
+}
+
+/*
+ * Every PROXY_GC_MS on w: lets go of the older generations nothing of w
+ * points into any more, and frees the retired pools nothing uses (their
+ * counters move to the health entries first, under the lock the scrape
+ * takes).  Reloads by the thousand then cost nothing once they are over.
+ */
+static void
+proxy_worker_gc(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_worker *w = arg;
+    struct proxy *p = w->proxy;
+    struct backend_pool **at;
+
+    for (guint i = 0; i < w->old_gens->len;) {
+        struct proxy_gen *gen = g_ptr_array_index(w->old_gens, i);
+
+        if (gen->uses[w->id] == 0) {
+            g_debug("worker %u: lets go of generation %u", w->id, gen->id);
+            g_ptr_array_remove_index_fast(w->old_gens, i);
+            proxy_gen_unref(p, gen);
+        } else {
+            i++;
+        }
+    }
+    for (at = &w->pool->older; *at != NULL;) {
+        struct backend_pool *pool = *at;
+
+        if (!backend_pool_idle(pool)) {
+            at = &pool->older;
+            continue;
+        }
+        g_debug("worker %u: frees a retired backend pool", w->id);
+        g_mutex_lock(&p->pools_lock);
+        backend_pool_fold(pool);
+        *at = pool->older;
+        g_mutex_unlock(&p->pools_lock);
+        backend_pool_free(pool);
+    }
+}
+
 static void *
 proxy_worker_main(void *arg)
 {
     struct proxy_worker *w = arg;
+    struct timeval gc = { PROXY_GC_MS / 1000, (PROXY_GC_MS % 1000) * 1000 };
 
     g_debug("worker %u: running", w->id);
     metrics_self = w->metrics;
     scan_worker_start(w);
+    event_add(w->gc_timer, &gc);
     event_base_dispatch(w->base);
     proxy_worker_settle(w);
     g_debug("worker %u: stopped", w->id);
@@ -764,8 +854,11 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
     g_mutex_init(&w->inbox_lock);
     g_queue_init(&w->inbox);
     w->scan_timer = event_new(w->base, -1, EV_PERSIST, scan_timer_cb, w);
+    w->gc_timer = event_new(w->base, -1, EV_PERSIST, proxy_worker_gc, w);
+    w->old_gens = g_ptr_array_new();
     if (!proxy_bell_init(&w->bell, w->base, proxy_bell_cb, w)
-        || w->scan_timer == NULL || w->drain_ev == NULL) {
+        || w->scan_timer == NULL || w->gc_timer == NULL
+        || w->drain_ev == NULL) {
         g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
                     "worker %u: event_new failed", id);
         return FALSE;
@@ -790,7 +883,7 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
         }
         evconnlistener_set_error_cb(w->listener, proxy_accept_error_cb);
     }
-    w->pool = backend_pool_new(w, &w->gen->set);
+    w->pool = backend_pool_new(w, w->gen);
     return TRUE;
 }
 
@@ -817,6 +910,13 @@ proxy_worker_deinit(struct proxy_worker *w)
     }
     if (w->scan_timer != NULL) {
         event_free(w->scan_timer);
+    }
+    if (w->gc_timer != NULL) {
+        event_free(w->gc_timer);
+    }
+    if (w->old_gens != NULL) {
+        /* the process frees what is left of every generation */
+        g_ptr_array_free(w->old_gens, TRUE);
     }
     proxy_bell_free(&w->bell);
     if (w->base != NULL) {
@@ -861,7 +961,7 @@ proxy_worker_adopt(struct proxy_worker *w, void *arg)
     struct client *c;
 
     if (gen->new_pool) {
-        struct backend_pool *pool = backend_pool_new(w, &gen->set);
+        struct backend_pool *pool = backend_pool_new(w, gen);
 
         /* the old pool keeps serving what it holds (open scanners are
          * pinned to their server there) and closes connections as they
@@ -870,6 +970,8 @@ proxy_worker_adopt(struct proxy_worker *w, void *arg)
         backend_pool_retire(w->pool);
         __atomic_store_n(&w->pool, pool, __ATOMIC_RELEASE);
     }
+    /* w's reference on the old one stays until nothing of w uses it */
+    g_ptr_array_add(w->old_gens, w->gen);
     w->gen = gen;
     proxy_worker_limits(w);
     /* a client's input bound follows max_frame_size, or a larger frame
@@ -878,6 +980,9 @@ proxy_worker_adopt(struct proxy_worker *w, void *arg)
         client_apply_limits(c);
     }
     g_debug("worker %u: configuration generation %u", w->id, gen->id);
+    /* what earlier reloads left is usually unused by now: a burst of
+     * reloads must not pile up generations until the next timer */
+    proxy_worker_gc(-1, 0, w);
 }
 
 /* Whether two settings reach the same servers with the same pool. */
@@ -905,6 +1010,7 @@ gboolean
 proxy_reload(struct proxy *p, struct config *cfg, GError **error)
 {
     struct proxy_gen *old = p->gen, *gen;
+    struct proxy_settings set;
     GString *added = g_string_new(NULL);
 
     if (!config_reload_check(old->cfg, cfg, error)) {
@@ -912,17 +1018,13 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
         g_string_free(added, TRUE);
         return FALSE;
     }
-    gen = g_new0(struct proxy_gen, 1);
-    if (!proxy_settings_load(&gen->set, cfg, error)) {
+    if (!proxy_settings_load(&set, cfg, error)) {
         config_free(cfg);
-        g_free(gen);
         g_string_free(added, TRUE);
         return FALSE;
     }
-    gen->id = old->id + 1;
-    gen->cfg = cfg;
-    gen->owns_cfg = TRUE;
-    gen->prev = old;
+    gen = proxy_gen_new(p, old->id + 1, cfg, TRUE);
+    gen->set = set;
     gen->new_pool = !proxy_same_servers(&old->set, &gen->set);
     metrics_add_config(p->metrics, cfg);
     for (size_t i = 0; i < cfg->n_tables; i++) {
@@ -944,6 +1046,8 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
     for (unsigned i = 0; i < p->nworkers; i++) {
         proxy_worker_post(&p->workers[i], proxy_worker_adopt, gen);
     }
+    /* the main thread holds only the newest */
+    proxy_gen_unref(p, old);
     g_message("reload: applied configuration generation %u from %s: %zu "
               "salted table%s%s%s, %u backend server%s%s", gen->id,
               cfg->source != NULL ? cfg->source : "(defaults)",
@@ -973,13 +1077,14 @@ proxy_new(struct config *cfg, GError **error)
     p = g_new0(struct proxy, 1);
     p->cfg = cfg;
     p->scans = scan_table_new();
+    g_mutex_init(&p->gens_lock);
+    g_mutex_init(&p->pools_lock);
+    p->gens = g_ptr_array_new();
     if (!proxy_settings_load(&p->set, cfg, error)) {
         proxy_free(p);
         return NULL;
     }
-    p->gen = g_new0(struct proxy_gen, 1);
-    p->gen->id = 1;
-    p->gen->cfg = cfg;
+    p->gen = proxy_gen_new(p, 1, cfg, FALSE);
     p->gen->set = p->set;
     /* before the pools: each server's pool entry points at its health */
     p->health = backend_health_new(&p->set);
@@ -1085,15 +1190,15 @@ proxy_free(struct proxy *p)
         scan_table_free(p->scans);
     }
     backend_health_free(p->health);
-    while (p->gen != NULL) {
-        struct proxy_gen *prev = p->gen->prev;
-
-        if (p->gen->owns_cfg) {
-            config_free((struct config *)p->gen->cfg);
-        }
-        g_free(p->gen);
-        p->gen = prev;
+    /* the workers are gone: whatever generation is left goes now */
+    for (guint g = 0; p->gens != NULL && g < p->gens->len; g++) {
+        proxy_gen_free(g_ptr_array_index(p->gens, g));
     }
+    if (p->gens != NULL) {
+        g_ptr_array_free(p->gens, TRUE);
+    }
+    g_mutex_clear(&p->gens_lock);
+    g_mutex_clear(&p->pools_lock);
     metrics_free(p->metrics);
     g_free(p);
 }

@@ -78,10 +78,13 @@ struct proxy_settings {
 /*
  * A configuration generation: a config and the settings derived from it.
  * SIGHUP makes a new one and posts it to every worker, which switches to
- * it between two events; requests and scanners already under way keep
- * pointers into the generation they started in (salt policies, server
- * entries), so no generation is freed before the process exits.  They
- * are small, and reloads are rare.
+ * it between two events; requests, scanners and backend pools already
+ * under way keep pointers into the generation they started in (salt
+ * policies, server entries).  Each one counts itself in uses[] of its
+ * worker (that thread alone touches its slot, so the request path pays
+ * no atomic); a worker holds one reference while the generation is its
+ * current one or its slot is not 0, the main thread one while it is the
+ * newest.  The last reference frees it.
  */
 struct proxy_gen {
     unsigned id;                    /* 1 at start, +1 per applied reload */
@@ -90,8 +93,11 @@ struct proxy_gen {
     gboolean new_pool;              /* servers or pool_size differ from
                                        the previous generation */
     gboolean owns_cfg;              /* free cfg with the generation */
-    struct proxy_gen *prev;         /* older generation, or NULL */
+    gint refs;                      /* holders, see above (atomic) */
+    unsigned *uses;                 /* per worker: requests, scanners and
+                                       pools of it alive there */
 };
+
 
 /*
  * One request on its way.  It sits on two queues at once: its client's
@@ -105,6 +111,8 @@ struct proxy_req {
     TAILQ_ENTRY(proxy_req) client_link;  /* in client->reqs */
     TAILQ_ENTRY(proxy_req) backend_link; /* in conn->pending, or free list */
     struct client *client;          /* owner; NULL once it has closed */
+    struct proxy_gen *gen;          /* generation it was read under: its
+                                       call's salt points there */
     proxy_sink_fn sink;             /* internal request (scan fan-out): gets
                                        the raw backend reply, no client */
     void *sink_arg;                 /* the sink's object */
@@ -178,6 +186,11 @@ struct proxy_worker {
                                        this worker only, published with a
                                        release store: the scrape reads it */
     struct proxy_gen *gen;          /* generation of new requests */
+    GPtrArray *old_gens;            /* older generations w still holds a
+                                       reference on: let go once nothing
+                                       of w points into them */
+    struct event *gc_timer;         /* lets go of generations and pools
+                                       nothing uses any more */
     struct metrics_worker *metrics; /* this worker's counters */
     struct proxy_req_queue free_reqs; /* recycled request objects */
     unsigned nfree_reqs;
@@ -213,7 +226,26 @@ struct proxy {
                                        is (worker 0's thread only) */
     struct scan_table *scans;       /* scanner ids, global to the process */
     struct backend_health_table *health; /* UP/DOWN of every backend */
+    GMutex gens_lock;               /* guards gens */
+    GPtrArray *gens;                /* every generation not freed yet */
+    GMutex pools_lock;              /* a worker unlinking a retired pool
+                                       against the scrape walking them */
 };
+
+/* On w: one more (or one fewer) thing of w points into gen. */
+static inline void
+proxy_gen_use(struct proxy_worker *w, struct proxy_gen *gen)
+{
+    gen->uses[w->id]++;
+}
+
+static inline void
+proxy_gen_unuse(struct proxy_worker *w, struct proxy_gen *gen)
+{
+    /* let go of at w's next collection (proxy_worker_gc), never from
+     * under a caller still looking at it */
+    gen->uses[w->id]--;
+}
 
 /* host:port to one socket address ("" host: any); passive for a listen
  * address.  Blocks on DNS: startup, reload and --check-config only. */

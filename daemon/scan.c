@@ -111,6 +111,7 @@ struct scanner {
     const struct salt_table *salt;  /* NULL: one pass-through scanner */
     char table[128];                /* for logs */
     int server;                     /* backend server of all its scanners */
+    struct proxy_gen *gen;          /* generation salt points into */
     struct backend_pool *pool;      /* pool of that server: kept when a
                                        reload replaces the worker's */
     gint64 last_used;               /* monotonic us, for expiry */
@@ -494,11 +495,29 @@ scan_sub_return(struct scanner *sc, struct proxy_req *sub)
 
 /* ---- lifetime ------------------------------------------------------------- */
 
+/* sc points into its request's generation and pins its pool: both live
+ * until it is freed (proxy_worker_gc). */
+static void
+scan_pin(struct scanner *sc, struct proxy_req *req)
+{
+    sc->gen = req->gen;
+    proxy_gen_use(sc->owner, sc->gen);
+    sc->pool->scanners++;
+}
+
+static void
+scan_unpin(struct scanner *sc)
+{
+    proxy_gen_unuse(sc->owner, sc->gen);
+    sc->pool->scanners--;
+}
+
 static void
 scan_free(struct scanner *sc)
 {
     struct scan_op *op;
 
+    scan_unpin(sc);
     for (unsigned i = 0; i < sc->nbuckets; i++) {
         wire_buf_free(&sc->buckets[i].cur);
         wire_buf_free(&sc->buckets[i].next);
@@ -1039,6 +1058,7 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     g_snprintf(sc->table, sizeof(sc->table), "%.*s",
                (int)MIN(spec.table_len, 127), (const char *)spec.table);
     sc->pool = w->pool;
+    scan_pin(sc, req);
     /* a DOWN server would fail the scan before it starts */
     sc->server = backend_pool_pick_server(sc->pool);
 
@@ -1078,6 +1098,7 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         if (filter == NULL) {
             /* a filter whose meaning salting would change: refuse it */
             scan_refuse(op, w, error->message);
+            scan_unpin(sc);
             wire_buf_free(&sc->rows);
             g_free(sc);
             return;
@@ -1097,6 +1118,7 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         if (sc->page_row != NULL) {
             g_byte_array_unref(sc->page_row);
         }
+        scan_unpin(sc);
         wire_buf_free(&sc->rows);
         g_free(sc);
         return;

@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -236,6 +237,91 @@ class ReloadTest(unittest.TestCase):
         log = self.proxy.log_text()
         for secret in ('k001', 'zq-'):
             self.assertNotIn(secret, log)
+
+
+def rss_kb(pid):
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1])
+    return -1
+
+
+class ManyReloadsTest(unittest.TestCase):
+    """Ten thousand reloads, each with new backend pools, while a scanner
+    stays open and requests go on: every generation and retired pool is
+    freed once nothing uses it, so the proxy's memory stays bounded, and
+    the backend counters on /metrics never go back as pools are freed."""
+
+    RELOADS = 2000 if os.environ.get('HSP_UNDER_ASAN') == '1' else 10000
+
+    def test_memory_bounded(self):
+        d = tempfile.mkdtemp(prefix='hsp-ops-reloads-')
+        emu = opslib.Emu(ARGS.emu, d, 'emu')
+        port, admin = opslib.free_port(), opslib.free_port()
+
+        def conf(i):
+            # pool_size changes every time: each reload retires the pools
+            return opslib.proxy_conf(
+                port, [emu.port], admin_port=admin,
+                tables={'t': T_TABLE}).replace(
+                    'pool_size = 2\n', 'pool_size = %d\n' % (2 + i % 2))
+        proxy = opslib.Proxy(ARGS.proxy, d, conf(0), port, admin_port=admin,
+                             args=('--log-level', 'warning'))
+        try:
+            c = opslib.client(port)
+            for i in range(40):
+                put(c, b't', b'k%03d' % i, b'%d' % i)
+            sid = c.scannerOpenWithScan(b't', opslib.T.TScan(caching=5), {})
+            rows = [r.row for r in c.scannerGetList(sid, 5)]
+            requests = []
+            samples = {}
+            i = 0
+            while True:
+                gen = proxy.generation()
+                if gen >= self.RELOADS + 1:
+                    break
+                for _ in range(50):
+                    i += 1
+                    proxy.write_conf(conf(i))
+                    proxy.hup()
+                # requests keep going through the new pools
+                self.assertEqual(get(c, b't', b'k%03d' % (i % 40)),
+                                 b'%d' % (i % 40))
+                m = proxy.metrics()
+                requests.append(sum(v for (name, _), v in m.items()
+                                    if name == 'hsp_backend_requests_total'))
+                if gen >= 1000 and 1000 not in samples:
+                    time.sleep(2.5)      # a collection or two
+                    samples[1000] = rss_kb(proxy.proc.pid)
+            # the scanner opened before all of them still reads its rows
+            while True:
+                batch = c.scannerGetList(sid, 7)
+                if not batch:
+                    break
+                rows += [r.row for r in batch]
+            self.assertEqual(rows, sorted(b'k%03d' % i for i in range(40)))
+            c.scannerClose(sid)
+            time.sleep(2.5)
+            samples['end'] = rss_kb(proxy.proc.pid)
+            self.assertEqual(requests, sorted(requests),
+                             'hsp_backend_requests_total went back')
+            print('RSS after 1000 reloads %d KiB, after %d: %d KiB'
+                  % (samples[1000], proxy.generation() - 1, samples['end']),
+                  file=sys.stderr)
+            if os.environ.get('HSP_UNDER_ASAN') != '1':
+                self.assertLess(samples['end'] - samples[1000], 4096,
+                                'RSS grew by %d KiB over %d reloads'
+                                % (samples['end'] - samples[1000],
+                                   self.RELOADS - 1000))
+            c._trans.close()
+            self.assertEqual(proxy.stop(), 0)
+        finally:
+            if proxy.alive():
+                proxy.stop()
+            emu.close()
+            if not os.environ.get('HSP_KEEP_LOGS'):
+                shutil.rmtree(d, ignore_errors=True)
 
 
 def main():
