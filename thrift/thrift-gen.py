@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """thrift-gen.py: run the Thrift compiler for one IDL and language.
 
-For c_glib it mends two defects of the 0.17 generator:
+For c_glib it mends three defects of the 0.17 generator:
 - maps keyed by binary (GByteArray *) hash the GByteArray struct as if it
   were a C string, which only works by accident: they get pointer hashing
   (nothing in this project looks a generated map up by content);
@@ -32,8 +32,11 @@ FINALIZE = re.compile(r'^(\w+_finalize) \(GObject \*object\)\n\{\n(.*?)\n\}\n',
 CHAIN_UP = ('  G_OBJECT_CLASS (g_type_class_peek (THRIFT_TYPE_STRUCT))'
             '->finalize (object);')
 
-STR_MAP = 'g_hash_table_new_full (g_str_hash, g_str_equal'
-DIRECT_MAP = 'g_hash_table_new_full (g_direct_hash, g_direct_equal'
+# a binary key is the only one freed with thrift_string_free; a string
+# key (gchar *, freed with g_free) is right with g_str_hash and keeps it
+BINARY_MAP = 'g_hash_table_new_full (g_str_hash, g_str_equal, thrift_string_free'
+BINARY_MAP_MENDED = ('g_hash_table_new_full (g_direct_hash, g_direct_equal, '
+                     'thrift_string_free')
 
 
 def chain_up(m):
@@ -46,7 +49,7 @@ def chain_up(m):
 
 def patch_types(text):
     """The mended text of a *_types.c and how many finalizers it has."""
-    text = text.replace(STR_MAP, DIRECT_MAP)
+    text = text.replace(BINARY_MAP, BINARY_MAP_MENDED)
     return FINALIZE.subn(chain_up, text)
 
 

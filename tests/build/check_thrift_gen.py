@@ -11,7 +11,8 @@ fails, saying where, unless:
   each object's GObject state twice), and every finalizer a class_init
   installs was found, so none was skipped;
 - every map keyed by binary (freed with thrift_string_free) hashes the
-  pointer, and only a string key (freed with g_free) hashes as a C string;
+  pointer, only a string key (freed with g_free) hashes as a C string,
+  and no string or number key lost its hashing by content;
 - <STEM>_register_types() exists and calls every *_get_type() the IDL's
   headers declare, once each;
 - running thrift-gen.py's patch again changes nothing;
@@ -75,6 +76,10 @@ def check_maps(name, text):
                 fail('%s:%d: binary-keyed map hashed with %s' % (name, line, hash_fn))
         elif hash_fn == 'g_str_hash' and key_free != 'g_free':
             fail('%s:%d: g_str_hash on keys freed by %s' % (name, line, key_free))
+        elif hash_fn == 'g_direct_hash' and key_free == 'g_free':
+            # the generator keys strings and numbers by content; only
+            # binary keys are meant to lose that
+            fail('%s:%d: a string or number key hashed by pointer' % (name, line))
     if 'g_hash_table_new_full (g_str_hash, g_str_equal, thrift_string_free' in text:
         fail('%s: an unpatched binary-keyed map the pattern missed' % name)
     return binary
