@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """thrift-gen.py: run the Thrift compiler for one IDL and language.
 
-For c_glib it mends two defects of the 0.17 generator:
+For c_glib it mends three defects of the 0.17 generator:
 - maps keyed by binary (GByteArray *) hash the GByteArray struct as if it
   were a C string, which only works by accident: they get pointer hashing
   (nothing in this project looks a generated map up by content);
@@ -11,21 +11,46 @@ For c_glib it mends two defects of the 0.17 generator:
   two threads decoding their first call of a kind race and one of them
   fails: a generated <stem>_register_types() registers them all up front,
   for multi-threaded users to call before starting threads.
+
+Meson runs one generation per IDL, in parallel, all with the same output
+directory.  So that one never reads or patches another's half-written
+files, each compiles and patches in a private directory of its own and
+then renames only its own outputs into place.  The patch is idempotent:
+applying it to mended code changes nothing (tests/build checks both).
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 FINALIZE = re.compile(r'^(\w+_finalize) \(GObject \*object\)\n\{\n(.*?)\n\}\n',
                       re.M | re.S)
 
+# generated structs derive from ThriftStruct and are never subclassed
+CHAIN_UP = ('  G_OBJECT_CLASS (g_type_class_peek (THRIFT_TYPE_STRUCT))'
+            '->finalize (object);')
+
+# a binary key is the only one freed with thrift_string_free; a string
+# key (gchar *, freed with g_free) is right with g_str_hash and keeps it
+BINARY_MAP = 'g_hash_table_new_full (g_str_hash, g_str_equal, thrift_string_free'
+BINARY_MAP_MENDED = ('g_hash_table_new_full (g_direct_hash, g_direct_equal, '
+                     'thrift_string_free')
+
 
 def chain_up(m):
-    # generated structs derive from ThriftStruct and are never subclassed
-    return ('%s (GObject *object)\n{\n%s\n'
-            '  G_OBJECT_CLASS (g_type_class_peek (THRIFT_TYPE_STRUCT))'
-            '->finalize (object);\n}\n' % (m.group(1), m.group(2)))
+    body = m.group(2)
+    # already mended (the patch run twice): leave it as it is
+    if body.endswith('\n' + CHAIN_UP):
+        return m.group(0)
+    return '%s (GObject *object)\n{\n%s\n%s\n}\n' % (m.group(1), body, CHAIN_UP)
+
+
+def patch_types(text):
+    """The mended text of a *_types.c and how many finalizers it has."""
+    text = text.replace(BINARY_MAP, BINARY_MAP_MENDED)
+    return FINALIZE.subn(chain_up, text)
 
 
 GET_TYPE = re.compile(r'^GType (\w+_get_type) \(void\);$', re.M)
@@ -54,27 +79,40 @@ def write_register(outdir, stem):
         f.write('}\n')
 
 
-def main():
-    thrift, gen, idl, outdir = sys.argv[1:5]
-    os.makedirs(outdir, exist_ok=True)
-    subprocess.run([thrift, '--gen', gen, '-out', outdir, idl], check=True)
-    if gen != 'c_glib':
-        return
-    stem = sys.argv[5]
-    for name in os.listdir(outdir):
+def mend_c_glib(gendir, stem):
+    """Patches and completes the c_glib files of one IDL, all in gendir."""
+    for name in sorted(os.listdir(gendir)):
         if not name.endswith('_types.c'):
             continue
-        path = os.path.join(outdir, name)
+        path = os.path.join(gendir, name)
         with open(path) as f:
-            text = f.read()
-        text = text.replace('g_hash_table_new_full (g_str_hash, g_str_equal',
-                            'g_hash_table_new_full (g_direct_hash, g_direct_equal')
-        text, n = FINALIZE.subn(chain_up, text)
+            text, n = patch_types(f.read())
         if n == 0:
             sys.exit('thrift-gen.py: no finalizers found in ' + name)
         with open(path, 'w') as f:
             f.write(text)
-    write_register(outdir, stem)
+    write_register(gendir, stem)
+
+
+def main():
+    thrift, gen, idl, outdir = sys.argv[1:5]
+    os.makedirs(outdir, exist_ok=True)
+    # inside outdir, so that the renames below stay on one file system
+    # and each output appears whole or not at all
+    gendir = tempfile.mkdtemp(prefix='.thrift-gen-', dir=outdir)
+    try:
+        subprocess.run([thrift, '--gen', gen, '-out', gendir, idl], check=True)
+        if gen == 'c_glib':
+            mend_c_glib(gendir, sys.argv[5])
+        for name in os.listdir(gendir):
+            dest = os.path.join(outdir, name)
+            # other languages write packages: the new one replaces the old
+            # whole, so no module of a former run lingers
+            if os.path.isdir(dest) and not os.path.islink(dest):
+                shutil.rmtree(dest)
+            os.replace(os.path.join(gendir, name), dest)
+    finally:
+        shutil.rmtree(gendir, ignore_errors=True)
 
 
 if __name__ == '__main__':
