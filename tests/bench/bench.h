@@ -33,11 +33,28 @@ typedef enum {
     BENCH_KEYS_UNIFORM = 0,
     BENCH_KEYS_ZIPF = 1,
     BENCH_KEYS_MONOTONIC = 2,
+    BENCH_KEYS_CELEBRITY_USER = 3,
+    BENCH_KEYS_APP_USER_TS = 4,
 } bench_keydist_t;
+
+/* Where a prefix scan of a shaped key space points (--scan-target). */
+typedef enum {
+    BENCH_TARGET_ANY = 0,       /* a row drawn uniformly: users by size */
+    BENCH_TARGET_CELEBRITY = 1, /* the celebrity user's rows */
+    BENCH_TARGET_OTHERS = 2,    /* any row but the celebrity's */
+} bench_target_t;
 
 /* Logical keys: "k%010u" for the loaded key space (sorts like its index,
  * so a range of R indices is a range of R rows), "t%016u" for
- * timestamp-like keys written by the monotonic workload. */
+ * timestamp-like keys written by the monotonic workload.  Two shapes
+ * model the salting articles' row keys instead of a popularity over k:
+ *   celebrity-user  "u%07u-%06u-%03u"  user_id-xxx-yyy; one user (the
+ *                   celebrity) owns a --celebrity share of the rows and of
+ *                   the writes, the others share the rest evenly;
+ *   app-user-ts     "a%05u,u%07u,%013u"  app_id,user_token,timestamp;
+ *                   every user of every app has the same event count.
+ * Index order is not key order for these, so a range of indices is not a
+ * range of rows. */
 #define BENCH_KEY_MAX 32
 
 struct bench_key {
@@ -49,17 +66,24 @@ struct bench_keys {
     bench_keydist_t dist;
     uint64_t rows;          /* key space: indices 0..rows-1 */
     double zipf_s;
-    double celebrity;       /* share of operations on one hot key */
+    double celebrity;       /* share of operations on one hot key, or on
+                             * the hot user (celebrity-user) */
     uint64_t celebrity_idx;
+    uint64_t users;         /* celebrity-user: users; app-user-ts: per app */
+    uint64_t apps;          /* app-user-ts */
+    uint64_t celebrity_user;
+    uint64_t celebrity_rows; /* celebrity-user: indices 0..this-1 are its */
     double *zipf_cdf;       /* rows entries, rank order */
     uint64_t mono_next;     /* next monotonic sequence number */
     uint64_t mono_base;     /* microseconds at start: timestamp-like */
     uint64_t rng;
 };
 
-void bench_keys_init(struct bench_keys *ks, bench_keydist_t dist,
-                     uint64_t rows, double zipf_s, double celebrity,
-                     uint64_t seed);
+/* FALSE (with *why) when the shape's parameters cannot make its keys. */
+gboolean bench_keys_init(struct bench_keys *ks, bench_keydist_t dist,
+                         uint64_t rows, double zipf_s, double celebrity,
+                         uint64_t users, uint64_t apps, uint64_t seed,
+                         const char **why);
 void bench_keys_free(struct bench_keys *ks);
 uint64_t bench_rand(uint64_t *state);
 double bench_rand_unit(uint64_t *state);
@@ -68,7 +92,19 @@ uint64_t bench_keys_read_index(struct bench_keys *ks);
 /* Next key to read, or to write (monotonic writes take fresh "t" keys). */
 void bench_keys_next(struct bench_keys *ks, gboolean write,
                      struct bench_key *out);
-void bench_key_of_index(uint64_t idx, struct bench_key *out);
+void bench_key_of_index(const struct bench_keys *ks, uint64_t idx,
+                        struct bench_key *out);
+/* Whether keys sort like their indices (the k keys), so that indices i..j
+ * are a range of rows. */
+gboolean bench_keys_ordered(const struct bench_keys *ks);
+/* Index of a row whose prefix a prefix scan reads; -1 when the target
+ * has no rows. */
+int64_t bench_keys_scan_index(struct bench_keys *ks, bench_target_t target);
+/* Length of key up to and including its fields-th field separator (the
+ * whole key when it has fewer): "u0000042-" for 1 field of celebrity-user,
+ * "a00003,u0000007," for 2 of app-user-ts.  0 for the k keys. */
+size_t bench_key_fields(const struct bench_keys *ks,
+                        const struct bench_key *k, unsigned fields);
 
 /* ---- requests and replies ---- */
 

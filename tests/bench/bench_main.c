@@ -32,10 +32,11 @@ static const char *const bench_workload_names[] = {
 
 static struct {
     char *target, *table, *column, *workload, *keys, *protocol, *transport;
-    char *merge, *label, *salt_format;
+    char *merge, *label, *salt_format, *scan_target;
     int connections, value_size, multiget_keys, scan_batch, scan_rows;
     int prefix_len, salt_buckets, batch, pid, backend_pid, max_connecting;
-    int pipeline;
+    int pipeline, prefix_fields;
+    gint64 users, apps;
     double duration, warmup, zipf_s, celebrity, put_share, timeout;
     gint64 max_ops, rows, seed, scan_limit;
 } bench_opt = {
@@ -44,7 +45,7 @@ static struct {
     .scan_batch = 1000, .scan_rows = 1000, .prefix_len = 8,
     .max_connecting = 256, .pipeline = 1, .duration = 0, .warmup = 0, .zipf_s = 0.99,
     .celebrity = 0, .put_share = 0.1, .timeout = 600, .rows = 1000000,
-    .seed = 1,
+    .seed = 1, .users = 1000, .apps = 100,
 };
 
 static GOptionEntry bench_entries[] = {
@@ -58,9 +59,11 @@ static GOptionEntry bench_entries[] = {
     { "ops", 'n', 0, G_OPTION_ARG_INT64, &bench_opt.max_ops, "stop after N operations", "N" },
     { "timeout", 0, 0, G_OPTION_ARG_DOUBLE, &bench_opt.timeout, "abort after S seconds whatever happens (default 600)", "S" },
     { "rows", 0, 0, G_OPTION_ARG_INT64, &bench_opt.rows, "key space k0..k(N-1) (default 1000000)", "N" },
-    { "keys", 0, 0, G_OPTION_ARG_STRING, &bench_opt.keys, "uniform|zipf|monotonic (default uniform)", "D" },
+    { "keys", 0, 0, G_OPTION_ARG_STRING, &bench_opt.keys, "uniform|zipf|monotonic over k keys, or the key shapes celebrity-user (user_id-xxx-yyy) and app-user-ts (app_id,user_token,timestamp) (default uniform)", "D" },
     { "zipf-s", 0, 0, G_OPTION_ARG_DOUBLE, &bench_opt.zipf_s, "Zipf exponent (default 0.99)", "S" },
-    { "celebrity", 0, 0, G_OPTION_ARG_DOUBLE, &bench_opt.celebrity, "share of operations on one hot key (0..1)", "P" },
+    { "celebrity", 0, 0, G_OPTION_ARG_DOUBLE, &bench_opt.celebrity, "share of operations on one hot key (0..1); celebrity-user: the hot user's share of rows and writes", "P" },
+    { "users", 0, 0, G_OPTION_ARG_INT64, &bench_opt.users, "celebrity-user: users; app-user-ts: users per app (default 1000)", "N" },
+    { "apps", 0, 0, G_OPTION_ARG_INT64, &bench_opt.apps, "app-user-ts: apps (default 100)", "N" },
     { "put-share", 0, 0, G_OPTION_ARG_DOUBLE, &bench_opt.put_share, "mix: share of puts (default 0.1)", "P" },
     { "value-size", 0, 0, G_OPTION_ARG_INT, &bench_opt.value_size, "bytes per value (default 100)", "B" },
     { "batch", 0, 0, G_OPTION_ARG_INT, &bench_opt.batch, "rows per mutateRows (default 1; load 1000)", "B" },
@@ -70,6 +73,8 @@ static GOptionEntry bench_entries[] = {
     { "scan-rows", 0, 0, G_OPTION_ARG_INT, &bench_opt.scan_rows, "rows per range scan (default 1000)", "N" },
     { "scan-limit", 0, 0, G_OPTION_ARG_INT64, &bench_opt.scan_limit, "end each scan after N rows, closing its scanners (default 0: no limit)", "N" },
     { "prefix-len", 0, 0, G_OPTION_ARG_INT, &bench_opt.prefix_len, "bytes of key kept as scan prefix (default 8)", "N" },
+    { "prefix-fields", 0, 0, G_OPTION_ARG_INT, &bench_opt.prefix_fields, "key shapes: scan prefix = the key up to its N-th separator (1: a user of celebrity-user, an app of app-user-ts; 2: a user of app-user-ts)", "N" },
+    { "scan-target", 0, 0, G_OPTION_ARG_STRING, &bench_opt.scan_target, "celebrity-user prefix scans: any (a row drawn uniformly), celebrity, others (default any)", "T" },
     { "protocol", 0, 0, G_OPTION_ARG_STRING, &bench_opt.protocol, "binary|compact (default binary)", "P" },
     { "transport", 0, 0, G_OPTION_ARG_STRING, &bench_opt.transport, "buffered|framed (default buffered)", "T" },
     { "salt-buckets", 0, 0, G_OPTION_ARG_INT, &bench_opt.salt_buckets, "client-side salting over N buckets (daemon/salt.h mapping); 0 = plain client", "N" },
@@ -175,6 +180,7 @@ static struct {
     const char *first_error;
     const char *table_name;
     gboolean idle_holding;
+    bench_target_t scan_target;
 } B;
 
 static uint64_t
@@ -438,7 +444,7 @@ bench_op_point1(struct bench_session *s, gboolean put)
                 n = i;
                 break;
             }
-            bench_key_of_index(B.load_next++, &s->keys[i]);
+            bench_key_of_index(&B.keys, B.load_next++, &s->keys[i]);
         } else {
             bench_keys_next(&B.keys, TRUE, &s->keys[i]);
         }
@@ -527,15 +533,25 @@ bench_op_scan(struct bench_session *s)
                            ? (uint64_t)bench_opt.rows - span : 0;
         uint64_t i = bench_rand(&B.keys.rng) % (top + 1);
 
-        bench_key_of_index(i, &k);
+        bench_key_of_index(&B.keys, i, &k);
         memcpy(sc->start, k.k, k.len);
         sc->start_len = k.len;
-        bench_key_of_index(i + span, &k);
+        bench_key_of_index(&B.keys, i + span, &k);
         memcpy(sc->stop, k.k, k.len);
         sc->stop_len = k.len;
     } else if (B.workload == BENCH_W_SCAN_PREFIX) {
-        bench_key_of_index(bench_keys_read_index(&B.keys), &k);
-        sc->start_len = MIN((size_t)bench_opt.prefix_len, (size_t)k.len);
+        int64_t i = bench_keys_scan_index(&B.keys, B.scan_target);
+
+        if (i < 0)
+            bench_die("--scan-target %s: that user has no rows",
+                      bench_opt.scan_target);
+        bench_key_of_index(&B.keys, (uint64_t)i, &k);
+        /* a shaped key's prefix is whole fields: one user, one app */
+        sc->start_len = bench_opt.prefix_fields > 0
+                            ? bench_key_fields(&B.keys, &k,
+                                               (unsigned)bench_opt.prefix_fields)
+                            : MIN((size_t)bench_opt.prefix_len,
+                                  (size_t)k.len);
         memcpy(sc->start, k.k, sc->start_len);
         memcpy(sc->stop, sc->start, sc->start_len);
         sc->stop_len = salt_successor(sc->stop, sc->start_len);
@@ -1279,7 +1295,10 @@ main(int argc, char **argv)
     g_autoptr(GOptionContext) ctx =
         g_option_context_new("- load generator for HBase Thrift1 (loopback only)");
     g_autoptr(GError) err = NULL;
-    static const char *const dists[] = { "uniform", "zipf", "monotonic" };
+    static const char *const dists[] = { "uniform", "zipf", "monotonic",
+                                         "celebrity-user", "app-user-ts" };
+    static const char *const targets[] = { "any", "celebrity", "others" };
+    const char *why = NULL;
     static const char *const protos[] = { "binary", "compact" };
     static const char *const transports[] = { "buffered", "framed" };
     static const char *const merges[] = { "heap", "sequential" };
@@ -1318,8 +1337,10 @@ main(int argc, char **argv)
         bench_opt.batch < 0 || bench_opt.batch > 1000000 ||
         bench_opt.celebrity < 0 || bench_opt.celebrity > 1 ||
         bench_opt.max_connecting < 1 || bench_opt.timeout <= 0 ||
-        bench_opt.scan_limit < 0)
+        bench_opt.scan_limit < 0 || bench_opt.prefix_fields < 0)
         bench_die("option out of range");
+    B.scan_target = (bench_target_t)bench_lookup(
+        "scan target", bench_opt.scan_target, targets, 3, 0);
     if (bench_opt.batch == 0)
         bench_opt.batch = B.workload == BENCH_W_LOAD ? 1000 : 1;
     /* bounded in time: a run without --ops gets a duration */
@@ -1346,11 +1367,19 @@ main(int argc, char **argv)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    bench_keys_init(&B.keys, (bench_keydist_t)bench_lookup(
-                                 "key distribution", bench_opt.keys, dists,
-                                 3, 0),
-                    (uint64_t)bench_opt.rows, bench_opt.zipf_s,
-                    bench_opt.celebrity, (uint64_t)bench_opt.seed);
+    if (bench_opt.users < 0 || bench_opt.apps < 0 ||
+        !bench_keys_init(&B.keys, (bench_keydist_t)bench_lookup(
+                                      "key distribution", bench_opt.keys,
+                                      dists, G_N_ELEMENTS(dists), 0),
+                         (uint64_t)bench_opt.rows, bench_opt.zipf_s,
+                         bench_opt.celebrity, (uint64_t)bench_opt.users,
+                         (uint64_t)bench_opt.apps, (uint64_t)bench_opt.seed,
+                         &why))
+        bench_die("%s", why ? why : "--users/--apps out of range");
+    /* a range of indices is a range of rows only for the k keys */
+    if (B.workload == BENCH_W_SCAN_RANGE && !bench_keys_ordered(&B.keys))
+        bench_die("scan-range needs uniform, zipf or monotonic keys; use "
+                  "scan-prefix with --prefix-fields for a key shape");
     B.value = g_malloc((gsize)bench_opt.value_size + 1);
     for (int i = 0; i < bench_opt.value_size; i++)
         B.value[i] = (uint8_t)('a' + bench_rand(&B.keys.rng) % 26);
