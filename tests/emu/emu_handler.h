@@ -3,6 +3,7 @@
 
 #include <glib-object.h>
 
+#include "emu_guard.h"
 #include "emu_store.h"
 #include "hbase_hbase.h"
 
@@ -11,12 +12,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HbaseHbaseHandler, g_object_unref)
 
 #define EMU_TYPE_HANDLER (emu_handler_get_type())
 G_DECLARE_FINAL_TYPE(EmuHandler, emu_handler, EMU, HANDLER, HbaseHbaseHandler)
-
-/* Per-call behaviour that models a loaded cluster. */
-struct emu_handler_options {
-    guint rpc_latency_us;   /* slept in every call */
-    gboolean region_serial; /* one call at a time per region */
-};
 
 EmuHandler *emu_handler_new(emu_store *store,
                             const struct emu_handler_options *opts);
