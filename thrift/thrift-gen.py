@@ -10,7 +10,10 @@ For c_glib it mends two defects of the 0.17 generator:
 - each *_get_type() registers its type on first use without a lock, so
   two threads decoding their first call of a kind race and one of them
   fails: a generated <stem>_register_types() registers them all up front,
-  for multi-threaded users to call before starting threads.
+  for multi-threaded users to call before starting threads;
+- each enum gets a global toString_<Enum>() without the IDL's prefix, so
+  two IDLs that share an enum name (TThriftServerType) cannot link into
+  one program: they become <stem>_toString_<Enum>().
 """
 import os
 import re
@@ -61,6 +64,17 @@ def main():
     if gen != 'c_glib':
         return
     stem = sys.argv[5]
+    for name in os.listdir(outdir):
+        # both IDLs generate into one folder: touch only this one's files
+        if not name.startswith(stem) or not name.endswith(('.c', '.h')):
+            continue
+        path = os.path.join(outdir, name)
+        with open(path) as f:
+            text = f.read()
+        renamed = re.sub(r'\btoString_', stem + '_toString_', text)
+        if renamed != text:
+            with open(path, 'w') as f:
+                f.write(renamed)
     for name in os.listdir(outdir):
         if not name.endswith('_types.c'):
             continue
