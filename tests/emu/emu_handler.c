@@ -1060,24 +1060,6 @@ static gboolean emu_handler_delete_all_row_ts(HbaseHbaseIf *iface,
                                          "deleteAllRowTs", io, error);
 }
 
-static gint emu_handler_tcell_col_cmp(gconstpointer a, gconstpointer b)
-{
-    const struct emu_cell *x = a, *y = b;
-    int c = memcmp(x->family, y->family, MIN(x->family_len, y->family_len));
-
-    if (c == 0 && x->family_len != y->family_len)
-        c = x->family_len < y->family_len ? -1 : 1;
-    if (c != 0)
-        return c;
-    c = MIN(x->qualifier_len, y->qualifier_len)
-            ? memcmp(x->qualifier, y->qualifier,
-                     MIN(x->qualifier_len, y->qualifier_len))
-            : 0;
-    if (c == 0 && x->qualifier_len != y->qualifier_len)
-        c = x->qualifier_len < y->qualifier_len ? -1 : 1;
-    return c;
-}
-
 static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
                                    const HbaseTAppend *app,
                                    HbaseIOError **io, GError **error)
@@ -1142,7 +1124,7 @@ static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
     emu_table_write_unlock(t);
     emu_guard_leave(&g);
     /* Result.rawCells order: by column. */
-    g_array_sort(cells, emu_handler_tcell_col_cmp);
+    g_array_sort(cells, emu_result_cell_col_cmp);
     emu_result_add_cells(*ret, (const struct emu_cell *)(void *)cells->data,
                          cells->len);
     return TRUE;
@@ -1436,7 +1418,7 @@ static gboolean emu_handler_get_cluster_id(HbaseHbaseIf *iface, gchar **ret,
 {
     emu_guard_latency(&EMU_HANDLER(iface)->opts);
     g_free(*ret);
-    *ret = g_strdup("6d2a4f1e-5c3b-4e8a-9b7d-0e1f2a3b4c5d");
+    *ret = g_strdup(EMU_CLUSTER_ID);
     return TRUE;
 }
 
@@ -1447,10 +1429,7 @@ static gboolean emu_handler_acl(HbaseHbaseIf *iface, const char *method,
     emu_guard_latency(&EMU_HANDLER(iface)->opts);
     return emu_handler_fail(
         emu_handler_err(EMU_STORE_ERROR_IO_NORETRY,
-                        "org.apache.hadoop.hbase.exceptions."
-                        "UnknownProtocolException: No registered Master "
-                        "Coprocessor Endpoint found for AccessControlService. "
-                        "Has it been enabled?"),
+                        EMU_NO_ACL_MESSAGE),
         method, io, NULL, NULL, error);
 }
 
