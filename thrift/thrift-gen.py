@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """thrift-gen.py: run the Thrift compiler for one IDL and language.
 
-For c_glib it mends three defects of the 0.17 generator:
+For c_glib it mends four defects of the 0.17 generator:
 - maps keyed by binary (GByteArray *) hash the GByteArray struct as if it
   were a C string, which only works by accident: they get pointer hashing
   (nothing in this project looks a generated map up by content);
@@ -10,7 +10,10 @@ For c_glib it mends three defects of the 0.17 generator:
 - each *_get_type() registers its type on first use without a lock, so
   two threads decoding their first call of a kind race and one of them
   fails: a generated <stem>_register_types() registers them all up front,
-  for multi-threaded users to call before starting threads.
+  for multi-threaded users to call before starting threads;
+- each enum gets a global toString_<Enum>() without the IDL's prefix, so
+  two IDLs that share an enum name (TThriftServerType) cannot link into
+  one program: they become <stem>_toString_<Enum>().
 
 Meson runs one generation per IDL, in parallel, all with the same output
 directory.  So that one never reads or patches another's half-written
@@ -45,6 +48,15 @@ def chain_up(m):
     if body.endswith('\n' + CHAIN_UP):
         return m.group(0)
     return '%s (GObject *object)\n{\n%s\n%s\n}\n' % (m.group(1), body, CHAIN_UP)
+
+
+# not after a word character: <stem>_toString_ is mended already
+TO_STRING = re.compile(r'\btoString_')
+
+
+def patch_names(text, stem):
+    """The enum toString_ functions of one IDL under its own prefix."""
+    return TO_STRING.sub(stem + '_toString_', text)
 
 
 def patch_types(text):
@@ -82,13 +94,15 @@ def write_register(outdir, stem):
 def mend_c_glib(gendir, stem):
     """Patches and completes the c_glib files of one IDL, all in gendir."""
     for name in sorted(os.listdir(gendir)):
-        if not name.endswith('_types.c'):
+        if not name.endswith(('.c', '.h')):
             continue
         path = os.path.join(gendir, name)
         with open(path) as f:
-            text, n = patch_types(f.read())
-        if n == 0:
-            sys.exit('thrift-gen.py: no finalizers found in ' + name)
+            text = patch_names(f.read(), stem)
+        if name.endswith('_types.c'):
+            text, n = patch_types(text)
+            if n == 0:
+                sys.exit('thrift-gen.py: no finalizers found in ' + name)
         with open(path, 'w') as f:
             f.write(text)
     write_register(gendir, stem)

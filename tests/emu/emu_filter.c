@@ -1015,3 +1015,28 @@ emu_filter_all_remaining(const emu_filter *f)
 {
     return f->done || ef_all_remaining(f->root);
 }
+
+emu_filter_result emu_filter_row_cells(emu_filter *f, const uint8_t *row,
+                                       size_t row_len, GArray *cells)
+{
+    struct emu_cell *cv = (struct emu_cell *)(void *)cells->data;
+    g_autofree gboolean *kv = g_new0(gboolean, cells->len + 1);
+    emu_filter_result res;
+    guint out = 0;
+
+    res = emu_filter_row(f, row, row_len, cv, cells->len, kv);
+    if (res != EMU_FILTER_INCLUDE)
+        return res;
+    for (guint i = 0; i < cells->len; i++) {
+        if (!kv[i])
+            continue;
+        cv[out] = cv[i];
+        /* KeyOnlyFilter(true) points value at the cell's own lenbuf:
+         * follow it to the new slot */
+        if (cv[i].value == cv[i].lenbuf)
+            cv[out].value = cv[out].lenbuf;
+        out++;
+    }
+    g_array_set_size(cells, out);
+    return res;
+}

@@ -53,5 +53,13 @@ emu_filter_result emu_filter_row(emu_filter *f, const uint8_t *row,
                                  size_t row_len, struct emu_cell *cells,
                                  size_t ncells, gboolean *keep);
 
+/*
+ * Evaluates one row whose cells (struct emu_cell) are in 'cells' and
+ * keeps only the cells that survive; on anything but INCLUDE the array
+ * is left as it came.
+ */
+emu_filter_result emu_filter_row_cells(emu_filter *f, const uint8_t *row,
+                                       size_t row_len, GArray *cells);
+
 /* True once the filter says nothing more can match (WHILE, PageFilter...). */
 gboolean emu_filter_all_remaining(const emu_filter *f);

@@ -80,86 +80,6 @@ static GError *emu_handler_check_row(const GByteArray *row, int code)
     return NULL;
 }
 
-/* ---- per-call region accounting, serialisation and latency ---- */
-
-struct emu_guard {
-    EmuHandler *self;
-    emu_table *table;
-    GArray *regions;        /* guint, ascending, distinct */
-};
-
-static gint emu_handler_uint_cmp(gconstpointer a, gconstpointer b)
-{
-    guint x = *(const guint *)a, y = *(const guint *)b;
-
-    return x < y ? -1 : x > y ? 1 : 0;
-}
-
-/* Counts the call against each region its keys fall in, takes the
- * regions' locks in index order (no deadlock) and sleeps the latency. */
-static void emu_handler_enter(EmuHandler *self, struct emu_guard *g,
-                              emu_table *t, const uint8_t *const *keys,
-                              const size_t *lens, guint n)
-{
-    g->self = self;
-    g->table = t;
-    g->regions = g_array_new(FALSE, FALSE, sizeof(guint));
-    for (guint i = 0; t != NULL && i < n; i++) {
-        guint r = emu_table_region_of(t, keys[i], lens[i]);
-
-        g_array_append_val(g->regions, r);
-    }
-    g_array_sort(g->regions, emu_handler_uint_cmp);
-    guint out = 0;
-    for (guint i = 0; i < g->regions->len; i++) {
-        guint r = g_array_index(g->regions, guint, i);
-
-        if (out > 0 && g_array_index(g->regions, guint, out - 1) == r)
-            continue;
-        g_array_index(g->regions, guint, out++) = r;
-    }
-    g_array_set_size(g->regions, out);
-    for (guint i = 0; i < g->regions->len; i++) {
-        struct emu_region *reg = emu_table_region(
-            t, g_array_index(g->regions, guint, i));
-
-        __atomic_fetch_add(&reg->requests, 1, __ATOMIC_RELAXED);
-        if (self->opts.region_serial)
-            g_mutex_lock(&reg->serial);
-    }
-    if (self->opts.rpc_latency_us > 0)
-        g_usleep(self->opts.rpc_latency_us);
-}
-
-static void emu_handler_enter1(EmuHandler *self, struct emu_guard *g,
-                               emu_table *t, const GByteArray *key)
-{
-    const uint8_t *k = EMU_DATA(key);
-    size_t l = EMU_LEN(key);
-
-    emu_handler_enter(self, g, t, &k, &l, t != NULL ? 1 : 0);
-}
-
-static void emu_handler_leave(struct emu_guard *g)
-{
-    if (g->self->opts.region_serial) {
-        for (guint i = g->regions->len; i > 0; i--) {
-            struct emu_region *reg = emu_table_region(
-                g->table, g_array_index(g->regions, guint, i - 1));
-
-            g_mutex_unlock(&reg->serial);
-        }
-    }
-    g_array_unref(g->regions);
-}
-
-/* A call that touches no region still pays the latency. */
-static void emu_handler_admin_latency(EmuHandler *self)
-{
-    if (self->opts.rpc_latency_us > 0)
-        g_usleep(self->opts.rpc_latency_us);
-}
-
 /* ---- shared read paths ---- */
 
 static emu_colspec *emu_handler_colspec(emu_table *t, const GPtrArray *cols,
@@ -217,7 +137,7 @@ static gboolean emu_handler_get_cells(EmuHandler *self, GPtrArray *ret,
         return emu_handler_fail(err, method, io, NULL, NULL, error);
     struct emu_read rd = { spec, ts, versions };
     cells = g_array_new(FALSE, FALSE, sizeof(struct emu_cell));
-    emu_handler_enter1(self, &g, t, row);
+    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
     emu_table_read_lock(t);
     emu_handler_read_row(t, row, &rd, cells);
     emu_result_add_cells(ret, (const struct emu_cell *)(void *)cells->data,
@@ -227,7 +147,7 @@ static gboolean emu_handler_get_cells(EmuHandler *self, GPtrArray *ret,
         __atomic_fetch_add(&emu_table_region(t, g_array_index(g.regions,
                                              guint, 0))->rows_read, 1,
                            __ATOMIC_RELAXED);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     return TRUE;
 }
 
@@ -272,7 +192,7 @@ static gboolean emu_handler_get_rows(EmuHandler *self, GPtrArray *ret,
         keys[i] = EMU_DATA(r);
         lens[i] = EMU_LEN(r);
     }
-    emu_handler_enter(self, &g, t, keys, lens, n);
+    emu_guard_enter(&g, &self->opts, t, keys, lens, n);
     emu_table_read_lock(t);
     for (guint i = 0; i < n; i++) {
         g_array_set_size(cells, 0);
@@ -287,7 +207,7 @@ static gboolean emu_handler_get_rows(EmuHandler *self, GPtrArray *ret,
                            __ATOMIC_RELAXED);
     }
     emu_table_read_unlock(t);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     return TRUE;
 }
 
@@ -363,7 +283,7 @@ static gboolean emu_handler_mutate_row_ts(HbaseHbaseIf *iface,
         return emu_handler_fail(err, method, io, ia, NULL, error);
     if (!emu_handler_parse_muts(t, mutations, FALSE, muts, &err))
         return emu_handler_fail(err, method, io, ia, NULL, error);
-    emu_handler_enter1(self, &g, t, row);
+    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
     if (muts->len > 0) {
         emu_table_write_lock(t);
         emu_table_mutate(t, row->data, row->len,
@@ -371,7 +291,7 @@ static gboolean emu_handler_mutate_row_ts(HbaseHbaseIf *iface,
                          muts->len, ts);
         emu_table_write_unlock(t);
     }
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     return TRUE;
 }
 
@@ -421,7 +341,7 @@ static gboolean emu_handler_mutate_rows_ts(HbaseHbaseIf *iface,
         keys[i] = b->row->data;
         lens[i] = b->row->len;
     }
-    emu_handler_enter(self, &g, t, keys, lens, n);
+    emu_guard_enter(&g, &self->opts, t, keys, lens, n);
     emu_table_write_lock(t);
     for (int pass = 0; pass < 2; pass++) {
         for (guint i = 0; i < n; i++) {
@@ -442,7 +362,7 @@ static gboolean emu_handler_mutate_rows_ts(HbaseHbaseIf *iface,
         }
     }
     emu_table_write_unlock(t);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     return TRUE;
 }
 
@@ -455,7 +375,7 @@ static gboolean emu_handler_enable_table(HbaseHbaseIf *iface,
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = NULL;
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     if (!emu_store_set_enabled(self->store, EMU_DATA(name), EMU_LEN(name),
                                TRUE, &err))
         return emu_handler_fail(err, "enableTable", io, NULL, NULL, error);
@@ -469,7 +389,7 @@ static gboolean emu_handler_disable_table(HbaseHbaseIf *iface,
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = NULL;
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     if (!emu_store_set_enabled(self->store, EMU_DATA(name), EMU_LEN(name),
                                FALSE, &err))
         return emu_handler_fail(err, "disableTable", io, NULL, NULL, error);
@@ -486,7 +406,7 @@ static gboolean emu_handler_is_table_enabled(HbaseHbaseIf *iface,
     GError *err = NULL;
     g_autoptr(emu_table) t = NULL;
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     t = emu_store_table_ref(self->store, EMU_DATA(name), EMU_LEN(name),
                             FALSE, &err);
     if (t == NULL)
@@ -503,7 +423,7 @@ static gboolean emu_handler_compact_common(HbaseHbaseIf *iface,
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = NULL;
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     if (!emu_store_compact(self->store, EMU_DATA(name), EMU_LEN(name), major,
                            &err))
         return emu_handler_fail(err, major ? "majorCompact" : "compact", io,
@@ -540,7 +460,7 @@ static gboolean emu_handler_get_table_names(HbaseHbaseIf *iface,
     EmuHandler *self = EMU_HANDLER(iface);
     g_autoptr(GPtrArray) names = NULL;
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     names = emu_store_table_names(self->store, NULL);
     for (guint i = 0; i < names->len; i++) {
         const char *n = g_ptr_array_index(names, i);
@@ -557,7 +477,7 @@ static gboolean emu_handler_get_table_names_with_is_table_enabled(
     g_autoptr(GPtrArray) names = NULL;
     g_autoptr(GArray) enabled = NULL;
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     names = emu_store_table_names(self->store, &enabled);
     for (guint i = 0; i < names->len; i++) {
         const char *n = g_ptr_array_index(names, i);
@@ -579,7 +499,7 @@ static gboolean emu_handler_get_column_descriptors(HbaseHbaseIf *iface,
     GError *err = NULL;
     g_autoptr(emu_table) t = NULL;
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     t = emu_store_table_ref(self->store, EMU_DATA(name), EMU_LEN(name),
                             FALSE, &err);
     if (t == NULL)
@@ -637,7 +557,7 @@ static gboolean emu_handler_get_table_regions(HbaseHbaseIf *iface,
     EmuHandler *self = EMU_HANDLER(iface);
     g_autoptr(emu_table) t = NULL;
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     t = emu_store_table_ref(self->store, EMU_DATA(name), EMU_LEN(name),
                             FALSE, NULL);
     if (t == NULL)
@@ -664,7 +584,7 @@ static gboolean emu_handler_create_table(HbaseHbaseIf *iface,
     g_autoptr(GPtrArray) fams = g_ptr_array_new_with_free_func(
         emu_family_free);
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     for (guint i = 0; cfs != NULL && i < cfs->len; i++) {
         const HbaseColumnDescriptor *cd = g_ptr_array_index(cfs, i);
         struct emu_family *f = g_new0(struct emu_family, 1);
@@ -718,7 +638,7 @@ static gboolean emu_handler_delete_table(HbaseHbaseIf *iface,
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = NULL;
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     if (!emu_store_delete_table(self->store, EMU_DATA(name), EMU_LEN(name),
                                 &err))
         return emu_handler_fail(err, "deleteTable", io, NULL, NULL, error);
@@ -970,12 +890,12 @@ static gboolean emu_handler_atomic_increment(HbaseHbaseIf *iface,
                                 &qual_len, &err);
     if (t == NULL)
         return emu_handler_fail(err, "atomicIncrement", io, ia, NULL, error);
-    emu_handler_enter1(self, &g, t, row);
+    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
     emu_table_write_lock(t);
     ok = emu_table_increment(t, row->data, row->len, fam, qual, qual_len,
                              value, ret, &ts, &err);
     emu_table_write_unlock(t);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     if (!ok)
         return emu_handler_fail(err, "atomicIncrement", io, ia, NULL, error);
     return TRUE;
@@ -1004,12 +924,12 @@ static gboolean emu_handler_increment_one(EmuHandler *self,
                                 &qual, &qual_len, &err);
     if (t == NULL)
         return emu_handler_fail(err, method, io, NULL, NULL, error);
-    emu_handler_enter1(self, &g, t, inc->row);
+    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(inc->row), EMU_LEN(inc->row));
     emu_table_write_lock(t);
     ok = emu_table_increment(t, inc->row->data, inc->row->len, fam, qual,
                              qual_len, inc->ammount, &result, &ts, &err);
     emu_table_write_unlock(t);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     if (!ok)
         return emu_handler_fail(err, method, io, NULL, NULL, error);
     return TRUE;
@@ -1063,11 +983,11 @@ static gboolean emu_handler_delete_all_ts_common(HbaseHbaseIf *iface,
                   : EMU_MUT_DELETE_FAMILY;
     if (!emu_table_family_index(t, EMU_DATA(column), fam_len, &mu.fam, &err))
         return emu_handler_fail(err, method, io, NULL, NULL, error);
-    emu_handler_enter1(self, &g, t, row);
+    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
     emu_table_write_lock(t);
     emu_table_mutate(t, row->data, row->len, &mu, 1, ts);
     emu_table_write_unlock(t);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     return TRUE;
 }
 
@@ -1113,11 +1033,11 @@ static gboolean emu_handler_delete_row_common(HbaseHbaseIf *iface,
                             TRUE, &err);
     if (t == NULL)
         return emu_handler_fail(err, method, io, NULL, NULL, error);
-    emu_handler_enter1(self, &g, t, row);
+    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
     emu_table_write_lock(t);
     emu_table_delete_row(t, row->data, row->len, ts);
     emu_table_write_unlock(t);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     return TRUE;
 }
 
@@ -1141,24 +1061,6 @@ static gboolean emu_handler_delete_all_row_ts(HbaseHbaseIf *iface,
 {
     return emu_handler_delete_row_common(iface, table, row, ts,
                                          "deleteAllRowTs", io, error);
-}
-
-static gint emu_handler_tcell_col_cmp(gconstpointer a, gconstpointer b)
-{
-    const struct emu_cell *x = a, *y = b;
-    int c = memcmp(x->family, y->family, MIN(x->family_len, y->family_len));
-
-    if (c == 0 && x->family_len != y->family_len)
-        c = x->family_len < y->family_len ? -1 : 1;
-    if (c != 0)
-        return c;
-    c = MIN(x->qualifier_len, y->qualifier_len)
-            ? memcmp(x->qualifier, y->qualifier,
-                     MIN(x->qualifier_len, y->qualifier_len))
-            : 0;
-    if (c == 0 && x->qualifier_len != y->qualifier_len)
-        c = x->qualifier_len < y->qualifier_len ? -1 : 1;
-    return c;
 }
 
 static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
@@ -1198,7 +1100,7 @@ static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
         if (!emu_table_family_index(t, EMU_DATA(c), fam_len, &fam, &err))
             return emu_handler_fail(err, "append", io, NULL, NULL, error);
     }
-    emu_handler_enter1(self, &g, t, app->row);
+    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(app->row), EMU_LEN(app->row));
     emu_table_write_lock(t);
     for (guint i = 0; i < n; i++) {
         const GByteArray *c = g_ptr_array_index(app->columns, i);
@@ -1224,9 +1126,9 @@ static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
         g_array_append_val(cells, cell);
     }
     emu_table_write_unlock(t);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     /* Result.rawCells order: by column. */
-    g_array_sort(cells, emu_handler_tcell_col_cmp);
+    g_array_sort(cells, emu_result_cell_col_cmp);
     emu_result_add_cells(*ret, (const struct emu_cell *)(void *)cells->data,
                          cells->len);
     return TRUE;
@@ -1275,7 +1177,7 @@ static gboolean emu_handler_check_and_put(HbaseHbaseIf *iface,
     put.value = EMU_DATA(mput->value) ? EMU_DATA(mput->value)
                                       : (const uint8_t *)"";
     put.value_len = EMU_LEN(mput->value);
-    emu_handler_enter1(self, &g, t, row);
+    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
     emu_table_write_lock(t);
     cur = emu_table_cell_latest(t, row->data, row->len, fam, qual, qual_len,
                                 &cur_len);
@@ -1289,7 +1191,7 @@ static gboolean emu_handler_check_and_put(HbaseHbaseIf *iface,
     if (match)
         emu_table_mutate(t, row->data, row->len, &put, 1, EMU_LATEST_TS);
     emu_table_write_unlock(t);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     *ret = match;
     return TRUE;
 }
@@ -1322,10 +1224,10 @@ static gboolean emu_handler_open(EmuHandler *self, HbaseScannerID *ret,
     spec->cols = emu_handler_colspec(t, columns, &err);
     if (spec->cols == NULL)
         return emu_handler_fail(err, method, io, NULL, NULL, error);
-    emu_handler_enter(self, &g, t, &spec->start, &spec->start_len, 1);
+    emu_guard_enter(&g, &self->opts, t, &spec->start, &spec->start_len, 1);
     ok = emu_scanner_open(t, spec, ret, &err);
     emu_colspec_free(spec->cols);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     if (!ok)
         return emu_handler_fail(err, method, io, NULL, NULL, error);
     return TRUE;
@@ -1460,9 +1362,9 @@ static gboolean emu_handler_scanner_get_list(HbaseHbaseIf *iface,
         return emu_handler_fail(err, "scannerGetList", io, ia, NULL, error);
     pos = emu_scanner_position(sc);
     p = g_bytes_get_data(pos, &plen);
-    emu_handler_enter(self, &g, emu_scanner_table(sc), &p, &plen, 1);
+    emu_guard_enter(&g, &self->opts, emu_scanner_table(sc), &p, &plen, 1);
     ok = emu_scanner_fetch(sc, n, *ret, &err);
-    emu_handler_leave(&g);
+    emu_guard_leave(&g);
     if (!ok)
         return emu_handler_fail(err, "scannerGetList", io, ia, NULL, error);
     return TRUE;
@@ -1485,7 +1387,7 @@ static gboolean emu_handler_scanner_close(HbaseHbaseIf *iface,
 {
     GError *err = NULL;
 
-    emu_handler_admin_latency(EMU_HANDLER(iface));
+    emu_guard_latency(&EMU_HANDLER(iface)->opts);
     if (!emu_scanner_close(id, &err))
         return emu_handler_fail(err, "scannerClose", io, ia, NULL, error);
     return TRUE;
@@ -1503,7 +1405,7 @@ static gboolean emu_handler_get_region_info(HbaseHbaseIf *iface,
     g_autoptr(emu_table) t = NULL;
     guint region;
 
-    emu_handler_admin_latency(self);
+    emu_guard_latency(&self->opts);
     t = emu_store_region_for_meta_row(self->store, EMU_DATA(row),
                                       EMU_LEN(row), &region, &err);
     if (t == NULL)
@@ -1515,7 +1417,7 @@ static gboolean emu_handler_get_region_info(HbaseHbaseIf *iface,
 static gboolean emu_handler_get_thrift_server_type(
     HbaseHbaseIf *iface, HbaseTThriftServerType *ret, GError **error)
 {
-    emu_handler_admin_latency(EMU_HANDLER(iface));
+    emu_guard_latency(&EMU_HANDLER(iface)->opts);
     *ret = HBASE_T_THRIFT_SERVER_TYPE_ONE;
     return TRUE;
 }
@@ -1523,9 +1425,9 @@ static gboolean emu_handler_get_thrift_server_type(
 static gboolean emu_handler_get_cluster_id(HbaseHbaseIf *iface, gchar **ret,
                                            GError **error)
 {
-    emu_handler_admin_latency(EMU_HANDLER(iface));
+    emu_guard_latency(&EMU_HANDLER(iface)->opts);
     g_free(*ret);
-    *ret = g_strdup("6d2a4f1e-5c3b-4e8a-9b7d-0e1f2a3b4c5d");
+    *ret = g_strdup(EMU_CLUSTER_ID);
     return TRUE;
 }
 
@@ -1533,13 +1435,10 @@ static gboolean emu_handler_get_cluster_id(HbaseHbaseIf *iface, gchar **ret,
 static gboolean emu_handler_acl(HbaseHbaseIf *iface, const char *method,
                                 HbaseIOError **io, GError **error)
 {
-    emu_handler_admin_latency(EMU_HANDLER(iface));
+    emu_guard_latency(&EMU_HANDLER(iface)->opts);
     return emu_handler_fail(
         emu_handler_err(EMU_STORE_ERROR_IO_NORETRY,
-                        "org.apache.hadoop.hbase.exceptions."
-                        "UnknownProtocolException: No registered Master "
-                        "Coprocessor Endpoint found for AccessControlService. "
-                        "Has it been enabled?"),
+                        EMU_NO_ACL_MESSAGE),
         method, io, NULL, NULL, error);
 }
 

@@ -3,20 +3,23 @@
 
 #include <glib-object.h>
 
+#include "emu_guard.h"
 #include "emu_store.h"
 #include "hbase_hbase.h"
+
+/* One cluster behind both services: the same id from each. */
+#define EMU_CLUSTER_ID "6d2a4f1e-5c3b-4e8a-9b7d-0e1f2a3b4c5d"
+/* grant/revoke without the AccessController coprocessor. */
+#define EMU_NO_ACL_MESSAGE \
+    "org.apache.hadoop.hbase.exceptions.UnknownProtocolException: No " \
+    "registered Master Coprocessor Endpoint found for " \
+    "AccessControlService. Has it been enabled?"
 
 /* The generated parent has no autoptr cleanup; G_DECLARE_* needs one. */
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HbaseHbaseHandler, g_object_unref)
 
 #define EMU_TYPE_HANDLER (emu_handler_get_type())
 G_DECLARE_FINAL_TYPE(EmuHandler, emu_handler, EMU, HANDLER, HbaseHbaseHandler)
-
-/* Per-call behaviour that models a loaded cluster. */
-struct emu_handler_options {
-    guint rpc_latency_us;   /* slept in every call */
-    gboolean region_serial; /* one call at a time per region */
-};
 
 EmuHandler *emu_handler_new(emu_store *store,
                             const struct emu_handler_options *opts);

@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hbase2_register.h"
 #include "hbase_hbase_register.h"
 
 #include "emu_handler.h"
+#include "emu_handler2.h"
 #include "emu_scanner.h"
 #include "emu_server.h"
 #include "emu_store.h"
@@ -25,6 +27,8 @@ static struct {
     char *stats_file;
     char **create_tables;
     char *port_file;
+    char *thrift2_listen;
+    char *thrift2_port_file;
 } emu_main_opts = {
     .max_frame_mb = 16,
     .scanner_timeout_ms = 120000,
@@ -33,6 +37,7 @@ static struct {
 
 static emu_store *emu_main_store;
 static emu_server *emu_main_server;
+static emu_server *emu_main_server2;   /* Thrift2, or NULL */
 
 static GOptionEntry emu_main_entries[] = {
     { "listen", 0, 0, G_OPTION_ARG_STRING, &emu_main_opts.listen,
@@ -62,6 +67,13 @@ static GOptionEntry emu_main_entries[] = {
       "create a table at startup (repeatable)", "NAME:FAM1,FAM2" },
     { "port-file", 0, 0, G_OPTION_ARG_FILENAME, &emu_main_opts.port_file,
       "write the bound port here once listening", "PATH" },
+    { "thrift2-listen", 0, 0, G_OPTION_ARG_STRING,
+      &emu_main_opts.thrift2_listen,
+      "also serve Thrift2 (THBaseService, as `hbase thrift2`) here, over "
+      "the same tables; same --framed/--compact", "HOST:PORT" },
+    { "thrift2-port-file", 0, 0, G_OPTION_ARG_FILENAME,
+      &emu_main_opts.thrift2_port_file,
+      "write the bound Thrift2 port here once listening", "PATH" },
     { NULL }
 };
 
@@ -155,6 +167,8 @@ static gpointer emu_main_signal_thread(gpointer data)
         }
         if (emu_main_opts.stats_file != NULL)
             emu_main_dump_stats();
+        if (emu_main_server2 != NULL)
+            emu_server_stop(emu_main_server2);
         emu_server_stop(emu_main_server);
         return NULL;
     }
@@ -171,18 +185,60 @@ static gpointer emu_main_sweeper_thread(gpointer data)
     return NULL;
 }
 
+/* "HOST:PORT" or "[V6]:PORT" into a host and a port in 0..65535. */
+static gboolean emu_main_parse_addr(const char *opt, const char *addr,
+                                    char **host, int *port)
+{
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    char *end = NULL;
+    long p;
+
+    if (colon == NULL) {
+        fprintf(stderr, "hbase-emu: --%s HOST:PORT is required\n", opt);
+        return FALSE;
+    }
+    p = strtol(colon + 1, &end, 10);
+    if (end == colon + 1 || *end != '\0' || p < 0 || p > 65535) {
+        fprintf(stderr, "hbase-emu: --%s: bad port in %s\n", opt, addr);
+        return FALSE;
+    }
+    *host = g_strndup(addr, (gsize)(colon - addr));
+    if ((*host)[0] == '[' && (*host)[strlen(*host) - 1] == ']') {
+        memmove(*host, *host + 1, strlen(*host));
+        (*host)[strlen(*host) - 1] = '\0';
+    }
+    *port = (int)p;
+    return TRUE;
+}
+
+static gboolean emu_main_write_port(const char *path, int port,
+                                    GError **error)
+{
+    g_autofree char *txt = g_strdup_printf("%d\n", port);
+
+    return path == NULL || g_file_set_contents(path, txt, -1, error);
+}
+
+static gpointer emu_main_thrift2_thread(gpointer data)
+{
+    emu_server_run(data);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     g_autoptr(GOptionContext) ctx = g_option_context_new(
-        "- in-memory HBase Thrift1 server for tests");
+        "- in-memory HBase Thrift1 (and Thrift2) server for tests");
     g_autoptr(GError) err = NULL;
     g_autoptr(EmuHandler) handler = NULL;
+    g_autoptr(EmuHandler2) handler2 = NULL;
+    g_autofree char *host2 = NULL;
+    int port2 = -1;
     struct emu_store_config scfg = { 0 };
     struct emu_server_config cfg = { 0 };
     struct emu_handler_options hopts = { 0 };
     static sigset_t set;
     g_autofree char *host = NULL;
-    const char *colon;
     int port = -1;
 
     g_option_context_add_main_entries(ctx, emu_main_entries, NULL);
@@ -196,19 +252,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "hbase-emu: %s\n", err->message);
         return 2;
     }
-    if (emu_main_opts.listen == NULL ||
-        (colon = strrchr(emu_main_opts.listen, ':')) == NULL) {
-        fprintf(stderr, "hbase-emu: --listen HOST:PORT is required\n");
+    if (!emu_main_parse_addr("listen", emu_main_opts.listen, &host, &port))
         return 2;
-    }
-    host = g_strndup(emu_main_opts.listen,
-                     (gsize)(colon - emu_main_opts.listen));
-    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-        memmove(host, host + 1, strlen(host));
-        host[strlen(host) - 1] = '\0';
-    }
-    port = atoi(colon + 1);
-    if (port < 0 || port > 65535 || emu_main_opts.max_frame_mb <= 0 ||
+    if (emu_main_opts.thrift2_listen != NULL &&
+        !emu_main_parse_addr("thrift2-listen", emu_main_opts.thrift2_listen,
+                             &host2, &port2))
+        return 2;
+    if (emu_main_opts.max_frame_mb <= 0 ||
         emu_main_opts.max_frame_mb > 2047 || emu_main_opts.regions <= 0 ||
         emu_main_opts.regions > 65536 || emu_main_opts.rpc_latency_us < 0 ||
         emu_main_opts.scanner_timeout_ms <= 0) {
@@ -243,6 +293,7 @@ int main(int argc, char **argv)
     hopts.rpc_latency_us = (guint)emu_main_opts.rpc_latency_us;
     hopts.region_serial = emu_main_opts.region_serial;
     handler = emu_handler_new(emu_main_store, &hopts);
+    handler2 = emu_handler2_new(emu_main_store, &hopts);
 
     cfg.host = host;
     cfg.port = port;
@@ -253,6 +304,7 @@ int main(int argc, char **argv)
     /* c_glib registers each type on first use, unlocked: do it now, before
      * connection threads race for it. */
     hbase_hbase_register_types();
+    hbase2_register_types();
 
     /* Block the signals before any thread starts so all inherit the mask. */
     sigemptyset(&set);
@@ -262,24 +314,41 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    emu_main_server = emu_server_new(&cfg, handler, &port, &err);
+    emu_main_server = emu_server_new(&cfg, G_OBJECT(handler), &port, &err);
     if (emu_main_server == NULL) {
         fprintf(stderr, "hbase-emu: %s\n", err->message);
         return 1;
     }
-    if (emu_main_opts.port_file != NULL) {
-        g_autofree char *txt = g_strdup_printf("%d\n", port);
+    if (host2 != NULL) {
+        struct emu_server_config cfg2 = cfg;
 
-        if (!g_file_set_contents(emu_main_opts.port_file, txt, -1, &err)) {
-            fprintf(stderr, "hbase-emu: %s\n", err->message);
+        cfg2.service = EMU_SERVICE_HBASE2;
+        cfg2.host = host2;
+        cfg2.port = port2;
+        emu_main_server2 = emu_server_new(&cfg2, G_OBJECT(handler2), &port2,
+                                          &err);
+        if (emu_main_server2 == NULL) {
+            fprintf(stderr, "hbase-emu: thrift2: %s\n", err->message);
             return 1;
         }
+    }
+    /* The Thrift2 port first: a harness that waits for the Thrift1 port
+     * file then finds both. */
+    if (!emu_main_write_port(emu_main_opts.thrift2_port_file, port2, &err) ||
+        !emu_main_write_port(emu_main_opts.port_file, port, &err)) {
+        fprintf(stderr, "hbase-emu: %s\n", err->message);
+        return 1;
     }
     g_thread_unref(g_thread_new("emu-signals", emu_main_signal_thread, &set));
     g_thread_unref(g_thread_new("emu-sweeper", emu_main_sweeper_thread, NULL));
     g_message("listening on %s:%d (%s, %s)", host, port,
               cfg.framed ? "framed" : "buffered",
               cfg.compact ? "compact" : "binary");
+    if (emu_main_server2 != NULL) {
+        g_message("thrift2 listening on %s:%d", host2, port2);
+        g_thread_unref(g_thread_new("emu-thrift2", emu_main_thrift2_thread,
+                                    emu_main_server2));
+    }
     emu_server_run(emu_main_server);
     /* Connection threads may still run; the process exit ends them. */
     return 0;

@@ -3,6 +3,18 @@
 
 #include <string.h>
 
+#include "emu_store.h"
+
+gint emu_result_cell_col_cmp(gconstpointer a, gconstpointer b)
+{
+    const struct emu_cell *x = a, *y = b;
+    int c = emu_store_bytes_cmp(x->family, x->family_len, y->family,
+                                 y->family_len);
+
+    return c != 0 ? c : emu_store_bytes_cmp(x->qualifier, x->qualifier_len,
+                                             y->qualifier, y->qualifier_len);
+}
+
 GByteArray *emu_result_column_name(const struct emu_cell *c)
 {
     GByteArray *b = g_byte_array_sized_new(

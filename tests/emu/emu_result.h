@@ -20,5 +20,8 @@ void emu_result_add_row(GPtrArray *out, const uint8_t *key, size_t key_len,
 void emu_result_add_cells(GPtrArray *out, const struct emu_cell *cells,
                           guint n);
 
+/* Orders struct emu_cell by family, then qualifier, as Result sorts. */
+gint emu_result_cell_col_cmp(gconstpointer a, gconstpointer b);
+
 /* A new GByteArray holding "family:qualifier". */
 GByteArray *emu_result_column_name(const struct emu_cell *c);

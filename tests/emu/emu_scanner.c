@@ -30,9 +30,16 @@ struct emu_scanner {
     gboolean sorted;
     gboolean reversed;
     emu_filter *filter;
+    emu_scan_emit_fn emit;
+    int64_t min_ts;
+    int32_t max_versions;
+    int64_t *fam_min;           /* NULL or one per family */
+    int64_t *fam_max;
+    int32_t limit;              /* rows left to return; -1: no limit */
+    gboolean stop_inclusive;
     GByteArray *last;           /* last row passed; NULL before the first */
     gboolean done;
-    GQueue pending;             /* HbaseTRowResult * left from a split row */
+    GQueue pending;             /* reply objects left from a split row */
     gint64 last_access;         /* monotonic us, under the registry lock */
 };
 
@@ -45,10 +52,12 @@ static struct {
 
 static void emu_scanner_free(emu_scanner *sc)
 {
-    HbaseTRowResult *r;
+    GObject *r;
 
     while ((r = g_queue_pop_head(&sc->pending)) != NULL)
         g_object_unref(r);
+    g_free(sc->fam_min);
+    g_free(sc->fam_max);
     if (sc->filter != NULL)
         emu_filter_free(sc->filter);
     emu_colspec_free(sc->cols);
@@ -120,6 +129,17 @@ gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
     sc->sorted = spec->sorted;
     sc->reversed = spec->reversed;
     sc->filter = filter;
+    sc->emit = spec->emit;
+    sc->min_ts = spec->min_ts;
+    sc->max_versions = MAX(spec->max_versions, 1);
+    if (spec->fam_min != NULL) {
+        guint nf = emu_table_family_count(t);
+
+        sc->fam_min = g_memdup2(spec->fam_min, nf * sizeof(int64_t));
+        sc->fam_max = g_memdup2(spec->fam_max, nf * sizeof(int64_t));
+    }
+    sc->limit = spec->limit > 0 ? spec->limit : -1;
+    sc->stop_inclusive = spec->stop_inclusive;
     g_queue_init(&sc->pending);
 
     g_mutex_lock(&emu_scanner_reg.lock);
@@ -141,6 +161,12 @@ static void emu_scanner_invalid(GError **error)
 
 emu_scanner *emu_scanner_get(int32_t id, GError **error)
 {
+    return emu_scanner_get_for(id, NULL, error);
+}
+
+emu_scanner *emu_scanner_get_for(int32_t id, emu_scan_emit_fn emit,
+                                 GError **error)
+{
     emu_scanner *sc;
     gint64 now = g_get_monotonic_time();
 
@@ -149,6 +175,8 @@ emu_scanner *emu_scanner_get(int32_t id, GError **error)
              ? g_hash_table_lookup(emu_scanner_reg.scanners,
                                    GINT_TO_POINTER(id))
              : NULL;
+    if (sc != NULL && sc->emit != emit)
+        sc = NULL; /* the other service's scanner */
     if (sc != NULL && now - sc->last_access > emu_scanner_reg.timeout_us) {
         /* Guava's expireAfterAccess: gone on the next look. */
         g_hash_table_remove(emu_scanner_reg.scanners, GINT_TO_POINTER(id));
@@ -166,7 +194,13 @@ emu_scanner *emu_scanner_get(int32_t id, GError **error)
 
 gboolean emu_scanner_close(int32_t id, GError **error)
 {
-    g_autoptr(emu_scanner) sc = emu_scanner_get(id, error);
+    return emu_scanner_close_for(id, NULL, error);
+}
+
+gboolean emu_scanner_close_for(int32_t id, emu_scan_emit_fn emit,
+                               GError **error)
+{
+    g_autoptr(emu_scanner) sc = emu_scanner_get_for(id, emit, error);
 
     if (sc == NULL)
         return FALSE;
@@ -233,6 +267,8 @@ static gboolean emu_scanner_past_end(const emu_scanner *sc,
     int c = memcmp(key, sp, MIN(len, sl));
     if (c == 0)
         c = len < sl ? -1 : len > sl ? 1 : 0;
+    if (sc->stop_inclusive)
+        return sc->reversed ? c < 0 : c > 0;
     return sc->reversed ? c <= 0 : c >= 0;
 }
 
@@ -242,10 +278,17 @@ static void emu_scanner_step(emu_scanner *sc, guint want)
     emu_table *t = sc->table;
     g_autoptr(GArray) cells = g_array_new(FALSE, FALSE,
                                           sizeof(struct emu_cell));
-    g_autoptr(GArray) keep = g_array_new(FALSE, FALSE, sizeof(gboolean));
-    struct emu_read rd = { sc->cols, sc->max_ts, 1 };
+    struct emu_read rd = { sc->cols, sc->max_ts, sc->max_versions };
     GTreeNode *n;
     guint examined = 0;
+
+    rd.min_ts = sc->min_ts;
+    rd.fam_min = sc->fam_min;
+    rd.fam_max = sc->fam_max;
+    if (sc->limit == 0) {
+        sc->done = TRUE;
+        return;
+    }
 
     if (sc->last == NULL) {
         gsize sl;
@@ -280,15 +323,9 @@ static void emu_scanner_step(emu_scanner *sc, guint want)
         if (ncells == 0)
             continue;
         if (sc->filter != NULL) {
-            struct emu_cell *cv = (struct emu_cell *)(void *)cells->data;
-            gboolean *kv;
-            emu_filter_result res;
-            guint out = 0;
+            emu_filter_result res = emu_filter_row_cells(sc->filter, key,
+                                                         klen, cells);
 
-            g_array_set_size(keep, ncells);
-            kv = (gboolean *)(void *)keep->data;
-            memset(kv, 0, ncells * sizeof(gboolean));
-            res = emu_filter_row(sc->filter, key, klen, cv, ncells, kv);
             if (res == EMU_FILTER_DONE) {
                 sc->done = TRUE;
                 return;
@@ -300,17 +337,7 @@ static void emu_scanner_step(emu_scanner *sc, guint want)
                 }
                 continue;
             }
-            for (guint i = 0; i < ncells; i++) {
-                if (kv[i]) {
-                    cv[out] = cv[i];
-                    /* KeyOnlyFilter(true) points value at the cell's own
-                     * lenbuf: follow it to the new slot */
-                    if (cv[i].value == cv[i].lenbuf)
-                        cv[out].value = cv[out].lenbuf;
-                    out++;
-                }
-            }
-            ncells = out;
+            ncells = cells->len;
             if (emu_filter_all_remaining(sc->filter))
                 sc->done = TRUE;
             if (ncells == 0) {
@@ -324,12 +351,15 @@ static void emu_scanner_step(emu_scanner *sc, guint want)
             struct emu_region *reg = emu_table_region(
                 t, emu_table_region_of(t, key, klen));
 
-            emu_result_add_row(rows, key, klen,
-                               (const struct emu_cell *)(void *)cells->data,
-                               ncells, sc->sorted, sc->batch);
+            (sc->emit != NULL ? sc->emit : emu_result_add_row)(
+                rows, key, klen, (const struct emu_cell *)(void *)cells->data,
+                ncells, sc->sorted, sc->batch);
             for (guint i = 0; i < rows->len; i++)
                 g_queue_push_tail(&sc->pending, g_ptr_array_index(rows, i));
             __atomic_fetch_add(&reg->rows_read, 1, __ATOMIC_RELAXED);
+            /* Scan.setLimit counts rows, however batchSize splits them. */
+            if (sc->limit > 0 && --sc->limit == 0)
+                sc->done = TRUE;
         }
         if (sc->done)
             return;
@@ -347,7 +377,7 @@ gboolean emu_scanner_fetch(emu_scanner *sc, int32_t n, GPtrArray *out,
         return TRUE; /* ResultScanner.next(0): nothing, read as the end */
     g_mutex_lock(&sc->lock);
     while (out->len < (guint)n) {
-        HbaseTRowResult *r = g_queue_pop_head(&sc->pending);
+        GObject *r = g_queue_pop_head(&sc->pending);
 
         if (r != NULL) {
             g_ptr_array_add(out, r);

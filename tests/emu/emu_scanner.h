@@ -7,7 +7,19 @@
 
 typedef struct emu_scanner emu_scanner;
 
-/* What a scannerOpen* call asks for; bytes are copied at open. */
+/*
+ * Turns one row's cells into reply objects (GObjects) appended to out:
+ * one, or with batch > 0 consecutive ones of at most batch cells.
+ */
+typedef void (*emu_scan_emit_fn)(GPtrArray *out, const uint8_t *key,
+                                 size_t key_len, const struct emu_cell *cells,
+                                 guint n, gboolean sorted, int32_t batch);
+
+/*
+ * What a scanner open asks for; bytes and arrays are copied at open.
+ * Fields after 'filter_len' are Thrift2's and read as "not asked for"
+ * when zero.
+ */
 struct emu_scan_spec {
     const uint8_t *start;       /* inclusive; empty: table start (end if reversed) */
     size_t start_len;
@@ -21,6 +33,13 @@ struct emu_scan_spec {
     gboolean reversed;
     const uint8_t *filter;      /* filter string or NULL */
     size_t filter_len;
+    emu_scan_emit_fn emit;      /* NULL: Thrift1 TRowResults */
+    int64_t min_ts;             /* inclusive lower time bound */
+    int32_t max_versions;       /* <= 0: 1 */
+    const int64_t *fam_min;     /* per-family time ranges, as in */
+    const int64_t *fam_max;     /* struct emu_read; NULL: none */
+    int32_t limit;              /* rows at most; <= 0: no limit */
+    gboolean stop_inclusive;    /* the stop row itself is returned */
 };
 
 /* Starts the registry; idle scanners expire after timeout_ms. */
@@ -32,15 +51,24 @@ gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
                           int32_t *id, GError **error);
 /* A live scanner by id (ref'd), or NULL with "scanner ID is invalid". */
 emu_scanner *emu_scanner_get(int32_t id, GError **error);
+/*
+ * As emu_scanner_get, for the service whose scanners emit with 'emit'
+ * (NULL: Thrift1): HBase runs each service in its own process, so one
+ * service's ids are unknown to the other.
+ */
+emu_scanner *emu_scanner_get_for(int32_t id, emu_scan_emit_fn emit,
+                                 GError **error);
 void emu_scanner_unref(emu_scanner *sc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(emu_scanner, emu_scanner_unref)
 
 emu_table *emu_scanner_table(emu_scanner *sc);
 /* Key where the next read starts (for region attribution), copied. */
 GBytes *emu_scanner_position(emu_scanner *sc);
-/* Appends up to n HbaseTRowResult to out; fewer only at the end. */
+/* Appends up to n reply objects to out; fewer only at the end. */
 gboolean emu_scanner_fetch(emu_scanner *sc, int32_t n, GPtrArray *out,
                            GError **error);
 gboolean emu_scanner_close(int32_t id, GError **error);
+gboolean emu_scanner_close_for(int32_t id, emu_scan_emit_fn emit,
+                               GError **error);
 /* Drops expired scanners; returns how many are still open. */
 guint emu_scanner_expire(void);

@@ -14,6 +14,7 @@
 #include <thrift/c_glib/protocol/thrift_compact_protocol.h>
 
 #include "emu_transport.h"
+#include "hbase2_t_h_base_service.h"
 #include "hbase_hbase.h"
 #include "wire.h"
 
@@ -22,7 +23,7 @@
  *
  *   socket --recv--> inbuf --wire_message_scan--> one whole message
  *      (header rewritten to strict binary if needed) --EmuTransport-->
- *      generated processor --> handler --> store
+ *      generated processor (Hbase or THBaseService) --> handler --> store
  *   socket <--send-- [frame length] + EmuTransport output
  *
  * c_glib never sees bytes the bounds-checking scanner has not accepted,
@@ -32,7 +33,7 @@
 struct emu_server {
     int fd;
     struct emu_server_config cfg;
-    EmuHandler *handler;
+    GObject *handler;
     struct wire_limits limits;
     gint stopping;
 };
@@ -88,9 +89,30 @@ static gboolean emu_server_app_error(struct emu_conn *c, wire_proto_t proto,
     return ok;
 }
 
+static ThriftProcessor *emu_server_processor_new(emu_server *srv)
+{
+    if (srv->cfg.service == EMU_SERVICE_HBASE2)
+        return g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_PROCESSOR,
+                            "handler", srv->handler, NULL);
+    return g_object_new(HBASE_TYPE_HBASE_PROCESSOR, "handler", srv->handler,
+                        NULL);
+}
+
+/* The generated processors keep their method tables in the same place
+ * under different struct names. */
+static gboolean emu_server_has_method(emu_server *srv, ThriftProcessor *proc,
+                                      const char *name)
+{
+    GHashTable *map = srv->cfg.service == EMU_SERVICE_HBASE2
+        ? ((Hbase2THBaseServiceProcessor *)proc)->process_map
+        : ((HbaseHbaseProcessor *)proc)->process_map;
+
+    return g_hash_table_lookup(map, name) != NULL;
+}
+
 /* Handles one whole message; FALSE closes the connection. */
 static gboolean emu_server_handle(struct emu_conn *c,
-                                  HbaseHbaseProcessor *proc,
+                                  ThriftProcessor *proc,
                                   EmuTransport *tr, ThriftProtocol *in,
                                   ThriftProtocol *out, const guint8 *msg,
                                   gsize len)
@@ -117,7 +139,7 @@ static gboolean emu_server_handle(struct emu_conn *c,
     /* Answered here rather than by c_glib's dispatcher, which leaks the
      * name on this path; the text is libthrift's. */
     if (memchr(m.name, 0, m.name_len) != NULL ||
-        g_hash_table_lookup(proc->process_map, name) == NULL) {
+        !emu_server_has_method(c->srv, proc, name)) {
         g_autofree char *text = g_strdup_printf("Invalid method name: '%s'",
                                                 name);
 
@@ -138,7 +160,7 @@ static gboolean emu_server_handle(struct emu_conn *c,
         emu_transport_set_input(tr, NULL, 0, msg, len);
     }
     emu_transport_reset_output(tr);
-    ok = thrift_processor_process(THRIFT_PROCESSOR(proc), in, out, &err);
+    ok = thrift_processor_process(proc, in, out, &err);
     wire_buf_free(&head);
     if (!ok) {
         /* The args did not decode into the method's struct. */
@@ -158,8 +180,7 @@ static gpointer emu_server_conn_thread(gpointer data)
     struct emu_conn *c = data;
     emu_server *srv = c->srv;
     wire_proto_t proto = srv->cfg.compact ? WIRE_COMPACT : WIRE_BINARY;
-    HbaseHbaseProcessor *proc = g_object_new(HBASE_TYPE_HBASE_PROCESSOR,
-                                             "handler", srv->handler, NULL);
+    ThriftProcessor *proc = emu_server_processor_new(srv);
     EmuTransport *tr = emu_transport_new();
     ThriftProtocol *in, *out;
     GByteArray *buf = g_byte_array_sized_new(65536);
@@ -240,7 +261,7 @@ static gpointer emu_server_conn_thread(gpointer data)
 }
 
 emu_server *emu_server_new(const struct emu_server_config *cfg,
-                           EmuHandler *handler, int *bound_port,
+                           GObject *handler, int *bound_port,
                            GError **error)
 {
     struct addrinfo hints = { 0 }, *res = NULL;

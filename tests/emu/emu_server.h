@@ -3,9 +3,16 @@
 
 #include <glib.h>
 
-#include "emu_handler.h"
+#include <glib-object.h>
+
+/* Which Thrift service a listener serves (HBase runs them separately). */
+typedef enum {
+    EMU_SERVICE_HBASE1,       /* service Hbase: `hbase thrift` */
+    EMU_SERVICE_HBASE2,       /* service THBaseService: `hbase thrift2` */
+} emu_service_t;
 
 struct emu_server_config {
+    emu_service_t service;
     const char *host;
     int port;                 /* 0: ephemeral */
     gboolean framed;          /* HBase -f */
@@ -15,9 +22,10 @@ struct emu_server_config {
 
 typedef struct emu_server emu_server;
 
-/* Binds and listens; *bound_port is the port actually bound. */
+/* Binds and listens; *bound_port is the port actually bound.  handler
+ * implements the service cfg names (EmuHandler or EmuHandler2). */
 emu_server *emu_server_new(const struct emu_server_config *cfg,
-                           EmuHandler *handler, int *bound_port,
+                           GObject *handler, int *bound_port,
                            GError **error);
 /* Accepts until emu_server_stop; returns when the listener closes. */
 void emu_server_run(emu_server *srv);

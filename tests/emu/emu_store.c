@@ -80,8 +80,8 @@ int64_t emu_store_now_ms(void)
     return g_get_real_time() / 1000;
 }
 
-static int emu_store_bytes_cmp(const uint8_t *a, size_t alen,
-                               const uint8_t *b, size_t blen)
+int emu_store_bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
+                        size_t blen)
 {
     int c = MIN(alen, blen) ? memcmp(a, b, MIN(alen, blen)) : 0;
 
@@ -109,6 +109,11 @@ static gint emu_store_family_cmp(gconstpointer a, gconstpointer b)
     const struct emu_family *y = *(const struct emu_family *const *)b;
 
     return emu_store_bytes_cmp(x->name, x->name_len, y->name, y->name_len);
+}
+
+static gint emu_store_str_cmp(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 void emu_store_append_binary(GString *out, const uint8_t *p, size_t len)
@@ -240,6 +245,25 @@ static void emu_store_col_delete_upto(struct emu_col *c, int64_t upto)
     for (guint i = keep; i < c->nver; i++)
         g_free(c->ver[i].data);
     c->nver = keep;
+}
+
+/*
+ * Drops the version at exactly ts (EMU_LATEST_TS: the newest).  Unlike
+ * HBase no marker is left, so a later put at that timestamp shows.
+ */
+static void emu_store_col_delete_at(struct emu_col *c, int64_t ts)
+{
+    guint v = 0;
+
+    if (ts != EMU_LATEST_TS)
+        while (v < c->nver && c->ver[v].ts != ts)
+            v++;
+    if (v >= c->nver)
+        return;
+    g_free(c->ver[v].data);
+    memmove(&c->ver[v], &c->ver[v + 1],
+            (c->nver - v - 1) * sizeof(struct emu_ver));
+    c->nver--;
 }
 
 static int64_t emu_store_col_mask(const emu_row *r, const struct emu_col *c)
@@ -393,6 +417,11 @@ gboolean emu_table_family_index(const emu_table *t, const uint8_t *fam,
     return FALSE;
 }
 
+int64_t emu_table_created_ms(const emu_table *t)
+{
+    return t->created_ms;
+}
+
 guint emu_table_region_count(const emu_table *t)
 {
     return t->nregions;
@@ -491,19 +520,40 @@ static gboolean emu_colspec_match(const emu_colspec *c,
 void emu_row_cells(const emu_table *t, const emu_row *r,
                    const struct emu_read *rd, GArray *out)
 {
+    guint cur_fam = G_MAXUINT;
+    int32_t fam_seen = 0;   /* cells of cur_fam that passed so far */
+
     for (guint i = 0; i < r->ncols; i++) {
         const struct emu_col *c = &r->cols[i];
         const struct emu_family *f;
         int32_t n = 0;
+        int64_t lo = rd->min_ts, hi = rd->max_ts;
 
         if (c->nver == 0 || !emu_colspec_match(rd->cols, c))
             continue;
+        if (c->fam != cur_fam) {
+            cur_fam = c->fam;
+            fam_seen = 0;
+        }
+        if (rd->fam_min != NULL) {
+            lo = rd->fam_min[c->fam];
+            hi = rd->fam_max[c->fam];
+        }
         f = g_ptr_array_index(t->families, c->fam);
         for (guint v = 0; v < c->nver && n < rd->max_versions; v++) {
             struct emu_cell cell;
 
-            if (c->ver[v].ts >= rd->max_ts)
+            if (c->ver[v].ts >= hi || c->ver[v].ts < lo)
                 continue;
+            n++;
+            /* The per-family offset and limit count the cells the
+             * version and time checks let through (StoreScanner). */
+            fam_seen++;
+            if (fam_seen <= rd->store_offset)
+                continue;
+            if (rd->has_store_limit &&
+                fam_seen - rd->store_offset > rd->store_limit)
+                break;
             memset(&cell, 0, sizeof(cell));
             cell.family = f->name;
             cell.family_len = f->name_len;
@@ -513,7 +563,6 @@ void emu_row_cells(const emu_table *t, const emu_row *r,
             cell.value = c->ver[v].data;
             cell.value_len = c->ver[v].len;
             g_array_append_val(out, cell);
-            n++;
         }
     }
 }
@@ -575,22 +624,34 @@ int64_t emu_table_mutate(emu_table *t, const uint8_t *key, size_t len,
         dts = emu_store_row_ts(r);
     for (guint i = 0; i < n; i++) {
         const struct emu_mut *m = &muts[i];
+        int64_t mts = m->has_ts ? m->ts : dts;
 
         if (m->kind == EMU_MUT_DELETE_COLUMN) {
             struct emu_col *c = emu_store_col_get(r, m->fam, m->qual,
                                                   m->qual_len);
-            c->del_ts = MAX(c->del_ts, dts);
-            emu_store_col_delete_upto(c, dts);
+            c->del_ts = MAX(c->del_ts, mts);
+            emu_store_col_delete_upto(c, mts);
         } else if (m->kind == EMU_MUT_DELETE_FAMILY) {
             if (r->fam_del == NULL) {
                 r->fam_del = g_new(int64_t, t->families->len);
                 for (guint f = 0; f < t->families->len; f++)
                     r->fam_del[f] = EMU_NO_MARK;
             }
-            r->fam_del[m->fam] = MAX(r->fam_del[m->fam], dts);
+            r->fam_del[m->fam] = MAX(r->fam_del[m->fam], mts);
             for (guint c = 0; c < r->ncols; c++)
                 if (r->cols[c].fam == m->fam)
-                    emu_store_col_delete_upto(&r->cols[c], dts);
+                    emu_store_col_delete_upto(&r->cols[c], mts);
+        } else if (m->kind == EMU_MUT_DELETE_VERSION) {
+            guint pos;
+
+            /* Without a timestamp HBase deletes the newest version. */
+            if (emu_store_col_find(r, m->fam, m->qual, m->qual_len, &pos))
+                emu_store_col_delete_at(&r->cols[pos],
+                                        m->has_ts ? m->ts : EMU_LATEST_TS);
+        } else if (m->kind == EMU_MUT_DELETE_FAMILY_VERSION) {
+            for (guint c = 0; c < r->ncols; c++)
+                if (r->cols[c].fam == m->fam)
+                    emu_store_col_delete_at(&r->cols[c], m->ts);
         }
     }
     if (any_put && pts == EMU_LATEST_TS)
@@ -603,8 +664,8 @@ int64_t emu_table_mutate(emu_table *t, const uint8_t *key, size_t len,
             continue;
         f = g_ptr_array_index(t->families, m->fam);
         struct emu_col *c = emu_store_col_get(r, m->fam, m->qual, m->qual_len);
-        if (emu_store_col_put(r, c, pts, m->value, m->value_len,
-                              f->max_versions))
+        if (emu_store_col_put(r, c, m->has_ts ? m->ts : pts, m->value,
+                              m->value_len, f->max_versions))
             written++;
     }
     emu_store_row_compact_cols(r, FALSE);
@@ -778,17 +839,22 @@ static gint emu_store_gbytes_cmp(gconstpointer a, gconstpointer b)
     return emu_store_bytes_cmp(xp, xl, yp, yl);
 }
 
-static void emu_store_make_regions(emu_store *s, emu_table *t)
+/* Regions at the given split keys, or else the store's default ones. */
+static void emu_store_make_regions(emu_store *s, emu_table *t,
+                                   GPtrArray *explicit_splits)
 {
     g_autoptr(GPtrArray) splits = g_ptr_array_new_with_free_func(
         (GDestroyNotify)g_bytes_unref);
     GBytes *empty = g_bytes_new(NULL, 0);
+    GPtrArray *given = explicit_splits != NULL ? explicit_splits
+                                               : s->cfg.split_keys;
 
-    if (s->cfg.split_keys != NULL && s->cfg.split_keys->len > 0) {
-        for (guint i = 0; i < s->cfg.split_keys->len; i++)
-            g_ptr_array_add(splits,
-                            g_bytes_ref(g_ptr_array_index(s->cfg.split_keys, i)));
+    if (given != NULL && given->len > 0) {
+        for (guint i = 0; i < given->len; i++)
+            g_ptr_array_add(splits, g_bytes_ref(g_ptr_array_index(given, i)));
         g_ptr_array_sort(splits, emu_store_gbytes_cmp);
+    } else if (explicit_splits != NULL) {
+        /* an explicit empty list: one region */
     } else {
         emu_store_split_even(MAX(s->cfg.regions, 1), splits);
     }
@@ -833,6 +899,8 @@ emu_store *emu_store_new(const struct emu_store_config *cfg)
     s->namespaces = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                           NULL);
     g_hash_table_add(s->namespaces, g_strdup("default"));
+    /* HBase's system namespace: listed, never removable. */
+    g_hash_table_add(s->namespaces, g_strdup("hbase"));
     s->cfg = *cfg;
     if (s->cfg.split_keys != NULL)
         g_ptr_array_ref(s->cfg.split_keys);
@@ -867,6 +935,23 @@ void emu_store_add_namespace(emu_store *s, const char *ns)
     g_rw_lock_writer_unlock(&s->lock);
 }
 
+/* TableName's namespace rule: letters, digits and '_' only. */
+static gboolean emu_store_check_ns(const char *ns, size_t len,
+                                   const char *whole, GError **error)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (!g_ascii_isalnum(ns[i]) && ns[i] != '_') {
+            g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
+                        "java.lang.IllegalArgumentException: Illegal "
+                        "character <%c> at %d. Namespaces may only contain "
+                        "'alphanumeric characters' from any language and "
+                        "digits: %s", ns[i], (int)i, whole);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 /*
  * The table name as HBase keys it: "default:" dropped.  Sets an
  * IllegalArgument error for names TableName.valueOf would refuse.
@@ -886,18 +971,9 @@ static char *emu_store_canonical_name(const uint8_t *name, size_t len,
     }
     colon = strchr(s, ':');
     qual = colon ? colon + 1 : s;
-    if (colon != NULL) {
-        for (const char *p = s; p < colon; p++) {
-            if (!g_ascii_isalnum(*p) && *p != '_') {
-                g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
-                            "java.lang.IllegalArgumentException: Illegal "
-                            "character <%c> at %d. Namespaces may only "
-                            "contain 'alphanumeric characters' from any "
-                            "language and digits: %s", *p, (int)(p - s), s);
-                return NULL;
-            }
-        }
-    }
+    if (colon != NULL &&
+        !emu_store_check_ns(s, (size_t)(colon - s), s, error))
+        return NULL;
     if (*qual == '\0') {
         g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
                     "java.lang.IllegalArgumentException: Table qualifier "
@@ -954,6 +1030,77 @@ gboolean emu_store_create_table(emu_store *s, const uint8_t *name,
                                 size_t name_len, GPtrArray *families,
                                 GError **error)
 {
+    return emu_store_create_table_split(s, name, name_len, families, NULL,
+                                        error);
+}
+
+/* Admin.createTable's checks of split keys: none empty, none repeated. */
+static gboolean emu_store_check_splits(GPtrArray *splits, GError **error)
+{
+    g_autoptr(GPtrArray) sorted = NULL;
+
+    if (splits == NULL)
+        return TRUE;
+    sorted = g_ptr_array_copy(splits, NULL, NULL);
+    /* the copy borrows the keys: it must not unref them */
+    g_ptr_array_set_free_func(sorted, NULL);
+    g_ptr_array_sort(sorted, emu_store_gbytes_cmp);
+    for (guint i = 0; i < sorted->len; i++) {
+        GBytes *k = g_ptr_array_index(sorted, i);
+
+        if (g_bytes_get_size(k) == 0) {
+            g_set_error_literal(error, EMU_STORE_ERROR,
+                                EMU_STORE_ERROR_ILLEGAL,
+                                "java.lang.IllegalArgumentException: Empty "
+                                "split key must not be passed in the split "
+                                "keys.");
+            return FALSE;
+        }
+        if (i > 0 && g_bytes_equal(k, g_ptr_array_index(sorted, i - 1))) {
+            g_autoptr(GString) msg = g_string_new(
+                "java.lang.IllegalArgumentException: All split keys must be "
+                "unique, found duplicate: ");
+            gsize kl;
+            const uint8_t *kp = g_bytes_get_data(k, &kl);
+
+            emu_store_append_binary(msg, kp, kl);
+            g_set_error_literal(error, EMU_STORE_ERROR,
+                                EMU_STORE_ERROR_ILLEGAL, msg->str);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* A new enabled table holding families (taken over); store lock held. */
+static emu_table *emu_store_table_new(emu_store *s, char *canon,
+                                      GPtrArray *families, GPtrArray *splits)
+{
+    emu_table *t = g_new0(emu_table, 1);
+
+    t->refcount = 1;
+    t->name = canon;
+    t->name_len = strlen(t->name);
+    t->families = g_ptr_array_new_with_free_func(emu_family_free);
+    for (guint i = 0; i < families->len; i++)
+        g_ptr_array_add(t->families, g_ptr_array_index(families, i));
+    /* Families are taken over; sorted so index order is name order. */
+    g_ptr_array_set_free_func(families, NULL);
+    g_ptr_array_set_size(families, 0);
+    g_ptr_array_sort(t->families, emu_store_family_cmp);
+    t->enabled = TRUE;
+    t->created_ms = emu_store_now_ms();
+    g_rw_lock_init(&t->lock);
+    t->rows = g_tree_new_full(emu_store_key_cmp_data, NULL,
+                              NULL, emu_store_row_free);
+    emu_store_make_regions(s, t, splits);
+    return t;
+}
+
+gboolean emu_store_create_table_split(emu_store *s, const uint8_t *name,
+                                      size_t name_len, GPtrArray *families,
+                                      GPtrArray *split_keys, GError **error)
+{
     g_autofree char *ns = NULL;
     g_autofree char *canon = emu_store_canonical_name(name, name_len, &ns,
                                                       error);
@@ -1001,23 +1148,12 @@ gboolean emu_store_create_table(emu_store *s, const uint8_t *name,
             }
         }
     }
-    t = g_new0(emu_table, 1);
-    t->refcount = 1;
-    t->name = g_steal_pointer(&canon);
-    t->name_len = strlen(t->name);
-    t->families = g_ptr_array_new_with_free_func(emu_family_free);
-    for (guint i = 0; i < families->len; i++)
-        g_ptr_array_add(t->families, g_ptr_array_index(families, i));
-    /* Families are taken over; sorted so index order is name order. */
-    g_ptr_array_set_free_func(families, NULL);
-    g_ptr_array_set_size(families, 0);
-    g_ptr_array_sort(t->families, emu_store_family_cmp);
-    t->enabled = TRUE;
-    t->created_ms = emu_store_now_ms();
-    g_rw_lock_init(&t->lock);
-    t->rows = g_tree_new_full(emu_store_key_cmp_data, NULL,
-                              NULL, emu_store_row_free);
-    emu_store_make_regions(s, t);
+    if (!emu_store_check_splits(split_keys, error)) {
+        g_rw_lock_writer_unlock(&s->lock);
+        return FALSE;
+    }
+    t = emu_store_table_new(s, g_steal_pointer(&canon), families,
+                            split_keys);
     g_hash_table_insert(s->tables, t->name, t);
     g_rw_lock_writer_unlock(&s->lock);
     return TRUE;
@@ -1047,6 +1183,166 @@ gboolean emu_store_delete_table(emu_store *s, const uint8_t *name,
     g_hash_table_remove(s->tables, t->name);
     g_rw_lock_writer_unlock(&s->lock);
     return TRUE;
+}
+
+static struct emu_family *emu_store_family_copy(const struct emu_family *f)
+{
+    struct emu_family *c = g_new0(struct emu_family, 1);
+
+    *c = *f;
+    c->name = (uint8_t *)g_strndup((const char *)f->name, f->name_len);
+    c->compression = g_strdup(f->compression);
+    c->bloom_type = g_strdup(f->bloom_type);
+    return c;
+}
+
+gboolean emu_store_truncate_table(emu_store *s, const uint8_t *name,
+                                  size_t name_len, gboolean preserve_splits,
+                                  GError **error)
+{
+    g_autoptr(GPtrArray) fams = g_ptr_array_new_with_free_func(
+        emu_family_free);
+    g_autoptr(GPtrArray) splits = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_bytes_unref);
+    emu_table *t, *nt;
+
+    g_rw_lock_writer_lock(&s->lock);
+    t = emu_store_lookup(s, name, name_len);
+    if (t == NULL) {
+        g_rw_lock_writer_unlock(&s->lock);
+        emu_store_not_found(error, name, name_len);
+        return FALSE;
+    }
+    if (t->enabled) {
+        g_rw_lock_writer_unlock(&s->lock);
+        g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                    "org.apache.hadoop.hbase.TableNotDisabledException: %s",
+                    t->name);
+        return FALSE;
+    }
+    for (guint i = 0; i < t->families->len; i++)
+        g_ptr_array_add(fams, emu_store_family_copy(
+                                  g_ptr_array_index(t->families, i)));
+    for (guint i = 1; preserve_splits && i < t->nregions; i++)
+        g_ptr_array_add(splits, g_bytes_ref(t->regions[i].start));
+    /* A new table object: calls and scanners still holding the old one
+     * see it dropped, as after HBase's delete-and-recreate. */
+    nt = emu_store_table_new(s, g_strdup(t->name), fams, splits);
+    g_atomic_int_set(&t->dropped, TRUE);
+    g_hash_table_replace(s->tables, nt->name, nt);
+    g_rw_lock_writer_unlock(&s->lock);
+    return TRUE;
+}
+
+gboolean emu_store_create_namespace(emu_store *s, const char *ns,
+                                    GError **error)
+{
+    gboolean ok = TRUE;
+
+    if (!emu_store_check_ns(ns, strlen(ns), ns, error))
+        return FALSE;
+    if (*ns == '\0') {
+        g_set_error_literal(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
+                            "java.lang.IllegalArgumentException: Namespace "
+                            "name must not be empty");
+        return FALSE;
+    }
+    g_rw_lock_writer_lock(&s->lock);
+    if (g_hash_table_contains(s->namespaces, ns)) {
+        g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                    "org.apache.hadoop.hbase.NamespaceExistException: %s", ns);
+        ok = FALSE;
+    } else {
+        g_hash_table_add(s->namespaces, g_strdup(ns));
+    }
+    g_rw_lock_writer_unlock(&s->lock);
+    return ok;
+}
+
+/* Tables of namespace ns; store lock held. */
+static guint emu_store_namespace_tables(emu_store *s, const char *ns)
+{
+    GHashTableIter it;
+    gpointer k, v;
+    guint n = 0;
+    size_t nl = strlen(ns);
+    gboolean dflt = strcmp(ns, "default") == 0;
+
+    g_hash_table_iter_init(&it, s->tables);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const char *name = k;
+        const char *colon = strchr(name, ':');
+
+        if (dflt ? colon == NULL
+                 : (colon != NULL && (size_t)(colon - name) == nl &&
+                    strncmp(name, ns, nl) == 0))
+            n++;
+    }
+    return n;
+}
+
+gboolean emu_store_delete_namespace(emu_store *s, const char *ns,
+                                    GError **error)
+{
+    guint ntables;
+
+    if (strcmp(ns, "default") == 0 || strcmp(ns, "hbase") == 0) {
+        g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                    "org.apache.hadoop.hbase.constraint.ConstraintException: "
+                    "Reserved namespace %s cannot be removed.", ns);
+        return FALSE;
+    }
+    g_rw_lock_writer_lock(&s->lock);
+    if (!g_hash_table_contains(s->namespaces, ns)) {
+        g_rw_lock_writer_unlock(&s->lock);
+        g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                    "org.apache.hadoop.hbase.NamespaceNotFoundException: %s",
+                    ns);
+        return FALSE;
+    }
+    ntables = emu_store_namespace_tables(s, ns);
+    if (ntables > 0) {
+        g_rw_lock_writer_unlock(&s->lock);
+        g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                    "org.apache.hadoop.hbase.constraint.ConstraintException: "
+                    "Only empty namespaces can be removed. Namespace %s has "
+                    "%u tables", ns, ntables);
+        return FALSE;
+    }
+    g_hash_table_remove(s->namespaces, ns);
+    g_rw_lock_writer_unlock(&s->lock);
+    return TRUE;
+}
+
+gboolean emu_store_has_namespace(emu_store *s, const char *ns)
+{
+    gboolean has;
+
+    g_rw_lock_reader_lock(&s->lock);
+    has = g_hash_table_contains(s->namespaces, ns);
+    g_rw_lock_reader_unlock(&s->lock);
+    return has;
+}
+
+/* The string keys of one of the store's tables, copied and sorted. */
+static GPtrArray *emu_store_sorted_keys(emu_store *s, GHashTable *h)
+{
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    GHashTableIter it;
+    gpointer k, v;
+
+    g_rw_lock_reader_lock(&s->lock);
+    g_hash_table_iter_init(&it, h);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        g_ptr_array_add(names, g_strdup(k));
+    g_rw_lock_reader_unlock(&s->lock);
+    g_ptr_array_sort(names, emu_store_str_cmp);
+    return names;
+}
+
+GPtrArray *emu_store_namespace_names(emu_store *s)
+{
+    return emu_store_sorted_keys(s, s->namespaces);
 }
 
 gboolean emu_store_set_enabled(emu_store *s, const uint8_t *name,
@@ -1114,23 +1410,11 @@ gboolean emu_table_is_live(emu_table *t, GError **error)
     return TRUE;
 }
 
-static gint emu_store_str_cmp(gconstpointer a, gconstpointer b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
 
 GPtrArray *emu_store_table_names(emu_store *s, GArray **enabled)
 {
-    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
-    GHashTableIter it;
-    gpointer k, v;
+    GPtrArray *names = emu_store_sorted_keys(s, s->tables);
 
-    g_rw_lock_reader_lock(&s->lock);
-    g_hash_table_iter_init(&it, s->tables);
-    while (g_hash_table_iter_next(&it, &k, &v))
-        g_ptr_array_add(names, g_strdup(k));
-    g_rw_lock_reader_unlock(&s->lock);
-    g_ptr_array_sort(names, emu_store_str_cmp);
     if (enabled != NULL) {
         *enabled = g_array_sized_new(FALSE, FALSE, sizeof(gboolean),
                                      names->len);

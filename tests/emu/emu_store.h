@@ -68,11 +68,20 @@ struct emu_store_config {
 /* Which columns a read returns: per family, all, none or a qualifier set. */
 typedef struct emu_colspec emu_colspec;
 
-/* A read: columns, exclusive upper timestamp bound, versions per column. */
+/*
+ * A read: columns, time range, versions per column.  Fields after
+ * max_versions are Thrift2's and read as "not asked for" when zero.
+ */
 struct emu_read {
     const emu_colspec *cols;  /* NULL: everything */
     int64_t max_ts;           /* cells with ts < max_ts; EMU_LATEST_TS */
     int32_t max_versions;
+    int64_t min_ts;           /* cells with ts >= min_ts */
+    const int64_t *fam_min;   /* per family [min, max), replacing the */
+    const int64_t *fam_max;   /* range above; NULL: none */
+    gboolean has_store_limit; /* Get.setMaxResultsPerColumnFamily */
+    int32_t store_limit;      /* cells per family at most */
+    int32_t store_offset;     /* cells per family skipped first */
 };
 
 /* One mutation on one row, already parsed. */
@@ -80,6 +89,8 @@ typedef enum {
     EMU_MUT_PUT,
     EMU_MUT_DELETE_COLUMN,    /* all versions <= ts of fam:qual */
     EMU_MUT_DELETE_FAMILY,    /* all versions <= ts of the family */
+    EMU_MUT_DELETE_VERSION,   /* fam:qual at exactly ts, or its newest */
+    EMU_MUT_DELETE_FAMILY_VERSION, /* every column of the family at ts */
 } emu_mut_kind;
 
 struct emu_mut {
@@ -89,6 +100,8 @@ struct emu_mut {
     size_t qual_len;
     const uint8_t *value;
     size_t value_len;
+    gboolean has_ts;          /* ts below instead of the call's */
+    int64_t ts;
 };
 
 /* Frees a struct emu_family (for arrays handed to create_table). */
@@ -103,6 +116,25 @@ void emu_store_add_namespace(emu_store *s, const char *ns);
 gboolean emu_store_create_table(emu_store *s, const uint8_t *name,
                                 size_t name_len, GPtrArray *families,
                                 GError **error);
+/* As above with explicit split keys (GBytes *, NULL: the store's
+ * default regions), checked as Admin.createTable checks them. */
+gboolean emu_store_create_table_split(emu_store *s, const uint8_t *name,
+                                      size_t name_len, GPtrArray *families,
+                                      GPtrArray *split_keys, GError **error);
+/* Empties a disabled table, which comes back enabled; without
+ * preserve_splits it has one region again. */
+gboolean emu_store_truncate_table(emu_store *s, const uint8_t *name,
+                                  size_t name_len, gboolean preserve_splits,
+                                  GError **error);
+/* Namespaces: create fails if it exists, delete if it is missing, holds
+ * tables or is reserved (default, hbase). */
+gboolean emu_store_create_namespace(emu_store *s, const char *ns,
+                                    GError **error);
+gboolean emu_store_delete_namespace(emu_store *s, const char *ns,
+                                    GError **error);
+gboolean emu_store_has_namespace(emu_store *s, const char *ns);
+/* Namespace names, sorted. */
+GPtrArray *emu_store_namespace_names(emu_store *s);
 gboolean emu_store_delete_table(emu_store *s, const uint8_t *name,
                                 size_t name_len, GError **error);
 gboolean emu_store_set_enabled(emu_store *s, const uint8_t *name,
@@ -137,6 +169,8 @@ const char *emu_table_name(const emu_table *t);
 gboolean emu_table_is_live(emu_table *t, GError **error);
 guint emu_table_family_count(const emu_table *t);
 const struct emu_family *emu_table_family(const emu_table *t, guint i);
+/* Creation time in ms: every region's id. */
+int64_t emu_table_created_ms(const emu_table *t);
 /* Index of a family by name, or FALSE with NoSuchColumnFamilyException. */
 gboolean emu_table_family_index(const emu_table *t, const uint8_t *fam,
                                 size_t len, guint *index, GError **error);
@@ -208,6 +242,10 @@ const uint8_t *emu_table_cell_latest(emu_table *t, const uint8_t *key,
                                      size_t len, guint fam,
                                      const uint8_t *qual, size_t qual_len,
                                      size_t *value_len);
+
+/* HBase's Bytes.compareTo: unsigned bytes, a prefix sorts first. */
+int emu_store_bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
+                        size_t blen);
 
 /* Milliseconds since the epoch. */
 int64_t emu_store_now_ms(void);
