@@ -42,9 +42,10 @@ struct emu_conn {
     emu_server *srv;
     int fd;
     char peer[64];
+    emu_sasl_conn *sasl;      /* the negotiated SASL session, or NULL */
 };
 
-static gboolean emu_server_send_all(int fd, const guint8 *p, gsize len)
+gboolean emu_server_send_all(int fd, const guint8 *p, gsize len)
 {
     while (len > 0) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
@@ -61,6 +62,15 @@ static gboolean emu_server_send_all(int fd, const guint8 *p, gsize len)
 
 static gboolean emu_server_reply(struct emu_conn *c, const GByteArray *out)
 {
+    if (c->sasl != NULL) {
+        g_autoptr(GError) err = NULL;
+
+        if (!emu_sasl_write(c->sasl, c->fd, out->data, out->len, &err)) {
+            g_message("%s: %s", c->peer, err->message);
+            return FALSE;
+        }
+        return TRUE;
+    }
     if (c->srv->cfg.framed) {
         guint8 hdr[4] = { (guint8)(out->len >> 24), (guint8)(out->len >> 16),
                           (guint8)(out->len >> 8), (guint8)out->len };
@@ -175,6 +185,33 @@ static gboolean emu_server_handle(struct emu_conn *c,
     return emu_server_reply(c, emu_transport_output(tr));
 }
 
+/* Appends what the client sent next to buf: raw bytes, or one SASL frame
+ * unwrapped (which may be empty).  1 when something arrived, 0 at EOF,
+ * -1 when the connection must close. */
+static int emu_server_fill(struct emu_conn *c, GByteArray *buf)
+{
+    guint old = buf->len;
+    ssize_t n;
+
+    if (c->sasl != NULL) {
+        g_autoptr(GError) err = NULL;
+
+        if (emu_sasl_read(c->sasl, c->fd, buf, c->srv->limits.max_message,
+                          &err))
+            return 1;
+        if (err == NULL)
+            return 0;
+        g_message("%s: closing: %s", c->peer, err->message);
+        return -1;
+    }
+    do {
+        g_byte_array_set_size(buf, old + 65536);
+        n = recv(c->fd, buf->data + old, 65536, 0);
+        g_byte_array_set_size(buf, old + (guint)MAX(n, 0));
+    } while (n < 0 && errno == EINTR);
+    return n < 0 ? -1 : n > 0;
+}
+
 static gpointer emu_server_conn_thread(gpointer data)
 {
     struct emu_conn *c = data;
@@ -192,6 +229,18 @@ static gpointer emu_server_conn_thread(gpointer data)
     } else {
         in = g_object_new(THRIFT_TYPE_BINARY_PROTOCOL, "transport", tr, NULL);
         out = g_object_new(THRIFT_TYPE_BINARY_PROTOCOL, "transport", tr, NULL);
+    }
+    if (srv->cfg.sasl != NULL) {
+        g_autoptr(GError) err = NULL;
+
+        c->sasl = emu_sasl_accept(srv->cfg.sasl, c->fd, c->peer, &err);
+        if (c->sasl == NULL) {
+            g_message("%s: authentication failed: %s", c->peer,
+                      err ? err->message : "?");
+            goto done;
+        }
+        g_message("%s: effective user: %s", c->peer,
+                  emu_sasl_conn_user(c->sasl));
     }
     for (;;) {
         gsize msg_len = 0;
@@ -230,17 +279,8 @@ static gpointer emu_server_conn_thread(gpointer data)
             break;
         }
         guint old = buf->len;
-        g_byte_array_set_size(buf, old + 65536);
-        ssize_t n = recv(c->fd, buf->data + old, 65536, 0);
-        if (n < 0 && errno == EINTR) {
-            g_byte_array_set_size(buf, old);
-            continue;
-        }
-        if (n <= 0) {
-            g_byte_array_set_size(buf, old);
+        if (emu_server_fill(c, buf) <= 0)
             break;
-        }
-        g_byte_array_set_size(buf, old + (guint)n);
         /* Scan again at once when this read drained the socket. */
         if (ioctl(c->fd, FIONREAD, &pending) == 0 && pending == 0)
             scanned_at = 0;
@@ -250,7 +290,9 @@ static gpointer emu_server_conn_thread(gpointer data)
             buf = g_byte_array_sized_new(65536);
         }
     }
+done:
     close(c->fd);
+    emu_sasl_conn_free(c->sasl);
     g_byte_array_unref(buf);
     g_object_unref(in);
     g_object_unref(out);

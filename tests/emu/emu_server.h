@@ -5,6 +5,8 @@
 
 #include <glib-object.h>
 
+#include "emu_sasl.h"
+
 /* Which Thrift service a listener serves (HBase runs them separately). */
 typedef enum {
     EMU_SERVICE_HBASE1,       /* service Hbase: `hbase thrift` */
@@ -18,6 +20,7 @@ struct emu_server_config {
     gboolean framed;          /* HBase -f */
     gboolean compact;         /* HBase -c */
     guint32 max_frame;        /* bytes, one whole message */
+    emu_sasl *sasl;           /* SASL GSSAPI (unframed only), or NULL */
 };
 
 typedef struct emu_server emu_server;
@@ -31,3 +34,5 @@ emu_server *emu_server_new(const struct emu_server_config *cfg,
 void emu_server_run(emu_server *srv);
 void emu_server_stop(emu_server *srv);
 void emu_server_free(emu_server *srv);
+/* Sends all of p, retrying on EINTR; FALSE if the peer is gone. */
+gboolean emu_server_send_all(int fd, const guint8 *p, gsize len);
