@@ -80,34 +80,42 @@ gboolean emu_sasl_parse_qop(const char *name, emu_qop_t *qop)
     return TRUE;
 }
 
-/* MIT's own wording ("Clock skew too great", "Request is a replay", ...):
- * what an operator needs, and never key material. */
-static char *emu_sasl_gss_text(OM_uint32 major, OM_uint32 minor)
+static char *emu_sasl_gss_part(OM_uint32 code, int type)
 {
     GString *s = g_string_new(NULL);
-    const struct { OM_uint32 code; int type; } parts[] = {
-        { major, GSS_C_GSS_CODE }, { minor, GSS_C_MECH_CODE },
-    };
+    OM_uint32 ctx = 0, minor;
 
-    for (gsize i = 0; i < G_N_ELEMENTS(parts); i++) {
-        OM_uint32 ctx = 0, min2;
+    do {
+        gss_buffer_desc b = GSS_C_EMPTY_BUFFER;
 
-        if (parts[i].type == GSS_C_MECH_CODE && parts[i].code == 0)
-            continue;
-        do {
-            gss_buffer_desc b = GSS_C_EMPTY_BUFFER;
-
-            if (GSS_ERROR(gss_display_status(&min2, parts[i].code,
-                                             parts[i].type, GSS_C_NO_OID,
-                                             &ctx, &b)))
-                break;
-            if (s->len > 0)
-                g_string_append(s, ": ");
-            g_string_append_len(s, b.value, (gssize)b.length);
-            gss_release_buffer(&min2, &b);
-        } while (ctx != 0);
-    }
+        if (GSS_ERROR(gss_display_status(&minor, code, type, GSS_C_NO_OID,
+                                         &ctx, &b)))
+            break;
+        if (s->len > 0)
+            g_string_append(s, ": ");
+        g_string_append_len(s, b.value, (gssize)b.length);
+        gss_release_buffer(&minor, &b);
+    } while (ctx != 0);
     return g_string_free(s, FALSE);
+}
+
+/* MIT's own wording ("Clock skew too great", "Request is a replay", ...):
+ * what an operator needs, and never key material.  The mechanism's
+ * detail alone when the major code is the generic "Unspecified GSS
+ * failure"; a minor code that maps to nothing reads "Success" and is
+ * dropped. */
+static char *emu_sasl_gss_text(OM_uint32 major, OM_uint32 minor)
+{
+    g_autofree char *maj = emu_sasl_gss_part(major, GSS_C_GSS_CODE);
+    g_autofree char *min = minor != 0
+                               ? emu_sasl_gss_part(minor, GSS_C_MECH_CODE)
+                               : NULL;
+
+    if (min == NULL || *min == '\0' || strcmp(min, "Success") == 0)
+        return g_steal_pointer(&maj);
+    if (GSS_ROUTINE_ERROR(major) == GSS_S_FAILURE)
+        return g_steal_pointer(&min);
+    return g_strdup_printf("%s: %s", maj, min);
 }
 
 static void emu_sasl_set_gss_error(GError **error, const char *what,
