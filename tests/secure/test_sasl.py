@@ -117,6 +117,8 @@ class Emu:
         return self.proc.poll() is None
 
     def stop(self):
+        """Returns the exit status: 0 after SIGTERM unless the process
+        crashed or a sanitizer reported at exit."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -125,6 +127,7 @@ class Emu:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        return self.proc.returncode
 
 
 # ---------------------------------------------------------------------------
@@ -438,7 +441,8 @@ class Suite:
                   'the log does not say why: ' + emu.log_text()[-1000:])
             check(emu.alive(), 'emulator with stale keys died')
         finally:
-            emu.stop()
+            rc = emu.stop()
+        check(rc == 0, 'emulator with stale keys exited %s' % rc)
 
     def test_qop_not_offered(self):
         self.use_ccache(self.app_cc)
@@ -628,10 +632,12 @@ def main():
         try:
             failed = suite.run()
         finally:
+            log = suite.emu.log_text()
+            rc = suite.emu.stop()
+            if rc != 0:
+                failed.append('exit status %s' % rc)
             if failed:
-                print('--- hbase-emu log ---\n' +
-                      suite.emu.log_text()[-6000:])
-            suite.emu.stop()
+                print('--- hbase-emu log ---\n' + log[-6000:])
     if failed:
         print('%d failed: %s' % (len(failed), ', '.join(failed)))
         return 1
