@@ -1,7 +1,8 @@
 """test_sasl: hbase-emu's SASL GSSAPI mode against a real MIT KDC, through python3-thrift's SASL client and through raw negotiation bytes."""
 # One run per QOP (--qop).  Each starts its own realm and emulator, then:
-# round trips over TSaslClientTransport; a loopback relay that records the
-# wire, to show what auth-conf hides; every refusal the server must make
+# round trips over TSaslClientTransport (Thrift1 and the Thrift2
+# listener); a loopback relay that records the wire, to show what
+# auth-conf hides; every refusal the server must make
 # (no ticket, stale keys on either side, another service's ticket, a QOP
 # it does not offer, impersonation, broken negotiation, tampered or
 # replayed frames), each followed by a good client to show the server
@@ -77,9 +78,12 @@ class Emu:
     def __init__(self, binary, realm, qop, keytab, principal=None):
         self.dir = tempfile.mkdtemp(prefix='hsp-sasl-emu-', dir=realm.dir)
         self.port_file = os.path.join(self.dir, 'port')
+        port2_file = os.path.join(self.dir, 'port2')
         self.log_path = os.path.join(self.dir, 'emu.log')
         self.args = [binary, '--listen', '127.0.0.1:0',
                      '--port-file', self.port_file, '--sasl-qop', qop,
+                     '--thrift2-listen', '127.0.0.1:0',
+                     '--thrift2-port-file', port2_file,
                      '--keytab', keytab,
                      '--principal', realm.qualify(principal or SERVER),
                      '--create-table', 't:f']
@@ -93,8 +97,11 @@ class Emu:
                 raise Failure('hbase-emu exited at startup: ' +
                               self.log_text())
             try:
+                # the Thrift2 port file is written first
                 with open(self.port_file) as f:
                     self.port = int(f.read())
+                with open(port2_file) as f:
+                    self.port2 = int(f.read())
                 return
             except (OSError, ValueError):
                 time.sleep(0.02)
@@ -376,6 +383,31 @@ class Suite:
         tr.close()
         check(self.emu.wait_log('effective user: app'),
               'no "effective user: app" in the log')
+
+    def test_thrift2_listener(self):
+        # HBase's thrift2 server shares the thrift1 server's transport
+        # setup, SASL included; the rows are the same tables'
+        from hbase2 import THBaseService, ttypes as T2
+        self.use_ccache(self.app_cc)
+        sock = TSocket.TSocket('127.0.0.1', self.emu.port2)
+        sock.setTimeout(10000)
+        tr = TTransport.TSaslClientTransport(sock, 'localhost', 'hbase',
+                                             qops=[self.qop.encode()])
+        tr.open()
+        c = THBaseService.Client(TBinaryProtocol.TBinaryProtocol(tr))
+        c.put(b't', T2.TPut(row=b't2row', columnValues=[
+            T2.TColumnValue(b'f', b'q', b'from-thrift2')]))
+        got = c.get(b't', T2.TGet(row=b't2row'))
+        check([cv.value for cv in got.columnValues] == [b'from-thrift2'],
+              'thrift2 get: %r' % got)
+        tr.close()
+        c1, tr1 = sasl_client(self.emu.port, self.qop)
+        check(c1.getRow(b't', b't2row', {})[0].columns[b'f:q'].value ==
+              b'from-thrift2', 'thrift1 read of a thrift2 write')
+        tr1.close()
+        expect_refused(lambda: sasl_client(self.emu.port2, self.qop,
+                                           host='otherhost'),
+                       'GSS initiate failed')
 
     def test_wire_privacy(self):
         marker = b'PLAINTEXT-MARKER-' + os.urandom(6).hex().encode()
