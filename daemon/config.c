@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "escape.h"
+
 G_DEFINE_QUARK(config-error-quark, config_error)
 
 /*
@@ -409,42 +411,6 @@ config_take_addr(struct config_ctx *c, const char *group, const char *key,
     return TRUE;
 }
 
-/* \xNN \\ \s \t \n \r; *why on failure. */
-static GByteArray *
-config_unescape(const char *s, const char **why)
-{
-    g_autoptr(GByteArray) out = g_byte_array_new();
-
-    for (size_t i = 0; s[i] != '\0'; i++) {
-        uint8_t b = (uint8_t)s[i];
-
-        if (b == '\\') {
-            switch (s[++i]) {
-            case '\\': b = '\\'; break;
-            case 's': b = ' '; break;
-            case 't': b = '\t'; break;
-            case 'n': b = '\n'; break;
-            case 'r': b = '\r'; break;
-            case 'x':
-                if (!g_ascii_isxdigit(s[i + 1]) ||
-                    !g_ascii_isxdigit(s[i + 2])) {
-                    *why = "\\x needs two hex digits";
-                    return NULL;
-                }
-                b = (uint8_t)(g_ascii_xdigit_value(s[i + 1]) << 4 |
-                              g_ascii_xdigit_value(s[i + 2]));
-                i += 2;
-                break;
-            default:
-                *why = "unknown escape (use \\xNN, \\\\, \\s, \\t, \\n, \\r)";
-                return NULL;
-            }
-        }
-        g_byte_array_append(out, &b, 1);
-    }
-    return g_steal_pointer(&out);
-}
-
 static gboolean
 config_parse_proxy(struct config_ctx *c, const char *g, GError **error)
 {
@@ -622,7 +588,9 @@ config_take_hash_part(struct config_ctx *c, const char *g,
         const char *sep = value + strlen("delimiter:");
         const char *colon = strrchr(sep, ':');
         g_autofree char *raw = NULL;
-        g_autoptr(GByteArray) bytes = NULL;
+        g_autoptr(GBytes) bytes = NULL;
+        gsize len;
+        const void *p;
 
         if (colon == NULL || colon == sep) {
             why = "delimiter:SEP:K needs a SEP and a K";
@@ -634,11 +602,13 @@ config_take_hash_part(struct config_ctx *c, const char *g,
             goto fail;
         }
         raw = g_strndup(sep, (size_t)(colon - sep));
-        bytes = config_unescape(raw, &why);
-        if (bytes == NULL)
+        bytes = escape_decode(raw, &ierror);
+        if (bytes == NULL) {
+            why = ierror->message;
             goto fail;
-        if (!salt_table_hash_delimiter(t, bytes->data, bytes->len,
-                                       (uint32_t)n, &ierror))
+        }
+        p = g_bytes_get_data(bytes, &len);
+        if (!salt_table_hash_delimiter(t, p, len, (uint32_t)n, &ierror))
             goto fail_salt;
         return TRUE;
     }
@@ -661,10 +631,9 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
     const char *name = g + strlen(CONFIG_TABLE_PREFIX);
     const char *colon;
     g_autofree char *sep_raw = NULL;
-    g_autoptr(GByteArray) sep = NULL;
+    g_autoptr(GBytes) sep = NULL;
     g_autoptr(GError) ierror = NULL;
-    struct config_table table = {0};
-    const char *why = NULL;
+    struct config_table table = { 0 };
     unsigned buckets, format;
     gboolean dflt;
 
@@ -706,14 +675,16 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
                           &format, error))
         return FALSE;
     sep_raw = config_take(c, g, "salt_separator");
-    sep = config_unescape(sep_raw != NULL ? sep_raw : "", &why);
+    sep = escape_decode(sep_raw != NULL ? sep_raw : "", &ierror);
     if (sep == NULL) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
-                         "salt_separator", "'%s': %s", sep_raw, why);
+                         "salt_separator", "'%s': %s", sep_raw,
+                         ierror->message);
         return FALSE;
     }
     if (!salt_table_init(&table.salt, buckets, (salt_format_t)format,
-                         sep->data, sep->len, &ierror)) {
+                         g_bytes_get_data(sep, NULL), g_bytes_get_size(sep),
+                         &ierror)) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
                          "salt_separator", "%s", ierror->message);
         return FALSE;
@@ -945,20 +916,6 @@ config_addr_to_string(const struct config_addr *addr)
     return g_strdup_printf("%s:%u", addr->host, addr->port);
 }
 
-/* A value as config_unescape reads it back: printable ASCII as is, and
- * \xNN for the rest, '\\', ' ' (GKeyFile trims it) and ':' (delimiter
- * parts end at a ':'). */
-static void
-config_escape_into(GString *out, const uint8_t *p, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] > ' ' && p[i] < 0x7f && p[i] != '\\' && p[i] != ':')
-            g_string_append_c(out, (char)p[i]);
-        else
-            g_string_append_printf(out, "\\x%02x", p[i]);
-    }
-}
-
 char *
 config_to_text(const struct config *cfg)
 {
@@ -1008,7 +965,7 @@ config_to_text(const struct config *cfg)
                                "salt_format = %s\nsalt_separator = ",
                                cfg->tables[i].name, t->buckets,
                                formats[t->format]);
-        config_escape_into(out, t->sep, t->sep_len);
+        escape_append(out, t->sep, t->sep_len);
         g_string_append(out, "\nhash_part = ");
         switch (t->hash) {
         case SALT_HASH_LENGTH:
@@ -1016,7 +973,7 @@ config_to_text(const struct config *cfg)
             break;
         case SALT_HASH_DELIMITER:
             g_string_append(out, "delimiter:");
-            config_escape_into(out, t->delim, t->delim_len);
+            escape_append(out, t->delim, t->delim_len);
             g_string_append_printf(out, ":%u", t->hash_count);
             break;
         default:

@@ -12,6 +12,7 @@
 #include "hsp-config.h"
 #include "admin.h"
 #include "config.h"
+#include "escape.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "salt.h"
@@ -99,36 +100,6 @@ main_set_log_level(const char *name, GError **error)
     return TRUE;
 }
 
-/* A key from the command line: \xNN and \\ escapes as the shell of HBase
- * prints them, everything else as is.  NULL on a bad escape. */
-static GBytes *
-main_unescape(const char *s)
-{
-    GByteArray *out = g_byte_array_new();
-
-    while (*s != '\0') {
-        guint8 b = (guint8)*s;
-
-        if (*s == '\\') {
-            if (s[1] == '\\') {
-                s += 2;
-            } else if ((s[1] == 'x' || s[1] == 'X')
-                       && g_ascii_isxdigit(s[2]) && g_ascii_isxdigit(s[3])) {
-                b = (guint8)(g_ascii_xdigit_value(s[2]) << 4
-                             | g_ascii_xdigit_value(s[3]));
-                s += 4;
-            } else {
-                g_byte_array_unref(out);
-                return NULL;
-            }
-        } else {
-            s++;
-        }
-        g_byte_array_append(out, &b, 1);
-    }
-    return g_byte_array_free_to_bytes(out);
-}
-
 static int
 main_explain_key(const struct config *cfg, const char *table,
                  const char *key)
@@ -136,6 +107,7 @@ main_explain_key(const struct config *cfg, const char *table,
     const struct config_table *t = config_find_table(cfg, table,
                                                      strlen(table));
     g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(GError) error = NULL;
     g_autofree char *text = NULL;
     gsize len = 0;
     const guint8 *p;
@@ -145,10 +117,10 @@ main_explain_key(const struct config *cfg, const char *table,
                 table, cfg->source != NULL ? cfg->source : "(defaults)");
         return 1;
     }
-    bytes = main_unescape(key);
+    bytes = escape_decode(key, &error);
     if (bytes == NULL) {
-        fprintf(stderr, "%s: bad escape in key (use \\xNN or \\\\)\n",
-                g_get_prgname());
+        fprintf(stderr, "%s: bad escape in key: %s\n", g_get_prgname(),
+                error->message);
         return 1;
     }
     p = g_bytes_get_data(bytes, &len);

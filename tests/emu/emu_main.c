@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "hbase2_register.h"
 #include "hbase_hbase_register.h"
 
@@ -89,27 +90,6 @@ static GOptionEntry emu_main_entries[] = {
       "hbase/HOST@REALM" },
     { NULL }
 };
-
-/* "\x07" and "\\" unescaped; anything else literal. */
-static GBytes *emu_main_unescape(const char *s)
-{
-    GByteArray *b = g_byte_array_new();
-
-    for (const char *p = s; *p; p++) {
-        guint8 c = (guint8)*p;
-
-        if (*p == '\\' && p[1] == 'x' && g_ascii_isxdigit(p[2]) &&
-            g_ascii_isxdigit(p[3])) {
-            c = (guint8)(g_ascii_xdigit_value(p[2]) * 16 +
-                         g_ascii_xdigit_value(p[3]));
-            p += 3;
-        } else if (*p == '\\' && p[1] == '\\') {
-            p++;
-        }
-        g_byte_array_append(b, &c, 1);
-    }
-    return g_byte_array_free_to_bytes(b);
-}
 
 static gboolean emu_main_create_table(const char *spec, GError **error)
 {
@@ -320,9 +300,21 @@ int main(int argc, char **argv)
 
         scfg.split_keys = g_ptr_array_new_with_free_func(
             (GDestroyNotify)g_bytes_unref);
-        for (guint i = 0; keys[i] != NULL; i++)
-            if (keys[i][0] != '\0')
-                g_ptr_array_add(scfg.split_keys, emu_main_unescape(keys[i]));
+        for (guint i = 0; keys[i] != NULL; i++) {
+            GBytes *key;
+
+            if (keys[i][0] == '\0')
+                continue;
+            /* the proxy's syntax: keys it prints (salt_escape) read back */
+            key = escape_decode(keys[i], &err);
+            if (key == NULL) {
+                fprintf(stderr, "hbase-emu: --split-keys '%s': %s\n", keys[i],
+                        err->message);
+                g_ptr_array_unref(scfg.split_keys);
+                return 2;
+            }
+            g_ptr_array_add(scfg.split_keys, key);
+        }
     }
     emu_main_store = emu_store_new(&scfg);
     if (scfg.split_keys != NULL)

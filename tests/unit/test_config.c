@@ -134,7 +134,7 @@ test_full(void)
         "salt_format = hex\n"
         "hash_part = length:8\n"
         "[table:default:plain]\n"
-        "salt_separator = \\x00\\xFF\\s\n"
+        "salt_separator = \\x00\\XFF\\s\n"
         "hash_part = delimiter:a\\x3a\\\\::2\n";
     g_autoptr(GError) error = NULL;
     g_autoptr(config_t) cfg = load(text, &error);
