@@ -1,20 +1,6 @@
 /* merge.c: the heap of bucket heads, in logical key order. */
 #include "merge.h"
 
-#include <string.h>
-
-int
-merge_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-    size_t n = MIN(alen, blen);
-    int c = n > 0 ? memcmp(a, b, n) : 0;
-
-    if (c != 0) {
-        return c;
-    }
-    return alen < blen ? -1 : alen > blen ? 1 : 0;
-}
-
 /* Whether input i's head comes strictly before input j's. */
 static inline gboolean
 merge_before(const struct merge *m, unsigned i, unsigned j)

@@ -4,6 +4,7 @@
 #include <glib.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /*
  * Inputs are numbered 0..n-1 (a scan's buckets); each one in the heap has
@@ -28,9 +29,19 @@ struct merge {
     gboolean reversed;              /* largest key first */
 };
 
-/* Orders two keys as HBase's Bytes.compareTo does. */
-int merge_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
-                  size_t blen);
+/* Orders two keys as HBase's Bytes.compareTo does.  Inline: it is the
+ * heap's inner loop, a few calls per merged row. */
+static inline int
+merge_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    size_t n = MIN(alen, blen);
+    int c = n > 0 ? memcmp(a, b, n) : 0;
+
+    if (c != 0) {
+        return c;
+    }
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
 
 void merge_init(struct merge *m, unsigned n, gboolean reversed);
 void merge_clear(struct merge *m);

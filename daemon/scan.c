@@ -37,8 +37,15 @@
  * bucket has a head: the one without could hold a smaller row.
  *
  * The batches are the backend's reply bytes, swapped out of the request
- * that fetched them; rows are decoded only to find their key, and copied
- * once, into the client's reply.
+ * that fetched them.  Here each row is walked once (scan_bucket_advance:
+ * its key, and where it ends) and copied once, straight into the reply
+ * the client gets (scan_row_copy; the list header is written for the
+ * rows asked and patched at the end).  Below the engine a batch costs
+ * one more copy, out of the connection's input buffer into the request,
+ * and, unframed, one more walk: the resumable scan that finds where the
+ * reply ends (proxy_msg_scan).  Rows whose protocol changes on the way,
+ * or whose key is not their first field, are re-encoded field by field
+ * (codec_row_result) instead.
  */
 
 /* HBase's message for an unknown, closed or expired scanner. */
@@ -76,6 +83,9 @@ struct scan_op {
     int32_t id;                     /* proxy scanner id (NEXT, CLOSE) */
     int32_t want;                   /* rows asked (NEXT) */
     int32_t got;                    /* rows written so far */
+    size_t frame_at;                /* NEXT: the reply's frame header */
+    size_t list_at;                 /* NEXT: its list header, written for
+                                       want rows and patched at the end */
     struct proxy_req *req;          /* the client's request */
     struct proxy_worker *home;      /* req's worker: finished there */
 };
@@ -142,7 +152,6 @@ struct scanner {
     /* calls */
     struct scan_op *op;             /* being served */
     GQueue queued;                  /* struct scan_op *, waiting their turn */
-    struct wire_buf rows;           /* op's rows so far, client protocol */
     gboolean pumping;               /* scan_pump is on the stack */
     gboolean pump_again;
 };
@@ -168,7 +177,6 @@ scanner_new(struct proxy_worker *w, const struct codec_call *call,
     sc->limit = -1;
     sc->op = op;
     g_queue_init(&sc->queued);
-    wire_buf_init(&sc->rows);
     g_snprintf(sc->table, sizeof(sc->table), "%.*s",
                (int)MIN(a->table_len, 127), (const char *)a->table);
     sc->pool = w->pool;
@@ -196,7 +204,6 @@ scanner_free(struct scanner *sc)
     if (sc->page_row != NULL) {
         g_byte_array_unref(sc->page_row);
     }
-    wire_buf_free(&sc->rows);
     g_free(sc);
 }
 
@@ -795,36 +802,36 @@ scan_bucket_advance(struct scanner *sc, struct scan_bucket *b)
     const struct hbase1_field *kf = sc->calls->key;
 
     while (b->left > 0) {
-        struct wire_reader peek = b->rd;
         const uint8_t *start = b->rd.pos, *row = NULL, *logical;
         uint32_t row_len = 0, bucket;
         size_t logical_len;
+        gboolean first = TRUE;
         uint8_t type;
         int16_t fid;
 
-        gboolean first = TRUE;
-
+        /* one walk: the key where it is, the rest of the row skipped */
         b->left--;
         b->row_first = FALSE;
-        if (wire_read_struct_begin(&peek) == WIRE_OK) {
-            while (wire_read_field(&peek, &type, &fid) == WIRE_OK
+        if (wire_read_struct_begin(&b->rd) == WIRE_OK) {
+            while (wire_read_field(&b->rd, &type, &fid) == WIRE_OK
                    && type != WIRE_T_STOP) {
-                if (fid == kf->fid && type == kf->type) {
-                    const uint8_t *at = peek.pos;
+                if (row == NULL && fid == kf->fid && type == kf->type) {
+                    const uint8_t *at = b->rd.pos;
 
-                    if (wire_read_binary(&peek, &row, &row_len) == WIRE_OK
+                    if (wire_read_binary(&b->rd, &row, &row_len) == WIRE_OK
                         && first) {
                         b->row_first = TRUE;
                         b->row_at = (uint32_t)(at - start);
-                        b->row_end = (uint32_t)(peek.pos - start);
+                        b->row_end = (uint32_t)(b->rd.pos - start);
                     }
-                    break;
+                } else {
+                    wire_skip(&b->rd, type);
                 }
                 first = FALSE;
-                wire_skip(&peek, type);
             }
+            wire_read_struct_end(&b->rd);
         }
-        if (wire_skip(&b->rd, WIRE_T_STRUCT) != WIRE_OK || row == NULL) {
+        if (b->rd.status != WIRE_OK || row == NULL) {
             g_free(sc->error);
             sc->error = g_strdup_printf("hbase-salt-proxy: malformed row "
                                         "from the backend scanning %s",
@@ -996,17 +1003,30 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
                      sc->calls->fetch, b->backend_id, (int32_t)b->fetch);
 }
 
+/* Begins the current NEXT op's reply: its rows go straight into it. */
+static void
+scan_next_begin(struct scanner *sc)
+{
+    struct scan_op *op = sc->op;
+
+    op->got = 0;
+    op->frame_at = scan_reply_begin(op->req);
+    op->list_at = codec_rows_reply_begin(&op->req->call,
+                                         op->req->client_proto,
+                                         (uint32_t)MAX(op->want, 0),
+                                         &op->req->reply);
+}
+
 /* Answers the current NEXT op with the rows gathered. */
 static void
 scan_next_done(struct scanner *sc)
 {
     struct scan_op *op = sc->op;
-    size_t off = scan_reply_begin(op->req);
 
-    codec_write_rows_reply(&op->req->call, op->req->client_proto,
-                           (uint32_t)op->got, sc->rows.data, sc->rows.len,
-                           &op->req->reply);
-    scan_reply_end(op->req, off);
+    codec_rows_reply_end(op->req->client_proto, op->list_at,
+                         (uint32_t)MAX(op->want, 0), (uint32_t)op->got,
+                         &op->req->reply);
+    scan_reply_end(op->req, op->frame_at);
     sc->op = NULL;
     sc->last_used = proxy_now();
     scan_op_done(op, sc->item.owner);
@@ -1098,7 +1118,7 @@ scan_pump(struct scanner *sc)
                 g_byte_array_append(sc->page_row, b->key,
                                     (guint)b->key_len);
             }
-            wire_writer_init(&wr, op->req->client_proto, &sc->rows);
+            wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
             if (!scan_row_copy(sc, b, &wr)) {
                 wire_reader_init(&rr,
                                  sc->item.owner->proxy->set.backend_proto,
@@ -1197,8 +1217,7 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         scan_sub_send(sc, sub, frame);
         return;
     }
-    op->got = 0;
-    wire_buf_clear(&sc->rows);
+    scan_next_begin(sc);
     if (op->want <= 0) {
         /* HBase: nbRows <= 0 is an empty list */
         scan_next_done(sc);
