@@ -12,6 +12,7 @@
 #include "metrics.h"
 #include "salt.h"
 #include "scanargs.h"
+#include "scanbatch.h"
 #include "scanfilter.h"
 #include "scantab.h"
 
@@ -37,9 +38,9 @@
  * bucket has a head: the one without could hold a smaller row.
  *
  * The batches are the backend's reply bytes, swapped out of the request
- * that fetched them.  Here each row is walked once (scan_bucket_advance:
- * its key, and where it ends) and copied once, straight into the reply
- * the client gets (scan_row_copy; the list header is written for the
+ * that fetched them.  Here each row is walked once (scanbatch_next: its
+ * key, and where it ends) and copied once, straight into the reply the
+ * client gets (scanbatch_copy_head; the list header is written for the
  * rows asked and patched at the end).  Below the engine a batch costs
  * one more copy, out of the connection's input buffer into the request,
  * and, unframed, one more walk: the resumable scan that finds where the
@@ -104,19 +105,8 @@ struct scan_bucket {
     struct wire_buf cur;            /* batch being merged (reply bytes) */
     struct wire_buf next;           /* the batch after it */
     uint32_t next_count;            /* rows in next */
-    struct wire_reader rd;          /* at the row after the head in cur */
-    uint32_t left;                  /* rows in cur after the head */
-    const uint8_t *head;            /* head row: the row struct in cur */
-    size_t head_len;
-    const uint8_t *key;             /* head's logical key, for the heap */
-    size_t key_len;
+    struct scanbatch rows;          /* cur, a row at a time: the head */
     gboolean has_head;
-    gboolean row_first;             /* head's row is its first field, at
-                                       head + row_at .. head + row_end
-                                       (length prefix included) */
-    uint32_t row_at, row_end;
-    uint32_t row_bucket;            /* bucket its salt names */
-    gboolean row_salted;            /* a salt of ours, of this bucket */
 };
 
 /* A client scanner: one owner (its worker), freed by scanner_free only. */
@@ -651,6 +641,7 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
         struct proxy_req *sub;
 
         b->bucket = single ? only : i;
+        scanbatch_init(&b->rows, sc->salt, b->bucket, sc->calls->key);
         b->fetch = sc->fetch_rows;
         metrics_bucket_request(sc->salt, b->bucket, 1);
         wire_buf_init(&b->cur);
@@ -790,99 +781,39 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
 
 /* ---- merging ------------------------------------------------------------ */
 
-/*
- * Moves b's head to its next row in cur.  Rows of another bucket (a
- * reversed scan from the end of a bucket can see the next bucket's first
- * key) are skipped.  FALSE when cur has no row left.
- */
+/* Moves b's head to its next row in cur; FALSE when it has none. */
 static gboolean
 scan_bucket_advance(struct scanner *sc, struct scan_bucket *b)
 {
-    size_t plen = salt_prefix_len(sc->salt);
-    const struct hbase1_field *kf = sc->calls->key;
-
-    while (b->left > 0) {
-        const uint8_t *start = b->rd.pos, *row = NULL, *logical;
-        uint32_t row_len = 0, bucket;
-        size_t logical_len;
-        gboolean first = TRUE;
-        uint8_t type;
-        int16_t fid;
-
-        /* one walk: the key where it is, the rest of the row skipped */
-        b->left--;
-        b->row_first = FALSE;
-        if (wire_read_struct_begin(&b->rd) == WIRE_OK) {
-            while (wire_read_field(&b->rd, &type, &fid) == WIRE_OK
-                   && type != WIRE_T_STOP) {
-                if (row == NULL && fid == kf->fid && type == kf->type) {
-                    const uint8_t *at = b->rd.pos;
-
-                    if (wire_read_binary(&b->rd, &row, &row_len) == WIRE_OK
-                        && first) {
-                        b->row_first = TRUE;
-                        b->row_at = (uint32_t)(at - start);
-                        b->row_end = (uint32_t)(b->rd.pos - start);
-                    }
-                } else {
-                    wire_skip(&b->rd, type);
-                }
-                first = FALSE;
-            }
-            wire_read_struct_end(&b->rd);
-        }
-        if (b->rd.status != WIRE_OK || row == NULL) {
-            g_free(sc->error);
-            sc->error = g_strdup_printf("hbase-salt-proxy: malformed row "
-                                        "from the backend scanning %s",
-                                        sc->table);
-            sc->state = SCAN_FAILED;
-            b->left = 0;
-            return FALSE;
-        }
-        b->row_salted = FALSE;
-        if (salt_strip(sc->salt, row, row_len, &logical, &logical_len,
-                       &bucket)) {
-            if (bucket != b->bucket) {
-                continue;
-            }
-            b->key = logical;
-            b->key_len = logical_len;
-            b->row_bucket = bucket;
-            b->row_salted = TRUE;
-        } else {
-            /* no salt of ours: order it by what follows the prefix */
-            b->key = row + MIN(plen, row_len);
-            b->key_len = row_len - MIN(plen, row_len);
-        }
-        b->head = start;
-        b->head_len = (size_t)(b->rd.pos - start);
+    switch (scanbatch_next(&b->rows)) {
+    case SCANBATCH_ROW:
         return TRUE;
+    case SCANBATCH_MALFORMED:
+        g_free(sc->error);
+        sc->error = g_strdup_printf("hbase-salt-proxy: malformed row "
+                                    "from the backend scanning %s",
+                                    sc->table);
+        sc->state = SCAN_FAILED;
+        return FALSE;
+    default:
+        return FALSE;
     }
-    return FALSE;
 }
 
-/* Makes next the current batch; positions b->rd at its first row. */
+/* Makes next the current batch, before its first row. */
 static void
 scan_bucket_install(struct scanner *sc, struct scan_bucket *b)
 {
-    const struct proxy_settings *set = &sc->item.owner->proxy->set;
+    const struct proxy_worker *w = sc->item.owner;
     struct wire_buf tmp = b->cur;
-    struct wire_msg m;
-    uint8_t type, et;
-    int16_t fid;
 
     b->cur = b->next;
     b->next = tmp;
     wire_buf_clear(&b->next);
     b->next_ready = 0;
-    /* scan_fetch_sink checked the header: this cannot fail */
-    wire_reader_init(&b->rd, set->backend_proto, b->cur.data, b->cur.len,
-                     TRUE, &sc->item.owner->reply_limits);
-    wire_read_msg_begin(&b->rd, &m);
-    wire_read_struct_begin(&b->rd);
-    wire_read_field(&b->rd, &type, &fid);
-    wire_read_list_begin(&b->rd, &et, &b->left);
+    /* scan_fetch_sink checked the header */
+    scanbatch_load(&b->rows, w->proxy->set.backend_proto, b->cur.data,
+                   b->cur.len, &w->reply_limits);
     if (b->next_count == 0 && b->last) {
         b->done = 1;
     }
@@ -895,7 +826,7 @@ scan_bucket_refill(struct scanner *sc, struct scan_bucket *b, unsigned bi)
     for (;;) {
         if (scan_bucket_advance(sc, b)) {
             b->has_head = TRUE;
-            merge_push(&sc->merge, bi, b->key, b->key_len);
+            merge_push(&sc->merge, bi, b->rows.key, b->rows.key_len);
             return;
         }
         if (sc->state == SCAN_FAILED) {
@@ -1047,44 +978,23 @@ scan_next_op(struct scanner *sc)
 static gboolean
 scan_page_same_row(const struct scanner *sc, const struct scan_bucket *b)
 {
-    return sc->page_row->len > 0 && sc->page_row->len == b->key_len
-           && memcmp(sc->page_row->data, b->key, b->key_len) == 0;
+    return sc->page_row->len > 0 && sc->page_row->len == b->rows.key_len
+           && memcmp(sc->page_row->data, b->rows.key, b->rows.key_len) == 0;
 }
 
-
-/*
- * The head row of b for the client when nothing but its key changes: the
- * same protocol on both sides and the row first in the struct (as HBase
- * writes it), so the bytes around the key are copied as they came and
- * the rest of the row is not walked again.  The salt must still check
- * out as codec_row_out checks it; FALSE: let codec_row_result do it.
- */
-static gboolean
-scan_row_copy(struct scanner *sc, struct scan_bucket *b,
-              struct wire_writer *wr)
-{
-    if (!b->row_first || !b->row_salted
-        || wr->proto != sc->item.owner->proxy->set.backend_proto
-        || salt_bucket(sc->salt, b->key, b->key_len) != b->row_bucket) {
-        return FALSE;
-    }
-    metrics_bucket_row(sc->salt, b->row_bucket, 1);
-    wire_buf_append(wr->buf, b->head, b->row_at);
-    wire_write_binary(wr, b->key, (uint32_t)b->key_len);
-    wire_buf_append(wr->buf, b->head + b->row_end,
-                    b->head_len - b->row_end);
-    return TRUE;
-}
 
 /* Moves rows from the bucket heads to the current op while it can. */
 static void
 scan_pump(struct scanner *sc)
 {
+    wire_proto_t from;
+
     if (sc->pumping) {
         sc->pump_again = TRUE;
         return;
     }
     sc->pumping = TRUE;
+    from = sc->item.owner->proxy->set.backend_proto;
     do {
         struct scan_op *op = sc->op;
 
@@ -1115,21 +1025,22 @@ scan_pump(struct scanner *sc)
                 }
                 sc->limit--;
                 g_byte_array_set_size(sc->page_row, 0);
-                g_byte_array_append(sc->page_row, b->key,
-                                    (guint)b->key_len);
+                g_byte_array_append(sc->page_row, b->rows.key,
+                                    (guint)b->rows.key_len);
             }
             wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
-            if (!scan_row_copy(sc, b, &wr)) {
-                wire_reader_init(&rr,
-                                 sc->item.owner->proxy->set.backend_proto,
-                                 b->head, b->head_len, TRUE,
-                                 &sc->item.owner->reply_limits);
+            if (scanbatch_copy_head(&b->rows, from, &wr)) {
+                metrics_bucket_row(sc->salt, b->bucket, 1);
+            } else {
+                /* it counts the rows it unsalts itself */
+                wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,
+                                 TRUE, &sc->item.owner->reply_limits);
                 codec_row_result(&rr, &wr, sc->salt);
             }
             op->got++;
             metrics_scan_row();
             if (scan_bucket_advance(sc, b)) {
-                merge_top_next(&sc->merge, b->key, b->key_len);
+                merge_top_next(&sc->merge, b->rows.key, b->rows.key_len);
             } else {
                 merge_pop(&sc->merge);
                 scan_bucket_refill(sc, b, bi);
