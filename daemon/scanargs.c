@@ -27,6 +27,53 @@ scanargs_note(struct scanargs *a, uint32_t *seen,
     *seen |= bit;
 }
 
+/* The roles passed on as the client sent them, and where each is kept;
+ * the engine reads or rewrites the others. */
+static const struct {
+    uint8_t role;
+    glong offset;                   /* of its struct scanargs_passed */
+} scanargs_passed_roles[] = {
+    { HBASE1_ROLE_COLUMNS, G_STRUCT_OFFSET(struct scanargs, columns) },
+    { HBASE1_ROLE_TIMESTAMP, G_STRUCT_OFFSET(struct scanargs, timestamp) },
+    { HBASE1_ROLE_BATCH, G_STRUCT_OFFSET(struct scanargs, batch) },
+    { HBASE1_ROLE_SORTED, G_STRUCT_OFFSET(struct scanargs, sorted) },
+    { HBASE1_ROLE_CACHE_BLOCKS,
+      G_STRUCT_OFFSET(struct scanargs, cache_blocks) },
+    { HBASE1_ROLE_ATTRIBUTES, G_STRUCT_OFFSET(struct scanargs, attributes) },
+};
+
+/* Offset in struct scanargs of a passed-on role; -1: not one. */
+static glong
+scanargs_passed_offset(uint8_t role)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(scanargs_passed_roles); i++) {
+        if (scanargs_passed_roles[i].role == role) {
+            return scanargs_passed_roles[i].offset;
+        }
+    }
+    return -1;
+}
+
+/* Writes field f from what the client sent for its role, if it did. */
+static void
+scanargs_pass_on(const struct scanargs *a, const struct hbase1_field *f,
+                 struct wire_writer *wr)
+{
+    glong off = scanargs_passed_offset(f->role);
+    const struct scanargs_passed *p;
+    struct wire_reader copy;
+
+    if (off < 0) {
+        return;
+    }
+    p = G_STRUCT_MEMBER_P(a, off);
+    if (p->set) {
+        copy = p->at;
+        wire_write_field(wr, f->type, f->fid);
+        wire_copy(&copy, wr, f->type);
+    }
+}
+
 static gboolean
 scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
                 struct wire_reader *r)
@@ -40,6 +87,7 @@ scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
     }
     for (;;) {
         const struct hbase1_field *f;
+        glong off;
 
         if (wire_read_field(r, &type, &fid) != WIRE_OK) {
             return FALSE;
@@ -55,6 +103,14 @@ scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
         if (f->repeated != NULL) {
             scanargs_note(a, &seen, s, f);
         }
+        if ((off = scanargs_passed_offset(f->role)) >= 0) {
+            struct scanargs_passed *p = G_STRUCT_MEMBER_P(a, off);
+
+            p->at = *r;
+            p->set = TRUE;
+            wire_skip(r, type);
+            continue;
+        }
         switch (f->role) {
         case HBASE1_ROLE_TABLE:
             wire_read_binary(r, &a->table, &a->table_len);
@@ -66,20 +122,6 @@ scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
         case HBASE1_ROLE_STOP:
             wire_read_binary(r, &a->stop, &a->stop_len);
             a->has_stop = TRUE;
-            break;
-        case HBASE1_ROLE_COLUMNS:
-            a->columns = *r;
-            a->has_columns = TRUE;
-            wire_skip(r, type);
-            break;
-        case HBASE1_ROLE_TIMESTAMP:
-            a->ts = wire_read_i64(r);
-            a->has_ts = TRUE;
-            break;
-        case HBASE1_ROLE_ATTRIBUTES:
-            a->attributes = *r;
-            a->has_attributes = TRUE;
-            wire_skip(r, type);
             break;
         case HBASE1_ROLE_SCAN:
             /* a second scan struct replaces fields of the first one */
@@ -95,20 +137,8 @@ scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
             wire_read_binary(r, &a->filter, &a->filter_len);
             a->has_filter = TRUE;
             break;
-        case HBASE1_ROLE_BATCH:
-            a->batch = wire_read_i32(r);
-            a->has_batch = TRUE;
-            break;
-        case HBASE1_ROLE_SORTED:
-            a->sort = wire_read_bool(r);
-            a->has_sort = TRUE;
-            break;
         case HBASE1_ROLE_REVERSED:
             a->reversed = wire_read_bool(r);
-            break;
-        case HBASE1_ROLE_CACHE_BLOCKS:
-            a->cache_blocks = wire_read_bool(r);
-            a->has_cache_blocks = TRUE;
             break;
         case HBASE1_ROLE_ID:
             a->id = wire_read_i32(r);
@@ -203,7 +233,6 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
     wire_write_struct_begin(wr);
     for (uint8_t i = 0; i < s->nfields; i++) {
         const struct hbase1_field *f = &s->fields[i];
-        struct wire_reader copy;
 
         switch (f->role) {
         case HBASE1_ROLE_START:
@@ -230,19 +259,6 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
                 wire_write_binary(wr, key, (uint32_t)n);
             }
             break;
-        case HBASE1_ROLE_TIMESTAMP:
-            if (a->has_ts) {
-                wire_write_field(wr, f->type, f->fid);
-                wire_write_i64(wr, a->ts);
-            }
-            break;
-        case HBASE1_ROLE_COLUMNS:
-            if (a->has_columns) {
-                copy = a->columns;
-                wire_write_field(wr, f->type, f->fid);
-                wire_copy(&copy, wr, f->type);
-            }
-            break;
         case HBASE1_ROLE_CACHING:
             wire_write_field(wr, f->type, f->fid);
             wire_write_i32(wr, (int32_t)b->caching);
@@ -254,31 +270,14 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
                 wire_write_binary(wr, ftext, (uint32_t)flen);
             }
             break;
-        case HBASE1_ROLE_BATCH:
-            if (a->has_batch) {
-                wire_write_field(wr, f->type, f->fid);
-                wire_write_i32(wr, a->batch);
-            }
-            break;
-        case HBASE1_ROLE_SORTED:
-            if (a->has_sort) {
-                wire_write_field(wr, f->type, f->fid);
-                wire_write_bool(wr, a->sort);
-            }
-            break;
         case HBASE1_ROLE_REVERSED:
             if (a->reversed) {
                 wire_write_field(wr, f->type, f->fid);
                 wire_write_bool(wr, TRUE);
             }
             break;
-        case HBASE1_ROLE_CACHE_BLOCKS:
-            if (a->has_cache_blocks) {
-                wire_write_field(wr, f->type, f->fid);
-                wire_write_bool(wr, a->cache_blocks);
-            }
-            break;
         default:
+            scanargs_pass_on(a, f, wr);
             break;
         }
     }
@@ -290,7 +289,6 @@ scanargs_write_open(const struct scanargs *a, const struct hbase1_scanner *sc,
                     const struct scanargs_bucket *b, struct wire_writer *wr)
 {
     const struct hbase1_schema *s = sc->open->scan_args;
-    struct wire_reader copy;
 
     wire_write_struct_begin(wr);
     for (uint8_t i = 0; i < s->nfields; i++) {
@@ -305,14 +303,8 @@ scanargs_write_open(const struct scanargs *a, const struct hbase1_scanner *sc,
             wire_write_field(wr, f->type, f->fid);
             scanargs_write_scan(a, f->sub, b, wr);
             break;
-        case HBASE1_ROLE_ATTRIBUTES:
-            if (a->has_attributes) {
-                copy = a->attributes;
-                wire_write_field(wr, f->type, f->fid);
-                wire_copy(&copy, wr, f->type);
-            }
-            break;
         default:
+            scanargs_pass_on(a, f, wr);
             break;
         }
     }

@@ -12,6 +12,12 @@
 struct salt_table;
 struct scanfilter;
 
+/* A field passed on to every bucket as the client sent it. */
+struct scanargs_passed {
+    struct wire_reader at;          /* positioned at the value */
+    gboolean set;
+};
+
 /*
  * What a scanner call asks for, read by role from the method table
  * (hbase1.h), whatever service or method it came as: the scannerOpen*
@@ -26,24 +32,15 @@ struct scanargs {
     uint32_t start_len, stop_len;
     gboolean has_stop;
     gboolean prefix;                /* start is also every row's prefix */
-    gboolean has_ts;
-    int64_t ts;
-    struct wire_reader columns;     /* positioned at the list */
-    gboolean has_columns;
-    struct wire_reader attributes;  /* positioned at the map */
-    gboolean has_attributes;
     gboolean has_caching;
     int32_t caching;
     const uint8_t *filter;
     uint32_t filter_len;
     gboolean has_filter;
-    gboolean has_batch;
-    int32_t batch;
-    gboolean has_sort;
-    gboolean sort;
     gboolean reversed;
-    gboolean has_cache_blocks;
-    gboolean cache_blocks;
+    /* passed on: the roles scanargs_passed names */
+    struct scanargs_passed columns, timestamp, batch, sorted, cache_blocks,
+        attributes;
     gboolean has_id;
     int32_t id;                     /* scanner id */
     int32_t nrows;                  /* rows asked; 1 for a call without */
