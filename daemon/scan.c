@@ -982,7 +982,6 @@ scan_page_same_row(const struct scanner *sc, const struct scan_bucket *b)
            && memcmp(sc->page_row->data, b->rows.key, b->rows.key_len) == 0;
 }
 
-
 /* Moves rows from the bucket heads to the current op while it can. */
 static void
 scan_pump(struct scanner *sc)

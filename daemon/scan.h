@@ -1,4 +1,4 @@
-/* scan.h: scanners: fan-out over salt buckets, ordered merge, global ids. */
+/* scan.h: the scan engine: fan-out over salt buckets, merge, expiry. */
 #pragma once
 
 #include <event2/util.h>

@@ -1,5 +1,4 @@
-/* scanargs.c: a scanner call's arguments as a plain struct, and the scan
- * each bucket is sent. */
+/* scanargs.c: scanner calls read by role, and the scan sent each bucket. */
 #include "scanargs.h"
 
 #include <string.h>

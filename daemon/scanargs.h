@@ -1,5 +1,4 @@
-/* scanargs.h: a scanner call's arguments as a plain struct, and the scan
- * each bucket is sent. */
+/* scanargs.h: scanner calls read by role, and the scan sent each bucket. */
 #pragma once
 
 #include <glib.h>
