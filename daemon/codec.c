@@ -869,20 +869,41 @@ codec_write_illegal_argument(const struct codec_call *call, wire_proto_t to,
     codec_write_ia(call, &w, message);
 }
 
-void
-codec_write_rows_reply(const struct codec_call *call, wire_proto_t to,
-                       uint32_t count, const uint8_t *rows, size_t len,
-                       struct wire_buf *out)
+size_t
+codec_rows_reply_begin(const struct codec_call *call, wire_proto_t to,
+                       uint32_t max, struct wire_buf *out)
 {
     struct wire_writer w;
+    size_t at;
 
     wire_writer_init(&w, to, out);
     codec_reply_begin(call, &w);
     wire_write_field(&w, WIRE_T_LIST, 0);
-    wire_write_list_begin(&w, WIRE_T_STRUCT, count);
-    /* structs encode the same whatever surrounds them */
-    wire_buf_append(out, rows, len);
-    wire_write_container_end(&w);
+    at = out->len;
+    wire_write_list_begin(&w, WIRE_T_STRUCT, max);
+    return at;
+}
+
+void
+codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
+                     uint32_t count, struct wire_buf *out)
+{
+    uint8_t hdr[WIRE_SEQ_HEADER_MAX], ahead[WIRE_SEQ_HEADER_MAX];
+    size_t n = wire_seq_header(to, WIRE_T_STRUCT, count, hdr);
+    size_t had = wire_seq_header(to, WIRE_T_STRUCT, max, ahead);
+    struct wire_writer w;
+
+    g_return_if_fail(count <= max && list_at + had <= out->len);
+    if (n < had) {
+        /* compact counts are varints: fewer rows than asked (the end of
+         * a scan) can take a shorter header, and the rows move up */
+        memmove(out->data + list_at + n, out->data + list_at + had,
+                out->len - list_at - had);
+        out->len -= had - n;
+    }
+    memcpy(out->data + list_at, hdr, n);
+    /* the list has no end mark; the result struct's STOP follows it */
+    wire_writer_init(&w, to, out);
     wire_write_struct_end(&w);
 }
 

@@ -139,10 +139,17 @@ void codec_write_void_reply(const struct codec_call *call, wire_proto_t to,
 void codec_write_illegal_argument(const struct codec_call *call,
                                   wire_proto_t to, const char *message,
                                   struct wire_buf *out);
-/* list<TRowResult> of count rows already encoded in 'to' (rows, len). */
-void codec_write_rows_reply(const struct codec_call *call, wire_proto_t to,
-                            uint32_t count, const uint8_t *rows, size_t len,
-                            struct wire_buf *out);
+/*
+ * A list<TRowResult> reply built where it is sent from: begin writes the
+ * reply up to a list header for max rows and returns where that header
+ * is; the caller appends the rows, encoded in 'to' (a struct encodes the
+ * same whatever surrounds it); end writes the header for the count of
+ * rows appended (at most max) and closes the reply.
+ */
+size_t codec_rows_reply_begin(const struct codec_call *call, wire_proto_t to,
+                              uint32_t max, struct wire_buf *out);
+void codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
+                          uint32_t count, struct wire_buf *out);
 
 /*
  * Copies one TRowResult from r to w, stripping its row's salt when salt

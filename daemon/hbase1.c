@@ -12,6 +12,14 @@
 #define F(fid_, type_, action_, sub_, name_)                               \
     { .fid = (fid_), .type = (type_), .action = (action_), .sub = (sub_),  \
       .repeated = "hbase-salt-proxy: field " name_ " sent twice" }
+/* A field of a scanner schema: R routes the scan (sent twice, it is
+ * refused, as F), P is passed on or read as it comes (the last one
+ * counts, as in Java). */
+#define R(fid_, type_, role_, sub_, name_)                                 \
+    { .fid = (fid_), .type = (type_), .role = (role_), .sub = (sub_),      \
+      .repeated = "hbase-salt-proxy: field " name_ " sent twice" }
+#define P(fid_, type_, role_)                                              \
+    { .fid = (fid_), .type = (type_), .role = (role_) }
 #define SCHEMA(name_, scoped_, ...)                                        \
     static const struct hbase1_field name_##_fields[] = { __VA_ARGS__ };   \
     static const struct hbase1_schema name_ = {                            \
@@ -75,6 +83,86 @@ SCHEMA(args_append, FALSE,
 SCHEMA(args_table, FALSE,
        F(1, WIRE_T_STRING, HBASE1_TABLE, NULL, "tableName"));
 
+/* ---- scanner calls, for the scan engine ---------------------------------- */
+
+/* Kept apart from 'args': the codec refuses any 'args' field sent twice,
+ * and a pass-through scan sends its bounds on as they came. */
+
+/* TScan { 1: startRow, 2: stopRow, 3: timestamp, 4: columns, 5: caching,
+ * 6: filterString, 7: batchSize, 8: sortColumns, 9: reversed,
+ * 10: cacheBlocks }: the order a bucket's TScan is written in */
+SCHEMA(t_scan, FALSE,
+       R(1, WIRE_T_STRING, HBASE1_ROLE_START, NULL, "TScan.startRow"),
+       R(2, WIRE_T_STRING, HBASE1_ROLE_STOP, NULL, "TScan.stopRow"),
+       P(3, WIRE_T_I64, HBASE1_ROLE_TIMESTAMP),
+       P(4, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
+       P(5, WIRE_T_I32, HBASE1_ROLE_CACHING),
+       R(6, WIRE_T_STRING, HBASE1_ROLE_FILTER, NULL, "TScan.filterString"),
+       P(7, WIRE_T_I32, HBASE1_ROLE_BATCH),
+       P(8, WIRE_T_BOOL, HBASE1_ROLE_SORTED),
+       R(9, WIRE_T_BOOL, HBASE1_ROLE_REVERSED, NULL, "TScan.reversed"),
+       P(10, WIRE_T_BOOL, HBASE1_ROLE_CACHE_BLOCKS));
+
+#define SCAN_TABLE R(1, WIRE_T_STRING, HBASE1_ROLE_TABLE, NULL, "tableName")
+#define SCAN_START R(2, WIRE_T_STRING, HBASE1_ROLE_START, NULL, "startRow")
+
+/* scannerOpenWithScan (1: tableName, 2: TScan scan, 3: attributes) */
+SCHEMA(scan_with_scan, FALSE,
+       SCAN_TABLE,
+       R(2, WIRE_T_STRUCT, HBASE1_ROLE_SCAN, &t_scan, "scan"),
+       P(3, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
+
+/* scannerOpen (1: tableName, 2: startRow, 3: columns, 4: attributes) */
+SCHEMA(scan_open, FALSE,
+       SCAN_TABLE, SCAN_START,
+       P(3, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
+       P(4, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
+
+/* scannerOpenWithStop (1: tableName, 2: startRow, 3: stopRow,
+ * 4: columns, 5: attributes) */
+SCHEMA(scan_with_stop, FALSE,
+       SCAN_TABLE, SCAN_START,
+       R(3, WIRE_T_STRING, HBASE1_ROLE_STOP, NULL, "stopRow"),
+       P(4, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
+       P(5, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
+
+/* scannerOpenWithPrefix (1: tableName, 2: startAndPrefix, 3: columns,
+ * 4: attributes) */
+SCHEMA(scan_with_prefix, FALSE,
+       SCAN_TABLE,
+       R(2, WIRE_T_STRING, HBASE1_ROLE_PREFIX, NULL, "startAndPrefix"),
+       P(3, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
+       P(4, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
+
+/* scannerOpenTs (1: tableName, 2: startRow, 3: columns, 4: timestamp,
+ * 5: attributes) */
+SCHEMA(scan_open_ts, FALSE,
+       SCAN_TABLE, SCAN_START,
+       P(3, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
+       P(4, WIRE_T_I64, HBASE1_ROLE_TIMESTAMP),
+       P(5, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
+
+/* scannerOpenWithStopTs (1: tableName, 2: startRow, 3: stopRow,
+ * 4: columns, 5: timestamp, 6: attributes) */
+SCHEMA(scan_with_stop_ts, FALSE,
+       SCAN_TABLE, SCAN_START,
+       R(3, WIRE_T_STRING, HBASE1_ROLE_STOP, NULL, "stopRow"),
+       P(4, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
+       P(5, WIRE_T_I64, HBASE1_ROLE_TIMESTAMP),
+       P(6, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
+
+/* scannerGet, scannerClose (1: id) */
+SCHEMA(scan_id, FALSE,
+       P(1, WIRE_T_I32, HBASE1_ROLE_ID));
+
+/* scannerGetList (1: id, 2: nbRows) */
+SCHEMA(scan_id_rows, FALSE,
+       P(1, WIRE_T_I32, HBASE1_ROLE_ID),
+       P(2, WIRE_T_I32, HBASE1_ROLE_NROWS));
+
+/* Filled from the scanner rows of the table below at first use. */
+static struct hbase1_scanner hbase1_scanner;
+
 /* ---- result structs ------------------------------------------------------ */
 
 /* success: list<TRowResult> */
@@ -89,6 +177,14 @@ SCHEMA(result_row_results, FALSE,
     { .name = #name_, .name_len = sizeof(#name_) - 1, .kind = (kind_),      \
       .declares_io = TRUE, .declares_ia = TRUE, .args = (args_),           \
       .result = (result_) }
+
+/* A scanner call: routed by 'args' (its table) as every call is, then
+ * read by the scan engine through 'scan_args'. */
+#define MS(name_, kind_, ia_, args_, result_, scan_args_)                   \
+    { .name = #name_, .name_len = sizeof(#name_) - 1, .kind = (kind_),      \
+      .declares_io = TRUE, .declares_ia = (ia_), .args = (args_),          \
+      .result = (result_), .scan_args = (scan_args_),                      \
+      .scanner = &hbase1_scanner }
 
 /* In IDL order.  'index' is filled in by position. */
 static struct hbase1_method hbase1_table[] = {
@@ -129,15 +225,22 @@ static struct hbase1_method hbase1_table[] = {
     M(increment, HBASE1_WRITE, TRUE, &args_increment, NULL),
     M(incrementRows, HBASE1_WRITE, TRUE, &args_increments, NULL),
     M(deleteAllRowTs, HBASE1_WRITE, TRUE, &args_table_row, NULL),
-    M(scannerOpenWithScan, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
-    M(scannerOpen, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
-    M(scannerOpenWithStop, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
-    M(scannerOpenWithPrefix, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
-    M(scannerOpenTs, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
-    M(scannerOpenWithStopTs, HBASE1_SCAN_OPEN, TRUE, &args_table, NULL),
-    MIA(scannerGet, HBASE1_SCAN_NEXT, NULL, &result_row_results),
-    MIA(scannerGetList, HBASE1_SCAN_NEXT, NULL, &result_row_results),
-    MIA(scannerClose, HBASE1_SCAN_CLOSE, NULL, NULL),
+    MS(scannerOpenWithScan, HBASE1_SCAN_OPEN, FALSE, &args_table, NULL,
+       &scan_with_scan),
+    MS(scannerOpen, HBASE1_SCAN_OPEN, FALSE, &args_table, NULL, &scan_open),
+    MS(scannerOpenWithStop, HBASE1_SCAN_OPEN, FALSE, &args_table, NULL,
+       &scan_with_stop),
+    MS(scannerOpenWithPrefix, HBASE1_SCAN_OPEN, FALSE, &args_table, NULL,
+       &scan_with_prefix),
+    MS(scannerOpenTs, HBASE1_SCAN_OPEN, FALSE, &args_table, NULL,
+       &scan_open_ts),
+    MS(scannerOpenWithStopTs, HBASE1_SCAN_OPEN, FALSE, &args_table, NULL,
+       &scan_with_stop_ts),
+    MS(scannerGet, HBASE1_SCAN_NEXT, TRUE, NULL, &result_row_results,
+       &scan_id),
+    MS(scannerGetList, HBASE1_SCAN_NEXT, TRUE, NULL, &result_row_results,
+       &scan_id_rows),
+    MS(scannerClose, HBASE1_SCAN_CLOSE, TRUE, NULL, NULL, &scan_id),
     M(getRegionInfo, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(append, HBASE1_WRITE, TRUE, &args_append, NULL),
     MIA(checkAndPut, HBASE1_WRITE, &args_table_row, NULL),
@@ -169,6 +272,43 @@ hbase1_cmp_sorted(const void *a, const void *b)
                            (const uint8_t *)y->name, y->name_len);
 }
 
+/* Derives how scanners are driven from the scanner rows (see hbase1.h):
+ * the engine then never looks a method up by name. */
+static void
+hbase1_scanner_init(struct hbase1_scanner *sc,
+                    const struct hbase1_method *table, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct hbase1_method *m = &table[i];
+        const struct hbase1_field *f;
+
+        if (m->scanner != sc) {
+            continue;
+        }
+        if (m->kind == HBASE1_SCAN_OPEN
+            && (f = hbase1_schema_role(m->scan_args,
+                                       HBASE1_ROLE_SCAN)) != NULL) {
+            sc->open = m;
+            sc->scan = f->sub;
+        } else if (m->kind == HBASE1_SCAN_NEXT
+                   && hbase1_schema_role(m->scan_args,
+                                         HBASE1_ROLE_NROWS) != NULL) {
+            sc->fetch = m;
+            sc->rows = hbase1_schema_field(m->result, 0);
+            sc->row = sc->rows->sub;
+        } else if (m->kind == HBASE1_SCAN_CLOSE) {
+            sc->close = m;
+        }
+    }
+    g_assert(sc->open != NULL && sc->fetch != NULL && sc->close != NULL);
+    for (uint8_t i = 0; i < sc->row->nfields; i++) {
+        if (sc->row->fields[i].action == HBASE1_ROW_OUT) {
+            sc->key = &sc->row->fields[i];
+        }
+    }
+    g_assert(sc->key != NULL);
+}
+
 static void
 hbase1_init(void)
 {
@@ -179,6 +319,8 @@ hbase1_init(void)
             hbase1_table[i].index = (uint8_t)i;
             hbase1_sorted[i] = &hbase1_table[i];
         }
+        hbase1_scanner_init(&hbase1_scanner, hbase1_table,
+                            G_N_ELEMENTS(hbase1_table));
         qsort(hbase1_sorted, G_N_ELEMENTS(hbase1_sorted),
               sizeof(hbase1_sorted[0]), hbase1_cmp_sorted);
         g_once_init_leave(&done, 1);
@@ -222,6 +364,17 @@ hbase1_schema_field(const struct hbase1_schema *s, int16_t fid)
 {
     for (uint8_t i = 0; i < s->nfields; i++) {
         if (s->fields[i].fid == fid) {
+            return &s->fields[i];
+        }
+    }
+    return NULL;
+}
+
+const struct hbase1_field *
+hbase1_schema_role(const struct hbase1_schema *s, uint8_t role)
+{
+    for (uint8_t i = 0; i < s->nfields; i++) {
+        if (s->fields[i].role == role) {
             return &s->fields[i];
         }
     }

@@ -21,6 +21,34 @@ enum hbase1_action {
     HBASE1_STRUCT_LIST,  /* list<struct>, each described by 'sub' */
 };
 
+/*
+ * What a field of a scanner call, or of the scan struct it carries, means
+ * to the scan engine (scanargs.c reads and writes them by role, never by
+ * field id).  Thrift1's TScan and Thrift2's TScan put the same roles at
+ * other ids and types; a role a service lacks is simply not in its
+ * schema.
+ */
+enum hbase1_role {
+    HBASE1_ROLE_NONE = 0,
+    HBASE1_ROLE_TABLE,        /* binary: the table scanned */
+    HBASE1_ROLE_START,        /* binary: first row (reversed: the highest) */
+    HBASE1_ROLE_PREFIX,       /* binary: first row, and every row's prefix */
+    HBASE1_ROLE_STOP,         /* binary: the row the scan stops before */
+    HBASE1_ROLE_COLUMNS,      /* list: columns to return, passed on */
+    HBASE1_ROLE_TIMESTAMP,    /* i64: newest version read, passed on */
+    HBASE1_ROLE_ATTRIBUTES,   /* map: passed on */
+    HBASE1_ROLE_SCAN,         /* struct: the scan itself, roles in 'sub' */
+    HBASE1_ROLE_CACHING,      /* i32: rows per round trip */
+    HBASE1_ROLE_FILTER,       /* binary: filter string, rewritten per
+                                 bucket */
+    HBASE1_ROLE_BATCH,        /* i32: cells per partial row */
+    HBASE1_ROLE_SORTED,       /* bool: sorted columns, passed on */
+    HBASE1_ROLE_REVERSED,     /* bool: high to low */
+    HBASE1_ROLE_CACHE_BLOCKS, /* bool: passed on */
+    HBASE1_ROLE_ID,           /* i32: a scanner id */
+    HBASE1_ROLE_NROWS,        /* i32: rows asked of a scanner */
+};
+
 struct hbase1_schema;
 
 /* One field that matters. */
@@ -29,6 +57,8 @@ struct hbase1_field {
     uint8_t type;                      /* wire type expected; another type
                                           is copied through untouched */
     uint8_t action;                    /* enum hbase1_action */
+    uint8_t role;                      /* enum hbase1_role: scanner
+                                          schemas only */
     const struct hbase1_schema *sub;   /* STRUCT, STRUCT_LIST */
     const char *repeated;              /* PROTOCOL_ERROR text for a call
                                           that sends this field twice */
@@ -42,15 +72,20 @@ struct hbase1_schema {
                                           TAppend): rows inside follow it */
 };
 
-/* What kind of call, for routing and metrics. */
+/* What kind of call, for routing and metrics.  The scanner kinds come
+ * last: every call from HBASE1_SCAN_OPEN on goes to the scan engine. */
 enum hbase1_kind {
     HBASE1_ADMIN = 0,      /* no row keys */
     HBASE1_READ,           /* point or multi-row read */
     HBASE1_WRITE,          /* mutation */
-    HBASE1_SCAN_OPEN,      /* scannerOpen* */
-    HBASE1_SCAN_NEXT,      /* scannerGet, scannerGetList */
-    HBASE1_SCAN_CLOSE,     /* scannerClose */
+    HBASE1_SCAN_OPEN,      /* starts a scanner: scannerOpen* */
+    HBASE1_SCAN_NEXT,      /* feeds rows from one: scannerGet(List) */
+    HBASE1_SCAN_CLOSE,     /* ends one: scannerClose */
+    HBASE1_SCAN_ONCE,      /* opens, feeds and ends in one call (Thrift2's
+                              getScannerResults); none in Thrift1 */
 };
+
+struct hbase1_scanner;
 
 struct hbase1_method {
     const char *name;                   /* as on the wire */
@@ -62,6 +97,30 @@ struct hbase1_method {
                                            IllegalArgument */
     const struct hbase1_schema *args;   /* NULL: no row keys in the call */
     const struct hbase1_schema *result; /* NULL: reply has no row keys */
+    const struct hbase1_schema *scan_args; /* scanner calls: every
+                                           argument the engine reads, by
+                                           role; NULL for other calls */
+    const struct hbase1_scanner *scanner; /* scanner calls: how the
+                                           service's scanners are driven */
+};
+
+/*
+ * How one service's scanners are driven, for the scan engine: the calls
+ * it sends each backend scanner (in the same service), and where the
+ * rows of a fetch sit.  Everything is derived from the method rows at
+ * first use: open is the SCAN_OPEN call that carries a scan struct,
+ * fetch the SCAN_NEXT call that takes a row count, close the SCAN_CLOSE
+ * call; the row schema is the element of fetch's success list, its key
+ * the ROW_OUT field (TRowResult.row; Thrift2's TResult.row).
+ */
+struct hbase1_scanner {
+    const struct hbase1_method *open;   /* scannerOpenWithScan */
+    const struct hbase1_method *fetch;  /* scannerGetList */
+    const struct hbase1_method *close;  /* scannerClose */
+    const struct hbase1_schema *scan;   /* open's scan struct: TScan */
+    const struct hbase1_schema *row;    /* one row of a fetch: TRowResult */
+    const struct hbase1_field *rows;    /* fetch's success list field */
+    const struct hbase1_field *key;     /* the row's key field in row */
 };
 
 /* The method of a name as sent on the wire, or NULL. */
@@ -73,3 +132,7 @@ const struct hbase1_method *hbase1_methods(size_t *count);
 /* The field of a schema with this id, or NULL. */
 const struct hbase1_field *hbase1_schema_field(const struct hbase1_schema *s,
                                                int16_t fid);
+
+/* The field of a schema with this role, or NULL. */
+const struct hbase1_field *hbase1_schema_role(const struct hbase1_schema *s,
+                                              uint8_t role);

@@ -22,7 +22,7 @@ struct backend_pool;
 struct backend_conn;
 struct proxy_worker;
 struct proxy_req;
-struct scan_table;
+struct scantab;
 struct backend_health_table;
 struct metrics;
 struct metrics_worker;
@@ -224,7 +224,7 @@ struct proxy {
     gint nconns;                    /* clients open over all workers (atomic) */
     unsigned next_worker;           /* whose turn the next accepted socket
                                        is (worker 0's thread only) */
-    struct scan_table *scans;       /* scanner ids, global to the process */
+    struct scantab *scans;          /* scanner ids, global to the process */
     struct backend_health_table *health; /* UP/DOWN of every backend */
     GMutex gens_lock;               /* guards gens */
     GPtrArray *gens;                /* every generation not freed yet */

@@ -1,4 +1,4 @@
-/* scan.c: scanners: fan-out over salt buckets, ordered merge, global ids. */
+/* scan.c: the scan engine: opens the buckets, fetches, merges, expires. */
 #include "scan.h"
 
 #include <string.h>
@@ -8,22 +8,27 @@
 #include "backend.h"
 #include "config.h"
 #include "hbase1.h"
+#include "merge.h"
 #include "metrics.h"
 #include "salt.h"
+#include "scanargs.h"
+#include "scanbatch.h"
 #include "scanfilter.h"
+#include "scantab.h"
 
 /*
  * A scan of a salted table is N scans, one per bucket that can hold a
  * matching row, each bounded by [salt|start, salt|stop):
  *
  *   scannerOpen*  --->  scannerOpenWithScan x N, in parallel
- *                        (bounds, filter rewritten per bucket)
+ *                        (bounds, filter rewritten per bucket:
+ *                        scanargs.c)
  *
  *   bucket 0: [cur batch: r r r r][next batch, in flight or ready]
  *   bucket 1: [cur batch: r r    ][next ...]          heap of the
  *   ...                                               bucket heads,
  *   bucket N: [cur batch: r r r  ][next ...]          by logical key
- *                    |
+ *                    |                                (merge.c)
  *   scannerGetList(n) <--- pop the smallest head n times, strip its salt
  *
  * Each bucket holds at most two batches: the one being merged and the
@@ -33,8 +38,15 @@
  * bucket has a head: the one without could hold a smaller row.
  *
  * The batches are the backend's reply bytes, swapped out of the request
- * that fetched them; rows are decoded only to find their key, and copied
- * once, into the client's reply.
+ * that fetched them.  Here each row is walked once (scanbatch_next: its
+ * key, and where it ends) and copied once, straight into the reply the
+ * client gets (scanbatch_copy_head; the list header is written for the
+ * rows asked and patched at the end).  Below the engine a batch costs
+ * one more copy, out of the connection's input buffer into the request,
+ * and, unframed, one more walk: the resumable scan that finds where the
+ * reply ends (proxy_msg_scan).  Rows whose protocol changes on the way,
+ * or whose key is not their first field, are re-encoded field by field
+ * (codec_row_result) instead.
  */
 
 /* HBase's message for an unknown, closed or expired scanner. */
@@ -45,18 +57,19 @@
 #define SCAN_DEFAULT_CACHING 100
 #define SCAN_MIN_FETCH 16
 
-/* The process-wide id -> scanner map. */
-struct scan_table {
-    GMutex lock;            /* guards everything below */
-    GHashTable *by_id;      /* GINT_TO_POINTER(id) -> struct scanner * */
-    int32_t next_id;        /* last id handed out */
-};
-
 enum scan_state {
-    SCAN_OPENING = 0,       /* backend opens in flight */
+    SCAN_OPENING = 0,       /* backend opens in flight; no id yet */
     SCAN_OPEN,              /* serving calls */
     SCAN_FAILED,            /* a bucket failed: every call gets the error */
-    SCAN_CLOSED,            /* closed or expired: freed when idle */
+    SCAN_CLOSED,            /* closed or expired: out of the id table,
+                               freed when nothing is in flight */
+};
+
+static const char *const scan_state_names[] = {
+    [SCAN_OPENING] = "opening",
+    [SCAN_OPEN] = "open",
+    [SCAN_FAILED] = "failed",
+    [SCAN_CLOSED] = "closed",
 };
 
 enum scan_op_kind {
@@ -71,6 +84,9 @@ struct scan_op {
     int32_t id;                     /* proxy scanner id (NEXT, CLOSE) */
     int32_t want;                   /* rows asked (NEXT) */
     int32_t got;                    /* rows written so far */
+    size_t frame_at;                /* NEXT: the reply's frame header */
+    size_t list_at;                 /* NEXT: its list header, written for
+                                       want rows and patched at the end */
     struct proxy_req *req;          /* the client's request */
     struct proxy_worker *home;      /* req's worker: finished there */
 };
@@ -89,25 +105,16 @@ struct scan_bucket {
     struct wire_buf cur;            /* batch being merged (reply bytes) */
     struct wire_buf next;           /* the batch after it */
     uint32_t next_count;            /* rows in next */
-    struct wire_reader rd;          /* at the row after the head in cur */
-    uint32_t left;                  /* rows in cur after the head */
-    const uint8_t *head;            /* head row: TRowResult bytes in cur */
-    size_t head_len;
-    const uint8_t *key;             /* head's logical key, for the heap */
-    size_t key_len;
+    struct scanbatch rows;          /* cur, a row at a time: the head */
     gboolean has_head;
-    gboolean row_first;             /* head's row is its first field, at
-                                       head + row_at .. head + row_end
-                                       (length prefix included) */
-    uint32_t row_at, row_end;
-    uint32_t row_bucket;            /* bucket its salt names */
-    gboolean row_salted;            /* a salt of ours, of this bucket */
 };
 
+/* A client scanner: one owner (its worker), freed by scanner_free only. */
 struct scanner {
-    int32_t id;                     /* proxy scanner id */
-    struct proxy_worker *owner;     /* every field is touched only here */
+    struct scantab_item item;       /* id and owner worker: every other
+                                       field is touched only there */
     enum scan_state state;
+    const struct hbase1_scanner *calls; /* the service's scanner calls */
     const struct salt_table *salt;  /* NULL: one pass-through scanner */
     char table[128];                /* for logs */
     int server;                     /* backend server of all its scanners */
@@ -119,7 +126,6 @@ struct scanner {
     /* pass-through */
     int32_t backend_id;
     /* merged */
-    gboolean reversed;
     uint32_t fetch_rows;            /* rows of each bucket's first fetch */
     uint32_t fetch_max;             /* rows of a fetch, at most */
     int64_t limit;                  /* PageFilter rows left; < 0: none */
@@ -129,8 +135,7 @@ struct scanner {
     gboolean page_done;             /* the limit is reached */
     unsigned nbuckets;
     struct scan_bucket *buckets;
-    unsigned *heap;                 /* bucket indexes by head key */
-    unsigned heap_len;
+    struct merge merge;             /* buckets with a head, by its key */
     unsigned nwaiting;              /* unfinished buckets with no head */
     unsigned nopening;              /* backend opens in flight */
     char *error;                    /* why it failed; NULL: it has not */
@@ -138,108 +143,100 @@ struct scanner {
     /* calls */
     struct scan_op *op;             /* being served */
     GQueue queued;                  /* struct scan_op *, waiting their turn */
-    struct wire_buf rows;           /* op's rows so far, client protocol */
     gboolean pumping;               /* scan_pump is on the stack */
     gboolean pump_again;
 };
 
 static void scan_pump(struct scanner *sc);
 static void scan_op_start(struct scanner *sc, struct scan_op *op);
+static void scan_reply_ia(struct scan_op *op, struct proxy_worker *w,
+                          const char *msg);
 
-/* ---- the id table ------------------------------------------------------- */
+/* ---- the scanner ------------------------------------------------------- */
 
-struct scan_table *
-scan_table_new(void)
-{
-    struct scan_table *t = g_new0(struct scan_table, 1);
-
-    g_mutex_init(&t->lock);
-    t->by_id = g_hash_table_new(g_direct_hash, g_direct_equal);
-    return t;
-}
-
-void
-scan_table_free(struct scan_table *t)
-{
-    GHashTableIter it;
-    gpointer key, value;
-
-    /* the workers are gone: whatever is left only holds memory */
-    g_hash_table_iter_init(&it, t->by_id);
-    while (g_hash_table_iter_next(&it, &key, &value)) {
-        struct scanner *sc = value;
-        struct scan_op *op;
-
-        for (unsigned i = 0; i < sc->nbuckets; i++) {
-            wire_buf_free(&sc->buckets[i].cur);
-            wire_buf_free(&sc->buckets[i].next);
-        }
-        while ((op = g_queue_pop_head(&sc->queued)) != NULL) {
-            g_free(op);
-        }
-        g_free(sc->op);
-        g_free(sc->buckets);
-        g_free(sc->heap);
-        g_free(sc->error);
-        if (sc->page_row != NULL) {
-            g_byte_array_unref(sc->page_row);
-        }
-        wire_buf_free(&sc->rows);
-        g_free(sc);
-    }
-    g_hash_table_destroy(t->by_id);
-    g_mutex_clear(&t->lock);
-    g_free(t);
-}
-
-unsigned
-scan_open_count(const struct scan_table *t)
-{
-    unsigned n;
-
-    g_mutex_lock((GMutex *)&t->lock);
-    n = g_hash_table_size(t->by_id);
-    g_mutex_unlock((GMutex *)&t->lock);
-    return n;
-}
-
-/* Hands out the next free positive id, as HBase's counter does. */
-static int32_t
-scan_table_add(struct scan_table *t, struct scanner *sc)
-{
-    int32_t id;
-
-    g_mutex_lock(&t->lock);
-    do {
-        t->next_id = t->next_id == G_MAXINT32 ? 1 : t->next_id + 1;
-        id = t->next_id;
-    } while (g_hash_table_contains(t->by_id, GINT_TO_POINTER(id)));
-    g_hash_table_insert(t->by_id, GINT_TO_POINTER(id), sc);
-    g_mutex_unlock(&t->lock);
-    return id;
-}
-
-/* Only the owner may follow the pointer: another worker could see it
- * freed as soon as the lock is dropped. */
 static struct scanner *
-scan_table_find(struct scan_table *t, int32_t id,
-                struct proxy_worker **owner)
+scanner_new(struct proxy_worker *w, const struct codec_call *call,
+            struct scan_op *op, const struct scanargs *a)
 {
-    struct scanner *sc;
+    struct scanner *sc = g_new0(struct scanner, 1);
 
-    g_mutex_lock(&t->lock);
-    sc = g_hash_table_lookup(t->by_id, GINT_TO_POINTER(id));
-    *owner = sc != NULL ? sc->owner : NULL;
-    g_mutex_unlock(&t->lock);
+    sc->item.owner = w;
+    sc->state = SCAN_OPENING;
+    sc->calls = call->method->scanner;
+    sc->salt = call->salt;
+    sc->backend_id = -1;
+    sc->limit = -1;
+    sc->op = op;
+    g_queue_init(&sc->queued);
+    g_snprintf(sc->table, sizeof(sc->table), "%.*s",
+               (int)MIN(a->table_len, 127), (const char *)a->table);
+    sc->pool = w->pool;
+    /* sc points into its request's generation and pins its pool: both
+     * live until it is freed (proxy_worker_gc) */
+    sc->gen = op->req->gen;
+    proxy_gen_use(w, sc->gen);
+    sc->pool->scanners++;
+    /* a DOWN server would fail the scan before it starts */
+    sc->server = backend_pool_pick_server(sc->pool);
     return sc;
 }
 
+/* The one way a scanner goes: calls still queued are told it is gone. */
 static void
-scan_table_remove(struct scan_table *t, int32_t id)
+scanner_free(struct scanner *sc)
 {
-    g_mutex_lock(&t->lock);
-    g_hash_table_remove(t->by_id, GINT_TO_POINTER(id));
-    g_mutex_unlock(&t->lock);
+    struct scan_op *op;
+
+    while ((op = g_queue_pop_head(&sc->queued)) != NULL) {
+        scan_reply_ia(op, sc->item.owner, SCAN_INVALID_ID);
+    }
+    for (unsigned i = 0; i < sc->nbuckets; i++) {
+        wire_buf_free(&sc->buckets[i].cur);
+        wire_buf_free(&sc->buckets[i].next);
+    }
+    g_free(sc->buckets);
+    merge_clear(&sc->merge);
+    g_free(sc->error);
+    if (sc->page_row != NULL) {
+        g_byte_array_unref(sc->page_row);
+    }
+    if (sc->pool != NULL) {
+        proxy_gen_unuse(sc->item.owner, sc->gen);
+        sc->pool->scanners--;
+    }
+    g_free(sc);
+}
+
+/* Process exit: the workers are gone, nobody waits for an answer. */
+static void
+scanner_free_at_exit(struct scantab_item *item)
+{
+    /* item is the scanner's first member */
+    struct scanner *sc = (struct scanner *)item;
+
+    g_queue_clear_full(&sc->queued, g_free);
+    g_clear_pointer(&sc->op, g_free);
+    /* pools and generations went with the workers */
+    sc->pool = NULL;
+    scanner_free(sc);
+}
+
+struct scantab *
+scan_table_new(void)
+{
+    return scantab_new();
+}
+
+void
+scan_table_free(struct scantab *t)
+{
+    scantab_free(t, scanner_free_at_exit);
+}
+
+unsigned
+scan_open_count(struct scantab *t)
+{
+    return scantab_count(t);
 }
 
 /* ---- answering the client ------------------------------------------------- */
@@ -340,12 +337,14 @@ scan_refuse(struct scan_op *op, struct proxy_worker *w, const char *why)
 
 /* ---- internal requests to the backend ------------------------------------- */
 
-/* An internal request of sc, its message begun in w->scratch. */
+/* An internal request of sc calling method m, its message begun in
+ * w->scratch. */
 static struct proxy_req *
 scan_sub_begin(struct scanner *sc, proxy_sink_fn sink, uint32_t tag,
-               const char *method, struct wire_writer *wr, size_t *frame)
+               const struct hbase1_method *m, struct wire_writer *wr,
+               size_t *frame)
 {
-    struct proxy_worker *w = sc->owner;
+    struct proxy_worker *w = sc->item.owner;
     const struct proxy_settings *set = &w->proxy->set;
     struct proxy_req *sub = proxy_req_get(w);
 
@@ -354,21 +353,20 @@ scan_sub_begin(struct scanner *sc, proxy_sink_fn sink, uint32_t tag,
     sub->sink_tag = tag;
     sub->server = sc->server;
     sub->backend_seqid = proxy_next_seqid(w);
-    g_strlcpy(sub->call.name, method, sizeof(sub->call.name));
-    sub->call.name_len = (uint16_t)strlen(method);
+    memcpy(sub->call.name, m->name, m->name_len + 1u);
+    sub->call.name_len = m->name_len;
     wire_buf_clear(&w->scratch);
     *frame = set->backend_framed ? wire_frame_begin(&w->scratch) : 0;
     wire_writer_init(wr, set->backend_proto, &w->scratch);
-    wire_write_msg_begin(wr, (const uint8_t *)method,
-                         (uint32_t)strlen(method), WIRE_CALL,
-                         sub->backend_seqid);
+    wire_write_msg_begin(wr, (const uint8_t *)m->name, m->name_len,
+                         WIRE_CALL, sub->backend_seqid);
     return sub;
 }
 
 static void
 scan_sub_send(struct scanner *sc, struct proxy_req *sub, size_t frame)
 {
-    struct proxy_worker *w = sc->owner;
+    struct proxy_worker *w = sc->item.owner;
 
     if (w->proxy->set.backend_framed) {
         wire_frame_end(&w->scratch, frame);
@@ -379,24 +377,17 @@ scan_sub_send(struct scanner *sc, struct proxy_req *sub, size_t frame)
                    FALSE);
 }
 
-/* Sends a call whose only argument is the i32 scanner id (and nbRows). */
+/* Sends a call on a backend scanner: its id, and rows when >= 0. */
 static void
 scan_sub_id_call(struct scanner *sc, proxy_sink_fn sink, uint32_t tag,
-                 const char *method, int32_t backend_id, int32_t rows)
+                 const struct hbase1_method *m, int32_t backend_id,
+                 int32_t rows)
 {
     struct wire_writer wr;
     size_t frame;
-    struct proxy_req *sub = scan_sub_begin(sc, sink, tag, method, &wr,
-                                           &frame);
+    struct proxy_req *sub = scan_sub_begin(sc, sink, tag, m, &wr, &frame);
 
-    wire_write_struct_begin(&wr);
-    wire_write_field(&wr, WIRE_T_I32, 1);
-    wire_write_i32(&wr, backend_id);
-    if (rows >= 0) {
-        wire_write_field(&wr, WIRE_T_I32, 2);
-        wire_write_i32(&wr, rows);
-    }
-    wire_write_struct_end(&wr);
+    scanargs_write_id(m, backend_id, rows, &wr);
     scan_sub_send(sc, sub, frame);
 }
 
@@ -411,7 +402,7 @@ scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
                struct wire_reader *r, uint8_t *type, int16_t *fid,
                char **why, gboolean *can_retry)
 {
-    const struct proxy_worker *w = sc->owner;
+    const struct proxy_worker *w = sc->item.owner;
     struct wire_msg m;
 
     *can_retry = TRUE;
@@ -476,64 +467,22 @@ scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
     return TRUE;
 }
 
-static void scan_free(struct scanner *sc);
-
 /* An internal request came back: account for it, maybe free sc. */
 static gboolean
 scan_sub_return(struct scanner *sc, struct proxy_req *sub)
 {
-    proxy_req_put(sc->owner, sub);
+    proxy_req_put(sc->item.owner, sub);
     sc->inflight--;
     if (sc->state == SCAN_CLOSED) {
         if (sc->inflight == 0) {
-            scan_free(sc);
+            scanner_free(sc);
         }
         return FALSE;
     }
     return TRUE;
 }
 
-/* ---- lifetime ------------------------------------------------------------- */
-
-/* sc points into its request's generation and pins its pool: both live
- * until it is freed (proxy_worker_gc). */
-static void
-scan_pin(struct scanner *sc, struct proxy_req *req)
-{
-    sc->gen = req->gen;
-    proxy_gen_use(sc->owner, sc->gen);
-    sc->pool->scanners++;
-}
-
-static void
-scan_unpin(struct scanner *sc)
-{
-    proxy_gen_unuse(sc->owner, sc->gen);
-    sc->pool->scanners--;
-}
-
-static void
-scan_free(struct scanner *sc)
-{
-    struct scan_op *op;
-
-    scan_unpin(sc);
-    for (unsigned i = 0; i < sc->nbuckets; i++) {
-        wire_buf_free(&sc->buckets[i].cur);
-        wire_buf_free(&sc->buckets[i].next);
-    }
-    while ((op = g_queue_pop_head(&sc->queued)) != NULL) {
-        scan_reply_ia(op, sc->owner, SCAN_INVALID_ID);
-    }
-    g_free(sc->buckets);
-    g_free(sc->heap);
-    g_free(sc->error);
-    if (sc->page_row != NULL) {
-        g_byte_array_unref(sc->page_row);
-    }
-    wire_buf_free(&sc->rows);
-    g_free(sc);
-}
+/* ---- closing ------------------------------------------------------------ */
 
 static void
 scan_close_sink(struct proxy_worker *w, struct proxy_req *sub)
@@ -546,7 +495,7 @@ scan_bucket_close(struct scanner *sc, struct scan_bucket *b)
 {
     if (b->opened && !b->closed) {
         b->closed = 1;
-        scan_sub_id_call(sc, scan_close_sink, b->bucket, "scannerClose",
+        scan_sub_id_call(sc, scan_close_sink, b->bucket, sc->calls->close,
                          b->backend_id, -1);
     }
 }
@@ -559,14 +508,16 @@ scan_close(struct scanner *sc)
         return;
     }
     if (sc->state != SCAN_OPENING) {
-        scan_table_remove(sc->owner->proxy->scans, sc->id);
+        scantab_remove(sc->item.owner->proxy->scans, sc->item.id);
     }
+    g_debug("scanner %d on %s closed, was %s", sc->item.id, sc->table,
+            scan_state_names[sc->state]);
     sc->state = SCAN_CLOSED;
     /* a close in flight keeps sc alive until it returns */
     sc->inflight++;
     if (sc->salt == NULL) {
         if (sc->backend_id >= 0) {
-            scan_sub_id_call(sc, scan_close_sink, 0, "scannerClose",
+            scan_sub_id_call(sc, scan_close_sink, 0, sc->calls->close,
                              sc->backend_id, -1);
         }
     } else {
@@ -576,347 +527,11 @@ scan_close(struct scanner *sc)
     }
     sc->inflight--;
     if (sc->inflight == 0) {
-        scan_free(sc);
+        scanner_free(sc);
     }
 }
 
 /* ---- opening -------------------------------------------------------------- */
-
-/* What a scannerOpen* call asks for, pointing into the client's message. */
-struct scan_spec {
-    const uint8_t *table;
-    uint32_t table_len;
-    const uint8_t *start, *stop;
-    uint32_t start_len, stop_len;
-    gboolean has_stop;
-    gboolean prefix;                /* scannerOpenWithPrefix */
-    gboolean has_ts;
-    int64_t ts;
-    struct wire_reader columns;     /* positioned at the list */
-    gboolean has_columns;
-    struct wire_reader attributes;  /* positioned at the map */
-    gboolean has_attributes;
-    gboolean has_caching;
-    int32_t caching;
-    const uint8_t *filter;
-    uint32_t filter_len;
-    gboolean has_filter;
-    gboolean has_batch;
-    int32_t batch;
-    gboolean has_sort;
-    gboolean sort;
-    gboolean reversed;
-    gboolean has_cache_blocks;
-    gboolean cache_blocks;
-    const char *repeated;           /* static text: a field the scan is
-                                       routed by came twice, or NULL */
-};
-
-/* Roles of the arguments of the scannerOpen* calls. */
-enum scan_arg {
-    SA_NONE = 0, SA_TABLE, SA_START, SA_STOP, SA_COLUMNS, SA_TS, SA_ATTRS,
-    SA_SCAN,
-};
-
-static const struct {
-    const char *name;
-    uint8_t roles[7];               /* role of field id 1..7 */
-    gboolean prefix;
-} scan_open_methods[] = {
-    { "scannerOpenWithScan", { SA_TABLE, SA_SCAN, SA_ATTRS }, FALSE },
-    { "scannerOpen", { SA_TABLE, SA_START, SA_COLUMNS, SA_ATTRS }, FALSE },
-    { "scannerOpenWithStop",
-      { SA_TABLE, SA_START, SA_STOP, SA_COLUMNS, SA_ATTRS }, FALSE },
-    { "scannerOpenWithPrefix", { SA_TABLE, SA_START, SA_COLUMNS, SA_ATTRS },
-      TRUE },
-    { "scannerOpenTs", { SA_TABLE, SA_START, SA_COLUMNS, SA_TS, SA_ATTRS },
-      FALSE },
-    { "scannerOpenWithStopTs",
-      { SA_TABLE, SA_START, SA_STOP, SA_COLUMNS, SA_TS, SA_ATTRS }, FALSE },
-};
-
-/*
- * Java keeps the last of a field sent twice, as the parsers below do; but
- * the codec has routed the call by then, and a client that sends its
- * bounds or filter twice cannot mean both.  Salted scans refuse such a
- * call (scan_open), as the codec refuses other calls: *seen has bit n for
- * field id n already met.
- */
-static void
-scan_note_field(struct scan_spec *s, uint32_t *seen, unsigned n,
-                const char *repeated)
-{
-    if ((*seen & (1u << n)) != 0 && s->repeated == NULL) {
-        s->repeated = repeated;
-    }
-    *seen |= 1u << n;
-}
-
-static gboolean
-scan_parse_tscan(struct wire_reader *r, struct scan_spec *s)
-{
-    uint32_t seen = 0;
-    uint8_t type;
-    int16_t fid;
-
-    if (wire_read_struct_begin(r) != WIRE_OK) {
-        return FALSE;
-    }
-    for (;;) {
-        if (wire_read_field(r, &type, &fid) != WIRE_OK) {
-            return FALSE;
-        }
-        if (type == WIRE_T_STOP) {
-            break;
-        }
-        if (fid == 1 && type == WIRE_T_STRING) {
-            scan_note_field(s, &seen, 1, "hbase-salt-proxy: field "
-                            "TScan.startRow sent twice");
-            wire_read_binary(r, &s->start, &s->start_len);
-        } else if (fid == 2 && type == WIRE_T_STRING) {
-            scan_note_field(s, &seen, 2, "hbase-salt-proxy: field "
-                            "TScan.stopRow sent twice");
-            wire_read_binary(r, &s->stop, &s->stop_len);
-            s->has_stop = TRUE;
-        } else if (fid == 3 && type == WIRE_T_I64) {
-            s->ts = wire_read_i64(r);
-            s->has_ts = TRUE;
-        } else if (fid == 4 && type == WIRE_T_LIST) {
-            s->columns = *r;
-            s->has_columns = TRUE;
-            wire_skip(r, type);
-        } else if (fid == 5 && type == WIRE_T_I32) {
-            s->caching = wire_read_i32(r);
-            s->has_caching = TRUE;
-        } else if (fid == 6 && type == WIRE_T_STRING) {
-            scan_note_field(s, &seen, 6, "hbase-salt-proxy: field "
-                            "TScan.filterString sent twice");
-            wire_read_binary(r, &s->filter, &s->filter_len);
-            s->has_filter = TRUE;
-        } else if (fid == 7 && type == WIRE_T_I32) {
-            s->batch = wire_read_i32(r);
-            s->has_batch = TRUE;
-        } else if (fid == 8 && type == WIRE_T_BOOL) {
-            s->sort = wire_read_bool(r);
-            s->has_sort = TRUE;
-        } else if (fid == 9 && type == WIRE_T_BOOL) {
-            scan_note_field(s, &seen, 9, "hbase-salt-proxy: field "
-                            "TScan.reversed sent twice");
-            s->reversed = wire_read_bool(r);
-        } else if (fid == 10 && type == WIRE_T_BOOL) {
-            s->cache_blocks = wire_read_bool(r);
-            s->has_cache_blocks = TRUE;
-        } else {
-            wire_skip(r, type);
-        }
-    }
-    wire_read_struct_end(r);
-    return r->status == WIRE_OK;
-}
-
-/* Parses the arguments of any scannerOpen*; r is at the args struct. */
-static gboolean
-scan_parse_open(struct wire_reader *r, const char *method,
-                struct scan_spec *s)
-{
-    const uint8_t *roles = NULL;
-    uint32_t seen = 0;
-    uint8_t type;
-    int16_t fid;
-
-    memset(s, 0, sizeof(*s));
-    for (size_t i = 0; i < G_N_ELEMENTS(scan_open_methods); i++) {
-        if (strcmp(scan_open_methods[i].name, method) == 0) {
-            roles = scan_open_methods[i].roles;
-            s->prefix = scan_open_methods[i].prefix;
-        }
-    }
-    if (roles == NULL || wire_read_struct_begin(r) != WIRE_OK) {
-        return FALSE;
-    }
-    for (;;) {
-        uint8_t role;
-
-        if (wire_read_field(r, &type, &fid) != WIRE_OK) {
-            return FALSE;
-        }
-        if (type == WIRE_T_STOP) {
-            break;
-        }
-        role = fid >= 1 && fid <= 7 ? roles[fid - 1] : SA_NONE;
-        if (role == SA_TABLE && type == WIRE_T_STRING) {
-            scan_note_field(s, &seen, (unsigned)fid, "hbase-salt-proxy: "
-                            "field tableName sent twice");
-            wire_read_binary(r, &s->table, &s->table_len);
-        } else if (role == SA_START && type == WIRE_T_STRING) {
-            scan_note_field(s, &seen, (unsigned)fid, s->prefix
-                            ? "hbase-salt-proxy: field startAndPrefix "
-                              "sent twice"
-                            : "hbase-salt-proxy: field startRow sent twice");
-            wire_read_binary(r, &s->start, &s->start_len);
-        } else if (role == SA_STOP && type == WIRE_T_STRING) {
-            scan_note_field(s, &seen, (unsigned)fid, "hbase-salt-proxy: "
-                            "field stopRow sent twice");
-            wire_read_binary(r, &s->stop, &s->stop_len);
-            s->has_stop = TRUE;
-        } else if (role == SA_COLUMNS && type == WIRE_T_LIST) {
-            s->columns = *r;
-            s->has_columns = TRUE;
-            wire_skip(r, type);
-        } else if (role == SA_TS && type == WIRE_T_I64) {
-            s->ts = wire_read_i64(r);
-            s->has_ts = TRUE;
-        } else if (role == SA_ATTRS && type == WIRE_T_MAP) {
-            s->attributes = *r;
-            s->has_attributes = TRUE;
-            wire_skip(r, type);
-        } else if (role == SA_SCAN && type == WIRE_T_STRUCT) {
-            /* a second TScan would replace the whole first one */
-            scan_note_field(s, &seen, (unsigned)fid, "hbase-salt-proxy: "
-                            "field scan sent twice");
-            if (!scan_parse_tscan(r, s)) {
-                return FALSE;
-            }
-        } else {
-            wire_skip(r, type);
-        }
-    }
-    wire_read_struct_end(r);
-    return r->status == WIRE_OK;
-}
-
-/* Orders two keys as HBase's Bytes.compareTo does. */
-static int
-scan_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-    int c = memcmp(a, b, MIN(alen, blen));
-
-    if (c != 0) {
-        return c;
-    }
-    return alen < blen ? -1 : alen > blen ? 1 : 0;
-}
-
-/*
- * A salted table holds no logical key longer than limit (salt_max_row):
- * a bound longer than that is no stored key, and with the prefix in front
- * HBase would refuse it.  Such a bound becomes one of at most limit bytes
- * that selects the same stored keys.  With t the bound cut to limit bytes,
- * for every key k of at most limit bytes:
- *   k >= bound  <=>  k > t   <=>  k >= successor(t)
- *   k <  bound  <=>  k <= t  <=>  k <  successor(t)
- * so forward bounds become successor(t) (none: nothing follows, or no
- * stop), reversed ones (start the high inclusive row, stop the low
- * exclusive one) t itself.  A prefix longer than limit prefixes no stored
- * key.  The bytes are g_malloc'd into *start_buf and *stop_buf, for the
- * caller to free: long bounds only, never on an ordinary scan.  FALSE:
- * no stored row is in the range.
- */
-static gboolean
-scan_fit_bounds(size_t limit, struct scan_spec *s, uint8_t **start_buf,
-                uint8_t **stop_buf)
-{
-    gboolean moved = FALSE;
-
-    if (s->prefix) {
-        return s->start_len <= limit;
-    }
-    if (s->start_len > limit) {
-        *start_buf = g_memdup2(s->start, limit);
-        s->start = *start_buf;
-        s->start_len = s->reversed ? (uint32_t)limit
-                                   : (uint32_t)salt_successor(*start_buf,
-                                                              limit);
-        if (s->start_len == 0) {
-            return FALSE;
-        }
-        moved = TRUE;
-    }
-    if (s->has_stop && s->stop_len > limit) {
-        *stop_buf = g_memdup2(s->stop, limit);
-        s->stop = *stop_buf;
-        s->stop_len = s->reversed ? (uint32_t)limit
-                                  : (uint32_t)salt_successor(*stop_buf,
-                                                             limit);
-        s->has_stop = s->stop_len > 0;
-        moved = TRUE;
-    }
-    if (moved && s->has_stop && s->stop_len > 0 && s->start_len > 0) {
-        /* empty now, and start == stop would read as HBase's one-row
-         * "get scan" */
-        int c = scan_key_cmp(s->start, s->start_len, s->stop, s->stop_len);
-
-        return s->reversed ? c > 0 : c < 0;
-    }
-    return TRUE;
-}
-
-/* Writes a TScan for one bucket of a salted scan. */
-static void
-scan_write_tscan(struct scanner *sc, const struct scan_spec *s,
-                 const struct scanfilter *f, uint32_t bucket,
-                 struct wire_writer *wr)
-{
-    const struct salt_table *t = sc->salt;
-    size_t cap = salt_prefix_len(t) + MAX(s->start_len, s->stop_len) + 1;
-    g_autofree uint8_t *key = g_malloc(cap);
-    size_t n;
-
-    wire_write_struct_begin(wr);
-    n = salt_scan_start(t, bucket, s->reversed, s->start, s->start_len, key);
-    wire_write_field(wr, WIRE_T_STRING, 1);
-    wire_write_binary(wr, key, (uint32_t)n);
-    if (s->prefix) {
-        /* rows with the prefix: stop at its successor, or the bucket end */
-        g_autofree uint8_t *succ = g_memdup2(s->start, s->start_len);
-        size_t slen = salt_successor(succ, s->start_len);
-
-        n = salt_scan_stop(t, bucket, FALSE, succ, slen, key);
-    } else {
-        n = salt_scan_stop(t, bucket, s->reversed, s->stop,
-                           s->has_stop ? s->stop_len : 0, key);
-    }
-    if (n > 0) {
-        wire_write_field(wr, WIRE_T_STRING, 2);
-        wire_write_binary(wr, key, (uint32_t)n);
-    }
-    if (s->has_ts) {
-        wire_write_field(wr, WIRE_T_I64, 3);
-        wire_write_i64(wr, s->ts);
-    }
-    if (s->has_columns) {
-        struct wire_reader cr = s->columns;
-
-        wire_write_field(wr, WIRE_T_LIST, 4);
-        wire_copy(&cr, wr, WIRE_T_LIST);
-    }
-    wire_write_field(wr, WIRE_T_I32, 5);
-    wire_write_i32(wr, (int32_t)sc->fetch_rows);
-    if (s->has_filter) {
-        size_t flen;
-        const uint8_t *ftext = scanfilter_for_bucket(f, bucket, &flen);
-
-        wire_write_field(wr, WIRE_T_STRING, 6);
-        wire_write_binary(wr, ftext, (uint32_t)flen);
-    }
-    if (s->has_batch) {
-        wire_write_field(wr, WIRE_T_I32, 7);
-        wire_write_i32(wr, s->batch);
-    }
-    if (s->has_sort) {
-        wire_write_field(wr, WIRE_T_BOOL, 8);
-        wire_write_bool(wr, s->sort);
-    }
-    if (s->reversed) {
-        wire_write_field(wr, WIRE_T_BOOL, 9);
-        wire_write_bool(wr, TRUE);
-    }
-    if (s->has_cache_blocks) {
-        wire_write_field(wr, WIRE_T_BOOL, 10);
-        wire_write_bool(wr, s->cache_blocks);
-    }
-    wire_write_struct_end(wr);
-}
 
 static void scan_fetch(struct scanner *sc, struct scan_bucket *b);
 
@@ -924,17 +539,17 @@ static void scan_fetch(struct scanner *sc, struct scan_bucket *b);
 static void
 scan_opened(struct scanner *sc, struct scan_op *op)
 {
-    struct proxy_worker *w = sc->owner;
+    struct proxy_worker *w = sc->item.owner;
 
     if (sc->error != NULL) {
         scan_reply_io(op, w, sc->error, sc->error_retry);
         scan_close(sc);
         return;
     }
-    sc->id = scan_table_add(w->proxy->scans, sc);
+    scantab_add(w->proxy->scans, &sc->item);
     sc->state = SCAN_OPEN;
     sc->last_used = proxy_now();
-    scan_reply_i32(op, w, sc->id);
+    scan_reply_i32(op, w, sc->item.id);
     /* every bucket waits for its first batch */
     sc->nwaiting = sc->nbuckets;
     for (unsigned i = 0; i < sc->nbuckets; i++) {
@@ -976,19 +591,100 @@ scan_open_sink(struct proxy_worker *w, struct proxy_req *sub)
 
 /* Re-sends the client's open as it is (unsalted table, one scanner). */
 static void
-scan_open_pass(struct scanner *sc, const struct wire_msg *m,
-               struct wire_reader *body)
+scan_open_pass(struct scanner *sc, struct wire_reader *body)
 {
     struct wire_writer wr;
     size_t frame;
     struct proxy_req *sub;
 
     sc->nopening = 1;
-    sub = scan_sub_begin(sc, scan_open_sink, 0, sc->op->req->call.name, &wr,
-                         &frame);
+    sub = scan_sub_begin(sc, scan_open_sink, 0, sc->op->req->call.method,
+                         &wr, &frame);
     wire_copy(body, &wr, WIRE_T_STRUCT);
-    (void)m;
     scan_sub_send(sc, sub, frame);
+}
+
+/* Rows of each bucket's fetches, from the client's caching. */
+static void
+scan_fetch_sizes(struct scanner *sc, const struct scanargs *a,
+                 const struct config *cfg)
+{
+    uint32_t caching = a->has_caching && a->caching > 0
+                           ? (uint32_t)a->caching
+                           : SCAN_DEFAULT_CACHING;
+    uint32_t per = (uint32_t)(((uint64_t)caching * 3 / 2
+                               + sc->nbuckets - 1) / sc->nbuckets);
+
+    sc->fetch_rows = MIN(MAX(per, MIN(SCAN_MIN_FETCH, caching)),
+                         cfg->scan_caching_max);
+    if (sc->fetch_rows == 0) {
+        sc->fetch_rows = 1;
+    }
+    /* A short scan reads a slice of each bucket; a long one should not
+     * pay N times the calls of an unsalted scan: each bucket starts at
+     * its share of caching and doubles per fetch up to caching. */
+    sc->fetch_max = MAX(MIN(MAX(caching, SCAN_DEFAULT_CACHING),
+                            cfg->scan_caching_max), sc->fetch_rows);
+}
+
+/* Opens one backend scanner per bucket read (only, when single), all at
+ * once; the last one back answers the client. */
+static void
+scan_open_buckets(struct scanner *sc, const struct scanargs *a,
+                  gboolean reversed, const struct scanfilter *filter,
+                  gboolean single, uint32_t only)
+{
+    struct scanargs_bucket ab = { .salt = sc->salt, .filter = filter };
+
+    sc->nbuckets = single ? 1 : sc->salt->buckets;
+    metrics_scan_open(sc->nbuckets);
+    sc->buckets = g_new0(struct scan_bucket, sc->nbuckets);
+    merge_init(&sc->merge, sc->nbuckets, reversed);
+    scan_fetch_sizes(sc, a, sc->item.owner->gen->cfg);
+    ab.caching = sc->fetch_rows;
+
+    sc->nopening = sc->nbuckets;
+    /* an open failing at once (no server up) must not free sc under us */
+    sc->inflight++;
+    for (unsigned i = 0; i < sc->nbuckets; i++) {
+        struct scan_bucket *b = &sc->buckets[i];
+        struct wire_writer wr;
+        size_t frame;
+        struct proxy_req *sub;
+
+        b->bucket = single ? only : i;
+        scanbatch_init(&b->rows, sc->salt, b->bucket, sc->calls->key);
+        b->fetch = sc->fetch_rows;
+        metrics_bucket_request(sc->salt, b->bucket, 1);
+        wire_buf_init(&b->cur);
+        wire_buf_init(&b->next);
+        sub = scan_sub_begin(sc, scan_open_sink, i, sc->calls->open, &wr,
+                             &frame);
+        ab.bucket = b->bucket;
+        scanargs_write_open(a, sc->calls, &ab, &wr);
+        scan_sub_send(sc, sub, frame);
+    }
+    g_debug("scan of %s: %u bucket(s), %u rows per fetch", sc->table,
+            sc->nbuckets, sc->fetch_rows);
+    /* Every open may have failed at once: the last one answered the
+     * client and closed sc, which our guard kept alive, so freeing it
+     * falls to us. */
+    if (--sc->inflight == 0 && sc->state == SCAN_CLOSED) {
+        scanner_free(sc);
+    }
+}
+
+/* Answers a scanner call the proxy refuses before it reaches a scanner. */
+static void
+scan_reject_call(struct scan_op *op, struct proxy_worker *w,
+                 const struct codec_error *err)
+{
+    struct proxy_req *req = op->req;
+    size_t off = scan_reply_begin(req);
+
+    codec_write_error(&req->call, req->client_proto, err, &req->reply);
+    scan_reply_end(req, off);
+    scan_op_done(op, w);
 }
 
 static void
@@ -996,80 +692,57 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
           size_t len)
 {
     struct proxy_req *req = op->req;
-    const struct config *cfg = w->gen->cfg;
     struct scanner *sc;
     struct wire_reader r, body;
     struct wire_msg m;
-    struct scan_spec spec;
+    struct scanargs a;
     g_autoptr(GError) error = NULL;
     g_autofree uint8_t *start_buf = NULL;
     g_autofree uint8_t *stop_buf = NULL;
     struct scanfilter *filter = NULL;
     uint32_t only = 0;
-    gboolean single, parsed;
+    gboolean single, parsed, reversed;
 
     wire_reader_init(&r, req->client_proto, msg, len, TRUE,
                      &w->client_limits);
     wire_read_msg_begin(&r, &m);
     body = r;
-    parsed = scan_parse_open(&r, req->call.name, &spec);
+    parsed = scanargs_parse(&a, req->call.method, &r);
     /* unsalted, a call with a field twice goes on as it came: HBase reads
      * it as it always does (the codec refused a second table name) */
-    if (!parsed || (spec.repeated != NULL && req->call.salt != NULL)) {
+    if (!parsed || (a.repeated != NULL && req->call.salt != NULL)) {
         struct codec_error err = { WIRE_APP_PROTOCOL_ERROR,
-                                   spec.repeated, CODEC_ANSWER_APP };
-        size_t off = scan_reply_begin(req);
+                                   a.repeated, CODEC_ANSWER_APP };
 
         if (!parsed) {
             err.message = r.error != NULL ? r.error : "malformed call";
         }
-
-        codec_write_error(&req->call, req->client_proto, &err, &req->reply);
-        scan_reply_end(req, off);
-        scan_op_done(op, w);
+        scan_reject_call(op, w, &err);
         return;
     }
-    if (req->call.salt != NULL && (spec.start_len > SALT_HBASE_MAX_ROW
-                                   || spec.stop_len > SALT_HBASE_MAX_ROW)) {
+    if (req->call.salt != NULL && (a.start_len > SALT_HBASE_MAX_ROW
+                                   || a.stop_len > SALT_HBASE_MAX_ROW)) {
         /* HBase's Scan refuses such a bound with an exception its
          * handler does not catch: the answer an unsalted table gives */
         struct codec_error err = { WIRE_APP_INTERNAL_ERROR, NULL,
                                    CODEC_ANSWER_APP };
-        size_t off = scan_reply_begin(req);
 
         g_snprintf(err.text, sizeof(err.text),
                    "Internal error processing %s", req->call.name);
         err.message = err.text;
-        codec_write_error(&req->call, req->client_proto, &err, &req->reply);
-        scan_reply_end(req, off);
-        scan_op_done(op, w);
+        scan_reject_call(op, w, &err);
         return;
     }
 
-    sc = g_new0(struct scanner, 1);
-    sc->owner = w;
-    sc->state = SCAN_OPENING;
-    sc->salt = req->call.salt;
-    sc->backend_id = -1;
-    sc->limit = -1;
-    sc->op = op;
-    g_queue_init(&sc->queued);
-    wire_buf_init(&sc->rows);
-    g_snprintf(sc->table, sizeof(sc->table), "%.*s",
-               (int)MIN(spec.table_len, 127), (const char *)spec.table);
-    sc->pool = w->pool;
-    scan_pin(sc, req);
-    /* a DOWN server would fail the scan before it starts */
-    sc->server = backend_pool_pick_server(sc->pool);
-
+    sc = scanner_new(w, &req->call, op, &a);
     if (sc->salt == NULL) {
-        scan_open_pass(sc, &m, &body);
+        scan_open_pass(sc, &body);
         return;
     }
 
-    sc->reversed = spec.reversed && !spec.prefix;
-    if (!scan_fit_bounds(salt_max_row(sc->salt), &spec, &start_buf,
-                         &stop_buf)) {
+    reversed = a.reversed && !a.prefix;
+    if (!scanargs_fit_bounds(&a, salt_max_row(sc->salt), &start_buf,
+                             &stop_buf)) {
         /* no row the table can store is in range: a scanner with no
          * bucket to read, whose first read is its end */
         metrics_scan_open(0);
@@ -1079,28 +752,25 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     }
 
     /* which buckets can hold a row, and each one's filter */
-    if (spec.prefix) {
-        single = salt_prefix_bucket(sc->salt, spec.start, spec.start_len,
-                                    &only);
+    if (a.prefix) {
+        single = salt_prefix_bucket(sc->salt, a.start, a.start_len, &only);
     } else {
-        single = salt_fixed_bucket(sc->salt, sc->reversed, spec.start,
-                                   spec.start_len, spec.stop,
-                                   spec.has_stop ? spec.stop_len : 0, &only);
+        single = salt_fixed_bucket(sc->salt, reversed, a.start, a.start_len,
+                                   a.stop, a.has_stop ? a.stop_len : 0,
+                                   &only);
     }
     if (sc->salt->buckets == 1) {
         /* one bucket: nothing to merge, every filter keeps its meaning */
         single = TRUE;
         only = 0;
     }
-    if (spec.has_filter) {
-        filter = scanfilter_new(spec.filter, spec.filter_len, sc->salt,
-                                sc->reversed, &error);
+    if (a.has_filter) {
+        filter = scanfilter_new(a.filter, a.filter_len, sc->salt, reversed,
+                                &error);
         if (filter == NULL) {
             /* a filter whose meaning salting would change: refuse it */
             scan_refuse(op, w, error->message);
-            scan_unpin(sc);
-            wire_buf_free(&sc->rows);
-            g_free(sc);
+            scanner_free(sc);
             return;
         }
         sc->limit = scanfilter_page_limit(filter);
@@ -1114,238 +784,48 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     if (filter != NULL && !single && !scanfilter_multi_bucket_ok(filter)) {
         scan_refuse(op, w, scanfilter_multi_bucket_why(filter));
         scanfilter_free(filter);
-        /* a PageFilter among the refused gave sc its page_row */
-        if (sc->page_row != NULL) {
-            g_byte_array_unref(sc->page_row);
-        }
-        scan_unpin(sc);
-        wire_buf_free(&sc->rows);
-        g_free(sc);
+        scanner_free(sc);
         return;
     }
-    sc->nbuckets = single ? 1 : sc->salt->buckets;
-    metrics_scan_open(sc->nbuckets);
-    sc->buckets = g_new0(struct scan_bucket, sc->nbuckets);
-    sc->heap = g_new(unsigned, sc->nbuckets);
-    {
-        uint32_t caching = spec.has_caching && spec.caching > 0
-                               ? (uint32_t)spec.caching
-                               : SCAN_DEFAULT_CACHING;
-        uint32_t per = (uint32_t)(((uint64_t)caching * 3 / 2
-                                   + sc->nbuckets - 1) / sc->nbuckets);
-
-        sc->fetch_rows = MIN(MAX(per, MIN(SCAN_MIN_FETCH, caching)),
-                             cfg->scan_caching_max);
-        if (sc->fetch_rows == 0) {
-            sc->fetch_rows = 1;
-        }
-        /* A short scan reads a slice of each bucket; a long one should not
-         * pay N times the calls of an unsalted scan: each bucket starts at
-         * its share of caching and doubles per fetch up to caching. */
-        sc->fetch_max = MAX(MIN(MAX(caching, SCAN_DEFAULT_CACHING),
-                                cfg->scan_caching_max), sc->fetch_rows);
-    }
-
-    /* every open goes out now; the last one back answers the client */
-    sc->nopening = sc->nbuckets;
-    sc->inflight++;
-    for (unsigned i = 0; i < sc->nbuckets; i++) {
-        struct scan_bucket *b = &sc->buckets[i];
-        struct wire_writer wr;
-        size_t frame;
-        struct proxy_req *sub;
-
-        b->bucket = single ? only : i;
-        b->fetch = sc->fetch_rows;
-        metrics_bucket_request(sc->salt, b->bucket, 1);
-        wire_buf_init(&b->cur);
-        wire_buf_init(&b->next);
-        sub = scan_sub_begin(sc, scan_open_sink, i, "scannerOpenWithScan",
-                             &wr, &frame);
-        wire_write_struct_begin(&wr);
-        wire_write_field(&wr, WIRE_T_STRING, 1);
-        wire_write_binary(&wr, spec.table, spec.table_len);
-        wire_write_field(&wr, WIRE_T_STRUCT, 2);
-        scan_write_tscan(sc, &spec, filter, b->bucket, &wr);
-        if (spec.has_attributes) {
-            struct wire_reader ar = spec.attributes;
-
-            wire_write_field(&wr, WIRE_T_MAP, 3);
-            wire_copy(&ar, &wr, WIRE_T_MAP);
-        }
-        wire_write_struct_end(&wr);
-        scan_sub_send(sc, sub, frame);
-    }
+    scan_open_buckets(sc, &a, reversed, filter, single, only);
     scanfilter_free(filter);
-    g_debug("scan of %s: %u bucket(s), %u rows per fetch", sc->table,
-            sc->nbuckets, sc->fetch_rows);
-    /* Every open may have failed at once (no server up): the last one
-     * answered the client and closed sc, which our guard kept alive, so
-     * freeing it falls to us. */
-    if (--sc->inflight == 0 && sc->state == SCAN_CLOSED) {
-        scan_free(sc);
-    }
 }
 
-/* ---- merging ---------------------------------------------------------- */
+/* ---- merging ------------------------------------------------------------ */
 
-/* Orders two logical keys as HBase does; reversed scans go high to low. */
-static inline int
-scan_cmp(const struct scanner *sc, const struct scan_bucket *a,
-         const struct scan_bucket *b)
-{
-    size_t n = MIN(a->key_len, b->key_len);
-    int c = n > 0 ? memcmp(a->key, b->key, n) : 0;
-
-    if (c == 0) {
-        c = a->key_len < b->key_len ? -1 : a->key_len > b->key_len;
-    }
-    return sc->reversed ? -c : c;
-}
-
-static void
-scan_heap_down(struct scanner *sc, unsigned i)
-{
-    for (;;) {
-        unsigned l = 2 * i + 1, r = l + 1, m = i, tmp;
-
-        if (l < sc->heap_len && scan_cmp(sc, &sc->buckets[sc->heap[l]],
-                                         &sc->buckets[sc->heap[m]]) < 0) {
-            m = l;
-        }
-        if (r < sc->heap_len && scan_cmp(sc, &sc->buckets[sc->heap[r]],
-                                         &sc->buckets[sc->heap[m]]) < 0) {
-            m = r;
-        }
-        if (m == i) {
-            return;
-        }
-        tmp = sc->heap[i];
-        sc->heap[i] = sc->heap[m];
-        sc->heap[m] = tmp;
-        i = m;
-    }
-}
-
-static void
-scan_heap_push(struct scanner *sc, unsigned bi)
-{
-    unsigned i = sc->heap_len++;
-
-    sc->heap[i] = bi;
-    while (i > 0) {
-        unsigned parent = (i - 1) / 2, tmp;
-
-        if (scan_cmp(sc, &sc->buckets[sc->heap[i]],
-                     &sc->buckets[sc->heap[parent]]) >= 0) {
-            return;
-        }
-        tmp = sc->heap[i];
-        sc->heap[i] = sc->heap[parent];
-        sc->heap[parent] = tmp;
-        i = parent;
-    }
-}
-
-static void
-scan_heap_pop(struct scanner *sc)
-{
-    sc->heap[0] = sc->heap[--sc->heap_len];
-    scan_heap_down(sc, 0);
-}
-
-/*
- * Moves b's head to its next row in cur.  Rows of another bucket (a
- * reversed scan from the end of a bucket can see the next bucket's first
- * key) are skipped.  FALSE when cur has no row left.
- */
+/* Moves b's head to its next row in cur; FALSE when it has none. */
 static gboolean
 scan_bucket_advance(struct scanner *sc, struct scan_bucket *b)
 {
-    size_t plen = salt_prefix_len(sc->salt);
-
-    while (b->left > 0) {
-        struct wire_reader peek = b->rd;
-        const uint8_t *start = b->rd.pos, *row = NULL, *logical;
-        uint32_t row_len = 0, bucket;
-        size_t logical_len;
-        uint8_t type;
-        int16_t fid;
-
-        gboolean first = TRUE;
-
-        b->left--;
-        b->row_first = FALSE;
-        if (wire_read_struct_begin(&peek) == WIRE_OK) {
-            while (wire_read_field(&peek, &type, &fid) == WIRE_OK
-                   && type != WIRE_T_STOP) {
-                if (fid == 1 && type == WIRE_T_STRING) {
-                    const uint8_t *at = peek.pos;
-
-                    if (wire_read_binary(&peek, &row, &row_len) == WIRE_OK
-                        && first) {
-                        b->row_first = TRUE;
-                        b->row_at = (uint32_t)(at - start);
-                        b->row_end = (uint32_t)(peek.pos - start);
-                    }
-                    break;
-                }
-                first = FALSE;
-                wire_skip(&peek, type);
-            }
-        }
-        if (wire_skip(&b->rd, WIRE_T_STRUCT) != WIRE_OK || row == NULL) {
-            g_free(sc->error);
-            sc->error = g_strdup_printf("hbase-salt-proxy: malformed row "
-                                        "from the backend scanning %s",
-                                        sc->table);
-            sc->state = SCAN_FAILED;
-            b->left = 0;
-            return FALSE;
-        }
-        b->row_salted = FALSE;
-        if (salt_strip(sc->salt, row, row_len, &logical, &logical_len,
-                       &bucket)) {
-            if (bucket != b->bucket) {
-                continue;
-            }
-            b->key = logical;
-            b->key_len = logical_len;
-            b->row_bucket = bucket;
-            b->row_salted = TRUE;
-        } else {
-            /* no salt of ours: order it by what follows the prefix */
-            b->key = row + MIN(plen, row_len);
-            b->key_len = row_len - MIN(plen, row_len);
-        }
-        b->head = start;
-        b->head_len = (size_t)(b->rd.pos - start);
+    switch (scanbatch_next(&b->rows)) {
+    case SCANBATCH_ROW:
         return TRUE;
+    case SCANBATCH_MALFORMED:
+        g_free(sc->error);
+        sc->error = g_strdup_printf("hbase-salt-proxy: malformed row "
+                                    "from the backend scanning %s",
+                                    sc->table);
+        sc->state = SCAN_FAILED;
+        return FALSE;
+    default:
+        return FALSE;
     }
-    return FALSE;
 }
 
-/* Makes next the current batch; positions b->rd at its first row. */
+/* Makes next the current batch, before its first row. */
 static void
 scan_bucket_install(struct scanner *sc, struct scan_bucket *b)
 {
-    const struct proxy_settings *set = &sc->owner->proxy->set;
+    const struct proxy_worker *w = sc->item.owner;
     struct wire_buf tmp = b->cur;
-    struct wire_msg m;
-    uint8_t type, et;
-    int16_t fid;
 
     b->cur = b->next;
     b->next = tmp;
     wire_buf_clear(&b->next);
     b->next_ready = 0;
-    /* scan_fetch_sink checked the header: this cannot fail */
-    wire_reader_init(&b->rd, set->backend_proto, b->cur.data, b->cur.len,
-                     TRUE, &sc->owner->reply_limits);
-    wire_read_msg_begin(&b->rd, &m);
-    wire_read_struct_begin(&b->rd);
-    wire_read_field(&b->rd, &type, &fid);
-    wire_read_list_begin(&b->rd, &et, &b->left);
+    /* scan_fetch_sink checked the header */
+    scanbatch_load(&b->rows, w->proxy->set.backend_proto, b->cur.data,
+                   b->cur.len, &w->reply_limits);
     if (b->next_count == 0 && b->last) {
         b->done = 1;
     }
@@ -1358,7 +838,7 @@ scan_bucket_refill(struct scanner *sc, struct scan_bucket *b, unsigned bi)
     for (;;) {
         if (scan_bucket_advance(sc, b)) {
             b->has_head = TRUE;
-            scan_heap_push(sc, bi);
+            merge_push(&sc->merge, bi, b->rows.key, b->rows.key_len);
             return;
         }
         if (sc->state == SCAN_FAILED) {
@@ -1404,7 +884,7 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
         return;
     }
     if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry)
-        || type != WIRE_T_LIST
+        || type != sc->calls->rows->type
         || wire_read_list_begin(&r, &et, &count) != WIRE_OK) {
         if (sc->state != SCAN_FAILED) {
             g_free(sc->error);
@@ -1421,7 +901,7 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
             sc->state = SCAN_FAILED;
             /* the reason may quote the backend, and so row data: only at
              * debug; the client gets it in full */
-            g_warning("scanner %d on %s failed in bucket %u", sc->id,
+            g_warning("scanner %d on %s failed in bucket %u", sc->item.id,
                       sc->table, b->bucket);
             g_debug("%s", sc->error);
         }
@@ -1463,7 +943,21 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
     b->fetching = 1;
     metrics_bucket_request(sc->salt, b->bucket, 1);
     scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
-                     "scannerGetList", b->backend_id, (int32_t)b->fetch);
+                     sc->calls->fetch, b->backend_id, (int32_t)b->fetch);
+}
+
+/* Begins the current NEXT op's reply: its rows go straight into it. */
+static void
+scan_next_begin(struct scanner *sc)
+{
+    struct scan_op *op = sc->op;
+
+    op->got = 0;
+    op->frame_at = scan_reply_begin(op->req);
+    op->list_at = codec_rows_reply_begin(&op->req->call,
+                                         op->req->client_proto,
+                                         (uint32_t)MAX(op->want, 0),
+                                         &op->req->reply);
 }
 
 /* Answers the current NEXT op with the rows gathered. */
@@ -1471,15 +965,14 @@ static void
 scan_next_done(struct scanner *sc)
 {
     struct scan_op *op = sc->op;
-    size_t off = scan_reply_begin(op->req);
 
-    codec_write_rows_reply(&op->req->call, op->req->client_proto,
-                           (uint32_t)op->got, sc->rows.data, sc->rows.len,
-                           &op->req->reply);
-    scan_reply_end(op->req, off);
+    codec_rows_reply_end(op->req->client_proto, op->list_at,
+                         (uint32_t)MAX(op->want, 0), (uint32_t)op->got,
+                         &op->req->reply);
+    scan_reply_end(op->req, op->frame_at);
     sc->op = NULL;
     sc->last_used = proxy_now();
-    scan_op_done(op, sc->owner);
+    scan_op_done(op, sc->item.owner);
 }
 
 /* Starts the next queued op, if any and none is running. */
@@ -1497,44 +990,22 @@ scan_next_op(struct scanner *sc)
 static gboolean
 scan_page_same_row(const struct scanner *sc, const struct scan_bucket *b)
 {
-    return sc->page_row->len > 0 && sc->page_row->len == b->key_len
-           && memcmp(sc->page_row->data, b->key, b->key_len) == 0;
-}
-
-
-/*
- * The head row of b for the client when nothing but its key changes: the
- * same protocol on both sides and the row first in the struct (as HBase
- * writes it), so the bytes around the key are copied as they came and
- * the rest of the row is not walked again.  The salt must still check
- * out as codec_row_out checks it; FALSE: let codec_row_result do it.
- */
-static gboolean
-scan_row_copy(struct scanner *sc, struct scan_bucket *b,
-              struct wire_writer *wr)
-{
-    if (!b->row_first || !b->row_salted
-        || wr->proto != sc->owner->proxy->set.backend_proto
-        || salt_bucket(sc->salt, b->key, b->key_len) != b->row_bucket) {
-        return FALSE;
-    }
-    metrics_bucket_row(sc->salt, b->row_bucket, 1);
-    wire_buf_append(wr->buf, b->head, b->row_at);
-    wire_write_binary(wr, b->key, (uint32_t)b->key_len);
-    wire_buf_append(wr->buf, b->head + b->row_end,
-                    b->head_len - b->row_end);
-    return TRUE;
+    return sc->page_row->len > 0 && sc->page_row->len == b->rows.key_len
+           && memcmp(sc->page_row->data, b->rows.key, b->rows.key_len) == 0;
 }
 
 /* Moves rows from the bucket heads to the current op while it can. */
 static void
 scan_pump(struct scanner *sc)
 {
+    wire_proto_t from;
+
     if (sc->pumping) {
         sc->pump_again = TRUE;
         return;
     }
     sc->pumping = TRUE;
+    from = sc->item.owner->proxy->set.backend_proto;
     do {
         struct scan_op *op = sc->op;
 
@@ -1544,14 +1015,14 @@ scan_pump(struct scanner *sc)
         }
         if (sc->state == SCAN_FAILED) {
             sc->op = NULL;
-            scan_reply_io(op, sc->owner, sc->error, sc->error_retry);
+            scan_reply_io(op, sc->item.owner, sc->error, sc->error_retry);
             sc->pump_again = TRUE;
             scan_next_op(sc);
             continue;
         }
         while (op->got < op->want && !sc->page_done && sc->nwaiting == 0
-               && sc->heap_len > 0 && sc->state == SCAN_OPEN) {
-            unsigned bi = sc->heap[0];
+               && !merge_empty(&sc->merge) && sc->state == SCAN_OPEN) {
+            unsigned bi = merge_top(&sc->merge);
             struct scan_bucket *b = &sc->buckets[bi];
             struct wire_reader rr;
             struct wire_writer wr;
@@ -1565,22 +1036,24 @@ scan_pump(struct scanner *sc)
                 }
                 sc->limit--;
                 g_byte_array_set_size(sc->page_row, 0);
-                g_byte_array_append(sc->page_row, b->key,
-                                    (guint)b->key_len);
+                g_byte_array_append(sc->page_row, b->rows.key,
+                                    (guint)b->rows.key_len);
             }
-            wire_writer_init(&wr, op->req->client_proto, &sc->rows);
-            if (!scan_row_copy(sc, b, &wr)) {
-                wire_reader_init(&rr, sc->owner->proxy->set.backend_proto,
-                                 b->head, b->head_len, TRUE,
-                                 &sc->owner->reply_limits);
+            wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
+            if (scanbatch_copy_head(&b->rows, from, &wr)) {
+                metrics_bucket_row(sc->salt, b->bucket, 1);
+            } else {
+                /* it counts the rows it unsalts itself */
+                wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,
+                                 TRUE, &sc->item.owner->reply_limits);
                 codec_row_result(&rr, &wr, sc->salt);
             }
             op->got++;
             metrics_scan_row();
             if (scan_bucket_advance(sc, b)) {
-                scan_heap_down(sc, 0);
+                merge_top_next(&sc->merge, b->rows.key, b->rows.key_len);
             } else {
-                scan_heap_pop(sc);
+                merge_pop(&sc->merge);
                 scan_bucket_refill(sc, b, bi);
             }
         }
@@ -1589,7 +1062,7 @@ scan_pump(struct scanner *sc)
             continue;
         }
         if (op->got >= op->want || sc->page_done
-            || (sc->nwaiting == 0 && sc->heap_len == 0)) {
+            || (sc->nwaiting == 0 && merge_empty(&sc->merge))) {
             scan_next_done(sc);
             scan_next_op(sc);
             sc->pump_again = sc->op != NULL;
@@ -1639,13 +1112,13 @@ scan_pass_sink(struct proxy_worker *w, struct proxy_req *sub)
 static void
 scan_op_start(struct scanner *sc, struct scan_op *op)
 {
-    struct proxy_worker *w = sc->owner;
+    struct proxy_worker *w = sc->item.owner;
 
     sc->last_used = proxy_now();
     if (op->kind == SCAN_OP_CLOSE && sc->salt == NULL) {
         /* pass-through: the backend's own answer (IllegalArgument for a
          * scanner it expired); sc is freed when it is back */
-        scan_table_remove(w->proxy->scans, sc->id);
+        scantab_remove(w->proxy->scans, sc->item.id);
         sc->state = SCAN_CLOSED;
     } else if (op->kind == SCAN_OP_CLOSE) {
         scan_reply_void(op, w);
@@ -1656,24 +1129,17 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
     if (sc->salt == NULL) {
         struct wire_writer wr;
         size_t frame;
-        struct proxy_req *sub = scan_sub_begin(sc, scan_pass_sink, 0,
-                                               op->req->call.name, &wr,
-                                               &frame);
+        const struct hbase1_method *m = op->req->call.method;
+        struct proxy_req *sub = scan_sub_begin(sc, scan_pass_sink, 0, m,
+                                               &wr, &frame);
 
         sub->call = op->req->call;
-        wire_write_struct_begin(&wr);
-        wire_write_field(&wr, WIRE_T_I32, 1);
-        wire_write_i32(&wr, sc->backend_id);
-        if (strcmp(op->req->call.name, "scannerGetList") == 0) {
-            wire_write_field(&wr, WIRE_T_I32, 2);
-            wire_write_i32(&wr, op->want);
-        }
-        wire_write_struct_end(&wr);
+        /* the count goes on only where the call takes one */
+        scanargs_write_id(m, sc->backend_id, op->want, &wr);
         scan_sub_send(sc, sub, frame);
         return;
     }
-    op->got = 0;
-    wire_buf_clear(&sc->rows);
+    scan_next_begin(sc);
     if (op->want <= 0) {
         /* HBase: nbRows <= 0 is an empty list */
         scan_next_done(sc);
@@ -1683,13 +1149,21 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
     scan_pump(sc);
 }
 
+/* The scanner of a client's id, and who owns it: follow it only there. */
+static struct scanner *
+scan_find(struct proxy_worker *w, int32_t id, struct proxy_worker **owner)
+{
+    /* the item is the scanner's first member */
+    return (struct scanner *)scantab_find(w->proxy->scans, id, owner);
+}
+
 /* On the owner's thread: find the scanner again, it may be gone. */
 static void
 scan_op_run(struct proxy_worker *w, void *arg)
 {
     struct scan_op *op = arg;
     struct proxy_worker *owner;
-    struct scanner *sc = scan_table_find(w->proxy->scans, op->id, &owner);
+    struct scanner *sc = scan_find(w, op->id, &owner);
 
     if (sc == NULL || owner != w || sc->state == SCAN_CLOSED) {
         scan_reply_ia(op, w, SCAN_INVALID_ID);
@@ -1711,48 +1185,46 @@ scan_request(struct proxy_worker *w, struct proxy_req *req,
     struct wire_reader r;
     struct wire_msg hdr;
     struct proxy_worker *owner = NULL;
-    uint8_t type;
-    int16_t fid;
-    gboolean have_id = FALSE;
+    struct scanargs a;
 
     op->req = req;
     op->home = w;
-    if (m->kind == HBASE1_SCAN_OPEN) {
+    switch (m->kind) {
+    case HBASE1_SCAN_OPEN:
         op->kind = SCAN_OP_OPEN;
         scan_open(w, op, msg, len);
         return;
+    case HBASE1_SCAN_NEXT:
+        op->kind = SCAN_OP_NEXT;
+        break;
+    case HBASE1_SCAN_CLOSE:
+        op->kind = SCAN_OP_CLOSE;
+        break;
+    default: {
+        /* the codec sends only the kinds this engine drives */
+        struct codec_error err = { WIRE_APP_UNKNOWN_METHOD,
+                                   "hbase-salt-proxy: scanner call not "
+                                   "supported", CODEC_ANSWER_APP };
+
+        scan_reject_call(op, w, &err);
+        return;
     }
-    op->kind = m->kind == HBASE1_SCAN_CLOSE ? SCAN_OP_CLOSE : SCAN_OP_NEXT;
-    op->want = 1;
+    }
     wire_reader_init(&r, req->client_proto, msg, len, TRUE,
                      &w->client_limits);
     wire_read_msg_begin(&r, &hdr);
-    wire_read_struct_begin(&r);
-    while (wire_read_field(&r, &type, &fid) == WIRE_OK
-           && type != WIRE_T_STOP) {
-        if (fid == 1 && type == WIRE_T_I32) {
-            op->id = wire_read_i32(&r);
-            have_id = TRUE;
-        } else if (fid == 2 && type == WIRE_T_I32
-                   && strcmp(m->name, "scannerGetList") == 0) {
-            op->want = wire_read_i32(&r);
-        } else {
-            wire_skip(&r, type);
-        }
-    }
-    if (r.status != WIRE_OK) {
+    if (!scanargs_parse(&a, m, &r)) {
         struct codec_error err = { WIRE_APP_PROTOCOL_ERROR,
                                    r.error != NULL ? r.error
                                                    : "malformed call",
-                                   FALSE };
-        size_t off = scan_reply_begin(req);
+                                   CODEC_ANSWER_APP };
 
-        codec_write_error(&req->call, req->client_proto, &err, &req->reply);
-        scan_reply_end(req, off);
-        scan_op_done(op, w);
+        scan_reject_call(op, w, &err);
         return;
     }
-    if (!have_id || scan_table_find(w->proxy->scans, op->id, &owner) == NULL) {
+    op->id = a.id;
+    op->want = a.nrows;
+    if (!a.has_id || scan_find(w, op->id, &owner) == NULL) {
         scan_reply_ia(op, w, SCAN_INVALID_ID);
         return;
     }
@@ -1769,24 +1241,17 @@ scan_request(struct proxy_worker *w, struct proxy_req *req,
 static GPtrArray *
 scan_owned(struct proxy_worker *w, gint64 idle)
 {
-    struct scan_table *t = w->proxy->scans;
     gint64 now = proxy_now();
-    GPtrArray *found = g_ptr_array_new();
-    GHashTableIter it;
-    gpointer key, value;
+    GPtrArray *found = scantab_owned(w->proxy->scans, w);
 
-    g_mutex_lock(&t->lock);
-    g_hash_table_iter_init(&it, t->by_id);
-    while (g_hash_table_iter_next(&it, &key, &value)) {
-        struct scanner *sc = value;
+    /* on w's thread: its scanners' fields may be read */
+    for (guint i = found->len; i-- > 0;) {
+        const struct scanner *sc = g_ptr_array_index(found, i);
 
-        /* only the owner reads its scanners' fields */
-        if (sc->owner == w
-            && (idle < 0 || (sc->op == NULL && sc->last_used + idle < now))) {
-            g_ptr_array_add(found, sc);
+        if (idle >= 0 && (sc->op != NULL || sc->last_used + idle >= now)) {
+            g_ptr_array_remove_index_fast(found, i);
         }
     }
-    g_mutex_unlock(&t->lock);
     return found;
 }
 
@@ -1824,7 +1289,7 @@ scan_timer_cb(evutil_socket_t fd, short what, void *arg)
     for (guint i = 0; i < expired->len; i++) {
         struct scanner *sc = g_ptr_array_index(expired, i);
 
-        g_message("scanner %d on %s expired after %u ms idle", sc->id,
+        g_message("scanner %d on %s expired after %u ms idle", sc->item.id,
                   sc->table, w->gen->cfg->scan_scanner_timeout_ms);
         scan_close(sc);
     }

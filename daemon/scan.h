@@ -1,4 +1,4 @@
-/* scan.h: scanners: fan-out over salt buckets, ordered merge, global ids. */
+/* scan.h: the scan engine: fan-out over salt buckets, merge, expiry. */
 #pragma once
 
 #include <event2/util.h>
@@ -13,10 +13,12 @@
  * calls arriving on another worker are posted to it and answered back.
  */
 
-struct scan_table;
+struct scantab;
 
-struct scan_table *scan_table_new(void);
-void scan_table_free(struct scan_table *t);
+/* The process's scanner ids (scantab.c); freeing it frees the scanners
+ * left, once the workers are gone. */
+struct scantab *scan_table_new(void);
+void scan_table_free(struct scantab *t);
 
 /* Arms w's expiry timer; called on w's thread as it starts. */
 void scan_worker_start(struct proxy_worker *w);
@@ -33,4 +35,4 @@ void scan_request(struct proxy_worker *w, struct proxy_req *req,
                   const uint8_t *msg, size_t len);
 
 /* Scanners open now, over all workers. */
-unsigned scan_open_count(const struct scan_table *t);
+unsigned scan_open_count(struct scantab *t);

@@ -1315,23 +1315,43 @@ wire_write_binary(struct wire_writer *w, const void *data, uint32_t len)
     wire_write_binary2(w, data, len, NULL, 0);
 }
 
+size_t
+wire_seq_header(wire_proto_t proto, uint8_t elem_type, uint32_t count,
+                uint8_t out[WIRE_SEQ_HEADER_MAX])
+{
+    size_t n = 0;
+
+    if (proto == WIRE_COMPACT) {
+        uint8_t ct = wire_ttype_to_ctype(elem_type);
+
+        if (count < 15) {
+            out[n++] = (uint8_t)((count << 4) | ct);
+            return n;
+        }
+        out[n++] = (uint8_t)(0xf0 | ct);
+        while (count >= 0x80) {
+            out[n++] = (uint8_t)(count | 0x80);
+            count >>= 7;
+        }
+        out[n++] = (uint8_t)count;
+        return n;
+    }
+    out[n++] = elem_type;
+    out[n++] = (uint8_t)(count >> 24);
+    out[n++] = (uint8_t)(count >> 16);
+    out[n++] = (uint8_t)(count >> 8);
+    out[n++] = (uint8_t)count;
+    return n;
+}
+
 static void
 wire_write_seq_begin(struct wire_writer *w, uint8_t elem_type,
                      uint32_t count)
 {
-    if (w->proto == WIRE_COMPACT) {
-        uint8_t ct = wire_ttype_to_ctype(elem_type);
+    uint8_t hdr[WIRE_SEQ_HEADER_MAX];
+    size_t n = wire_seq_header(w->proto, elem_type, count, hdr);
 
-        if (count < 15) {
-            wire_put_u8(w, (uint8_t)((count << 4) | ct));
-        } else {
-            wire_put_u8(w, (uint8_t)(0xf0 | ct));
-            wire_put_varint(w, count);
-        }
-    } else {
-        wire_put_u8(w, elem_type);
-        wire_put_be32(w, count);
-    }
+    wire_buf_append(w->buf, hdr, n);
     if (w->depth < WIRE_MAX_DEPTH) {
         w->depth++;
     }

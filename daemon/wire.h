@@ -246,6 +246,15 @@ void wire_write_map_begin(struct wire_writer *w, uint8_t key_type,
                           uint8_t val_type, uint32_t count);
 void wire_write_container_end(struct wire_writer *w);
 
+/* Bytes of a list or set header at most: compact, a byte and a 5-byte
+ * varint; binary, a byte and an i32. */
+#define WIRE_SEQ_HEADER_MAX 6
+/* The header of a list or set of count elements, as the writer writes
+ * it; returns its length.  Lets a header written ahead be patched once
+ * the count is known. */
+size_t wire_seq_header(wire_proto_t proto, uint8_t elem_type, uint32_t count,
+                       uint8_t out[WIRE_SEQ_HEADER_MAX]);
+
 /*
  * Copies one value of the given type from r to w: a byte copy when both
  * use the same protocol, a re-encoding otherwise.

@@ -365,6 +365,80 @@ test_call_for(const char *table, const char *method, struct codec_call *call)
     g_object_unref(args);
 }
 
+/* Test: a rows reply written ahead for max rows, its list header patched
+ * for the rows appended (compact headers shrink when fewer came) */
+static void
+test_rows_reply_in_place(void)
+{
+    static const struct {
+        uint32_t max, count;
+    } cases[] = { { 100, 3 }, { 100, 100 }, { 20, 16 }, { 20, 14 },
+                  { 200, 128 }, { 200, 127 }, { 0, 0 }, { 3, 3 } };
+    struct codec_call call;
+
+    test_call_for("plain", "getRows", &call);
+    for (int p = 0; p < 2; p++) {
+        wire_proto_t proto = p == 0 ? WIRE_BINARY : WIRE_COMPACT;
+
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+            struct wire_buf out;
+            struct wire_writer w;
+            struct wire_reader r;
+            struct wire_msg m;
+            uint8_t type, et;
+            int16_t fid;
+            uint32_t n;
+            size_t at;
+
+            wire_buf_init(&out);
+            at = codec_rows_reply_begin(&call, proto, cases[i].max, &out);
+            for (uint32_t k = 0; k < cases[i].count; k++) {
+                g_autofree char *row = g_strdup_printf("row%u", k);
+
+                wire_writer_init(&w, proto, &out);
+                wire_write_struct_begin(&w);
+                wire_write_field(&w, WIRE_T_STRING, 1);
+                wire_write_binary(&w, row, (uint32_t)strlen(row));
+                wire_write_struct_end(&w);
+            }
+            codec_rows_reply_end(proto, at, cases[i].max, cases[i].count,
+                                 &out);
+
+            wire_reader_init(&r, proto, out.data, out.len, TRUE, NULL);
+            g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+            g_assert_cmpint(m.type, ==, WIRE_REPLY);
+            g_assert_cmpint(m.seqid, ==, 42);
+            wire_read_struct_begin(&r);
+            wire_read_field(&r, &type, &fid);
+            g_assert_cmpint(type, ==, WIRE_T_LIST);
+            g_assert_cmpint(fid, ==, 0);
+            g_assert_cmpint(wire_read_list_begin(&r, &et, &n), ==, WIRE_OK);
+            g_assert_cmpint(et, ==, WIRE_T_STRUCT);
+            g_assert_cmpuint(n, ==, cases[i].count);
+            for (uint32_t k = 0; k < n; k++) {
+                g_autofree char *row = g_strdup_printf("row%u", k);
+                const uint8_t *data;
+                uint32_t len;
+
+                wire_read_struct_begin(&r);
+                wire_read_field(&r, &type, &fid);
+                g_assert_cmpint(wire_read_binary(&r, &data, &len), ==,
+                                WIRE_OK);
+                g_assert_cmpmem(data, len, row, strlen(row));
+                wire_read_field(&r, &type, &fid);
+                g_assert_cmpint(type, ==, WIRE_T_STOP);
+                wire_read_struct_end(&r);
+            }
+            wire_read_container_end(&r);
+            wire_read_field(&r, &type, &fid);
+            g_assert_cmpint(type, ==, WIRE_T_STOP);
+            g_assert_cmpint(wire_read_struct_end(&r), ==, WIRE_OK);
+            g_assert_cmpuint(wire_reader_offset(&r), ==, out.len);
+            wire_buf_free(&out);
+        }
+    }
+}
+
 static void
 test_get_rows_reply(gconstpointer data)
 {
@@ -1346,6 +1420,7 @@ main(int argc, char **argv)
     g_test_add_func("/codec/request/increment-rows",
                     test_increment_rows_mixed_tables);
     g_test_add_func("/codec/request/unknown-method", test_unknown_method);
+    g_test_add_func("/codec/reply/rows-in-place", test_rows_reply_in_place);
     g_test_add_func("/codec/request/rejects", test_rejects);
     g_test_add_func("/codec/reply/checks", test_reply_checks);
     g_test_add_func("/codec/reply/io-error", test_io_error_reply);

@@ -1,0 +1,87 @@
+/* scanargs.h: scanner calls read by role, and the scan sent each bucket. */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hbase1.h"
+#include "wire.h"
+
+struct salt_table;
+struct scanfilter;
+
+/* A field passed on to every bucket as the client sent it. */
+struct scanargs_passed {
+    struct wire_reader at;          /* positioned at the value */
+    gboolean set;
+};
+
+/*
+ * What a scanner call asks for, read by role from the method table
+ * (hbase1.h), whatever service or method it came as: the scannerOpen*
+ * variants, their TScan, and the id and row count of the calls on an
+ * open scanner.  Pointers and readers point into the client's message.
+ * Java keeps the last of a field sent twice, and so does the parser.
+ */
+struct scanargs {
+    const uint8_t *table;
+    uint32_t table_len;
+    const uint8_t *start, *stop;
+    uint32_t start_len, stop_len;
+    gboolean has_stop;
+    gboolean prefix;                /* start is also every row's prefix */
+    gboolean has_caching;
+    int32_t caching;
+    const uint8_t *filter;
+    uint32_t filter_len;
+    gboolean has_filter;
+    gboolean reversed;
+    /* passed on: the roles scanargs_passed names */
+    struct scanargs_passed columns, timestamp, batch, sorted, cache_blocks,
+        attributes;
+    gboolean has_id;
+    int32_t id;                     /* scanner id */
+    int32_t nrows;                  /* rows asked; 1 for a call without */
+    const char *repeated;           /* static text: a field the scan is
+                                       routed by came twice, or NULL */
+};
+
+/*
+ * Reads the arguments of scanner call m; r is at the argument struct.
+ * FALSE: the struct is malformed (r->error says why).
+ */
+gboolean scanargs_parse(struct scanargs *a, const struct hbase1_method *m,
+                        struct wire_reader *r);
+
+/*
+ * Bounds longer than the longest logical key the table stores (limit)
+ * made into bounds of at most limit bytes that select the same rows;
+ * new bytes go to *start_buf, *stop_buf for the caller to g_free.
+ * FALSE: no row the table can store is in range.
+ */
+gboolean scanargs_fit_bounds(struct scanargs *a, size_t limit,
+                             uint8_t **start_buf, uint8_t **stop_buf);
+
+/* How a scan is spread over the buckets of its table. */
+struct scanargs_bucket {
+    const struct salt_table *salt;
+    uint32_t bucket;                /* the bucket this open reads */
+    uint32_t caching;               /* rows of the first fetch */
+    const struct scanfilter *filter; /* per-bucket filter, or NULL */
+};
+
+/*
+ * The argument struct of the service's open call (sc->open) for one
+ * bucket: the table, a scan bounded to the bucket with the filter
+ * rewritten for it, everything else as the client gave it.
+ */
+void scanargs_write_open(const struct scanargs *a,
+                         const struct hbase1_scanner *sc,
+                         const struct scanargs_bucket *b,
+                         struct wire_writer *wr);
+
+/* The argument struct of a call on an open scanner (fetch, close, or a
+ * pass-through call): its id, and nrows when m takes a count. */
+void scanargs_write_id(const struct hbase1_method *m, int32_t id,
+                       int32_t nrows, struct wire_writer *wr);

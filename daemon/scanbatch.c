@@ -1,0 +1,117 @@
+/* scanbatch.c: one bucket's batch of rows, a row at a time. */
+#include "scanbatch.h"
+
+#include <string.h>
+
+#include "salt.h"
+
+void
+scanbatch_init(struct scanbatch *b, const struct salt_table *salt,
+               uint32_t bucket, const struct hbase1_field *key_field)
+{
+    memset(b, 0, sizeof(*b));
+    b->salt = salt;
+    b->bucket = bucket;
+    b->key_field = key_field;
+}
+
+void
+scanbatch_load(struct scanbatch *b, wire_proto_t proto, const uint8_t *msg,
+               size_t len, const struct wire_limits *limits)
+{
+    struct wire_msg m;
+    uint8_t type, et;
+    int16_t fid;
+
+    wire_reader_init(&b->rd, proto, msg, len, TRUE, limits);
+    wire_read_msg_begin(&b->rd, &m);
+    wire_read_struct_begin(&b->rd);
+    wire_read_field(&b->rd, &type, &fid);
+    if (wire_read_list_begin(&b->rd, &et, &b->left) != WIRE_OK) {
+        b->left = 0;
+    }
+}
+
+/* Walks the row at b->rd once: its key (the first key field), its end. */
+static gboolean
+scanbatch_walk(struct scanbatch *b, const uint8_t **row, uint32_t *row_len)
+{
+    const struct hbase1_field *kf = b->key_field;
+    const uint8_t *start = b->rd.pos;
+    gboolean first = TRUE;
+    uint8_t type;
+    int16_t fid;
+
+    *row = NULL;
+    b->key_first = FALSE;
+    if (wire_read_struct_begin(&b->rd) != WIRE_OK) {
+        return FALSE;
+    }
+    while (wire_read_field(&b->rd, &type, &fid) == WIRE_OK
+           && type != WIRE_T_STOP) {
+        if (*row == NULL && fid == kf->fid && type == kf->type) {
+            const uint8_t *at = b->rd.pos;
+
+            if (wire_read_binary(&b->rd, row, row_len) == WIRE_OK && first) {
+                b->key_first = TRUE;
+                b->key_at = (uint32_t)(at - start);
+                b->key_end = (uint32_t)(b->rd.pos - start);
+            }
+        } else {
+            wire_skip(&b->rd, type);
+        }
+        first = FALSE;
+    }
+    wire_read_struct_end(&b->rd);
+    b->head = start;
+    b->head_len = (size_t)(b->rd.pos - start);
+    return b->rd.status == WIRE_OK && *row != NULL;
+}
+
+scanbatch_status_t
+scanbatch_next(struct scanbatch *b)
+{
+    size_t plen = salt_prefix_len(b->salt);
+
+    while (b->left > 0) {
+        const uint8_t *row, *logical;
+        uint32_t row_len = 0, bucket;
+        size_t logical_len;
+
+        b->left--;
+        if (!scanbatch_walk(b, &row, &row_len)) {
+            b->left = 0;
+            return SCANBATCH_MALFORMED;
+        }
+        b->salted = FALSE;
+        if (salt_strip(b->salt, row, row_len, &logical, &logical_len,
+                       &bucket)) {
+            if (bucket != b->bucket) {
+                continue;
+            }
+            b->key = logical;
+            b->key_len = logical_len;
+            b->salted = TRUE;
+        } else {
+            /* no salt of ours: order it by what follows the prefix */
+            b->key = row + MIN(plen, row_len);
+            b->key_len = row_len - MIN(plen, row_len);
+        }
+        return SCANBATCH_ROW;
+    }
+    return SCANBATCH_END;
+}
+
+gboolean
+scanbatch_copy_head(const struct scanbatch *b, wire_proto_t from,
+                    struct wire_writer *wr)
+{
+    if (!b->key_first || !b->salted || wr->proto != from
+        || salt_bucket(b->salt, b->key, b->key_len) != b->bucket) {
+        return FALSE;
+    }
+    wire_buf_append(wr->buf, b->head, b->key_at);
+    wire_write_binary(wr, b->key, (uint32_t)b->key_len);
+    wire_buf_append(wr->buf, b->head + b->key_end, b->head_len - b->key_end);
+    return TRUE;
+}

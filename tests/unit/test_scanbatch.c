@@ -1,0 +1,218 @@
+/* test_scanbatch.c: a bucket's batch of rows, walked a row at a time. */
+#include <string.h>
+
+#include "hbase1.h"
+#include "salt.h"
+#include "scanbatch.h"
+
+/* 16 hex buckets, "b-" in front of every key of bucket b. */
+static struct salt_table hex16;
+static const struct hbase1_field *key_field;
+
+/* A row as a fetch carries it: key (salted or not), then one column. */
+struct row {
+    const char *key;
+    gboolean salt;                  /* give key its salt */
+    gboolean key_last;              /* the column before the key */
+    gboolean no_key;
+};
+
+static void
+write_row(struct wire_writer *w, const struct row *r)
+{
+    uint8_t phys[64];
+    size_t n = strlen(r->key);
+
+    if (r->salt) {
+        n = salt_key(&hex16, (const uint8_t *)r->key, n, phys,
+                     sizeof(phys));
+    } else {
+        memcpy(phys, r->key, n);
+    }
+    wire_write_struct_begin(w);
+    if (r->key_last) {
+        wire_write_field(w, WIRE_T_I32, 5);
+        wire_write_i32(w, 7);
+    }
+    if (!r->no_key) {
+        wire_write_field(w, key_field->type, key_field->fid);
+        wire_write_binary(w, phys, (uint32_t)n);
+    }
+    /* columns: map<Text, TCell> */
+    wire_write_field(w, WIRE_T_MAP, 2);
+    wire_write_map_begin(w, WIRE_T_STRING, WIRE_T_STRUCT, 1);
+    wire_write_binary(w, "f:q", 3);
+    wire_write_struct_begin(w);
+    wire_write_field(w, WIRE_T_STRING, 1);
+    wire_write_binary(w, "value", 5);
+    wire_write_struct_end(w);
+    wire_write_container_end(w);
+    wire_write_struct_end(w);
+}
+
+/* A scannerGetList reply of rows. */
+static void
+write_batch(struct wire_buf *out, wire_proto_t proto, const struct row *rows,
+            uint32_t n)
+{
+    struct wire_writer w;
+
+    wire_writer_init(&w, proto, out);
+    wire_write_msg_begin(&w, (const uint8_t *)"scannerGetList", 14,
+                         WIRE_REPLY, 1);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_LIST, 0);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, n);
+    for (uint32_t i = 0; i < n; i++) {
+        write_row(&w, &rows[i]);
+    }
+    wire_write_container_end(&w);
+    wire_write_struct_end(&w);
+}
+
+static uint32_t
+bucket_of(const char *key)
+{
+    return salt_bucket(&hex16, (const uint8_t *)key, strlen(key));
+}
+
+/* Test: the rows of the bucket come out with their logical keys; a row
+ * whose salt names another bucket is passed over */
+static void
+test_rows(gconstpointer data)
+{
+    wire_proto_t proto = GPOINTER_TO_INT(data);
+    const char *mine = "k1";
+    uint32_t b = bucket_of(mine);
+    const char *other = NULL;
+    char buf[16];
+    struct wire_buf out;
+    struct scanbatch sb;
+
+    /* a key of another bucket */
+    for (int i = 0; other == NULL; i++) {
+        g_snprintf(buf, sizeof(buf), "o%d", i);
+        if (bucket_of(buf) != b) {
+            other = buf;
+        }
+    }
+    {
+        const struct row rows[] = {
+            { mine, TRUE, FALSE, FALSE },
+            { other, TRUE, FALSE, FALSE },
+            { mine, TRUE, TRUE, FALSE },
+            { "raw-key", FALSE, FALSE, FALSE },
+        };
+
+        wire_buf_init(&out);
+        write_batch(&out, proto, rows, G_N_ELEMENTS(rows));
+    }
+    scanbatch_init(&sb, &hex16, b, key_field);
+    scanbatch_load(&sb, proto, out.data, out.len, NULL);
+
+    g_assert_cmpint(scanbatch_next(&sb), ==, SCANBATCH_ROW);
+    g_assert_cmpmem(sb.key, sb.key_len, mine, 2);
+    g_assert_true(sb.salted && sb.key_first);
+    /* the other bucket's row is skipped; this one has its key second */
+    g_assert_cmpint(scanbatch_next(&sb), ==, SCANBATCH_ROW);
+    g_assert_cmpmem(sb.key, sb.key_len, mine, 2);
+    g_assert_true(sb.salted);
+    g_assert_false(sb.key_first);
+    /* no salt of the table: ordered by what follows the prefix ("b-") */
+    g_assert_cmpint(scanbatch_next(&sb), ==, SCANBATCH_ROW);
+    g_assert_cmpmem(sb.key, sb.key_len, "w-key", 5);
+    g_assert_false(sb.salted);
+    g_assert_cmpint(scanbatch_next(&sb), ==, SCANBATCH_END);
+    wire_buf_free(&out);
+}
+
+/* Test: the head is copied with its key unsalted, everything else as it
+ * came; not when the protocol changes, the key is not first or the row
+ * had no salt */
+static void
+test_copy_head(gconstpointer data)
+{
+    wire_proto_t proto = GPOINTER_TO_INT(data);
+    wire_proto_t other = proto == WIRE_BINARY ? WIRE_COMPACT : WIRE_BINARY;
+    const struct row rows[] = {
+        { "k1", TRUE, FALSE, FALSE },
+        { "k1", TRUE, TRUE, FALSE },
+    };
+    const struct row plain = { "k1", FALSE, FALSE, FALSE };
+    struct wire_buf out, got, want;
+    struct wire_writer w;
+    struct scanbatch sb;
+
+    wire_buf_init(&out);
+    wire_buf_init(&got);
+    wire_buf_init(&want);
+    write_batch(&out, proto, rows, G_N_ELEMENTS(rows));
+    scanbatch_init(&sb, &hex16, bucket_of("k1"), key_field);
+    scanbatch_load(&sb, proto, out.data, out.len, NULL);
+
+    g_assert_cmpint(scanbatch_next(&sb), ==, SCANBATCH_ROW);
+    wire_writer_init(&w, proto, &got);
+    g_assert_true(scanbatch_copy_head(&sb, proto, &w));
+    wire_writer_init(&w, proto, &want);
+    write_row(&w, &plain);
+    g_assert_cmpmem(got.data, got.len, want.data, want.len);
+    wire_writer_init(&w, other, &got);
+    g_assert_false(scanbatch_copy_head(&sb, proto, &w));
+
+    g_assert_cmpint(scanbatch_next(&sb), ==, SCANBATCH_ROW);
+    wire_buf_clear(&got);
+    wire_writer_init(&w, proto, &got);
+    g_assert_false(scanbatch_copy_head(&sb, proto, &w));
+    g_assert_cmpuint(got.len, ==, 0);
+    wire_buf_free(&out);
+    wire_buf_free(&got);
+    wire_buf_free(&want);
+}
+
+/* Test: a row without a key, or cut short, ends the batch as malformed */
+static void
+test_malformed(void)
+{
+    const struct row rows[] = {
+        { "k1", TRUE, FALSE, FALSE },
+        { "k1", TRUE, FALSE, TRUE },
+    };
+    struct wire_buf out;
+    struct scanbatch sb;
+
+    wire_buf_init(&out);
+    write_batch(&out, WIRE_BINARY, rows, G_N_ELEMENTS(rows));
+    scanbatch_init(&sb, &hex16, bucket_of("k1"), key_field);
+    scanbatch_load(&sb, WIRE_BINARY, out.data, out.len, NULL);
+    g_assert_cmpint(scanbatch_next(&sb), ==, SCANBATCH_ROW);
+    g_assert_cmpint(scanbatch_next(&sb), ==, SCANBATCH_MALFORMED);
+    g_assert_cmpint(scanbatch_next(&sb), ==, SCANBATCH_END);
+
+    /* the same batch cut inside its first row */
+    scanbatch_init(&sb, &hex16, bucket_of("k1"), key_field);
+    scanbatch_load(&sb, WIRE_BINARY, out.data, 40, NULL);
+    g_assert_cmpint(scanbatch_next(&sb), ==, SCANBATCH_MALFORMED);
+    wire_buf_free(&out);
+}
+
+int
+main(int argc, char **argv)
+{
+    const struct hbase1_method *m =
+        hbase1_lookup((const uint8_t *)"scannerGetList", 14);
+
+    g_test_init(&argc, &argv, NULL);
+    g_assert_true(salt_table_init(&hex16, 16, SALT_FORMAT_HEX, "-", 1,
+                                  NULL));
+    key_field = m->scanner->key;
+    g_test_add_data_func("/scanbatch/rows/binary",
+                         GINT_TO_POINTER(WIRE_BINARY), test_rows);
+    g_test_add_data_func("/scanbatch/rows/compact",
+                         GINT_TO_POINTER(WIRE_COMPACT), test_rows);
+    g_test_add_data_func("/scanbatch/copy-head/binary",
+                         GINT_TO_POINTER(WIRE_BINARY), test_copy_head);
+    g_test_add_data_func("/scanbatch/copy-head/compact",
+                         GINT_TO_POINTER(WIRE_COMPACT), test_copy_head);
+    g_test_add_func("/scanbatch/malformed", test_malformed);
+    return g_test_run();
+}
