@@ -15,11 +15,15 @@
 /* A field of a scanner schema: R routes the scan (sent twice, it is
  * refused, as F), P is passed on or read as it comes (the last one
  * counts, as in Java). */
-#define R(fid_, type_, role_, sub_, name_)                                 \
-    { .fid = (fid_), .type = (type_), .role = (role_), .sub = (sub_),      \
-      .repeated = "hbase-salt-proxy: field " name_ " sent twice" }
-#define P(fid_, type_, role_)                                              \
-    { .fid = (fid_), .type = (type_), .role = (role_) }
+#define R(fid_, type_, role_, sub_, name_)                                    \
+    {                                                                         \
+        .fid = (fid_), .type = (type_), .role = (role_), .sub = (sub_),       \
+        .repeated = "hbase-salt-proxy: field " name_ " sent twice"            \
+    }
+#define P(fid_, type_, role_)                                                 \
+    {                                                                         \
+        .fid = (fid_), .type = (type_), .role = (role_)                       \
+    }
 #define SCHEMA(name_, scoped_, ...)                                        \
     static const struct hbase1_field name_##_fields[] = { __VA_ARGS__ };   \
     static const struct hbase1_schema name_ = {                            \
@@ -107,57 +111,49 @@ SCHEMA(t_scan, FALSE,
 #define SCAN_START R(2, WIRE_T_STRING, HBASE1_ROLE_START, NULL, "startRow")
 
 /* scannerOpenWithScan (1: tableName, 2: TScan scan, 3: attributes) */
-SCHEMA(scan_with_scan, FALSE,
-       SCAN_TABLE,
+SCHEMA(scan_with_scan, FALSE, SCAN_TABLE,
        R(2, WIRE_T_STRUCT, HBASE1_ROLE_SCAN, &t_scan, "scan"),
        P(3, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
 
 /* scannerOpen (1: tableName, 2: startRow, 3: columns, 4: attributes) */
-SCHEMA(scan_open, FALSE,
-       SCAN_TABLE, SCAN_START,
+SCHEMA(scan_open, FALSE, SCAN_TABLE, SCAN_START,
        P(3, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
        P(4, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
 
 /* scannerOpenWithStop (1: tableName, 2: startRow, 3: stopRow,
  * 4: columns, 5: attributes) */
-SCHEMA(scan_with_stop, FALSE,
-       SCAN_TABLE, SCAN_START,
+SCHEMA(scan_with_stop, FALSE, SCAN_TABLE, SCAN_START,
        R(3, WIRE_T_STRING, HBASE1_ROLE_STOP, NULL, "stopRow"),
        P(4, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
        P(5, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
 
 /* scannerOpenWithPrefix (1: tableName, 2: startAndPrefix, 3: columns,
  * 4: attributes) */
-SCHEMA(scan_with_prefix, FALSE,
-       SCAN_TABLE,
+SCHEMA(scan_with_prefix, FALSE, SCAN_TABLE,
        R(2, WIRE_T_STRING, HBASE1_ROLE_PREFIX, NULL, "startAndPrefix"),
        P(3, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
        P(4, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
 
 /* scannerOpenTs (1: tableName, 2: startRow, 3: columns, 4: timestamp,
  * 5: attributes) */
-SCHEMA(scan_open_ts, FALSE,
-       SCAN_TABLE, SCAN_START,
+SCHEMA(scan_open_ts, FALSE, SCAN_TABLE, SCAN_START,
        P(3, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
        P(4, WIRE_T_I64, HBASE1_ROLE_TIMESTAMP),
        P(5, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
 
 /* scannerOpenWithStopTs (1: tableName, 2: startRow, 3: stopRow,
  * 4: columns, 5: timestamp, 6: attributes) */
-SCHEMA(scan_with_stop_ts, FALSE,
-       SCAN_TABLE, SCAN_START,
+SCHEMA(scan_with_stop_ts, FALSE, SCAN_TABLE, SCAN_START,
        R(3, WIRE_T_STRING, HBASE1_ROLE_STOP, NULL, "stopRow"),
        P(4, WIRE_T_LIST, HBASE1_ROLE_COLUMNS),
        P(5, WIRE_T_I64, HBASE1_ROLE_TIMESTAMP),
        P(6, WIRE_T_MAP, HBASE1_ROLE_ATTRIBUTES));
 
 /* scannerGet, scannerClose (1: id) */
-SCHEMA(scan_id, FALSE,
-       P(1, WIRE_T_I32, HBASE1_ROLE_ID));
+SCHEMA(scan_id, FALSE, P(1, WIRE_T_I32, HBASE1_ROLE_ID));
 
 /* scannerGetList (1: id, 2: nbRows) */
-SCHEMA(scan_id_rows, FALSE,
-       P(1, WIRE_T_I32, HBASE1_ROLE_ID),
+SCHEMA(scan_id_rows, FALSE, P(1, WIRE_T_I32, HBASE1_ROLE_ID),
        P(2, WIRE_T_I32, HBASE1_ROLE_NROWS));
 
 /* Filled from the scanner rows of the table below at first use. */
@@ -180,11 +176,13 @@ SCHEMA(result_row_results, FALSE,
 
 /* A scanner call: routed by 'args' (its table) as every call is, then
  * read by the scan engine through 'scan_args'. */
-#define MS(name_, kind_, ia_, args_, result_, scan_args_)                   \
-    { .name = #name_, .name_len = sizeof(#name_) - 1, .kind = (kind_),      \
-      .declares_io = TRUE, .declares_ia = (ia_), .args = (args_),          \
-      .result = (result_), .scan_args = (scan_args_),                      \
-      .scanner = &hbase1_scanner }
+#define MS(name_, kind_, ia_, args_, result_, scan_args_)                     \
+    {                                                                         \
+        .name = #name_, .name_len = sizeof(#name_) - 1, .kind = (kind_),      \
+        .declares_io = TRUE, .declares_ia = (ia_), .args = (args_),           \
+        .result = (result_), .scan_args = (scan_args_),                       \
+        .scanner = &hbase1_scanner                                            \
+    }
 
 /* In IDL order.  'index' is filled in by position. */
 static struct hbase1_method hbase1_table[] = {
@@ -285,14 +283,13 @@ hbase1_scanner_init(struct hbase1_scanner *sc,
         if (m->scanner != sc) {
             continue;
         }
-        if (m->kind == HBASE1_SCAN_OPEN
-            && (f = hbase1_schema_role(m->scan_args,
-                                       HBASE1_ROLE_SCAN)) != NULL) {
+        if (m->kind == HBASE1_SCAN_OPEN &&
+            (f = hbase1_schema_role(m->scan_args, HBASE1_ROLE_SCAN)) != NULL) {
             sc->open = m;
             sc->scan = f->sub;
-        } else if (m->kind == HBASE1_SCAN_NEXT
-                   && hbase1_schema_role(m->scan_args,
-                                         HBASE1_ROLE_NROWS) != NULL) {
+        } else if (m->kind == HBASE1_SCAN_NEXT &&
+                   hbase1_schema_role(m->scan_args, HBASE1_ROLE_NROWS) !=
+                       NULL) {
             sc->fetch = m;
             sc->rows = hbase1_schema_field(m->result, 0);
             sc->row = sc->rows->sub;

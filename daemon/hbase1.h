@@ -75,13 +75,13 @@ struct hbase1_schema {
 /* What kind of call, for routing and metrics.  The scanner kinds come
  * last: every call from HBASE1_SCAN_OPEN on goes to the scan engine. */
 enum hbase1_kind {
-    HBASE1_ADMIN = 0,      /* no row keys */
-    HBASE1_READ,           /* point or multi-row read */
-    HBASE1_WRITE,          /* mutation */
-    HBASE1_SCAN_OPEN,      /* starts a scanner: scannerOpen* */
-    HBASE1_SCAN_NEXT,      /* feeds rows from one: scannerGet(List) */
-    HBASE1_SCAN_CLOSE,     /* ends one: scannerClose */
-    HBASE1_SCAN_ONCE,      /* opens, feeds and ends in one call (Thrift2's
+    HBASE1_ADMIN = 0,  /* no row keys */
+    HBASE1_READ,       /* point or multi-row read */
+    HBASE1_WRITE,      /* mutation */
+    HBASE1_SCAN_OPEN,  /* starts a scanner: scannerOpen* */
+    HBASE1_SCAN_NEXT,  /* feeds rows from one: scannerGet(List) */
+    HBASE1_SCAN_CLOSE, /* ends one: scannerClose */
+    HBASE1_SCAN_ONCE,  /* opens, feeds and ends in one call (Thrift2's
                               getScannerResults); none in Thrift1 */
 };
 
@@ -100,7 +100,7 @@ struct hbase1_method {
     const struct hbase1_schema *scan_args; /* scanner calls: every
                                            argument the engine reads, by
                                            role; NULL for other calls */
-    const struct hbase1_scanner *scanner; /* scanner calls: how the
+    const struct hbase1_scanner *scanner;  /* scanner calls: how the
                                            service's scanners are driven */
 };
 
@@ -114,13 +114,13 @@ struct hbase1_method {
  * the ROW_OUT field (TRowResult.row; Thrift2's TResult.row).
  */
 struct hbase1_scanner {
-    const struct hbase1_method *open;   /* scannerOpenWithScan */
-    const struct hbase1_method *fetch;  /* scannerGetList */
-    const struct hbase1_method *close;  /* scannerClose */
-    const struct hbase1_schema *scan;   /* open's scan struct: TScan */
-    const struct hbase1_schema *row;    /* one row of a fetch: TRowResult */
-    const struct hbase1_field *rows;    /* fetch's success list field */
-    const struct hbase1_field *key;     /* the row's key field in row */
+    const struct hbase1_method *open;  /* scannerOpenWithScan */
+    const struct hbase1_method *fetch; /* scannerGetList */
+    const struct hbase1_method *close; /* scannerClose */
+    const struct hbase1_schema *scan;  /* open's scan struct: TScan */
+    const struct hbase1_schema *row;   /* one row of a fetch: TRowResult */
+    const struct hbase1_field *rows;   /* fetch's success list field */
+    const struct hbase1_field *key;    /* the row's key field in row */
 };
 
 /* The method of a name as sent on the wire, or NULL. */

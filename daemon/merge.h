@@ -22,11 +22,11 @@ struct merge_key {
 };
 
 struct merge {
-    struct merge_key *keys;         /* head key of each input */
-    unsigned *heap;                 /* inputs in the heap, top first */
-    unsigned len;                   /* inputs in the heap */
-    unsigned n;                     /* inputs */
-    gboolean reversed;              /* largest key first */
+    struct merge_key *keys; /* head key of each input */
+    unsigned *heap;         /* inputs in the heap, top first */
+    unsigned len;           /* inputs in the heap */
+    unsigned n;             /* inputs */
+    gboolean reversed;      /* largest key first */
 };
 
 /* Orders two keys as HBase's Bytes.compareTo does.  Inline: it is the

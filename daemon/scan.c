@@ -58,10 +58,10 @@
 #define SCAN_MIN_FETCH 16
 
 enum scan_state {
-    SCAN_OPENING = 0,       /* backend opens in flight; no id yet */
-    SCAN_OPEN,              /* serving calls */
-    SCAN_FAILED,            /* a bucket failed: every call gets the error */
-    SCAN_CLOSED,            /* closed or expired: out of the id table,
+    SCAN_OPENING = 0, /* backend opens in flight; no id yet */
+    SCAN_OPEN,        /* serving calls */
+    SCAN_FAILED,      /* a bucket failed: every call gets the error */
+    SCAN_CLOSED,      /* closed or expired: out of the id table,
                                freed when nothing is in flight */
 };
 
@@ -111,7 +111,7 @@ struct scan_bucket {
 
 /* A client scanner: one owner (its worker), freed by scanner_free only. */
 struct scanner {
-    struct scantab_item item;       /* id and owner worker: every other
+    struct scantab_item item; /* id and owner worker: every other
                                        field is touched only there */
     enum scan_state state;
     const struct hbase1_scanner *calls; /* the service's scanner calls */
@@ -358,8 +358,8 @@ scan_sub_begin(struct scanner *sc, proxy_sink_fn sink, uint32_t tag,
     wire_buf_clear(&w->scratch);
     *frame = set->backend_framed ? wire_frame_begin(&w->scratch) : 0;
     wire_writer_init(wr, set->backend_proto, &w->scratch);
-    wire_write_msg_begin(wr, (const uint8_t *)m->name, m->name_len,
-                         WIRE_CALL, sub->backend_seqid);
+    wire_write_msg_begin(wr, (const uint8_t *)m->name, m->name_len, WIRE_CALL,
+                         sub->backend_seqid);
     return sub;
 }
 
@@ -598,8 +598,8 @@ scan_open_pass(struct scanner *sc, struct wire_reader *body)
     struct proxy_req *sub;
 
     sc->nopening = 1;
-    sub = scan_sub_begin(sc, scan_open_sink, 0, sc->op->req->call.method,
-                         &wr, &frame);
+    sub = scan_sub_begin(sc, scan_open_sink, 0, sc->op->req->call.method, &wr,
+                         &frame);
     wire_copy(body, &wr, WIRE_T_STRUCT);
     scan_sub_send(sc, sub, frame);
 }
@@ -609,11 +609,10 @@ static void
 scan_fetch_sizes(struct scanner *sc, const struct scanargs *a,
                  const struct config *cfg)
 {
-    uint32_t caching = a->has_caching && a->caching > 0
-                           ? (uint32_t)a->caching
-                           : SCAN_DEFAULT_CACHING;
-    uint32_t per = (uint32_t)(((uint64_t)caching * 3 / 2
-                               + sc->nbuckets - 1) / sc->nbuckets);
+    uint32_t caching = a->has_caching && a->caching > 0 ? (uint32_t)a->caching
+                                                        : SCAN_DEFAULT_CACHING;
+    uint32_t per = (uint32_t)(((uint64_t)caching * 3 / 2 + sc->nbuckets - 1) /
+                              sc->nbuckets);
 
     sc->fetch_rows = MIN(MAX(per, MIN(SCAN_MIN_FETCH, caching)),
                          cfg->scan_caching_max);
@@ -624,7 +623,8 @@ scan_fetch_sizes(struct scanner *sc, const struct scanargs *a,
      * pay N times the calls of an unsalted scan: each bucket starts at
      * its share of caching and doubles per fetch up to caching. */
     sc->fetch_max = MAX(MIN(MAX(caching, SCAN_DEFAULT_CACHING),
-                            cfg->scan_caching_max), sc->fetch_rows);
+                            cfg->scan_caching_max),
+                        sc->fetch_rows);
 }
 
 /* Opens one backend scanner per bucket read (only, when single), all at
@@ -711,8 +711,8 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     /* unsalted, a call with a field twice goes on as it came: HBase reads
      * it as it always does (the codec refused a second table name) */
     if (!parsed || (a.repeated != NULL && req->call.salt != NULL)) {
-        struct codec_error err = { WIRE_APP_PROTOCOL_ERROR,
-                                   a.repeated, CODEC_ANSWER_APP };
+        struct codec_error err = { WIRE_APP_PROTOCOL_ERROR, a.repeated,
+                                   CODEC_ANSWER_APP };
 
         if (!parsed) {
             err.message = r.error != NULL ? r.error : "malformed call";
@@ -720,8 +720,8 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         scan_reject_call(op, w, &err);
         return;
     }
-    if (req->call.salt != NULL && (a.start_len > SALT_HBASE_MAX_ROW
-                                   || a.stop_len > SALT_HBASE_MAX_ROW)) {
+    if (req->call.salt != NULL && (a.start_len > SALT_HBASE_MAX_ROW ||
+                                   a.stop_len > SALT_HBASE_MAX_ROW)) {
         /* HBase's Scan refuses such a bound with an exception its
          * handler does not catch: the answer an unsalted table gives */
         struct codec_error err = { WIRE_APP_INTERNAL_ERROR, NULL,
@@ -756,8 +756,7 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         single = salt_prefix_bucket(sc->salt, a.start, a.start_len, &only);
     } else {
         single = salt_fixed_bucket(sc->salt, reversed, a.start, a.start_len,
-                                   a.stop, a.has_stop ? a.stop_len : 0,
-                                   &only);
+                                   a.stop, a.has_stop ? a.stop_len : 0, &only);
     }
     if (sc->salt->buckets == 1) {
         /* one bucket: nothing to merge, every filter keeps its meaning */
@@ -798,8 +797,7 @@ static gboolean
 scan_bucket_advance(struct scanner *sc, struct scan_bucket *b)
 {
     switch (scanbatch_next(&b->rows)) {
-    case SCANBATCH_ROW:
-        return TRUE;
+    case SCANBATCH_ROW: return TRUE;
     case SCANBATCH_MALFORMED:
         g_free(sc->error);
         sc->error = g_strdup_printf("hbase-salt-proxy: malformed row "
@@ -807,8 +805,7 @@ scan_bucket_advance(struct scanner *sc, struct scan_bucket *b)
                                     sc->table);
         sc->state = SCAN_FAILED;
         return FALSE;
-    default:
-        return FALSE;
+    default: return FALSE;
     }
 }
 
@@ -883,9 +880,9 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
         scan_sub_return(sc, sub);
         return;
     }
-    if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry)
-        || type != sc->calls->rows->type
-        || wire_read_list_begin(&r, &et, &count) != WIRE_OK) {
+    if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry) ||
+        type != sc->calls->rows->type ||
+        wire_read_list_begin(&r, &et, &count) != WIRE_OK) {
         if (sc->state != SCAN_FAILED) {
             g_free(sc->error);
             const char *inner = why != NULL ? why : "bad reply";
@@ -954,8 +951,7 @@ scan_next_begin(struct scanner *sc)
 
     op->got = 0;
     op->frame_at = scan_reply_begin(op->req);
-    op->list_at = codec_rows_reply_begin(&op->req->call,
-                                         op->req->client_proto,
+    op->list_at = codec_rows_reply_begin(&op->req->call, op->req->client_proto,
                                          (uint32_t)MAX(op->want, 0),
                                          &op->req->reply);
 }
@@ -990,8 +986,8 @@ scan_next_op(struct scanner *sc)
 static gboolean
 scan_page_same_row(const struct scanner *sc, const struct scan_bucket *b)
 {
-    return sc->page_row->len > 0 && sc->page_row->len == b->rows.key_len
-           && memcmp(sc->page_row->data, b->rows.key, b->rows.key_len) == 0;
+    return sc->page_row->len > 0 && sc->page_row->len == b->rows.key_len &&
+           memcmp(sc->page_row->data, b->rows.key, b->rows.key_len) == 0;
 }
 
 /* Moves rows from the bucket heads to the current op while it can. */
@@ -1020,8 +1016,8 @@ scan_pump(struct scanner *sc)
             scan_next_op(sc);
             continue;
         }
-        while (op->got < op->want && !sc->page_done && sc->nwaiting == 0
-               && !merge_empty(&sc->merge) && sc->state == SCAN_OPEN) {
+        while (op->got < op->want && !sc->page_done && sc->nwaiting == 0 &&
+               !merge_empty(&sc->merge) && sc->state == SCAN_OPEN) {
             unsigned bi = merge_top(&sc->merge);
             struct scan_bucket *b = &sc->buckets[bi];
             struct wire_reader rr;
@@ -1061,8 +1057,8 @@ scan_pump(struct scanner *sc)
             sc->pump_again = TRUE;
             continue;
         }
-        if (op->got >= op->want || sc->page_done
-            || (sc->nwaiting == 0 && merge_empty(&sc->merge))) {
+        if (op->got >= op->want || sc->page_done ||
+            (sc->nwaiting == 0 && merge_empty(&sc->merge))) {
             scan_next_done(sc);
             scan_next_op(sc);
             sc->pump_again = sc->op != NULL;
@@ -1130,8 +1126,8 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         struct wire_writer wr;
         size_t frame;
         const struct hbase1_method *m = op->req->call.method;
-        struct proxy_req *sub = scan_sub_begin(sc, scan_pass_sink, 0, m,
-                                               &wr, &frame);
+        struct proxy_req *sub = scan_sub_begin(sc, scan_pass_sink, 0, m, &wr,
+                                               &frame);
 
         sub->call = op->req->call;
         /* the count goes on only where the call takes one */
@@ -1194,17 +1190,14 @@ scan_request(struct proxy_worker *w, struct proxy_req *req,
         op->kind = SCAN_OP_OPEN;
         scan_open(w, op, msg, len);
         return;
-    case HBASE1_SCAN_NEXT:
-        op->kind = SCAN_OP_NEXT;
-        break;
-    case HBASE1_SCAN_CLOSE:
-        op->kind = SCAN_OP_CLOSE;
-        break;
+    case HBASE1_SCAN_NEXT: op->kind = SCAN_OP_NEXT; break;
+    case HBASE1_SCAN_CLOSE: op->kind = SCAN_OP_CLOSE; break;
     default: {
         /* the codec sends only the kinds this engine drives */
         struct codec_error err = { WIRE_APP_UNKNOWN_METHOD,
                                    "hbase-salt-proxy: scanner call not "
-                                   "supported", CODEC_ANSWER_APP };
+                                   "supported",
+                                   CODEC_ANSWER_APP };
 
         scan_reject_call(op, w, &err);
         return;

@@ -30,7 +30,7 @@ scanargs_note(struct scanargs *a, uint32_t *seen,
  * the engine reads or rewrites the others. */
 static const struct {
     uint8_t role;
-    glong offset;                   /* of its struct scanargs_passed */
+    glong offset; /* of its struct scanargs_passed */
 } scanargs_passed_roles[] = {
     { HBASE1_ROLE_COLUMNS, G_STRUCT_OFFSET(struct scanargs, columns) },
     { HBASE1_ROLE_TIMESTAMP, G_STRUCT_OFFSET(struct scanargs, timestamp) },
@@ -136,19 +136,13 @@ scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
             wire_read_binary(r, &a->filter, &a->filter_len);
             a->has_filter = TRUE;
             break;
-        case HBASE1_ROLE_REVERSED:
-            a->reversed = wire_read_bool(r);
-            break;
+        case HBASE1_ROLE_REVERSED: a->reversed = wire_read_bool(r); break;
         case HBASE1_ROLE_ID:
             a->id = wire_read_i32(r);
             a->has_id = TRUE;
             break;
-        case HBASE1_ROLE_NROWS:
-            a->nrows = wire_read_i32(r);
-            break;
-        default:
-            wire_skip(r, type);
-            break;
+        case HBASE1_ROLE_NROWS: a->nrows = wire_read_i32(r); break;
+        default: wire_skip(r, type); break;
         }
     }
     wire_read_struct_end(r);
@@ -191,9 +185,9 @@ scanargs_fit_bounds(struct scanargs *a, size_t limit, uint8_t **start_buf,
     if (a->start_len > limit) {
         *start_buf = g_memdup2(a->start, limit);
         a->start = *start_buf;
-        a->start_len = a->reversed ? (uint32_t)limit
-                                   : (uint32_t)salt_successor(*start_buf,
-                                                              limit);
+        a->start_len = a->reversed
+                           ? (uint32_t)limit
+                           : (uint32_t)salt_successor(*start_buf, limit);
         if (a->start_len == 0) {
             return FALSE;
         }
@@ -203,8 +197,7 @@ scanargs_fit_bounds(struct scanargs *a, size_t limit, uint8_t **start_buf,
         *stop_buf = g_memdup2(a->stop, limit);
         a->stop = *stop_buf;
         a->stop_len = a->reversed ? (uint32_t)limit
-                                  : (uint32_t)salt_successor(*stop_buf,
-                                                             limit);
+                                  : (uint32_t)salt_successor(*stop_buf, limit);
         a->has_stop = a->stop_len > 0;
         moved = TRUE;
     }
@@ -223,8 +216,7 @@ static void
 scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
                     const struct scanargs_bucket *b, struct wire_writer *wr)
 {
-    size_t cap = salt_prefix_len(b->salt) + MAX(a->start_len, a->stop_len)
-                 + 1;
+    size_t cap = salt_prefix_len(b->salt) + MAX(a->start_len, a->stop_len) + 1;
     g_autofree uint8_t *key = g_malloc(cap);
     size_t n, flen;
     const uint8_t *ftext;
@@ -247,8 +239,7 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
                 g_autofree uint8_t *succ = g_memdup2(a->start, a->start_len);
                 size_t slen = salt_successor(succ, a->start_len);
 
-                n = salt_scan_stop(b->salt, b->bucket, FALSE, succ, slen,
-                                   key);
+                n = salt_scan_stop(b->salt, b->bucket, FALSE, succ, slen, key);
             } else {
                 n = salt_scan_stop(b->salt, b->bucket, a->reversed, a->stop,
                                    a->has_stop ? a->stop_len : 0, key);
@@ -275,9 +266,7 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
                 wire_write_bool(wr, TRUE);
             }
             break;
-        default:
-            scanargs_pass_on(a, f, wr);
-            break;
+        default: scanargs_pass_on(a, f, wr); break;
         }
     }
     wire_write_struct_end(wr);
@@ -302,9 +291,7 @@ scanargs_write_open(const struct scanargs *a, const struct hbase1_scanner *sc,
             wire_write_field(wr, f->type, f->fid);
             scanargs_write_scan(a, f->sub, b, wr);
             break;
-        default:
-            scanargs_pass_on(a, f, wr);
-            break;
+        default: scanargs_pass_on(a, f, wr); break;
         }
     }
     wire_write_struct_end(wr);

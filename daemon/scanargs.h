@@ -13,7 +13,7 @@ struct scanfilter;
 
 /* A field passed on to every bucket as the client sent it. */
 struct scanargs_passed {
-    struct wire_reader at;          /* positioned at the value */
+    struct wire_reader at; /* positioned at the value */
     gboolean set;
 };
 
@@ -30,7 +30,7 @@ struct scanargs {
     const uint8_t *start, *stop;
     uint32_t start_len, stop_len;
     gboolean has_stop;
-    gboolean prefix;                /* start is also every row's prefix */
+    gboolean prefix; /* start is also every row's prefix */
     gboolean has_caching;
     int32_t caching;
     const uint8_t *filter;
@@ -41,9 +41,9 @@ struct scanargs {
     struct scanargs_passed columns, timestamp, batch, sorted, cache_blocks,
         attributes;
     gboolean has_id;
-    int32_t id;                     /* scanner id */
-    int32_t nrows;                  /* rows asked; 1 for a call without */
-    const char *repeated;           /* static text: a field the scan is
+    int32_t id;           /* scanner id */
+    int32_t nrows;        /* rows asked; 1 for a call without */
+    const char *repeated; /* static text: a field the scan is
                                        routed by came twice, or NULL */
 };
 
@@ -66,8 +66,8 @@ gboolean scanargs_fit_bounds(struct scanargs *a, size_t limit,
 /* How a scan is spread over the buckets of its table. */
 struct scanargs_bucket {
     const struct salt_table *salt;
-    uint32_t bucket;                /* the bucket this open reads */
-    uint32_t caching;               /* rows of the first fetch */
+    uint32_t bucket;                 /* the bucket this open reads */
+    uint32_t caching;                /* rows of the first fetch */
     const struct scanfilter *filter; /* per-bucket filter, or NULL */
 };
 

@@ -47,8 +47,8 @@ scanbatch_walk(struct scanbatch *b, const uint8_t **row, uint32_t *row_len)
     if (wire_read_struct_begin(&b->rd) != WIRE_OK) {
         return FALSE;
     }
-    while (wire_read_field(&b->rd, &type, &fid) == WIRE_OK
-           && type != WIRE_T_STOP) {
+    while (wire_read_field(&b->rd, &type, &fid) == WIRE_OK &&
+           type != WIRE_T_STOP) {
         if (*row == NULL && fid == kf->fid && type == kf->type) {
             const uint8_t *at = b->rd.pos;
 
@@ -106,8 +106,8 @@ gboolean
 scanbatch_copy_head(const struct scanbatch *b, wire_proto_t from,
                     struct wire_writer *wr)
 {
-    if (!b->key_first || !b->salted || wr->proto != from
-        || salt_bucket(b->salt, b->key, b->key_len) != b->bucket) {
+    if (!b->key_first || !b->salted || wr->proto != from ||
+        salt_bucket(b->salt, b->key, b->key_len) != b->bucket) {
         return FALSE;
     }
     wire_buf_append(wr->buf, b->head, b->key_at);

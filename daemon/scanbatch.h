@@ -18,26 +18,26 @@ struct salt_table;
  * it for the client without walking it again.
  */
 struct scanbatch {
-    const struct salt_table *salt;  /* the scan's table */
-    uint32_t bucket;                /* the bucket it reads */
+    const struct salt_table *salt;        /* the scan's table */
+    uint32_t bucket;                      /* the bucket it reads */
     const struct hbase1_field *key_field; /* the row's key in a row */
-    struct wire_reader rd;          /* at the row after the head */
-    uint32_t left;                  /* rows after the head */
-    const uint8_t *head;            /* head row: its struct's bytes */
+    struct wire_reader rd;                /* at the row after the head */
+    uint32_t left;                        /* rows after the head */
+    const uint8_t *head;                  /* head row: its struct's bytes */
     size_t head_len;
-    const uint8_t *key;             /* head's logical key */
+    const uint8_t *key; /* head's logical key */
     size_t key_len;
-    gboolean key_first;             /* the key is the row's first field,
+    gboolean key_first; /* the key is the row's first field,
                                        at head + key_at .. key_end
                                        (length prefix included) */
     uint32_t key_at, key_end;
-    gboolean salted;                /* the key had a salt of this bucket */
+    gboolean salted; /* the key had a salt of this bucket */
 };
 
 typedef enum {
-    SCANBATCH_ROW = 0,              /* the head is the next row */
-    SCANBATCH_END,                  /* no row left in the batch */
-    SCANBATCH_MALFORMED,            /* a row that does not parse, or has
+    SCANBATCH_ROW = 0,   /* the head is the next row */
+    SCANBATCH_END,       /* no row left in the batch */
+    SCANBATCH_MALFORMED, /* a row that does not parse, or has
                                        no key: the batch is done */
 } scanbatch_status_t;
 

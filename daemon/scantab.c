@@ -2,9 +2,9 @@
 #include "scantab.h"
 
 struct scantab {
-    GMutex lock;            /* guards everything below */
-    GHashTable *by_id;      /* GINT_TO_POINTER(id) -> struct scantab_item */
-    int32_t next_id;        /* last id handed out */
+    GMutex lock;       /* guards everything below */
+    GHashTable *by_id; /* GINT_TO_POINTER(id) -> struct scantab_item */
+    int32_t next_id;   /* last id handed out */
 };
 
 struct scantab *

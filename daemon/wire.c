@@ -1345,8 +1345,7 @@ wire_seq_header(wire_proto_t proto, uint8_t elem_type, uint32_t count,
 }
 
 static void
-wire_write_seq_begin(struct wire_writer *w, uint8_t elem_type,
-                     uint32_t count)
+wire_write_seq_begin(struct wire_writer *w, uint8_t elem_type, uint32_t count)
 {
     uint8_t hdr[WIRE_SEQ_HEADER_MAX];
     size_t n = wire_seq_header(w->proto, elem_type, count, hdr);

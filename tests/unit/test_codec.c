@@ -372,8 +372,8 @@ test_rows_reply_in_place(void)
 {
     static const struct {
         uint32_t max, count;
-    } cases[] = { { 100, 3 }, { 100, 100 }, { 20, 16 }, { 20, 14 },
-                  { 200, 128 }, { 200, 127 }, { 0, 0 }, { 3, 3 } };
+    } cases[] = { { 100, 3 },   { 100, 100 }, { 20, 16 }, { 20, 14 },
+                  { 200, 128 }, { 200, 127 }, { 0, 0 },   { 3, 3 } };
     struct codec_call call;
 
     test_call_for("plain", "getRows", &call);

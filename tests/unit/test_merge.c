@@ -6,7 +6,7 @@
 /* One input: its rows' keys, NULL-terminated, in the scan's order. */
 struct input {
     const char *const *keys;
-    unsigned at;                    /* next row */
+    unsigned at; /* next row */
 };
 
 /*
@@ -35,9 +35,8 @@ run(struct input *in, unsigned n, gboolean reversed)
         const struct merge_key *key = merge_top_key(&m);
         const char *next = t->keys[t->at];
 
-        g_string_append_printf(out, "%s%u:%.*s", out->len > 0 ? " " : "",
-                               top, (int)key->len,
-                               (const char *)key->data);
+        g_string_append_printf(out, "%s%u:%.*s", out->len > 0 ? " " : "", top,
+                               (int)key->len, (const char *)key->data);
         if (next != NULL) {
             t->at++;
             merge_top_next(&m, (const uint8_t *)next, strlen(next));
@@ -56,15 +55,20 @@ test_key_cmp(void)
     g_assert_cmpint(merge_key_cmp(NULL, 0, NULL, 0), ==, 0);
     g_assert_cmpint(merge_key_cmp(NULL, 0, (const uint8_t *)"a", 1), <, 0);
     g_assert_cmpint(merge_key_cmp((const uint8_t *)"a", 1,
-                                  (const uint8_t *)"a\0", 2), <, 0);
+                                  (const uint8_t *)"a\0", 2),
+                    <, 0);
     g_assert_cmpint(merge_key_cmp((const uint8_t *)"ab", 2,
-                                  (const uint8_t *)"a", 1), >, 0);
+                                  (const uint8_t *)"a", 1),
+                    >, 0);
     g_assert_cmpint(merge_key_cmp((const uint8_t *)"\x80", 1,
-                                  (const uint8_t *)"\x7f", 1), >, 0);
+                                  (const uint8_t *)"\x7f", 1),
+                    >, 0);
     g_assert_cmpint(merge_key_cmp((const uint8_t *)"\xff", 1,
-                                  (const uint8_t *)"\x00\xff", 2), >, 0);
+                                  (const uint8_t *)"\x00\xff", 2),
+                    >, 0);
     g_assert_cmpint(merge_key_cmp((const uint8_t *)"k1", 2,
-                                  (const uint8_t *)"k1", 2), ==, 0);
+                                  (const uint8_t *)"k1", 2),
+                    ==, 0);
 }
 
 /* Test: forward, the smallest head leaves first over all inputs */

@@ -124,8 +124,7 @@ test_open_for_bucket(gconstpointer data)
     struct wire_reader r;
     struct scanargs a;
     struct scanfilter *f;
-    struct scanargs_bucket b = { .salt = &hex16, .bucket = 3,
-                                 .caching = 5 };
+    struct scanargs_bucket b = { .salt = &hex16, .bucket = 3, .caching = 5 };
     uint8_t type, et, kt, vt;
     int16_t fid;
     uint32_t n;
@@ -196,8 +195,7 @@ test_repeated(void)
 
     wire_buf_init(&msg);
     write_open(&msg, WIRE_BINARY, TRUE);
-    g_assert_true(parse(&msg, WIRE_BINARY, method("scannerOpenWithScan"),
-                        &a));
+    g_assert_true(parse(&msg, WIRE_BINARY, method("scannerOpenWithScan"), &a));
     g_assert_cmpstr(a.repeated, ==,
                     "hbase-salt-proxy: field TScan.startRow sent twice");
     g_assert_cmpmem(a.start, a.start_len, "a", 1);
@@ -242,12 +240,12 @@ test_id_calls(void)
         g_assert_cmpuint(msg.len, ==, counts ? 15 : 8);
         wire_buf_free(&msg);
     }
-    g_assert_true(method("scannerGetList")->scanner->fetch
-                  == method("scannerGetList"));
-    g_assert_true(method("scannerGet")->scanner->close
-                  == method("scannerClose"));
-    g_assert_true(method("scannerOpen")->scanner->open
-                  == method("scannerOpenWithScan"));
+    g_assert_true(method("scannerGetList")->scanner->fetch ==
+                  method("scannerGetList"));
+    g_assert_true(method("scannerGet")->scanner->close ==
+                  method("scannerClose"));
+    g_assert_true(method("scannerOpen")->scanner->open ==
+                  method("scannerOpenWithScan"));
 }
 
 /* Test: scannerOpenWithPrefix scans by prefix even without the prefix */
@@ -277,8 +275,7 @@ int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_assert_true(salt_table_init(&hex16, 16, SALT_FORMAT_HEX, "-", 1,
-                                  NULL));
+    g_assert_true(salt_table_init(&hex16, 16, SALT_FORMAT_HEX, "-", 1, NULL));
     g_test_add_data_func("/scanargs/open-for-bucket/binary",
                          GINT_TO_POINTER(WIRE_BINARY), test_open_for_bucket);
     g_test_add_data_func("/scanargs/open-for-bucket/compact",

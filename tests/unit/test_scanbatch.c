@@ -12,8 +12,8 @@ static const struct hbase1_field *key_field;
 /* A row as a fetch carries it: key (salted or not), then one column. */
 struct row {
     const char *key;
-    gboolean salt;                  /* give key its salt */
-    gboolean key_last;              /* the column before the key */
+    gboolean salt;     /* give key its salt */
+    gboolean key_last; /* the column before the key */
     gboolean no_key;
 };
 
@@ -24,8 +24,7 @@ write_row(struct wire_writer *w, const struct row *r)
     size_t n = strlen(r->key);
 
     if (r->salt) {
-        n = salt_key(&hex16, (const uint8_t *)r->key, n, phys,
-                     sizeof(phys));
+        n = salt_key(&hex16, (const uint8_t *)r->key, n, phys, sizeof(phys));
     } else {
         memcpy(phys, r->key, n);
     }
@@ -58,8 +57,8 @@ write_batch(struct wire_buf *out, wire_proto_t proto, const struct row *rows,
     struct wire_writer w;
 
     wire_writer_init(&w, proto, out);
-    wire_write_msg_begin(&w, (const uint8_t *)"scannerGetList", 14,
-                         WIRE_REPLY, 1);
+    wire_write_msg_begin(&w, (const uint8_t *)"scannerGetList", 14, WIRE_REPLY,
+                         1);
     wire_write_struct_begin(&w);
     wire_write_field(&w, WIRE_T_LIST, 0);
     wire_write_list_begin(&w, WIRE_T_STRUCT, n);
@@ -202,8 +201,7 @@ main(int argc, char **argv)
         hbase1_lookup((const uint8_t *)"scannerGetList", 14);
 
     g_test_init(&argc, &argv, NULL);
-    g_assert_true(salt_table_init(&hex16, 16, SALT_FORMAT_HEX, "-", 1,
-                                  NULL));
+    g_assert_true(salt_table_init(&hex16, 16, SALT_FORMAT_HEX, "-", 1, NULL));
     key_field = m->scanner->key;
     g_test_add_data_func("/scanbatch/rows/binary",
                          GINT_TO_POINTER(WIRE_BINARY), test_rows);

@@ -47,7 +47,8 @@ multi_why(const struct salt_table *t, const char *text, gboolean reversed)
 
     g_assert_no_error(error);
     why = scanfilter_multi_bucket_ok(f)
-              ? NULL : g_strdup(scanfilter_multi_bucket_why(f));
+              ? NULL
+              : g_strdup(scanfilter_multi_bucket_why(f));
     scanfilter_free(f);
     return why;
 }
@@ -72,7 +73,8 @@ test_row_filters(void)
     check_bucket("RowFilter(>=, 'binaryprefix:k1')", 15,
                  "RowFilter(>=, 'binaryprefix:f-k1')");
     check_bucket("(PrefixFilter('a') AND KeyOnlyFilter()) OR "
-                 "RowFilter(=, 'binary:k')", 3,
+                 "RowFilter(=, 'binary:k')",
+                 3,
                  "(PrefixFilter('3-a') AND KeyOnlyFilter()) OR "
                  "RowFilter(=, 'binary:3-k')");
     check_bucket("WHILE RowFilter(<, 'binary:a')", 3,
@@ -133,7 +135,9 @@ test_refused_high_salt(void)
     g_assert_true(strstr(error->message, "salts below 0x80") != NULL);
     /* a prefix is bytes, whatever the salt */
     prefix = for_bucket(&bytes200, "PrefixFilter('ab')", 0x90);
-    g_assert_cmpstr(prefix, ==, "PrefixFilter('\x90" "ab')");
+    g_assert_cmpstr(prefix, ==,
+                    "PrefixFilter('\x90"
+                    "ab')");
 }
 
 /* Test: filters that end or count a scan on what one bucket sees are
@@ -144,14 +148,16 @@ test_refused_multi(void)
     static const struct {
         const char *text;
         gboolean reversed;
-        const char *why;            /* part of the reason; NULL: accepted */
+        const char *why; /* part of the reason; NULL: accepted */
     } cases[] = {
         { "ColumnCountGetFilter(2)", FALSE, "ColumnCountGetFilter ends" },
         { "SKIP PageFilter(1)", FALSE, "PageFilter inside OR, SKIP" },
         { "PageFilter(1) AND SingleColumnValueFilter('f', 'q', =, "
-          "'binary:v')", FALSE, "put the PageFilter last" },
+          "'binary:v')",
+          FALSE, "put the PageFilter last" },
         { "SingleColumnValueFilter('f', 'q', =, 'binary:v') AND "
-          "PageFilter(1)", FALSE, NULL },
+          "PageFilter(1)",
+          FALSE, NULL },
         { "WHILE RowFilter(=, 'binary:a')", FALSE, "not monotonic" },
         /* monotonic forward only: < holds up to a point going up */
         { "WHILE RowFilter(<, 'binary:a')", FALSE, NULL },
@@ -224,10 +230,8 @@ int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_assert_true(salt_table_init(&hex16, 16, SALT_FORMAT_HEX, "-", 1,
-                                  NULL));
-    g_assert_true(salt_table_init(&by_user, 16, SALT_FORMAT_HEX, "", 0,
-                                  NULL));
+    g_assert_true(salt_table_init(&hex16, 16, SALT_FORMAT_HEX, "-", 1, NULL));
+    g_assert_true(salt_table_init(&by_user, 16, SALT_FORMAT_HEX, "", 0, NULL));
     g_assert_true(salt_table_hash_delimiter(&by_user, "#", 1, 1, NULL));
     g_assert_true(salt_table_init(&bytes200, 200, SALT_FORMAT_BYTE, "", 0,
                                   NULL));
