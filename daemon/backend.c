@@ -254,6 +254,7 @@ backend_reply_stream(struct backend_conn *conn, struct proxy_req *req,
     struct proxy_worker *w = backend_worker(conn);
     const struct proxy_settings *set = backend_settings(conn);
     struct wire_scan *scan = conn->scan;
+    size_t mark = req->reply.len; /* the frame header, if any */
     wire_status_t st;
 
     if (scan == NULL || !wire_scan_started(scan)) {
@@ -263,7 +264,7 @@ backend_reply_stream(struct backend_conn *conn, struct proxy_req *req,
         if (*cs != CODEC_AGAIN) {
             return WIRE_OK;
         }
-        wire_buf_clear(&req->reply);
+        req->reply.len = mark;
         scan = backend_conn_scan(conn);
     }
     st = wire_scan_feed(scan, set->backend_proto, buf, avail,
@@ -895,15 +896,11 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                 wire_buf_append(&req->reply, msg + hdr, len - hdr);
             }
         } else {
-            size_t off = 0;
-
             st = proxy_msg_peek(in, set->backend_framed, &w->reply_limits,
                                 &buf, &avail, &bad);
             if (st == WIRE_OK) {
-                wire_buf_clear(&req->reply);
-                if (req->client_framed) {
-                    off = wire_frame_begin(&req->reply);
-                }
+                size_t frame = proxy_req_reply_begin(req);
+
                 if (set->backend_framed) {
                     len = avail - hdr;
                     cs = codec_reply(&req->call, set->backend_proto,
@@ -914,8 +911,8 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                     st = backend_reply_stream(conn, req, buf, avail, &cs,
                                               &err, &len, &bad);
                 }
-                if (st == WIRE_OK && cs == CODEC_OK && req->client_framed) {
-                    wire_frame_end(&req->reply, off);
+                if (st == WIRE_OK && cs == CODEC_OK) {
+                    proxy_req_reply_end(req, frame);
                 }
                 len += hdr;
             }

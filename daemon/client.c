@@ -320,15 +320,10 @@ static void
 client_reject(struct client *c, struct proxy_req *req,
               const struct codec_error *err)
 {
-    size_t off = 0;
+    size_t frame = proxy_req_reply_begin(req);
 
-    if (req->client_framed) {
-        off = wire_frame_begin(&req->reply);
-    }
     codec_write_error(&req->call, req->client_proto, err, &req->reply);
-    if (req->client_framed) {
-        wire_frame_end(&req->reply, off);
-    }
+    proxy_req_reply_end(req, frame);
     req->done = 1;
     g_debug("client %s: rejected %.*s: %s", c->peer,
             (int)req->call.name_len, req->call.name, err->message);

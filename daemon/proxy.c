@@ -263,28 +263,39 @@ proxy_replies_release(struct proxy_worker *w)
     }
 }
 
+size_t
+proxy_req_reply_begin(struct proxy_req *req)
+{
+    wire_buf_clear(&req->reply);
+    return req->client_framed ? wire_frame_begin(&req->reply) : 0;
+}
+
+void
+proxy_req_reply_end(struct proxy_req *req, size_t frame)
+{
+    if (req->client_framed) {
+        wire_frame_end(&req->reply, frame);
+    }
+}
+
 void
 proxy_req_io_error(struct proxy_req *req, const char *message,
                    gboolean can_retry)
 {
-    size_t off = 0;
+    size_t frame;
 
-    wire_buf_clear(&req->reply);
     if (req->sink != NULL) {
         /* internal: the sink wraps the text into its own reply */
+        wire_buf_clear(&req->reply);
         req->failed = 1;
         req->can_retry = can_retry ? 1 : 0;
         wire_buf_append(&req->reply, message, strlen(message));
         return;
     }
-    if (req->client_framed) {
-        off = wire_frame_begin(&req->reply);
-    }
+    frame = proxy_req_reply_begin(req);
     codec_write_io_error(&req->call, req->client_proto, message, can_retry,
                          &req->reply);
-    if (req->client_framed) {
-        wire_frame_end(&req->reply, off);
-    }
+    proxy_req_reply_end(req, frame);
 }
 
 int32_t

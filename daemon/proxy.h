@@ -324,6 +324,14 @@ void proxy_replies_hold(struct proxy_worker *w);
 void proxy_replies_release(struct proxy_worker *w);
 
 /*
+ * A reply for req's client is written between these two: begin empties
+ * req->reply and opens a frame when the client is framed (its result
+ * goes to end, which closes the frame).
+ */
+size_t proxy_req_reply_begin(struct proxy_req *req);
+void proxy_req_reply_end(struct proxy_req *req, size_t frame);
+
+/*
  * Fills req->reply with an IOError for the client, framed as it needs.
  * message is the whole text, e.g. "hbase-salt-proxy: backend h:p: ...".
  */

@@ -259,29 +259,14 @@ scan_op_done(struct scan_op *op, struct proxy_worker *w)
     g_free(op);
 }
 
-static size_t
-scan_reply_begin(struct proxy_req *req)
-{
-    wire_buf_clear(&req->reply);
-    return req->client_framed ? wire_frame_begin(&req->reply) : 0;
-}
-
-static void
-scan_reply_end(struct proxy_req *req, size_t off)
-{
-    if (req->client_framed) {
-        wire_frame_end(&req->reply, off);
-    }
-}
-
 static void
 scan_reply_ia(struct scan_op *op, struct proxy_worker *w, const char *msg)
 {
-    size_t off = scan_reply_begin(op->req);
+    size_t off = proxy_req_reply_begin(op->req);
 
     codec_write_illegal_argument(&op->req->call, op->req->client_proto, msg,
                                  &op->req->reply);
-    scan_reply_end(op->req, off);
+    proxy_req_reply_end(op->req, off);
     scan_op_done(op, w);
 }
 
@@ -289,33 +274,33 @@ static void
 scan_reply_io(struct scan_op *op, struct proxy_worker *w, const char *msg,
               gboolean can_retry)
 {
-    size_t off = scan_reply_begin(op->req);
+    size_t off = proxy_req_reply_begin(op->req);
 
     codec_write_io_error(&op->req->call, op->req->client_proto, msg,
                          can_retry, &op->req->reply);
-    scan_reply_end(op->req, off);
+    proxy_req_reply_end(op->req, off);
     scan_op_done(op, w);
 }
 
 static void
 scan_reply_i32(struct scan_op *op, struct proxy_worker *w, int32_t v)
 {
-    size_t off = scan_reply_begin(op->req);
+    size_t off = proxy_req_reply_begin(op->req);
 
     codec_write_i32_reply(&op->req->call, op->req->client_proto, v,
                           &op->req->reply);
-    scan_reply_end(op->req, off);
+    proxy_req_reply_end(op->req, off);
     scan_op_done(op, w);
 }
 
 static void
 scan_reply_void(struct scan_op *op, struct proxy_worker *w)
 {
-    size_t off = scan_reply_begin(op->req);
+    size_t off = proxy_req_reply_begin(op->req);
 
     codec_write_void_reply(&op->req->call, op->req->client_proto,
                            &op->req->reply);
-    scan_reply_end(op->req, off);
+    proxy_req_reply_end(op->req, off);
     scan_op_done(op, w);
 }
 
@@ -680,10 +665,10 @@ scan_reject_call(struct scan_op *op, struct proxy_worker *w,
                  const struct codec_error *err)
 {
     struct proxy_req *req = op->req;
-    size_t off = scan_reply_begin(req);
+    size_t off = proxy_req_reply_begin(req);
 
     codec_write_error(&req->call, req->client_proto, err, &req->reply);
-    scan_reply_end(req, off);
+    proxy_req_reply_end(req, off);
     scan_op_done(op, w);
 }
 
@@ -950,7 +935,7 @@ scan_next_begin(struct scanner *sc)
     struct scan_op *op = sc->op;
 
     op->got = 0;
-    op->frame_at = scan_reply_begin(op->req);
+    op->frame_at = proxy_req_reply_begin(op->req);
     op->list_at = codec_rows_reply_begin(&op->req->call, op->req->client_proto,
                                          (uint32_t)MAX(op->want, 0),
                                          &op->req->reply);
@@ -965,7 +950,7 @@ scan_next_done(struct scanner *sc)
     codec_rows_reply_end(op->req->client_proto, op->list_at,
                          (uint32_t)MAX(op->want, 0), (uint32_t)op->got,
                          &op->req->reply);
-    scan_reply_end(op->req, op->frame_at);
+    proxy_req_reply_end(op->req, op->frame_at);
     sc->op = NULL;
     sc->last_used = proxy_now();
     scan_op_done(op, sc->item.owner);
@@ -1086,14 +1071,14 @@ scan_pass_sink(struct proxy_worker *w, struct proxy_req *sub)
 
         scan_reply_io(op, w, why, sub->can_retry);
     } else {
-        off = scan_reply_begin(req);
+        off = proxy_req_reply_begin(req);
         if (codec_reply(&req->call, set->backend_proto, sub->reply.data,
                         sub->reply.len, sub->backend_seqid,
                         req->client_proto, &req->reply, &err,
                         &w->reply_limits) != CODEC_OK) {
             scan_reply_io(op, w, err.message, FALSE);
         } else {
-            scan_reply_end(req, off);
+            proxy_req_reply_end(req, off);
             scan_op_done(op, w);
         }
     }
