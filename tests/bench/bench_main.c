@@ -32,7 +32,7 @@ static const char *const bench_workload_names[] = {
 
 static struct {
     char *target, *table, *column, *workload, *keys, *protocol, *transport;
-    char *merge, *label, *salt_format, *scan_target;
+    char *merge, *label, *salt_format, *scan_target, *service;
     int connections, value_size, multiget_keys, scan_batch, scan_rows;
     int prefix_len, salt_buckets, batch, pid, backend_pid, max_connecting;
     int pipeline, prefix_fields;
@@ -77,6 +77,7 @@ static GOptionEntry bench_entries[] = {
     { "scan-target", 0, 0, G_OPTION_ARG_STRING, &bench_opt.scan_target, "celebrity-user prefix scans: any (a row drawn uniformly), celebrity, others (default any)", "T" },
     { "protocol", 0, 0, G_OPTION_ARG_STRING, &bench_opt.protocol, "binary|compact (default binary)", "P" },
     { "transport", 0, 0, G_OPTION_ARG_STRING, &bench_opt.transport, "buffered|framed (default buffered)", "T" },
+    { "service", 0, 0, G_OPTION_ARG_STRING, &bench_opt.service, "thrift1 (Hbase) or thrift2 (THBaseService: get, put/putMultiple, getMultiple, openScanner/getScannerRows/closeScanner) (default thrift1)", "S" },
     { "salt-buckets", 0, 0, G_OPTION_ARG_INT, &bench_opt.salt_buckets, "client-side salting over N buckets (daemon/salt.h mapping); 0 = plain client", "N" },
     { "salt-format", 0, 0, G_OPTION_ARG_STRING, &bench_opt.salt_format, "byte|hex|decimal (default byte)", "F" },
     { "merge", 0, 0, G_OPTION_ARG_STRING, &bench_opt.merge, "client-side scans: heap (parallel) or sequential (HBaseWD)", "M" },
@@ -1293,7 +1294,7 @@ int
 main(int argc, char **argv)
 {
     g_autoptr(GOptionContext) ctx =
-        g_option_context_new("- load generator for HBase Thrift1 (loopback only)");
+        g_option_context_new("- load generator for HBase Thrift (loopback only)");
     g_autoptr(GError) err = NULL;
     static const char *const dists[] = { "uniform", "zipf", "monotonic",
                                          "celebrity-user", "app-user-ts" };
@@ -1302,6 +1303,7 @@ main(int argc, char **argv)
     static const char *const protos[] = { "binary", "compact" };
     static const char *const transports[] = { "buffered", "framed" };
     static const char *const merges[] = { "heap", "sequential" };
+    static const char *const services[] = { "thrift1", "thrift2" };
     static const char *const formats[] = { "byte", "hex", "decimal" };
     struct rlimit rl;
     unsigned per_session, needed_keys;
@@ -1326,6 +1328,8 @@ main(int argc, char **argv)
     B.codec.limits = wire_default_limits;
     B.codec.limits.max_message = 256u << 20;
     B.codec.limits.max_string = 256u << 20;
+    B.codec.thrift2 = bench_lookup("service", bench_opt.service, services,
+                                   2, 0) == 1;
     B.sequential = bench_lookup("merge", bench_opt.merge, merges, 2, 0) == 1;
     if (bench_opt.connections < 1 || bench_opt.connections > 100000)
         bench_die("--connections must be 1..100000");
