@@ -174,6 +174,7 @@ static struct {
     uint64_t load_next;
     struct bench_hist hist;
     double cpu_start, cpu_end, bcpu_start, bcpu_end;
+    double scpu_start, scpu_end; /* hbase-bench itself */
     long rss_start, rss_max, rss_end;
     struct event *ev_warm, *ev_stop, *ev_rss, *ev_abort;
     struct wire_buf out;
@@ -1022,6 +1023,7 @@ bench_finish(void)
         B.t_stop = bench_now_ns();
         B.cpu_end = bench_proc_cpu(bench_opt.pid);
         B.bcpu_end = bench_proc_cpu(bench_opt.backend_pid);
+        B.scpu_end = bench_proc_cpu(getpid());
     }
     event_base_loopexit(B.base, NULL);
 }
@@ -1035,6 +1037,7 @@ bench_measure_begin(void)
     B.t_start = bench_now_ns();
     B.cpu_start = bench_proc_cpu(bench_opt.pid);
     B.bcpu_start = bench_proc_cpu(bench_opt.backend_pid);
+    B.scpu_start = bench_proc_cpu(getpid());
     if (B.workload != BENCH_W_IDLE)
         B.rss_start = bench_proc_rss_kb(bench_opt.pid);
     if (bench_opt.duration > 0 && B.workload != BENCH_W_IDLE) {
@@ -1059,6 +1062,7 @@ bench_stop_cb(evutil_socket_t fd, short what, void *arg)
     B.t_stop = bench_now_ns();
     B.cpu_end = bench_proc_cpu(bench_opt.pid);
     B.bcpu_end = bench_proc_cpu(bench_opt.backend_pid);
+    B.scpu_end = bench_proc_cpu(getpid());
     B.rss_end = bench_proc_rss_kb(bench_opt.pid);
     B.measuring = FALSE;
     B.stopping = TRUE;
@@ -1239,6 +1243,8 @@ bench_report(void)
     double bcpu = B.bcpu_start >= 0 && B.bcpu_end >= 0 ? B.bcpu_end - B.bcpu_start : -1;
     double cpu_op = cpu >= 0 && B.ops_done ? cpu * 1e6 / (double)B.ops_done : -1;
     double bcpu_op = bcpu >= 0 && B.ops_done ? bcpu * 1e6 / (double)B.ops_done : -1;
+    double scpu = B.scpu_start >= 0 && B.scpu_end >= 0 ? B.scpu_end - B.scpu_start : -1;
+    double scpu_op = scpu >= 0 && B.ops_done ? scpu * 1e6 / (double)B.ops_done : -1;
     double p50 = (double)bench_hist_quantile(&B.hist, 0.50) / 1e3;
     double p99 = (double)bench_hist_quantile(&B.hist, 0.99) / 1e3;
     double p999 = (double)bench_hist_quantile(&B.hist, 0.999) / 1e3;
@@ -1262,13 +1268,15 @@ bench_report(void)
         ",\"elapsed_s\":%.4f,\"ops_per_s\":%.1f,\"rows_per_s\":%.1f,"
         "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"mean_us\":%.1f,"
         "\"max_us\":%.1f,\"cpu_s\":%.3f,\"cpu_us_per_op\":%.3f,"
-        "\"backend_cpu_us_per_op\":%.3f,\"rss_start_kb\":%ld,"
+        "\"backend_cpu_us_per_op\":%.3f,\"client_cpu_us_per_op\":%.3f,"
+        "\"rss_start_kb\":%ld,"
         "\"rss_max_kb\":%ld,\"rss_end_kb\":%ld}",
         bench_opt.target, B.codec.proto == WIRE_COMPACT ? "compact" : "binary",
         B.codec.framed ? "framed" : "buffered", bench_opt.connections,
         B.salted ? B.salt.buckets : 0, B.ops_done, B.errors, B.rows, el,
         ops_s, el > 0 ? (double)B.rows / el : 0, p50, p99, p999, mean,
         (double)(B.hist.count ? B.hist.max : 0) / 1e3, cpu, cpu_op, bcpu_op,
+        scpu_op,
         B.rss_start, B.rss_max, B.rss_end);
     printf("%s\n", g->str);
     fflush(stdout);
@@ -1391,6 +1399,7 @@ main(int argc, char **argv)
     B.rep.rows = g_array_new(FALSE, FALSE, sizeof(struct bench_rowref));
     bench_hist_reset(&B.hist);
     B.cpu_start = B.cpu_end = B.bcpu_start = B.bcpu_end = -1;
+    B.scpu_start = B.scpu_end = -1;
     B.rss_start = B.rss_max = bench_proc_rss_kb(bench_opt.pid);
     B.rss_end = -1;
 
