@@ -125,7 +125,7 @@ struct bench_codec {
     gboolean framed;
     struct wire_limits limits;
     int32_t seqid;
-    gboolean thrift2;       /* THBaseService calls instead of Hbase's */
+    gboolean thrift2; /* THBaseService calls instead of Hbase's */
 };
 
 void bench_req_get_row(struct bench_codec *c, struct wire_buf *b,

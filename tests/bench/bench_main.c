@@ -48,6 +48,8 @@ static struct {
     .seed = 1, .users = 1000, .apps = 100,
 };
 
+/* one option per line, as --help lists them */
+/* clang-format off */
 static GOptionEntry bench_entries[] = {
     { "target", 0, 0, G_OPTION_ARG_STRING, &bench_opt.target, "loopback HOST:PORT to load (required)", "ADDR" },
     { "table", 0, 0, G_OPTION_ARG_STRING, &bench_opt.table, "table (default bench)", "T" },
@@ -88,6 +90,7 @@ static GOptionEntry bench_entries[] = {
     { "label", 0, 0, G_OPTION_ARG_STRING, &bench_opt.label, "label copied to the report", "TEXT" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
 };
+/* clang-format on */
 
 /* ---- state ---- */
 

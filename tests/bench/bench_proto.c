@@ -168,8 +168,8 @@ bench_req_get_rows(struct bench_codec *c, struct wire_buf *b,
                    const unsigned *idx, unsigned n)
 {
     struct wire_writer w;
-    size_t off =
-        bench_req_begin(c, b, &w, c->thrift2 ? "getMultiple" : "getRows");
+    size_t off = bench_req_begin(c, b, &w,
+                                 c->thrift2 ? "getMultiple" : "getRows");
 
     bench_field_str(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_LIST, 2);
@@ -199,7 +199,7 @@ bench_req_scan_open(struct bench_codec *c, struct wire_buf *b,
 
     bench_field_str(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_STRUCT, 2);
-    wire_write_struct_begin(&w);              /* TScan, either service's */
+    wire_write_struct_begin(&w); /* TScan, either service's */
     if (start_len > 0)
         bench_field_str(&w, 1, start, start_len);
     if (stop_len > 0)
@@ -234,8 +234,7 @@ bench_req_scan_close(struct bench_codec *c, struct wire_buf *b, int32_t id)
 {
     struct wire_writer w;
     size_t off = bench_req_begin(c, b, &w,
-                                 c->thrift2 ? "closeScanner"
-                                            : "scannerClose");
+                                 c->thrift2 ? "closeScanner" : "scannerClose");
 
     wire_write_field(&w, WIRE_T_I32, 1);
     wire_write_i32(&w, id);
