@@ -1246,8 +1246,11 @@ bench_report(void)
     double bcpu = B.bcpu_start >= 0 && B.bcpu_end >= 0 ? B.bcpu_end - B.bcpu_start : -1;
     double cpu_op = cpu >= 0 && B.ops_done ? cpu * 1e6 / (double)B.ops_done : -1;
     double bcpu_op = bcpu >= 0 && B.ops_done ? bcpu * 1e6 / (double)B.ops_done : -1;
-    double scpu = B.scpu_start >= 0 && B.scpu_end >= 0 ? B.scpu_end - B.scpu_start : -1;
-    double scpu_op = scpu >= 0 && B.ops_done ? scpu * 1e6 / (double)B.ops_done : -1;
+    double scpu = B.scpu_start >= 0 && B.scpu_end >= 0
+                      ? B.scpu_end - B.scpu_start
+                      : -1;
+    double scpu_op = scpu >= 0 && B.ops_done ? scpu * 1e6 / (double)B.ops_done
+                                             : -1;
     double p50 = (double)bench_hist_quantile(&B.hist, 0.50) / 1e3;
     double p99 = (double)bench_hist_quantile(&B.hist, 0.99) / 1e3;
     double p999 = (double)bench_hist_quantile(&B.hist, 0.999) / 1e3;
@@ -1265,7 +1268,8 @@ bench_report(void)
                            bench_workload_names[B.workload],
                            mode);
     g_string_append_printf(
-        g, ",\"target\":\"%s\",\"protocol\":\"%s\",\"transport\":\"%s\","
+        g,
+        ",\"target\":\"%s\",\"protocol\":\"%s\",\"transport\":\"%s\","
         "\"connections\":%d,\"buckets\":%u,\"ops\":%" G_GUINT64_FORMAT
         ",\"errors\":%" G_GUINT64_FORMAT ",\"rows\":%" G_GUINT64_FORMAT
         ",\"elapsed_s\":%.4f,\"ops_per_s\":%.1f,\"rows_per_s\":%.1f,"
@@ -1276,11 +1280,10 @@ bench_report(void)
         "\"rss_max_kb\":%ld,\"rss_end_kb\":%ld}",
         bench_opt.target, B.codec.proto == WIRE_COMPACT ? "compact" : "binary",
         B.codec.framed ? "framed" : "buffered", bench_opt.connections,
-        B.salted ? B.salt.buckets : 0, B.ops_done, B.errors, B.rows, el,
-        ops_s, el > 0 ? (double)B.rows / el : 0, p50, p99, p999, mean,
+        B.salted ? B.salt.buckets : 0, B.ops_done, B.errors, B.rows, el, ops_s,
+        el > 0 ? (double)B.rows / el : 0, p50, p99, p999, mean,
         (double)(B.hist.count ? B.hist.max : 0) / 1e3, cpu, cpu_op, bcpu_op,
-        scpu_op,
-        B.rss_start, B.rss_max, B.rss_end);
+        scpu_op, B.rss_start, B.rss_max, B.rss_end);
     printf("%s\n", g->str);
     fflush(stdout);
     fprintf(stderr,
@@ -1304,8 +1307,8 @@ bench_report(void)
 int
 main(int argc, char **argv)
 {
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("- load generator for HBase Thrift (loopback only)");
+    g_autoptr(GOptionContext) ctx = g_option_context_new(
+        "- load generator for HBase Thrift (loopback only)");
     g_autoptr(GError) err = NULL;
     static const char *const dists[] = { "uniform", "zipf", "monotonic",
                                          "celebrity-user", "app-user-ts" };
@@ -1339,8 +1342,8 @@ main(int argc, char **argv)
     B.codec.limits = wire_default_limits;
     B.codec.limits.max_message = 256u << 20;
     B.codec.limits.max_string = 256u << 20;
-    B.codec.thrift2 = bench_lookup("service", bench_opt.service, services,
-                                   2, 0) == 1;
+    B.codec.thrift2 = bench_lookup("service", bench_opt.service, services, 2,
+                                   0) == 1;
     B.sequential = bench_lookup("merge", bench_opt.merge, merges, 2, 0) == 1;
     if (bench_opt.connections < 1 || bench_opt.connections > 100000)
         bench_die("--connections must be 1..100000");
