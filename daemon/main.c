@@ -142,10 +142,10 @@ main_explain_key(const struct config *cfg, const char *table,
 
 /*
  * The HBase shell SPLITS of a salted table of `regions` regions
- * (splits_compute: every bucket's salt but the lowest, and cuts inside
- * the buckets when more regions than buckets are asked).  The values are
- * JRuby double-quoted strings: \xNN for every byte but letters and
- * digits, so no '"', '\\' or "#{" can change their meaning.
+ * (splits_compute: every salt but the lowest, in key order, and cuts
+ * inside the buckets when more regions than buckets are asked).  The
+ * values are JRuby double-quoted strings: \xNN for every byte but letters
+ * and digits, so no '"', '\\' or "#{" can change their meaning.
  */
 static int
 main_split_keys(const struct config *cfg, const char *table, gint regions)

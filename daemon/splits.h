@@ -12,8 +12,11 @@
 /*
  * The split points (physical row keys, sorted, no duplicates) of a salted
  * table of `regions` regions: one region per bucket at least, so every
- * bucket's rows start on a region of their own (the bucket's prefix, the
- * separator left out: it adds nothing to a split point); when more regions
+ * bucket's rows start on a region of their own (the bucket's salt, the
+ * separator left out: no salt is a prefix of another, so a salt less the
+ * separator still sorts after every key of the salt below it; salts are
+ * sorted, as bigtable-sample's and hbasewd's do not sort like their
+ * buckets); when more regions
  * than buckets are asked, each bucket is cut evenly over the byte space of
  * the logical key's first bytes (as HBase's UniformSplit does), the first
  * regions % buckets buckets taking one region more, so the table has
