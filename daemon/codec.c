@@ -86,7 +86,8 @@ codec_refuse_unstorable(struct codec_ctx *c,
     char sep[40] = "";
 
     err->app_type = WIRE_APP_INTERNAL_ERROR;
-    if (method->kind == HBASE1_READ) {
+    if (method->kind == HBASE1_READ &&
+        method->service->id == HBASE1_SERVICE_THRIFT1) {
         err->answer = CODEC_ANSWER_EMPTY;
         err->message = "hbase-salt-proxy: row longer than the table stores";
         return;
@@ -322,6 +323,12 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     switch (f->action) {
     case HBASE1_TABLE:
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_REFUSE_SALTED:
+        if (!c->reply && salt != NULL) {
+            return codec_reject(c, WIRE_APP_INTERNAL_ERROR, CODEC_ANSWER_IO,
+                                f->refuse);
+        }
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_ROW:
         return codec_row_in(c, salt);
     case HBASE1_ROW_OUT:
@@ -396,8 +403,8 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
              * keeping the last sees the last one's logical key: only a
              * call's fields decide where the proxy sends it.  Unsalted,
              * only a second table name would change that. */
-            if (!c->reply && (seen & bit) != 0
-                && (!c->passthrough || f->action == HBASE1_TABLE)) {
+            if (!c->reply && (seen & bit) != 0 && f->repeated != NULL &&
+                (!c->passthrough || f->action == HBASE1_TABLE)) {
                 return codec_reject(c, WIRE_APP_PROTOCOL_ERROR,
                                     CODEC_ANSWER_APP, f->repeated);
             }
@@ -415,7 +422,8 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
 }
 
 static void
-codec_call_init(struct codec_call *call, const struct wire_msg *m)
+codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
+                const struct wire_msg *m)
 {
     /* wire_read_msg_begin caps names at WIRE_MAX_NAME */
     memcpy(call->name, m->name, m->name_len);
@@ -423,14 +431,15 @@ codec_call_init(struct codec_call *call, const struct wire_msg *m)
     call->name_len = (uint16_t)m->name_len;
     call->client_seqid = m->seqid;
     call->client_strict = m->strict;
-    call->method = hbase1_lookup(m->name, m->name_len);
+    call->service = svc;
+    call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
 }
 
 static codec_status_t
-codec_request_body(struct codec_ctx *c, wire_proto_t from,
-                   const uint8_t *msg, size_t len, gboolean complete,
-                   wire_proto_t to, int32_t backend_seqid,
+codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
+                   wire_proto_t from, const uint8_t *msg, size_t len,
+                   gboolean complete, wire_proto_t to, int32_t backend_seqid,
                    struct wire_buf *out, struct codec_call *call,
                    const struct wire_limits *limits)
 {
@@ -451,7 +460,7 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
         err->message = c->r.error != NULL ? c->r.error : "bad message header";
         return CODEC_CLOSE;
     }
-    codec_call_init(call, &m);
+    codec_call_init(call, svc, &m);
     if (m.type != WIRE_CALL) {
         codec_reject(c, WIRE_APP_INVALID_MESSAGE_TYPE, CODEC_ANSWER_APP,
                      "hbase-salt-proxy: expected a call message");
@@ -520,17 +529,19 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
  * ran out first); *used: the message's length when OK.
  */
 static codec_status_t
-codec_request_walk(const struct config *cfg, wire_proto_t from,
-                   const uint8_t *msg, size_t len, gboolean complete,
-                   gint64 tally, wire_proto_t to, int32_t backend_seqid,
-                   struct wire_buf *out, struct codec_call *call,
-                   struct codec_error *err, const struct wire_limits *limits,
-                   wire_status_t *rs, size_t *used)
+codec_request_walk(const struct config *cfg, const struct hbase1_service *svc,
+                   wire_proto_t from, const uint8_t *msg, size_t len,
+                   gboolean complete, gint64 tally, wire_proto_t to,
+                   int32_t backend_seqid, struct wire_buf *out,
+                   struct codec_call *call, struct codec_error *err,
+                   const struct wire_limits *limits, wire_status_t *rs,
+                   size_t *used)
 {
     struct codec_ctx c = { .cfg = cfg, .err = err, .reply = FALSE,
                            .tally = tally };
-    codec_status_t st = codec_request_body(&c, from, msg, len, complete, to,
-                                           backend_seqid, out, call, limits);
+    codec_status_t st = codec_request_body(&c, svc, from, msg, len, complete,
+                                           to, backend_seqid, out, call,
+                                           limits);
 
     *rs = c.r.status;
     *used = wire_reader_offset(&c.r);
@@ -544,7 +555,8 @@ codec_request_walk(const struct config *cfg, wire_proto_t from,
  * nothing on the way a call goes to the backend.
  */
 static void
-codec_request_untally(const struct config *cfg, wire_proto_t from,
+codec_request_untally(const struct config *cfg,
+                      const struct hbase1_service *svc, wire_proto_t from,
                       const uint8_t *msg, size_t len, gboolean complete,
                       wire_proto_t to, int32_t backend_seqid,
                       struct wire_buf *out, const struct wire_limits *limits)
@@ -555,29 +567,41 @@ codec_request_untally(const struct config *cfg, wire_proto_t from,
     wire_status_t rs;
     size_t used;
 
-    codec_request_walk(cfg, from, msg, len, complete, -1, to, backend_seqid,
-                       out, &again, &again_err, limits, &rs, &used);
+    codec_request_walk(cfg, svc, from, msg, len, complete, -1, to,
+                       backend_seqid, out, &again, &again_err, limits, &rs,
+                       &used);
     out->len = mark;
 }
 
 codec_status_t
-codec_request(const struct config *cfg, wire_proto_t from,
-              const uint8_t *msg, size_t len, wire_proto_t to,
-              int32_t backend_seqid, struct wire_buf *out,
-              struct codec_call *call, struct codec_error *err,
-              const struct wire_limits *limits)
+codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
+                  wire_proto_t from, const uint8_t *msg, size_t len,
+                  wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
+                  struct codec_call *call, struct codec_error *err,
+                  const struct wire_limits *limits)
 {
     wire_status_t rs;
     size_t used;
     codec_status_t st;
 
-    st = codec_request_walk(cfg, from, msg, len, TRUE, 1, to, backend_seqid,
-                            out, call, err, limits, &rs, &used);
+    st = codec_request_walk(cfg, svc, from, msg, len, TRUE, 1, to,
+                            backend_seqid, out, call, err, limits, &rs, &used);
     if (st == CODEC_REJECT) {
-        codec_request_untally(cfg, from, msg, len, TRUE, to, backend_seqid,
-                              out, limits);
+        codec_request_untally(cfg, svc, from, msg, len, TRUE, to,
+                              backend_seqid, out, limits);
     }
     return st;
+}
+
+codec_status_t
+codec_request(const struct config *cfg, wire_proto_t from, const uint8_t *msg,
+              size_t len, wire_proto_t to, int32_t backend_seqid,
+              struct wire_buf *out, struct codec_call *call,
+              struct codec_error *err, const struct wire_limits *limits)
+{
+    return codec_request_svc(cfg, hbase1_service(HBASE1_SERVICE_THRIFT1), from,
+                             msg, len, to, backend_seqid, out, call, err,
+                             limits);
 }
 
 codec_status_t
@@ -587,19 +611,33 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
                      struct codec_call *call, struct codec_error *err,
                      const struct wire_limits *limits, size_t *msg_len)
 {
+    return codec_request_stream_svc(cfg,
+                                    hbase1_service(HBASE1_SERVICE_THRIFT1),
+                                    from, buf, avail, to, backend_seqid, out,
+                                    call, err, limits, msg_len);
+}
+
+codec_status_t
+codec_request_stream_svc(const struct config *cfg,
+                         const struct hbase1_service *svc, wire_proto_t from,
+                         const uint8_t *buf, size_t avail, wire_proto_t to,
+                         int32_t backend_seqid, struct wire_buf *out,
+                         struct codec_call *call, struct codec_error *err,
+                         const struct wire_limits *limits, size_t *msg_len)
+{
     size_t mark = out->len;
     const char *why = NULL;
     wire_status_t rs;
     codec_status_t st;
 
     *msg_len = 0;
-    st = codec_request_walk(cfg, from, buf, avail, FALSE, 1, to,
+    st = codec_request_walk(cfg, svc, from, buf, avail, FALSE, 1, to,
                             backend_seqid, out, call, err, limits, &rs,
                             msg_len);
     if (rs == WIRE_AGAIN) {
         /* counted rows of a message we will walk again */
         out->len = mark;
-        codec_request_untally(cfg, from, buf, avail, FALSE, to,
+        codec_request_untally(cfg, svc, from, buf, avail, FALSE, to,
                               backend_seqid, out, limits);
         *msg_len = 0;
         return CODEC_AGAIN;
@@ -608,7 +646,7 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
         return st;
     }
     if (st == CODEC_REJECT) {
-        codec_request_untally(cfg, from, buf, avail, FALSE, to,
+        codec_request_untally(cfg, svc, from, buf, avail, FALSE, to,
                               backend_seqid, out, limits);
     }
     /* REJECT and SCAN stop early: the end is found the plain way */
@@ -911,16 +949,22 @@ wire_status_t
 codec_row_result(struct wire_reader *r, struct wire_writer *w,
                  const struct salt_table *salt)
 {
+    return codec_row_result_in(
+        r, w, salt, hbase1_service(HBASE1_SERVICE_THRIFT1)->scanner->row);
+}
+
+wire_status_t
+codec_row_result_in(struct wire_reader *r, struct wire_writer *w,
+                    const struct salt_table *salt,
+                    const struct hbase1_schema *row)
+{
     /* a reply's walk never rejects: no need to clear text[] per row */
     struct codec_error err;
     struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = 1 };
-    const struct hbase1_method *m =
-        hbase1_lookup((const uint8_t *)"scannerGetList", 14);
-    const struct hbase1_field *f = hbase1_schema_field(m->result, 0);
 
     c.r = *r;
     c.w = *w;
-    codec_walk_struct(&c, f->sub, salt);
+    codec_walk_struct(&c, row, salt);
     *r = c.r;
     *w = c.w;
     return r->status;

@@ -8,6 +8,8 @@
 struct config;
 struct salt_table;
 struct hbase1_method;
+struct hbase1_schema;
+struct hbase1_service;
 
 /*
  * What a reply needs to know about its request.  Filled by
@@ -15,7 +17,8 @@ struct hbase1_method;
  * to codec_reply.  Plain data: no allocation, nothing to free.
  */
 struct codec_call {
-    const struct hbase1_method *method; /* NULL: name not in the table */
+    const struct hbase1_service *service; /* the connection's service */
+    const struct hbase1_method *method;   /* NULL: name not in its table */
     const struct salt_table *salt;      /* salted table of the call, or NULL */
     int32_t client_seqid;               /* echoed to the client */
     uint16_t name_len;
@@ -72,6 +75,16 @@ codec_status_t codec_request(const struct config *cfg, wire_proto_t from,
                              struct codec_call *call, struct codec_error *err,
                              const struct wire_limits *limits);
 
+/* codec_request for a connection speaking service svc (Thrift1 or
+ * Thrift2, hbase1.h): its method table decides what is rewritten.
+ * codec_request is this on Thrift1. */
+codec_status_t
+codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
+                  wire_proto_t from, const uint8_t *msg, size_t len,
+                  wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
+                  struct codec_call *call, struct codec_error *err,
+                  const struct wire_limits *limits);
+
 /*
  * codec_request on the front of an unframed stream, which may end inside
  * the message: one walk both finds where the message ends and rewrites
@@ -90,6 +103,15 @@ codec_status_t codec_request_stream(const struct config *cfg,
                                     struct codec_error *err,
                                     const struct wire_limits *limits,
                                     size_t *msg_len);
+
+/* codec_request_stream for service svc (see codec_request_svc). */
+codec_status_t
+codec_request_stream_svc(const struct config *cfg,
+                         const struct hbase1_service *svc, wire_proto_t from,
+                         const uint8_t *buf, size_t avail, wire_proto_t to,
+                         int32_t backend_seqid, struct wire_buf *out,
+                         struct codec_call *call, struct codec_error *err,
+                         const struct wire_limits *limits, size_t *msg_len);
 
 /*
  * Rewrites a whole backend reply for the client: checks the sequence id
@@ -157,6 +179,11 @@ void codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
  */
 wire_status_t codec_row_result(struct wire_reader *r, struct wire_writer *w,
                                const struct salt_table *salt);
+/* The same for a row described by schema row (a service's scanner row:
+ * TRowResult, or Thrift2's TResult). */
+wire_status_t codec_row_result_in(struct wire_reader *r, struct wire_writer *w,
+                                  const struct salt_table *salt,
+                                  const struct hbase1_schema *row);
 
 /* Counts rows returned unsalted because they carried no valid salt. */
 guint64 codec_unsalted_rows(void);

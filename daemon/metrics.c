@@ -27,8 +27,11 @@ struct metrics_table {
 struct metrics {
     unsigned nworkers;
     struct metrics_worker *workers;
-    size_t nmethods;                /* hbase1 methods */
-    const struct hbase1_method *methods;
+    size_t nmethods;                /* methods of every service */
+    char **labels;                  /* per method index: its labels,
+                                       method="get" for Thrift1 (as
+                                       always), method="get",
+                                       service="thrift2" for Thrift2 */
     GPtrArray *tables;              /* struct metrics_table *, by id - 1 */
     GHashTable *table_ids;          /* name -> GUINT_TO_POINTER(id) */
     guint64 reloads[3];             /* by metrics_reload_t */
@@ -51,7 +54,16 @@ metrics_new(unsigned nworkers)
 {
     struct metrics *m = g_new0(struct metrics, 1);
 
-    m->methods = hbase1_methods(&m->nmethods);
+    m->nmethods = hbase1_method_count();
+    m->labels = g_new0(char *, m->nmethods + 1);
+    for (size_t i = 0; i < m->nmethods; i++) {
+        const struct hbase1_method *hm = hbase1_method_at(i);
+
+        m->labels[i] = hm->service->id == HBASE1_SERVICE_THRIFT1
+                           ? g_strdup_printf("method=\"%s\"", hm->name)
+                           : g_strdup_printf("method=\"%s\",service=\"%s\"",
+                                             hm->name, hm->service->label);
+    }
     m->nworkers = nworkers;
     m->workers = g_new0(struct metrics_worker, nworkers);
     for (unsigned i = 0; i < nworkers; i++) {
@@ -76,6 +88,7 @@ metrics_free(struct metrics *m)
         }
         g_free(m->workers[i].methods);
     }
+    g_strfreev(m->labels);
     g_free(m->workers);
     g_hash_table_destroy(m->table_ids);
     g_ptr_array_unref(m->tables);
@@ -143,7 +156,8 @@ metrics_request_done(struct metrics_worker *mw,
     guint64 us = us_taken > 0 ? (guint64)us_taken : 0;
 
     if (method == NULL) {
-        /* not a Thrift1 method: answered UNKNOWN_METHOD, no series */
+        /* not a method of its service: answered UNKNOWN_METHOD, no
+         * series */
         return;
     }
     mm = &mw->methods[method->index];
@@ -254,9 +268,10 @@ metrics_render_methods(struct metrics *m, GString *out)
                  "Client requests answered, by Thrift method.");
     for (size_t i = 0; i < n; i++) {
         if (sum[i].requests > 0) {
-            g_string_append_printf(out, "hsp_requests_total{method=\"%s\"} %"
-                                   G_GUINT64_FORMAT "\n", m->methods[i].name,
-                                   sum[i].requests);
+            g_string_append_printf(out,
+                                   "hsp_requests_total{%s} %" G_GUINT64_FORMAT
+                                   "\n",
+                                   m->labels[i], sum[i].requests);
         }
     }
     metrics_head(out, "hsp_request_errors_total", "counter",
@@ -264,9 +279,9 @@ metrics_render_methods(struct metrics *m, GString *out)
                  "IllegalArgument, TApplicationException), by method.");
     for (size_t i = 0; i < n; i++) {
         if (sum[i].requests > 0) {
-            g_string_append_printf(out, "hsp_request_errors_total{method="
-                                   "\"%s\"} %" G_GUINT64_FORMAT "\n",
-                                   m->methods[i].name, sum[i].errors);
+            g_string_append_printf(
+                out, "hsp_request_errors_total{%s} %" G_GUINT64_FORMAT "\n",
+                m->labels[i], sum[i].errors);
         }
     }
     metrics_head(out, "hsp_request_duration_seconds", "histogram",
@@ -281,25 +296,26 @@ metrics_render_methods(struct metrics *m, GString *out)
         for (unsigned b = 0; b <= METRICS_LAT_BUCKETS; b++) {
             cum += sum[i].lat[b];
             if (b < METRICS_LAT_BUCKETS) {
-                g_string_append_printf(out, "hsp_request_duration_seconds_"
-                                       "bucket{method=\"%s\",le=\"%g\"} %"
-                                       G_GUINT64_FORMAT "\n",
-                                       m->methods[i].name,
-                                       (double)metrics_lat_le_us[b] / 1e6,
-                                       cum);
+                g_string_append_printf(
+                    out,
+                    "hsp_request_duration_seconds_"
+                    "bucket{%s,le=\"%g\"} %" G_GUINT64_FORMAT "\n",
+                    m->labels[i], (double)metrics_lat_le_us[b] / 1e6, cum);
             } else {
-                g_string_append_printf(out, "hsp_request_duration_seconds_"
-                                       "bucket{method=\"%s\",le=\"+Inf\"} %"
-                                       G_GUINT64_FORMAT "\n",
-                                       m->methods[i].name, cum);
+                g_string_append_printf(
+                    out,
+                    "hsp_request_duration_seconds_"
+                    "bucket{%s,le=\"+Inf\"} %" G_GUINT64_FORMAT "\n",
+                    m->labels[i], cum);
             }
         }
-        g_string_append_printf(out, "hsp_request_duration_seconds_sum{method="
-                               "\"%s\"} %.6f\n", m->methods[i].name,
-                               (double)sum[i].lat_sum_us / 1e6);
-        g_string_append_printf(out, "hsp_request_duration_seconds_count{"
-                               "method=\"%s\"} %" G_GUINT64_FORMAT "\n",
-                               m->methods[i].name, cum);
+        g_string_append_printf(out,
+                               "hsp_request_duration_seconds_sum{%s} %.6f\n",
+                               m->labels[i], (double)sum[i].lat_sum_us / 1e6);
+        g_string_append_printf(
+            out,
+            "hsp_request_duration_seconds_count{%s} %" G_GUINT64_FORMAT "\n",
+            m->labels[i], cum);
     }
 }
 

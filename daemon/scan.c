@@ -1027,7 +1027,7 @@ scan_pump(struct scanner *sc)
                 /* it counts the rows it unsalts itself */
                 wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,
                                  TRUE, &sc->item.owner->reply_limits);
-                codec_row_result(&rr, &wr, sc->salt);
+                codec_row_result_in(&rr, &wr, sc->salt, sc->calls->row);
             }
             op->got++;
             metrics_scan_row();
