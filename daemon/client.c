@@ -123,7 +123,8 @@ client_apply_limits(struct client *c)
 
 void
 client_accept(struct proxy_worker *w, evutil_socket_t fd,
-              const struct sockaddr *sa, int salen)
+              const struct sockaddr *sa, int salen,
+              const struct hbase1_service *svc)
 {
     struct proxy *p = w->proxy;
     const struct proxy_settings *set = &w->gen->set;
@@ -150,6 +151,7 @@ client_accept(struct proxy_worker *w, evutil_socket_t fd,
 
     c = g_new0(struct client, 1);
     c->worker = w;
+    c->svc = svc;
     c->state = CLIENT_DETECT;
     TAILQ_INIT(&c->reqs);
     wire_buf_init(&c->park);
@@ -424,10 +426,10 @@ client_request_stream(struct client *c, struct proxy_req *req,
     if (c->scan == NULL || !wire_scan_started(c->scan)) {
         codec_status_t cs;
 
-        cs = codec_request_stream(cfg, c->proto, buf, avail,
-                                  set->backend_proto, req->backend_seqid,
-                                  &w->scratch, &req->call, err,
-                                  &w->client_limits, len);
+        cs = codec_request_stream_svc(cfg, c->svc, c->proto, buf, avail,
+                                      set->backend_proto, req->backend_seqid,
+                                      &w->scratch, &req->call, err,
+                                      &w->client_limits, len);
         if (cs != CODEC_AGAIN) {
             return cs;
         }
@@ -447,9 +449,9 @@ client_request_stream(struct client *c, struct proxy_req *req,
         return CODEC_CLOSE;
     }
     w->scratch.len = mark;
-    return codec_request(cfg, c->proto, buf, *len, set->backend_proto,
-                         req->backend_seqid, &w->scratch, &req->call, err,
-                         &w->client_limits);
+    return codec_request_svc(cfg, c->svc, c->proto, buf, *len,
+                             set->backend_proto, req->backend_seqid,
+                             &w->scratch, &req->call, err, &w->client_limits);
 }
 
 /* What client_request did with the bytes at the front of the input. */
@@ -489,9 +491,9 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     }
     if (c->framed) {
         len = avail - hdr;
-        st = codec_request(cfg, c->proto, buf + hdr, len, set->backend_proto,
-                           req->backend_seqid, out, &req->call, &err,
-                           &w->client_limits);
+        st = codec_request_svc(cfg, c->svc, c->proto, buf + hdr, len,
+                               set->backend_proto, req->backend_seqid, out,
+                               &req->call, &err, &w->client_limits);
         if (st == CODEC_REJECT) {
             const char *why = NULL;
             size_t n;

@@ -47,6 +47,9 @@ typedef enum {
 /* One backend Thrift server, resolved once at startup. */
 struct proxy_server {
     char name[128];                 /* "host:port" as configured, for logs */
+    uint8_t service;                /* hbase1_service_id_t it speaks:
+                                       [backend] servers Thrift1,
+                                       thrift2_servers Thrift2 */
     struct sockaddr_storage addr;   /* resolved address */
     socklen_t addrlen;
 };
@@ -60,8 +63,14 @@ struct proxy_settings {
     uint16_t listen_port;           /* 0 = pick one (tests) */
     struct sockaddr_storage listen_addr; /* listen_host resolved */
     socklen_t listen_addrlen;
+    gboolean thrift2_enabled; /* [thrift2] listen is set */
+    char thrift2_host[128];   /* Thrift2 clients' address, "" = any */
+    uint16_t thrift2_port;    /* 0 = pick one (tests) */
+    struct sockaddr_storage thrift2_addr;
+    socklen_t thrift2_addrlen;
     unsigned workers;               /* threads, >= 1 after load */
-    unsigned nservers;              /* backend servers */
+    unsigned nservers;              /* backend servers: Thrift1's, then
+                                       Thrift2's */
     struct proxy_server servers[PROXY_MAX_BACKENDS];
     wire_proto_t backend_proto;     /* what the backends speak */
     gboolean backend_framed;        /* framed transport to the backends */
@@ -168,6 +177,8 @@ struct proxy_worker {
     struct event_base *base;        /* this thread's loop */
     struct evconnlistener *listener; /* worker 0: the listening socket of
                                        the process; others NULL */
+    struct evconnlistener *listener2; /* worker 0: Thrift2's, when
+                                       [thrift2] listen is set */
     gint stop_asked;                /* set by the main thread (atomic),
                                        then the bell rings */
     struct event *drain_ev;         /* shutdown: polls for quiet clients */
@@ -221,6 +232,7 @@ struct proxy {
     unsigned nworkers;
     struct proxy_worker *workers;
     uint16_t port;                  /* bound port (listen_port or picked) */
+    uint16_t port2;                 /* Thrift2's bound port, 0: none */
     gint nconns;                    /* clients open over all workers (atomic) */
     unsigned next_worker;           /* whose turn the next accepted socket
                                        is (worker 0's thread only) */

@@ -177,7 +177,7 @@ scanner_new(struct proxy_worker *w, const struct codec_call *call,
     proxy_gen_use(w, sc->gen);
     sc->pool->scanners++;
     /* a DOWN server would fail the scan before it starts */
-    sc->server = backend_pool_pick_server(sc->pool);
+    sc->server = backend_pool_pick_server(sc->pool, call->service->id);
     return sc;
 }
 
