@@ -486,7 +486,12 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
             err->message = c->r.error;
             return CODEC_REJECT;
         }
-        return CODEC_SCAN;
+        /* a one-shot scan of an unsalted table (getScannerResults) has
+         * no scanner id to keep: it goes on as any other call */
+        if (method->kind != HBASE1_SCAN_ONCE || call->salt != NULL) {
+            return CODEC_SCAN;
+        }
+        call->salt = NULL;
     }
 
     wire_writer_init(&c->w, to, out);

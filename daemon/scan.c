@@ -51,6 +51,8 @@
 
 /* HBase's message for an unknown, closed or expired scanner. */
 #define SCAN_INVALID_ID "scanner ID is invalid"
+/* Thrift2's (ThriftHBaseServiceHandler.getScannerRows) */
+#define SCAN2_INVALID_ID "Invalid scanner Id"
 /* How often each worker looks for idle scanners. */
 #define SCAN_TIMER_MS 1000
 /* Rows per bucket fetch when the client gives no caching. */
@@ -89,6 +91,8 @@ struct scan_op {
                                        want rows and patched at the end */
     struct proxy_req *req;          /* the client's request */
     struct proxy_worker *home;      /* req's worker: finished there */
+    gboolean once;                  /* Thrift2's getScannerResults: open,
+                                       one fetch of want rows, close */
 };
 
 /* One bucket's backend scanner and its buffered batches. */
@@ -145,12 +149,16 @@ struct scanner {
     GQueue queued;                  /* struct scan_op *, waiting their turn */
     gboolean pumping;               /* scan_pump is on the stack */
     gboolean pump_again;
+    gboolean once;        /* no id: closed after its one fetch */
+    gboolean close_asked; /* close once scan_pump returns */
 };
 
 static void scan_pump(struct scanner *sc);
 static void scan_op_start(struct scanner *sc, struct scan_op *op);
 static void scan_reply_ia(struct scan_op *op, struct proxy_worker *w,
                           const char *msg);
+static void scan_reply_invalid(struct scan_op *op, struct proxy_worker *w);
+static void scan_reply_void(struct scan_op *op, struct proxy_worker *w);
 
 /* ---- the scanner ------------------------------------------------------- */
 
@@ -188,7 +196,7 @@ scanner_free(struct scanner *sc)
     struct scan_op *op;
 
     while ((op = g_queue_pop_head(&sc->queued)) != NULL) {
-        scan_reply_ia(op, sc->item.owner, SCAN_INVALID_ID);
+        scan_reply_invalid(op, sc->item.owner);
     }
     for (unsigned i = 0; i < sc->nbuckets; i++) {
         wire_buf_free(&sc->buckets[i].cur);
@@ -268,6 +276,27 @@ scan_reply_ia(struct scan_op *op, struct proxy_worker *w, const char *msg)
                                  &op->req->reply);
     proxy_req_reply_end(op->req, off);
     scan_op_done(op, w);
+}
+
+/*
+ * A call on a scanner id that is not open (unknown, closed, expired):
+ * Thrift1's IllegalArgument, or Thrift2's, whose closeScanner returns
+ * normally for such an id (HBase 2.x: it may have expired).
+ */
+static void
+scan_reply_invalid(struct scan_op *op, struct proxy_worker *w)
+{
+    const struct hbase1_service *svc = op->req->call.service;
+
+    if (svc != NULL && svc->id == HBASE1_SERVICE_THRIFT2) {
+        if (op->kind == SCAN_OP_CLOSE) {
+            scan_reply_void(op, w);
+            return;
+        }
+        scan_reply_ia(op, w, SCAN2_INVALID_ID);
+        return;
+    }
+    scan_reply_ia(op, w, SCAN_INVALID_ID);
 }
 
 static void
@@ -531,14 +560,22 @@ scan_opened(struct scanner *sc, struct scan_op *op)
         scan_close(sc);
         return;
     }
-    scantab_add(w->proxy->scans, &sc->item);
     sc->state = SCAN_OPEN;
     sc->last_used = proxy_now();
-    scan_reply_i32(op, w, sc->item.id);
+    if (!sc->once) {
+        scantab_add(w->proxy->scans, &sc->item);
+        scan_reply_i32(op, w, sc->item.id);
+    }
     /* every bucket waits for its first batch */
     sc->nwaiting = sc->nbuckets;
     for (unsigned i = 0; i < sc->nbuckets; i++) {
         scan_fetch(sc, &sc->buckets[i]);
+    }
+    if (sc->once) {
+        /* the rows go straight into the reply to the open itself; no
+         * client ever sees an id of this scanner */
+        op->kind = SCAN_OP_NEXT;
+        scan_op_start(sc, op);
     }
 }
 
@@ -719,7 +756,18 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         return;
     }
 
+    if (req->call.salt != NULL && a.has_filter_bytes) {
+        /* a protobuf filter may name rows, and is not rewritten per
+         * bucket yet: refused, never answered wrongly */
+        scan_reply_io(op, w,
+                      "hbase-salt-proxy: filterBytes on a salted table is "
+                      "not supported yet",
+                      FALSE);
+        return;
+    }
+    op->want = a.nrows;
     sc = scanner_new(w, &req->call, op, &a);
+    sc->once = op->once;
     if (sc->salt == NULL) {
         scan_open_pass(sc, &body);
         return;
@@ -758,12 +806,19 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
             return;
         }
         sc->limit = scanfilter_page_limit(filter);
-        if (sc->limit >= 0) {
-            sc->page_row = g_byte_array_new();
-        }
         if (!single) {
             single = scanfilter_single_bucket(filter, &only);
         }
+    }
+    if (a.has_limit && a.limit > 0 &&
+        (sc->limit < 0 || sc->limit > (int64_t)a.limit)) {
+        /* TScan.limit: each bucket reads at most that many rows, and the
+         * merge stops after that many, batchSize's parts of a row being
+         * one row, as HBase counts them */
+        sc->limit = a.limit;
+    }
+    if (sc->limit >= 0) {
+        sc->page_row = g_byte_array_new();
     }
     if (filter != NULL && !single && !scanfilter_multi_bucket_ok(filter)) {
         scan_refuse(op, w, scanfilter_multi_bucket_why(filter));
@@ -953,6 +1008,9 @@ scan_next_done(struct scanner *sc)
     proxy_req_reply_end(op->req, op->frame_at);
     sc->op = NULL;
     sc->last_used = proxy_now();
+    if (sc->once) {
+        sc->close_asked = TRUE;
+    }
     scan_op_done(op, sc->item.owner);
 }
 
@@ -1050,6 +1108,11 @@ scan_pump(struct scanner *sc)
         }
     } while (sc->pump_again);
     sc->pumping = FALSE;
+    if (sc->close_asked) {
+        /* a getScannerResults answered: sc may be freed here */
+        sc->close_asked = FALSE;
+        scan_close(sc);
+    }
 }
 
 /* ---- pass-through (unsalted) scanners ---------------------------------- */
@@ -1124,6 +1187,11 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
     if (op->want <= 0) {
         /* HBase: nbRows <= 0 is an empty list */
         scan_next_done(sc);
+        if (sc->close_asked) {
+            sc->close_asked = FALSE;
+            scan_close(sc);
+            return;
+        }
         scan_next_op(sc);
         return;
     }
@@ -1147,7 +1215,7 @@ scan_op_run(struct proxy_worker *w, void *arg)
     struct scanner *sc = scan_find(w, op->id, &owner);
 
     if (sc == NULL || owner != w || sc->state == SCAN_CLOSED) {
-        scan_reply_ia(op, w, SCAN_INVALID_ID);
+        scan_reply_invalid(op, w);
         return;
     }
     if (sc->op != NULL) {
@@ -1173,6 +1241,13 @@ scan_request(struct proxy_worker *w, struct proxy_req *req,
     switch (m->kind) {
     case HBASE1_SCAN_OPEN:
         op->kind = SCAN_OP_OPEN;
+        scan_open(w, op, msg, len);
+        return;
+    case HBASE1_SCAN_ONCE:
+        /* the codec sends only a salted table's here; an unsalted one
+         * goes to the backend as any other call */
+        op->kind = SCAN_OP_OPEN;
+        op->once = TRUE;
         scan_open(w, op, msg, len);
         return;
     case HBASE1_SCAN_NEXT: op->kind = SCAN_OP_NEXT; break;
@@ -1203,7 +1278,7 @@ scan_request(struct proxy_worker *w, struct proxy_req *req,
     op->id = a.id;
     op->want = a.nrows;
     if (!a.has_id || scan_find(w, op->id, &owner) == NULL) {
-        scan_reply_ia(op, w, SCAN_INVALID_ID);
+        scan_reply_invalid(op, w);
         return;
     }
     if (owner != w) {

@@ -124,6 +124,9 @@ scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
             break;
         case HBASE1_ROLE_SCAN:
             /* a second scan struct replaces fields of the first one */
+            if (a->nscans < SCANARGS_MAX_SCANS) {
+                a->scans[a->nscans++] = *r;
+            }
             if (!scanargs_struct(a, f->sub, r)) {
                 return FALSE;
             }
@@ -137,6 +140,14 @@ scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
             a->has_filter = TRUE;
             break;
         case HBASE1_ROLE_REVERSED: a->reversed = wire_read_bool(r); break;
+        case HBASE1_ROLE_LIMIT:
+            a->limit = wire_read_i32(r);
+            a->has_limit = TRUE;
+            break;
+        case HBASE1_ROLE_FILTER_BYTES:
+            a->has_filter_bytes = TRUE;
+            wire_skip(r, type);
+            break;
         case HBASE1_ROLE_ID:
             a->id = wire_read_i32(r);
             a->has_id = TRUE;
@@ -211,6 +222,54 @@ scanargs_fit_bounds(struct scanargs *a, size_t limit, uint8_t **start_buf,
     return TRUE;
 }
 
+/* Whether the engine writes field f of a scan struct itself (a bound,
+ * caching, the filter, reversed: per bucket; or a role it passes on from
+ * where the client sent it). */
+static gboolean
+scanargs_written(const struct hbase1_field *f)
+{
+    switch (f->role) {
+    case HBASE1_ROLE_START:
+    case HBASE1_ROLE_PREFIX:
+    case HBASE1_ROLE_STOP:
+    case HBASE1_ROLE_CACHING:
+    case HBASE1_ROLE_FILTER:
+    case HBASE1_ROLE_REVERSED: return TRUE;
+    default: return scanargs_passed_offset(f->role) >= 0;
+    }
+}
+
+/* Copies every field of the client's scan structs that the engine does
+ * not write: fields without a role (Thrift2's maxVersions, timeRange,
+ * ...), limit, and any the schema does not list. */
+static void
+scanargs_copy_rest(const struct scanargs *a, const struct hbase1_schema *s,
+                   struct wire_writer *wr)
+{
+    for (unsigned i = 0; i < a->nscans; i++) {
+        struct wire_reader r = a->scans[i];
+        uint8_t type;
+        int16_t fid;
+
+        if (wire_read_struct_begin(&r) != WIRE_OK) {
+            continue;
+        }
+        while (wire_read_field(&r, &type, &fid) == WIRE_OK &&
+               type != WIRE_T_STOP) {
+            const struct hbase1_field *f = hbase1_schema_field(s, fid);
+
+            if (f != NULL && f->type == type && scanargs_written(f)) {
+                wire_skip(&r, type);
+                continue;
+            }
+            wire_write_field(wr, type, fid);
+            if (wire_copy(&r, wr, type) != WIRE_OK) {
+                break;
+            }
+        }
+    }
+}
+
 /* The scan struct s for one bucket, its fields in the schema's order. */
 static void
 scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
@@ -269,6 +328,7 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
         default: scanargs_pass_on(a, f, wr); break;
         }
     }
+    scanargs_copy_rest(a, s, wr);
     wire_write_struct_end(wr);
 }
 

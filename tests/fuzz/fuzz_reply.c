@@ -44,7 +44,7 @@ fuzz_check_message(wire_proto_t proto, const struct wire_buf *out)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const struct hbase1_method *methods, *m;
+    const struct hbase1_method *m;
     const struct salt_table *salt;
     const struct wire_limits *limits;
     struct codec_call call;
@@ -62,14 +62,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     from = (data[0] & 1) ? WIRE_COMPACT : WIRE_BINARY;
     to = (data[0] & 2) ? WIRE_COMPACT : WIRE_BINARY;
     limits = (data[0] & 4) ? &fuzz_tight_limits : &wire_default_limits;
-    methods = hbase1_methods(&nmethods);
-    m = &methods[data[1] % nmethods];
+    /* Thrift1's methods, then Thrift2's */
+    nmethods = hbase1_method_count();
+    m = hbase1_method_at(data[1] % nmethods);
     salt = fuzz_salt(data[2]);
     data += 3;
     size -= 3;
 
     /* the call as codec_request leaves it */
     memset(&call, 0, sizeof(call));
+    call.service = m->service;
     call.method = m;
     call.salt = salt;
     call.client_seqid = 99;
@@ -126,7 +128,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wire_buf_clear(&out);
     wire_reader_init(&r, from, data, size, TRUE, limits);
     wire_writer_init(&w, to, &out);
-    while (r.pos < r.end && codec_row_result(&r, &w, salt) == WIRE_OK) {
+    /* rows of the method's service: TRowResult, or Thrift2's TResult */
+    while (r.pos < r.end &&
+           codec_row_result_in(&r, &w, salt, m->service->scanner->row) ==
+               WIRE_OK) {
         rows++;
     }
     if (r.status == WIRE_OK) {
