@@ -144,6 +144,9 @@ struct scanner {
     unsigned nopening;              /* backend opens in flight */
     char *error;                    /* why it failed; NULL: it has not */
     gboolean error_retry;
+    int32_t error_app; /* an open failed with this
+                                       TApplicationException type; -1:
+                                       not one */
     /* calls */
     struct scan_op *op;             /* being served */
     GQueue queued;                  /* struct scan_op *, waiting their turn */
@@ -174,6 +177,7 @@ scanner_new(struct proxy_worker *w, const struct codec_call *call,
     sc->salt = call->salt;
     sc->backend_id = -1;
     sc->limit = -1;
+    sc->error_app = -1;
     sc->op = op;
     g_queue_init(&sc->queued);
     g_snprintf(sc->table, sizeof(sc->table), "%.*s",
@@ -349,6 +353,35 @@ scan_refuse(struct scan_op *op, struct proxy_worker *w, const char *why)
     scan_reply_io(op, w, msg, FALSE);
 }
 
+/*
+ * A bucket's open failed with a TApplicationException (HBase: an
+ * exception its handler does not catch, such as a filter ParseFilter
+ * rejects): the client gets the same, as from an unsalted table.  The
+ * server names the method in "Internal error processing NAME": the one
+ * the client called, not the bucket's open.
+ */
+static void
+scan_reply_app(struct scan_op *op, struct proxy_worker *w, int32_t type,
+               const char *msg)
+{
+    static const char internal[] = "Internal error processing ";
+    struct codec_error err = { .app_type = type, .answer = CODEC_ANSWER_APP };
+    struct proxy_req *req = op->req;
+    size_t off;
+
+    if (g_str_has_prefix(msg, internal)) {
+        g_snprintf(err.text, sizeof(err.text), "%s%s", internal,
+                   req->call.name);
+        err.message = err.text;
+    } else {
+        err.message = msg;
+    }
+    off = proxy_req_reply_begin(req);
+    codec_write_error(&req->call, req->client_proto, &err, &req->reply);
+    proxy_req_reply_end(req, off);
+    scan_op_done(op, w);
+}
+
 /* ---- internal requests to the backend ------------------------------------- */
 
 /* An internal request of sc calling method m, its message begun in
@@ -413,13 +446,14 @@ scan_sub_id_call(struct scanner *sc, proxy_sink_fn sink, uint32_t tag,
  */
 static gboolean
 scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
-               struct wire_reader *r, uint8_t *type, int16_t *fid,
-               char **why, gboolean *can_retry)
+               struct wire_reader *r, uint8_t *type, int16_t *fid, char **why,
+               gboolean *can_retry, int32_t *app_type)
 {
     const struct proxy_worker *w = sc->item.owner;
     struct wire_msg m;
 
     *can_retry = TRUE;
+    *app_type = -1;
     if (sub->failed) {
         *why = g_strndup((const char *)sub->reply.data, sub->reply.len);
         *can_retry = sub->can_retry;
@@ -466,6 +500,9 @@ scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
                 wire_read_binary(r, &text, &tlen);
             } else if (f2 == 2 && t2 == WIRE_T_BOOL) {
                 *can_retry = wire_read_bool(r);
+            } else if (f2 == 2 && t2 == WIRE_T_I32 &&
+                       m.type == WIRE_EXCEPTION) {
+                *app_type = wire_read_i32(r);
             } else {
                 wire_skip(r, t2);
             }
@@ -475,6 +512,9 @@ scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
                             : g_strdup("backend error");
         if (m.type == WIRE_EXCEPTION) {
             *can_retry = FALSE;
+            if (*app_type < 0) {
+                *app_type = WIRE_APP_UNKNOWN;
+            }
         }
         return FALSE;
     }
@@ -555,6 +595,11 @@ scan_opened(struct scanner *sc, struct scan_op *op)
 {
     struct proxy_worker *w = sc->item.owner;
 
+    if (sc->error != NULL && sc->error_app >= 0) {
+        scan_reply_app(op, w, sc->error_app, sc->error);
+        scan_close(sc);
+        return;
+    }
     if (sc->error != NULL) {
         scan_reply_io(op, w, sc->error, sc->error_retry);
         scan_close(sc);
@@ -588,10 +633,11 @@ scan_open_sink(struct proxy_worker *w, struct proxy_req *sub)
     int16_t fid;
     g_autofree char *why = NULL;
     gboolean retry;
+    int32_t app_type;
     struct scan_op *op = sc->op;
 
-    if (scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry)
-        && type == WIRE_T_I32) {
+    if (scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry, &app_type) &&
+        type == WIRE_T_I32) {
         int32_t id = wire_read_i32(&r);
 
         if (sc->salt == NULL) {
@@ -603,6 +649,7 @@ scan_open_sink(struct proxy_worker *w, struct proxy_req *sub)
     } else if (sc->error == NULL) {
         sc->error = g_steal_pointer(&why);
         sc->error_retry = retry;
+        sc->error_app = app_type;
     }
     scan_sub_return(sc, sub);
     if (--sc->nopening == 0) {
@@ -914,13 +961,14 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
     uint32_t count = 0;
     g_autofree char *why = NULL;
     gboolean retry;
+    int32_t app_type;
 
     b->fetching = 0;
     if (sc->state == SCAN_CLOSED) {
         scan_sub_return(sc, sub);
         return;
     }
-    if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry) ||
+    if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry, &app_type) ||
         type != sc->calls->rows->type ||
         wire_read_list_begin(&r, &et, &count) != WIRE_OK) {
         if (sc->state != SCAN_FAILED) {
