@@ -8,13 +8,15 @@
 #include "hbase1.h"
 #include "metrics.h"
 #include "salt.h"
+#include "scanfilter.h"
 
 /*
  * One pass over each message: fields the method table names are decoded
  * and rewritten, everything else is copied as bytes (or transcoded when
- * the two sides speak different protocols).  Nothing is allocated here;
- * salted keys are written as two parts (prefix, logical key) straight
- * into the output buffer.
+ * the two sides speak different protocols).  Nothing is allocated here
+ * (but for a Thrift2 get's filter, codec_filter_row); salted keys are
+ * written as two parts (prefix, logical key) straight into the output
+ * buffer.
  */
 
 static uint64_t codec_unsalted;
@@ -43,6 +45,10 @@ struct codec_ctx {
     gboolean unstorable_text;       /* it is no UTF-8 (bigtable-sample) */
     gboolean too_long;              /* a row longer than HBase stores at
                                        all went on unsalted */
+    const uint8_t *filter_row;      /* the row a FILTER_ROW field of the
+                                       struct being walked applies to */
+    uint32_t filter_row_len;
+    gboolean has_filter_row;
 };
 
 static gboolean
@@ -326,6 +332,77 @@ static gboolean codec_walk_struct(struct codec_ctx *c,
                                   const struct hbase1_schema *s,
                                   const struct salt_table *salt);
 
+/*
+ * A filter string applied to one row (a Thrift2 get's): rewritten for
+ * the bucket of that row as a scan's filter is for each bucket
+ * (scanfilter.h), so comparisons with row keys keep their meaning; one
+ * salting would change is refused as the scan engine refuses it.  The
+ * only place the codec allocates: a get with a filter on a salted table.
+ */
+static gboolean
+codec_filter_row(struct codec_ctx *c, const struct salt_table *salt)
+{
+    g_autoptr(GError) error = NULL;
+    struct scanfilter *f;
+    const uint8_t *text, *out;
+    uint32_t len;
+    size_t olen;
+
+    if (wire_read_binary(&c->r, &text, &len) != WIRE_OK) {
+        return FALSE;
+    }
+    if (salt == NULL || !c->has_filter_row || c->filter_row_len == 0 ||
+        c->filter_row_len > SALT_HBASE_MAX_ROW) {
+        /* no row it could match: HBase answers for the row */
+        wire_write_binary(&c->w, text, len);
+        return TRUE;
+    }
+    f = scanfilter_new(text, len, salt, FALSE, &error);
+    if (f == NULL) {
+        g_snprintf(c->err->text, sizeof(c->err->text),
+                   "java.lang.IllegalArgumentException: %s",
+                   error != NULL ? error->message : "filter refused");
+        return codec_reject(c, WIRE_APP_INTERNAL_ERROR, CODEC_ANSWER_IO,
+                            c->err->text);
+    }
+    out = scanfilter_for_bucket(f,
+                                salt_bucket(salt, c->filter_row,
+                                            c->filter_row_len),
+                                &olen);
+    wire_write_binary(&c->w, out, (uint32_t)olen);
+    scanfilter_free(f);
+    return TRUE;
+}
+
+/* Reads ahead, without consuming, the ROW field of struct s for its
+ * FILTER_ROW field (the filter may come first on the wire). */
+static void
+codec_peek_filter_row(struct codec_ctx *c, const struct hbase1_schema *s)
+{
+    struct wire_reader ahead = c->r;
+    uint8_t type;
+    int16_t fid;
+
+    c->has_filter_row = FALSE;
+    if (wire_read_struct_begin(&ahead) != WIRE_OK) {
+        return;
+    }
+    while (wire_read_field(&ahead, &type, &fid) == WIRE_OK &&
+           type != WIRE_T_STOP) {
+        const struct hbase1_field *f = hbase1_schema_field(s, fid);
+
+        if (f != NULL && f->action == HBASE1_ROW && f->type == type) {
+            c->has_filter_row = wire_read_binary(&ahead, &c->filter_row,
+                                                 &c->filter_row_len) ==
+                                WIRE_OK;
+            return;
+        }
+        if (wire_skip(&ahead, type) != WIRE_OK) {
+            return;
+        }
+    }
+}
+
 static gboolean
 codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
                  const struct salt_table *salt)
@@ -339,6 +416,11 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     }
     switch (f->action) {
     case HBASE1_TABLE:
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_FILTER_ROW:
+        if (!c->reply && salt != NULL) {
+            return codec_filter_row(c, salt);
+        }
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_REFUSE_SALTED:
         if (!c->reply && salt != NULL) {
@@ -397,6 +479,14 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
         gboolean found;
 
         salt = codec_peek_table(c, s, &found);
+    }
+    if (!c->reply && salt != NULL && !c->passthrough) {
+        for (uint8_t i = 0; i < s->nfields; i++) {
+            if (s->fields[i].action == HBASE1_FILTER_ROW) {
+                codec_peek_filter_row(c, s);
+                break;
+            }
+        }
     }
     if (wire_read_struct_begin(&c->r) != WIRE_OK) {
         return FALSE;

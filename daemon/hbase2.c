@@ -11,16 +11,18 @@
 
 /* ---- structs ----------------------------------------------------------- */
 
-#define GET_FILTER_REFUSED                                                    \
-    "hbase-salt-proxy: TGet.filterString on a salted table is not "           \
-    "supported yet"
 #define GET_FILTER_BYTES_REFUSED                                              \
     "hbase-salt-proxy: filterBytes on a salted table is not supported yet"
 
 /* TGet { 1: row, ..., 6: filterString, ..., 15: filterBytes }: a filter
- * may name rows, which are salted on the server side */
+ * may name rows, which are salted on the server side: the string is
+ * rewritten for the row's bucket, the protobuf refused for now */
 SCHEMA(t_get, FALSE, F(1, WIRE_T_STRING, HBASE1_ROW, NULL, "TGet.row"),
-       X(6, WIRE_T_STRING, HBASE1_ROLE_NONE, GET_FILTER_REFUSED),
+       { .fid = 6,
+         .type = WIRE_T_STRING,
+         .action = HBASE1_FILTER_ROW,
+         .repeated = "hbase-salt-proxy: field TGet.filterString sent "
+                     "twice" },
        X(15, WIRE_T_STRING, HBASE1_ROLE_NONE, GET_FILTER_BYTES_REFUSED));
 
 /* TPut { 1: row, 2: columnValues, ... } */

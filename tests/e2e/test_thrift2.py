@@ -81,6 +81,17 @@ FILTERS = [
 ]
 
 
+# a get's filter sees one row: row comparisons must still hold
+GET_FILTERS = FILTERS + [
+    "RowFilter(=, 'binary:u1')",
+    "RowFilter(!=, 'binary:u1')",
+    "RowFilter(=, 'binaryprefix:u')",
+    "PrefixFilter('\\x00')",
+    "InclusiveStopFilter('u2')",
+    "RowFilter(<=, 'binary:\\xff')",
+]
+
+
 def load_thrift(pydir):
     global T, Service, Hbase1
     global TSocket, TTransport, TBinaryProtocol, TCompactProtocol
@@ -306,6 +317,9 @@ class Gen(object):
         if r.random() < 0.2:
             lo = r.choice(STAMPS)
             g.timeRange = T.TTimeRange(minStamp=lo, maxStamp=lo + 1500)
+        if r.random() < 0.25:
+            # rewritten for the row's bucket: row comparisons included
+            g.filterString = r.choice(GET_FILTERS).encode()
         return g
 
     def rowmut(self, row):
@@ -596,6 +610,28 @@ class Thrift2Test(unittest.TestCase):
             via.get(b'salted', T.TGet(row=b'u1', filterBytes=b'\x0a'))
         self.assertIn('filterBytes on a salted table is not supported yet',
                       cm.exception.message)
+        # a get's filter string is rewritten for its row's bucket: a row
+        # comparison still matches the logical row
+        p = T.TPut(row=b'zfilt', columnValues=[T.TColumnValue(
+            family=b'a', qualifier=b'f', value=b'v', timestamp=9)])
+        via.put(b'salted', p)
+        self.direct.put(b'ref', p)
+        for flt, hit in ((b"RowFilter(=, 'binary:zfilt')", True),
+                         (b"PrefixFilter('zf')", True),
+                         (b"RowFilter(!=, 'binary:zfilt')", False),
+                         (b"PrefixFilter('v')", False),
+                         (b"RowFilter(=, 'regexstring:^zfilt$')", True),
+                         (b"RowFilter(=, 'regexstring:^1')", False)):
+            g = T.TGet(row=b'zfilt', filterString=flt)
+            got = via.get(b'salted', g)
+            self.assertEqual(got, self.direct.get(b'ref', g), flt)
+            self.assertEqual(got.row == b'zfilt', hit, flt)
+        # one salting would change is refused, never answered wrongly
+        with self.assertRaises(T.TIOError) as cm:
+            via.get(b'salted', T.TGet(
+                row=b'u1', filterString=b"RowFilter(=, 'regexstring:^u|^x')"))
+        self.assertIn('IllegalArgumentException', cm.exception.message)
+        self.assertIn('cannot be applied exactly', cm.exception.message)
         # a missing table: the backend's error, as it gives it
         got = outcome(lambda: via.get(b'nosuch', T.TGet(row=b'x')))
         want = outcome(lambda: self.direct.get(b'nosuch', T.TGet(row=b'x')))

@@ -1619,6 +1619,50 @@ test_thrift2_get_services(void)
     g_object_unref(res);
 }
 
+/* A Thrift2 get's filter string is rewritten for its row's bucket, also
+ * when it comes before the row on the wire. */
+static void
+test_thrift2_get_filter(void)
+{
+    const struct hbase1_service *two = hbase1_service(HBASE1_SERVICE_THRIFT2);
+    const struct salt_table *t = test_table("hexed");
+    Hbase2THBaseServiceGetArgs *back =
+        g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_GET_ARGS, NULL);
+    g_autoptr(GByteArray) phys = test_physical("hexed", "abc", 3);
+    g_autofree char *want =
+        g_strdup_printf("PrefixFilter('%03x-ab')",
+                        salt_bucket(t, (const uint8_t *)"abc", 3));
+    struct wire_buf msg, out;
+    struct wire_writer w;
+    struct codec_call call;
+    struct codec_error err;
+
+    wire_buf_init(&msg);
+    wire_buf_init(&out);
+    wire_writer_init(&w, WIRE_BINARY, &msg);
+    wire_write_msg_begin(&w, (const uint8_t *)"get", 3, WIRE_CALL, 1);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, "hexed", 5);
+    wire_write_field(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 6, "PrefixFilter('ab')", 18);
+    test_w_bin(&w, 1, "abc", 3);
+    wire_write_struct_end(&w);
+    wire_write_struct_end(&w);
+    g_assert_cmpint(codec_request_svc(test_cfg, two, WIRE_BINARY, msg.data,
+                                      msg.len, WIRE_BINARY, 2, &out, &call,
+                                      &err, &wire_default_limits),
+                    ==, CODEC_OK);
+    test_decode(WIRE_BINARY, out.data, out.len, "get", T_CALL, 2, back);
+    test_assert_bytes(back->tget->row, phys);
+    g_assert_true(back->tget->__isset_filterString);
+    g_assert_cmpmem(back->tget->filterString->data,
+                    back->tget->filterString->len, want, strlen(want));
+    g_object_unref(back);
+    wire_buf_free(&msg);
+    wire_buf_free(&out);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1660,6 +1704,7 @@ main(int argc, char **argv)
                              test_thrift2_get_multiple_reply);
     }
     g_test_add_func("/codec/thrift2/get-services", test_thrift2_get_services);
+    g_test_add_func("/codec/thrift2/get-filter", test_thrift2_get_filter);
     g_test_add_func("/codec/request/mutate-rows", test_mutate_rows_request);
     g_test_add_func("/codec/request/increment-rows",
                     test_increment_rows_mixed_tables);
