@@ -8,7 +8,6 @@
 #include "wire.h"
 
 struct hbase1_method;
-struct proxy;
 
 /*
  * Every counter has one writer, the worker thread that owns it, and one
@@ -59,8 +58,30 @@ struct metrics_worker {
 /* The worker counters of the calling thread; NULL outside workers. */
 extern __thread struct metrics_worker *metrics_self;
 
-/* The process's metrics; created with the proxy, main thread only. */
-struct metrics;
+/* Upper bounds of the latency buckets, in microseconds. */
+extern const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS];
+
+/* A salted table that has counters: names never leave the registry, so a
+ * table that comes back after a reload finds its counters again. */
+struct metrics_table {
+    char *name;
+    uint32_t buckets;
+};
+
+/* The process's metrics; created with the proxy, main thread only.  The
+ * scrape reads them (metrics_render.c). */
+struct metrics {
+    unsigned nworkers;
+    struct metrics_worker *workers;
+    size_t nmethods; /* hbase1 methods */
+    const struct hbase1_method *methods;
+    GPtrArray *tables;       /* struct metrics_table *, by id - 1 */
+    GHashTable *table_ids;   /* name -> GUINT_TO_POINTER(id) */
+    guint64 reloads[3];      /* by metrics_reload_t */
+    gboolean last_reload_ok; /* TRUE until a reload fails */
+    gint64 last_reload_time; /* wall clock us, 0 = none yet */
+    gint64 start_time;       /* wall clock us */
+};
 
 struct metrics *metrics_new(unsigned nworkers);
 void metrics_free(struct metrics *m);
@@ -77,9 +98,6 @@ typedef enum {
     METRICS_RELOAD_INVALID,      /* file did not load */
 } metrics_reload_t;
 void metrics_reload(struct metrics *m, metrics_reload_t result);
-
-/* Prometheus text exposition format 0.0.4 of everything. */
-void metrics_render(struct metrics *m, struct proxy *p, GString *out);
 
 /* ---- hooks: one line at the place that knows --------------------------- */
 
