@@ -262,7 +262,9 @@ backend_reply_stream(struct backend_conn *conn, struct req *req,
     if (scan == NULL || !wire_scan_started(scan)) {
         *cs = codec_reply_stream(&req->call, set->backend_proto, buf, avail,
                                  req->backend_seqid, req->client_proto,
-                                 &req->reply, err, &w->reply_limits, len);
+                                 &req->reply, err, &w->reply_limits, len,
+                                 &w->tally);
+        metrics_take_tally(w->metrics, &w->tally);
         if (*cs != CODEC_AGAIN) {
             return WIRE_OK;
         }
@@ -280,8 +282,9 @@ backend_reply_stream(struct backend_conn *conn, struct req *req,
     }
     wire_scan_init(scan);
     *cs = codec_reply(&req->call, set->backend_proto, buf, *len,
-                      req->backend_seqid, req->client_proto, &req->reply,
-                      err, &w->reply_limits);
+                      req->backend_seqid, req->client_proto, &req->reply, err,
+                      &w->reply_limits, &w->tally);
+    metrics_take_tally(w->metrics, &w->tally);
     return WIRE_OK;
 }
 
@@ -904,10 +907,11 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
 
                 if (set->backend_framed) {
                     len = avail - hdr;
-                    cs = codec_reply(&req->call, set->backend_proto,
-                                     buf + hdr, len, req->backend_seqid,
+                    cs = codec_reply(&req->call, set->backend_proto, buf + hdr,
+                                     len, req->backend_seqid,
                                      req->client_proto, &req->reply, &err,
-                                     &w->reply_limits);
+                                     &w->reply_limits, &w->tally);
+                    metrics_take_tally(w->metrics, &w->tally);
                 } else {
                     st = backend_reply_stream(conn, req, buf, avail, &cs,
                                               &err, &len, &bad);

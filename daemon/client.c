@@ -428,15 +428,15 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
     const struct config *cfg = w->gen->cfg;
     size_t mark = w->scratch.len;
     const char *why = NULL;
+    codec_status_t cs;
     wire_status_t st;
 
     if (c->scan == NULL || !wire_scan_started(c->scan)) {
-        codec_status_t cs;
-
         cs = codec_request_stream(cfg, c->proto, buf, avail,
                                   set->backend_proto, req->backend_seqid,
                                   &w->scratch, &req->call, err,
-                                  &w->client_limits, len);
+                                  &w->client_limits, len, &w->tally);
+        metrics_take_tally(w->metrics, &w->tally);
         if (cs != CODEC_AGAIN) {
             return cs;
         }
@@ -456,9 +456,11 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
         return CODEC_CLOSE;
     }
     w->scratch.len = mark;
-    return codec_request(cfg, c->proto, buf, *len, set->backend_proto,
-                         req->backend_seqid, &w->scratch, &req->call, err,
-                         &w->client_limits);
+    cs = codec_request(cfg, c->proto, buf, *len, set->backend_proto,
+                       req->backend_seqid, &w->scratch, &req->call, err,
+                       &w->client_limits, &w->tally);
+    metrics_take_tally(w->metrics, &w->tally);
+    return cs;
 }
 
 /* What client_request did with the bytes at the front of the input. */
@@ -500,7 +502,8 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
         len = avail - hdr;
         st = codec_request(cfg, c->proto, buf + hdr, len, set->backend_proto,
                            req->backend_seqid, out, &req->call, &err,
-                           &w->client_limits);
+                           &w->client_limits, &w->tally);
+        metrics_take_tally(w->metrics, &w->tally);
         if (st == CODEC_REJECT) {
             const char *why = NULL;
             size_t n;

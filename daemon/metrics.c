@@ -3,9 +3,8 @@
 
 #include <string.h>
 
+#include "codec.h"
 #include "hbase1.h"
-
-__thread struct metrics_worker *metrics_self;
 
 const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS] = {
     100,   250,    500,    1000,   2500,    5000,    10000,   25000,
@@ -157,14 +156,29 @@ metrics_reply_is_error(wire_proto_t proto, const uint8_t *msg, size_t len)
 }
 
 void
-metrics_scan_open(unsigned width)
+metrics_take_tally(struct metrics_worker *mw, struct codec_tally *t)
 {
-    struct metrics_worker *mw = metrics_self;
+    for (uint32_t i = 0; i < t->n; i++) {
+        const struct codec_bucket_count *e = &t->v[i];
+
+        if (e->requests > 0) {
+            metrics_bucket_request(mw, e->salt, e->bucket, e->requests);
+        }
+        if (e->rows > 0) {
+            metrics_bucket_row(mw, e->salt, e->bucket, e->rows);
+        }
+    }
+    if (t->unsalted > 0) {
+        METRICS_ADD(mw->unsalted_rows, t->unsalted);
+    }
+    codec_tally_clear(t);
+}
+
+void
+metrics_scan_open(struct metrics_worker *mw, unsigned width)
+{
     unsigned b = 0;
 
-    if (mw == NULL) {
-        return;
-    }
     while (b < METRICS_FANOUT_BUCKETS && width > (1u << b)) {
         b++;
     }

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "wire.h"
 
+struct codec_tally;
 struct hbase1_method;
 
 /*
@@ -47,6 +48,8 @@ struct metrics_worker {
     guint64 bytes_out;                      /* client reply bytes */
     guint64 scans;                          /* scanners opened */
     guint64 scan_rows;                      /* rows merged from buckets */
+    guint64 unsalted_rows;                  /* rows of salted tables
+                                               handed back as stored */
     guint64 fanout[METRICS_FANOUT_BUCKETS + 1]; /* scans by width */
     guint64 fanout_sum;                     /* buckets over all scans */
     /* per salted table (stats_id - 1): 2 * buckets counters, requests of
@@ -54,9 +57,6 @@ struct metrics_worker {
      * before any config naming the table reaches a worker */
     guint64 *tables[METRICS_MAX_TABLES];
 };
-
-/* The worker counters of the calling thread; NULL outside workers. */
-extern __thread struct metrics_worker *metrics_self;
 
 /* Upper bounds of the latency buckets, in microseconds. */
 extern const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS];
@@ -116,7 +116,8 @@ gboolean metrics_reply_is_error(wire_proto_t proto, const uint8_t *msg,
 static inline guint64 *
 metrics_table_block(struct metrics_worker *mw, const struct salt_table *salt)
 {
-    /* every salt the codec and the scan engine see lives in a config */
+    /* every salt the engines count lives in a config (the codec and the
+     * scan engine take theirs from config_find_table) */
     const struct config_table *t =
         (const struct config_table *)((const char *)salt
                                       - G_STRUCT_OFFSET(struct config_table,
@@ -125,42 +126,41 @@ metrics_table_block(struct metrics_worker *mw, const struct salt_table *salt)
     return t->stats_id != 0 ? mw->tables[t->stats_id - 1] : NULL;
 }
 
-/* A row key of a salted table went to bucket (a salted point request, or
- * one bucket's scanner open or fetch). */
+/* n row keys of a salted table went to bucket (a salted point request,
+ * or one bucket's scanner open or fetch). */
 static inline void
-metrics_bucket_request(const struct salt_table *salt, uint32_t bucket,
-                       gint64 n)
+metrics_bucket_request(struct metrics_worker *mw,
+                       const struct salt_table *salt, uint32_t bucket,
+                       guint64 n)
 {
-    struct metrics_worker *mw = metrics_self;
-    guint64 *blk;
+    guint64 *blk = metrics_table_block(mw, salt);
 
-    if (mw != NULL && (blk = metrics_table_block(mw, salt)) != NULL) {
-        METRICS_ADD(blk[bucket], (guint64)n);
+    if (blk != NULL) {
+        METRICS_ADD(blk[bucket], n);
     }
 }
 
-/* A row of a salted table came back from bucket.  Both take a count n,
- * -1 when the codec takes back what it counted in a message it must
- * read again once whole (codec_request_stream). */
+/* n rows of a salted table came back from bucket. */
 static inline void
-metrics_bucket_row(const struct salt_table *salt, uint32_t bucket, gint64 n)
+metrics_bucket_row(struct metrics_worker *mw, const struct salt_table *salt,
+                   uint32_t bucket, guint64 n)
 {
-    struct metrics_worker *mw = metrics_self;
-    guint64 *blk;
+    guint64 *blk = metrics_table_block(mw, salt);
 
-    if (mw != NULL && (blk = metrics_table_block(mw, salt)) != NULL) {
-        METRICS_ADD(blk[salt->buckets + bucket], (guint64)n);
+    if (blk != NULL) {
+        METRICS_ADD(blk[salt->buckets + bucket], n);
     }
 }
+
+/* Adds what the codec reported in t to mw's counters, and empties t. */
+void metrics_take_tally(struct metrics_worker *mw, struct codec_tally *t);
 
 /* A merged scan opened over width buckets. */
-void metrics_scan_open(unsigned width);
+void metrics_scan_open(struct metrics_worker *mw, unsigned width);
 
 /* A merged scan handed one row to its client. */
 static inline void
-metrics_scan_row(void)
+metrics_scan_row(struct metrics_worker *mw)
 {
-    if (metrics_self != NULL) {
-        METRICS_ADD(metrics_self->scan_rows, 1);
-    }
+    METRICS_ADD(mw->scan_rows, 1);
 }

@@ -6,7 +6,6 @@
 
 #include "hsp-config.h"
 #include "backend.h"
-#include "codec.h"
 #include "hbase1.h"
 #include "metrics.h"
 #include "proxy.h"
@@ -305,6 +304,7 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
         sum.bytes_out += METRICS_GET(mw->bytes_out);
         sum.scans += METRICS_GET(mw->scans);
         sum.scan_rows += METRICS_GET(mw->scan_rows);
+        sum.unsalted_rows += METRICS_GET(mw->unsalted_rows);
         sum.fanout_sum += METRICS_GET(mw->fanout_sum);
         for (unsigned b = 0; b <= METRICS_FANOUT_BUCKETS; b++) {
             sum.fanout[b] += METRICS_GET(mw->fanout[b]);
@@ -327,7 +327,7 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
     metrics_render_one(out, "hsp_unsalted_rows_total", "counter",
                        "Rows of salted tables returned as stored because they "
                        "carry no valid salt (written around the proxy).",
-                       codec_unsalted_rows());
+                       sum.unsalted_rows);
 
     metrics_render_backends(m, p, out);
 

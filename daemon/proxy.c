@@ -437,7 +437,6 @@ proxy_worker_main(void *arg)
     struct timeval gc = { PROXY_GC_MS / 1000, (PROXY_GC_MS % 1000) * 1000 };
 
     g_debug("worker %u: running", w->id);
-    metrics_self = w->metrics;
     scan_worker_start(w);
     event_add(w->gc_timer, &gc);
     event_base_dispatch(w->base);
@@ -486,6 +485,7 @@ proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
     TAILQ_INIT(&w->corked);
     TAILQ_INIT(&w->free_reqs);
     wire_buf_init(&w->scratch);
+    codec_tally_init(&w->tally);
     w->rbuf = g_malloc(REQ_READ_MAX);
     proxy_worker_limits(w);
     w->next_seqid = 1;
@@ -582,6 +582,7 @@ proxy_worker_deinit(struct worker *w)
     }
     worker_req_free_all(w);
     wire_buf_free(&w->scratch);
+    codec_tally_free(&w->tally);
     g_free(w->rbuf);
     w->rbuf = NULL;
     if (w->base != NULL) {

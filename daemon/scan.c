@@ -621,7 +621,7 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
     struct scanargs_bucket ab = { .salt = sc->salt, .filter = filter };
 
     sc->nbuckets = single ? 1 : sc->salt->buckets;
-    metrics_scan_open(sc->nbuckets);
+    metrics_scan_open(sc->item.owner->metrics, sc->nbuckets);
     sc->buckets = g_new0(struct scan_bucket, sc->nbuckets);
     merge_init(&sc->merge, sc->nbuckets, reversed);
     scan_fetch_sizes(sc, a, sc->item.owner->gen->cfg);
@@ -639,7 +639,8 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
         b->bucket = single ? only : i;
         scanbatch_init(&b->rows, sc->salt, b->bucket, sc->calls->key);
         b->fetch = sc->fetch_rows;
-        metrics_bucket_request(sc->salt, b->bucket, 1);
+        metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket,
+                               1);
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
         sub = scan_sub_begin(sc, scan_open_sink, i, sc->calls->open, &wr,
@@ -728,7 +729,7 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
                              &stop_buf)) {
         /* no row the table can store is in range: a scanner with no
          * bucket to read, whose first read is its end */
-        metrics_scan_open(0);
+        metrics_scan_open(w->metrics, 0);
         sc->op = NULL;
         scan_opened(sc, op);
         return;
@@ -921,7 +922,7 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
         return;
     }
     b->fetching = 1;
-    metrics_bucket_request(sc->salt, b->bucket, 1);
+    metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket, 1);
     scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
                      sc->calls->fetch, b->backend_id, (int32_t)b->fetch);
 }
@@ -1020,15 +1021,18 @@ scan_pump(struct scanner *sc)
             }
             wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
             if (scanbatch_copy_head(&b->rows, from, &wr)) {
-                metrics_bucket_row(sc->salt, b->bucket, 1);
+                metrics_bucket_row(sc->item.owner->metrics, sc->salt,
+                                   b->bucket, 1);
             } else {
-                /* it counts the rows it unsalts itself */
+                /* it reports the rows it unsalts, to be counted */
                 wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,
                                  TRUE, &sc->item.owner->reply_limits);
-                codec_row_result(&rr, &wr, sc->salt);
+                codec_row_result(&rr, &wr, sc->salt, &sc->item.owner->tally);
+                metrics_take_tally(sc->item.owner->metrics,
+                                   &sc->item.owner->tally);
             }
             op->got++;
-            metrics_scan_row();
+            metrics_scan_row(sc->item.owner->metrics);
             if (scan_bucket_advance(sc, b)) {
                 merge_top_next(&sc->merge, b->rows.key, b->rows.key_len);
             } else {
@@ -1071,11 +1075,13 @@ scan_pass_sink(struct worker *w, struct req *sub)
     } else {
         off = req_reply_begin(req);
         if (codec_reply(&req->call, set->backend_proto, sub->reply.data,
-                        sub->reply.len, sub->backend_seqid,
-                        req->client_proto, &req->reply, &err,
-                        &w->reply_limits) != CODEC_OK) {
+                        sub->reply.len, sub->backend_seqid, req->client_proto,
+                        &req->reply, &err, &w->reply_limits,
+                        &w->tally) != CODEC_OK) {
+            metrics_take_tally(w->metrics, &w->tally);
             scan_reply_io(op, w, err.message, FALSE);
         } else {
+            metrics_take_tally(w->metrics, &w->tally);
             req_reply_end(req, off);
             scan_op_done(op, w);
         }

@@ -91,16 +91,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         scan = wire_message_scan(from, FALSE, data, size, limits, &n, &why);
         fuzz_check_resumable(from, data, size, limits);
         sst = codec_reply_stream(&call, from, data, size, FUZZ_SEQID, to,
-                                 &streamed, &serr, limits, &used);
+                                 &streamed, &serr, limits, &used, NULL);
         if (scan == WIRE_AGAIN) {
             FUZZ_CHECK(sst == CODEC_AGAIN || sst == CODEC_CLOSE);
             FUZZ_CHECK(sst != CODEC_AGAIN || streamed.len == 0);
         } else if (scan == WIRE_ERROR) {
             FUZZ_CHECK(sst == CODEC_CLOSE);
         } else {
-            codec_status_t wst = codec_reply(&call, from, data, n,
-                                             FUZZ_SEQID, to, &whole, &werr,
-                                             limits);
+            codec_status_t wst = codec_reply(&call, from, data, n, FUZZ_SEQID,
+                                             to, &whole, &werr, limits, NULL);
 
             FUZZ_CHECK(sst == wst);
             FUZZ_CHECK(wst != CODEC_OK || used == n);
@@ -113,7 +112,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wire_buf_free(&whole);
     }
     if (codec_reply(&call, from, data, size, FUZZ_SEQID, to, &out, &err,
-                    limits) == CODEC_OK) {
+                    limits, NULL) == CODEC_OK) {
         fuzz_check_message(to, &out);
     } else {
         FUZZ_CHECK(err.message != NULL);
@@ -126,7 +125,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wire_buf_clear(&out);
     wire_reader_init(&r, from, data, size, TRUE, limits);
     wire_writer_init(&w, to, &out);
-    while (r.pos < r.end && codec_row_result(&r, &w, salt) == WIRE_OK) {
+    while (r.pos < r.end && codec_row_result(&r, &w, salt, NULL) == WIRE_OK) {
         rows++;
     }
     if (r.status == WIRE_OK) {
