@@ -896,8 +896,8 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                 bad = "reply out of step with the requests";
             }
             if (st == WIRE_OK && req->sink != NULL) {
-                wire_buf_clear(&req->reply);
-                wire_buf_append(&req->reply, msg + hdr, len - hdr);
+                wire_buf_clear(&req->raw);
+                wire_buf_append(&req->raw, msg + hdr, len - hdr);
             }
         } else {
             st = req_msg_peek(in, set->backend_framed, &w->reply_limits, &buf,

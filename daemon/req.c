@@ -29,10 +29,10 @@ req_io_error(struct req *req, const char *message, gboolean can_retry)
 
     if (req->sink != NULL) {
         /* internal: the sink wraps the text into its own reply */
-        wire_buf_clear(&req->reply);
+        wire_buf_clear(&req->raw);
         req->failed = 1;
         req->can_retry = can_retry ? 1 : 0;
-        wire_buf_append(&req->reply, message, strlen(message));
+        wire_buf_append(&req->raw, message, strlen(message));
         return;
     }
     frame = req_reply_begin(req);

@@ -50,7 +50,7 @@ struct req {
     uint32_t backend_len;          /* bytes of its backend message: one
                                        never sent can move to another
                                        server */
-    unsigned failed:1;             /* internal: reply holds error text */
+    unsigned failed:1;             /* internal: raw holds error text */
     unsigned can_retry:1;          /* internal: the failure is transient */
     struct backend_conn *conn;     /* waiting on it; NULL when answered */
     struct codec_call call;        /* what the reply needs to know */
@@ -60,7 +60,15 @@ struct req {
     int32_t backend_seqid;         /* seqid the backend sees */
     gint64 deadline;               /* monotonic us: fail if not answered */
     gint64 started;                /* monotonic us: read from the client */
-    struct wire_buf reply;         /* framed for the client when done */
+    /*
+     * Two buffers for two kinds of request; each kind uses only its own.
+     * reply: a client's request: the reply as the client gets it (its
+     * protocol, seqid and frame), complete once done is set.
+     * raw: an internal request (sink set): the backend's reply as it
+     * came (no frame header), or, when failed, the text of the error.
+     */
+    struct wire_buf reply;
+    struct wire_buf raw;
 };
 
 TAILQ_HEAD(req_queue, req);
@@ -84,7 +92,8 @@ size_t req_reply_begin(struct req *req);
 void req_reply_end(struct req *req, size_t frame);
 
 /*
- * Fills req->reply with an IOError for the client, framed as it needs.
+ * Fills req->reply with an IOError for the client, framed as it needs;
+ * for an internal request, req->raw with message and failed set.
  * message is the whole text, e.g. "hbase-salt-proxy: backend h:p: ...".
  */
 void req_io_error(struct req *req, const char *message, gboolean can_retry);

@@ -391,12 +391,12 @@ scan_sub_reply(struct scanner *sc, struct req *sub, struct wire_reader *r,
 
     *can_retry = TRUE;
     if (sub->failed) {
-        *why = g_strndup((const char *)sub->reply.data, sub->reply.len);
+        *why = g_strndup((const char *)sub->raw.data, sub->raw.len);
         *can_retry = sub->can_retry;
         return FALSE;
     }
-    wire_reader_init(r, w->startup->backend_proto, sub->reply.data,
-                     sub->reply.len, TRUE, &w->reply_limits);
+    wire_reader_init(r, w->startup->backend_proto, sub->raw.data, sub->raw.len,
+                     TRUE, &w->reply_limits);
     if (wire_read_msg_begin(r, &m) != WIRE_OK
         || m.seqid != sub->backend_seqid
         || m.name_len != sub->call.name_len
@@ -894,8 +894,8 @@ scan_fetch_sink(struct worker *w, struct req *sub)
     {
         struct wire_buf tmp = b->next;
 
-        b->next = sub->reply;
-        sub->reply = tmp;
+        b->next = sub->raw;
+        sub->raw = tmp;
     }
     b->next_ready = 1;
     b->next_count = count;
@@ -1068,14 +1068,14 @@ scan_pass_sink(struct worker *w, struct req *sub)
 
     sc->op = NULL;
     if (sub->failed) {
-        g_autofree char *why = g_strndup((const char *)sub->reply.data,
-                                         sub->reply.len);
+        g_autofree char *why = g_strndup((const char *)sub->raw.data,
+                                         sub->raw.len);
 
         scan_reply_io(op, w, why, sub->can_retry);
     } else {
         off = req_reply_begin(req);
-        if (codec_reply(&req->call, set->backend_proto, sub->reply.data,
-                        sub->reply.len, sub->backend_seqid, req->client_proto,
+        if (codec_reply(&req->call, set->backend_proto, sub->raw.data,
+                        sub->raw.len, sub->backend_seqid, req->client_proto,
                         &req->reply, &err, &w->reply_limits,
                         &w->tally) != CODEC_OK) {
             metrics_take_tally(w->metrics, &w->tally);

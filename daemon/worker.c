@@ -21,6 +21,7 @@ worker_req_get(struct worker *w)
     } else {
         req = g_new0(struct req, 1);
         wire_buf_init(&req->reply);
+        wire_buf_init(&req->raw);
     }
     req->client = NULL;
     req->gen = w->gen;
@@ -38,6 +39,7 @@ worker_req_get(struct worker *w)
     req->backend_seqid = 0;
     req->deadline = 0;
     wire_buf_clear(&req->reply);
+    wire_buf_clear(&req->raw);
     return req;
 }
 
@@ -47,12 +49,16 @@ worker_req_put(struct worker *w, struct req *req)
     worker_gen_unuse(w, req->gen);
     if (w->nfree_reqs >= WORKER_FREE_REQS_MAX) {
         wire_buf_free(&req->reply);
+        wire_buf_free(&req->raw);
         g_free(req);
         return;
     }
     /* one huge reply must not pin its memory in the free list forever */
     if (req->reply.cap > WORKER_REPLY_KEEP) {
         wire_buf_free(&req->reply);
+    }
+    if (req->raw.cap > WORKER_REPLY_KEEP) {
+        wire_buf_free(&req->raw);
     }
     TAILQ_INSERT_HEAD(&w->free_reqs, req, backend_link);
     w->nfree_reqs++;
@@ -66,6 +72,7 @@ worker_req_free_all(struct worker *w)
     while ((req = TAILQ_FIRST(&w->free_reqs)) != NULL) {
         TAILQ_REMOVE(&w->free_reqs, req, backend_link);
         wire_buf_free(&req->reply);
+        wire_buf_free(&req->raw);
         g_free(req);
     }
     w->nfree_reqs = 0;

@@ -208,9 +208,9 @@ void worker_req_put(struct worker *w, struct req *req);
 void worker_req_free_all(struct worker *w);
 
 /*
- * The backend side is done with req (answered or failed, reply written
- * into req->reply): hand it to its sink, or its client (hooks.answered),
- * or drop it if detached.
+ * The backend side is done with req (answered or failed; the reply in
+ * req->reply, or in req->raw for an internal request): hand it to its
+ * sink, or its client (hooks.answered), or drop it if detached.
  */
 void worker_req_finish(struct worker *w, struct req *req);
 
