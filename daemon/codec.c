@@ -966,19 +966,16 @@ codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
 }
 
 wire_status_t
-codec_row_result(struct wire_reader *r, struct wire_writer *w,
-                 const struct salt_table *salt, struct codec_tally *tally)
+codec_row_result(const struct hbase1_scanner *scanner, struct wire_reader *r,
+                 struct wire_writer *w, const struct salt_table *salt,
+                 struct codec_tally *tally)
 {
     /* a reply's walk never rejects: no need to clear text[] per row */
     struct codec_error err;
     struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = tally };
-    const struct hbase1_method *m =
-        hbase1_lookup((const uint8_t *)"scannerGetList", 14);
-    const struct hbase1_field *f = hbase1_schema_field(m->result, 0);
-
     c.r = *r;
     c.w = *w;
-    codec_walk_struct(&c, f->sub, salt);
+    codec_walk_struct(&c, scanner->row, salt);
     *r = c.r;
     *w = c.w;
     return r->status;

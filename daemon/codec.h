@@ -8,6 +8,7 @@
 struct config;
 struct salt_table;
 struct hbase1_method;
+struct hbase1_scanner;
 
 /*
  * What a reply needs to know about its request.  Filled by
@@ -183,10 +184,11 @@ void codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
                           uint32_t count, struct wire_buf *out);
 
 /*
- * Copies one TRowResult from r to w, stripping its row's salt when salt
- * is set (rows without a valid salt are copied as stored); tally gets
- * its bucket, or counts it unsalted.
+ * Copies one row of a scanner fetch (scanner->row: TRowResult) from r to
+ * w, stripping its row's salt when salt is set (rows without a valid salt
+ * are copied as stored); tally gets its bucket, or counts it unsalted.
  */
-wire_status_t codec_row_result(struct wire_reader *r, struct wire_writer *w,
+wire_status_t codec_row_result(const struct hbase1_scanner *scanner,
+                               struct wire_reader *r, struct wire_writer *w,
                                const struct salt_table *salt,
                                struct codec_tally *tally);

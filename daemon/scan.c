@@ -1027,7 +1027,8 @@ scan_pump(struct scanner *sc)
                 /* it reports the rows it unsalts, to be counted */
                 wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,
                                  TRUE, &sc->item.owner->reply_limits);
-                codec_row_result(&rr, &wr, sc->salt, &sc->item.owner->tally);
+                codec_row_result(sc->calls, &rr, &wr, sc->salt,
+                                 &sc->item.owner->tally);
                 metrics_take_tally(sc->item.owner->metrics,
                                    &sc->item.owner->tally);
             }

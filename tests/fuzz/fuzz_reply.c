@@ -45,6 +45,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const struct hbase1_method *methods, *m;
+    const struct hbase1_scanner *scanner = NULL;
     const struct salt_table *salt;
     const struct wire_limits *limits;
     struct codec_call call;
@@ -64,6 +65,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     limits = (data[0] & 4) ? &fuzz_tight_limits : &wire_default_limits;
     methods = hbase1_methods(&nmethods);
     m = &methods[data[1] % nmethods];
+    /* the service's scanners, found by kind as the engine has them */
+    for (size_t i = 0; i < nmethods && scanner == NULL; i++) {
+        if (methods[i].kind == HBASE1_SCAN_NEXT) {
+            scanner = methods[i].scanner;
+        }
+    }
+    FUZZ_CHECK(scanner != NULL);
     salt = fuzz_salt(data[2]);
     data += 3;
     size -= 3;
@@ -125,7 +133,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wire_buf_clear(&out);
     wire_reader_init(&r, from, data, size, TRUE, limits);
     wire_writer_init(&w, to, &out);
-    while (r.pos < r.end && codec_row_result(&r, &w, salt, NULL) == WIRE_OK) {
+    while (r.pos < r.end &&
+           codec_row_result(scanner, &r, &w, salt, NULL) == WIRE_OK) {
         rows++;
     }
     if (r.status == WIRE_OK) {
