@@ -60,6 +60,13 @@
  * so EV_WRITE is armed only on a short write; reads are one recv each
  * (req_read), without libevent's FIONREAD; other threads reach a
  * worker only through its bell (an eventfd), so the bases need no locks.
+ *
+ * The pieces live in layers (README.md, "Layout"): req.c holds the
+ * request and the socket I/O, client.c, backend.c and scan.c the
+ * engines, worker.h what they share; this file makes the workers and
+ * fills in their hooks, by which the backend hands a finished request up
+ * to its client (worker_req_finish -> client_answered) without including
+ * it.
  */
 
 #include "proxy.h"
