@@ -156,10 +156,10 @@ struct worker {
     struct metrics_worker *metrics; /* this worker's counters */
     struct req_queue free_reqs;     /* recycled request objects */
     unsigned nfree_reqs;
-    struct wire_buf scratch;          /* codec output before it is queued */
+    struct wire_buf scratch;  /* codec output before it is queued */
     struct codec_tally tally; /* what the codec reports, until the engine
                                  that called it counts it */
-    uint8_t *rbuf;                    /* req_read's buffer, REQ_READ_MAX */
+    uint8_t *rbuf;            /* req_read's buffer, REQ_READ_MAX */
     struct wire_limits client_limits; /* applied to client messages */
     struct wire_limits reply_limits;  /* applied to backend replies */
     int32_t next_seqid;               /* backend seqids, unique per worker */
