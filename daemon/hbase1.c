@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "hbase1_table.h"
+#include "wire.h"
 
 /* ---- structs ----------------------------------------------------------- */
 

@@ -2,8 +2,9 @@
  * written with.  Private to those two files. */
 #pragma once
 
-#include "hbase1.h"
-#include "wire.h"
+/* Included after hbase1.h and wire.h, whose names the macros expand to
+ * (not included here: hbase1.c includes this file, and the layers keep
+ * includes from going round in a circle). */
 
 /* Java keeps the last of a field sent twice, the proxy would route by the
  * first: a call that repeats a field named here is refused instead, with
