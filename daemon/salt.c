@@ -122,7 +122,8 @@ salt_table_equal(const struct salt_table *a, const struct salt_table *b)
            memcmp(a->sep, b->sep, a->sep_len) == 0 && a->hash == b->hash &&
            a->hash_len == b->hash_len && a->hash_count == b->hash_count &&
            a->delim_len == b->delim_len &&
-           memcmp(a->delim, b->delim, a->delim_len) == 0;
+           memcmp(a->delim, b->delim, a->delim_len) == 0 &&
+           legacy_rule_equal(&a->legacy, &b->legacy);
 }
 
 char *
@@ -135,6 +136,7 @@ salt_table_describe(const struct salt_table *t)
     };
     g_autofree char *sep = salt_escape(t->sep, t->sep_len);
     g_autofree char *hash = NULL;
+    g_autofree char *legacy = NULL;
 
     switch (t->hash) {
     case SALT_HASH_LENGTH:
@@ -149,10 +151,14 @@ salt_table_describe(const struct salt_table *t)
         hash = g_strdup("whole");
         break;
     }
+    if (t->legacy.kind != LEGACY_NONE) {
+        legacy = legacy_rule_describe(&t->legacy);
+    }
     return g_strdup_printf("buckets=%u salt_format=%s (width %u) "
-                           "salt_separator=\"%s\" hash_part=%s",
-                           t->buckets, formats[t->format], t->width, sep,
-                           hash);
+                           "salt_separator=\"%s\" hash_part=%s%s%s",
+                           t->buckets, formats[t->format], t->width, sep, hash,
+                           legacy != NULL ? " " : "",
+                           legacy != NULL ? legacy : "");
 }
 
 size_t
@@ -491,24 +497,40 @@ salt_explain(const struct salt_table *t, const uint8_t *key, size_t len)
     size_t plen = salt_prefix_len(t);
     g_autofree uint8_t *phys = g_malloc(plen + len + 1);
     size_t n = salt_key(t, key, len, phys, plen + len + 1);
+    legacy_route_t route = legacy_route(t, key, len);
     g_autofree char *policy = salt_table_describe(t);
     g_autofree char *logical = salt_escape(key, len);
     g_autofree char *hashed = salt_escape(key, hlen);
     g_autofree char *salt = salt_escape(phys, plen);
     g_autofree char *hex = salt_hex(phys, n);
-    g_autofree char *esc = salt_escape(phys, n);
+    g_autofree char *esc = NULL;
+    const char *stored = "";
 
+    if (route != LEGACY_ROUTE_SALTED) {
+        /* a legacy key stays where it is, unsalted */
+        memcpy(phys, key, len);
+        n = len;
+        g_free(hex);
+        hex = salt_hex(phys, n);
+        stored = route == LEGACY_ROUTE_LEGACY
+                     ? "stored:         unsalted (a legacy key of the "
+                       "table's legacy rule)\n"
+                     : "stored:         nowhere: a legacy key that reads "
+                       "as the salted row of a new key (refused)\n";
+    }
+    esc = salt_escape(phys, n);
     return g_strdup_printf("policy:         %s\n"
                            "logical key:    %s\n"
                            "hashed part:    %s (%zu of %zu bytes)\n"
                            "bucket:         %u of %u\n"
                            "salt prefix:    %s\n"
+                           "%s"
                            "physical (hex): %s\n"
                            "physical:       %s\n"
                            "row limit:      %zu bytes (HBase's %u less the "
                            "%zu-byte prefix)%s\n",
                            policy, logical, hashed, hlen, len, bucket,
-                           t->buckets, salt, hex, esc, salt_max_row(t),
+                           t->buckets, salt, stored, hex, esc, salt_max_row(t),
                            SALT_HBASE_MAX_ROW, plen,
                            len > salt_max_row(t)
                                ? "; this key is longer: never stored"

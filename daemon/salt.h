@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "legacy.h"
+
 /*
  * THE MAPPING.  Changing anything below silently loses data: rows written
  * before the change are no longer found.  tests/unit/test_salt.c pins it
@@ -74,6 +76,8 @@ struct salt_table {
     uint32_t hash_count;               /* K of delimiter:SEP:K */
     uint8_t delim_len;                 /* bytes of SEP */
     uint8_t delim[SALT_MAX_DELIMITER]; /* SEP of delimiter:SEP:K */
+    struct legacy_rule legacy;         /* keys kept unsalted (legacy.h);
+                                          none after salt_table_init */
 };
 
 /* Set up a policy hashing the whole key; computes the width. */
@@ -91,7 +95,8 @@ gboolean salt_table_hash_delimiter(struct salt_table *t, const void *delim,
                                    size_t delim_len, uint32_t k,
                                    GError **error) G_GNUC_WARN_UNUSED_RESULT;
 
-/* Whether two policies map every key the same way. */
+/* Whether two policies map every key the same way (legacy rule
+ * included). */
 gboolean salt_table_equal(const struct salt_table *a,
                           const struct salt_table *b);
 
