@@ -38,10 +38,12 @@ struct codec_ctx {
     gboolean passthrough;           /* table not salted: copy rows, only
                                        check the fields routing reads */
     const struct salt_table *unstorable; /* table of the first row too
-                                       long for it once salted, or NULL */
+                                       long for it once salted, or one
+                                       its mapping cannot hold, or NULL */
     uint32_t unstorable_len;        /* that row's logical length */
     gboolean unstorable_clash;      /* that row is a legacy key that reads
                                        as a new key's salted row */
+    gboolean unstorable_text;       /* it is no UTF-8 (bigtable-sample) */
     gboolean too_long;              /* a row longer than HBase stores at
                                        all went on unsalted */
 };
@@ -65,11 +67,15 @@ codec_table_of(const struct salt_table *salt)
         ((const char *)salt - offsetof(struct config_table, salt));
 }
 
-/* A new key HBase would take unsalted but not with the table's prefix. */
+/* A row HBase would take unsalted but not with the table's prefix, or
+ * one the table's salt mapping cannot hold (salt_key_valid). */
 static inline gboolean
-codec_unstorable(const struct salt_table *salt, uint32_t len)
+codec_unstorable(const struct salt_table *salt, const uint8_t *key,
+                 uint32_t len)
 {
-    return len > salt_max_row(salt) && len <= SALT_HBASE_MAX_ROW;
+    return len <= SALT_HBASE_MAX_ROW &&
+           (len > salt_max_row(salt) ||
+            (len > 0 && !salt_key_valid(salt, key, len)));
 }
 
 /* A key the table cannot store: a new key too long once salted, or a
@@ -85,7 +91,7 @@ codec_key_unstorable(const struct salt_table *salt, const uint8_t *key,
     switch (legacy_route(salt, key, len)) {
     case LEGACY_ROUTE_LEGACY: return FALSE;
     case LEGACY_ROUTE_CLASH: return TRUE;
-    default: return codec_unstorable(salt, len);
+    default: return codec_unstorable(salt, key, len);
     }
 }
 
@@ -120,6 +126,16 @@ codec_refuse_unstorable(struct codec_ctx *c,
                    name_len, t->name,
                    (size_t)name_len < t->name_len ? "..." : "",
                    c->unstorable_len);
+        err->message = err->text;
+        return;
+    }
+    if (c->unstorable_text) {
+        g_snprintf(err->text, sizeof(err->text),
+                   "hbase-salt-proxy: row is not UTF-8 text, and table "
+                   "%.*s%s uses salt_mapping bigtable-sample, whose rows "
+                   "are Java strings written as UTF-8",
+                   name_len, t->name,
+                   (size_t)name_len < t->name_len ? "..." : "");
         err->message = err->text;
         return;
     }
@@ -241,7 +257,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         wire_write_binary(&c->w, key, len);
         return;
     }
-    if ((route == LEGACY_ROUTE_CLASH || codec_unstorable(salt, len)) &&
+    if ((route == LEGACY_ROUTE_CLASH || codec_unstorable(salt, key, len)) &&
         c->unstorable == NULL) {
         /* salted it is too long for HBase, or it is no key of the table:
          * sent only if another row of the call fails anyway, see
@@ -249,6 +265,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         c->unstorable = salt;
         c->unstorable_len = len;
         c->unstorable_clash = route == LEGACY_ROUTE_CLASH;
+        c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
     bucket = salt_bucket(salt, key, len);
     metrics_bucket_request(salt, bucket, c->tally);
