@@ -169,7 +169,7 @@ codec_key_unstorable(const struct salt_table *salt, const uint8_t *key,
     if (len == 0 || len > SALT_HBASE_MAX_ROW) {
         return FALSE;
     }
-    switch (legacy_route(salt, key, len)) {
+    switch (salt_route(salt, key, len)) {
     case LEGACY_ROUTE_LEGACY: return FALSE;
     case LEGACY_ROUTE_CLASH: return TRUE;
     default: return codec_unstorable(salt, key, len);
@@ -332,7 +332,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         wire_write_binary(&c->w, key, len);
         return;
     }
-    route = legacy_route(salt, key, len);
+    route = salt_route(salt, key, len);
     if (route == LEGACY_ROUTE_LEGACY) {
         /* kept where it always was: unsalted */
         wire_write_binary(&c->w, key, len);
@@ -431,7 +431,7 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
         wire_write_binary(&c->w, phys, len);
         return TRUE;
     }
-    switch (legacy_owner(salt, phys, len, &logical, &logical_len, &bucket)) {
+    switch (salt_owner(salt, phys, len, &logical, &logical_len, &bucket)) {
     case LEGACY_OWNER_SALTED:
         codec_tally_add(c->tally, salt, bucket, 0, 1);
         wire_write_binary(&c->w, logical, (uint32_t)logical_len);

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "salt.h"
+#include "escape.h"
 
 G_DEFINE_QUARK(legacy_error_quark, legacy_error)
 
@@ -140,37 +140,46 @@ legacy_rule_equal(const struct legacy_rule *a, const struct legacy_rule *b)
     return memcmp(a, b, sizeof(*a)) == 0;
 }
 
+/* Bytes of the rule as the config file writes them (escape.h), quoted. */
+static void
+legacy_append_value(GString *out, const char *key, const uint8_t *p,
+                    size_t len)
+{
+    g_string_append_printf(out, "%s=\"", key);
+    escape_append(out, p, len);
+    g_string_append_c(out, '"');
+}
+
 char *
 legacy_rule_describe(const struct legacy_rule *r)
 {
-    g_autofree char *a = NULL;
-    g_autofree char *b = NULL;
+    GString *out = g_string_new(NULL);
 
     switch (r->kind) {
     case LEGACY_COMPONENT:
-        b = salt_escape(r->cutoff, r->cutoff_len);
         if (r->part == LEGACY_PART_BYTES) {
-            return g_strdup_printf("legacy_component=bytes:%u:%u "
-                                   "legacy_cutoff=\"%s\"",
-                                   r->off, r->len, b);
+            g_string_append_printf(out, "legacy_component=bytes:%u:%u ",
+                                   r->off, r->len);
+        } else {
+            g_string_append(out, "legacy_component=after:");
+            escape_append(out, r->delim, r->delim_len);
+            if (r->part == LEGACY_PART_AFTER_LAST) {
+                g_string_append(out, ":last ");
+            } else {
+                g_string_append_printf(out, ":%u ", r->count);
+            }
         }
-        a = salt_escape(r->delim, r->delim_len);
-        if (r->part == LEGACY_PART_AFTER_LAST) {
-            return g_strdup_printf("legacy_component=after:%s:last "
-                                   "legacy_cutoff=\"%s\"",
-                                   a, b);
-        }
-        return g_strdup_printf("legacy_component=after:%s:%u "
-                               "legacy_cutoff=\"%s\"",
-                               a, r->count, b);
+        legacy_append_value(out, "legacy_cutoff", r->cutoff, r->cutoff_len);
+        break;
     case LEGACY_RANGE:
-        a = salt_escape(r->start, r->start_len);
-        b = salt_escape(r->stop, r->stop_len);
-        return g_strdup_printf("legacy_range_start=\"%s\" "
-                               "legacy_range_stop=\"%s\"",
-                               a, b);
-    default: return g_strdup("legacy=none");
+        legacy_append_value(out, "legacy_range_start", r->start,
+                            r->start_len);
+        g_string_append_c(out, ' ');
+        legacy_append_value(out, "legacy_range_stop", r->stop, r->stop_len);
+        break;
+    default: g_string_append(out, "legacy=none"); break;
     }
+    return g_string_free(out, FALSE);
 }
 
 gboolean
@@ -231,49 +240,6 @@ legacy_is_legacy(const struct legacy_rule *r, const uint8_t *key, size_t len)
                 legacy_cmp(key, len, r->stop, r->stop_len) < 0);
     default: return FALSE;
     }
-}
-
-/* Whether phys is the physical row of a new key of t. */
-static gboolean
-legacy_salted_row(const struct salt_table *t, const uint8_t *phys, size_t len,
-                  const uint8_t **logical, size_t *logical_len,
-                  uint32_t *bucket)
-{
-    return salt_strip(t, phys, len, logical, logical_len, bucket) &&
-           salt_bucket(t, *logical, *logical_len) == *bucket &&
-           !legacy_is_legacy(&t->legacy, *logical, *logical_len);
-}
-
-legacy_route_t
-legacy_route(const struct salt_table *t, const uint8_t *key, size_t len)
-{
-    const uint8_t *logical;
-    size_t logical_len;
-    uint32_t bucket;
-
-    if (t->legacy.kind == LEGACY_NONE ||
-        !legacy_is_legacy(&t->legacy, key, len)) {
-        return LEGACY_ROUTE_SALTED;
-    }
-    if (legacy_salted_row(t, key, len, &logical, &logical_len, &bucket)) {
-        return LEGACY_ROUTE_CLASH;
-    }
-    return LEGACY_ROUTE_LEGACY;
-}
-
-legacy_owner_t
-legacy_owner(const struct salt_table *t, const uint8_t *phys, size_t len,
-             const uint8_t **logical, size_t *logical_len, uint32_t *bucket)
-{
-    if (legacy_salted_row(t, phys, len, logical, logical_len, bucket)) {
-        return LEGACY_OWNER_SALTED;
-    }
-    if (legacy_is_legacy(&t->legacy, phys, len)) {
-        *logical = phys;
-        *logical_len = len;
-        return LEGACY_OWNER_LEGACY;
-    }
-    return LEGACY_OWNER_NONE;
 }
 
 /* The larger of two lower bounds, the smaller of two upper ones; an

@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct salt_table;
 
 /*
  * PART OF THE MAPPING.  A table may keep the rows it held before it was
@@ -33,7 +32,7 @@ struct salt_table;
  * new) would share its physical row with that key.  The physical row
  * belongs to the new key; the legacy key is a CLASH: it cannot be stored
  * (a write is refused, a read finds nothing).  So every physical row
- * belongs to at most one logical key (legacy_owner).
+ * belongs to at most one logical key (salt_owner).
  */
 
 #define LEGACY_MAX_BOUND 256    /* bytes of a cutoff or a range bound */
@@ -97,8 +96,8 @@ gboolean legacy_rule_range(struct legacy_rule *r, const void *start,
 gboolean legacy_rule_equal(const struct legacy_rule *a,
                            const struct legacy_rule *b);
 
-/* The rule as config keys, e.g. "legacy_component=after:#:last
- * legacy_cutoff=170", or "legacy=none" (g_free). */
+/* The rule as config text ("legacy_component=... legacy_cutoff=..."),
+ * bytes escaped as the config file reads them.  g_free. */
 char *legacy_rule_describe(const struct legacy_rule *r);
 
 /* The component part of key; FALSE when the key lacks it (or the rule is
@@ -106,7 +105,7 @@ char *legacy_rule_describe(const struct legacy_rule *r);
 gboolean legacy_component(const struct legacy_rule *r, const uint8_t *key,
                           size_t len, const uint8_t **part, size_t *part_len);
 
-/* Whether the rule calls key legacy.  The plain rule: see legacy_route
+/* Whether the rule calls key legacy.  The plain rule: see salt_route
  * for where a key goes. */
 gboolean legacy_is_legacy(const struct legacy_rule *r, const uint8_t *key,
                           size_t len);
@@ -118,26 +117,12 @@ typedef enum {
                                 row: cannot be stored */
 } legacy_route_t;
 
-/* Where a logical key of table t is stored. */
-legacy_route_t legacy_route(const struct salt_table *t, const uint8_t *key,
-                            size_t len);
-
 typedef enum {
     LEGACY_OWNER_SALTED = 0, /* a new key's row; *logical follows the salt */
     LEGACY_OWNER_LEGACY,     /* a legacy key's row; *logical is phys */
     LEGACY_OWNER_NONE,       /* no logical key of t is stored here (a row
                                 written around the proxy) */
 } legacy_owner_t;
-
-/*
- * Which logical key a stored row of table t belongs to: SALTED when phys
- * carries a valid salt of t naming the bucket of what follows, and the
- * rule calls that new (*bucket is set); else LEGACY when the rule calls
- * phys itself legacy; else NONE.  *logical points into phys.
- */
-legacy_owner_t legacy_owner(const struct salt_table *t, const uint8_t *phys,
-                            size_t len, const uint8_t **logical,
-                            size_t *logical_len, uint32_t *bucket);
 
 /*
  * The physical bounds of a scan's legacy keys: the client's own bounds,

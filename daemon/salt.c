@@ -804,7 +804,7 @@ salt_explain(const struct salt_table *t, const uint8_t *key, size_t len)
     size_t plen = salt_prefix_len(t);
     g_autofree uint8_t *phys = g_malloc(plen + len + 1);
     size_t n = salt_key(t, key, len, phys, plen + len + 1);
-    legacy_route_t route = legacy_route(t, key, len);
+    legacy_route_t route = salt_route(t, key, len);
     g_autofree char *policy = salt_table_describe(t);
     g_autofree char *logical = salt_escape(key, len);
     g_autofree char *hashed = salt_escape(key, hlen);
@@ -858,4 +858,46 @@ salt_explain(const struct salt_table *t, const uint8_t *key, size_t len)
                            len > salt_max_row(t)
                                ? "; this key is longer: never stored"
                                : "");
+}
+
+/* Whether phys is the physical row of a new key of t. */
+static gboolean
+salt_new_row(const struct salt_table *t, const uint8_t *phys, size_t len,
+             const uint8_t **logical, size_t *logical_len, uint32_t *bucket)
+{
+    return salt_strip(t, phys, len, logical, logical_len, bucket) &&
+           salt_bucket(t, *logical, *logical_len) == *bucket &&
+           !legacy_is_legacy(&t->legacy, *logical, *logical_len);
+}
+
+legacy_route_t
+salt_route(const struct salt_table *t, const uint8_t *key, size_t len)
+{
+    const uint8_t *logical;
+    size_t logical_len;
+    uint32_t bucket;
+
+    if (t->legacy.kind == LEGACY_NONE ||
+        !legacy_is_legacy(&t->legacy, key, len)) {
+        return LEGACY_ROUTE_SALTED;
+    }
+    if (salt_new_row(t, key, len, &logical, &logical_len, &bucket)) {
+        return LEGACY_ROUTE_CLASH;
+    }
+    return LEGACY_ROUTE_LEGACY;
+}
+
+legacy_owner_t
+salt_owner(const struct salt_table *t, const uint8_t *phys, size_t len,
+           const uint8_t **logical, size_t *logical_len, uint32_t *bucket)
+{
+    if (salt_new_row(t, phys, len, logical, logical_len, bucket)) {
+        return LEGACY_OWNER_SALTED;
+    }
+    if (legacy_is_legacy(&t->legacy, phys, len)) {
+        *logical = phys;
+        *logical_len = len;
+        return LEGACY_OWNER_LEGACY;
+    }
+    return LEGACY_OWNER_NONE;
 }

@@ -292,3 +292,19 @@ char *salt_hex(const uint8_t *p, size_t len);
  * physical key in hex and escaped.  g_free. */
 char *salt_explain(const struct salt_table *t, const uint8_t *key,
                    size_t len);
+
+/* Forward-looking salting (legacy.h holds the rule): */
+
+/* Where a logical key of table t is stored. */
+legacy_route_t salt_route(const struct salt_table *t, const uint8_t *key,
+                          size_t len);
+
+/*
+ * Which logical key a stored row of table t belongs to: SALTED when phys
+ * carries a valid salt of t naming the bucket of what follows, and the
+ * rule calls that new (*bucket is set); else LEGACY when the rule calls
+ * phys itself legacy; else NONE.  *logical points into phys.
+ */
+legacy_owner_t salt_owner(const struct salt_table *t, const uint8_t *phys,
+                          size_t len, const uint8_t **logical,
+                          size_t *logical_len, uint32_t *bucket);

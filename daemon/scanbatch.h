@@ -62,7 +62,7 @@ void scanbatch_load(struct scanbatch *b, wire_proto_t proto,
  * (a reversed scan from a bucket's end can see the next bucket's first
  * row) are passed over; a row without a salt of the table is ordered by
  * what follows the prefix.  A table with a legacy rule keeps only the
- * rows this batch owns (legacy_owner): a bucket's salted rows of new
+ * rows this batch owns (salt_owner): a bucket's salted rows of new
  * keys, or the legacy range's legacy rows, ordered by their logical key.
  */
 scanbatch_status_t scanbatch_next(struct scanbatch *b);

@@ -199,22 +199,22 @@ test_route_owner(void)
      * all outside it, so no clash can arise */
     g_assert_true(legacy_rule_range(&r, "m", 1, NULL, 0, NULL));
     table16(&t, &r);
-    g_assert_cmpint(legacy_route(&t, K("user1")), ==, LEGACY_ROUTE_LEGACY);
-    g_assert_cmpint(legacy_route(&t, K("abc")), ==, LEGACY_ROUTE_SALTED);
-    g_assert_cmpint(legacy_owner(&t, K("user1"), &logical, &llen, &bucket), ==,
+    g_assert_cmpint(salt_route(&t, K("user1")), ==, LEGACY_ROUTE_LEGACY);
+    g_assert_cmpint(salt_route(&t, K("abc")), ==, LEGACY_ROUTE_SALTED);
+    g_assert_cmpint(salt_owner(&t, K("user1"), &logical, &llen, &bucket), ==,
                     LEGACY_OWNER_LEGACY);
     g_assert_cmpmem(logical, llen, "user1", 5);
     n = salt_key(&t, K("abc"), phys, sizeof(phys));
-    g_assert_cmpint(legacy_owner(&t, phys, n, &logical, &llen, &bucket), ==,
+    g_assert_cmpint(salt_owner(&t, phys, n, &logical, &llen, &bucket), ==,
                     LEGACY_OWNER_SALTED);
     g_assert_cmpmem(logical, llen, "abc", 3);
     g_assert_cmpuint(bucket, ==, salt_bucket(&t, K("abc")));
     /* a salted row of a key the rule calls legacy belongs to nobody */
     n = salt_key(&t, K("user1"), phys, sizeof(phys));
-    g_assert_cmpint(legacy_owner(&t, phys, n, &logical, &llen, &bucket), ==,
+    g_assert_cmpint(salt_owner(&t, phys, n, &logical, &llen, &bucket), ==,
                     LEGACY_OWNER_NONE);
     /* an unsalted new key belongs to nobody either */
-    g_assert_cmpint(legacy_owner(&t, K("abc"), &logical, &llen, &bucket), ==,
+    g_assert_cmpint(salt_owner(&t, K("abc"), &logical, &llen, &bucket), ==,
                     LEGACY_OWNER_NONE);
 
     /* keys below "m" are legacy: every salted row is in that range, and
@@ -222,20 +222,20 @@ test_route_owner(void)
     g_assert_true(legacy_rule_range(&r, "", 0, "m", 1, NULL));
     table16(&t, &r);
     n = salt_key(&t, K("zebra"), phys, sizeof(phys));
-    g_assert_cmpint(legacy_route(&t, K("zebra")), ==, LEGACY_ROUTE_SALTED);
-    g_assert_cmpint(legacy_route(&t, phys, n), ==, LEGACY_ROUTE_CLASH);
-    g_assert_cmpint(legacy_owner(&t, phys, n, &logical, &llen, &bucket), ==,
+    g_assert_cmpint(salt_route(&t, K("zebra")), ==, LEGACY_ROUTE_SALTED);
+    g_assert_cmpint(salt_route(&t, phys, n), ==, LEGACY_ROUTE_CLASH);
+    g_assert_cmpint(salt_owner(&t, phys, n, &logical, &llen, &bucket), ==,
                     LEGACY_OWNER_SALTED);
     g_assert_cmpmem(logical, llen, "zebra", 5);
     /* the same bytes with the wrong bucket are a plain legacy key */
     phys[0] = (uint8_t)((phys[0] + 1) % 16);
-    g_assert_cmpint(legacy_route(&t, phys, n), ==, LEGACY_ROUTE_LEGACY);
-    g_assert_cmpint(legacy_owner(&t, phys, n, &logical, &llen, &bucket), ==,
+    g_assert_cmpint(salt_route(&t, phys, n), ==, LEGACY_ROUTE_LEGACY);
+    g_assert_cmpint(salt_owner(&t, phys, n, &logical, &llen, &bucket), ==,
                     LEGACY_OWNER_LEGACY);
     /* a legacy key's bytes under their salt are not its row: they are
      * the legacy key "\xNNabc" (below "m") itself */
     n = salt_key(&t, K("abc"), phys, sizeof(phys));
-    g_assert_cmpint(legacy_owner(&t, phys, n, &logical, &llen, &bucket), ==,
+    g_assert_cmpint(salt_owner(&t, phys, n, &logical, &llen, &bucket), ==,
                     LEGACY_OWNER_LEGACY);
     g_assert_cmpmem(logical, llen, phys, n);
 
@@ -243,15 +243,15 @@ test_route_owner(void)
     g_assert_true(legacy_rule_after(&r, "#", 1, 0, "5", 1, NULL));
     table16(&t, &r);
     n = salt_key(&t, K("u#4"), phys, sizeof(phys));
-    g_assert_cmpint(legacy_route(&t, phys, n), ==, LEGACY_ROUTE_LEGACY);
-    g_assert_cmpint(legacy_owner(&t, phys, n, &logical, &llen, &bucket), ==,
+    g_assert_cmpint(salt_route(&t, phys, n), ==, LEGACY_ROUTE_LEGACY);
+    g_assert_cmpint(salt_owner(&t, phys, n, &logical, &llen, &bucket), ==,
                     LEGACY_OWNER_LEGACY);
     g_assert_cmpmem(logical, llen, phys, n);
 
     /* no rule: the plain mapping */
     g_assert_true(salt_table_init(&plain, 16, SALT_FORMAT_BYTE, "", 0, NULL));
-    g_assert_cmpint(legacy_route(&plain, K("user1")), ==, LEGACY_ROUTE_SALTED);
-    g_assert_cmpint(legacy_owner(&plain, K("user1"), &logical, &llen, &bucket),
+    g_assert_cmpint(salt_route(&plain, K("user1")), ==, LEGACY_ROUTE_SALTED);
+    g_assert_cmpint(salt_owner(&plain, K("user1"), &logical, &llen, &bucket),
                     ==, LEGACY_OWNER_NONE);
     /* the rule is part of the mapping */
     g_assert_false(salt_table_equal(&plain, &t));
