@@ -16,7 +16,8 @@ import sys
 
 # Lowest first.  See "Layers" in README.md.
 LAYERS = [
-    ('pure', ['wire', 'salt', 'filter', 'scanfilter', 'config', 'escape',
+    ('pure', ['wire', 'salt', 'legacy', 'filter', 'scanfilter', 'config',
+              'escape',
               'hbase1', 'merge', 'scanargs', 'scanbatch', 'scantab',
               'codec']),
     ('requests', ['req', 'bell']),
