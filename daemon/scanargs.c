@@ -258,7 +258,9 @@ scanargs_copy_rest(const struct scanargs *a, const struct hbase1_schema *s,
                type != WIRE_T_STOP) {
             const struct hbase1_field *f = hbase1_schema_field(s, fid);
 
-            if (f != NULL && f->type == type && scanargs_written(f)) {
+            if (f != NULL && f->type == type &&
+                (scanargs_written(f) ||
+                 (a->drop_limit && f->role == HBASE1_ROLE_LIMIT))) {
                 wire_skip(&r, type);
                 continue;
             }
@@ -267,6 +269,36 @@ scanargs_copy_rest(const struct scanargs *a, const struct hbase1_schema *s,
                 break;
             }
         }
+    }
+}
+
+/* A bound or the filter of the legacy range's scan. */
+static void
+scanargs_write_legacy(const struct scanargs *a, const struct hbase1_field *f,
+                      const struct scanargs_bucket *b, struct wire_writer *wr)
+{
+    const uint8_t *ftext;
+    size_t flen;
+
+    switch (f->role) {
+    case HBASE1_ROLE_START:
+        wire_write_field(wr, f->type, f->fid);
+        wire_write_binary(wr, b->legacy_start, (uint32_t)b->legacy_start_len);
+        break;
+    case HBASE1_ROLE_STOP:
+        if (b->legacy_stop_len > 0) {
+            wire_write_field(wr, f->type, f->fid);
+            wire_write_binary(wr, b->legacy_stop,
+                              (uint32_t)b->legacy_stop_len);
+        }
+        break;
+    default:
+        if (a->has_filter) {
+            ftext = scanfilter_for_legacy(b->filter, &flen);
+            wire_write_field(wr, f->type, f->fid);
+            wire_write_binary(wr, ftext, (uint32_t)flen);
+        }
+        break;
     }
 }
 
@@ -284,6 +316,12 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
     for (uint8_t i = 0; i < s->nfields; i++) {
         const struct hbase1_field *f = &s->fields[i];
 
+        if (b->legacy &&
+            (f->role == HBASE1_ROLE_START || f->role == HBASE1_ROLE_STOP ||
+             f->role == HBASE1_ROLE_FILTER)) {
+            scanargs_write_legacy(a, f, b, wr);
+            continue;
+        }
         switch (f->role) {
         case HBASE1_ROLE_START:
             n = salt_scan_start(b->salt, b->bucket, a->reversed, a->start,

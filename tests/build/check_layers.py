@@ -16,9 +16,9 @@ import sys
 
 # Lowest first.  See "Layers" in README.md.
 LAYERS = [
-    ('pure', ['wire', 'salt', 'filter', 'scanfilter', 'config', 'escape',
-              'hbase1', 'hbase1_table', 'hbase2', 'merge', 'scanargs',
-              'scanbatch', 'scantab',
+    ('pure', ['wire', 'salt', 'legacy', 'filter', 'scanfilter', 'config',
+              'escape', 'hbase1', 'hbase1_table', 'hbase2', 'merge',
+              'scanargs', 'scanbatch', 'scantab',
               'codec']),
     ('requests', ['req', 'bell']),
     ('metrics', ['metrics']),
