@@ -70,7 +70,8 @@ ckpt_find(struct ckpt *c, const struct unit *u)
     for (guint i = 0; i < c->entries->len; i++) {
         struct ckpt_entry *e = c->entries->pdata[i];
 
-        if (e->unit.side == u->side && g_bytes_equal(e->unit.start, u->start) &&
+        if (e->unit.side == u->side &&
+            g_bytes_equal(e->unit.start, u->start) &&
             g_bytes_equal(e->unit.end, u->end))
             return e;
     }

@@ -27,21 +27,21 @@
 
 struct ckpt_entry {
     struct unit unit;
-    GBytes *after;   /* last row written, NULL: none yet */
+    GBytes *after; /* last row written, NULL: none yet */
     gboolean done;
     guint64 rows, cells, bytes;
-    gboolean idle;   /* kept in the file, not part of this run (--units) */
+    gboolean idle; /* kept in the file, not part of this run (--units) */
 };
 
 struct ckpt {
-    char *path;       /* NULL: no checkpoint file, state in memory only */
+    char *path; /* NULL: no checkpoint file, state in memory only */
     char *job;
     GPtrArray *entries; /* struct ckpt_entry */
 };
 
 /* A new checkpoint over units (copied), nothing done. */
-struct ckpt *ckpt_new(const char *path, const char *job, const struct unit *units,
-                      guint n);
+struct ckpt *ckpt_new(const char *path, const char *job,
+                      const struct unit *units, guint n);
 
 /* Reads path; *out NULL (and TRUE) when the file does not exist. */
 gboolean ckpt_load(const char *path, struct ckpt **out, GError **error);

@@ -12,7 +12,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-G_DEFINE_QUARK(hconn-error-quark, hconn_error)
+G_DEFINE_QUARK(hconn - error - quark, hconn_error)
 
 struct hconn {
     int fd;
@@ -30,8 +30,7 @@ hconn_rows_init(struct hconn_rows *r)
 {
     r->rows = g_array_new(FALSE, FALSE, sizeof(struct hconn_row));
     r->cells = g_array_new(FALSE, FALSE, sizeof(struct hconn_cell));
-    r->replies = g_ptr_array_new_with_free_func(
-        (GDestroyNotify)g_bytes_unref);
+    r->replies = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
 }
 
 void
@@ -104,7 +103,7 @@ struct hconn *
 hconn_open(const struct config *cfg, size_t index, GError **error)
 {
     const struct config_addr *a = &cfg->servers[index % cfg->n_servers];
-    struct addrinfo hints = {0}, *res = NULL;
+    struct addrinfo hints = { 0 }, *res = NULL;
     char port[8];
     int rc, fd = -1;
     g_autofree char *peer = config_addr_to_string(a);
@@ -180,11 +179,11 @@ static gboolean
 hconn_fail_io(struct hconn *c, const char *what, int err, GError **error)
 {
     if (err == EAGAIN || err == EWOULDBLOCK)
-        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO,
-                    "%s: %s: timed out", c->peer, what);
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s: timed out",
+                    c->peer, what);
     else
-        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s: %s",
-                    c->peer, what, err ? g_strerror(err) : "closed");
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s: %s", c->peer,
+                    what, err ? g_strerror(err) : "closed");
     /* A call cut halfway leaves the stream out of step: no more calls. */
     if (c->fd >= 0) {
         close(c->fd);
@@ -423,9 +422,9 @@ hconn_call(struct hconn *c, struct wire_writer *w, size_t frame,
         } else if (fid >= 1 && fid <= 3 && ft == WIRE_T_STRUCT) {
             g_autofree char *text = NULL, *line = NULL;
             int32_t type;
-            static const char *const names[] = {"", "IOError",
-                                                "IllegalArgument",
-                                                "AlreadyExists"};
+            static const char *const names[] = { "", "IOError",
+                                                 "IllegalArgument",
+                                                 "AlreadyExists" };
 
             if (!hconn_exception_text(&r, &text, &type))
                 goto bad;
@@ -468,11 +467,10 @@ hconn_regions_read(struct wire_reader *r, uint8_t type, GBytes *reply,
         (n > 0 && et != WIRE_T_STRUCT))
         return FALSE;
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
-        struct hconn_region reg = {NULL, NULL};
+        struct hconn_region reg = { NULL, NULL };
 
         wire_read_struct_begin(r);
-        while (wire_read_field(r, &ft, &fid) == WIRE_OK &&
-               ft != WIRE_T_STOP) {
+        while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
             const uint8_t *p;
             uint32_t len;
 
@@ -659,11 +657,10 @@ hconn_rowresults_read(struct wire_reader *r, uint8_t type, GBytes *reply,
         return FALSE;
     g_ptr_array_add(out->replies, g_bytes_ref(reply));
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
-        struct hconn_row row = {(const uint8_t *)"", 0, out->cells->len, 0};
+        struct hconn_row row = { (const uint8_t *)"", 0, out->cells->len, 0 };
 
         wire_read_struct_begin(r);
-        while (wire_read_field(r, &ft, &fid) == WIRE_OK &&
-               ft != WIRE_T_STOP) {
+        while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
             uint8_t kt, vt;
             uint32_t m;
 
@@ -689,8 +686,8 @@ hconn_rowresults_read(struct wire_reader *r, uint8_t type, GBytes *reply,
                     return FALSE;
                 for (uint32_t j = 0; j < m && r->status == WIRE_OK; j++) {
                     /* TColumn {1: columnName, 2: TCell} */
-                    struct hconn_cell cell = {(const uint8_t *)"", 0,
-                                              (const uint8_t *)"", 0, 0};
+                    struct hconn_cell cell = { (const uint8_t *)"", 0,
+                                               (const uint8_t *)"", 0, 0 };
                     uint8_t ct;
                     int16_t cf;
 
@@ -809,7 +806,7 @@ hconn_get_ver(struct hconn *c, const char *table, const uint8_t *row,
 {
     struct wire_writer w;
     size_t frame = hconn_begin(c, &w, "getVer");
-    struct hconn_ver_read v = {out, col, (uint32_t)col_len};
+    struct hconn_ver_read v = { out, col, (uint32_t)col_len };
 
     hconn_write_string(&w, 1, table, strlen(table));
     hconn_write_string(&w, 2, row, row_len);

@@ -39,8 +39,8 @@ struct hconn_row {
 
 /* Rows read by one or more calls; owns the replies they point into. */
 struct hconn_rows {
-    GArray *rows;      /* struct hconn_row */
-    GArray *cells;     /* struct hconn_cell */
+    GArray *rows;       /* struct hconn_row */
+    GArray *cells;      /* struct hconn_cell */
     GPtrArray *replies; /* GBytes: what the pointers above point into */
 };
 
@@ -92,9 +92,8 @@ gboolean hconn_get_rows(struct hconn *c, const char *table,
 
 /* getVer: every version of one column of one row, newest first, appended
  * to out->cells (no row added). */
-gboolean hconn_get_ver(struct hconn *c, const char *table,
-                       const uint8_t *row, size_t row_len,
-                       const uint8_t *col, size_t col_len,
+gboolean hconn_get_ver(struct hconn *c, const char *table, const uint8_t *row,
+                       size_t row_len, const uint8_t *col, size_t col_len,
                        int32_t versions, struct hconn_rows *out,
                        GError **error);
 

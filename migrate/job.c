@@ -9,7 +9,7 @@
 
 #define JOB_ERROR job_error_quark()
 static GQuark job_error_quark(void);
-G_DEFINE_QUARK(job-error-quark, job_error)
+G_DEFINE_QUARK(job - error - quark, job_error)
 
 typedef enum {
     JOB_ERROR_DATA,        /* a row the mappings cannot carry: no retry */
@@ -39,9 +39,9 @@ struct job {
     GMutex rate_lock;
     gint64 rate_next_us;
 
-    gint stop;        /* atomic */
-    gint kill_after;  /* test hook: SIGKILL after this many writes; 0 off */
-    gint writes;      /* atomic: mutateRowsTs calls acknowledged */
+    gint stop;       /* atomic */
+    gint kill_after; /* test hook: SIGKILL after this many writes; 0 off */
+    gint writes;     /* atomic: mutateRowsTs calls acknowledged */
 };
 
 struct job_key {
@@ -60,16 +60,16 @@ struct job_worker {
     struct job *j;
     guint slot;
     struct hconn *c;
-    struct hconn_rows batch;  /* a scanner fetch */
-    struct hconn_rows vers;   /* every version of batch's rows */
-    struct hconn_rows other;  /* the other table's rows (verify) */
-    struct hconn_rows cmp;    /* versions of one column (verify) */
-    GByteArray *arena;        /* mapped keys */
-    GArray *keys;             /* struct job_key per row */
-    GArray *refs;             /* struct job_ref */
-    GArray *out_rows;         /* struct hconn_row of one call */
-    GArray *out_cells;        /* struct hconn_cell of one call */
-    GPtrArray *lookup;        /* GBytes: keys asked of the other table */
+    struct hconn_rows batch; /* a scanner fetch */
+    struct hconn_rows vers;  /* every version of batch's rows */
+    struct hconn_rows other; /* the other table's rows (verify) */
+    struct hconn_rows cmp;   /* versions of one column (verify) */
+    GByteArray *arena;       /* mapped keys */
+    GArray *keys;            /* struct job_key per row */
+    GArray *refs;            /* struct job_ref */
+    GArray *out_rows;        /* struct hconn_row of one call */
+    GArray *out_cells;       /* struct hconn_cell of one call */
+    GPtrArray *lookup;       /* GBytes: keys asked of the other table */
 };
 
 struct job *
@@ -200,8 +200,8 @@ job_map_rows(struct job_worker *w, const struct salt_table *from,
     g_byte_array_set_size(w->arena, 0);
     g_array_set_size(w->keys, 0);
     for (guint i = 0; i < rows->rows->len; i++) {
-        const struct hconn_row *r =
-            &g_array_index(rows->rows, struct hconn_row, i);
+        const struct hconn_row *r = &g_array_index(rows->rows,
+                                                   struct hconn_row, i);
         struct job_key k;
 
         if (!job_map_key(from, to, r->key, r->key_len, w->arena, &k, error))
@@ -231,13 +231,14 @@ job_fetch_versions(struct job_worker *w, const char *table, GError **error)
 
     hconn_rows_clear(&w->vers);
     for (guint i = 0; i < b->rows->len; i++) {
-        const struct hconn_row *r =
-            &g_array_index(b->rows, struct hconn_row, i);
-        struct hconn_row out = {r->key, r->key_len, w->vers.cells->len, 0};
+        const struct hconn_row *r = &g_array_index(b->rows, struct hconn_row,
+                                                   i);
+        struct hconn_row out = { r->key, r->key_len, w->vers.cells->len, 0 };
 
         for (guint k = 0; k < r->n; k++) {
-            const struct hconn_cell *cell =
-                &g_array_index(b->cells, struct hconn_cell, r->first + k);
+            const struct hconn_cell *cell = &g_array_index(b->cells,
+                                                           struct hconn_cell,
+                                                           r->first + k);
 
             if (!hconn_get_ver(w->c, table, r->key, r->key_len, cell->col,
                                cell->col_len, JOB_ALL_VERSIONS, &w->vers,
@@ -308,8 +309,8 @@ job_flush(struct job_worker *w, int64_t ts, GError **error)
  * each group is one mutateRowsTs call (or more, past batch_bytes).
  */
 static gboolean
-job_write(struct job_worker *w, const struct hconn_rows *rows,
-          guint64 *bytes, GError **error)
+job_write(struct job_worker *w, const struct hconn_rows *rows, guint64 *bytes,
+          GError **error)
 {
     struct job *j = w->j;
     guint last_row = G_MAXUINT;
@@ -318,14 +319,14 @@ job_write(struct job_worker *w, const struct hconn_rows *rows,
 
     g_array_set_size(w->refs, 0);
     for (guint i = 0; i < rows->rows->len; i++) {
-        const struct hconn_row *r =
-            &g_array_index(rows->rows, struct hconn_row, i);
+        const struct hconn_row *r = &g_array_index(rows->rows,
+                                                   struct hconn_row, i);
 
         for (guint k = 0; k < r->n; k++) {
             struct job_ref ref = {
-                g_array_index(rows->cells, struct hconn_cell, r->first + k)
-                    .ts,
-                i, r->first + k};
+                g_array_index(rows->cells, struct hconn_cell, r->first + k).ts,
+                i, r->first + k
+            };
 
             g_array_append_val(w->refs, ref);
         }
@@ -335,29 +336,29 @@ job_write(struct job_worker *w, const struct hconn_rows *rows,
     g_array_set_size(w->out_cells, 0);
     for (guint i = 0; i < w->refs->len; i++) {
         const struct job_ref *ref = &g_array_index(w->refs, struct job_ref, i);
-        const struct hconn_cell *cell =
-            &g_array_index(rows->cells, struct hconn_cell, ref->cell);
+        const struct hconn_cell *cell = &g_array_index(rows->cells,
+                                                       struct hconn_cell,
+                                                       ref->cell);
         guint klen;
         const uint8_t *key = job_key_data(w, ref->row, &klen);
 
         if (w->out_rows->len > 0 &&
-            (ref->ts != ts || (ref->row != last_row &&
-                               size >= j->opts.batch_bytes))) {
+            (ref->ts != ts ||
+             (ref->row != last_row && size >= j->opts.batch_bytes))) {
             if (!job_flush(w, ts, error))
                 return FALSE;
             size = 0;
         }
         ts = ref->ts;
         if (w->out_rows->len == 0 || ref->row != last_row) {
-            struct hconn_row out = {key, klen, w->out_cells->len, 0};
+            struct hconn_row out = { key, klen, w->out_cells->len, 0 };
 
             g_array_append_val(w->out_rows, out);
             last_row = ref->row;
             size += klen;
         }
         g_array_append_val(w->out_cells, *cell);
-        g_array_index(w->out_rows, struct hconn_row, w->out_rows->len - 1)
-            .n++;
+        g_array_index(w->out_rows, struct hconn_row, w->out_rows->len - 1).n++;
         size += cell->col_len + cell->val_len;
         *bytes += klen + cell->col_len + cell->val_len;
     }
@@ -444,8 +445,9 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
         cells = rows->cells->len;
         if (j->opts.dry_run) {
             for (guint i = 0; i < rows->cells->len; i++) {
-                const struct hconn_cell *c =
-                    &g_array_index(rows->cells, struct hconn_cell, i);
+                const struct hconn_cell *c = &g_array_index(rows->cells,
+                                                            struct hconn_cell,
+                                                            i);
 
                 bytes += c->col_len + c->val_len;
             }
@@ -493,8 +495,8 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
 
 /* ---- verify ---------------------------------------------------------- */
 
-static void
-job_diff(struct job *j, guint64 *diffs, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static void job_diff(struct job *j, guint64 *diffs, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
 
 static void
 job_diff(struct job *j, guint64 *diffs, const char *fmt, ...)
@@ -546,8 +548,8 @@ job_sorted_cells(const struct hconn_rows *rows, guint first, guint n)
 {
     GArray *a = g_array_sized_new(FALSE, FALSE, sizeof(struct hconn_cell), n);
 
-    g_array_append_vals(a, &g_array_index(rows->cells, struct hconn_cell,
-                                          first),
+    g_array_append_vals(a,
+                        &g_array_index(rows->cells, struct hconn_cell, first),
                         n);
     g_array_sort(a, job_cell_cmp);
     return a;
@@ -562,10 +564,14 @@ job_compare_cells(struct job *j, const char *row, GArray *src, GArray *dst,
     guint a = 0, b = 0;
 
     while (a < src->len || b < dst->len) {
-        const struct hconn_cell *x =
-            a < src->len ? &g_array_index(src, struct hconn_cell, a) : NULL;
-        const struct hconn_cell *y =
-            b < dst->len ? &g_array_index(dst, struct hconn_cell, b) : NULL;
+        const struct hconn_cell *x = a < src->len
+                                         ? &g_array_index(src,
+                                                          struct hconn_cell, a)
+                                         : NULL;
+        const struct hconn_cell *y = b < dst->len
+                                         ? &g_array_index(dst,
+                                                          struct hconn_cell, b)
+                                         : NULL;
         int c = x == NULL ? 1 : y == NULL ? -1 : job_cell_cmp(x, y);
         const struct hconn_cell *z = c <= 0 ? x : y;
         g_autofree char *col = salt_escape(z->col, z->col_len);
@@ -605,17 +611,17 @@ job_versions_pair(struct job_worker *w, const struct hconn_row *s,
                   const struct hconn_row *d, guint *nsrc, GError **error)
 {
     struct job *j = w->j;
-    g_autoptr(GHashTable) cols =
-        g_hash_table_new(g_bytes_hash, g_bytes_equal);
+    g_autoptr(GHashTable) cols = g_hash_table_new(g_bytes_hash, g_bytes_equal);
     g_autoptr(GPtrArray) list =
         g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
-    const struct hconn_rows *owners[2] = {&w->batch, &w->other};
-    const struct hconn_row *rows[2] = {s, d};
+    const struct hconn_rows *owners[2] = { &w->batch, &w->other };
+    const struct hconn_row *rows[2] = { s, d };
 
     for (guint side = 0; side < 2; side++) {
         for (guint k = 0; k < rows[side]->n; k++) {
-            const struct hconn_cell *c = &g_array_index(
-                owners[side]->cells, struct hconn_cell, rows[side]->first + k);
+            const struct hconn_cell *c = &g_array_index(owners[side]->cells,
+                                                        struct hconn_cell,
+                                                        rows[side]->first + k);
             GBytes *b = g_bytes_new(c->col, c->col_len);
 
             if (g_hash_table_add(cols, b))
@@ -633,8 +639,8 @@ job_versions_pair(struct job_worker *w, const struct hconn_row *s,
             const uint8_t *col = g_bytes_get_data(list->pdata[i], &len);
 
             if (!hconn_get_ver(w->c, table, rows[side]->key,
-                               rows[side]->key_len, col, len,
-                               JOB_ALL_VERSIONS, &w->cmp, error))
+                               rows[side]->key_len, col, len, JOB_ALL_VERSIONS,
+                               &w->cmp, error))
                 return FALSE;
         }
         if (side == 0)
@@ -646,8 +652,8 @@ job_versions_pair(struct job_worker *w, const struct hconn_row *s,
         GBytes *owner;
 
         for (guint i = 0; i < w->cmp.cells->len; i++) {
-            struct hconn_cell *c =
-                &g_array_index(w->cmp.cells, struct hconn_cell, i);
+            struct hconn_cell *c = &g_array_index(w->cmp.cells,
+                                                  struct hconn_cell, i);
             guint off = names->len;
 
             g_byte_array_append(names, c->col, c->col_len);
@@ -655,8 +661,8 @@ job_versions_pair(struct job_worker *w, const struct hconn_row *s,
         }
         owner = g_byte_array_free_to_bytes(names);
         for (guint i = 0; i < w->cmp.cells->len; i++) {
-            struct hconn_cell *c =
-                &g_array_index(w->cmp.cells, struct hconn_cell, i);
+            struct hconn_cell *c = &g_array_index(w->cmp.cells,
+                                                  struct hconn_cell, i);
 
             c->col = (const uint8_t *)g_bytes_get_data(owner, NULL) +
                      GPOINTER_TO_UINT(c->col);
@@ -707,20 +713,22 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
         if (!hconn_get_rows(w->c, j->opts.to, w->lookup, &w->other, error))
             return FALSE;
         for (guint i = 0; i < n; i++) {
-            const struct hconn_row *s =
-                &g_array_index(w->batch.rows, struct hconn_row, i);
-            const struct hconn_row *d =
-                o < w->other.rows->len
-                    ? &g_array_index(w->other.rows, struct hconn_row, o)
-                    : NULL;
+            const struct hconn_row *s = &g_array_index(w->batch.rows,
+                                                       struct hconn_row, i);
+            const struct hconn_row *d = o < w->other.rows->len
+                                            ? &g_array_index(w->other.rows,
+                                                             struct hconn_row,
+                                                             o)
+                                            : NULL;
             guint klen;
             const uint8_t *k = job_key_data(w, i, &klen);
             g_autofree char *name = salt_escape(s->key, s->key_len);
 
             cells += s->n;
             for (guint c = 0; c < s->n; c++) {
-                const struct hconn_cell *cell = &g_array_index(
-                    w->batch.cells, struct hconn_cell, s->first + c);
+                const struct hconn_cell *cell =
+                    &g_array_index(w->batch.cells, struct hconn_cell,
+                                   s->first + c);
 
                 bytes += cell->col_len + cell->val_len;
             }
@@ -739,10 +747,10 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
                 b = job_sorted_cells(&w->cmp, nsrc, w->cmp.cells->len - nsrc);
                 job_compare_cells(j, name, a, b, &diffs);
             } else {
-                g_autoptr(GArray) a =
-                    job_sorted_cells(&w->batch, s->first, s->n);
-                g_autoptr(GArray) b =
-                    job_sorted_cells(&w->other, d->first, d->n);
+                g_autoptr(GArray) a = job_sorted_cells(&w->batch, s->first,
+                                                       s->n);
+                g_autoptr(GArray) b = job_sorted_cells(&w->other, d->first,
+                                                       d->n);
 
                 job_compare_cells(j, name, a, b, &diffs);
             }
@@ -803,10 +811,11 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
         if (!hconn_get_rows(w->c, j->opts.from, w->lookup, &w->other, error))
             return FALSE;
         for (guint i = 0; i < n; i++) {
-            const struct hconn_row *s =
-                o < w->other.rows->len
-                    ? &g_array_index(w->other.rows, struct hconn_row, o)
-                    : NULL;
+            const struct hconn_row *s = o < w->other.rows->len
+                                            ? &g_array_index(w->other.rows,
+                                                             struct hconn_row,
+                                                             o)
+                                            : NULL;
             guint klen;
             const uint8_t *k = job_key_data(w, i, &klen);
 
@@ -815,8 +824,9 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
                 continue;
             }
             {
-                const struct hconn_row *d =
-                    &g_array_index(w->batch.rows, struct hconn_row, i);
+                const struct hconn_row *d = &g_array_index(w->batch.rows,
+                                                           struct hconn_row,
+                                                           i);
                 g_autofree char *name = salt_escape(d->key, d->key_len);
 
                 job_diff(j, &diffs,
@@ -863,9 +873,8 @@ job_report(struct job *j, struct ckpt_entry *e, guint64 diffs,
                     u, e->rows, e->cells, e->bytes, diffs);
         else
             fprintf(j->results,
-                    "%s ok rows=%" G_GUINT64_FORMAT
-                    " cells=%" G_GUINT64_FORMAT " bytes=%" G_GUINT64_FORMAT
-                    "\n",
+                    "%s ok rows=%" G_GUINT64_FORMAT " cells=%" G_GUINT64_FORMAT
+                    " bytes=%" G_GUINT64_FORMAT "\n",
                     u, e->rows, e->cells, e->bytes);
         fflush(j->results);
     }
@@ -1010,8 +1019,8 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
 
                 fprintf(results,
                         "%s ok rows=%" G_GUINT64_FORMAT
-                        " cells=%" G_GUINT64_FORMAT
-                        " bytes=%" G_GUINT64_FORMAT " (done before)\n",
+                        " cells=%" G_GUINT64_FORMAT " bytes=%" G_GUINT64_FORMAT
+                        " (done before)\n",
                         u, e->rows, e->cells, e->bytes);
             }
             continue;

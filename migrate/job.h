@@ -12,18 +12,18 @@
 #include "unit.h"
 
 struct job_opts {
-    const char *from;          /* source table */
-    const char *to;            /* destination table */
-    guint parallel;            /* workers (scanners at once) */
-    guint batch_rows;          /* rows per scanner fetch and write batch */
-    gsize batch_bytes;         /* most bytes of one mutateRowsTs call */
-    gboolean all_versions;     /* getVer per cell */
-    gboolean dry_run;          /* read, count, write nothing */
-    gboolean verify;           /* compare instead of copy */
-    double max_rows_per_second;/* 0: no limit */
-    guint retries;             /* attempts per unit after the first */
-    guint max_diffs;           /* differences printed (all are counted) */
-    gboolean units_mode;       /* print a result line per unit */
+    const char *from;           /* source table */
+    const char *to;             /* destination table */
+    guint parallel;             /* workers (scanners at once) */
+    guint batch_rows;           /* rows per scanner fetch and write batch */
+    gsize batch_bytes;          /* most bytes of one mutateRowsTs call */
+    gboolean all_versions;      /* getVer per cell */
+    gboolean dry_run;           /* read, count, write nothing */
+    gboolean verify;            /* compare instead of copy */
+    double max_rows_per_second; /* 0: no limit */
+    guint retries;              /* attempts per unit after the first */
+    guint max_diffs;            /* differences printed (all are counted) */
+    gboolean units_mode;        /* print a result line per unit */
 };
 
 /* What a run did. */

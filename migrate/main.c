@@ -98,9 +98,9 @@ migrate_region_units(struct hconn *c, const char *table, unit_side_t side,
         return FALSE;
     }
     for (guint i = 0; i < regions->len; i++) {
-        const struct hconn_region *r =
-            &g_array_index(regions, struct hconn_region, i);
-        struct unit u = {side, g_bytes_ref(r->start), g_bytes_ref(r->end)};
+        const struct hconn_region *r = &g_array_index(regions,
+                                                      struct hconn_region, i);
+        struct unit u = { side, g_bytes_ref(r->start), g_bytes_ref(r->end) };
 
         g_array_append_val(units, u);
     }
@@ -108,8 +108,7 @@ migrate_region_units(struct hconn *c, const char *table, unit_side_t side,
     return TRUE;
 }
 
-static void
-migrate_say(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void migrate_say(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 
 static void
 migrate_say(const char *fmt, ...)
@@ -134,65 +133,66 @@ main(int argc, char **argv)
     gboolean all_versions = FALSE, dry_run = FALSE, verify = FALSE;
     gboolean list_units = FALSE, no_progress = FALSE, version = FALSE;
     GOptionEntry entries[] = {
-        {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
-         "The proxy's configuration file (required): backend servers and "
-         "each table's mapping",
-         "FILE"},
-        {"from-table", 0, 0, G_OPTION_ARG_STRING, &from,
-         "Source table; salted if the configuration has a section for it",
-         "TABLE"},
-        {"to-table", 0, 0, G_OPTION_ARG_STRING, &to,
-         "Destination table (must exist); salted under its section, if any",
-         "TABLE"},
-        {"parallel", 0, 0, G_OPTION_ARG_INT, &parallel,
-         "Regions copied at once, one scanner each (default 4)", "N"},
-        {"batch-rows", 0, 0, G_OPTION_ARG_INT, &batch_rows,
-         "Rows per scanner fetch and per write batch (default 1000)", "N"},
-        {"batch-kib", 0, 0, G_OPTION_ARG_INT, &batch_kib,
-         "Most KiB of one mutateRowsTs call (default 4096)", "KIB"},
-        {"all-versions", 0, 0, G_OPTION_ARG_NONE, &all_versions,
-         "Copy every version of every cell (one getVer call per cell)", NULL},
-        {"max-rows-per-second", 0, 0, G_OPTION_ARG_DOUBLE, &max_rps,
-         "Copy at most this many rows per second, all workers together",
-         "N"},
-        {"dry-run", 0, 0, G_OPTION_ARG_NONE, &dry_run,
-         "Read and count what would be copied; write nothing", NULL},
-        {"checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint,
-         "Record progress here after every written batch; resume from it",
-         "FILE"},
-        {"verify", 0, 0, G_OPTION_ARG_NONE, &verify,
-         "Compare source and destination row by row instead of copying",
-         NULL},
-        {"max-diffs", 0, 0, G_OPTION_ARG_INT, &max_diffs,
-         "Differences printed by --verify (all are counted; default 100)",
-         "N"},
-        {"shard", 0, 0, G_OPTION_ARG_STRING, &shard,
-         "Do only every N-th unit from the I-th (several hosts)", "I/N"},
-        {"units", 0, 0, G_OPTION_ARG_FILENAME, &units_path,
-         "Read work units from FILE ('-': stdin) and print one result line "
-         "per unit on stdout",
-         "FILE"},
-        {"list-units", 0, 0, G_OPTION_ARG_NONE, &list_units,
-         "Print the units (regions) a run would do, and exit", NULL},
-        {"retries", 0, 0, G_OPTION_ARG_INT, &retries,
-         "Attempts per unit after a failed call (default 3)", "N"},
-        {"progress-interval", 0, 0, G_OPTION_ARG_DOUBLE, &interval,
-         "Seconds between progress updates (default 0.5 on a terminal, 10 "
-         "otherwise)",
-         "S"},
-        {"no-progress", 0, 0, G_OPTION_ARG_NONE, &no_progress,
-         "No progress output", NULL},
-        {"version", 'V', 0, G_OPTION_ARG_NONE, &version,
-         "Print the version and exit", NULL},
-        {NULL},
+        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
+          "The proxy's configuration file (required): backend servers and "
+          "each table's mapping",
+          "FILE" },
+        { "from-table", 0, 0, G_OPTION_ARG_STRING, &from,
+          "Source table; salted if the configuration has a section for it",
+          "TABLE" },
+        { "to-table", 0, 0, G_OPTION_ARG_STRING, &to,
+          "Destination table (must exist); salted under its section, if any",
+          "TABLE" },
+        { "parallel", 0, 0, G_OPTION_ARG_INT, &parallel,
+          "Regions copied at once, one scanner each (default 4)", "N" },
+        { "batch-rows", 0, 0, G_OPTION_ARG_INT, &batch_rows,
+          "Rows per scanner fetch and per write batch (default 1000)", "N" },
+        { "batch-kib", 0, 0, G_OPTION_ARG_INT, &batch_kib,
+          "Most KiB of one mutateRowsTs call (default 4096)", "KIB" },
+        { "all-versions", 0, 0, G_OPTION_ARG_NONE, &all_versions,
+          "Copy every version of every cell (one getVer call per cell)",
+          NULL },
+        { "max-rows-per-second", 0, 0, G_OPTION_ARG_DOUBLE, &max_rps,
+          "Copy at most this many rows per second, all workers together",
+          "N" },
+        { "dry-run", 0, 0, G_OPTION_ARG_NONE, &dry_run,
+          "Read and count what would be copied; write nothing", NULL },
+        { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint,
+          "Record progress here after every written batch; resume from it",
+          "FILE" },
+        { "verify", 0, 0, G_OPTION_ARG_NONE, &verify,
+          "Compare source and destination row by row instead of copying",
+          NULL },
+        { "max-diffs", 0, 0, G_OPTION_ARG_INT, &max_diffs,
+          "Differences printed by --verify (all are counted; default 100)",
+          "N" },
+        { "shard", 0, 0, G_OPTION_ARG_STRING, &shard,
+          "Do only every N-th unit from the I-th (several hosts)", "I/N" },
+        { "units", 0, 0, G_OPTION_ARG_FILENAME, &units_path,
+          "Read work units from FILE ('-': stdin) and print one result line "
+          "per unit on stdout",
+          "FILE" },
+        { "list-units", 0, 0, G_OPTION_ARG_NONE, &list_units,
+          "Print the units (regions) a run would do, and exit", NULL },
+        { "retries", 0, 0, G_OPTION_ARG_INT, &retries,
+          "Attempts per unit after a failed call (default 3)", "N" },
+        { "progress-interval", 0, 0, G_OPTION_ARG_DOUBLE, &interval,
+          "Seconds between progress updates (default 0.5 on a terminal, 10 "
+          "otherwise)",
+          "S" },
+        { "no-progress", 0, 0, G_OPTION_ARG_NONE, &no_progress,
+          "No progress output", NULL },
+        { "version", 'V', 0, G_OPTION_ARG_NONE, &version,
+          "Print the version and exit", NULL },
+        { NULL },
     };
     g_autoptr(GOptionContext) ctx = NULL;
     g_autoptr(GError) err = NULL;
     g_autoptr(config_t) cfg = NULL;
     g_autoptr(GArray) units = NULL;
     g_autofree char *job_text = NULL, *base_job = NULL;
-    struct job_opts opts = {0};
-    struct job_result res = {0};
+    struct job_opts opts = { 0 };
+    struct job_result res = { 0 };
     struct ckpt *ck = NULL;
     struct progress *prog = NULL;
     struct hconn *c = NULL;
@@ -310,8 +310,8 @@ main(int argc, char **argv)
             struct unit *u = &g_array_index(units, struct unit, i);
 
             if (unit_in_shard(i, shard_i, shard_n)) {
-                struct unit copy = {u->side, g_bytes_ref(u->start),
-                                    g_bytes_ref(u->end)};
+                struct unit copy = { u->side, g_bytes_ref(u->start),
+                                     g_bytes_ref(u->end) };
 
                 g_array_append_val(mine, copy);
             }
@@ -421,8 +421,10 @@ main(int argc, char **argv)
     }
     if (interval < 0)
         interval = tty ? 0.5 : 10;
-    prog = progress_new((guint)parallel, nunits, stderr, tty,
-                        interval, verify ? "verify" : dry_run ? "dry-run" : "copy");
+    prog = progress_new((guint)parallel, nunits, stderr, tty, interval,
+                        verify    ? "verify"
+                        : dry_run ? "dry-run"
+                                  : "copy");
     if (!no_progress)
         progress_start(prog);
     migrate_install_signals();
@@ -444,10 +446,11 @@ main(int argc, char **argv)
                     " cells, %" G_GUINT64_FORMAT " bytes in all; this run "
                     "%" G_GUINT64_FORMAT " rows in %.1f s (%.0f rows/s); "
                     "units ok %u, failed %u",
-                    verify ? "compared" : dry_run ? "would copy" : "copied",
+                    verify    ? "compared"
+                    : dry_run ? "would copy"
+                              : "copied",
                     res.rows, res.cells, res.bytes, r, secs,
-                    secs > 0 ? r / secs : 0.0, res.units_ok,
-                    res.units_failed);
+                    secs > 0 ? r / secs : 0.0, res.units_ok, res.units_failed);
     }
     if (res.units_failed > 0) {
         if (checkpoint != NULL && !dry_run)

@@ -4,7 +4,7 @@
 #include <string.h>
 
 struct progress_slot {
-    char *label;      /* NULL: idle */
+    char *label; /* NULL: idle */
     guint64 rows, bytes;
     gint64 started_us;
     double fraction;
@@ -20,10 +20,10 @@ struct progress {
     guint nslots;
     struct progress_slot *slots;
     guint units, units_done;
-    double done_fraction;   /* of finished units: their count */
+    double done_fraction; /* of finished units: their count */
     guint64 rows, bytes;
     gint64 started_us;
-    guint lines_drawn;      /* tty: lines to move up before redrawing */
+    guint lines_drawn; /* tty: lines to move up before redrawing */
     gboolean stop;
     GThread *thread;
 };
@@ -64,7 +64,7 @@ progress_free(struct progress *p)
 static void
 progress_human_bytes(char *buf, size_t len, double b)
 {
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
     guint i = 0;
 
     while (b >= 1024 && i < G_N_ELEMENTS(unit) - 1) {
@@ -133,9 +133,8 @@ progress_draw(struct progress *p, gboolean final)
                         "%s: units %u/%u, rows %" G_GUINT64_FORMAT
                         ", %s, %.0f rows/s, %.0f%%, ETA %s%s\n",
                         p->verb, p->units_done, p->units, p->rows, bytes,
-                        elapsed > 0 ? p->rows / elapsed : 0.0,
-                        100 * fraction, final ? "00:00" : eta,
-                        final ? " (end)" : "");
+                        elapsed > 0 ? p->rows / elapsed : 0.0, 100 * fraction,
+                        final ? "00:00" : eta, final ? " (end)" : "");
         fputs(s->str, p->out);
         fflush(p->out);
         return;

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK(unit-error-quark, unit_error)
+G_DEFINE_QUARK(unit - error - quark, unit_error)
 
 void
 unit_clear(struct unit *u)
@@ -194,8 +194,8 @@ unit_fraction(const struct unit *u, const uint8_t *key, size_t len)
     double a, b, k, f;
 
     /* an open end is a key of all 0xff bytes */
-    static const uint8_t top[8] = {0xff, 0xff, 0xff, 0xff,
-                                   0xff, 0xff, 0xff, 0xff};
+    static const uint8_t top[8] = { 0xff, 0xff, 0xff, 0xff,
+                                    0xff, 0xff, 0xff, 0xff };
 
     if (el == 0) {
         e = top;
