@@ -20,7 +20,6 @@ struct progress {
     guint nslots;
     struct progress_slot *slots;
     guint units, units_done;
-    double done_fraction; /* of finished units: their count */
     guint64 rows, bytes;
     gint64 started_us;
     guint lines_drawn; /* tty: lines to move up before redrawing */
