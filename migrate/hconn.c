@@ -821,14 +821,15 @@ hconn_get_ver(struct hconn *c, const char *table, const uint8_t *row,
 
 /* ---- writes ---------------------------------------------------------- */
 
-gboolean
-hconn_mutate_rows_ts(struct hconn *c, const char *table,
-                     const struct hconn_row *rows, guint nrows,
-                     const struct hconn_cell *cells, int64_t ts,
-                     GError **error)
+/* mutateRows (ts < 0: the server's clock) or mutateRowsTs. */
+static gboolean
+hconn_mutate(struct hconn *c, const char *table, const struct hconn_row *rows,
+             guint nrows, const struct hconn_cell *cells, gboolean with_ts,
+             int64_t ts, GError **error)
 {
+    const char *method = with_ts ? "mutateRowsTs" : "mutateRows";
     struct wire_writer w;
-    size_t frame = hconn_begin(c, &w, "mutateRowsTs");
+    size_t frame = hconn_begin(c, &w, method);
 
     hconn_write_string(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_LIST, 2);
@@ -858,10 +859,29 @@ hconn_mutate_rows_ts(struct hconn *c, const char *table,
         wire_write_struct_end(&w);
     }
     wire_write_container_end(&w);
-    wire_write_field(&w, WIRE_T_I64, 3);
-    wire_write_i64(&w, ts);
-    wire_write_field(&w, WIRE_T_MAP, 4);
+    if (with_ts) {
+        wire_write_field(&w, WIRE_T_I64, 3);
+        wire_write_i64(&w, ts);
+    }
+    wire_write_field(&w, WIRE_T_MAP, with_ts ? 4 : 3);
     wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
     wire_write_container_end(&w);
-    return hconn_call(c, &w, frame, "mutateRowsTs", NULL, NULL, error);
+    return hconn_call(c, &w, frame, method, NULL, NULL, error);
+}
+
+gboolean
+hconn_mutate_rows_ts(struct hconn *c, const char *table,
+                     const struct hconn_row *rows, guint nrows,
+                     const struct hconn_cell *cells, int64_t ts,
+                     GError **error)
+{
+    return hconn_mutate(c, table, rows, nrows, cells, TRUE, ts, error);
+}
+
+gboolean
+hconn_mutate_rows(struct hconn *c, const char *table,
+                  const struct hconn_row *rows, guint nrows,
+                  const struct hconn_cell *cells, GError **error)
+{
+    return hconn_mutate(c, table, rows, nrows, cells, FALSE, 0, error);
 }

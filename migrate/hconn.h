@@ -104,5 +104,10 @@ gboolean hconn_mutate_rows_ts(struct hconn *c, const char *table,
                               const struct hconn_cell *cells, int64_t ts,
                               GError **error);
 
+/* mutateRows: the same, at the server's clock (benchmark baseline). */
+gboolean hconn_mutate_rows(struct hconn *c, const char *table,
+                           const struct hconn_row *rows, guint nrows,
+                           const struct hconn_cell *cells, GError **error);
+
 /* Calls sent since the connection opened (tests, statistics). */
 guint64 hconn_calls(const struct hconn *c);

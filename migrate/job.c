@@ -40,8 +40,8 @@ struct job {
     gint64 rate_next_us;
 
     gint stop;       /* atomic */
-    gint kill_after; /* test hook: SIGKILL after this many writes; 0 off */
-    gint writes;     /* atomic: mutateRowsTs calls acknowledged */
+    guint64 kill_after; /* test hook: SIGKILL after this many writes; 0 off */
+    guint64 writes;     /* atomic: mutateRowsTs calls acknowledged */
 };
 
 struct job_key {
@@ -88,7 +88,7 @@ job_new(const struct config *cfg, const struct job_opts *opts)
     g_mutex_init(&j->lock);
     g_mutex_init(&j->rate_lock);
     if (kill != NULL)
-        j->kill_after = atoi(kill);
+        j->kill_after = g_ascii_strtoull(kill, NULL, 10);
     return j;
 }
 
@@ -298,7 +298,8 @@ job_flush(struct job_worker *w, int64_t ts, GError **error)
         return FALSE;
     g_array_set_size(w->out_rows, 0);
     g_array_set_size(w->out_cells, 0);
-    if (g_atomic_int_add(&j->writes, 1) + 1 == j->kill_after && j->kill_after)
+    if (__atomic_add_fetch(&j->writes, 1, __ATOMIC_RELAXED) == j->kill_after &&
+        j->kill_after)
         raise(SIGKILL); /* test hook: die between two acknowledged writes */
     return TRUE;
 }
@@ -1043,6 +1044,7 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
     j->res.units_failed += j->todo->len - MIN(j->next, j->todo->len);
     g_ptr_array_unref(j->todo);
     j->todo = NULL;
+    j->res.writes = __atomic_load_n(&j->writes, __ATOMIC_RELAXED);
     *res = j->res;
     return TRUE;
 }

@@ -30,6 +30,7 @@ struct job_opts {
 struct job_result {
     guint units_ok, units_failed;
     guint64 rows, cells, bytes, diffs;
+    guint64 writes; /* mutateRowsTs calls acknowledged in this run */
 };
 
 struct job;

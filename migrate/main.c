@@ -444,13 +444,15 @@ main(int argc, char **argv)
         progress_totals(prog, &r, &b, &secs);
         migrate_say("%s %" G_GUINT64_FORMAT " rows, %" G_GUINT64_FORMAT
                     " cells, %" G_GUINT64_FORMAT " bytes in all; this run "
-                    "%" G_GUINT64_FORMAT " rows in %.1f s (%.0f rows/s); "
-                    "units ok %u, failed %u",
+                    "%" G_GUINT64_FORMAT " rows in %.1f s (%.0f rows/s), "
+                    "%" G_GUINT64_FORMAT " write calls; units ok %u, "
+                    "failed %u",
                     verify    ? "compared"
                     : dry_run ? "would copy"
                               : "copied",
                     res.rows, res.cells, res.bytes, r, secs,
-                    secs > 0 ? r / secs : 0.0, res.units_ok, res.units_failed);
+                    secs > 0 ? r / secs : 0.0, res.writes, res.units_ok,
+                    res.units_failed);
     }
     if (res.units_failed > 0) {
         if (checkpoint != NULL && !dry_run)

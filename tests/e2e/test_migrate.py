@@ -5,8 +5,8 @@ cell and timestamp (newest versions, or all with --all-versions), 0x00 and
 resumes from its checkpoint with nothing lost and nothing doubled; --verify
 finds a row changed behind its back; --dry-run writes nothing; --shard 1/2
 and 2/2 together copy every row once; --units - reads units on stdin and
-answers one line per unit; and all of it over a compact, framed backend
-as [backend] says (CompactFramedTest).
+answers one line per unit; a copy and a verify over a compact, framed
+backend as [backend] says (CompactFramedTest).
 
   /usr/bin/python3 tests/e2e/test_migrate.py --migrate BUILD/migrate/hbase-salt-migrate \\
       --proxy BUILD/daemon/hbase-salt-proxy --emu BUILD/tests/emu/hbase-emu \\
