@@ -301,7 +301,7 @@ main(int argc, char **argv)
             goto out;
         }
     }
-    if (ck == NULL || units_path != NULL) {
+    if (ck == NULL || units_path != NULL || list_units) {
         /* keep this shard's units, in the order listed */
         GArray *mine = g_array_new(FALSE, FALSE, sizeof(struct unit));
 
