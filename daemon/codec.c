@@ -37,8 +37,10 @@ struct codec_ctx {
     gboolean passthrough;           /* table not salted: copy rows, only
                                        check the fields routing reads */
     const struct salt_table *unstorable; /* table of the first row too
-                                       long for it once salted, or NULL */
+                                       long for it once salted, or one
+                                       its mapping cannot hold, or NULL */
     uint32_t unstorable_len;        /* that row's logical length */
+    gboolean unstorable_text;       /* it is no UTF-8 (bigtable-sample) */
     gboolean too_long;              /* a row longer than HBase stores at
                                        all went on unsalted */
 };
@@ -62,11 +64,15 @@ codec_table_of(const struct salt_table *salt)
         ((const char *)salt - offsetof(struct config_table, salt));
 }
 
-/* A row HBase would take unsalted but not with the table's prefix. */
+/* A row HBase would take unsalted but not with the table's prefix, or
+ * one the table's salt mapping cannot hold (salt_key_valid). */
 static inline gboolean
-codec_unstorable(const struct salt_table *salt, uint32_t len)
+codec_unstorable(const struct salt_table *salt, const uint8_t *key,
+                 uint32_t len)
 {
-    return len > salt_max_row(salt) && len <= SALT_HBASE_MAX_ROW;
+    return len <= SALT_HBASE_MAX_ROW &&
+           (len > salt_max_row(salt) ||
+            (len > 0 && !salt_key_valid(salt, key, len)));
 }
 
 /*
@@ -92,6 +98,16 @@ codec_refuse_unstorable(struct codec_ctx *c,
         return;
     }
     err->answer = CODEC_ANSWER_IA;
+    if (c->unstorable_text) {
+        g_snprintf(err->text, sizeof(err->text),
+                   "hbase-salt-proxy: row is not UTF-8 text, and table "
+                   "%.*s%s uses salt_mapping bigtable-sample, whose rows "
+                   "are Java strings written as UTF-8",
+                   name_len, t->name,
+                   (size_t)name_len < t->name_len ? "..." : "");
+        err->message = err->text;
+        return;
+    }
     if (salt->sep_len > 0) {
         g_snprintf(sep, sizeof(sep), " and %u-byte separator",
                    salt->sep_len);
@@ -203,11 +219,12 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         wire_write_binary(&c->w, key, len);
         return;
     }
-    if (codec_unstorable(salt, len) && c->unstorable == NULL) {
+    if (codec_unstorable(salt, key, len) && c->unstorable == NULL) {
         /* salted it is too long for HBase: sent only if another row of
          * the call fails anyway, see codec_request_body */
         c->unstorable = salt;
         c->unstorable_len = len;
+        c->unstorable_text = len <= salt_max_row(salt);
     }
     bucket = salt_bucket(salt, key, len);
     metrics_bucket_request(salt, bucket, c->tally);
@@ -260,14 +277,14 @@ codec_rows_in(struct codec_ctx *c, const struct salt_table *salt)
         for (i = 0; i < count
                     && wire_read_binary(&ahead, &key, &len) == WIRE_OK;
              i++) {
-            kept += codec_unstorable(salt, len) ? 0 : 1;
+            kept += codec_unstorable(salt, key, len) ? 0 : 1;
         }
         wire_write_list_begin(&c->w, et, kept);
         for (i = 0; i < count; i++) {
             if (wire_read_binary(&c->r, &key, &len) != WIRE_OK) {
                 return FALSE;
             }
-            if (!codec_unstorable(salt, len)) {
+            if (!codec_unstorable(salt, key, len)) {
                 codec_key_in(c, salt, key, len);
             }
         }

@@ -11,6 +11,7 @@
 
 #include "emu_handler.h"
 #include "emu_handler2.h"
+#include "emu_http.h"
 #include "emu_sasl.h"
 #include "emu_scanner.h"
 #include "emu_server.h"
@@ -34,15 +35,28 @@ static struct {
     char *sasl_qop;
     char *keytab;
     char *principal;
+    gboolean http;
+    gboolean thrift2_http;
+    char *https_cert;
+    char *https_key;
+    char *spnego_principal;
+    char *spnego_keytab;
+    gboolean http_proxyuser;
+    gboolean http_allow_options;
+    gint http_threads;
 } emu_main_opts = {
     .max_frame_mb = 16,
+    .http_threads = 4,
     .scanner_timeout_ms = 120000,
     .regions = 1,
 };
 
 static emu_store *emu_main_store;
+/* Each service has a socket listener or an HTTP one (or, Thrift2, none). */
 static emu_server *emu_main_server;
-static emu_server *emu_main_server2;   /* Thrift2, or NULL */
+static emu_http *emu_main_http;
+static emu_server *emu_main_server2;
+static emu_http *emu_main_http2;
 
 static GOptionEntry emu_main_entries[] = {
     { "listen", 0, 0, G_OPTION_ARG_STRING, &emu_main_opts.listen,
@@ -68,26 +82,54 @@ static GOptionEntry emu_main_entries[] = {
       "where SIGUSR1 (and exit) write region counters; default stderr",
       "PATH" },
     { "create-table", 0, 0, G_OPTION_ARG_STRING_ARRAY,
-      &emu_main_opts.create_tables,
-      "create a table at startup (repeatable)", "NAME:FAM1,FAM2" },
+      &emu_main_opts.create_tables, "create a table at startup (repeatable)",
+      "NAME:FAM1,FAM2" },
     { "port-file", 0, 0, G_OPTION_ARG_FILENAME, &emu_main_opts.port_file,
       "write the bound port here once listening", "PATH" },
     { "thrift2-listen", 0, 0, G_OPTION_ARG_STRING,
       &emu_main_opts.thrift2_listen,
       "also serve Thrift2 (THBaseService, as `hbase thrift2`) here, over "
-      "the same tables; same --framed/--compact", "HOST:PORT" },
+      "the same tables; same --framed/--compact",
+      "HOST:PORT" },
     { "thrift2-port-file", 0, 0, G_OPTION_ARG_FILENAME,
       &emu_main_opts.thrift2_port_file,
       "write the bound Thrift2 port here once listening", "PATH" },
     { "sasl-qop", 0, 0, G_OPTION_ARG_STRING, &emu_main_opts.sasl_qop,
       "SASL GSSAPI on both listeners with this QOP, as HBase's "
       "hbase.thrift.security.qop (needs --keytab, --principal; not "
-      "--framed)", "auth|auth-int|auth-conf" },
+      "--framed)",
+      "auth|auth-int|auth-conf" },
     { "keytab", 0, 0, G_OPTION_ARG_FILENAME, &emu_main_opts.keytab,
       "the server's keytab (hbase.thrift.keytab.file)", "PATH" },
     { "principal", 0, 0, G_OPTION_ARG_STRING, &emu_main_opts.principal,
       "the server's principal (hbase.thrift.kerberos.principal)",
       "hbase/HOST@REALM" },
+    { "http", 0, 0, G_OPTION_ARG_NONE, &emu_main_opts.http,
+      "Thrift1 over HTTP (hbase.regionserver.thrift.http): one message "
+      "per POST body, binary protocol",
+      NULL },
+    { "thrift2-http", 0, 0, G_OPTION_ARG_NONE, &emu_main_opts.thrift2_http,
+      "Thrift2 over HTTP on --thrift2-listen", NULL },
+    { "https-cert", 0, 0, G_OPTION_ARG_FILENAME, &emu_main_opts.https_cert,
+      "TLS on the HTTP listeners (hbase.thrift.ssl.enabled): PEM "
+      "certificate chain",
+      "FILE" },
+    { "https-key", 0, 0, G_OPTION_ARG_FILENAME, &emu_main_opts.https_key,
+      "the certificate's PEM private key", "FILE" },
+    { "spnego-principal", 0, 0, G_OPTION_ARG_STRING,
+      &emu_main_opts.spnego_principal,
+      "Kerberos on every HTTP request (hbase.thrift.spnego.principal)",
+      "HTTP/HOST@REALM" },
+    { "spnego-keytab", 0, 0, G_OPTION_ARG_FILENAME,
+      &emu_main_opts.spnego_keytab,
+      "its keytab (hbase.thrift.spnego.keytab.file)", "PATH" },
+    { "http-proxyuser", 0, 0, G_OPTION_ARG_NONE, &emu_main_opts.http_proxyuser,
+      "honour the doAs header (hbase.thrift.support.proxyuser)", NULL },
+    { "http-allow-options", 0, 0, G_OPTION_ARG_NONE,
+      &emu_main_opts.http_allow_options,
+      "answer OPTIONS (hbase.thrift.http.allow.options.method)", NULL },
+    { "http-threads", 0, 0, G_OPTION_ARG_INT, &emu_main_opts.http_threads,
+      "event loops per HTTP listener (default 4)", "N" },
     { NULL }
 };
 
@@ -162,7 +204,12 @@ static gpointer emu_main_signal_thread(gpointer data)
             emu_main_dump_stats();
         if (emu_main_server2 != NULL)
             emu_server_stop(emu_main_server2);
-        emu_server_stop(emu_main_server);
+        if (emu_main_http2 != NULL)
+            emu_http_stop(emu_main_http2);
+        if (emu_main_server != NULL)
+            emu_server_stop(emu_main_server);
+        if (emu_main_http != NULL)
+            emu_http_stop(emu_main_http);
         return NULL;
     }
 }
@@ -214,8 +261,89 @@ static gboolean emu_main_write_port(const char *path, int port,
 
 static gpointer emu_main_thrift2_thread(gpointer data)
 {
-    emu_server_run(data);
+    if (emu_main_http2 != NULL)
+        emu_http_run(emu_main_http2);
+    else
+        emu_server_run(emu_main_server2);
     return NULL;
+}
+
+/* The HTTP listeners' shared settings, checked as HBase checks its keys at
+ * startup.  FALSE (after a message) when the command line is refused. */
+static gboolean emu_main_http_setup(struct emu_http_config *hc,
+                                    const char *sasl_qop, int *status)
+{
+    g_autoptr(GError) err = NULL;
+    gboolean any = emu_main_opts.http || emu_main_opts.thrift2_http;
+    const char *principal = emu_main_opts.spnego_principal;
+    const char *keytab = emu_main_opts.spnego_keytab;
+
+    *status = 2;
+    if (emu_main_opts.thrift2_http && emu_main_opts.thrift2_listen == NULL) {
+        fprintf(stderr, "hbase-emu: --thrift2-http needs --thrift2-listen\n");
+        return FALSE;
+    }
+    if ((emu_main_opts.https_cert == NULL) !=
+            (emu_main_opts.https_key == NULL) ||
+        (principal == NULL) != (keytab == NULL)) {
+        fprintf(stderr,
+                "hbase-emu: --https-cert and --https-key go "
+                "together, as do --spnego-principal and --spnego-keytab\n");
+        return FALSE;
+    }
+    if (!any &&
+        (emu_main_opts.https_cert != NULL || principal != NULL ||
+         emu_main_opts.http_proxyuser || emu_main_opts.http_allow_options)) {
+        /* As HBase: TLS, SPNEGO and doAs exist in HTTP mode only. */
+        fprintf(stderr,
+                "hbase-emu: --https-*, --spnego-*, --http-proxyuser "
+                "and --http-allow-options need --http or --thrift2-http\n");
+        return FALSE;
+    }
+    if (emu_main_opts.http_threads <= 0 || emu_main_opts.http_threads > 256) {
+        fprintf(stderr, "hbase-emu: --http-threads out of range\n");
+        return FALSE;
+    }
+    if (!any)
+        return TRUE;
+    /* With a QOP the server is a secure one: SPNEGO on HTTP, its keys
+     * falling back to the Kerberos ones as HBase's do. */
+    if (sasl_qop != NULL && principal == NULL) {
+        principal = emu_main_opts.principal;
+        keytab = emu_main_opts.keytab;
+    }
+    if (g_strcmp0(sasl_qop, "auth-conf") == 0 &&
+        emu_main_opts.https_cert == NULL) {
+        fprintf(stderr, "hbase-emu: Thrift HTTP Server's QoP is privacy, "
+                        "but hbase.thrift.ssl.enabled is false\n");
+        return FALSE;
+    }
+    *status = 1;
+    if (emu_main_opts.https_cert != NULL) {
+        hc->tls = emu_http_tls_new(emu_main_opts.https_cert,
+                                   emu_main_opts.https_key, &err);
+        if (hc->tls == NULL) {
+            fprintf(stderr, "hbase-emu: %s\n", err->message);
+            return FALSE;
+        }
+    }
+    if (principal != NULL) {
+        hc->spnego = emu_spnego_new(principal, keytab, &err);
+        if (hc->spnego == NULL) {
+            fprintf(stderr, "hbase-emu: %s\n", err->message);
+            return FALSE;
+        }
+    }
+    hc->max_body = (guint32)emu_main_opts.max_frame_mb << 20;
+    hc->threads = (guint)emu_main_opts.http_threads;
+    hc->proxyuser = emu_main_opts.http_proxyuser;
+    hc->allow_options = emu_main_opts.http_allow_options;
+    /* Without Kerberos the servlet's user is the server's login user. */
+    hc->server_user = emu_main_opts.principal != NULL
+                          ? g_strndup(emu_main_opts.principal,
+                                      strcspn(emu_main_opts.principal, "/@"))
+                          : g_get_user_name();
+    return TRUE;
 }
 
 int main(int argc, char **argv)
@@ -232,6 +360,8 @@ int main(int argc, char **argv)
     struct emu_handler_options hopts = { 0 };
     static sigset_t set;
     emu_sasl *sasl = NULL;    /* lives as long as the process */
+    struct emu_http_config hc = { 0 };
+    int status = 0;
     g_autofree char *host = NULL;
     int port = -1;
 
@@ -291,6 +421,9 @@ int main(int argc, char **argv)
                 "--sasl-qop\n");
         return 2;
     }
+
+    if (!emu_main_http_setup(&hc, emu_main_opts.sasl_qop, &status))
+        return status;
 
     scfg.regions = (guint)emu_main_opts.regions;
     scfg.server_name = host;
@@ -353,12 +486,28 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    emu_main_server = emu_server_new(&cfg, G_OBJECT(handler), &port, &err);
-    if (emu_main_server == NULL) {
+    if (emu_main_opts.http) {
+        struct emu_http_config hc1 = hc;
+
+        hc1.service = EMU_SERVICE_HBASE1;
+        hc1.host = host;
+        hc1.port = port;
+        emu_main_http = emu_http_new(&hc1, G_OBJECT(handler), &port, &err);
+    } else {
+        emu_main_server = emu_server_new(&cfg, G_OBJECT(handler), &port, &err);
+    }
+    if (emu_main_server == NULL && emu_main_http == NULL) {
         fprintf(stderr, "hbase-emu: %s\n", err->message);
         return 1;
     }
-    if (host2 != NULL) {
+    if (host2 != NULL && emu_main_opts.thrift2_http) {
+        struct emu_http_config hc2 = hc;
+
+        hc2.service = EMU_SERVICE_HBASE2;
+        hc2.host = host2;
+        hc2.port = port2;
+        emu_main_http2 = emu_http_new(&hc2, G_OBJECT(handler2), &port2, &err);
+    } else if (host2 != NULL) {
         struct emu_server_config cfg2 = cfg;
 
         cfg2.service = EMU_SERVICE_HBASE2;
@@ -366,10 +515,10 @@ int main(int argc, char **argv)
         cfg2.port = port2;
         emu_main_server2 = emu_server_new(&cfg2, G_OBJECT(handler2), &port2,
                                           &err);
-        if (emu_main_server2 == NULL) {
-            fprintf(stderr, "hbase-emu: thrift2: %s\n", err->message);
-            return 1;
-        }
+    }
+    if (host2 != NULL && emu_main_server2 == NULL && emu_main_http2 == NULL) {
+        fprintf(stderr, "hbase-emu: thrift2: %s\n", err->message);
+        return 1;
     }
     /* The Thrift2 port first: a harness that waits for the Thrift1 port
      * file then finds both. */
@@ -380,17 +529,29 @@ int main(int argc, char **argv)
     }
     g_thread_unref(g_thread_new("emu-signals", emu_main_signal_thread, &set));
     g_thread_unref(g_thread_new("emu-sweeper", emu_main_sweeper_thread, NULL));
-    g_message("listening on %s:%d (%s, %s%s%s)", host, port,
-              cfg.framed ? "framed" : "buffered",
-              cfg.compact ? "compact" : "binary",
-              sasl != NULL ? ", sasl qop " : "",
-              sasl != NULL ? emu_main_opts.sasl_qop : "");
-    if (emu_main_server2 != NULL) {
-        g_message("thrift2 listening on %s:%d", host2, port2);
-        g_thread_unref(g_thread_new("emu-thrift2", emu_main_thrift2_thread,
-                                    emu_main_server2));
+    if (emu_main_http != NULL)
+        g_message("listening on %s:%d (%s, binary%s%s)", host, port,
+                  hc.tls != NULL ? "https" : "http",
+                  hc.spnego != NULL ? ", spnego" : "",
+                  hc.proxyuser ? ", proxyuser" : "");
+    else
+        g_message("listening on %s:%d (%s, %s%s%s)", host, port,
+                  cfg.framed ? "framed" : "buffered",
+                  cfg.compact ? "compact" : "binary",
+                  sasl != NULL ? ", sasl qop " : "",
+                  sasl != NULL ? emu_main_opts.sasl_qop : "");
+    if (host2 != NULL) {
+        g_message("thrift2 listening on %s:%d%s", host2, port2,
+                  emu_main_http2 == NULL ? ""
+                  : hc.tls != NULL       ? " (https)"
+                                         : " (http)");
+        g_thread_unref(
+            g_thread_new("emu-thrift2", emu_main_thrift2_thread, NULL));
     }
-    emu_server_run(emu_main_server);
+    if (emu_main_http != NULL)
+        emu_http_run(emu_main_http);
+    else
+        emu_server_run(emu_main_server);
     /* Connection threads may still run; the process exit ends them. */
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <gssapi/gssapi_ext.h>
 #include <gssapi/gssapi_krb5.h>
 
+#include "emu_gss.h"
 #include "emu_server.h"
 
 /*
@@ -80,105 +81,24 @@ gboolean emu_sasl_parse_qop(const char *name, emu_qop_t *qop)
     return TRUE;
 }
 
-static char *emu_sasl_gss_part(OM_uint32 code, int type)
-{
-    GString *s = g_string_new(NULL);
-    OM_uint32 ctx = 0, minor;
-
-    do {
-        gss_buffer_desc b = GSS_C_EMPTY_BUFFER;
-
-        if (GSS_ERROR(gss_display_status(&minor, code, type, GSS_C_NO_OID,
-                                         &ctx, &b)))
-            break;
-        if (s->len > 0)
-            g_string_append(s, ": ");
-        g_string_append_len(s, b.value, (gssize)b.length);
-        gss_release_buffer(&minor, &b);
-    } while (ctx != 0);
-    return g_string_free(s, FALSE);
-}
-
-/* MIT's own wording ("Clock skew too great", "Request is a replay", ...):
- * what an operator needs, and never key material.  The mechanism's
- * detail alone when the major code is the generic "Unspecified GSS
- * failure"; a minor code that maps to nothing reads "Success" and is
- * dropped. */
-static char *emu_sasl_gss_text(OM_uint32 major, OM_uint32 minor)
-{
-    g_autofree char *maj = emu_sasl_gss_part(major, GSS_C_GSS_CODE);
-    g_autofree char *min = minor != 0
-                               ? emu_sasl_gss_part(minor, GSS_C_MECH_CODE)
-                               : NULL;
-
-    if (min == NULL || *min == '\0' || strcmp(min, "Success") == 0)
-        return g_steal_pointer(&maj);
-    if (GSS_ROUTINE_ERROR(major) == GSS_S_FAILURE)
-        return g_steal_pointer(&min);
-    return g_strdup_printf("%s: %s", maj, min);
-}
-
-static void emu_sasl_set_gss_error(GError **error, const char *what,
-                                   OM_uint32 major, OM_uint32 minor)
-{
-    g_autofree char *text = emu_sasl_gss_text(major, minor);
-
-    g_set_error(error, EMU_SASL_ERROR, EMU_SASL_ERROR_REFUSED, "%s: %s",
-                what, text);
-}
-
-/* The acceptor credential for s->principal from s->keytab only: never
- * the default keytab, never another principal in the file. */
+/* The acceptor credential for s->principal from s->keytab only. */
 static gboolean emu_sasl_acquire(const emu_sasl *s, gss_cred_id_t *cred,
                                  GError **error)
 {
-    gss_key_value_element_desc el = { "keytab", s->keytab };
-    gss_key_value_set_desc store = { 1, &el };
-    gss_buffer_desc nb = { strlen(s->principal), s->principal };
-    gss_OID_desc krb5 = *gss_mech_krb5;
-    gss_OID_set_desc mechs = { 1, &krb5 };
-    gss_name_t name = GSS_C_NO_NAME;
-    OM_uint32 major, minor, min2;
-
-    major = gss_import_name(&minor, &nb, GSS_KRB5_NT_PRINCIPAL_NAME, &name);
-    if (GSS_ERROR(major)) {
-        emu_sasl_set_gss_error(error, s->principal, major, minor);
-        return FALSE;
-    }
-    major = gss_acquire_cred_from(&minor, name, GSS_C_INDEFINITE, &mechs,
-                                  GSS_C_ACCEPT, &store, cred, NULL, NULL);
-    gss_release_name(&min2, &name);
-    if (GSS_ERROR(major)) {
-        emu_sasl_set_gss_error(error, s->keytab, major, minor);
-        return FALSE;
-    }
-    return TRUE;
+    return emu_gss_acquire(s->principal, s->keytab, FALSE, cred, error);
 }
 
 emu_sasl *emu_sasl_new(const char *principal, const char *keytab,
                        emu_qop_t qop, GError **error)
 {
-    emu_sasl *s = g_new0(emu_sasl, 1);
-    gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
-    OM_uint32 minor, min2, major;
+    emu_sasl *s;
 
+    if (!emu_gss_check_keytab(principal, keytab, error))
+        return NULL;
+    s = g_new0(emu_sasl, 1);
     s->principal = g_strdup(principal);
     s->keytab = g_strdup(keytab);
     s->qop = qop;
-    if (!emu_sasl_acquire(s, &cred, error)) {
-        emu_sasl_free(s);
-        return NULL;
-    }
-    /* gss_acquire_cred_from defers reading the keytab; asking for the
-     * credential's lifetime makes it look for the principal's key now. */
-    major = gss_inquire_cred_by_mech(&minor, cred, gss_mech_krb5, NULL,
-                                     NULL, NULL, NULL);
-    gss_release_cred(&min2, &cred);
-    if (GSS_ERROR(major)) {
-        emu_sasl_set_gss_error(error, keytab, major, minor);
-        emu_sasl_free(s);
-        return NULL;
-    }
     return s;
 }
 
@@ -310,27 +230,6 @@ static GBytes *emu_sasl_recv_msg(int fd, guint8 *status, GError **error)
     return g_bytes_new_take(g_steal_pointer(&payload), len);
 }
 
-/* "app/host@REALM" -> "app", as HBase's SecurityUtil does. */
-static char *emu_sasl_short_name(const char *principal)
-{
-    gsize n = strcspn(principal, "/@");
-
-    return g_strndup(principal, n);
-}
-
-static char *emu_sasl_display_name(gss_name_t name)
-{
-    gss_buffer_desc b = GSS_C_EMPTY_BUFFER;
-    OM_uint32 minor;
-    char *s;
-
-    if (GSS_ERROR(gss_display_name(&minor, name, &b, NULL)))
-        return g_strdup("?");
-    s = g_strndup(b.value, b.length);
-    gss_release_buffer(&minor, &b);
-    return s;
-}
-
 /* The server's offer once the context is up: the one layer configured
  * and the receive buffer, integrity-protected but not sealed. */
 static gboolean emu_sasl_offer(emu_sasl *s, emu_sasl_conn *c, int fd,
@@ -345,7 +244,7 @@ static gboolean emu_sasl_offer(emu_sasl *s, emu_sasl_conn *c, int fd,
     plain[0] = (guint8)s->qop;
     major = gss_wrap(&minor, c->ctx, 0, GSS_C_QOP_DEFAULT, &in, NULL, &out);
     if (GSS_ERROR(major)) {
-        emu_sasl_set_gss_error(error, "wrap", major, minor);
+        emu_gss_set_error(error, "wrap", major, minor);
         emu_sasl_refuse(fd, EMU_SASL_ST_BAD, NULL, "Problem wrapping handshake1");
         return FALSE;
     }
@@ -369,7 +268,7 @@ static gboolean emu_sasl_choose(emu_sasl *s, emu_sasl_conn *c, int fd,
     major = gss_unwrap(&minor, c->ctx, &in, &out, NULL, NULL);
     if (GSS_ERROR(major) || major != GSS_S_COMPLETE || out.length < 4) {
         if (GSS_ERROR(major))
-            emu_sasl_set_gss_error(error, "unwrap", major, minor);
+            emu_gss_set_error(error, "unwrap", major, minor);
         gss_release_buffer(&minor, &out);
         emu_sasl_refuse(fd, EMU_SASL_ST_BAD, error,
                         "Final handshake step failed");
@@ -396,7 +295,7 @@ static gboolean emu_sasl_choose(emu_sasl *s, emu_sasl_conn *c, int fd,
                         authzid);
         return FALSE;
     }
-    c->user = emu_sasl_short_name(authzid);
+    c->user = emu_gss_short_name(authzid);
     return emu_sasl_send_msg(fd, EMU_SASL_ST_COMPLETE, NULL, 0);
 }
 
@@ -455,7 +354,7 @@ static gboolean emu_sasl_negotiate(emu_sasl *s, emu_sasl_conn *c, int fd,
         if (GSS_ERROR(major)) {
             /* HBase's clients see only the JDK's summary; the cause is
              * for the server's log. */
-            emu_sasl_set_gss_error(error, "accept", major, minor);
+            emu_gss_set_error(error, "accept", major, minor);
             gss_release_buffer(&minor, &out);
             emu_sasl_refuse(fd, EMU_SASL_ST_BAD, NULL, "GSS initiate failed");
             return FALSE;
@@ -467,7 +366,7 @@ static gboolean emu_sasl_negotiate(emu_sasl *s, emu_sasl_conn *c, int fd,
                 return FALSE;
             continue;
         }
-        peer_name = emu_sasl_display_name(src);
+        peer_name = emu_gss_display_name(src);
         gss_release_name(&minor, &src);
         if (s->qop != EMU_QOP_AUTH &&
             (flags & (s->qop == EMU_QOP_AUTH_CONF ? GSS_C_CONF_FLAG
@@ -583,7 +482,7 @@ gboolean emu_sasl_read(emu_sasl_conn *c, int fd, GByteArray *buf,
     /* A replayed, reordered or missing token is as bad as a forged one
      * (the JDK's checkMessageProp). */
     if (major != GSS_S_COMPLETE) {
-        emu_sasl_set_gss_error(error, "unwrap", major, minor);
+        emu_gss_set_error(error, "unwrap", major, minor);
         gss_release_buffer(&minor, &out);
         g_byte_array_set_size(buf, old);
         return FALSE;
@@ -620,7 +519,7 @@ gboolean emu_sasl_write(emu_sasl_conn *c, int fd, const guint8 *data,
         major = gss_wrap(&minor, c->ctx, c->layer == EMU_QOP_AUTH_CONF,
                          GSS_C_QOP_DEFAULT, &in, NULL, &out);
         if (GSS_ERROR(major)) {
-            emu_sasl_set_gss_error(error, "wrap", major, minor);
+            emu_gss_set_error(error, "wrap", major, minor);
             return FALSE;
         }
         f = g_byte_array_sized_new((guint)out.length + 4);

@@ -10,21 +10,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <thrift/c_glib/protocol/thrift_binary_protocol.h>
-#include <thrift/c_glib/protocol/thrift_compact_protocol.h>
-
-#include "emu_transport.h"
-#include "hbase2_t_h_base_service.h"
-#include "hbase_hbase.h"
+#include "emu_dispatch.h"
 #include "wire.h"
 
 /*
  * Per connection:
  *
  *   socket --recv--> inbuf --wire_message_scan--> one whole message
- *      (header rewritten to strict binary if needed) --EmuTransport-->
- *      generated processor (Hbase or THBaseService) --> handler --> store
- *   socket <--send-- [frame length] + EmuTransport output
+ *      --emu_dispatch--> generated processor --> handler --> store
+ *   socket <--send-- [frame length] + the reply
  *
  * c_glib never sees bytes the bounds-checking scanner has not accepted,
  * and never touches the socket.
@@ -81,108 +75,23 @@ static gboolean emu_server_reply(struct emu_conn *c, const GByteArray *out)
     return emu_server_send_all(c->fd, out->data, out->len);
 }
 
-/* A TApplicationException built without c_glib, e.g. for a bad name. */
-static gboolean emu_server_app_error(struct emu_conn *c, wire_proto_t proto,
-                                     const struct wire_msg *m, int32_t type,
-                                     const char *text)
-{
-    struct wire_buf b;
-    struct wire_writer w;
-    gboolean ok;
-
-    wire_buf_init(&b);
-    wire_writer_init(&w, proto, &b);
-    wire_write_app_exception(&w, m->name, m->name_len, m->seqid, type, text);
-    GByteArray view = { .data = b.data, .len = (guint)b.len };
-    ok = emu_server_reply(c, &view);
-    wire_buf_free(&b);
-    return ok;
-}
-
-static ThriftProcessor *emu_server_processor_new(emu_server *srv)
-{
-    if (srv->cfg.service == EMU_SERVICE_HBASE2)
-        return g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_PROCESSOR,
-                            "handler", srv->handler, NULL);
-    return g_object_new(HBASE_TYPE_HBASE_PROCESSOR, "handler", srv->handler,
-                        NULL);
-}
-
-/* The generated processors keep their method tables in the same place
- * under different struct names. */
-static gboolean emu_server_has_method(emu_server *srv, ThriftProcessor *proc,
-                                      const char *name)
-{
-    GHashTable *map = srv->cfg.service == EMU_SERVICE_HBASE2
-        ? ((Hbase2THBaseServiceProcessor *)proc)->process_map
-        : ((HbaseHbaseProcessor *)proc)->process_map;
-
-    return g_hash_table_lookup(map, name) != NULL;
-}
-
 /* Handles one whole message; FALSE closes the connection. */
-static gboolean emu_server_handle(struct emu_conn *c,
-                                  ThriftProcessor *proc,
-                                  EmuTransport *tr, ThriftProtocol *in,
-                                  ThriftProtocol *out, const guint8 *msg,
-                                  gsize len)
+static gboolean emu_server_handle(struct emu_conn *c, emu_dispatch *d,
+                                  const guint8 *msg, gsize len)
 {
-    wire_proto_t proto = c->srv->cfg.compact ? WIRE_COMPACT : WIRE_BINARY;
-    struct wire_reader r;
-    struct wire_msg m;
-    struct wire_buf head;
     g_autoptr(GError) err = NULL;
-    g_autofree char *name = NULL;
-    gboolean ok;
+    const GByteArray *reply = NULL;
 
-    wire_reader_init(&r, proto, msg, len, TRUE, &c->srv->limits);
-    if (wire_read_msg_begin(&r, &m) != WIRE_OK) {
-        g_message("%s: bad message header: %s", c->peer,
-                  r.error ? r.error : "?");
+    switch (emu_dispatch_call(d, msg, len, c->peer, &reply, &err)) {
+    case EMU_DISPATCH_REPLY:
+        return emu_server_reply(c, reply);
+    case EMU_DISPATCH_ONEWAY:
+        return TRUE;
+    case EMU_DISPATCH_FAIL:
+    default:
+        g_message("%s: %s", c->peer, err ? err->message : "bad message");
         return FALSE;
     }
-    name = g_strndup((const char *)m.name, m.name_len);
-    if (m.type != WIRE_CALL && m.type != WIRE_ONEWAY)
-        return emu_server_app_error(c, proto, &m,
-                                    WIRE_APP_INVALID_MESSAGE_TYPE,
-                                    "Invalid message type");
-    /* Answered here rather than by c_glib's dispatcher, which leaks the
-     * name on this path; the text is libthrift's. */
-    if (memchr(m.name, 0, m.name_len) != NULL ||
-        !emu_server_has_method(c->srv, proc, name)) {
-        g_autofree char *text = g_strdup_printf("Invalid method name: '%s'",
-                                                name);
-
-        return emu_server_app_error(c, proto, &m, WIRE_APP_UNKNOWN_METHOD,
-                                    text);
-    }
-    wire_buf_init(&head);
-    if (proto == WIRE_BINARY && !m.strict) {
-        /* c_glib 0.17 reads only versioned headers: rewrite this one. */
-        struct wire_writer w;
-        size_t off = wire_reader_offset(&r);
-
-        wire_writer_init(&w, WIRE_BINARY, &head);
-        wire_write_msg_begin(&w, m.name, m.name_len, m.type, m.seqid);
-        emu_transport_set_input(tr, head.data, head.len, msg + off,
-                                len - off);
-    } else {
-        emu_transport_set_input(tr, NULL, 0, msg, len);
-    }
-    emu_transport_reset_output(tr);
-    ok = thrift_processor_process(proc, in, out, &err);
-    wire_buf_free(&head);
-    if (!ok) {
-        /* The args did not decode into the method's struct. */
-        g_message("%s: %s: %s", c->peer, name,
-                  err ? err->message : "decode failed");
-        return emu_server_app_error(c, proto, &m, WIRE_APP_PROTOCOL_ERROR,
-                                    err ? err->message
-                                        : "invalid arguments");
-    }
-    if (m.type == WIRE_ONEWAY)
-        return TRUE;
-    return emu_server_reply(c, emu_transport_output(tr));
 }
 
 /* Appends what the client sent next to buf: raw bytes, or one SASL frame
@@ -217,19 +126,11 @@ static gpointer emu_server_conn_thread(gpointer data)
     struct emu_conn *c = data;
     emu_server *srv = c->srv;
     wire_proto_t proto = srv->cfg.compact ? WIRE_COMPACT : WIRE_BINARY;
-    ThriftProcessor *proc = emu_server_processor_new(srv);
-    EmuTransport *tr = emu_transport_new();
-    ThriftProtocol *in, *out;
+    emu_dispatch *d = emu_dispatch_new(srv->cfg.service, srv->handler, proto,
+                                       &srv->limits);
     GByteArray *buf = g_byte_array_sized_new(65536);
     gsize scanned_at = 0;   /* buffer length at the last AGAIN */
 
-    if (srv->cfg.compact) {
-        in = g_object_new(THRIFT_TYPE_COMPACT_PROTOCOL, "transport", tr, NULL);
-        out = g_object_new(THRIFT_TYPE_COMPACT_PROTOCOL, "transport", tr, NULL);
-    } else {
-        in = g_object_new(THRIFT_TYPE_BINARY_PROTOCOL, "transport", tr, NULL);
-        out = g_object_new(THRIFT_TYPE_BINARY_PROTOCOL, "transport", tr, NULL);
-    }
     if (srv->cfg.sasl != NULL) {
         g_autoptr(GError) err = NULL;
 
@@ -265,7 +166,7 @@ static gpointer emu_server_conn_thread(gpointer data)
             const guint8 *msg = buf->data + (srv->cfg.framed ? 4 : 0);
             gsize mlen = msg_len - (srv->cfg.framed ? 4 : 0);
 
-            if (!emu_server_handle(c, proc, tr, in, out, msg, mlen))
+            if (!emu_server_handle(c, d, msg, mlen))
                 break;
             g_byte_array_remove_range(buf, 0, (guint)msg_len);
             scanned_at = 0;
@@ -294,10 +195,7 @@ done:
     close(c->fd);
     emu_sasl_conn_free(c->sasl);
     g_byte_array_unref(buf);
-    g_object_unref(in);
-    g_object_unref(out);
-    g_object_unref(tr);
-    g_object_unref(proc);
+    emu_dispatch_free(d);
     g_free(c);
     return NULL;
 }

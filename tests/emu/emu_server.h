@@ -5,13 +5,8 @@
 
 #include <glib-object.h>
 
+#include "emu_dispatch.h"
 #include "emu_sasl.h"
-
-/* Which Thrift service a listener serves (HBase runs them separately). */
-typedef enum {
-    EMU_SERVICE_HBASE1,       /* service Hbase: `hbase thrift` */
-    EMU_SERVICE_HBASE2,       /* service THBaseService: `hbase thrift2` */
-} emu_service_t;
 
 struct emu_server_config {
     emu_service_t service;
