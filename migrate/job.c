@@ -175,6 +175,15 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
     } else {
         size_t cap = salt_prefix_len(to) + llen;
 
+        if (!salt_key_valid(to, logical, llen)) {
+            g_autofree char *k = salt_escape(logical, llen);
+
+            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
+                        "row '%s' cannot be stored under the destination's "
+                        "mapping (%s takes only UTF-8 keys)",
+                        k, salt_mapping_name(to->mapping));
+            return FALSE;
+        }
         if (llen > salt_max_row(to)) {
             g_autofree char *k = salt_escape(logical, llen);
 
@@ -187,6 +196,8 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
         g_byte_array_set_size(arena, arena->len + (guint)cap);
         out->len = (guint)salt_key(to, logical, llen, arena->data + out->off,
                                    cap);
+        /* an adopted mapping's salts may be shorter than the longest */
+        g_byte_array_set_size(arena, out->off + out->len);
     }
     return TRUE;
 }

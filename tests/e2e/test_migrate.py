@@ -37,6 +37,9 @@ TABLES = {
     'dst': 'buckets = 8\nsalt_format = hex\nsalt_separator = -\n',
     'dst_b': 'buckets = 4\n',
     'dst_d': 'buckets = 3\nsalt_format = decimal\n',
+    # another tool's salt (README, "Adopting tables salted by other tools")
+    'phx': 'buckets = 4\nsalt_mapping = phoenix\n',
+    'bts': 'buckets = 4\nsalt_mapping = bigtable-sample\n',
 }
 PLAIN = ['src', 'plain', 'src_small']
 FAMILIES = 'd,e'
@@ -259,6 +262,25 @@ class MigrateTest(unittest.TestCase):
         self.assertEqual(model(self.emu, 'plain', True), self.src_all)
         self.migrate('--from-table', 'dst', '--to-table', 'dst_d',
                      '--verify', '--all-versions')
+
+    def test_adopted_mappings(self):
+        # into a Phoenix-salted table and from it into ours: the adopted
+        # mapping is just another section
+        self.migrate('--from-table', 'src', '--to-table', 'phx',
+                     '--all-versions')
+        self.assertEqual(self.through_proxy('phx', True), self.src_all)
+        phys = [r.row for r in scan_rows(self.emu, 'phx')]
+        self.assertTrue(all(k[0] < 4 for k in phys))
+        self.migrate('--from-table', 'phx', '--to-table', 'dst',
+                     '--all-versions')
+        self.assertEqual(self.through_proxy('dst', True), self.src_all)
+        self.migrate('--from-table', 'phx', '--to-table', 'dst',
+                     '--all-versions', '--verify')
+        # the Bigtable sample's keys are UTF-8 strings: a 0xFF key has no
+        # place there, and the copy says which row
+        p = self.migrate('--from-table', 'src', '--to-table', 'bts',
+                         expect=2)
+        self.assertIn('takes only UTF-8 keys', p.stderr.decode())
 
     def test_salted_source_with_a_stray_row_fails_loudly(self):
         self.migrate('--from-table', 'src', '--to-table', 'dst')
