@@ -130,7 +130,8 @@ unit_format(const struct unit *u)
 static int
 unit_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-    int c = memcmp(a, b, MIN(alen, blen));
+    /* an empty GBytes has no data pointer: memcmp must not see it */
+    int c = MIN(alen, blen) > 0 ? memcmp(a, b, MIN(alen, blen)) : 0;
 
     if (c != 0)
         return c;
