@@ -202,11 +202,21 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
     return TRUE;
 }
 
-/* Maps every row of rows into w->keys / w->arena. */
+static void job_diff(struct job *j, guint64 *diffs, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+
+/* A row job_map_rows could not map (verify only). */
+#define JOB_KEY_NONE G_MAXUINT
+
+/*
+ * Maps every row of rows into w->keys / w->arena.  With diffs (a verify),
+ * a row the mappings cannot carry is a difference, its key
+ * JOB_KEY_NONE; without (a copy), it stops the unit.
+ */
 static gboolean
 job_map_rows(struct job_worker *w, const struct salt_table *from,
              const struct salt_table *to, const struct hconn_rows *rows,
-             GError **error)
+             guint64 *diffs, GError **error)
 {
     g_byte_array_set_size(w->arena, 0);
     g_array_set_size(w->keys, 0);
@@ -214,9 +224,19 @@ job_map_rows(struct job_worker *w, const struct salt_table *from,
         const struct hconn_row *r = &g_array_index(rows->rows,
                                                    struct hconn_row, i);
         struct job_key k;
+        g_autoptr(GError) err = NULL;
 
-        if (!job_map_key(from, to, r->key, r->key_len, w->arena, &k, error))
-            return FALSE;
+        if (!job_map_key(from, to, r->key, r->key_len, w->arena, &k, &err)) {
+            if (diffs == NULL) {
+                g_propagate_error(error, g_steal_pointer(&err));
+                return FALSE;
+            }
+            job_diff(w->j, diffs, "%s table: %s",
+                     from == w->j->src ? "source" : "destination",
+                     err->message);
+            k.off = 0;
+            k.len = JOB_KEY_NONE;
+        }
         g_array_append_val(w->keys, k);
     }
     return TRUE;
@@ -229,6 +249,21 @@ job_key_data(const struct job_worker *w, guint i, guint *len)
 
     *len = k->len;
     return w->arena->data + k->off;
+}
+
+/* The mapped keys as GBytes for a getRows of the other table, the rows
+ * that could not be mapped left out. */
+static void
+job_lookup_keys(struct job_worker *w)
+{
+    g_ptr_array_set_size(w->lookup, 0);
+    for (guint i = 0; i < w->keys->len; i++) {
+        guint klen;
+        const uint8_t *k = job_key_data(w, i, &klen);
+
+        if (klen != JOB_KEY_NONE)
+            g_ptr_array_add(w->lookup, g_bytes_new(k, klen));
+    }
 }
 
 /* ---- reading --------------------------------------------------------- */
@@ -450,7 +485,7 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
                 return FALSE;
             rows = &w->vers;
         }
-        if (!job_map_rows(w, j->src, j->dst, rows, error)) {
+        if (!job_map_rows(w, j->src, j->dst, rows, NULL, error)) {
             ok = FALSE;
             break;
         }
@@ -506,9 +541,6 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
 }
 
 /* ---- verify ---------------------------------------------------------- */
-
-static void job_diff(struct job *j, guint64 *diffs, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
 
 static void
 job_diff(struct job *j, guint64 *diffs, const char *fmt, ...)
@@ -713,15 +745,9 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
         n = w->batch.rows->len;
         if (n == 0)
             break;
-        if (!job_map_rows(w, j->src, j->dst, &w->batch, error))
+        if (!job_map_rows(w, j->src, j->dst, &w->batch, &diffs, error))
             return FALSE;
-        g_ptr_array_set_size(w->lookup, 0);
-        for (guint i = 0; i < n; i++) {
-            guint klen;
-            const uint8_t *k = job_key_data(w, i, &klen);
-
-            g_ptr_array_add(w->lookup, g_bytes_new(k, klen));
-        }
+        job_lookup_keys(w);
         hconn_rows_clear(&w->other);
         if (!hconn_get_rows(w->c, j->opts.to, w->lookup, &w->other, error))
             return FALSE;
@@ -737,6 +763,8 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
             const uint8_t *k = job_key_data(w, i, &klen);
             g_autofree char *name = salt_escape(s->key, s->key_len);
 
+            if (klen == JOB_KEY_NONE)
+                continue; /* counted as a difference already */
             cells += s->n;
             for (guint c = 0; c < s->n; c++) {
                 const struct hconn_cell *cell =
@@ -811,15 +839,9 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
         n = w->batch.rows->len;
         if (n == 0)
             break;
-        if (!job_map_rows(w, j->dst, j->src, &w->batch, error))
+        if (!job_map_rows(w, j->dst, j->src, &w->batch, &diffs, error))
             return FALSE;
-        g_ptr_array_set_size(w->lookup, 0);
-        for (guint i = 0; i < n; i++) {
-            guint klen;
-            const uint8_t *k = job_key_data(w, i, &klen);
-
-            g_ptr_array_add(w->lookup, g_bytes_new(k, klen));
-        }
+        job_lookup_keys(w);
         hconn_rows_clear(&w->other);
         if (!hconn_get_rows(w->c, j->opts.from, w->lookup, &w->other, error))
             return FALSE;
@@ -832,6 +854,8 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
             guint klen;
             const uint8_t *k = job_key_data(w, i, &klen);
 
+            if (klen == JOB_KEY_NONE)
+                continue; /* counted as a difference already */
             if (s != NULL && job_bytes_cmp(s->key, s->key_len, k, klen) == 0) {
                 o++;
                 continue;

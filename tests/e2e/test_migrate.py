@@ -291,7 +291,13 @@ class MigrateTest(unittest.TestCase):
         put(self.emu, 'dst', b'zz-stray', b'd:a', b'x', 5)
         p = self.migrate('--from-table', 'dst', '--to-table', 'dst_b',
                          expect=2)
-        self.assertIn('carries no salt', p.stderr.decode())
+        self.assertIn("row 'zz-stray' carries no salt", p.stderr.decode())
+        # a verify reports it as a difference, and every other row matches
+        p = self.migrate('--from-table', 'src', '--to-table', 'dst',
+                         '--verify', expect=1)
+        self.assertIn("differ: destination table: row 'zz-stray' carries "
+                      "no salt", p.stdout.decode())
+        self.assertIn('1 difference(s)', p.stderr.decode())
 
     # ---- interruption ----------------------------------------------------
 
