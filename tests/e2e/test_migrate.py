@@ -472,6 +472,34 @@ class MigrateTest(unittest.TestCase):
 
     # ---- progress and rate -----------------------------------------------
 
+    def test_progress_bars_on_a_terminal(self):
+        import pty
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(
+            [ARGS.migrate, '-c', self.procs.conf, '--from-table', 'src',
+             '--to-table', 'dst', '--batch-rows', '10', '--parallel', '2',
+             '--max-rows-per-second', '600', '--progress-interval', '0.05'],
+            stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        out = b''
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the tool closed its end
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        self.assertEqual(proc.wait(30), 0, out.decode(errors='replace'))
+        text = out.decode(errors='replace')
+        # a bar per region being copied, one overall, redrawn in place
+        self.assertIn('\033[1A\033[2K', text)
+        self.assertRegex(text, r'\n  [0-9a-f-]+ [0-9a-f-]+ +\[[#.]{20}\] +'
+                         r'\d+ rows +[0-9.]+ K?i?B +\d+ rows/s ETA ')
+        self.assertRegex(text, r'copy \[#{30}\] units 4/4 %d rows' % ROWS)
+        self.assertEqual(self.through_proxy('dst', False), self.src_new)
+
     def test_progress_lines_and_rate_limit(self):
         t0 = time.time()
         p = self.migrate('--from-table', 'src', '--to-table', 'dst',
