@@ -573,7 +573,7 @@ main(int argc, char **argv)
     }
     if (check_config) {
         const char *name = config_path != NULL ? config_path : "(defaults)";
-        struct proxy_settings set;
+        struct worker_settings set;
         g_auto(GStrv) advice = config_advice(cfg);
 
         /* also what only the I/O core checks: addresses resolve, limits */
