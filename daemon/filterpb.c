@@ -1534,14 +1534,17 @@ pb_decode(struct pb_ctx *c, pb_span name, pb_span ser, guint depth,
         pb_inexact(c, "%s has no filter-language form", n->cls->name);
         t = filter_node_new_leaf(n->cls->name, strlen(n->cls->name));
         break;
-    default:
-        if (!pb_decode_op(c, n, depth, &t, error)) {
-            if (g_error_matches(*error, FILTERPB_ERROR,
-                                FILTERPB_ERROR_INVALID))
-                g_prefix_error(error, "%s: ", n->cls->name);
+    default: {
+        GError *inner = NULL;
+
+        if (!pb_decode_op(c, n, depth, &t, &inner)) {
+            if (inner->code == FILTERPB_ERROR_INVALID)
+                g_prefix_error(&inner, "%s: ", n->cls->name);
+            g_propagate_error(error, inner);
             goto fail;
         }
         break;
+    }
     }
     *out_pb = n;
     *out = t;
