@@ -347,37 +347,6 @@ pb_class_find(pb_span name)
     return NULL;
 }
 
-static const char *
-pb_class_of_type(filter_type_t type)
-{
-    for (size_t i = 0; i < G_N_ELEMENTS(pb_classes); i++) {
-        if (pb_classes[i].kind == PB_KIND_LEAF && pb_classes[i].type == type)
-            return pb_classes[i].name;
-    }
-    return NULL;
-}
-
-const char *
-filterpb_class_name(filter_type_t type)
-{
-    static GHashTable *names; /* written once, never freed */
-    static GMutex lock;
-    const char *s = pb_class_of_type(type), *full;
-
-    if (s == NULL)
-        return NULL;
-    g_mutex_lock(&lock);
-    if (names == NULL)
-        names = g_hash_table_new(g_str_hash, g_str_equal);
-    full = g_hash_table_lookup(names, s);
-    if (full == NULL) {
-        full = g_strconcat(PB_FILTER_PKG, s, NULL);
-        g_hash_table_insert(names, (gpointer)s, (gpointer)full);
-    }
-    g_mutex_unlock(&lock);
-    return full;
-}
-
 /* Bytes for a message: printable ASCII as is, the rest \xNN, capped. */
 static char *
 pb_show(pb_span s)

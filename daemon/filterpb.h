@@ -140,7 +140,3 @@ uint8_t *filterpb_encode(const struct filterpb *f,
 struct filter_node *filterpb_to_filter(const uint8_t *pb, size_t len,
                                        GError **error)
     G_GNUC_WARN_UNUSED_RESULT;
-
-/* The Java class name HBase uses for a filter-language filter type
- * ("org.apache.hadoop.hbase.filter.PrefixFilter"), or NULL. */
-const char *filterpb_class_name(filter_type_t type);
