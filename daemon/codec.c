@@ -6,23 +6,105 @@
 
 #include "config.h"
 #include "hbase1.h"
-#include "metrics.h"
 #include "salt.h"
 
 /*
  * One pass over each message: fields the method table names are decoded
  * and rewritten, everything else is copied as bytes (or transcoded when
- * the two sides speak different protocols).  Nothing is allocated here;
- * salted keys are written as two parts (prefix, logical key) straight
- * into the output buffer.
+ * the two sides speak different protocols).  Nothing is allocated here
+ * but a caller's tally growing; salted keys are written as two parts
+ * (prefix, logical key) straight into the output buffer.  The codec
+ * counts nothing: it reports the buckets it touched in the caller's
+ * tally, and the engine that called it counts them.
  */
 
-static uint64_t codec_unsalted;
+/* ---- tallies ------------------------------------------------------------ */
 
-guint64
-codec_unsalted_rows(void)
+void
+codec_tally_init(struct codec_tally *t)
 {
-    return __atomic_load_n(&codec_unsalted, __ATOMIC_RELAXED);
+    memset(t, 0, sizeof(*t));
+}
+
+void
+codec_tally_clear(struct codec_tally *t)
+{
+    t->n = 0;
+    t->unsalted = 0;
+}
+
+void
+codec_tally_free(struct codec_tally *t)
+{
+    g_free(t->v);
+    codec_tally_init(t);
+}
+
+/* One more row key (requests) or row (rows) of bucket. */
+static void
+codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
+                uint32_t bucket, uint32_t requests, uint32_t rows)
+{
+    struct codec_bucket_count *e;
+
+    if (t == NULL) {
+        return;
+    }
+    if (t->n > 0) {
+        e = &t->v[t->n - 1];
+        if (e->salt == salt && e->bucket == bucket) {
+            e->requests += requests;
+            e->rows += rows;
+            return;
+        }
+    }
+    if (t->n == t->cap) {
+        t->cap = t->cap == 0 ? 16 : t->cap * 2;
+        t->v = g_renew(struct codec_bucket_count, t->v, t->cap);
+    }
+    e = &t->v[t->n++];
+    e->salt = salt;
+    e->bucket = bucket;
+    e->requests = requests;
+    e->rows = rows;
+}
+
+/* Where a tally stood before a walk, to take the walk back. */
+struct codec_tally_mark {
+    uint32_t n;
+    uint32_t last_requests, last_rows; /* of entry n - 1 */
+    guint64 unsalted;
+};
+
+static void
+codec_tally_mark(const struct codec_tally *t, struct codec_tally_mark *m)
+{
+    memset(m, 0, sizeof(*m));
+    if (t == NULL) {
+        return;
+    }
+    m->n = t->n;
+    m->unsalted = t->unsalted;
+    if (t->n > 0) {
+        m->last_requests = t->v[t->n - 1].requests;
+        m->last_rows = t->v[t->n - 1].rows;
+    }
+}
+
+/* Takes back what walks appended since m: a refused message, or one the
+ * stream has not all of, counts nothing. */
+static void
+codec_tally_rewind(struct codec_tally *t, const struct codec_tally_mark *m)
+{
+    if (t == NULL) {
+        return;
+    }
+    t->n = m->n;
+    t->unsalted = m->unsalted;
+    if (t->n > 0) {
+        t->v[t->n - 1].requests = m->last_requests;
+        t->v[t->n - 1].rows = m->last_rows;
+    }
 }
 
 /* State of one rewrite. */
@@ -32,13 +114,14 @@ struct codec_ctx {
     struct wire_writer w;
     struct codec_error *err;
     gboolean reply;                 /* walking a reply (unsalting) */
-    gint64 tally;                   /* added to per-bucket counters: 1, or
-                                       -1 to take back a partial walk */
+    struct codec_tally *tally;      /* what the walk did, or NULL */
     gboolean passthrough;           /* table not salted: copy rows, only
                                        check the fields routing reads */
     const struct salt_table *unstorable; /* table of the first row too
-                                       long for it once salted, or NULL */
+                                       long for it once salted, or one
+                                       its mapping cannot hold, or NULL */
     uint32_t unstorable_len;        /* that row's logical length */
+    gboolean unstorable_text;       /* it is no UTF-8 (bigtable-sample) */
     gboolean too_long;              /* a row longer than HBase stores at
                                        all went on unsalted */
 };
@@ -62,11 +145,15 @@ codec_table_of(const struct salt_table *salt)
         ((const char *)salt - offsetof(struct config_table, salt));
 }
 
-/* A row HBase would take unsalted but not with the table's prefix. */
+/* A row HBase would take unsalted but not with the table's prefix, or
+ * one the table's salt mapping cannot hold (salt_key_valid). */
 static inline gboolean
-codec_unstorable(const struct salt_table *salt, uint32_t len)
+codec_unstorable(const struct salt_table *salt, const uint8_t *key,
+                 uint32_t len)
 {
-    return len > salt_max_row(salt) && len <= SALT_HBASE_MAX_ROW;
+    return len <= SALT_HBASE_MAX_ROW &&
+           (len > salt_max_row(salt) ||
+            (len > 0 && !salt_key_valid(salt, key, len)));
 }
 
 /*
@@ -92,6 +179,16 @@ codec_refuse_unstorable(struct codec_ctx *c,
         return;
     }
     err->answer = CODEC_ANSWER_IA;
+    if (c->unstorable_text) {
+        g_snprintf(err->text, sizeof(err->text),
+                   "hbase-salt-proxy: row is not UTF-8 text, and table "
+                   "%.*s%s uses salt_mapping bigtable-sample, whose rows "
+                   "are Java strings written as UTF-8",
+                   name_len, t->name,
+                   (size_t)name_len < t->name_len ? "..." : "");
+        err->message = err->text;
+        return;
+    }
     if (salt->sep_len > 0) {
         g_snprintf(sep, sizeof(sep), " and %u-byte separator",
                    salt->sep_len);
@@ -203,14 +300,15 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         wire_write_binary(&c->w, key, len);
         return;
     }
-    if (codec_unstorable(salt, len) && c->unstorable == NULL) {
+    if (codec_unstorable(salt, key, len) && c->unstorable == NULL) {
         /* salted it is too long for HBase: sent only if another row of
          * the call fails anyway, see codec_request_body */
         c->unstorable = salt;
         c->unstorable_len = len;
+        c->unstorable_text = len <= salt_max_row(salt);
     }
     bucket = salt_bucket(salt, key, len);
-    metrics_bucket_request(salt, bucket, c->tally);
+    codec_tally_add(c->tally, salt, bucket, 1, 0);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }
@@ -260,14 +358,14 @@ codec_rows_in(struct codec_ctx *c, const struct salt_table *salt)
         for (i = 0; i < count
                     && wire_read_binary(&ahead, &key, &len) == WIRE_OK;
              i++) {
-            kept += codec_unstorable(salt, len) ? 0 : 1;
+            kept += codec_unstorable(salt, key, len) ? 0 : 1;
         }
         wire_write_list_begin(&c->w, et, kept);
         for (i = 0; i < count; i++) {
             if (wire_read_binary(&c->r, &key, &len) != WIRE_OK) {
                 return FALSE;
             }
-            if (!codec_unstorable(salt, len)) {
+            if (!codec_unstorable(salt, key, len)) {
                 codec_key_in(c, salt, key, len);
             }
         }
@@ -291,14 +389,13 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     if (salt != NULL &&
         salt_strip(salt, phys, len, &logical, &logical_len, &bucket) &&
         salt_bucket(salt, logical, logical_len) == bucket) {
-        metrics_bucket_row(salt, bucket, c->tally);
+        codec_tally_add(c->tally, salt, bucket, 0, 1);
         wire_write_binary(&c->w, logical, (uint32_t)logical_len);
         return TRUE;
     }
-    if (salt != NULL) {
+    if (salt != NULL && c->tally != NULL) {
         /* written around the proxy: hand it back as stored */
-        __atomic_fetch_add(&codec_unsalted, (guint64)c->tally,
-                           __ATOMIC_RELAXED);
+        c->tally->unsalted++;
     }
     wire_write_binary(&c->w, phys, len);
     return TRUE;
@@ -522,10 +619,11 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
 static codec_status_t
 codec_request_walk(const struct config *cfg, wire_proto_t from,
                    const uint8_t *msg, size_t len, gboolean complete,
-                   gint64 tally, wire_proto_t to, int32_t backend_seqid,
-                   struct wire_buf *out, struct codec_call *call,
-                   struct codec_error *err, const struct wire_limits *limits,
-                   wire_status_t *rs, size_t *used)
+                   struct codec_tally *tally, wire_proto_t to,
+                   int32_t backend_seqid, struct wire_buf *out,
+                   struct codec_call *call, struct codec_error *err,
+                   const struct wire_limits *limits, wire_status_t *rs,
+                   size_t *used)
 {
     struct codec_ctx c = { .cfg = cfg, .err = err, .reply = FALSE,
                            .tally = tally };
@@ -537,45 +635,23 @@ codec_request_walk(const struct config *cfg, wire_proto_t from,
     return st;
 }
 
-/*
- * Takes back the rows a walk counted for a message that is not sent (a
- * refused one) or not yet (one the stream has not all of): the same
- * bytes walked the same way count -1 each.  Only there, so it costs
- * nothing on the way a call goes to the backend.
- */
-static void
-codec_request_untally(const struct config *cfg, wire_proto_t from,
-                      const uint8_t *msg, size_t len, gboolean complete,
-                      wire_proto_t to, int32_t backend_seqid,
-                      struct wire_buf *out, const struct wire_limits *limits)
-{
-    size_t mark = out->len;
-    struct codec_call again;
-    struct codec_error again_err;
-    wire_status_t rs;
-    size_t used;
-
-    codec_request_walk(cfg, from, msg, len, complete, -1, to, backend_seqid,
-                       out, &again, &again_err, limits, &rs, &used);
-    out->len = mark;
-}
-
 codec_status_t
-codec_request(const struct config *cfg, wire_proto_t from,
-              const uint8_t *msg, size_t len, wire_proto_t to,
-              int32_t backend_seqid, struct wire_buf *out,
-              struct codec_call *call, struct codec_error *err,
-              const struct wire_limits *limits)
+codec_request(const struct config *cfg, wire_proto_t from, const uint8_t *msg,
+              size_t len, wire_proto_t to, int32_t backend_seqid,
+              struct wire_buf *out, struct codec_call *call,
+              struct codec_error *err, const struct wire_limits *limits,
+              struct codec_tally *tally)
 {
+    struct codec_tally_mark tm;
     wire_status_t rs;
     size_t used;
     codec_status_t st;
 
-    st = codec_request_walk(cfg, from, msg, len, TRUE, 1, to, backend_seqid,
-                            out, call, err, limits, &rs, &used);
+    codec_tally_mark(tally, &tm);
+    st = codec_request_walk(cfg, from, msg, len, TRUE, tally, to,
+                            backend_seqid, out, call, err, limits, &rs, &used);
     if (st == CODEC_REJECT) {
-        codec_request_untally(cfg, from, msg, len, TRUE, to, backend_seqid,
-                              out, limits);
+        codec_tally_rewind(tally, &tm);
     }
     return st;
 }
@@ -585,22 +661,24 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
                      const uint8_t *buf, size_t avail, wire_proto_t to,
                      int32_t backend_seqid, struct wire_buf *out,
                      struct codec_call *call, struct codec_error *err,
-                     const struct wire_limits *limits, size_t *msg_len)
+                     const struct wire_limits *limits, size_t *msg_len,
+                     struct codec_tally *tally)
 {
     size_t mark = out->len;
+    struct codec_tally_mark tm;
     const char *why = NULL;
     wire_status_t rs;
     codec_status_t st;
 
     *msg_len = 0;
-    st = codec_request_walk(cfg, from, buf, avail, FALSE, 1, to,
+    codec_tally_mark(tally, &tm);
+    st = codec_request_walk(cfg, from, buf, avail, FALSE, tally, to,
                             backend_seqid, out, call, err, limits, &rs,
                             msg_len);
     if (rs == WIRE_AGAIN) {
-        /* counted rows of a message we will walk again */
+        /* rows of a message we will walk again */
         out->len = mark;
-        codec_request_untally(cfg, from, buf, avail, FALSE, to,
-                              backend_seqid, out, limits);
+        codec_tally_rewind(tally, &tm);
         *msg_len = 0;
         return CODEC_AGAIN;
     }
@@ -608,8 +686,7 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
         return st;
     }
     if (st == CODEC_REJECT) {
-        codec_request_untally(cfg, from, buf, avail, FALSE, to,
-                              backend_seqid, out, limits);
+        codec_tally_rewind(tally, &tm);
     }
     /* REJECT and SCAN stop early: the end is found the plain way */
     switch (wire_message_scan(from, FALSE, buf, avail, limits, msg_len,
@@ -683,10 +760,10 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
 static codec_status_t
 codec_reply_walk(const struct codec_call *call, wire_proto_t from,
                  const uint8_t *msg, size_t len, gboolean complete,
-                 gint64 tally, int32_t backend_seqid, wire_proto_t to,
-                 struct wire_buf *out, struct codec_error *err,
-                 const struct wire_limits *limits, wire_status_t *rs,
-                 size_t *used)
+                 struct codec_tally *tally, int32_t backend_seqid,
+                 wire_proto_t to, struct wire_buf *out,
+                 struct codec_error *err, const struct wire_limits *limits,
+                 wire_status_t *rs, size_t *used)
 {
     struct codec_ctx c = { .err = err, .reply = TRUE, .tally = tally };
     codec_status_t st = codec_reply_body(&c, call, from, msg, len, complete,
@@ -701,12 +778,12 @@ codec_status_t
 codec_reply(const struct codec_call *call, wire_proto_t from,
             const uint8_t *msg, size_t len, int32_t backend_seqid,
             wire_proto_t to, struct wire_buf *out, struct codec_error *err,
-            const struct wire_limits *limits)
+            const struct wire_limits *limits, struct codec_tally *tally)
 {
     wire_status_t rs;
     size_t used;
 
-    return codec_reply_walk(call, from, msg, len, TRUE, 1, backend_seqid,
+    return codec_reply_walk(call, from, msg, len, TRUE, tally, backend_seqid,
                             to, out, err, limits, &rs, &used);
 }
 
@@ -715,22 +792,20 @@ codec_reply_stream(const struct codec_call *call, wire_proto_t from,
                    const uint8_t *buf, size_t avail, int32_t backend_seqid,
                    wire_proto_t to, struct wire_buf *out,
                    struct codec_error *err, const struct wire_limits *limits,
-                   size_t *msg_len)
+                   size_t *msg_len, struct codec_tally *tally)
 {
     size_t mark = out->len;
+    struct codec_tally_mark tm;
     wire_status_t rs;
     codec_status_t st;
 
-    st = codec_reply_walk(call, from, buf, avail, FALSE, 1, backend_seqid,
+    codec_tally_mark(tally, &tm);
+    st = codec_reply_walk(call, from, buf, avail, FALSE, tally, backend_seqid,
                           to, out, err, limits, &rs, msg_len);
     if (rs == WIRE_AGAIN) {
-        struct codec_error again_err;
-
-        /* take back the rows counted, as codec_request_stream does */
+        /* rows of a reply we will walk again, as codec_request_stream */
         out->len = mark;
-        codec_reply_walk(call, from, buf, avail, FALSE, -1, backend_seqid,
-                         to, out, &again_err, limits, &rs, msg_len);
-        out->len = mark;
+        codec_tally_rewind(tally, &tm);
         *msg_len = 0;
         return CODEC_AGAIN;
     }
@@ -908,19 +983,16 @@ codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
 }
 
 wire_status_t
-codec_row_result(struct wire_reader *r, struct wire_writer *w,
-                 const struct salt_table *salt)
+codec_row_result(const struct hbase1_scanner *scanner, struct wire_reader *r,
+                 struct wire_writer *w, const struct salt_table *salt,
+                 struct codec_tally *tally)
 {
     /* a reply's walk never rejects: no need to clear text[] per row */
     struct codec_error err;
-    struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = 1 };
-    const struct hbase1_method *m =
-        hbase1_lookup((const uint8_t *)"scannerGetList", 14);
-    const struct hbase1_field *f = hbase1_schema_field(m->result, 0);
-
+    struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = tally };
     c.r = *r;
     c.w = *w;
-    codec_walk_struct(&c, f->sub, salt);
+    codec_walk_struct(&c, scanner->row, salt);
     *r = c.r;
     *w = c.w;
     return r->status;

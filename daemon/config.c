@@ -623,18 +623,111 @@ fail_salt:
     return FALSE;
 }
 
+/*
+ * salt_mapping = phoenix | hbasewd | bigtable-sample: the other tool's
+ * salt, whole.  buckets is its N and has no default (a wrong N loses every
+ * row); the keys of our own mapping would describe a salt the tool never
+ * wrote, so they are refused rather than ignored.
+ */
+static gboolean
+config_take_adopted(struct config_ctx *c, const char *g,
+                    salt_mapping_t mapping, struct salt_table *t,
+                    GError **error)
+{
+    static const char *const own[] = { "salt_format", "salt_separator",
+                                       "hash_part" };
+    const char *name = salt_mapping_name(mapping);
+    g_autofree char *value = config_take(c, g, "buckets");
+    g_autoptr(GError) ierror = NULL;
+    guint64 n;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(own); i++) {
+        g_autofree char *v = config_take(c, g, own[i]);
+
+        if (v != NULL) {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, own[i],
+                             "cannot be set with salt_mapping = %s, whose "
+                             "salt is fixed (%s in front of the whole key): "
+                             "remove it",
+                             name,
+                             mapping == SALT_MAPPING_BIGTABLE
+                                 ? "decimal hash and '-'"
+                                 : "one raw byte");
+            return FALSE;
+        }
+    }
+    if (value == NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         "salt_mapping",
+                         "salt_mapping = %s needs buckets, "
+                         "the bucket count the tool wrote with (%s); it has "
+                         "no default",
+                         name,
+                         mapping == SALT_MAPPING_PHOENIX
+                             ? "the table's SALT_BUCKETS"
+                         : mapping == SALT_MAPPING_HBASEWD
+                             ? "OneByteSimpleHash's maxBuckets"
+                             : "the sample's SALT_RANGE");
+        return FALSE;
+    }
+    if (!config_parse_u64(value, strlen(value), &n) || n > G_MAXUINT32) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "buckets",
+                         "'%s' is not a whole number%s", value,
+                         config_hint(value));
+        return FALSE;
+    }
+    if (!salt_table_init_mapping(t, mapping, (uint32_t)n, &ierror)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "buckets",
+                         "%s", ierror->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Our own mapping: buckets, salt_format, salt_separator, hash_part. */
+static gboolean
+config_take_xxh3(struct config_ctx *c, const char *g, struct salt_table *t,
+                 GError **error)
+{
+    static const char *const formats[] = { "byte", "hex", "decimal", NULL };
+    g_autofree char *sep_raw = NULL;
+    g_autoptr(GBytes) sep = NULL;
+    g_autoptr(GError) ierror = NULL;
+    unsigned buckets, format;
+
+    if (!config_take_uint(c, g, "buckets", 1, SALT_MAX_BUCKETS,
+                          CONFIG_DEFAULT_BUCKETS, &buckets, error) ||
+        !config_take_enum(c, g, "salt_format", formats, SALT_FORMAT_BYTE,
+                          &format, error))
+        return FALSE;
+    sep_raw = config_take(c, g, "salt_separator");
+    sep = escape_decode(sep_raw != NULL ? sep_raw : "", &ierror);
+    if (sep == NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         "salt_separator", "'%s': %s", sep_raw,
+                         ierror->message);
+        return FALSE;
+    }
+    if (!salt_table_init(t, buckets, (salt_format_t)format,
+                         g_bytes_get_data(sep, NULL), g_bytes_get_size(sep),
+                         &ierror)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         "salt_separator", "%s", ierror->message);
+        return FALSE;
+    }
+    return config_take_hash_part(c, g, t, error);
+}
+
 static gboolean
 config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
                    GHashTable *names, GError **error)
 {
-    static const char *const formats[] = {"byte", "hex", "decimal", NULL};
+    static const char *const mappings[] = { "xxh3", "phoenix", "hbasewd",
+                                            "bigtable-sample", NULL };
     const char *name = g + strlen(CONFIG_TABLE_PREFIX);
     const char *colon;
-    g_autofree char *sep_raw = NULL;
-    g_autoptr(GBytes) sep = NULL;
-    g_autoptr(GError) ierror = NULL;
     struct config_table table = { 0 };
-    unsigned buckets, format;
+    unsigned mapping;
     gboolean dflt;
 
     /* HBase treats "default:x" and "x" as one table: so must we, or rows
@@ -669,27 +762,13 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
         return FALSE;
     }
 
-    if (!config_take_uint(c, g, "buckets", 1, SALT_MAX_BUCKETS,
-                          CONFIG_DEFAULT_BUCKETS, &buckets, error) ||
-        !config_take_enum(c, g, "salt_format", formats, SALT_FORMAT_BYTE,
-                          &format, error))
+    if (!config_take_enum(c, g, "salt_mapping", mappings, SALT_MAPPING_XXH3,
+                          &mapping, error))
         return FALSE;
-    sep_raw = config_take(c, g, "salt_separator");
-    sep = escape_decode(sep_raw != NULL ? sep_raw : "", &ierror);
-    if (sep == NULL) {
-        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
-                         "salt_separator", "'%s': %s", sep_raw,
-                         ierror->message);
-        return FALSE;
-    }
-    if (!salt_table_init(&table.salt, buckets, (salt_format_t)format,
-                         g_bytes_get_data(sep, NULL), g_bytes_get_size(sep),
-                         &ierror)) {
-        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
-                         "salt_separator", "%s", ierror->message);
-        return FALSE;
-    }
-    if (!config_take_hash_part(c, g, &table.salt, error))
+    if (mapping != SALT_MAPPING_XXH3
+            ? !config_take_adopted(c, g, (salt_mapping_t)mapping, &table.salt,
+                                   error)
+            : !config_take_xxh3(c, g, &table.salt, error))
         return FALSE;
 
     table.name = g_strdup(name);
@@ -713,7 +792,7 @@ config_known_keys(const char *group)
         return "caching_max, scanner_timeout_ms";
     if (strcmp(group, "admin") == 0)
         return "listen";
-    return "buckets, salt_format, salt_separator, hash_part";
+    return "buckets, salt_format, salt_separator, hash_part, salt_mapping";
 }
 
 /* Whatever a group parser did not consume is a typo. */
@@ -961,6 +1040,15 @@ config_to_text(const struct config *cfg)
     for (size_t i = 0; i < cfg->n_tables; i++) {
         const struct salt_table *t = &cfg->tables[i].salt;
 
+        if (t->mapping != SALT_MAPPING_XXH3) {
+            /* the tool's salt: nothing else to say */
+            g_string_append_printf(out,
+                                   "\n[table:%s]\nbuckets = %u\n"
+                                   "salt_mapping = %s\n",
+                                   cfg->tables[i].name, t->modulus,
+                                   salt_mapping_name(t->mapping));
+            continue;
+        }
         g_string_append_printf(out, "\n[table:%s]\nbuckets = %u\n"
                                "salt_format = %s\nsalt_separator = ",
                                cfg->tables[i].name, t->buckets,
@@ -980,7 +1068,7 @@ config_to_text(const struct config *cfg)
             g_string_append(out, "whole");
             break;
         }
-        g_string_append_c(out, '\n');
+        g_string_append(out, "\nsalt_mapping = xxh3\n");
     }
     return g_string_free(out, FALSE);
 }

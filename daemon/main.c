@@ -140,18 +140,26 @@ main_explain_key(const struct config *cfg, const char *table,
 }
 
 /*
- * The HBase shell SPLITS of a salted table: the salt of every bucket but
- * the first.  Every key of bucket b starts with salt(b), and salts have a
- * fixed width, so salt(b) sorts after all of bucket b-1 and before or at
- * all of bucket b: one region per bucket, whatever the separator.  The
+ * The HBase shell SPLITS of a salted table: every salt but the lowest, in
+ * key order.  Every key of a bucket starts with its salt, and no salt is
+ * a prefix of another (fixed width, or bigtable-sample's closing '-'), so
+ * each salt sorts after all keys of the salts below it and before or at
+ * all of its own: one region per bucket, whatever the separator.  The
  * values are JRuby double-quoted strings: \xNN for every byte but letters
  * and digits, so no '"', '\\' or "#{" can change their meaning.
  */
+static gint
+main_bytes_cmp(gconstpointer a, gconstpointer b)
+{
+    return g_bytes_compare(*(GBytes *const *)a, *(GBytes *const *)b);
+}
+
 static int
 main_split_keys(const struct config *cfg, const char *table)
 {
     const struct config_table *t = config_find_table(cfg, table,
                                                      strlen(table));
+    GPtrArray *salts;
     GString *out;
 
     if (t == NULL) {
@@ -160,23 +168,36 @@ main_split_keys(const struct config *cfg, const char *table)
                 cfg->source != NULL ? cfg->source : "(defaults)");
         return 1;
     }
-    out = g_string_new("SPLITS => [");
-    for (uint32_t b = 1; b < t->salt.buckets; b++) {
+    /* salts in key order: bucket order but for bigtable-sample's
+     * ("-1-" < "-2-" < "0-" < "1-" < "10-" < "2-") and hbasewd's odd salt */
+    salts = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    for (uint32_t b = 0; b < t->salt.buckets; b++) {
         uint8_t prefix[SALT_MAX_PREFIX];
         size_t n = salt_write_prefix(&t->salt, b, prefix);
 
-        /* the separator adds nothing to a split point */
+        g_ptr_array_add(salts, g_bytes_new(prefix, n));
+    }
+    g_ptr_array_sort(salts, main_bytes_cmp);
+    out = g_string_new("SPLITS => [");
+    for (guint i = 1; i < salts->len; i++) {
+        gsize n;
+        const uint8_t *prefix = g_bytes_get_data(salts->pdata[i], &n);
+
+        /* the separator adds nothing to a split point: no salt is a
+         * prefix of another, so salt(i) less it still sorts after every
+         * key of salt(i - 1) */
         n -= t->salt.sep_len;
-        g_string_append(out, b > 1 ? ", \"" : "\"");
-        for (size_t i = 0; i < n; i++) {
-            if (g_ascii_isalnum(prefix[i])) {
-                g_string_append_c(out, (char)prefix[i]);
+        g_string_append(out, i > 1 ? ", \"" : "\"");
+        for (size_t j = 0; j < n; j++) {
+            if (g_ascii_isalnum(prefix[j])) {
+                g_string_append_c(out, (char)prefix[j]);
             } else {
-                g_string_append_printf(out, "\\x%02X", prefix[i]);
+                g_string_append_printf(out, "\\x%02X", prefix[j]);
             }
         }
         g_string_append_c(out, '"');
     }
+    g_ptr_array_unref(salts);
     g_string_append(out, "]\n");
     fputs(out->str, stdout);
     g_string_free(out, TRUE);
@@ -552,7 +573,7 @@ main(int argc, char **argv)
     }
     if (check_config) {
         const char *name = config_path != NULL ? config_path : "(defaults)";
-        struct proxy_settings set;
+        struct worker_settings set;
         g_auto(GStrv) advice = config_advice(cfg);
 
         /* also what only the I/O core checks: addresses resolve, limits */

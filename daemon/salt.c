@@ -69,10 +69,69 @@ salt_table_init(struct salt_table *t, uint32_t buckets, salt_format_t format,
     return TRUE;
 }
 
+const char *
+salt_mapping_name(salt_mapping_t mapping)
+{
+    switch (mapping) {
+    case SALT_MAPPING_PHOENIX: return "phoenix";
+    case SALT_MAPPING_HBASEWD: return "hbasewd";
+    case SALT_MAPPING_BIGTABLE: return "bigtable-sample";
+    default: return "xxh3";
+    }
+}
+
+gboolean
+salt_table_init_mapping(struct salt_table *t, salt_mapping_t mapping,
+                        uint32_t n, GError **error)
+{
+    uint32_t max = mapping == SALT_MAPPING_BIGTABLE ? 32768 : 256;
+
+    g_return_val_if_fail(t != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    g_return_val_if_fail(mapping == SALT_MAPPING_PHOENIX ||
+                             mapping == SALT_MAPPING_HBASEWD ||
+                             mapping == SALT_MAPPING_BIGTABLE,
+                         FALSE);
+
+    if (n < 1 || n > max) {
+        g_set_error(error, SALT_ERROR, SALT_ERROR_BUCKETS,
+                    "buckets of salt_mapping %s must be 1..%u, not %u",
+                    salt_mapping_name(mapping), max, n);
+        return FALSE;
+    }
+    memset(t, 0, sizeof(*t));
+    t->mapping = mapping;
+    t->modulus = n;
+    t->buckets = n;
+    t->format = SALT_FORMAT_BYTE;
+    t->width = 1;
+    t->hash = SALT_HASH_WHOLE;
+    if (mapping == SALT_MAPPING_HBASEWD) {
+        /* the byte of a key hashing to Integer.MIN_VALUE */
+        uint32_t r = (uint32_t)((UINT64_C(1) << 31) % n);
+        uint32_t odd = r == 0 ? 0 : 256 - r;
+
+        if (odd >= n) {
+            t->odd_salt = (uint8_t)odd;
+            t->buckets = n + 1;
+        }
+    } else if (mapping == SALT_MAPPING_BIGTABLE) {
+        t->buckets = 2 * n - 1;
+        t->format = SALT_FORMAT_DECIMAL;
+        /* "-" and the digits of N - 1, the longest salt */
+        t->width = (uint8_t)(salt_digits(n - 1, 10) + (n > 1 ? 1 : 0));
+        t->sep_len = 1;
+        t->sep[0] = '-';
+    }
+    return TRUE;
+}
+
 gboolean
 salt_table_hash_length(struct salt_table *t, uint32_t n, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    g_return_val_if_fail(t->mapping == SALT_MAPPING_XXH3, FALSE);
 
     /* length:0 would put every row in one bucket: surely a mistake. */
     if (n < 1) {
@@ -93,6 +152,7 @@ salt_table_hash_delimiter(struct salt_table *t, const void *delim,
                           size_t delim_len, uint32_t k, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    g_return_val_if_fail(t->mapping == SALT_MAPPING_XXH3, FALSE);
 
     if (delim_len < 1 || delim_len > SALT_MAX_DELIMITER) {
         g_set_error(error, SALT_ERROR, SALT_ERROR_HASH_PART,
@@ -122,7 +182,9 @@ salt_table_equal(const struct salt_table *a, const struct salt_table *b)
            memcmp(a->sep, b->sep, a->sep_len) == 0 && a->hash == b->hash &&
            a->hash_len == b->hash_len && a->hash_count == b->hash_count &&
            a->delim_len == b->delim_len &&
-           memcmp(a->delim, b->delim, a->delim_len) == 0;
+           memcmp(a->delim, b->delim, a->delim_len) == 0 &&
+           a->mapping == b->mapping && a->modulus == b->modulus &&
+           a->odd_salt == b->odd_salt;
 }
 
 char *
@@ -133,9 +195,32 @@ salt_table_describe(const struct salt_table *t)
         [SALT_FORMAT_HEX] = "hex",
         [SALT_FORMAT_DECIMAL] = "decimal",
     };
-    g_autofree char *sep = salt_escape(t->sep, t->sep_len);
+    g_autofree char *sep = NULL;
     g_autofree char *hash = NULL;
 
+    switch (t->mapping) {
+    case SALT_MAPPING_PHOENIX:
+        return g_strdup_printf("salt_mapping=phoenix buckets=%u (one salt "
+                               "byte abs(Arrays.hashCode(key) %% %u))",
+                               t->modulus, t->modulus);
+    case SALT_MAPPING_HBASEWD:
+        if (t->buckets > t->modulus)
+            return g_strdup_printf("salt_mapping=hbasewd buckets=%u (one "
+                                   "salt byte abs(Arrays.hashCode(key)) %% "
+                                   "%u; 0x%02x for a hash of "
+                                   "Integer.MIN_VALUE)",
+                                   t->modulus, t->modulus, t->odd_salt);
+        return g_strdup_printf("salt_mapping=hbasewd buckets=%u (one salt "
+                               "byte abs(Arrays.hashCode(key)) %% %u)",
+                               t->modulus, t->modulus);
+    case SALT_MAPPING_BIGTABLE:
+        return g_strdup_printf("salt_mapping=bigtable-sample buckets=%u "
+                               "(decimal key.hashCode() %% %u, then '-'; "
+                               "%u salts)",
+                               t->modulus, t->modulus, t->buckets);
+    default: break;
+    }
+    sep = salt_escape(t->sep, t->sep_len);
     switch (t->hash) {
     case SALT_HASH_LENGTH:
         hash = g_strdup_printf("length:%u", t->hash_len);
@@ -180,14 +265,191 @@ salt_hashed_len(const struct salt_table *t, const uint8_t *key, size_t len)
     }
 }
 
+/* Java's Arrays.hashCode(byte[]): signed bytes, int32 wrapping (done in
+ * uint32_t, where wrapping is defined, then read back as int32). */
+static int32_t
+salt_jbytes(const uint8_t *key, size_t len)
+{
+    uint32_t h = 1;
+
+    for (size_t i = 0; i < len; i++)
+        h = 31 * h + (uint32_t)(int32_t)(int8_t)key[i];
+    return (int32_t)h;
+}
+
+/*
+ * One UTF-8 sequence at p (RFC 3629: no overlong forms, no surrogates,
+ * nothing over U+10FFFF): its length, with the code point in *cp; 0 when
+ * p starts no valid sequence.
+ */
+static size_t
+salt_utf8_next(const uint8_t *p, size_t left, uint32_t *cp)
+{
+    uint8_t c = p[0];
+    size_t n;
+    uint32_t v, min;
+
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2, v = c & 0x1f, min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3, v = c & 0x0f, min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4, v = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (left < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        v = v << 6 | (p[i] & 0x3f);
+    }
+    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+/*
+ * Java's String.hashCode() of the key read as UTF-8.  A byte that starts
+ * no valid sequence counts as one U+FFFD: keys like that are refused
+ * before they are stored (salt_key_valid), but the mapping stays total.
+ */
+static int32_t
+salt_jstring(const uint8_t *key, size_t len)
+{
+    uint32_t h = 0, cp;
+    size_t i = 0;
+
+    while (i < len) {
+        size_t n = salt_utf8_next(key + i, len - i, &cp);
+
+        if (n == 0) {
+            cp = 0xfffd;
+            n = 1;
+        }
+        i += n;
+        if (cp >= 0x10000) {
+            h = 31 * h + (0xd800 + ((cp - 0x10000) >> 10));
+            h = 31 * h + (0xdc00 + (cp & 0x3ff));
+        } else {
+            h = 31 * h + cp;
+        }
+    }
+    return (int32_t)h;
+}
+
+int32_t
+salt_java_hash(const struct salt_table *t, const uint8_t *key, size_t len)
+{
+    switch (t->mapping) {
+    case SALT_MAPPING_PHOENIX:
+    case SALT_MAPPING_HBASEWD: return salt_jbytes(key, len);
+    case SALT_MAPPING_BIGTABLE: return salt_jstring(key, len);
+    default: return 0;
+    }
+}
+
+gboolean
+salt_key_valid(const struct salt_table *t, const uint8_t *key, size_t len)
+{
+    uint32_t cp;
+
+    if (t->mapping != SALT_MAPPING_BIGTABLE)
+        return TRUE;
+    for (size_t i = 0, n; i < len; i += n) {
+        n = salt_utf8_next(key + i, len - i, &cp);
+        if (n == 0)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+salt_ascii(const struct salt_table *t)
+{
+    switch (t->mapping) {
+    case SALT_MAPPING_BIGTABLE: return TRUE;
+    case SALT_MAPPING_HBASEWD:
+        return t->modulus <= 128 &&
+               (t->buckets == t->modulus || t->odd_salt < 0x80);
+    default: return t->format != SALT_FORMAT_BYTE || t->buckets <= 128;
+    }
+}
+
 uint32_t
 salt_bucket(const struct salt_table *t, const uint8_t *key, size_t len)
 {
     static const uint8_t none[1];
-    size_t n = salt_hashed_len(t, key, len);
+    size_t n;
+    int64_t h, r;
 
+    switch (t->mapping) {
+    case SALT_MAPPING_PHOENIX:
+        /* abs(h % N): C's % truncates toward zero as Java's does */
+        r = (int64_t)salt_jbytes(key, len) % t->modulus;
+        return (uint32_t)(r < 0 ? -r : r);
+    case SALT_MAPPING_HBASEWD:
+        h = salt_jbytes(key, len);
+        if (h == INT32_MIN) {
+            /* Math.abs(Integer.MIN_VALUE) is itself: the remainder is
+             * -(2^31 mod N), its byte 256 - that, or 0 */
+            r = -h % t->modulus;
+            if (r == 0)
+                return 0;
+            return t->buckets > t->modulus ? t->modulus : (uint32_t)(256 - r);
+        }
+        return (uint32_t)((h < 0 ? -h : h) % t->modulus);
+    case SALT_MAPPING_BIGTABLE:
+        r = (int64_t)salt_jstring(key, len) % t->modulus;
+        return r >= 0 ? (uint32_t)r : t->modulus - 1 + (uint32_t)-r;
+    default: break;
+    }
+    n = salt_hashed_len(t, key, len);
     /* Unsigned 64-bit hash and modulus: no sign trouble (prior art had). */
     return (uint32_t)(XXH3_64bits(n > 0 ? key : none, n) % t->buckets);
+}
+
+/* The bigtable-sample salt of a bucket: its value, then its text. */
+static int32_t
+salt_bigtable_value(const struct salt_table *t, uint32_t bucket)
+{
+    return bucket < t->modulus ? (int32_t)bucket
+                               : -(int32_t)(bucket - t->modulus + 1);
+}
+
+static size_t
+salt_bigtable_write(const struct salt_table *t, uint32_t bucket, uint8_t *out)
+{
+    int32_t v = salt_bigtable_value(t, bucket);
+    uint32_t m = v < 0 ? (uint32_t)-v : (uint32_t)v;
+    uint8_t d = salt_digits(m, 10);
+    size_t n = v < 0 ? 1 : 0;
+
+    if (v < 0)
+        out[0] = '-';
+    for (int i = d - 1; i >= 0; i--) {
+        out[n + (size_t)i] = (uint8_t)('0' + m % 10);
+        m /= 10;
+    }
+    n += d;
+    out[n++] = '-';
+    return n;
+}
+
+size_t
+salt_bucket_prefix_len(const struct salt_table *t, uint32_t bucket)
+{
+    uint8_t prefix[SALT_MAX_PREFIX];
+
+    if (t->mapping == SALT_MAPPING_BIGTABLE)
+        return salt_bigtable_write(t, bucket, prefix);
+    return salt_prefix_len(t);
 }
 
 size_t
@@ -195,6 +457,13 @@ salt_write_prefix(const struct salt_table *t, uint32_t bucket, uint8_t *out)
 {
     uint32_t v = bucket;
 
+    switch (t->mapping) {
+    case SALT_MAPPING_BIGTABLE: return salt_bigtable_write(t, bucket, out);
+    case SALT_MAPPING_HBASEWD:
+        out[0] = bucket < t->modulus ? (uint8_t)bucket : t->odd_salt;
+        return 1;
+    default: break;
+    }
     switch (t->format) {
     case SALT_FORMAT_BYTE:
         if (t->width == 2) {
@@ -230,10 +499,36 @@ salt_key(const struct salt_table *t, const uint8_t *key, size_t len,
 
     if (outcap < plen || outcap - plen < len)
         return 0;
-    salt_write_prefix(t, salt_bucket(t, key, len), out);
+    plen = salt_write_prefix(t, salt_bucket(t, key, len), out);
     if (len > 0)
         memcpy(out + plen, key, len);
     return plen + len;
+}
+
+/* salt_strip of bigtable-sample: "-?[1-9][0-9]*-" or "0-", |v| < N. */
+static gboolean
+salt_bigtable_strip(const struct salt_table *t, const uint8_t *phys,
+                    size_t len, size_t *plen, uint32_t *bucket)
+{
+    size_t i = 0, start;
+    uint32_t v = 0;
+    gboolean neg = len > 0 && phys[0] == '-';
+
+    i = neg ? 1 : 0;
+    start = i;
+    while (i < len && phys[i] >= '0' && phys[i] <= '9') {
+        v = v * 10 + (uint32_t)(phys[i] - '0');
+        if (v >= t->modulus)
+            return FALSE;
+        i++;
+    }
+    if (i == start || i >= len || phys[i] != '-')
+        return FALSE;
+    if (phys[start] == '0' && (i - start > 1 || neg))
+        return FALSE;
+    *plen = i + 1;
+    *bucket = neg ? t->modulus - 1 + v : v;
+    return TRUE;
 }
 
 gboolean
@@ -243,8 +538,19 @@ salt_strip(const struct salt_table *t, const uint8_t *phys, size_t len,
     size_t plen = salt_prefix_len(t);
     uint32_t v = 0;
 
+    if (t->mapping == SALT_MAPPING_BIGTABLE) {
+        if (!salt_bigtable_strip(t, phys, len, &plen, &v))
+            return FALSE;
+        goto found;
+    }
     if (len < plen)
         return FALSE;
+    if (t->mapping == SALT_MAPPING_HBASEWD && phys[0] >= t->modulus) {
+        if (t->buckets == t->modulus || phys[0] != t->odd_salt)
+            return FALSE;
+        v = t->modulus;
+        goto found;
+    }
     switch (t->format) {
     case SALT_FORMAT_BYTE:
         v = t->width == 2 ? (uint32_t)phys[0] << 8 | phys[1] : phys[0];
@@ -272,6 +578,7 @@ salt_strip(const struct salt_table *t, const uint8_t *phys, size_t len,
         return FALSE;
     if (t->sep_len > 0 && memcmp(phys + t->width, t->sep, t->sep_len) != 0)
         return FALSE;
+found:
     if (logical != NULL)
         *logical = phys + plen;
     if (logical_len != NULL)
@@ -494,22 +801,36 @@ salt_explain(const struct salt_table *t, const uint8_t *key, size_t len)
     g_autofree char *policy = salt_table_describe(t);
     g_autofree char *logical = salt_escape(key, len);
     g_autofree char *hashed = salt_escape(key, hlen);
-    g_autofree char *salt = salt_escape(phys, plen);
+    g_autofree char *salt = salt_escape(phys,
+                                        salt_bucket_prefix_len(t, bucket));
     g_autofree char *hex = salt_hex(phys, n);
     g_autofree char *esc = salt_escape(phys, n);
+    g_autofree char *java = NULL;
 
+    if (t->mapping != SALT_MAPPING_XXH3)
+        java = g_strdup_printf("java hash:      %d (%s)%s\n",
+                               salt_java_hash(t, key, len),
+                               t->mapping == SALT_MAPPING_BIGTABLE
+                                   ? "String.hashCode of the key as UTF-8"
+                                   : "Arrays.hashCode of the key bytes",
+                               salt_key_valid(t, key, len)
+                                   ? ""
+                                   : "; the key is not valid UTF-8: no key "
+                                     "the sample writes, the proxy refuses "
+                                     "it");
     return g_strdup_printf("policy:         %s\n"
                            "logical key:    %s\n"
                            "hashed part:    %s (%zu of %zu bytes)\n"
+                           "%s"
                            "bucket:         %u of %u\n"
                            "salt prefix:    %s\n"
                            "physical (hex): %s\n"
                            "physical:       %s\n"
                            "row limit:      %zu bytes (HBase's %u less the "
                            "%zu-byte prefix)%s\n",
-                           policy, logical, hashed, hlen, len, bucket,
-                           t->buckets, salt, hex, esc, salt_max_row(t),
-                           SALT_HBASE_MAX_ROW, plen,
+                           policy, logical, hashed, hlen, len,
+                           java != NULL ? java : "", bucket, t->buckets, salt,
+                           hex, esc, salt_max_row(t), SALT_HBASE_MAX_ROW, plen,
                            len > salt_max_row(t)
                                ? "; this key is longer: never stored"
                                : "");

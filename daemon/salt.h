@@ -33,12 +33,46 @@
  *
  * Ordering: a fixed-width prefix keeps each bucket's rows contiguous and in
  * logical order inside it, which the scan helpers below rely on.
+ *
+ * ADOPTED MAPPINGS (salt_mapping, salt_table_init_mapping): other tools'
+ * formats, reproduced exactly so the proxy serves the rows those tools
+ * wrote where they lie.  All hash the whole key; none has options.
+ *   jbytes(k)  = Java's Arrays.hashCode(byte[]): h = 1, then for each byte
+ *                h = 31 * h + b, b signed (-128..127), int32 wrapping
+ *   jstring(k) = Java's String.hashCode(): h = 0, then h = 31 * h + u for
+ *                each UTF-16 code unit u of k read as UTF-8 (a code point
+ *                over U+FFFF is two units, its surrogate pair)
+ *   x % N      = Java's: truncates toward zero, the sign of x
+ *
+ *   phoenix    Apache Phoenix SALT_BUCKETS = N, N 1..256: one raw byte
+ *              abs(jbytes(key) % N), 0..N-1, then the key.
+ *   hbasewd    HBaseWD RowKeyDistributorByHashPrefix(OneByteSimpleHash(N)),
+ *              N 1..256: one raw byte (byte)(abs(jbytes(key)) % N), abs
+ *              taken on the int.  abs(Integer.MIN_VALUE) stays negative,
+ *              so a key hashing to it gets the byte (-(2^31 mod N)) & 0xff:
+ *              0 when N is a power of two, else 256 - (2^31 mod N), which
+ *              may lie outside 0..N-1 (N = 10: 0xf8).  HBaseWD's own scans
+ *              never read such a byte; the proxy does: when it is >= N it
+ *              is one more bucket, number N (buckets = N + 1).
+ *   bigtable-sample  the Cloud Bigtable key-salting sample, N 1..32768:
+ *              decimal(jstring(key) % N) "-" key.  The salt is negative
+ *              for a negative hash ("-3-key"), no zero padding, no "-0".
+ *              Bucket b < N is salt b, bucket N - 1 + i is salt -i
+ *              (buckets = 2N - 1).  The sample's keys are Java strings
+ *              written as UTF-8: only valid UTF-8 (no surrogate code
+ *              points, no overlong forms) is such a key (salt_key_valid).
+ *              Salts differ in length, but no salt "S-" is a prefix of
+ *              another ('-' sorts below every digit), so each bucket's
+ *              rows are still one contiguous range [S-, S.).
+ *
+ * For every mapping, buckets counts the distinct salts (what a full scan
+ * reads) and modulus is the tool's N; for xxh3 and phoenix they are equal.
  */
 
 #define SALT_MAX_BUCKETS 65536u
 #define SALT_MAX_SEPARATOR 16    /* bytes of salt_separator */
 #define SALT_MAX_DELIMITER 16    /* bytes of SEP in delimiter:SEP:K */
-#define SALT_MAX_WIDTH 5         /* decimal 65535 */
+#define SALT_MAX_WIDTH 6         /* decimal 65535; bigtable "-32767" */
 #define SALT_MAX_PREFIX (SALT_MAX_WIDTH + SALT_MAX_SEPARATOR)
 
 #define SALT_ERROR salt_error_quark()
@@ -57,6 +91,13 @@ typedef enum {
 } salt_format_t;
 
 typedef enum {
+    SALT_MAPPING_XXH3 = 0, /* ours, the default */
+    SALT_MAPPING_PHOENIX = 1,
+    SALT_MAPPING_HBASEWD = 2,
+    SALT_MAPPING_BIGTABLE = 3, /* the Cloud Bigtable key-salting sample */
+} salt_mapping_t;
+
+typedef enum {
     SALT_HASH_WHOLE = 0,
     SALT_HASH_LENGTH = 1,
     SALT_HASH_DELIMITER = 2,
@@ -64,7 +105,7 @@ typedef enum {
 
 /* One table's salt policy.  Plain data: copy it freely, nothing to free. */
 struct salt_table {
-    uint32_t buckets;                  /* 1..65536 */
+    uint32_t buckets; /* distinct salts, 1..65536 */
     salt_format_t format;
     uint8_t width;                     /* bytes or digits of the salt itself */
     uint8_t sep_len;                   /* 0..SALT_MAX_SEPARATOR */
@@ -74,6 +115,10 @@ struct salt_table {
     uint32_t hash_count;               /* K of delimiter:SEP:K */
     uint8_t delim_len;                 /* bytes of SEP */
     uint8_t delim[SALT_MAX_DELIMITER]; /* SEP of delimiter:SEP:K */
+    salt_mapping_t mapping;
+    uint32_t modulus; /* N of the hash */
+    uint8_t odd_salt; /* hbasewd with buckets == N + 1:
+                                          the salt byte of bucket N */
 };
 
 /* Set up a policy hashing the whole key; computes the width. */
@@ -81,6 +126,16 @@ gboolean salt_table_init(struct salt_table *t, uint32_t buckets,
                          salt_format_t format, const void *sep,
                          size_t sep_len, GError **error)
     G_GNUC_WARN_UNUSED_RESULT;
+
+/* Set up an adopted mapping (see above) for the tool's n; mapping must
+ * not be SALT_MAPPING_XXH3. */
+gboolean salt_table_init_mapping(struct salt_table *t, salt_mapping_t mapping,
+                                 uint32_t n, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
+
+/* The config name of a mapping: "xxh3", "phoenix", "hbasewd",
+ * "bigtable-sample". */
+const char *salt_mapping_name(salt_mapping_t mapping);
 
 /* Switch the policy to length:N. */
 gboolean salt_table_hash_length(struct salt_table *t, uint32_t n,
@@ -106,19 +161,38 @@ size_t salt_hashed_len(const struct salt_table *t, const uint8_t *key,
 uint32_t salt_bucket(const struct salt_table *t, const uint8_t *key,
                      size_t len);
 
-/* Bytes in front of every logical key: salt width + separator. */
+/* Bytes in front of every logical key: salt width + separator; for
+ * bigtable-sample, whose salts differ in length, the longest prefix. */
 static inline size_t
 salt_prefix_len(const struct salt_table *t)
 {
     return (size_t)t->width + t->sep_len;
 }
 
+/* Bytes in front of the logical keys of one bucket (< buckets). */
+size_t salt_bucket_prefix_len(const struct salt_table *t, uint32_t bucket);
+
+/* Whether the table can hold this logical key at all: FALSE only for a
+ * bigtable-sample table and a key that is not valid UTF-8 (no key the
+ * sample writes).  Lengths are salt_max_row's business. */
+gboolean salt_key_valid(const struct salt_table *t, const uint8_t *key,
+                        size_t len);
+
+/* Whether every salt byte (separators aside) is below 0x80. */
+gboolean salt_ascii(const struct salt_table *t);
+
+/* The tool's own hash of a key for an adopted mapping (jbytes or
+ * jstring above, as an int32); 0 for xxh3.  For tests and --explain-key. */
+int32_t salt_java_hash(const struct salt_table *t, const uint8_t *key,
+                       size_t len);
+
 /* HBase refuses longer rows (HConstants.MAX_ROW_LENGTH). */
 #define SALT_HBASE_MAX_ROW 32767u
 
 /* The longest logical key the table can store: every physical key is
  * longer than its logical key by the prefix, and HBase's limit counts
- * the physical one.  Not part of the mapping, a consequence of it. */
+ * the physical one.  Not part of the mapping, a consequence of it.
+ * bigtable-sample counts its longest prefix, for every key. */
 static inline size_t
 salt_max_row(const struct salt_table *t)
 {
@@ -126,19 +200,23 @@ salt_max_row(const struct salt_table *t)
 }
 
 /* Write salt and separator of a bucket (< buckets) to out, which holds
- * salt_prefix_len(t) bytes; returns that length. */
+ * salt_prefix_len(t) bytes; returns the length written, which is
+ * salt_prefix_len(t) but for bigtable-sample's shorter salts. */
 size_t salt_write_prefix(const struct salt_table *t, uint32_t bucket,
                          uint8_t *out);
 
 /* Write the physical key of a logical key.  Returns its length, or 0
- * (writing nothing) when outcap < salt_prefix_len(t) + len. */
+ * (writing nothing) when outcap < salt_prefix_len(t) + len (the longest
+ * prefix, whatever the key's bucket). */
 size_t salt_key(const struct salt_table *t, const uint8_t *key, size_t len,
                 uint8_t *out, size_t outcap);
 
 /* Split a physical key into bucket and logical key (pointing into phys).
  * FALSE when it carries no valid salt of this table: shorter than the
  * prefix, a byte that is no digit of the format (hex must be lowercase),
- * a bucket >= buckets, or a separator mismatch.  It does not recompute the
+ * a bucket >= buckets, or a separator mismatch; for an adopted mapping,
+ * a salt the tool never writes ("03-", "-0-", an hbasewd byte >= N but
+ * its odd one).  It does not recompute the
  * hash: compare *bucket with salt_bucket() of the logical key for that. */
 gboolean salt_strip(const struct salt_table *t, const uint8_t *phys,
                     size_t len, const uint8_t **logical, size_t *logical_len,

@@ -71,7 +71,7 @@ scanbatch_walk(struct scanbatch *b, const uint8_t **row, uint32_t *row_len)
 scanbatch_status_t
 scanbatch_next(struct scanbatch *b)
 {
-    size_t plen = salt_prefix_len(b->salt);
+    size_t plen = salt_bucket_prefix_len(b->salt, b->bucket);
 
     while (b->left > 0) {
         const uint8_t *row, *logical;

@@ -145,13 +145,18 @@ scanfilter_check_leaf(struct filter_node *n, guint depth, gpointer data)
             }
         }
     }
-    if ((p.cmp.type == FILTER_CMP_REGEX || p.cmp.type == FILTER_CMP_SUBSTRING)
-        && f->salt->format == SALT_FORMAT_BYTE && f->salt->buckets > 128) {
+    if ((p.cmp.type == FILTER_CMP_REGEX ||
+         p.cmp.type == FILTER_CMP_SUBSTRING) &&
+        !salt_ascii(f->salt)) {
         /* a salt byte over 0x7f is no character a Java regex can name */
         g_set_error(error, SCANFILTER_ERROR, 0,
                     "hbase-salt-proxy: RowFilter regexstring:/substring: "
-                    "on a salted table needs salts below 0x80: use "
-                    "salt_format hex or decimal, or at most 128 buckets");
+                    "on a salted table needs salts below 0x80: %s",
+                    f->salt->mapping == SALT_MAPPING_XXH3
+                        ? "use salt_format hex or decimal, or at most 128 "
+                          "buckets"
+                        : "this table's salt_mapping writes salt bytes "
+                          "over 0x7f; use a BinaryComparator or a prefix");
         return FALSE;
     }
     if ((p.cmp.type == FILTER_CMP_REGEX || p.cmp.type == FILTER_CMP_SUBSTRING)

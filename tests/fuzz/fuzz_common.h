@@ -15,36 +15,45 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /*
- * Tables in every salt format, separator and hash_part, plus names a
- * request may use to reach none of them.  Index order matters to the
- * seeds: fuzz_reply picks a table by index.
+ * Tables in every salt format, separator, hash_part and salt_mapping,
+ * plus names a request may use to reach none of them.  Index order
+ * matters to the seeds: fuzz_reply picks a table by index (new tables go
+ * last).
  */
-static const char fuzz_conf_text[] =
-    "[table:t]\n"
-    "buckets = 8\n"
-    "salt_format = hex\n"
-    "salt_separator = -\n"
-    "[table:b]\n"
-    "buckets = 16\n"
-    "[table:wide]\n"
-    "buckets = 300\n"
-    "salt_format = byte\n"
-    "[table:dec]\n"
-    "buckets = 1000\n"
-    "salt_format = decimal\n"
-    "salt_separator = \\x00\\xff\n"
-    "hash_part = length:3\n"
-    "[table:del]\n"
-    "buckets = 65536\n"
-    "salt_format = hex\n"
-    "salt_separator = _\n"
-    "hash_part = delimiter:#:2\n"
-    "[table:one]\n"
-    "buckets = 1\n"
-    "salt_format = decimal\n";
+static const char fuzz_conf_text[] = "[table:t]\n"
+                                     "buckets = 8\n"
+                                     "salt_format = hex\n"
+                                     "salt_separator = -\n"
+                                     "[table:b]\n"
+                                     "buckets = 16\n"
+                                     "[table:wide]\n"
+                                     "buckets = 300\n"
+                                     "salt_format = byte\n"
+                                     "[table:dec]\n"
+                                     "buckets = 1000\n"
+                                     "salt_format = decimal\n"
+                                     "salt_separator = \\x00\\xff\n"
+                                     "hash_part = length:3\n"
+                                     "[table:del]\n"
+                                     "buckets = 65536\n"
+                                     "salt_format = hex\n"
+                                     "salt_separator = _\n"
+                                     "hash_part = delimiter:#:2\n"
+                                     "[table:one]\n"
+                                     "buckets = 1\n"
+                                     "salt_format = decimal\n"
+                                     "[table:phx]\n"
+                                     "salt_mapping = phoenix\n"
+                                     "buckets = 200\n"
+                                     "[table:wd]\n"
+                                     "salt_mapping = hbasewd\n"
+                                     "buckets = 10\n"
+                                     "[table:bt]\n"
+                                     "salt_mapping = bigtable-sample\n"
+                                     "buckets = 12\n";
 
 static const char *const fuzz_table_names[] = {
-    "t", "b", "wide", "dec", "del", "one",
+    "t", "b", "wide", "dec", "del", "one", "phx", "wd", "bt",
 };
 
 /* Loaded once; never freed, so leak checkers see it as reachable. */

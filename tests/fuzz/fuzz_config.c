@@ -32,8 +32,10 @@ fuzz_table(const struct config *cfg, const struct config_table *t,
     FUZZ_CHECK(salt_prefix_len(&t->salt) <= SALT_MAX_PREFIX);
     b = salt_bucket(&t->salt, key, klen);
     FUZZ_CHECK(b < t->salt.buckets);
+    FUZZ_CHECK(salt_bucket_prefix_len(&t->salt, b) <=
+               salt_prefix_len(&t->salt));
     plen = salt_key(&t->salt, key, klen, phys, sizeof(phys));
-    FUZZ_CHECK(plen == salt_prefix_len(&t->salt) + klen);
+    FUZZ_CHECK(plen == salt_bucket_prefix_len(&t->salt, b) + klen);
     FUZZ_CHECK(salt_strip(&t->salt, phys, plen, &logical, &llen, &bucket));
     FUZZ_CHECK(bucket == b && llen == klen);
     FUZZ_CHECK(klen == 0 || memcmp(logical, key, klen) == 0);

@@ -35,7 +35,7 @@ METHODS = ('enableTable disableTable isTableEnabled compact majorCompact '
            'scannerGet scannerGetList scannerClose getRegionInfo append '
            'checkAndPut getThriftServerType getClusterId grant revoke').split()
 # fuzz_common.h's tables, in its order (fuzz_reply's byte 2).
-TABLES = ['t', 'b', 'wide', 'dec', 'del', 'one']
+TABLES = ['t', 'b', 'wide', 'dec', 'del', 'one', 'phx', 'wd', 'bt']
 
 
 def fuzz_conf():

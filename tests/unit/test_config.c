@@ -479,6 +479,116 @@ test_error_value(void)
                  "own", NULL);
 }
 
+/* Test: salt_mapping adopts another tool's salt; its N is required and
+ * our own mapping's keys are refused beside it. */
+static void
+test_salt_mapping(void)
+{
+    static const char text[] = "[table:phx]\n"
+                               "salt_mapping = phoenix\n"
+                               "buckets = 256\n"
+                               "[table:wd]\n"
+                               "buckets = 10\n"
+                               "salt_mapping = hbasewd\n"
+                               "[table:bt]\n"
+                               "salt_mapping = bigtable-sample\n"
+                               "buckets = 4\n"
+                               "[table:own]\n"
+                               "salt_mapping = xxh3\n"
+                               "buckets = 4\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = load(text, &error);
+    g_autoptr(config_t) again = NULL;
+    g_autoptr(config_t) changed = NULL;
+    g_autofree char *out = NULL;
+    struct salt_table want;
+    const struct config_table *t;
+
+    g_assert_no_error(error);
+    t = config_find_table(cfg, "phx", 3);
+    g_assert_true(salt_table_init_mapping(&want, SALT_MAPPING_PHOENIX, 256,
+                                          &error));
+    g_assert_true(salt_table_equal(&t->salt, &want));
+    t = config_find_table(cfg, "wd", 2);
+    g_assert_true(salt_table_init_mapping(&want, SALT_MAPPING_HBASEWD, 10,
+                                          &error));
+    g_assert_true(salt_table_equal(&t->salt, &want));
+    g_assert_cmpuint(t->salt.buckets, ==, 11);
+    t = config_find_table(cfg, "bt", 2);
+    g_assert_true(salt_table_init_mapping(&want, SALT_MAPPING_BIGTABLE, 4,
+                                          &error));
+    g_assert_true(salt_table_equal(&t->salt, &want));
+    g_assert_cmpuint(t->salt.buckets, ==, 7);
+    t = config_find_table(cfg, "own", 3);
+    g_assert_true(salt_table_init(&want, 4, SALT_FORMAT_BYTE, "", 0, &error));
+    g_assert_true(salt_table_equal(&t->salt, &want));
+    g_assert_no_error(error);
+
+    /* the effective config names the tool and its N, and loads back */
+    out = config_to_text(cfg);
+    g_assert_nonnull(strstr(out, "[table:bt]\nbuckets = 4\n"
+                                 "salt_mapping = bigtable-sample\n"));
+    g_assert_nonnull(strstr(out, "[table:wd]\nbuckets = 10\n"
+                                 "salt_mapping = hbasewd\n"));
+    g_assert_nonnull(strstr(out, "hash_part = whole\nsalt_mapping = xxh3\n"));
+    again = load(out, &error);
+    g_assert_no_error(error);
+    g_assert_true(config_reload_check(cfg, again, &error));
+    g_assert_no_error(error);
+
+    /* same N, another tool: every row elsewhere, so no reload */
+    changed = load("[table:phx]\nsalt_mapping = hbasewd\nbuckets = 256\n"
+                   "[table:wd]\nbuckets = 10\nsalt_mapping = hbasewd\n"
+                   "[table:bt]\nsalt_mapping = bigtable-sample\n"
+                   "buckets = 4\n[table:own]\nbuckets = 4\n",
+                   &error);
+    g_assert_no_error(error);
+    g_assert_false(config_reload_check(cfg, changed, &error));
+    g_assert_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED);
+    g_assert_nonnull(strstr(error->message, "phx"));
+    g_clear_error(&error);
+
+    /* the bad combinations */
+    assert_fails("[table:t]\nsalt_mapping = phoenix\n",
+                 CONFIG_ERROR_INVALID_VALUE,
+                 "test.conf:2:", "[table:t] salt_mapping", "needs buckets",
+                 "SALT_BUCKETS", NULL);
+    assert_fails("[table:t]\nsalt_mapping = bigtable-sample\n",
+                 CONFIG_ERROR_INVALID_VALUE, "SALT_RANGE", NULL);
+    assert_fails("[table:t]\nsalt_mapping = phoenix\nbuckets = 257\n",
+                 CONFIG_ERROR_INVALID_VALUE,
+                 "test.conf:3:", "[table:t] buckets", "1..256", NULL);
+    assert_fails("[table:t]\nsalt_mapping = hbasewd\nbuckets = 0\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[table:t] buckets", "1..256",
+                 NULL);
+    assert_fails("[table:t]\nsalt_mapping = bigtable-sample\n"
+                 "buckets = 32769\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[table:t] buckets", "1..32768",
+                 NULL);
+    assert_fails("[table:t]\nsalt_mapping = phoenix\nbuckets = -4\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[table:t] buckets",
+                 "not a whole number", NULL);
+    assert_fails("[table:t]\nsalt_mapping = hbasewd\nbuckets = 8\n"
+                 "salt_format = byte\n",
+                 CONFIG_ERROR_INVALID_VALUE,
+                 "test.conf:4:", "[table:t] salt_format",
+                 "salt_mapping = hbasewd", "remove it", NULL);
+    assert_fails("[table:t]\nsalt_separator = -\n"
+                 "salt_mapping = bigtable-sample\nbuckets = 4\n",
+                 CONFIG_ERROR_INVALID_VALUE,
+                 "test.conf:2:", "[table:t] salt_separator",
+                 "decimal hash and '-'", NULL);
+    assert_fails("[table:t]\nsalt_mapping = phoenix\nbuckets = 4\n"
+                 "hash_part = whole\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[table:t] hash_part", NULL);
+    assert_fails("[table:t]\nsalt_mapping = Phoenix\nbuckets = 4\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[table:t] salt_mapping",
+                 "xxh3 | phoenix | hbasewd | bigtable-sample", NULL);
+    assert_fails("[table:t]\nsalt_mapping = phoenix\nbuckets = 4\n"
+                 "salt_mapping = hbasewd\n",
+                 CONFIG_ERROR_DUPLICATE, NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -502,5 +612,6 @@ main(int argc, char **argv)
     g_test_add_func("/config/error/group", test_error_group);
     g_test_add_func("/config/error/key", test_error_key);
     g_test_add_func("/config/error/value", test_error_value);
+    g_test_add_func("/config/salt-mapping", test_salt_mapping);
     return g_test_run();
 }
