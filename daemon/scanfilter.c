@@ -17,6 +17,8 @@ struct scanfilter {
     GByteArray *text;               /* the original string or bytes */
     GByteArray *out;                /* the last bucket's string */
     int64_t page_limit;             /* -1: none */
+    gboolean lift_page;             /* top-level PageFilters sent with no
+                                       limit (scanfilter_lift_page) */
     gboolean single;                /* the filter fixes one bucket */
     uint32_t single_bucket;
     const char *multi_why;          /* NULL: exact over many buckets */
@@ -673,24 +675,48 @@ scanfilter_rewrite_pb(const struct scanfilter *f, uint32_t bucket, size_t *len,
     return filterpb_encode(f->pb, copy, len, error);
 }
 
-const uint8_t *
-scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket,
-                      size_t *len)
+void
+scanfilter_lift_page(struct scanfilter *f)
 {
-    g_autoptr(filter_node) copy = NULL;
+    f->lift_page = TRUE;
+}
+
+/* The PageFilters scanfilter_top_level finds, given the largest limit. */
+static void
+scanfilter_lift(struct filter_node *n)
+{
+    static const char most[] = "9223372036854775807";
+    struct filter_params p;
+
+    if (n->kind == FILTER_NODE_AND) {
+        for (guint i = 0; i < n->nchildren; i++) {
+            scanfilter_lift(n->children[i]);
+        }
+        return;
+    }
+    if (n->kind == FILTER_NODE_LEAF && filter_leaf_params(n, &p, NULL) &&
+        p.type == FILTER_TYPE_PAGE && p.limit >= 0) {
+        filter_node_set_arg(n, 0, FILTER_ARG_BARE, most, strlen(most));
+    }
+}
+
+/* copy as the client sent its filter (text, or filterBytes) in f->out. */
+static const uint8_t *
+scanfilter_emit(const struct scanfilter *f, struct filter_node *copy,
+                size_t *len)
+{
     uint8_t *text;
     size_t n = 0;
 
-    if (f->tree == NULL) {
-        *len = f->text->len;
-        return f->text->data;
+    if (f->lift_page) {
+        scanfilter_lift(copy);
     }
     g_byte_array_set_size(f->out, 0);
     if (f->pb != NULL) {
         /* scanfilter_new_pb wrote bucket 0: this cannot fail; if it
          * did, no filter at all would be a wrong answer, an empty
          * message an error from HBase */
-        text = scanfilter_rewrite_pb(f, bucket, &n, NULL);
+        text = filterpb_encode(f->pb, copy, &n, NULL);
         if (text != NULL) {
             g_byte_array_append(f->out, text, (guint)n);
             g_free(text);
@@ -698,7 +724,6 @@ scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket,
         *len = f->out->len;
         return f->out->data;
     }
-    copy = scanfilter_rewrite(f, bucket);
     text = filter_serialize(copy, &n, NULL);
     if (text == NULL) {
         /* cannot happen for a tree that parsed; keep the original */
@@ -709,4 +734,31 @@ scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket,
     }
     *len = f->out->len;
     return f->out->data;
+}
+
+const uint8_t *
+scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket,
+                      size_t *len)
+{
+    g_autoptr(filter_node) copy = NULL;
+
+    if (f->tree == NULL) {
+        *len = f->text->len;
+        return f->text->data;
+    }
+    copy = scanfilter_rewrite(f, bucket);
+    return scanfilter_emit(f, copy, len);
+}
+
+const uint8_t *
+scanfilter_for_legacy(const struct scanfilter *f, size_t *len)
+{
+    g_autoptr(filter_node) copy = NULL;
+
+    if (f->tree == NULL || !f->lift_page) {
+        *len = f->text->len;
+        return f->text->data;
+    }
+    copy = filter_node_copy(f->tree);
+    return scanfilter_emit(f, copy, len);
 }

@@ -16,8 +16,8 @@ import sys
 
 # Lowest first.  See "Layers" in README.md.
 LAYERS = [
-    ('pure', ['wire', 'salt', 'filter', 'filterpb', 'scanfilter', 'config',
-              'escape', 'hbase1', 'merge', 'scanargs', 'scanbatch',
+    ('pure', ['wire', 'salt', 'legacy', 'filter', 'filterpb', 'scanfilter',
+              'config', 'escape', 'hbase1', 'merge', 'scanargs', 'scanbatch',
               'scantab', 'codec']),
     ('requests', ['req', 'bell']),
     ('metrics', ['metrics']),
