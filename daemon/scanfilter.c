@@ -737,8 +737,7 @@ scanfilter_emit(const struct scanfilter *f, struct filter_node *copy,
 }
 
 const uint8_t *
-scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket,
-                      size_t *len)
+scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket, size_t *len)
 {
     g_autoptr(filter_node) copy = NULL;
 
