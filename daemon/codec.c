@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "hbase1.h"
+#include "legacy.h"
 #include "salt.h"
 
 /*
@@ -121,6 +122,8 @@ struct codec_ctx {
                                        long for it once salted, or one
                                        its mapping cannot hold, or NULL */
     uint32_t unstorable_len;        /* that row's logical length */
+    gboolean unstorable_clash;      /* that row is a legacy key that reads
+                                       as a new key's salted row */
     gboolean unstorable_text;       /* it is no UTF-8 (bigtable-sample) */
     gboolean too_long;              /* a row longer than HBase stores at
                                        all went on unsalted */
@@ -156,6 +159,23 @@ codec_unstorable(const struct salt_table *salt, const uint8_t *key,
             (len > 0 && !salt_key_valid(salt, key, len)));
 }
 
+/* A key the table cannot store: a new key too long once salted, or a
+ * legacy key that clashes with a new key's row (legacy.h).  Legacy keys
+ * are stored as they are, up to HBase's own limit. */
+static gboolean
+codec_key_unstorable(const struct salt_table *salt, const uint8_t *key,
+                     uint32_t len)
+{
+    if (len == 0 || len > SALT_HBASE_MAX_ROW) {
+        return FALSE;
+    }
+    switch (salt_route(salt, key, len)) {
+    case LEGACY_ROUTE_LEGACY: return FALSE;
+    case LEGACY_ROUTE_CLASH: return TRUE;
+    default: return codec_unstorable(salt, key, len);
+    }
+}
+
 /*
  * A call that names a row the table cannot store.  A write gets the
  * error HBase would give for it (its IllegalArgument), in the table's
@@ -179,6 +199,17 @@ codec_refuse_unstorable(struct codec_ctx *c,
         return;
     }
     err->answer = CODEC_ANSWER_IA;
+    if (c->unstorable_clash) {
+        g_snprintf(err->text, sizeof(err->text),
+                   "hbase-salt-proxy: table %.*s%s cannot store this "
+                   "%u-byte row: its legacy rule keeps it unsalted, and "
+                   "unsalted it is the stored row of a salted key",
+                   name_len, t->name,
+                   (size_t)name_len < t->name_len ? "..." : "",
+                   c->unstorable_len);
+        err->message = err->text;
+        return;
+    }
     if (c->unstorable_text) {
         g_snprintf(err->text, sizeof(err->text),
                    "hbase-salt-proxy: row is not UTF-8 text, and table "
@@ -287,6 +318,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     uint8_t prefix[SALT_MAX_PREFIX];
     size_t plen;
     uint32_t bucket;
+    legacy_route_t route;
 
     if (salt == NULL) {
         wire_write_binary(&c->w, key, len);
@@ -300,12 +332,21 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         wire_write_binary(&c->w, key, len);
         return;
     }
-    if (codec_unstorable(salt, key, len) && c->unstorable == NULL) {
-        /* salted it is too long for HBase: sent only if another row of
-         * the call fails anyway, see codec_request_body */
+    route = salt_route(salt, key, len);
+    if (route == LEGACY_ROUTE_LEGACY) {
+        /* kept where it always was: unsalted */
+        wire_write_binary(&c->w, key, len);
+        return;
+    }
+    if ((route == LEGACY_ROUTE_CLASH || codec_unstorable(salt, key, len)) &&
+        c->unstorable == NULL) {
+        /* salted it is too long for HBase, or it is no key of the table:
+         * sent only if another row of the call fails anyway, see
+         * codec_request_body */
         c->unstorable = salt;
         c->unstorable_len = len;
-        c->unstorable_text = len <= salt_max_row(salt);
+        c->unstorable_clash = route == LEGACY_ROUTE_CLASH;
+        c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
     bucket = salt_bucket(salt, key, len);
     codec_tally_add(c->tally, salt, bucket, 1, 0);
@@ -358,14 +399,14 @@ codec_rows_in(struct codec_ctx *c, const struct salt_table *salt)
         for (i = 0; i < count
                     && wire_read_binary(&ahead, &key, &len) == WIRE_OK;
              i++) {
-            kept += codec_unstorable(salt, key, len) ? 0 : 1;
+            kept += codec_key_unstorable(salt, key, len) ? 0 : 1;
         }
         wire_write_list_begin(&c->w, et, kept);
         for (i = 0; i < count; i++) {
             if (wire_read_binary(&c->r, &key, &len) != WIRE_OK) {
                 return FALSE;
             }
-            if (!codec_unstorable(salt, key, len)) {
+            if (!codec_key_unstorable(salt, key, len)) {
                 codec_key_in(c, salt, key, len);
             }
         }
@@ -386,19 +427,27 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     if (wire_read_binary(&c->r, &phys, &len) != WIRE_OK) {
         return FALSE;
     }
-    if (salt != NULL &&
-        salt_strip(salt, phys, len, &logical, &logical_len, &bucket) &&
-        salt_bucket(salt, logical, logical_len) == bucket) {
+    if (salt == NULL) {
+        wire_write_binary(&c->w, phys, len);
+        return TRUE;
+    }
+    switch (salt_owner(salt, phys, len, &logical, &logical_len, &bucket)) {
+    case LEGACY_OWNER_SALTED:
         codec_tally_add(c->tally, salt, bucket, 0, 1);
         wire_write_binary(&c->w, logical, (uint32_t)logical_len);
         return TRUE;
-    }
-    if (salt != NULL && c->tally != NULL) {
+    case LEGACY_OWNER_LEGACY:
+        /* a legacy row: stored as its logical key */
+        wire_write_binary(&c->w, phys, len);
+        return TRUE;
+    default:
         /* written around the proxy: hand it back as stored */
-        c->tally->unsalted++;
+        if (c->tally != NULL) {
+            c->tally->unsalted++;
+        }
+        wire_write_binary(&c->w, phys, len);
+        return TRUE;
     }
-    wire_write_binary(&c->w, phys, len);
-    return TRUE;
 }
 
 static gboolean codec_walk_struct(struct codec_ctx *c,

@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "config.h"
 #include "hbase1.h"
+#include "legacy.h"
 #include "merge.h"
 #include "metrics.h"
 #include "salt.h"
@@ -101,6 +102,7 @@ struct scan_bucket {
     unsigned done:1;                /* no rows left at all */
     unsigned closed:1;              /* backend scanner closed */
     unsigned next_ready:1;          /* next holds a fetched batch */
+    unsigned legacy:1;              /* no bucket: the legacy range */
     uint32_t fetch;                 /* rows the next fetch asks for */
     struct wire_buf cur;            /* batch being merged (reply bytes) */
     struct wire_buf next;           /* the batch after it */
@@ -611,16 +613,47 @@ scan_fetch_sizes(struct scanner *sc, const struct scanargs *a,
                         sc->fetch_rows);
 }
 
-/* Opens one backend scanner per bucket read (only, when single), all at
+/* The physical bounds of a scan's legacy keys (legacy.h). */
+struct scan_legacy {
+    const uint8_t *start, *stop;
+    size_t start_len, stop_len;
+    uint8_t *buf; /* a prefix's successor, g_free */
+};
+
+/* Whether the scan can meet a legacy key of the table, and where: the
+ * client's bounds before scanargs_fit_bounds (legacy keys are stored
+ * unsalted, up to HBase's own limit), narrowed by the rule. */
+static gboolean
+scan_legacy_bounds(const struct scanner *sc, const struct scanargs *a,
+                   gboolean reversed, struct scan_legacy *lg)
+{
+    lg->start = a->start;
+    lg->start_len = a->start_len;
+    if (a->prefix) {
+        lg->buf = g_memdup2(a->start, a->start_len);
+        lg->stop = lg->buf;
+        lg->stop_len = salt_successor(lg->buf, a->start_len);
+    } else {
+        lg->stop = a->stop;
+        lg->stop_len = a->has_stop ? a->stop_len : 0;
+    }
+    return legacy_scan_bounds(&sc->salt->legacy, reversed, &lg->start,
+                              &lg->start_len, &lg->stop, &lg->stop_len);
+}
+
+/* Opens one backend scanner per bucket read (only, when single; none
+ * unless salted), and one for the legacy range when lg is set, all at
  * once; the last one back answers the client. */
 static void
 scan_open_buckets(struct scanner *sc, const struct scanargs *a,
                   gboolean reversed, const struct scanfilter *filter,
-                  gboolean single, uint32_t only)
+                  gboolean salted, gboolean single, uint32_t only,
+                  const struct scan_legacy *lg)
 {
     struct scanargs_bucket ab = { .salt = sc->salt, .filter = filter };
+    unsigned nsalted = !salted ? 0 : single ? 1 : sc->salt->buckets;
 
-    sc->nbuckets = single ? 1 : sc->salt->buckets;
+    sc->nbuckets = nsalted + (lg != NULL ? 1 : 0);
     metrics_scan_open(sc->item.owner->metrics, sc->nbuckets);
     sc->buckets = g_new0(struct scan_bucket, sc->nbuckets);
     merge_init(&sc->merge, sc->nbuckets, reversed);
@@ -636,11 +669,22 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
         size_t frame;
         struct req *sub;
 
-        b->bucket = single ? only : i;
-        scanbatch_init(&b->rows, sc->salt, b->bucket, sc->calls->key);
         b->fetch = sc->fetch_rows;
-        metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket,
-                               1);
+        if (i == nsalted) {
+            b->legacy = 1;
+            b->bucket = sc->salt->buckets;
+            scanbatch_init_legacy(&b->rows, sc->salt, sc->calls->key);
+            ab.legacy = TRUE;
+            ab.legacy_start = lg->start;
+            ab.legacy_start_len = lg->start_len;
+            ab.legacy_stop = lg->stop;
+            ab.legacy_stop_len = lg->stop_len;
+        } else {
+            b->bucket = single ? only : i;
+            scanbatch_init(&b->rows, sc->salt, b->bucket, sc->calls->key);
+            metrics_bucket_request(sc->item.owner->metrics, sc->salt,
+                                   b->bucket, 1);
+        }
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
         sub = scan_sub_begin(sc, scan_open_sink, i, sc->calls->open, &wr,
@@ -649,8 +693,9 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
         scanargs_write_open(a, sc->calls, &ab, &wr);
         scan_sub_send(sc, sub, frame);
     }
-    g_debug("scan of %s: %u bucket(s), %u rows per fetch", sc->table,
-            sc->nbuckets, sc->fetch_rows);
+    g_debug("scan of %s: %u bucket(s)%s, %u rows per fetch", sc->table,
+            nsalted, lg != NULL ? " and its legacy range" : "",
+            sc->fetch_rows);
     /* Every open may have failed at once: the last one answered the
      * client and closed sc, which our guard kept alive, so freeing it
      * falls to us. */
@@ -685,7 +730,9 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
     g_autofree uint8_t *stop_buf = NULL;
     struct scanfilter *filter = NULL;
     uint32_t only = 0;
-    gboolean single, parsed, reversed;
+    gboolean single = FALSE, parsed, reversed, salted, has_legacy;
+    struct scan_legacy lg = { 0 };
+    unsigned nstreams;
 
     wire_reader_init(&r, req->client_proto, msg, len, TRUE,
                      &w->client_limits);
@@ -725,10 +772,15 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
     }
 
     reversed = a.reversed && !a.prefix;
-    if (!scanargs_fit_bounds(&a, salt_max_row(sc->salt), &start_buf,
-                             &stop_buf)) {
+    /* forward-looking salting: the legacy keys are one more range */
+    has_legacy = sc->salt->legacy.kind != LEGACY_NONE &&
+                 scan_legacy_bounds(sc, &a, reversed, &lg);
+    salted = scanargs_fit_bounds(&a, salt_max_row(sc->salt), &start_buf,
+                                 &stop_buf);
+    if (!salted && !has_legacy) {
         /* no row the table can store is in range: a scanner with no
          * bucket to read, whose first read is its end */
+        g_free(lg.buf);
         metrics_scan_open(w->metrics, 0);
         sc->op = NULL;
         scan_opened(sc, op);
@@ -736,7 +788,9 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
     }
 
     /* which buckets can hold a row, and each one's filter */
-    if (a.prefix) {
+    if (!salted) {
+        single = FALSE;
+    } else if (a.prefix) {
         single = salt_prefix_bucket(sc->salt, a.start, a.start_len, &only);
     } else {
         single = salt_fixed_bucket(sc->salt, reversed, a.start, a.start_len,
@@ -752,6 +806,7 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
                                 &error);
         if (filter == NULL) {
             /* a filter whose meaning salting would change: refuse it */
+            g_free(lg.buf);
             scan_refuse(op, w, error->message);
             scanner_free(sc);
             return;
@@ -763,15 +818,26 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
         if (!single) {
             single = scanfilter_single_bucket(filter, &only);
         }
+        /* each range drops the rows the other side owns, after a
+         * backend PageFilter counted them: the merge alone counts */
+        if (sc->salt->legacy.kind != LEGACY_NONE) {
+            scanfilter_lift_page(filter);
+        }
     }
-    if (filter != NULL && !single && !scanfilter_multi_bucket_ok(filter)) {
+    nstreams = (salted ? (single ? 1 : sc->salt->buckets) : 0) +
+               (has_legacy ? 1 : 0);
+    if (filter != NULL && nstreams > 1 &&
+        !scanfilter_multi_bucket_ok(filter)) {
+        g_free(lg.buf);
         scan_refuse(op, w, scanfilter_multi_bucket_why(filter));
         scanfilter_free(filter);
         scanner_free(sc);
         return;
     }
-    scan_open_buckets(sc, &a, reversed, filter, single, only);
+    scan_open_buckets(sc, &a, reversed, filter, salted, single, only,
+                      has_legacy ? &lg : NULL);
     scanfilter_free(filter);
+    g_free(lg.buf);
 }
 
 /* ---- merging ------------------------------------------------------------ */
@@ -875,9 +941,16 @@ scan_fetch_sink(struct worker *w, struct req *sub)
             if (g_str_has_prefix(inner, "hbase-salt-proxy: ")) {
                 inner += strlen("hbase-salt-proxy: ");
             }
-            sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
-                                        "failed in bucket %u: %s", sc->table,
-                                        b->bucket, inner);
+            if (b->legacy) {
+                sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
+                                            "failed in its legacy "
+                                            "(unsalted) range: %s",
+                                            sc->table, inner);
+            } else {
+                sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
+                                            "failed in bucket %u: %s",
+                                            sc->table, b->bucket, inner);
+            }
             sc->error_retry = retry;
             sc->state = SCAN_FAILED;
             /* the reason may quote the backend, and so row data: only at
@@ -922,7 +995,10 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
         return;
     }
     b->fetching = 1;
-    metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket, 1);
+    if (!b->legacy) {
+        metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket,
+                               1);
+    }
     scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
                      sc->calls->fetch, b->backend_id, (int32_t)b->fetch);
 }
@@ -1021,8 +1097,10 @@ scan_pump(struct scanner *sc)
             }
             wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
             if (scanbatch_copy_head(&b->rows, from, &wr)) {
-                metrics_bucket_row(sc->item.owner->metrics, sc->salt,
-                                   b->bucket, 1);
+                if (!b->legacy) {
+                    metrics_bucket_row(sc->item.owner->metrics, sc->salt,
+                                       b->bucket, 1);
+                }
             } else {
                 /* it reports the rows it unsalts, to be counted */
                 wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,
