@@ -299,6 +299,27 @@ class MigrateTest(unittest.TestCase):
                       "no salt", p.stdout.decode())
         self.assertIn('1 difference(s)', p.stderr.decode())
 
+    def test_forward_looking_table_refused(self):
+        """A table with a legacy rule keeps some keys unsalted: the tool
+        refuses it rather than write those keys salted, where the proxy
+        would never read them; nothing is written."""
+        conf = os.path.join(self.workdir, 'legacy.conf')
+        with open(self.procs.conf) as f:
+            text = f.read()
+        with open(conf, 'w') as f:
+            f.write(text + '[table:fwd]\nbuckets = 4\n'
+                    'legacy_component = after:#:last\n'
+                    'legacy_cutoff = 5\n')
+        for args in (('--from-table', 'src', '--to-table', 'fwd'),
+                     ('--from-table', 'fwd', '--to-table', 'dst')):
+            p = subprocess.run([ARGS.migrate, '-c', conf] + list(args),
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=60)
+            self.assertEqual(p.returncode, 2, p.stderr.decode())
+            self.assertIn("table 'fwd' has a forward-looking rule",
+                          p.stderr.decode())
+        self.assertEqual(scan_rows(self.emu, 'dst'), [])
+
     # ---- interruption ----------------------------------------------------
 
     def checkpoint_rows(self, path):
