@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "filterpb.h"
 #include "hbase1.h"
 #include "legacy.h"
 #include "salt.h"
@@ -461,6 +462,31 @@ static gboolean codec_walk_struct(struct codec_ctx *c,
                                   const struct hbase1_schema *s,
                                   const struct salt_table *salt);
 
+void
+codec_filter_refusal(const GError *error, char *text, size_t size,
+                     gboolean *can_retry)
+{
+    const char *why = error != NULL ? error->message : "filter refused";
+
+    *can_retry = FALSE;
+    if (error != NULL && error->domain == FILTERPB_ERROR) {
+        switch (error->code) {
+        case FILTERPB_ERROR_MALFORMED:
+            /* protobuf-java's own message, and HBase lets it be retried */
+            *can_retry = TRUE;
+            g_strlcpy(text, why, size);
+            return;
+        case FILTERPB_ERROR_UNKNOWN_CLASS: g_strlcpy(text, why, size); return;
+        case FILTERPB_ERROR_INVALID:
+            g_strlcpy(text, "java.lang.reflect.InvocationTargetException",
+                      size);
+            return;
+        default: break;
+        }
+    }
+    g_snprintf(text, size, "java.lang.IllegalArgumentException: %s", why);
+}
+
 /*
  * A filter string applied to one row (a Thrift2 get's): rewritten for
  * the bucket of that row as a scan's filter is for each bucket
@@ -469,9 +495,11 @@ static gboolean codec_walk_struct(struct codec_ctx *c,
  * only place the codec allocates: a get with a filter on a salted table.
  */
 static gboolean
-codec_filter_row(struct codec_ctx *c, const struct salt_table *salt)
+codec_filter_row(struct codec_ctx *c, const struct hbase1_field *field,
+                 const struct salt_table *salt)
 {
     g_autoptr(GError) error = NULL;
+    gboolean pb = field->role == HBASE1_ROLE_FILTER_BYTES;
     struct scanfilter *f;
     const uint8_t *text, *out;
     uint32_t len;
@@ -489,13 +517,17 @@ codec_filter_row(struct codec_ctx *c, const struct salt_table *salt)
         wire_write_binary(&c->w, text, len);
         return TRUE;
     }
-    f = scanfilter_new(text, len, salt, FALSE, &error);
+    f = pb ? scanfilter_new_pb(text, len, salt, FALSE, &error)
+           : scanfilter_new(text, len, salt, FALSE, &error);
     if (f == NULL) {
-        g_snprintf(c->err->text, sizeof(c->err->text),
-                   "java.lang.IllegalArgumentException: %s",
-                   error != NULL ? error->message : "filter refused");
-        return codec_reject(c, WIRE_APP_INTERNAL_ERROR, CODEC_ANSWER_IO,
-                            c->err->text);
+        gboolean retry = FALSE;
+
+        codec_filter_refusal(error, c->err->text, sizeof(c->err->text),
+                             &retry);
+        codec_reject(c, WIRE_APP_INTERNAL_ERROR, CODEC_ANSWER_IO,
+                     c->err->text);
+        c->err->can_retry = retry ? 1 : 0;
+        return FALSE;
     }
     out = scanfilter_for_bucket(f,
                                 salt_bucket(salt, c->filter_row,
@@ -551,7 +583,7 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_FILTER_ROW:
         if (!c->reply && salt != NULL) {
-            return codec_filter_row(c, salt);
+            return codec_filter_row(c, f, salt);
         }
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_REFUSE_SALTED:
@@ -693,6 +725,7 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
     err->app_type = 0;
     err->message = NULL;
     err->answer = CODEC_ANSWER_APP;
+    err->can_retry = 0;
     wire_reader_init(&c->r, from, msg, len, complete, limits);
     if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
         err->app_type = WIRE_APP_PROTOCOL_ERROR;
@@ -1064,7 +1097,7 @@ codec_write_error(const struct codec_call *call, wire_proto_t to,
         G_GNUC_FALLTHROUGH;
     case CODEC_ANSWER_IO:
         if (call->method != NULL && call->method->declares_io) {
-            codec_write_io(call, &w, err->message, FALSE);
+            codec_write_io(call, &w, err->message, err->can_retry != 0);
             return;
         }
         break;

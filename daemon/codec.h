@@ -87,6 +87,7 @@ struct codec_error {
     int32_t app_type;      /* TApplicationException type */
     const char *message;   /* static text, or text[] */
     uint8_t answer;        /* codec_answer_t */
+    uint8_t can_retry;     /* ANSWER_IO: the IOError's canRetry */
     char text[CODEC_ERROR_TEXT]; /* a message naming lengths and a table;
                               message points here then, so copy the
                               struct only with care */
@@ -170,6 +171,16 @@ codec_status_t codec_reply_stream(const struct codec_call *call,
                                   struct codec_error *err,
                                   const struct wire_limits *limits,
                                   size_t *msg_len, struct codec_tally *tally);
+
+/*
+ * How a filter scanfilter_new or scanfilter_new_pb refused (error) is
+ * answered, as HBase answers the filters it rejects: text for the
+ * TIOError, and its canRetry.  Bytes HBase itself rejects get HBase's
+ * answer (filterpb.h); the others "java.lang.IllegalArgumentException: "
+ * and why.
+ */
+void codec_filter_refusal(const GError *error, char *text, size_t size,
+                          gboolean *can_retry);
 
 /* The reply to a rejected call (REJECT): as err->answer says. */
 void codec_write_error(const struct codec_call *call, wire_proto_t to,

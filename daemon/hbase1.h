@@ -23,11 +23,12 @@ enum hbase1_action {
                              salted table (Thrift2's filterBytes): a call
                              of a salted table sending it is refused with
                              the text in 'refuse'; unsalted, it is copied */
-    HBASE1_FILTER_ROW,    /* binary: a filter string applied to the row of
-                            the struct it sits in (Thrift2's
-                            TGet.filterString): rewritten for that row's
-                            bucket, or refused when salting would change
-                            its meaning */
+    HBASE1_FILTER_ROW,    /* binary: a filter applied to the row of the
+                            struct it sits in (Thrift2's TGet.filterString,
+                            or with role FILTER_BYTES its protobuf
+                            filterBytes): rewritten for that row's bucket,
+                            or refused when salting would change its
+                            meaning */
 };
 
 /*

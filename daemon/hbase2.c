@@ -13,19 +13,21 @@
 
 /* ---- structs ----------------------------------------------------------- */
 
-#define GET_FILTER_BYTES_REFUSED                                              \
-    "hbase-salt-proxy: filterBytes on a salted table is not supported yet"
-
 /* TGet { 1: row, ..., 6: filterString, ..., 15: filterBytes }: a filter
- * may name rows, which are salted on the server side: the string is
- * rewritten for the row's bucket, the protobuf refused for now */
+ * may name rows, which are salted on the server side: the string and the
+ * protobuf are rewritten for the row's bucket */
 SCHEMA(t_get, FALSE, F(1, WIRE_T_STRING, HBASE1_ROW, NULL, "TGet.row"),
        { .fid = 6,
          .type = WIRE_T_STRING,
          .action = HBASE1_FILTER_ROW,
          .repeated = "hbase-salt-proxy: field TGet.filterString sent "
                      "twice" },
-       X(15, WIRE_T_STRING, HBASE1_ROLE_NONE, GET_FILTER_BYTES_REFUSED));
+       { .fid = 15,
+         .type = WIRE_T_STRING,
+         .action = HBASE1_FILTER_ROW,
+         .role = HBASE1_ROLE_FILTER_BYTES,
+         .repeated = "hbase-salt-proxy: field TGet.filterBytes sent "
+                     "twice" });
 
 /* TPut { 1: row, 2: columnValues, ... } */
 SCHEMA(t_put, FALSE, F(1, WIRE_T_STRING, HBASE1_ROW, NULL, "TPut.row"));

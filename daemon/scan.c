@@ -850,13 +850,12 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
         return;
     }
 
-    if (req->call.salt != NULL && a.has_filter_bytes) {
-        /* a protobuf filter may name rows, and is not rewritten per
-         * bucket yet: refused, never answered wrongly */
-        scan_reply_io(op, w,
-                      "hbase-salt-proxy: filterBytes on a salted table is "
-                      "not supported yet",
-                      FALSE);
+    if (req->call.salt != NULL && a.has_filter_bytes && a.has_filter) {
+        /* one of the two wins on the server; which one is rewritten,
+         * counted and merged for must not be a guess */
+        scan_refuse(op, w,
+                    "hbase-salt-proxy: filterString and filterBytes "
+                    "together on a salted table are not supported");
         return;
     }
     op->want = a.nrows;
@@ -897,13 +896,21 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
         single = TRUE;
         only = 0;
     }
-    if (a.has_filter) {
-        filter = scanfilter_new(a.filter, a.filter_len, sc->salt, reversed,
-                                &error);
+    if (a.has_filter || a.has_filter_bytes) {
+        filter = a.has_filter
+                     ? scanfilter_new(a.filter, a.filter_len, sc->salt,
+                                      reversed, &error)
+                     : scanfilter_new_pb(a.filter_bytes, a.filter_bytes_len,
+                                         sc->salt, reversed, &error);
         if (filter == NULL) {
-            /* a filter whose meaning salting would change: refuse it */
+            /* a filter whose meaning salting would change, or bytes HBase
+             * itself refuses: answered as HBase would */
+            char text[CODEC_ERROR_TEXT];
+            gboolean retry;
+
             g_free(lg.buf);
-            scan_refuse(op, w, error->message);
+            codec_filter_refusal(error, text, sizeof(text), &retry);
+            scan_reply_io(op, w, text, retry);
             scanner_free(sc);
             return;
         }

@@ -145,8 +145,8 @@ scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
             a->has_limit = TRUE;
             break;
         case HBASE1_ROLE_FILTER_BYTES:
+            wire_read_binary(r, &a->filter_bytes, &a->filter_bytes_len);
             a->has_filter_bytes = TRUE;
-            wire_skip(r, type);
             break;
         case HBASE1_ROLE_ID:
             a->id = wire_read_i32(r);
@@ -234,6 +234,7 @@ scanargs_written(const struct hbase1_field *f)
     case HBASE1_ROLE_STOP:
     case HBASE1_ROLE_CACHING:
     case HBASE1_ROLE_FILTER:
+    case HBASE1_ROLE_FILTER_BYTES:
     case HBASE1_ROLE_REVERSED: return TRUE;
     default: return scanargs_passed_offset(f->role) >= 0;
     }
@@ -293,7 +294,9 @@ scanargs_write_legacy(const struct scanargs *a, const struct hbase1_field *f,
         }
         break;
     default:
-        if (a->has_filter) {
+        /* the filter the scan has, string or protobuf, at its own field */
+        if (f->role == HBASE1_ROLE_FILTER_BYTES ? a->has_filter_bytes
+                                                : a->has_filter) {
             ftext = scanfilter_for_legacy(b->filter, &flen);
             wire_write_field(wr, f->type, f->fid);
             wire_write_binary(wr, ftext, (uint32_t)flen);
@@ -318,7 +321,8 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
 
         if (b->legacy &&
             (f->role == HBASE1_ROLE_START || f->role == HBASE1_ROLE_STOP ||
-             f->role == HBASE1_ROLE_FILTER)) {
+             f->role == HBASE1_ROLE_FILTER ||
+             f->role == HBASE1_ROLE_FILTER_BYTES)) {
             scanargs_write_legacy(a, f, b, wr);
             continue;
         }
@@ -351,7 +355,10 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
             wire_write_i32(wr, (int32_t)b->caching);
             break;
         case HBASE1_ROLE_FILTER:
-            if (a->has_filter) {
+        case HBASE1_ROLE_FILTER_BYTES:
+            /* the scan's one filter (string or protobuf) at its field */
+            if (f->role == HBASE1_ROLE_FILTER_BYTES ? a->has_filter_bytes
+                                                    : a->has_filter) {
                 ftext = scanfilter_for_bucket(b->filter, b->bucket, &flen);
                 wire_write_field(wr, f->type, f->fid);
                 wire_write_binary(wr, ftext, (uint32_t)flen);

@@ -44,7 +44,10 @@ struct scanargs {
     int32_t limit;
     gboolean drop_limit;       /* not passed on to the buckets: the merge
                             alone applies it */
-    gboolean has_filter_bytes; /* Thrift2's TScan.filterBytes */
+    gboolean has_filter_bytes; /* Thrift2's TScan.filterBytes: a protobuf
+                                  filter, rewritten per bucket */
+    const uint8_t *filter_bytes;
+    uint32_t filter_bytes_len;
     /* the scan structs as sent (a second one adds to the first, as in
      * Java): every field the engine does not write itself (no role, or
      * one it only passes on) goes to each bucket from here, so a field

@@ -22,8 +22,9 @@ binary and compact, buffered and framed, in turn.
 After the calls, every row of 'salted' read straight from the emulator
 must carry the salt the configuration documents (computed here,
 independently of the proxy), and hold the same logical rows as 'ref'.
-Also: an unsalted table passes through unchanged, filterBytes on a
-salted table is refused with a TIOError, and /metrics keeps Thrift2's
+Filters come as strings (filterString) and as protobuf (filterBytes), on
+scans and gets.  Also: an unsalted table passes through unchanged,
+filterBytes HBase refuses gets HBase's answer, and /metrics keeps Thrift2's
 methods apart from Thrift1's of the same name.
 
   /usr/bin/python3 tests/e2e/test_thrift2.py --proxy BUILD/daemon/hbase-salt-proxy \\
@@ -78,6 +79,63 @@ FILTERS = [
     "FamilyFilter(=, 'binary:a')",
     "PageFilter(3)",
     "SingleColumnValueFilter('a', 'q', =, 'binary:v2')",
+]
+
+
+# ---- protobuf filters (TGet/TScan.filterBytes), encoded here ------------------
+
+def pb_varint(v):
+    out = b''
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def pb_bytes(field, data):
+    return pb_varint(field << 3 | 2) + pb_varint(len(data)) + data
+
+
+def pb_int(field, v):
+    return pb_varint(field << 3) + pb_varint(v)
+
+
+def pb_filter(cls, body):
+    """hbase.pb.Filter { 1: name, 2: serialized_filter }"""
+    return (pb_bytes(1, b'org.apache.hadoop.hbase.filter.' + cls.encode())
+            + pb_bytes(2, body))
+
+
+def pb_binary(value):
+    """Comparator { BinaryComparator { ByteArrayComparable { value } } }"""
+    return (pb_bytes(1, b'org.apache.hadoop.hbase.filter.BinaryComparator')
+            + pb_bytes(2, pb_bytes(1, pb_bytes(1, value))))
+
+
+def pb_compare(cls, op, value):
+    """RowFilter/ValueFilter/...: CompareFilter { compare_op, comparator }"""
+    return pb_filter(cls, pb_bytes(1, pb_int(1, op) + pb_bytes(
+        2, pb_binary(value))))
+
+
+def pb_row_equal(value):
+    return pb_compare('RowFilter', 2, value)     # EQUAL
+
+
+PB_FILTERS = [
+    pb_filter('PrefixFilter', pb_bytes(1, b'u1')),
+    pb_filter('PrefixFilter', pb_bytes(1, b'\x00')),
+    pb_compare('RowFilter', 0, b'm'),             # LESS
+    pb_compare('RowFilter', 3, b'u1'),            # NOT_EQUAL
+    pb_compare('RowFilter', 4, b'u2'),            # GREATER_OR_EQUAL
+    pb_compare('ValueFilter', 2, b'v1'),
+    pb_filter('KeyOnlyFilter', pb_int(1, 0)),
+    pb_filter('FirstKeyOnlyFilter', b''),
+    pb_filter('PageFilter', pb_int(1, 3)),
+    pb_filter('InclusiveStopFilter', pb_bytes(1, b'u2')),
 ]
 
 
@@ -243,7 +301,7 @@ def norm(v):
 def same_table(msg):
     """An error message with the table's own name (and its region's)
     made the same for 'salted' and 'ref'."""
-    return re.sub(r"\b(salted|ref)(,,\d+)?", 'TABLE', msg or '')
+    return re.sub(r"\b(salted|ref)\b(,,\d+)?", 'TABLE', msg or '')
 
 
 def outcome(fn):
@@ -317,9 +375,12 @@ class Gen(object):
         if r.random() < 0.2:
             lo = r.choice(STAMPS)
             g.timeRange = T.TTimeRange(minStamp=lo, maxStamp=lo + 1500)
-        if r.random() < 0.25:
+        x = r.random()
+        if x < 0.2:
             # rewritten for the row's bucket: row comparisons included
             g.filterString = r.choice(GET_FILTERS).encode()
+        elif x < 0.35:
+            g.filterBytes = r.choice(PB_FILTERS + [pb_row_equal(g.row)])
         return g
 
     def rowmut(self, row):
@@ -443,8 +504,11 @@ class Gen(object):
         if r.random() < 0.2:
             lo = r.choice(STAMPS)
             s.timeRange = T.TTimeRange(minStamp=lo, maxStamp=lo + 1500)
-        if r.random() < 0.3:
+        x = r.random()
+        if x < 0.25:
             s.filterString = r.choice(FILTERS).encode()
+        elif x < 0.4:
+            s.filterBytes = r.choice(PB_FILTERS)
         return s
 
 
@@ -601,28 +665,41 @@ class Thrift2Test(unittest.TestCase):
 
     def test_4_refusals_and_errors(self):
         via = connect(self.proxy.port2, 'binary', 'buffered')
-        # filterBytes cannot be rewritten yet: refused, never wrong
+        # filterBytes HBase refuses: the answer HBase gives (bytes that do
+        # not parse, a filter message that does not)
+        for bad in (b'\x0a', pb_filter('PrefixFilter', b'\x0a\x05')):
+            for call in (lambda c, t: c.openScanner(t, T.TScan(
+                    filterBytes=bad)),
+                    lambda c, t: c.get(t, T.TGet(row=b'u1',
+                                                 filterBytes=bad))):
+                got = outcome(lambda: call(via, b'salted'))
+                self.assertEqual(got[0], 'TIOError', bad)
+                self.assertEqual(got, outcome(lambda: call(self.direct,
+                                                           b'ref')), bad)
+        # a class the proxy does not know may read the row key: refused
+        # (HBase would say ClassNotFoundException; an IOError either way)
         with self.assertRaises(T.TIOError) as cm:
             via.openScanner(b'salted', T.TScan(filterBytes=b'\x0a\x03abc'))
-        self.assertIn('filterBytes on a salted table is not supported yet',
-                      cm.exception.message)
-        with self.assertRaises(T.TIOError) as cm:
-            via.get(b'salted', T.TGet(row=b'u1', filterBytes=b'\x0a'))
-        self.assertIn('filterBytes on a salted table is not supported yet',
-                      cm.exception.message)
+        self.assertIn('IllegalArgumentException', cm.exception.message)
         # a get's filter string is rewritten for its row's bucket: a row
         # comparison still matches the logical row
         p = T.TPut(row=b'zfilt', columnValues=[T.TColumnValue(
             family=b'a', qualifier=b'f', value=b'v', timestamp=9)])
         via.put(b'salted', p)
         self.direct.put(b'ref', p)
-        for flt, hit in ((b"RowFilter(=, 'binary:zfilt')", True),
+        for flt, hit in ((pb_row_equal(b'zfilt'), True),
+                         (pb_row_equal(b'zfil'), False),
+                         (pb_filter('PrefixFilter', pb_bytes(1, b'zf')), True),
+                         (b"RowFilter(=, 'binary:zfilt')", True),
                          (b"PrefixFilter('zf')", True),
                          (b"RowFilter(!=, 'binary:zfilt')", False),
                          (b"PrefixFilter('v')", False),
                          (b"RowFilter(=, 'regexstring:^zfilt$')", True),
                          (b"RowFilter(=, 'regexstring:^1')", False)):
-            g = T.TGet(row=b'zfilt', filterString=flt)
+            if flt.startswith(b'\x0a'):
+                g = T.TGet(row=b'zfilt', filterBytes=flt)
+            else:
+                g = T.TGet(row=b'zfilt', filterString=flt)
             got = via.get(b'salted', g)
             self.assertEqual(got, self.direct.get(b'ref', g), flt)
             self.assertEqual(got.row == b'zfilt', hit, flt)

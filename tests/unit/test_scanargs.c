@@ -286,6 +286,12 @@ test_thrift2_open(void)
     const struct hbase1_method *m =
         hbase1_service_lookup(svc, (const uint8_t *)"openScanner", 11);
     struct scanargs_bucket b = { .salt = &hex16, .bucket = 5, .caching = 9 };
+    /* hbase.pb.Filter { PrefixFilter { prefix: "ab" } } */
+    static const char pb[] =
+        "\x0a\x2borg.apache.hadoop.hbase.filter.PrefixFilter"
+        "\x12\x04\x0a\x02"
+        "ab";
+    struct scanfilter *f;
     struct wire_buf msg, out;
     struct wire_writer w;
     struct wire_reader r;
@@ -328,7 +334,7 @@ test_thrift2_open(void)
     wire_write_field(&w, WIRE_T_I32, 15);
     wire_write_i32(&w, 12);
     wire_write_field(&w, WIRE_T_STRING, 18);
-    wire_write_binary(&w, "pb", 2);
+    wire_write_binary(&w, pb, sizeof(pb) - 1);
     wire_write_field(&w, WIRE_T_I64, 40);
     wire_write_i64(&w, 4040);
     wire_write_struct_end(&w);
@@ -338,7 +344,11 @@ test_thrift2_open(void)
     g_assert_true(a.has_filter_bytes);
     g_assert_true(a.has_caching && a.caching == 70);
     wire_writer_init(&w, WIRE_BINARY, &out);
+    b.filter = f = scanfilter_new_pb(a.filter_bytes, a.filter_bytes_len,
+                                     &hex16, FALSE, NULL);
+    g_assert_nonnull(f);
     scanargs_write_open(&a, m->scanner, &b, &w);
+    scanfilter_free(f);
 
     wire_reader_init(&r, WIRE_BINARY, out.data, out.len, TRUE, NULL);
     wire_read_struct_begin(&r);
@@ -359,7 +369,16 @@ test_thrift2_open(void)
             break;
         case 14: g_assert_cmpint(wire_read_i32(&r), ==, 2); break;
         case 15: g_assert_cmpint(wire_read_i32(&r), ==, 12); break;
-        case 18: wire_skip(&r, type); break;
+        case 18: {
+            /* the PrefixFilter rewritten for bucket 5, as protobuf */
+            const uint8_t *data;
+            uint32_t len;
+
+            wire_read_binary(&r, &data, &len);
+            g_assert_nonnull(memmem(data, len, "PrefixFilter", 12));
+            g_assert_nonnull(memmem(data, len, "5-ab", 4));
+            break;
+        }
         case 40: g_assert_cmpint(wire_read_i64(&r), ==, 4040); break;
         default: g_assert_not_reached();
         }
