@@ -163,8 +163,7 @@ test_refused_multi(void)
         { "WHILE RowFilter(<, 'binary:a')", FALSE, NULL },
         { "WHILE RowFilter(<, 'binary:a')", TRUE, "not monotonic" },
         /* in a top-level AND the first miss ends the whole scan too */
-        { "KeyOnlyFilter() AND WHILE RowFilter(<, 'binary:a')", FALSE,
-          NULL },
+        { "KeyOnlyFilter() AND WHILE RowFilter(<, 'binary:a')", FALSE, NULL },
         /* under OR the scan goes on past each bucket's own first miss */
         { "SKIP ColumnPrefixFilter('x') OR WHILE RowFilter(<, 'binary:#')",
           FALSE, "WHILE inside OR or SKIP" },
