@@ -872,9 +872,19 @@ wire_scan_string_len(struct wire_reader *r)
 static void
 wire_scan_value(struct wire_scan *s, struct wire_reader *r)
 {
-    struct wire_scan_frame *f = &s->frame[s->depth + 1];
+    struct wire_scan_frame *f;
     uint32_t count;
 
+    /* a container would take frame[depth + 1]: refuse it before the
+     * reader writes its head there (the reader checks the depth only
+     * after decoding the head) */
+    if ((s->next == WIRE_T_STRUCT || s->next == WIRE_T_LIST ||
+         s->next == WIRE_T_SET || s->next == WIRE_T_MAP) &&
+        (s->depth >= r->limits->max_depth || s->depth >= WIRE_MAX_DEPTH)) {
+        wire_reader_fail(r, "nesting deeper than the limit");
+        return;
+    }
+    f = &s->frame[s->depth + 1];
     switch (s->next) {
     case WIRE_T_STRING:
         s->skip = (size_t)wire_scan_string_len(r);

@@ -651,6 +651,73 @@ test_scan_limits(void)
     wire_buf_free(&b);
 }
 
+/* A message nesting containers deeper than the scan's frames is an
+ * error, found before anything is written past the last frame (a fuzzed
+ * reply once wrote a list head one frame too far). */
+static void
+test_scan_depth(gconstpointer data)
+{
+    wire_proto_t proto = GPOINTER_TO_INT(data);
+    static const uint8_t kinds[] = { WIRE_T_LIST, WIRE_T_MAP, WIRE_T_STRUCT };
+
+    for (size_t k = 0; k < G_N_ELEMENTS(kinds); k++) {
+        for (unsigned nest = WIRE_MAX_DEPTH - 2; nest <= WIRE_MAX_DEPTH + 8;
+             nest++) {
+            struct wire_buf b;
+            struct wire_writer w;
+            struct wire_scan sc;
+            size_t len = 0;
+            const char *why = NULL;
+            wire_status_t st;
+
+            wire_buf_init(&b);
+            wire_writer_init(&w, proto, &b);
+            wire_write_msg_begin(&w, (const uint8_t *)"x", 1, WIRE_REPLY, 1);
+            wire_write_struct_begin(&w);
+            wire_write_field(&w, kinds[k], 0);
+            for (unsigned i = 0; i < nest; i++) {
+                if (kinds[k] == WIRE_T_LIST) {
+                    wire_write_list_begin(&w, WIRE_T_LIST, 1);
+                } else if (kinds[k] == WIRE_T_MAP) {
+                    wire_write_map_begin(&w, WIRE_T_BYTE, WIRE_T_MAP, 1);
+                    wire_write_byte(&w, 1);
+                } else {
+                    wire_write_struct_begin(&w);
+                    wire_write_field(&w, WIRE_T_STRUCT, 1);
+                }
+            }
+            /* the innermost: an empty one, then every level closed */
+            if (kinds[k] == WIRE_T_LIST) {
+                wire_write_list_begin(&w, WIRE_T_BYTE, 0);
+            } else if (kinds[k] == WIRE_T_MAP) {
+                wire_write_map_begin(&w, WIRE_T_BYTE, WIRE_T_BYTE, 0);
+            } else {
+                wire_write_struct_begin(&w);
+            }
+            for (unsigned i = 0; i <= nest; i++) {
+                if (kinds[k] == WIRE_T_STRUCT) {
+                    wire_write_struct_end(&w);
+                } else {
+                    wire_write_container_end(&w);
+                }
+            }
+            wire_write_struct_end(&w);
+            wire_scan_init(&sc);
+            st = wire_scan_feed(&sc, proto, b.data, b.len, NULL, &len, &why);
+            /* the result struct is level 1 and the field's value level 2,
+             * so nest + 2 levels in all */
+            if (nest + 2 > WIRE_MAX_DEPTH) {
+                g_assert_cmpint(st, ==, WIRE_ERROR);
+                g_assert_cmpstr(why, ==, "nesting deeper than the limit");
+            } else {
+                g_assert_cmpint(st, ==, WIRE_OK);
+                g_assert_cmpuint(len, ==, b.len);
+            }
+            wire_buf_free(&b);
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -691,5 +758,9 @@ main(int argc, char **argv)
     g_test_add_data_func("/wire/scan/agrees/compact",
                          GINT_TO_POINTER(WIRE_COMPACT), test_scan_agrees);
     g_test_add_func("/wire/scan/limits", test_scan_limits);
+    g_test_add_data_func("/wire/scan/depth/binary",
+                         GINT_TO_POINTER(WIRE_BINARY), test_scan_depth);
+    g_test_add_data_func("/wire/scan/depth/compact",
+                         GINT_TO_POINTER(WIRE_COMPACT), test_scan_depth);
     return g_test_run();
 }
