@@ -1298,12 +1298,16 @@ config_reload_check(const struct config *old, const struct config *cfg,
     CONFIG_RESTART_ONLY(old->protocol != cfg->protocol, "[backend] protocol")
     CONFIG_RESTART_ONLY(old->transport != cfg->transport,
                         "[backend] transport")
-    /* the process holds one set of Kerberos credentials */
-    CONFIG_RESTART_ONLY(old->sasl != cfg->sasl ||
-                            g_strcmp0(old->sasl_principal,
-                                      cfg->sasl_principal) != 0 ||
-                            g_strcmp0(old->sasl_keytab, cfg->sasl_keytab) != 0,
-                        "[backend] sasl, sasl_principal or sasl_keytab")
+    /* one set of Kerberos credentials per process, and connections
+     * that outlive a reload */
+    CONFIG_RESTART_ONLY(
+        old->sasl != cfg->sasl ||
+            g_strcmp0(old->sasl_principal, cfg->sasl_principal) != 0 ||
+            g_strcmp0(old->sasl_keytab, cfg->sasl_keytab) != 0 ||
+            g_strcmp0(old->sasl_service, cfg->sasl_service) != 0 ||
+            old->sasl_qop != cfg->sasl_qop ||
+            g_strcmp0(old->sasl_server_host, cfg->sasl_server_host) != 0,
+        "[backend] sasl or a sasl_* key")
     g_clear_pointer(&a, g_free);
     g_clear_pointer(&b, g_free);
     if (old->admin_enabled) {

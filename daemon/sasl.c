@@ -777,10 +777,11 @@ sasl_client_wrap(struct sasl_client *c, const uint8_t *msg, size_t len,
     uint8_t hdr[4];
 
     g_return_val_if_fail(c->state == SASL_STATE_DONE, FALSE);
-    if (len > c->max_message) {
+    /* several messages may share a frame: only the frame's own length
+     * field bounds it */
+    if (len > (size_t)G_MAXINT32 - SASL_WRAP_SLACK) {
         g_set_error(error, SASL_ERROR, SASL_ERROR_PROTOCOL,
-                    "message of %zu bytes is over the %u byte limit", len,
-                    c->max_message);
+                    "%zu bytes are too many for one SASL frame", len);
         return FALSE;
     }
     if (c->qop == SASL_QOP_AUTH) {

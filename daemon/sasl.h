@@ -84,8 +84,8 @@ struct sasl_client;
 
 /*
  * For the server principal server (service/host@REALM, see
- * config_sasl_server_principal).  max_message bounds one message either
- * way.
+ * config_sasl_server_principal).  max_message bounds what one incoming
+ * frame may hold.
  */
 struct sasl_client *sasl_client_new(struct sasl_creds *creds,
                                     const char *server, sasl_qop_t qop,
@@ -119,7 +119,8 @@ gboolean sasl_client_wraps(const struct sasl_client *c);
 /* When the context expires (g_get_real_time() us), G_MAXINT64 if never. */
 gint64 sasl_client_expiry(const struct sasl_client *c);
 
-/* One outgoing message as one frame, appended to out. */
+/* Outgoing bytes (one message or several) as one frame, appended to
+ * out. */
 gboolean sasl_client_wrap(struct sasl_client *c, const uint8_t *msg,
                           size_t len, GByteArray *out, GError **error);
 /*
