@@ -700,10 +700,17 @@ sasl_client_message(struct sasl_client *c, uint8_t status, const uint8_t *p,
 {
     if (status == SASL_ST_BAD || status == SASL_ST_ERROR) {
         g_autofree char *why = sasl_reason(p, len);
+        /* HBase tells a client no more than this; the cause is in its log */
+        gboolean gss = strcmp(why, "GSS initiate failed") == 0;
 
         g_set_error(error, SASL_ERROR, SASL_ERROR_REFUSED,
-                    "%s refused the SASL negotiation (%s): %s", c->target,
-                    status == SASL_ST_BAD ? "BAD" : "ERROR", why);
+                    "%s refused the SASL negotiation (%s): %s%s", c->target,
+                    status == SASL_ST_BAD ? "BAD" : "ERROR", why,
+                    gss ? " (the server could not accept our ticket: its "
+                          "keytab lacks the current key of that principal, "
+                          "or its clock and the KDC's differ; the server's "
+                          "log says which)"
+                        : "");
         return sasl_client_fail(c);
     }
     if (status == SASL_ST_START ||
