@@ -1347,6 +1347,26 @@ config_advice(const struct config *cfg)
             "keep it below %u", cfg->scan_scanner_timeout_ms,
             CONFIG_HBASE_SCANNER_EXPIRY_MS, CONFIG_HBASE_SCANNER_EXPIRY_MS));
     }
+    if (cfg->sasl == CONFIG_SASL_GSSAPI && cfg->sasl_server_host == NULL) {
+        for (size_t i = 0; i < cfg->n_servers; i++) {
+            const char *h = cfg->servers[i].host;
+
+            /* Kerberos names hosts, not addresses */
+            if (strchr(h, ':') != NULL ||
+                strspn(h, "0123456789.") == strlen(h)) {
+                g_autofree char *sp = config_sasl_server_principal(cfg, h);
+
+                g_ptr_array_add(
+                    out,
+                    g_strdup_printf(
+                        "[backend] sasl: server %s is an address, so its "
+                        "principal would be %s; HBase's principals name hosts: "
+                        "list the server by name, or set sasl_server_host",
+                        h, sp));
+                break;
+            }
+        }
+    }
     g_ptr_array_add(out, NULL);
     return (char **)g_ptr_array_free(g_steal_pointer(&out), FALSE);
 }

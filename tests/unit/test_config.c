@@ -647,6 +647,23 @@ test_sasl(void)
     g_assert_nonnull(strstr(error->message, "sasl"));
     g_clear_error(&error);
 
+    /* an address as the host of a principal is worth a warning */
+    {
+        g_autoptr(config_t) ip = NULL;
+        g_auto(GStrv) advice = NULL;
+
+        ip = load("[backend]\nservers = 10.0.0.7:9090\nsasl = gssapi\n"
+                  "sasl_principal = app@R\nsasl_keytab = /k\n",
+                  &error);
+        g_assert_no_error(error);
+        advice = config_advice(ip);
+        g_assert_nonnull(advice[0]);
+        g_assert_nonnull(strstr(advice[0], "hbase/10.0.0.7@R"));
+        g_assert_nonnull(strstr(advice[0], "sasl_server_host"));
+        g_clear_pointer(&advice, g_strfreev);
+        advice = config_advice(cfg);
+        g_assert_null(advice[0]);
+    }
     assert_fails("[backend]\nsasl = kerberos\n", CONFIG_ERROR_INVALID_VALUE,
                  "[backend] sasl", "none | gssapi", NULL);
     assert_fails("[backend]\nsasl_principal = app\n", CONFIG_ERROR_INVALID_KEY,
