@@ -12,6 +12,8 @@
 #include "metrics.h"
 #include "sasl.h"
 
+G_DEFINE_QUARK(backend - error - quark, backend_error)
+
 /*
  * A server whose connect failed is not dialled again for this long;
  * requests meanwhile fail at once with the last error (can_retry TRUE)
@@ -121,7 +123,7 @@ struct backend_health_table {
     unsigned request_timeout_ms;    /* of the newest generation */
     struct event_base *base;        /* the probe thread's loop */
     struct event *tick;             /* starts due probes */
-    struct proxy_bell bell;         /* a worker marked a server DOWN, or
+    struct bell bell;               /* a worker marked a server DOWN, or
                                        the main thread asks it to stop */
     gint stop_asked;                /* atomic */
     pthread_t thread;
@@ -141,7 +143,7 @@ static struct backend_health *
 backend_health_lookup(struct backend_health_table *t, const char *name);
 static void backend_health_failed(struct backend_health *h, const char *why);
 static struct backend_conn *
-backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
+backend_submit_at(struct backend_pool *pool, struct req *req,
                   struct backend_conn *after, const uint8_t *msg, size_t len,
                   int avoid, gboolean fresh, gboolean more);
 
@@ -162,7 +164,7 @@ backend_health_ok(struct backend_health *h)
     }
 }
 
-static struct proxy_worker *
+static struct worker *
 backend_worker(const struct backend_conn *conn)
 {
     return conn->server->pool->worker;
@@ -170,7 +172,7 @@ backend_worker(const struct backend_conn *conn)
 
 /* Timeouts of the worker's current generation: a reload applies them to
  * the next request even on a connection it did not replace. */
-static const struct proxy_settings *
+static const struct worker_settings *
 backend_settings(const struct backend_conn *conn)
 {
     return &backend_worker(conn)->gen->set;
@@ -186,7 +188,7 @@ backend_sasl_stale_at(const struct backend_conn *conn)
     if (exp == G_MAXINT64) {
         return G_MAXINT64;
     }
-    return proxy_now() +
+    return req_now() +
            (exp - BACKEND_SASL_EXPIRY_MARGIN_US - g_get_real_time());
 }
 
@@ -194,19 +196,19 @@ backend_sasl_stale_at(const struct backend_conn *conn)
 static struct sasl_creds *
 backend_sasl_creds(const struct backend_conn *conn)
 {
-    return backend_worker(conn)->proxy->health->sasl;
+    return backend_worker(conn)->health->sasl;
 }
 
 struct backend_pool *
-backend_pool_new(struct proxy_worker *w, struct proxy_gen *gen)
+backend_pool_new(struct worker *w, struct worker_gen *gen)
 {
     struct backend_pool *pool = g_new0(struct backend_pool, 1);
-    const struct proxy_settings *set = &gen->set;
+    const struct worker_settings *set = &gen->set;
     unsigned i, j;
 
     pool->worker = w;
     pool->gen = gen;
-    proxy_gen_use(w, gen);
+    worker_gen_use(w, gen);
     pool->set = set;
     pool->nservers = set->nservers;
     pool->servers = g_new0(struct backend_server, set->nservers);
@@ -217,7 +219,7 @@ backend_pool_new(struct proxy_worker *w, struct proxy_gen *gen)
 
         s->pool = pool;
         s->srv = &set->servers[i];
-        s->health = backend_health_lookup(w->proxy->health, s->srv->name);
+        s->health = backend_health_lookup(w->health, s->srv->name);
         s->conns = g_new0(struct backend_conn, set->pool_size);
         for (j = 0; j < set->pool_size; j++) {
             struct backend_conn *conn = &s->conns[j];
@@ -291,12 +293,12 @@ backend_conn_scan(struct backend_conn *conn)
  * is the codec's answer and *len the reply's length.
  */
 static wire_status_t
-backend_reply_stream(struct backend_conn *conn, struct proxy_req *req,
+backend_reply_stream(struct backend_conn *conn, struct req *req,
                      const uint8_t *buf, size_t avail, codec_status_t *cs,
                      struct codec_error *err, size_t *len, const char **bad)
 {
-    struct proxy_worker *w = backend_worker(conn);
-    const struct proxy_settings *set = backend_settings(conn);
+    struct worker *w = backend_worker(conn);
+    const struct worker_settings *set = backend_settings(conn);
     struct wire_scan *scan = conn->scan;
     size_t mark = req->reply.len; /* the frame header, if any */
     wire_status_t st;
@@ -304,7 +306,9 @@ backend_reply_stream(struct backend_conn *conn, struct proxy_req *req,
     if (scan == NULL || !wire_scan_started(scan)) {
         *cs = codec_reply_stream(&req->call, set->backend_proto, buf, avail,
                                  req->backend_seqid, req->client_proto,
-                                 &req->reply, err, &w->reply_limits, len);
+                                 &req->reply, err, &w->reply_limits, len,
+                                 &w->tally);
+        metrics_take_tally(w->metrics, &w->tally);
         if (*cs != CODEC_AGAIN) {
             return WIRE_OK;
         }
@@ -322,8 +326,9 @@ backend_reply_stream(struct backend_conn *conn, struct proxy_req *req,
     }
     wire_scan_init(scan);
     *cs = codec_reply(&req->call, set->backend_proto, buf, *len,
-                      req->backend_seqid, req->client_proto, &req->reply,
-                      err, &w->reply_limits);
+                      req->backend_seqid, req->client_proto, &req->reply, err,
+                      &w->reply_limits, &w->tally);
+    metrics_take_tally(w->metrics, &w->tally);
     return WIRE_OK;
 }
 
@@ -337,14 +342,14 @@ backend_pool_free(struct backend_pool *pool)
 
         for (j = 0; j < pool->set->pool_size; j++) {
             struct backend_conn *conn = &s->conns[j];
-            struct proxy_req *req;
+            struct req *req;
 
             /* clients are gone by now: every request here is detached */
             while ((req = TAILQ_FIRST(&conn->pending)) != NULL) {
                 TAILQ_REMOVE(&conn->pending, req, backend_link);
                 req->conn = NULL;
                 if (req->client == NULL) {
-                    proxy_req_put(pool->worker, req);
+                    worker_req_put(pool->worker, req);
                 }
             }
             backend_conn_close(conn);
@@ -355,7 +360,7 @@ backend_pool_free(struct backend_pool *pool)
         g_free(s->conns);
     }
     g_free(pool->servers);
-    proxy_gen_unuse(pool->worker, pool->gen);
+    worker_gen_unuse(pool->worker, pool->gen);
     g_free(pool);
 }
 
@@ -425,7 +430,7 @@ backend_pool_pending(const struct backend_pool *pool)
 static void
 backend_conn_arm(struct backend_conn *conn)
 {
-    struct proxy_req *head = TAILQ_FIRST(&conn->pending);
+    struct req *head = TAILQ_FIRST(&conn->pending);
     gint64 at = G_MAXINT64, delta;
     struct timeval tv;
 
@@ -458,7 +463,7 @@ backend_conn_arm(struct backend_conn *conn)
     if (conn->timer_at != 0 && conn->timer_at <= at) {
         return;
     }
-    delta = MAX(at - proxy_now(), 0);
+    delta = MAX(at - req_now(), 0);
     tv.tv_sec = (time_t)(delta / G_USEC_PER_SEC);
     tv.tv_usec = (suseconds_t)(delta % G_USEC_PER_SEC);
     evtimer_add(conn->timer, &tv);
@@ -475,9 +480,9 @@ static void
 backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
                       const char *rest_why, gboolean can_retry, gboolean log)
 {
-    struct proxy_worker *w = backend_worker(conn);
-    struct proxy_req_queue failed;
-    struct proxy_req *req;
+    struct worker *w = backend_worker(conn);
+    struct req_queue failed;
+    struct req *req;
     char msg[BACKEND_MSG_MAX];
     unsigned n = conn->npending;
     gboolean first = TRUE;
@@ -507,10 +512,10 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
         if (req->client != NULL || req->sink != NULL) {
             g_snprintf(msg, sizeof(msg), "hbase-salt-proxy: backend %s: %s",
                        conn->server->srv->name, first ? head_why : rest_why);
-            proxy_req_io_error(req, msg, can_retry);
+            req_io_error(req, msg, can_retry);
         }
         first = FALSE;
-        proxy_req_finish(w, req);
+        worker_req_finish(w, req);
     }
 }
 
@@ -536,12 +541,12 @@ backend_connect_failed(struct backend_conn *conn, const char *why,
 {
     struct backend_server *s = conn->server;
     struct backend_pool *pool = s->pool;
-    struct proxy_req_queue moved;
-    struct proxy_req *req, *next;
+    struct req_queue moved;
+    struct req *req, *next;
     struct backend_conn *to = NULL;
     struct wire_buf bytes;
     size_t off = 0;
-    gint64 now = proxy_now();
+    gint64 now = req_now();
 
     s->retry_at = now + (gint64)BACKEND_RETRY_MS * 1000;
     METRICS_ADD(s->stats.connect_failures, 1);
@@ -593,8 +598,8 @@ backend_connect_failed(struct backend_conn *conn, const char *why,
 static gboolean
 backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
 {
-    struct proxy_worker *w = backend_worker(conn);
-    const struct proxy_server *srv = conn->server->srv;
+    struct worker *w = backend_worker(conn);
+    const struct worker_server *srv = conn->server->srv;
 
     conn->bev = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE
                                                     | BEV_OPT_DEFER_CALLBACKS);
@@ -621,8 +626,8 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
         conn->sasl_held = evbuffer_new();
     }
     conn->state = BACKEND_CONNECTING;
-    conn->connect_deadline = proxy_now()
-        + (gint64)backend_settings(conn)->connect_timeout_ms * 1000;
+    conn->connect_deadline =
+        req_now() + (gint64)backend_settings(conn)->connect_timeout_ms * 1000;
     g_debug("backend %s: conn %u: connecting (worker %u)", srv->name,
             conn->index, w->id);
     return TRUE;
@@ -679,7 +684,7 @@ backend_pool_pick_server(struct backend_pool *pool)
 {
     static unsigned next;
     unsigned start = (unsigned)g_atomic_int_add((gint *)&next, 1);
-    gint64 now = proxy_now();
+    gint64 now = req_now();
     int up = -1;
 
     /* a scanner cannot move once open: prefer a server with no recent
@@ -724,7 +729,7 @@ backend_server_why(struct backend_server *s, GString *out)
  * have gone to and why not (can_retry: the condition is transient).
  */
 static void
-backend_unavailable(struct backend_pool *pool, struct proxy_req *req)
+backend_unavailable(struct backend_pool *pool, struct req *req)
 {
     GString *text = g_string_new("hbase-salt-proxy: ");
 
@@ -742,9 +747,9 @@ backend_unavailable(struct backend_pool *pool, struct proxy_req *req)
             backend_server_why(&pool->servers[i], text);
         }
     }
-    proxy_req_io_error(req, text->str, TRUE);
+    req_io_error(req, text->str, TRUE);
     g_string_free(text, TRUE);
-    proxy_req_finish(pool->worker, req);
+    worker_req_finish(pool->worker, req);
 }
 
 gboolean
@@ -756,7 +761,7 @@ backend_conn_takes(const struct backend_pool *pool,
 }
 
 void
-backend_submit(struct backend_pool *pool, struct proxy_req *req,
+backend_submit(struct backend_pool *pool, struct req *req,
                struct backend_conn *after, const uint8_t *msg, size_t len,
                gboolean more)
 {
@@ -795,7 +800,7 @@ backend_sasl_write(struct backend_conn *conn, const struct iovec *iov, int n,
         out[0].iov_base = hdr;
         out[0].iov_len = 4;
         memcpy(out + 1, iov, (size_t)n * sizeof(*iov));
-        proxy_write(conn->bev, out, n + 1);
+        req_write(conn->bev, out, n + 1);
         return TRUE;
     }
     plain = g_byte_array_sized_new((guint)total);
@@ -841,12 +846,12 @@ backend_conn_write(struct backend_conn *conn, const uint8_t *msg, size_t len)
         }
         return;
     }
-    proxy_write(conn->bev, iov, n);
+    req_write(conn->bev, iov, n);
     wire_buf_clear(&conn->cork);
 }
 
 void
-backend_uncork(struct proxy_worker *w)
+backend_uncork(struct worker *w)
 {
     struct backend_conn *conn;
 
@@ -859,13 +864,13 @@ backend_uncork(struct proxy_worker *w)
  * deadline starts now), else one moved after a failed connect.  Returns
  * the connection req waits on, NULL when it was finished at once. */
 static struct backend_conn *
-backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
+backend_submit_at(struct backend_pool *pool, struct req *req,
                   struct backend_conn *after, const uint8_t *msg, size_t len,
                   int avoid, gboolean fresh, gboolean more)
 {
-    struct proxy_worker *w = pool->worker;
-    const struct proxy_settings *set = &w->gen->set;
-    gint64 now = proxy_now();
+    struct worker *w = pool->worker;
+    const struct worker_settings *set = &w->gen->set;
+    gint64 now = req_now();
     struct backend_conn *conn;
     char why[BACKEND_MSG_MAX];
 
@@ -936,9 +941,8 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
 /* Whether a reply's header is for req: its sequence id (codec_reply
  * checks the client's own replies; this covers the others). */
 static gboolean
-backend_reply_in_step(const struct proxy_settings *set,
-                      const struct proxy_req *req, const uint8_t *msg,
-                      size_t len)
+backend_reply_in_step(const struct worker_settings *set, const struct req *req,
+                      const uint8_t *msg, size_t len)
 {
     struct wire_reader r;
     struct wire_msg m;
@@ -1030,7 +1034,7 @@ backend_sasl_ready(struct backend_conn *conn)
     conn->state = BACKEND_CONNECTED;
     METRICS_ADD(conn->server->stats.open, 1);
     conn->server->retry_at = 0;
-    conn->last_active = proxy_now();
+    conn->last_active = req_now();
     backend_sasl_ok(conn->server->health, conn->server->srv->name);
     g_debug("backend %s: conn %u: SASL %s with %s", conn->server->srv->name,
             conn->index, sasl_qop_name(sasl_client_qop(conn->sasl)),
@@ -1075,10 +1079,10 @@ backend_sasl_start(struct backend_conn *conn)
 static gboolean
 backend_sasl_read(struct backend_conn *conn, evutil_socket_t fd)
 {
-    struct proxy_worker *w = backend_worker(conn);
+    struct worker *w = backend_worker(conn);
     g_autoptr(GError) error = NULL;
     char why[BACKEND_MSG_MAX];
-    ssize_t got = proxy_read(w, fd, conn->sasl_raw, PROXY_READ_MAX);
+    ssize_t got = req_read(w->rbuf, fd, conn->sasl_raw, REQ_READ_MAX);
 
     if (got == 0 && conn->state == BACKEND_CONNECTING) {
         backend_sasl_failed(conn, "the server closed the connection during "
@@ -1170,8 +1174,8 @@ static void
 backend_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
-    struct proxy_worker *w = backend_worker(conn);
-    const struct proxy_settings *set = backend_settings(conn);
+    struct worker *w = backend_worker(conn);
+    const struct worker_settings *set = backend_settings(conn);
     struct evbuffer *in = conn->in;
     char why[BACKEND_MSG_MAX];
     ssize_t got;
@@ -1185,7 +1189,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         }
         got = 1;
     } else {
-        got = proxy_read(w, fd, in, PROXY_READ_MAX);
+        got = req_read(w->rbuf, fd, in, REQ_READ_MAX);
     }
     if (got == 0) {
         backend_conn_eof(conn);
@@ -1204,7 +1208,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         const uint8_t *buf = NULL;
         const char *bad = NULL;
         size_t avail = 0, len = 0, hdr = set->backend_framed ? 4 : 0;
-        struct proxy_req *req = TAILQ_FIRST(&conn->pending);
+        struct req *req = TAILQ_FIRST(&conn->pending);
         struct codec_error err; /* the codec sets what it uses */
         codec_status_t cs = CODEC_OK;
         wire_status_t st;
@@ -1222,12 +1226,12 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
             if (set->backend_framed) {
                 /* the frame says where it ends; whoever reads it checks
                  * every length as it goes */
-                st = proxy_msg_peek(in, TRUE, &w->reply_limits, &msg, &len,
-                                    &bad);
+                st = req_msg_peek(in, TRUE, &w->reply_limits, &msg, &len,
+                                  &bad);
             } else {
-                st = proxy_msg_scan(in, set->backend_proto,
-                                    backend_conn_scan(conn),
-                                    &w->reply_limits, &msg, &len, &bad);
+                st = req_msg_scan(in, set->backend_proto,
+                                  backend_conn_scan(conn), &w->reply_limits,
+                                  &msg, &len, &bad);
             }
             if (st == WIRE_OK
                 && !backend_reply_in_step(set, req, msg + hdr, len - hdr)) {
@@ -1236,27 +1240,28 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                 bad = "reply out of step with the requests";
             }
             if (st == WIRE_OK && req->sink != NULL) {
-                wire_buf_clear(&req->reply);
-                wire_buf_append(&req->reply, msg + hdr, len - hdr);
+                wire_buf_clear(&req->raw);
+                wire_buf_append(&req->raw, msg + hdr, len - hdr);
             }
         } else {
-            st = proxy_msg_peek(in, set->backend_framed, &w->reply_limits,
-                                &buf, &avail, &bad);
+            st = req_msg_peek(in, set->backend_framed, &w->reply_limits, &buf,
+                              &avail, &bad);
             if (st == WIRE_OK) {
-                size_t frame = proxy_req_reply_begin(req);
+                size_t frame = req_reply_begin(req);
 
                 if (set->backend_framed) {
                     len = avail - hdr;
-                    cs = codec_reply(&req->call, set->backend_proto,
-                                     buf + hdr, len, req->backend_seqid,
+                    cs = codec_reply(&req->call, set->backend_proto, buf + hdr,
+                                     len, req->backend_seqid,
                                      req->client_proto, &req->reply, &err,
-                                     &w->reply_limits);
+                                     &w->reply_limits, &w->tally);
+                    metrics_take_tally(w->metrics, &w->tally);
                 } else {
                     st = backend_reply_stream(conn, req, buf, avail, &cs,
                                               &err, &len, &bad);
                 }
                 if (st == WIRE_OK && cs == CODEC_OK) {
-                    proxy_req_reply_end(req, frame);
+                    req_reply_end(req, frame);
                 }
                 len += hdr;
             }
@@ -1280,20 +1285,20 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         TAILQ_REMOVE(&conn->pending, req, backend_link);
         conn->npending--;
         METRICS_ADD(conn->server->stats.inflight, -1);
-        conn->last_active = proxy_now();
+        conn->last_active = req_now();
         backend_health_ok(conn->server->health);
         if (!w->replies_held && evbuffer_get_length(in) > len) {
             /* more replies came with this one: one write per client for
              * all of them (a lone reply is written at once) */
-            proxy_replies_hold(w);
+            worker_replies_hold(w);
         }
         evbuffer_drain(in, len);
-        proxy_req_finish(w, req);
+        worker_req_finish(w, req);
     }
     backend_conn_arm(conn);
 out:
     if (w->replies_held) {
-        proxy_replies_release(w);
+        worker_replies_release(w);
     }
 }
 
@@ -1325,7 +1330,7 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
         conn->state = BACKEND_CONNECTED;
         METRICS_ADD(conn->server->stats.open, 1);
         conn->server->retry_at = 0;
-        conn->last_active = proxy_now();
+        conn->last_active = req_now();
         g_debug("backend %s: conn %u: connected", conn->server->srv->name,
                 conn->index);
         backend_conn_arm(conn);
@@ -1357,9 +1362,9 @@ static void
 backend_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
-    const struct proxy_settings *set = backend_settings(conn);
-    struct proxy_req *head = TAILQ_FIRST(&conn->pending);
-    gint64 now = proxy_now();
+    const struct worker_settings *set = backend_settings(conn);
+    struct req *head = TAILQ_FIRST(&conn->pending);
+    gint64 now = req_now();
     char why[BACKEND_MSG_MAX];
 
     conn->timer_at = 0;
@@ -1460,7 +1465,7 @@ static void
 backend_health_failed(struct backend_health *h, const char *why)
 {
     struct backend_health_table *t = h->table;
-    gint64 now = proxy_now();
+    gint64 now = req_now();
     gint64 last = __atomic_load_n(&h->last_fail, __ATOMIC_RELAXED);
     gint n;
 
@@ -1486,13 +1491,13 @@ backend_health_failed(struct backend_health *h, const char *why)
                   "and while no server is up requests fail at once",
                   h->name, n, why);
         if (t->bell.fd >= 0) {
-            proxy_bell_ring(&t->bell);
+            bell_ring(&t->bell);
         }
     }
 }
 
 struct backend_health_table *
-backend_health_new(const struct proxy_settings *startup)
+backend_health_new(const struct worker_settings *startup)
 {
     struct backend_health_table *t = g_new0(struct backend_health_table, 1);
 
@@ -1513,7 +1518,7 @@ backend_health_new(const struct proxy_settings *startup)
 
 void
 backend_health_use(struct backend_health_table *t,
-                   const struct proxy_settings *set)
+                   const struct worker_settings *set)
 {
     g_mutex_lock(&t->lock);
     for (guint i = 0; i < t->entries->len; i++) {
@@ -1594,7 +1599,7 @@ backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
         /* refused or silent now: no sign either way; keep the pace */
         interval = h->mismatch_ms;
     }
-    h->next_probe = proxy_now() + (gint64)interval * 1000;
+    h->next_probe = req_now() + (gint64)interval * 1000;
     g_atomic_int_set(&h->probed, 1);
     if (!ok) {
         g_snprintf(text, sizeof(text), "probe: %s", why);
@@ -1611,7 +1616,7 @@ backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
         down_at = h->down_at;
         g_mutex_unlock(&h->lock);
         g_message("backend %s: up again after %.1f s down", h->name,
-                  (double)(proxy_now() - down_at) / G_USEC_PER_SEC);
+                  (double)(req_now() - down_at) / G_USEC_PER_SEC);
     }
 }
 
@@ -1724,8 +1729,8 @@ backend_probe_read_cb(struct bufferevent *bev, void *arg)
         }
         in = h->probe_in;
     }
-    st = proxy_msg_next(in, h->table->proto, h->table->framed,
-                        &wire_default_limits, &msg, &len, &why);
+    st = req_msg_next(in, h->table->proto, h->table->framed,
+                      &wire_default_limits, &msg, &len, &why);
     if (st == WIRE_OK) {
         backend_probe_finish(h, TRUE, NULL, FALSE);
     } else if (st == WIRE_ERROR) {
@@ -1867,7 +1872,7 @@ static void
 backend_health_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_health_table *t = arg;
-    gint64 now = proxy_now();
+    gint64 now = req_now();
     GPtrArray *due = g_ptr_array_new();
 
     g_mutex_lock(&t->lock);
@@ -1900,7 +1905,7 @@ backend_health_bell_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_health_table *t = arg;
 
-    proxy_bell_answer(&t->bell);
+    bell_answer(&t->bell);
     if (g_atomic_int_get(&t->stop_asked)) {
         event_base_loopbreak(t->base);
         return;
@@ -1979,14 +1984,14 @@ backend_health_start(struct backend_health_table *t, GError **error)
 
     t->base = event_base_new();
     if (t->base == NULL) {
-        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+        g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
                     "health: event_base_new failed");
         return FALSE;
     }
     t->tick = event_new(t->base, -1, EV_PERSIST, backend_health_tick_cb, t);
-    if (t->tick == NULL
-        || !proxy_bell_init(&t->bell, t->base, backend_health_bell_cb, t)) {
-        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+    if (t->tick == NULL ||
+        !bell_init(&t->bell, t->base, backend_health_bell_cb, t)) {
+        g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
                     "health: cannot make its events: %s", g_strerror(errno));
         return FALSE;
     }
@@ -1996,7 +2001,7 @@ backend_health_start(struct backend_health_table *t, GError **error)
          * logged and retried, and requests fail with its reason */
         t->renew = evtimer_new(t->base, backend_sasl_renew_cb, t);
         if (t->renew == NULL) {
-            g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+            g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
                         "health: cannot make the renewal timer");
             return FALSE;
         }
@@ -2004,14 +2009,14 @@ backend_health_start(struct backend_health_table *t, GError **error)
         backend_sasl_renew_arm(t);
     }
     /* the first round right away, so /healthz is soon meaningful */
-    proxy_bell_ring(&t->bell);
+    bell_ring(&t->bell);
     /* signals stay with the main thread */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     rc = pthread_create(&t->thread, NULL, backend_health_main, t);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+        g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
                     "cannot start the health thread: %s", g_strerror(rc));
         return FALSE;
     }
@@ -2026,7 +2031,7 @@ backend_health_stop(struct backend_health_table *t)
         return;
     }
     g_atomic_int_set(&t->stop_asked, 1);
-    proxy_bell_ring(&t->bell);
+    bell_ring(&t->bell);
     pthread_join(t->thread, NULL);
     t->running = FALSE;
 }
@@ -2060,7 +2065,7 @@ backend_health_free(struct backend_health_table *t)
         event_free(t->renew);
     }
     sasl_creds_free(t->sasl);
-    proxy_bell_free(&t->bell);
+    bell_free(&t->bell);
     if (t->base != NULL) {
         event_base_free(t->base);
     }

@@ -8,7 +8,14 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "proxy.h"
+#include "worker.h"
+
+#define BACKEND_ERROR backend_error_quark()
+GQuark backend_error_quark(void);
+
+typedef enum {
+    BACKEND_ERROR_LIBEVENT, /* libevent refused to set something up */
+} backend_error_t;
 
 /* Where a backend connection is in its life. */
 enum backend_state {
@@ -37,12 +44,12 @@ struct backend_conn {
     struct backend_server *server;  /* owner */
     unsigned index;                 /* in server->conns, for logs */
     struct bufferevent *bev;        /* NULL when IDLE; connects, writes */
-    struct event *rev;              /* reads once connected (proxy_read) */
+    struct event *rev;              /* reads once connected (req_read) */
     struct evbuffer *in;            /* replies read, not yet taken */
     struct event *timer;            /* connect, request and idle deadlines */
     gint64 timer_at;                /* when timer fires; 0: not armed */
     enum backend_state state;
-    struct proxy_req_queue pending; /* sent, unanswered, oldest first */
+    struct req_queue pending;       /* sent, unanswered, oldest first */
     unsigned npending;              /* length of pending */
     gint64 connect_deadline;        /* monotonic us, while CONNECTING */
     struct wire_buf cork;           /* requests held back (more follow) */
@@ -65,7 +72,7 @@ struct backend_conn {
 /* One backend server as one worker sees it. */
 struct backend_server {
     struct backend_pool *pool;      /* owner */
-    const struct proxy_server *srv; /* name and address */
+    const struct worker_server *srv; /* name and address */
     struct backend_conn *conns;     /* pool_size connections */
     struct backend_health *health;  /* shared by every worker's pools */
     gint64 retry_at;                /* monotonic us: no connect before this */
@@ -75,13 +82,13 @@ struct backend_server {
 
 /* A worker's connections to every backend server. */
 struct backend_pool {
-    struct proxy_worker *worker;    /* owner */
+    struct worker *worker; /* owner */
     unsigned nservers;
     struct backend_server *servers;
     unsigned next_server;           /* round robin start */
-    const struct proxy_settings *set; /* servers and pool_size (of the
+    const struct worker_settings *set; /* servers and pool_size (of the
                                        generation that made the pool) */
-    struct proxy_gen *gen;          /* that generation (pool counts as one
+    struct worker_gen *gen;            /* that generation (pool counts as one
                                        of its uses) */
     struct backend_pool *older;     /* pool this one replaced on reload */
     gboolean retired;               /* replaced: serve what still comes
@@ -90,8 +97,8 @@ struct backend_pool {
     unsigned scanners;              /* open scanners pinned to it */
 };
 
-struct backend_pool *backend_pool_new(struct proxy_worker *w,
-                                      struct proxy_gen *gen);
+struct backend_pool *backend_pool_new(struct worker *w,
+                                      struct worker_gen *gen);
 
 /* A retired pool nothing uses any more: no connection open or opening,
  * no scanner pinned to it.  It may be freed. */
@@ -115,9 +122,9 @@ void backend_pool_free(struct backend_pool *pool);
  * order (it answers one call per connection at a time).  The caller
  * checks backend_conn_takes(after) first.
  */
-void backend_submit(struct backend_pool *pool, struct proxy_req *req,
-                    struct backend_conn *after, const uint8_t *msg,
-                    size_t len, gboolean more);
+void backend_submit(struct backend_pool *pool, struct req *req,
+                    struct backend_conn *after, const uint8_t *msg, size_t len,
+                    gboolean more);
 
 /*
  * backend_submit with more set holds a message back when its connection
@@ -125,7 +132,7 @@ void backend_submit(struct backend_pool *pool, struct proxy_req *req,
  * write; this writes what every connection of w holds.  The caller that
  * said more calls it before returning to the loop.
  */
-void backend_uncork(struct proxy_worker *w);
+void backend_uncork(struct worker *w);
 
 /* Whether conn may take one more request of pool now: it belongs to
  * pool (not one a reload retired), is open or opening, and its server
@@ -147,12 +154,12 @@ int backend_pool_pick_server(struct backend_pool *pool);
  * probes it (getTableNames) and marks it UP again.  See backend.c.
  */
 struct backend_health_table *
-backend_health_new(const struct proxy_settings *startup);
+backend_health_new(const struct worker_settings *startup);
 /* The servers of set are the current ones (probed every few seconds,
  * shown on /metrics and /healthz).  Main thread, before any pool of set
  * is made. */
 void backend_health_use(struct backend_health_table *t,
-                        const struct proxy_settings *set);
+                        const struct worker_settings *set);
 /* Starts and stops the probe thread. */
 gboolean backend_health_start(struct backend_health_table *t,
                               GError **error) G_GNUC_WARN_UNUSED_RESULT;

@@ -6,23 +6,106 @@
 
 #include "config.h"
 #include "hbase1.h"
-#include "metrics.h"
+#include "legacy.h"
 #include "salt.h"
 
 /*
  * One pass over each message: fields the method table names are decoded
  * and rewritten, everything else is copied as bytes (or transcoded when
- * the two sides speak different protocols).  Nothing is allocated here;
- * salted keys are written as two parts (prefix, logical key) straight
- * into the output buffer.
+ * the two sides speak different protocols).  Nothing is allocated here
+ * but a caller's tally growing; salted keys are written as two parts
+ * (prefix, logical key) straight into the output buffer.  The codec
+ * counts nothing: it reports the buckets it touched in the caller's
+ * tally, and the engine that called it counts them.
  */
 
-static uint64_t codec_unsalted;
+/* ---- tallies ------------------------------------------------------------ */
 
-guint64
-codec_unsalted_rows(void)
+void
+codec_tally_init(struct codec_tally *t)
 {
-    return __atomic_load_n(&codec_unsalted, __ATOMIC_RELAXED);
+    memset(t, 0, sizeof(*t));
+}
+
+void
+codec_tally_clear(struct codec_tally *t)
+{
+    t->n = 0;
+    t->unsalted = 0;
+}
+
+void
+codec_tally_free(struct codec_tally *t)
+{
+    g_free(t->v);
+    codec_tally_init(t);
+}
+
+/* One more row key (requests) or row (rows) of bucket. */
+static void
+codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
+                uint32_t bucket, uint32_t requests, uint32_t rows)
+{
+    struct codec_bucket_count *e;
+
+    if (t == NULL) {
+        return;
+    }
+    if (t->n > 0) {
+        e = &t->v[t->n - 1];
+        if (e->salt == salt && e->bucket == bucket) {
+            e->requests += requests;
+            e->rows += rows;
+            return;
+        }
+    }
+    if (t->n == t->cap) {
+        t->cap = t->cap == 0 ? 16 : t->cap * 2;
+        t->v = g_renew(struct codec_bucket_count, t->v, t->cap);
+    }
+    e = &t->v[t->n++];
+    e->salt = salt;
+    e->bucket = bucket;
+    e->requests = requests;
+    e->rows = rows;
+}
+
+/* Where a tally stood before a walk, to take the walk back. */
+struct codec_tally_mark {
+    uint32_t n;
+    uint32_t last_requests, last_rows; /* of entry n - 1 */
+    guint64 unsalted;
+};
+
+static void
+codec_tally_mark(const struct codec_tally *t, struct codec_tally_mark *m)
+{
+    memset(m, 0, sizeof(*m));
+    if (t == NULL) {
+        return;
+    }
+    m->n = t->n;
+    m->unsalted = t->unsalted;
+    if (t->n > 0) {
+        m->last_requests = t->v[t->n - 1].requests;
+        m->last_rows = t->v[t->n - 1].rows;
+    }
+}
+
+/* Takes back what walks appended since m: a refused message, or one the
+ * stream has not all of, counts nothing. */
+static void
+codec_tally_rewind(struct codec_tally *t, const struct codec_tally_mark *m)
+{
+    if (t == NULL) {
+        return;
+    }
+    t->n = m->n;
+    t->unsalted = m->unsalted;
+    if (t->n > 0) {
+        t->v[t->n - 1].requests = m->last_requests;
+        t->v[t->n - 1].rows = m->last_rows;
+    }
 }
 
 /* State of one rewrite. */
@@ -32,14 +115,15 @@ struct codec_ctx {
     struct wire_writer w;
     struct codec_error *err;
     gboolean reply;                 /* walking a reply (unsalting) */
-    gint64 tally;                   /* added to per-bucket counters: 1, or
-                                       -1 to take back a partial walk */
+    struct codec_tally *tally;      /* what the walk did, or NULL */
     gboolean passthrough;           /* table not salted: copy rows, only
                                        check the fields routing reads */
     const struct salt_table *unstorable; /* table of the first row too
                                        long for it once salted, or one
                                        its mapping cannot hold, or NULL */
     uint32_t unstorable_len;        /* that row's logical length */
+    gboolean unstorable_clash;      /* that row is a legacy key that reads
+                                       as a new key's salted row */
     gboolean unstorable_text;       /* it is no UTF-8 (bigtable-sample) */
     gboolean too_long;              /* a row longer than HBase stores at
                                        all went on unsalted */
@@ -75,6 +159,23 @@ codec_unstorable(const struct salt_table *salt, const uint8_t *key,
             (len > 0 && !salt_key_valid(salt, key, len)));
 }
 
+/* A key the table cannot store: a new key too long once salted, or a
+ * legacy key that clashes with a new key's row (legacy.h).  Legacy keys
+ * are stored as they are, up to HBase's own limit. */
+static gboolean
+codec_key_unstorable(const struct salt_table *salt, const uint8_t *key,
+                     uint32_t len)
+{
+    if (len == 0 || len > SALT_HBASE_MAX_ROW) {
+        return FALSE;
+    }
+    switch (salt_route(salt, key, len)) {
+    case LEGACY_ROUTE_LEGACY: return FALSE;
+    case LEGACY_ROUTE_CLASH: return TRUE;
+    default: return codec_unstorable(salt, key, len);
+    }
+}
+
 /*
  * A call that names a row the table cannot store.  A write gets the
  * error HBase would give for it (its IllegalArgument), in the table's
@@ -98,6 +199,17 @@ codec_refuse_unstorable(struct codec_ctx *c,
         return;
     }
     err->answer = CODEC_ANSWER_IA;
+    if (c->unstorable_clash) {
+        g_snprintf(err->text, sizeof(err->text),
+                   "hbase-salt-proxy: table %.*s%s cannot store this "
+                   "%u-byte row: its legacy rule keeps it unsalted, and "
+                   "unsalted it is the stored row of a salted key",
+                   name_len, t->name,
+                   (size_t)name_len < t->name_len ? "..." : "",
+                   c->unstorable_len);
+        err->message = err->text;
+        return;
+    }
     if (c->unstorable_text) {
         g_snprintf(err->text, sizeof(err->text),
                    "hbase-salt-proxy: row is not UTF-8 text, and table "
@@ -206,6 +318,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     uint8_t prefix[SALT_MAX_PREFIX];
     size_t plen;
     uint32_t bucket;
+    legacy_route_t route;
 
     if (salt == NULL) {
         wire_write_binary(&c->w, key, len);
@@ -219,15 +332,24 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         wire_write_binary(&c->w, key, len);
         return;
     }
-    if (codec_unstorable(salt, key, len) && c->unstorable == NULL) {
-        /* salted it is too long for HBase: sent only if another row of
-         * the call fails anyway, see codec_request_body */
+    route = salt_route(salt, key, len);
+    if (route == LEGACY_ROUTE_LEGACY) {
+        /* kept where it always was: unsalted */
+        wire_write_binary(&c->w, key, len);
+        return;
+    }
+    if ((route == LEGACY_ROUTE_CLASH || codec_unstorable(salt, key, len)) &&
+        c->unstorable == NULL) {
+        /* salted it is too long for HBase, or it is no key of the table:
+         * sent only if another row of the call fails anyway, see
+         * codec_request_body */
         c->unstorable = salt;
         c->unstorable_len = len;
-        c->unstorable_text = len <= salt_max_row(salt);
+        c->unstorable_clash = route == LEGACY_ROUTE_CLASH;
+        c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
     bucket = salt_bucket(salt, key, len);
-    metrics_bucket_request(salt, bucket, c->tally);
+    codec_tally_add(c->tally, salt, bucket, 1, 0);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }
@@ -277,14 +399,14 @@ codec_rows_in(struct codec_ctx *c, const struct salt_table *salt)
         for (i = 0; i < count
                     && wire_read_binary(&ahead, &key, &len) == WIRE_OK;
              i++) {
-            kept += codec_unstorable(salt, key, len) ? 0 : 1;
+            kept += codec_key_unstorable(salt, key, len) ? 0 : 1;
         }
         wire_write_list_begin(&c->w, et, kept);
         for (i = 0; i < count; i++) {
             if (wire_read_binary(&c->r, &key, &len) != WIRE_OK) {
                 return FALSE;
             }
-            if (!codec_unstorable(salt, key, len)) {
+            if (!codec_key_unstorable(salt, key, len)) {
                 codec_key_in(c, salt, key, len);
             }
         }
@@ -305,20 +427,27 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     if (wire_read_binary(&c->r, &phys, &len) != WIRE_OK) {
         return FALSE;
     }
-    if (salt != NULL &&
-        salt_strip(salt, phys, len, &logical, &logical_len, &bucket) &&
-        salt_bucket(salt, logical, logical_len) == bucket) {
-        metrics_bucket_row(salt, bucket, c->tally);
-        wire_write_binary(&c->w, logical, (uint32_t)logical_len);
+    if (salt == NULL) {
+        wire_write_binary(&c->w, phys, len);
         return TRUE;
     }
-    if (salt != NULL) {
+    switch (salt_owner(salt, phys, len, &logical, &logical_len, &bucket)) {
+    case LEGACY_OWNER_SALTED:
+        codec_tally_add(c->tally, salt, bucket, 0, 1);
+        wire_write_binary(&c->w, logical, (uint32_t)logical_len);
+        return TRUE;
+    case LEGACY_OWNER_LEGACY:
+        /* a legacy row: stored as its logical key */
+        wire_write_binary(&c->w, phys, len);
+        return TRUE;
+    default:
         /* written around the proxy: hand it back as stored */
-        __atomic_fetch_add(&codec_unsalted, (guint64)c->tally,
-                           __ATOMIC_RELAXED);
+        if (c->tally != NULL) {
+            c->tally->unsalted++;
+        }
+        wire_write_binary(&c->w, phys, len);
+        return TRUE;
     }
-    wire_write_binary(&c->w, phys, len);
-    return TRUE;
 }
 
 static gboolean codec_walk_struct(struct codec_ctx *c,
@@ -539,10 +668,11 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
 static codec_status_t
 codec_request_walk(const struct config *cfg, wire_proto_t from,
                    const uint8_t *msg, size_t len, gboolean complete,
-                   gint64 tally, wire_proto_t to, int32_t backend_seqid,
-                   struct wire_buf *out, struct codec_call *call,
-                   struct codec_error *err, const struct wire_limits *limits,
-                   wire_status_t *rs, size_t *used)
+                   struct codec_tally *tally, wire_proto_t to,
+                   int32_t backend_seqid, struct wire_buf *out,
+                   struct codec_call *call, struct codec_error *err,
+                   const struct wire_limits *limits, wire_status_t *rs,
+                   size_t *used)
 {
     struct codec_ctx c = { .cfg = cfg, .err = err, .reply = FALSE,
                            .tally = tally };
@@ -554,45 +684,23 @@ codec_request_walk(const struct config *cfg, wire_proto_t from,
     return st;
 }
 
-/*
- * Takes back the rows a walk counted for a message that is not sent (a
- * refused one) or not yet (one the stream has not all of): the same
- * bytes walked the same way count -1 each.  Only there, so it costs
- * nothing on the way a call goes to the backend.
- */
-static void
-codec_request_untally(const struct config *cfg, wire_proto_t from,
-                      const uint8_t *msg, size_t len, gboolean complete,
-                      wire_proto_t to, int32_t backend_seqid,
-                      struct wire_buf *out, const struct wire_limits *limits)
-{
-    size_t mark = out->len;
-    struct codec_call again;
-    struct codec_error again_err;
-    wire_status_t rs;
-    size_t used;
-
-    codec_request_walk(cfg, from, msg, len, complete, -1, to, backend_seqid,
-                       out, &again, &again_err, limits, &rs, &used);
-    out->len = mark;
-}
-
 codec_status_t
-codec_request(const struct config *cfg, wire_proto_t from,
-              const uint8_t *msg, size_t len, wire_proto_t to,
-              int32_t backend_seqid, struct wire_buf *out,
-              struct codec_call *call, struct codec_error *err,
-              const struct wire_limits *limits)
+codec_request(const struct config *cfg, wire_proto_t from, const uint8_t *msg,
+              size_t len, wire_proto_t to, int32_t backend_seqid,
+              struct wire_buf *out, struct codec_call *call,
+              struct codec_error *err, const struct wire_limits *limits,
+              struct codec_tally *tally)
 {
+    struct codec_tally_mark tm;
     wire_status_t rs;
     size_t used;
     codec_status_t st;
 
-    st = codec_request_walk(cfg, from, msg, len, TRUE, 1, to, backend_seqid,
-                            out, call, err, limits, &rs, &used);
+    codec_tally_mark(tally, &tm);
+    st = codec_request_walk(cfg, from, msg, len, TRUE, tally, to,
+                            backend_seqid, out, call, err, limits, &rs, &used);
     if (st == CODEC_REJECT) {
-        codec_request_untally(cfg, from, msg, len, TRUE, to, backend_seqid,
-                              out, limits);
+        codec_tally_rewind(tally, &tm);
     }
     return st;
 }
@@ -602,22 +710,24 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
                      const uint8_t *buf, size_t avail, wire_proto_t to,
                      int32_t backend_seqid, struct wire_buf *out,
                      struct codec_call *call, struct codec_error *err,
-                     const struct wire_limits *limits, size_t *msg_len)
+                     const struct wire_limits *limits, size_t *msg_len,
+                     struct codec_tally *tally)
 {
     size_t mark = out->len;
+    struct codec_tally_mark tm;
     const char *why = NULL;
     wire_status_t rs;
     codec_status_t st;
 
     *msg_len = 0;
-    st = codec_request_walk(cfg, from, buf, avail, FALSE, 1, to,
+    codec_tally_mark(tally, &tm);
+    st = codec_request_walk(cfg, from, buf, avail, FALSE, tally, to,
                             backend_seqid, out, call, err, limits, &rs,
                             msg_len);
     if (rs == WIRE_AGAIN) {
-        /* counted rows of a message we will walk again */
+        /* rows of a message we will walk again */
         out->len = mark;
-        codec_request_untally(cfg, from, buf, avail, FALSE, to,
-                              backend_seqid, out, limits);
+        codec_tally_rewind(tally, &tm);
         *msg_len = 0;
         return CODEC_AGAIN;
     }
@@ -625,8 +735,7 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
         return st;
     }
     if (st == CODEC_REJECT) {
-        codec_request_untally(cfg, from, buf, avail, FALSE, to,
-                              backend_seqid, out, limits);
+        codec_tally_rewind(tally, &tm);
     }
     /* REJECT and SCAN stop early: the end is found the plain way */
     switch (wire_message_scan(from, FALSE, buf, avail, limits, msg_len,
@@ -700,10 +809,10 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
 static codec_status_t
 codec_reply_walk(const struct codec_call *call, wire_proto_t from,
                  const uint8_t *msg, size_t len, gboolean complete,
-                 gint64 tally, int32_t backend_seqid, wire_proto_t to,
-                 struct wire_buf *out, struct codec_error *err,
-                 const struct wire_limits *limits, wire_status_t *rs,
-                 size_t *used)
+                 struct codec_tally *tally, int32_t backend_seqid,
+                 wire_proto_t to, struct wire_buf *out,
+                 struct codec_error *err, const struct wire_limits *limits,
+                 wire_status_t *rs, size_t *used)
 {
     struct codec_ctx c = { .err = err, .reply = TRUE, .tally = tally };
     codec_status_t st = codec_reply_body(&c, call, from, msg, len, complete,
@@ -718,12 +827,12 @@ codec_status_t
 codec_reply(const struct codec_call *call, wire_proto_t from,
             const uint8_t *msg, size_t len, int32_t backend_seqid,
             wire_proto_t to, struct wire_buf *out, struct codec_error *err,
-            const struct wire_limits *limits)
+            const struct wire_limits *limits, struct codec_tally *tally)
 {
     wire_status_t rs;
     size_t used;
 
-    return codec_reply_walk(call, from, msg, len, TRUE, 1, backend_seqid,
+    return codec_reply_walk(call, from, msg, len, TRUE, tally, backend_seqid,
                             to, out, err, limits, &rs, &used);
 }
 
@@ -732,22 +841,20 @@ codec_reply_stream(const struct codec_call *call, wire_proto_t from,
                    const uint8_t *buf, size_t avail, int32_t backend_seqid,
                    wire_proto_t to, struct wire_buf *out,
                    struct codec_error *err, const struct wire_limits *limits,
-                   size_t *msg_len)
+                   size_t *msg_len, struct codec_tally *tally)
 {
     size_t mark = out->len;
+    struct codec_tally_mark tm;
     wire_status_t rs;
     codec_status_t st;
 
-    st = codec_reply_walk(call, from, buf, avail, FALSE, 1, backend_seqid,
+    codec_tally_mark(tally, &tm);
+    st = codec_reply_walk(call, from, buf, avail, FALSE, tally, backend_seqid,
                           to, out, err, limits, &rs, msg_len);
     if (rs == WIRE_AGAIN) {
-        struct codec_error again_err;
-
-        /* take back the rows counted, as codec_request_stream does */
+        /* rows of a reply we will walk again, as codec_request_stream */
         out->len = mark;
-        codec_reply_walk(call, from, buf, avail, FALSE, -1, backend_seqid,
-                         to, out, &again_err, limits, &rs, msg_len);
-        out->len = mark;
+        codec_tally_rewind(tally, &tm);
         *msg_len = 0;
         return CODEC_AGAIN;
     }
@@ -925,19 +1032,16 @@ codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
 }
 
 wire_status_t
-codec_row_result(struct wire_reader *r, struct wire_writer *w,
-                 const struct salt_table *salt)
+codec_row_result(const struct hbase1_scanner *scanner, struct wire_reader *r,
+                 struct wire_writer *w, const struct salt_table *salt,
+                 struct codec_tally *tally)
 {
     /* a reply's walk never rejects: no need to clear text[] per row */
     struct codec_error err;
-    struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = 1 };
-    const struct hbase1_method *m =
-        hbase1_lookup((const uint8_t *)"scannerGetList", 14);
-    const struct hbase1_field *f = hbase1_schema_field(m->result, 0);
-
+    struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = tally };
     c.r = *r;
     c.w = *w;
-    codec_walk_struct(&c, f->sub, salt);
+    codec_walk_struct(&c, scanner->row, salt);
     *r = c.r;
     *w = c.w;
     return r->status;

@@ -777,6 +777,173 @@ fail_salt:
     return FALSE;
 }
 
+/* A bytes value with the escapes of salt_separator; NULL when absent
+ * (*ok TRUE) or invalid (*ok FALSE, error set). */
+static GBytes *
+config_take_bytes(struct config_ctx *c, const char *g, const char *key,
+                  gboolean *ok, GError **error)
+{
+    g_autofree char *raw = config_take(c, g, key);
+    g_autoptr(GError) ierror = NULL;
+    GBytes *b;
+
+    *ok = TRUE;
+    if (raw == NULL) {
+        return NULL;
+    }
+    b = escape_decode(raw, &ierror);
+    if (b == NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                         "'%s': %s", raw, ierror->message);
+        *ok = FALSE;
+    }
+    return b;
+}
+
+/*
+ * Forward-looking salting (legacy.h): legacy_component = after:SEP:K |
+ * after:SEP:last | bytes:OFF:LEN with legacy_cutoff, or legacy_range_start
+ * and legacy_range_stop.  Absent: every key is salted.
+ */
+static gboolean
+config_take_legacy(struct config_ctx *c, const char *g, struct salt_table *t,
+                   GError **error)
+{
+    g_autofree char *comp = config_take(c, g, "legacy_component");
+    g_autoptr(GBytes) cutoff = NULL;
+    g_autoptr(GBytes) start = NULL;
+    g_autoptr(GBytes) stop = NULL;
+    g_autoptr(GError) ierror = NULL;
+    const char *key = "legacy_component";
+    const char *why = NULL;
+    gboolean ok;
+    guint64 a, b;
+
+    cutoff = config_take_bytes(c, g, "legacy_cutoff", &ok, error);
+    if (!ok) {
+        return FALSE;
+    }
+    start = config_take_bytes(c, g, "legacy_range_start", &ok, error);
+    if (!ok) {
+        return FALSE;
+    }
+    stop = config_take_bytes(c, g, "legacy_range_stop", &ok, error);
+    if (!ok) {
+        return FALSE;
+    }
+    legacy_rule_init(&t->legacy);
+    if (t->mapping != SALT_MAPPING_XXH3 &&
+        (comp != NULL || cutoff != NULL || start != NULL || stop != NULL)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         comp != NULL     ? "legacy_component"
+                         : cutoff != NULL ? "legacy_cutoff"
+                         : start != NULL  ? "legacy_range_start"
+                                          : "legacy_range_stop",
+                         "a legacy rule goes with salt_mapping = xxh3 only, "
+                         "not %s",
+                         salt_mapping_name(t->mapping));
+        return FALSE;
+    }
+    if (comp == NULL && cutoff == NULL) {
+        if (start == NULL && stop == NULL) {
+            return TRUE;
+        }
+        key = start != NULL ? "legacy_range_start" : "legacy_range_stop";
+        if (legacy_rule_range(&t->legacy,
+                              start != NULL ? g_bytes_get_data(start, NULL)
+                                            : NULL,
+                              start != NULL ? g_bytes_get_size(start) : 0,
+                              stop != NULL ? g_bytes_get_data(stop, NULL)
+                                           : NULL,
+                              stop != NULL ? g_bytes_get_size(stop) : 0,
+                              &ierror)) {
+            return TRUE;
+        }
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key, "%s",
+                         ierror->message);
+        return FALSE;
+    }
+    if (start != NULL || stop != NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         start != NULL ? "legacy_range_start"
+                                       : "legacy_range_stop",
+                         "a table has one legacy rule: legacy_component "
+                         "with legacy_cutoff, or legacy_range_start/stop, "
+                         "not both");
+        return FALSE;
+    }
+    if (comp == NULL || cutoff == NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         comp == NULL ? "legacy_cutoff" : "legacy_component",
+                         "needs %s too (the key part is compared with the "
+                         "cutoff)",
+                         comp == NULL ? "legacy_component" : "legacy_cutoff");
+        return FALSE;
+    }
+    if (g_str_has_prefix(comp, "bytes:")) {
+        const char *off = comp + strlen("bytes:");
+        const char *colon = strchr(off, ':');
+
+        if (colon == NULL ||
+            !config_parse_u64(off, (size_t)(colon - off), &a) ||
+            !config_parse_u64(colon + 1, strlen(colon + 1), &b) ||
+            a > LEGACY_MAX_PART || b < 1 || b > LEGACY_MAX_PART) {
+            why = "bytes:OFF:LEN needs OFF in 0..32767 and LEN in 1..32767";
+            goto fail;
+        }
+        ok = legacy_rule_bytes(&t->legacy, (uint32_t)a, (uint32_t)b,
+                               g_bytes_get_data(cutoff, NULL),
+                               g_bytes_get_size(cutoff), &ierror);
+    } else if (g_str_has_prefix(comp, "after:")) {
+        /* the last ':' ends SEP, so SEP may hold ':' itself */
+        const char *sep = comp + strlen("after:");
+        const char *colon = strrchr(sep, ':');
+        g_autofree char *raw = NULL;
+        g_autoptr(GBytes) delim = NULL;
+
+        if (colon == NULL || colon == sep) {
+            why = "after:SEP:K needs a SEP and a K (or last)";
+            goto fail;
+        }
+        if (strcmp(colon + 1, "last") == 0) {
+            a = 0;
+        } else if (!config_parse_u64(colon + 1, strlen(colon + 1), &a) ||
+                   a < 1 || a > LEGACY_MAX_PART) {
+            why = "after:SEP:K needs K in 1..32767, or last";
+            goto fail;
+        }
+        raw = g_strndup(sep, (size_t)(colon - sep));
+        delim = escape_decode(raw, &ierror);
+        if (delim == NULL) {
+            why = ierror->message;
+            goto fail;
+        }
+        ok = legacy_rule_after(&t->legacy, g_bytes_get_data(delim, NULL),
+                               g_bytes_get_size(delim), (uint32_t)a,
+                               g_bytes_get_data(cutoff, NULL),
+                               g_bytes_get_size(cutoff), &ierror);
+    } else {
+        why = "expected after:SEP:K, after:SEP:last or bytes:OFF:LEN";
+        goto fail;
+    }
+    if (!ok) {
+        /* the component parsed: what is left to fail is the cutoff */
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         g_error_matches(ierror, LEGACY_ERROR,
+                                         LEGACY_ERROR_INVALID) &&
+                                 strstr(ierror->message, "cutoff") != NULL
+                             ? "legacy_cutoff"
+                             : key,
+                         "%s", ierror->message);
+        return FALSE;
+    }
+    return TRUE;
+fail:
+    config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                     "'%s': %s%s", comp, why, config_hint(comp));
+    return FALSE;
+}
+
 /*
  * salt_mapping = phoenix | hbasewd | bigtable-sample: the other tool's
  * salt, whole.  buckets is its N and has no default (a wrong N loses every
@@ -924,6 +1091,8 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
                                    error)
             : !config_take_xxh3(c, g, &table.salt, error))
         return FALSE;
+    if (!config_take_legacy(c, g, &table.salt, error))
+        return FALSE;
 
     table.name = g_strdup(name);
     table.name_len = strlen(name);
@@ -947,7 +1116,9 @@ config_known_keys(const char *group)
         return "caching_max, scanner_timeout_ms";
     if (strcmp(group, "admin") == 0)
         return "listen";
-    return "buckets, salt_format, salt_separator, hash_part, salt_mapping";
+    return "buckets, salt_format, salt_separator, hash_part, salt_mapping, "
+           "legacy_component, legacy_cutoff, legacy_range_start, "
+           "legacy_range_stop";
 }
 
 /* Whatever a group parser did not consume is a typo. */
@@ -1154,6 +1325,39 @@ config_addr_to_string(const struct config_addr *addr)
     return g_strdup_printf("%s:%u", addr->host, addr->port);
 }
 
+/* The legacy rule's keys, each on its line; nothing for none. */
+static void
+config_legacy_to_text(GString *out, const struct legacy_rule *r)
+{
+    switch (r->kind) {
+    case LEGACY_COMPONENT:
+        if (r->part == LEGACY_PART_BYTES) {
+            g_string_append_printf(out, "legacy_component = bytes:%u:%u",
+                                   r->off, r->len);
+        } else {
+            g_string_append(out, "legacy_component = after:");
+            escape_append(out, r->delim, r->delim_len);
+            if (r->part == LEGACY_PART_AFTER_LAST) {
+                g_string_append(out, ":last");
+            } else {
+                g_string_append_printf(out, ":%u", r->count);
+            }
+        }
+        g_string_append(out, "\nlegacy_cutoff = ");
+        escape_append(out, r->cutoff, r->cutoff_len);
+        g_string_append_c(out, '\n');
+        break;
+    case LEGACY_RANGE:
+        g_string_append(out, "legacy_range_start = ");
+        escape_append(out, r->start, r->start_len);
+        g_string_append(out, "\nlegacy_range_stop = ");
+        escape_append(out, r->stop, r->stop_len);
+        g_string_append_c(out, '\n');
+        break;
+    default: break;
+    }
+}
+
 char *
 config_to_text(const struct config *cfg)
 {
@@ -1247,6 +1451,7 @@ config_to_text(const struct config *cfg)
             break;
         }
         g_string_append(out, "\nsalt_mapping = xxh3\n");
+        config_legacy_to_text(out, &t->legacy);
     }
     return g_string_free(out, FALSE);
 }

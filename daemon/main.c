@@ -508,7 +508,7 @@ main_run(struct config *cfg, const char *config_path)
  * let alone shown.
  */
 static void
-main_show_sasl(const struct config *cfg, const struct proxy_settings *set,
+main_show_sasl(const struct config *cfg, const struct worker_settings *set,
                const char *name)
 {
     printf("%s: SASL GSSAPI (%s) as %s, keytab %s\n", name,
@@ -601,7 +601,7 @@ main(int argc, char **argv)
     }
     if (check_config) {
         const char *name = config_path != NULL ? config_path : "(defaults)";
-        struct proxy_settings set;
+        struct worker_settings set;
         g_auto(GStrv) advice = config_advice(cfg);
 
         /* also what only the I/O core checks: addresses resolve, limits */

@@ -211,6 +211,36 @@ scanargs_fit_bounds(struct scanargs *a, size_t limit, uint8_t **start_buf,
     return TRUE;
 }
 
+/* A bound or the filter of the legacy range's scan. */
+static void
+scanargs_write_legacy(const struct scanargs *a, const struct hbase1_field *f,
+                      const struct scanargs_bucket *b, struct wire_writer *wr)
+{
+    const uint8_t *ftext;
+    size_t flen;
+
+    switch (f->role) {
+    case HBASE1_ROLE_START:
+        wire_write_field(wr, f->type, f->fid);
+        wire_write_binary(wr, b->legacy_start, (uint32_t)b->legacy_start_len);
+        break;
+    case HBASE1_ROLE_STOP:
+        if (b->legacy_stop_len > 0) {
+            wire_write_field(wr, f->type, f->fid);
+            wire_write_binary(wr, b->legacy_stop,
+                              (uint32_t)b->legacy_stop_len);
+        }
+        break;
+    default:
+        if (a->has_filter) {
+            ftext = scanfilter_for_legacy(b->filter, &flen);
+            wire_write_field(wr, f->type, f->fid);
+            wire_write_binary(wr, ftext, (uint32_t)flen);
+        }
+        break;
+    }
+}
+
 /* The scan struct s for one bucket, its fields in the schema's order. */
 static void
 scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
@@ -225,6 +255,12 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
     for (uint8_t i = 0; i < s->nfields; i++) {
         const struct hbase1_field *f = &s->fields[i];
 
+        if (b->legacy &&
+            (f->role == HBASE1_ROLE_START || f->role == HBASE1_ROLE_STOP ||
+             f->role == HBASE1_ROLE_FILTER)) {
+            scanargs_write_legacy(a, f, b, wr);
+            continue;
+        }
         switch (f->role) {
         case HBASE1_ROLE_START:
             n = salt_scan_start(b->salt, b->bucket, a->reversed, a->start,

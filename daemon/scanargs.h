@@ -69,12 +69,20 @@ struct scanargs_bucket {
     uint32_t bucket;                 /* the bucket this open reads */
     uint32_t caching;                /* rows of the first fetch */
     const struct scanfilter *filter; /* per-bucket filter, or NULL */
+    gboolean legacy;                 /* not a bucket: the table's legacy
+                                        (unsalted) keys, read within the
+                                        bounds below with the filter as
+                                        the client wrote it */
+    const uint8_t *legacy_start, *legacy_stop;
+    size_t legacy_start_len, legacy_stop_len; /* stop 0: unbounded */
 };
 
 /*
  * The argument struct of the service's open call (sc->open) for one
  * bucket: the table, a scan bounded to the bucket with the filter
- * rewritten for it, everything else as the client gave it.
+ * rewritten for it, everything else as the client gave it.  For the
+ * legacy range (b->legacy): its bounds as they are, the filter
+ * unrewritten.
  */
 void scanargs_write_open(const struct scanargs *a,
                          const struct hbase1_scanner *sc,

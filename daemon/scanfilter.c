@@ -15,6 +15,8 @@ struct scanfilter {
     GByteArray *text;               /* the original string */
     GByteArray *out;                /* the last bucket's string */
     int64_t page_limit;             /* -1: none */
+    gboolean lift_page;             /* top-level PageFilters sent with no
+                                       limit (scanfilter_lift_page) */
     gboolean single;                /* the filter fixes one bucket */
     uint32_t single_bucket;
     const char *multi_why;          /* NULL: exact over many buckets */
@@ -592,25 +594,42 @@ scanfilter_rewrite_leaf(struct filter_node *n, guint depth, gpointer data)
     return TRUE;
 }
 
-const uint8_t *
-scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket,
-                      size_t *len)
+void
+scanfilter_lift_page(struct scanfilter *f)
 {
-    struct scanfilter_bucket sb;
-    g_autoptr(filter_node) copy = NULL;
+    f->lift_page = TRUE;
+}
+
+/* The PageFilters scanfilter_top_level finds, given the largest limit. */
+static void
+scanfilter_lift(struct filter_node *n)
+{
+    static const char most[] = "9223372036854775807";
+    struct filter_params p;
+
+    if (n->kind == FILTER_NODE_AND) {
+        for (guint i = 0; i < n->nchildren; i++) {
+            scanfilter_lift(n->children[i]);
+        }
+        return;
+    }
+    if (n->kind == FILTER_NODE_LEAF && filter_leaf_params(n, &p, NULL) &&
+        p.type == FILTER_TYPE_PAGE && p.limit >= 0) {
+        filter_node_set_arg(n, 0, FILTER_ARG_BARE, most, strlen(most));
+    }
+}
+
+/* copy as text in f->out. */
+static const uint8_t *
+scanfilter_emit(const struct scanfilter *f, struct filter_node *copy,
+                size_t *len)
+{
     uint8_t *text;
     size_t n = 0;
 
-    if (f->tree == NULL) {
-        *len = f->text->len;
-        return f->text->data;
+    if (f->lift_page) {
+        scanfilter_lift(copy);
     }
-    sb.f = f;
-    sb.plen = salt_write_prefix(f->salt, bucket, sb.prefix);
-    sb.tmp = g_byte_array_new();
-    copy = filter_node_copy(f->tree);
-    filter_node_walk(copy, scanfilter_rewrite_leaf, &sb);
-    g_byte_array_unref(sb.tmp);
     text = filter_serialize(copy, &n, NULL);
     g_byte_array_set_size(f->out, 0);
     if (text == NULL) {
@@ -622,4 +641,37 @@ scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket,
     }
     *len = f->out->len;
     return f->out->data;
+}
+
+const uint8_t *
+scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket,
+                      size_t *len)
+{
+    struct scanfilter_bucket sb;
+    g_autoptr(filter_node) copy = NULL;
+
+    if (f->tree == NULL) {
+        *len = f->text->len;
+        return f->text->data;
+    }
+    sb.f = f;
+    sb.plen = salt_write_prefix(f->salt, bucket, sb.prefix);
+    sb.tmp = g_byte_array_new();
+    copy = filter_node_copy(f->tree);
+    filter_node_walk(copy, scanfilter_rewrite_leaf, &sb);
+    g_byte_array_unref(sb.tmp);
+    return scanfilter_emit(f, copy, len);
+}
+
+const uint8_t *
+scanfilter_for_legacy(const struct scanfilter *f, size_t *len)
+{
+    g_autoptr(filter_node) copy = NULL;
+
+    if (f->tree == NULL || !f->lift_page) {
+        *len = f->text->len;
+        return f->text->data;
+    }
+    copy = filter_node_copy(f->tree);
+    return scanfilter_emit(f, copy, len);
 }

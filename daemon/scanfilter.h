@@ -48,6 +48,18 @@ void scanfilter_free(struct scanfilter *f);
 const uint8_t *scanfilter_for_bucket(const struct scanfilter *f,
                                      uint32_t bucket, size_t *len);
 
+/*
+ * Forward-looking salting (legacy.h): every bucket and the legacy range
+ * drop rows the other side owns, after the backend's PageFilter would
+ * have counted them.  Lifted, a top-level PageFilter goes to the backend
+ * with no limit, and the merge alone applies scanfilter_page_limit.
+ */
+void scanfilter_lift_page(struct scanfilter *f);
+
+/* The filter string for the legacy (unsalted) range: as the client wrote
+ * it, PageFilter lifted if asked; valid until the next call. */
+const uint8_t *scanfilter_for_legacy(const struct scanfilter *f, size_t *len);
+
 /* Rows the whole scan may return (a top-level PageFilter); -1: no limit. */
 int64_t scanfilter_page_limit(const struct scanfilter *f);
 

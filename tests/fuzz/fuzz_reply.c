@@ -45,6 +45,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const struct hbase1_method *methods, *m;
+    const struct hbase1_scanner *scanner = NULL;
     const struct salt_table *salt;
     const struct wire_limits *limits;
     struct codec_call call;
@@ -64,6 +65,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     limits = (data[0] & 4) ? &fuzz_tight_limits : &wire_default_limits;
     methods = hbase1_methods(&nmethods);
     m = &methods[data[1] % nmethods];
+    /* the service's scanners, found by kind as the engine has them */
+    for (size_t i = 0; i < nmethods && scanner == NULL; i++) {
+        if (methods[i].kind == HBASE1_SCAN_NEXT) {
+            scanner = methods[i].scanner;
+        }
+    }
+    FUZZ_CHECK(scanner != NULL);
     salt = fuzz_salt(data[2]);
     data += 3;
     size -= 3;
@@ -91,16 +99,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         scan = wire_message_scan(from, FALSE, data, size, limits, &n, &why);
         fuzz_check_resumable(from, data, size, limits);
         sst = codec_reply_stream(&call, from, data, size, FUZZ_SEQID, to,
-                                 &streamed, &serr, limits, &used);
+                                 &streamed, &serr, limits, &used, NULL);
         if (scan == WIRE_AGAIN) {
             FUZZ_CHECK(sst == CODEC_AGAIN || sst == CODEC_CLOSE);
             FUZZ_CHECK(sst != CODEC_AGAIN || streamed.len == 0);
         } else if (scan == WIRE_ERROR) {
             FUZZ_CHECK(sst == CODEC_CLOSE);
         } else {
-            codec_status_t wst = codec_reply(&call, from, data, n,
-                                             FUZZ_SEQID, to, &whole, &werr,
-                                             limits);
+            codec_status_t wst = codec_reply(&call, from, data, n, FUZZ_SEQID,
+                                             to, &whole, &werr, limits, NULL);
 
             FUZZ_CHECK(sst == wst);
             FUZZ_CHECK(wst != CODEC_OK || used == n);
@@ -113,7 +120,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wire_buf_free(&whole);
     }
     if (codec_reply(&call, from, data, size, FUZZ_SEQID, to, &out, &err,
-                    limits) == CODEC_OK) {
+                    limits, NULL) == CODEC_OK) {
         fuzz_check_message(to, &out);
     } else {
         FUZZ_CHECK(err.message != NULL);
@@ -126,7 +133,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wire_buf_clear(&out);
     wire_reader_init(&r, from, data, size, TRUE, limits);
     wire_writer_init(&w, to, &out);
-    while (r.pos < r.end && codec_row_result(&r, &w, salt) == WIRE_OK) {
+    while (r.pos < r.end &&
+           codec_row_result(scanner, &r, &w, salt, NULL) == WIRE_OK) {
         rows++;
     }
     if (r.status == WIRE_OK) {

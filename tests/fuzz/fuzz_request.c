@@ -166,8 +166,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fuzz_check_resumable(from, data, want, limits);
             wire_buf_clear(&streamed);
             sst = codec_request_stream(cfg, from, data, want, to, seqid,
-                                       &streamed, &scall, &serr, limits,
-                                       &slen);
+                                       &streamed, &scall, &serr, limits, &slen,
+                                       NULL);
             if (scan == WIRE_AGAIN) {
                 FUZZ_CHECK(sst == CODEC_AGAIN && streamed.len == 0);
             } else if (scan == WIRE_ERROR) {
@@ -183,7 +183,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         wire_buf_clear(&out);
         st = codec_request(cfg, from, data + hdr, msg_len - hdr, to, seqid++,
-                           &out, &call, &err, limits);
+                           &out, &call, &err, limits, NULL);
         if (!framed) {
             FUZZ_CHECK(sst == st);
             FUZZ_CHECK(st == CODEC_CLOSE || slen == msg_len);
