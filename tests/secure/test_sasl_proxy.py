@@ -50,7 +50,8 @@ def wait_for(pred, timeout, what):
 
 class Proxy:
     def __init__(self, binary, realm, emu_port, qop, keytab,
-                 principal='app', server_host='localhost', name='proxy'):
+                 principal='app', server_host='localhost', name='proxy',
+                 debug=False):
         self.dir = tempfile.mkdtemp(prefix='hsp-sasl-proxy-', dir=realm.dir)
         self.port = free_port()
         self.conf = os.path.join(self.dir, name + '.conf')
@@ -79,7 +80,10 @@ salt_separator = -
         self.log = open(self.log_path, 'wb')
         # no ticket cache of anyone's: the proxy must use its keytab
         env = realm.env(ccache=realm.path('nobody.ccache'))
-        self.proc = subprocess.Popen([binary, '-c', self.conf], env=env,
+        argv = [binary, '-c', self.conf]
+        if debug:
+            argv += ['--log-level', 'debug']
+        self.proc = subprocess.Popen(argv, env=env,
                                      stdout=self.log,
                                      stderr=subprocess.STDOUT)
 
@@ -151,8 +155,9 @@ class Suite:
         self.app_kt = realm.export('app', k('app.keytab'))
         self.app_cc = realm.kinit('app', self.app_kt)
         self.emu = Emu(args.emu, realm, self.qop, self.server_kt)
+        # at debug level: a failed health probe is logged there only
         self.proxy = Proxy(args.proxy, realm, self.emu.port, self.qop,
-                           self.app_kt)
+                           self.app_kt, debug=True)
         self.others = []
 
     def another_proxy(self, **kw):
@@ -212,15 +217,21 @@ class Suite:
         check(self.emu.wait_log('effective user: app'),
               'the emulator saw no user app')
 
-    def test_probe_keeps_server_up(self):
-        # the health probe negotiates too: the server stays up after
-        # several probe rounds (UP servers are probed every 5 s)
-        time.sleep(5.5)
+    def test_probe(self):
+        # the health probe negotiates and calls over SASL too: with no
+        # client at all, the server sees the proxy authenticate every 5 s
+        # (UP servers' probe interval), and no probe fails
+        before = self.emu.log_text().count('effective user: app')
+        time.sleep(10.6)
+        after = self.emu.log_text().count('effective user: app')
+        check(after - before >= 2, 'expected 2+ probe connections in '
+              '10.6 s, the server saw %d' % (after - before))
+        log = self.proxy.log_text()
+        check('probe:' not in log and 'down after' not in log,
+              'a probe failed: ' + log[-2000:])
         c, tr = client(self.proxy.port)
         check(b't' in c.getTableNames(), 'getTableNames after probes')
         tr.close()
-        check('down after' not in self.proxy.log_text(),
-              'the server went down: ' + self.proxy.log_text()[-2000:])
 
     # -- failures ------------------------------------------------------------
     def failing_proxy(self, words, log_words, **kw):
