@@ -172,8 +172,7 @@ legacy_rule_describe(const struct legacy_rule *r)
         legacy_append_value(out, "legacy_cutoff", r->cutoff, r->cutoff_len);
         break;
     case LEGACY_RANGE:
-        legacy_append_value(out, "legacy_range_start", r->start,
-                            r->start_len);
+        legacy_append_value(out, "legacy_range_start", r->start, r->start_len);
         g_string_append_c(out, ' ');
         legacy_append_value(out, "legacy_range_stop", r->stop, r->stop_len);
         break;

@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-
 /*
  * PART OF THE MAPPING.  A table may keep the rows it held before it was
  * salted where they are: a rule on the logical key says which keys are

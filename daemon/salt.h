@@ -118,10 +118,10 @@ struct salt_table {
     uint8_t delim_len;                 /* bytes of SEP */
     uint8_t delim[SALT_MAX_DELIMITER]; /* SEP of delimiter:SEP:K */
     salt_mapping_t mapping;
-    uint32_t modulus;                  /* N of the hash */
-    uint8_t odd_salt;                  /* hbasewd with buckets == N + 1:
+    uint32_t modulus;          /* N of the hash */
+    uint8_t odd_salt;          /* hbasewd with buckets == N + 1:
                                           the salt byte of bucket N */
-    struct legacy_rule legacy;         /* keys kept unsalted (legacy.h);
+    struct legacy_rule legacy; /* keys kept unsalted (legacy.h);
                                           none after salt_table_init */
 };
 

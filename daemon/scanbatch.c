@@ -95,7 +95,7 @@ scanbatch_next(struct scanbatch *b)
         b->salted = FALSE;
         if (b->salt->legacy.kind != LEGACY_NONE) {
             legacy_owner_t o = salt_owner(b->salt, row, row_len, &logical,
-                                            &logical_len, &bucket);
+                                          &logical_len, &bucket);
 
             /* every row has one owner: the other side returns it */
             if (b->legacy ? o != LEGACY_OWNER_LEGACY

@@ -42,9 +42,32 @@ struct scanfilter;
 struct scanfilter *scanfilter_new(const uint8_t *text, size_t len,
                                   const struct salt_table *t,
                                   gboolean reversed, GError **error);
+/*
+ * The same for Thrift2's filterBytes (filterpb.h): the protobuf Filter is
+ * read into the filter language's tree, the rewrite above applied to it,
+ * and scanfilter_for_bucket then returns a protobuf Filter for the bucket:
+ * lists, wrappers and the row-key filters written anew, every other filter
+ * copied byte for byte.  Unlike a string, bytes this cannot rewrite
+ * exactly are refused (NULL, FILTERPB_ERROR or the refusals above), never
+ * sent unchanged: malformed bytes (FILTERPB_ERROR_MALFORMED, protobuf's
+ * message), classes HBase lacks, filters that read the row key in ways
+ * the rewrite cannot follow (FuzzyRowFilter, MultiRowRangeFilter, a
+ * RowFilter with a LongComparator or a JONI or MULTILINE regex...), and
+ * any filter not on filterpb's allow-list of filters that never read the
+ * row key.  The other functions below answer as for a string.
+ *
+ * A TGet is a scan of one row in one bucket: scanfilter_new_pb (reversed
+ * FALSE), then scanfilter_for_bucket(f, salt_bucket(row)); the page limit
+ * and the multi-bucket answers do not apply to it.  The same holds for a
+ * TGet's filterString with scanfilter_new.
+ */
+struct scanfilter *scanfilter_new_pb(const uint8_t *pb, size_t len,
+                                     const struct salt_table *t,
+                                     gboolean reversed, GError **error);
 void scanfilter_free(struct scanfilter *f);
 
-/* The filter string for one bucket; valid until the next call. */
+/* The filter string (or filterBytes) for one bucket; valid until the
+ * next call. */
 const uint8_t *scanfilter_for_bucket(const struct scanfilter *f,
                                      uint32_t bucket, size_t *len);
 

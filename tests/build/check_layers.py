@@ -16,10 +16,9 @@ import sys
 
 # Lowest first.  See "Layers" in README.md.
 LAYERS = [
-    ('pure', ['wire', 'salt', 'legacy', 'filter', 'scanfilter', 'config',
-              'escape',
-              'hbase1', 'merge', 'scanargs', 'scanbatch', 'scantab',
-              'codec']),
+    ('pure', ['wire', 'salt', 'legacy', 'filter', 'filterpb', 'scanfilter',
+              'config', 'escape', 'hbase1', 'merge', 'scanargs', 'scanbatch',
+              'scantab', 'codec']),
     ('requests', ['req', 'bell', 'sasl']),
     ('metrics', ['metrics']),
     ('engines', ['worker', 'backend', 'client', 'scan']),

@@ -528,6 +528,186 @@ class T05Writes(Base):
         self.eq(e.type, harness.TApplicationException.INTERNAL_ERROR)
 
 
+# ---- filterBytes: a protobuf FilterProtos.Filter, encoded by hand ---------
+
+def pb_varint(v):
+    v &= (1 << 64) - 1
+    out = b''
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if not v:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+
+
+def pb_field(num, value):
+    """int: a varint field; bytes/str: a length-delimited one."""
+    if isinstance(value, int):
+        return pb_varint(num << 3) + pb_varint(value)
+    if isinstance(value, str):
+        value = value.encode()
+    return pb_varint((num << 3) | 2) + pb_varint(len(value)) + value
+
+
+def pb_filter(cls, *fields):
+    """Filter { name, serialized_filter }; Comparator has the same shape."""
+    name = cls if '.' in cls else 'org.apache.hadoop.hbase.filter.' + cls
+    return pb_field(1, name) + pb_field(2, b''.join(fields))
+
+
+# CompareType, FilterList.Operator, java.util.regex.Pattern flags
+LESS, LESS_OR_EQUAL, EQUAL, NOT_EQUAL, GREATER_OR_EQUAL, GREATER = range(6)
+MUST_PASS_ALL, MUST_PASS_ONE = 1, 2
+CASE_INSENSITIVE, DOTALL = 0x02, 0x20
+
+
+def pb_binary(value, cls='BinaryComparator'):
+    return pb_filter(cls, pb_field(1, pb_field(1, value)))
+
+
+def pb_regex(pattern, flags=DOTALL, charset='UTF-8', engine='JAVA'):
+    fields = [pb_field(1, pattern), pb_field(2, flags), pb_field(3, charset)]
+    if engine is not None:
+        fields.append(pb_field(4, engine))
+    return pb_filter('RegexStringComparator', *fields)
+
+
+def pb_compare(cls, op, comparator):
+    return pb_filter(cls, pb_field(1, pb_field(1, op) +
+                                   pb_field(2, comparator)))
+
+
+def pb_list(op, *filters):
+    return pb_filter('FilterList', pb_field(1, op),
+                     *[pb_field(2, f) for f in filters])
+
+
+class T07FilterBytes(Base):
+    """TScan/TGet.filterBytes: HBase reads a protobuf Filter (section 2.3);
+    each case must answer as the same filter given as filterString."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        h = cls('setUp')
+        cls.t = h.mk_table('fb', {b'cf': 1, b'cf2': 1})
+        puts = []
+        for i, k in enumerate((b'a1', b'a2', b'ab', b'b1', b'bA', b'c1',
+                               b'cab', b'd')):
+            puts.append(T2.TPut(row=k, columnValues=[
+                cv(b'cf', b'q', b'v%d' % i), cv(b'cf', b'r', k + b'!'),
+                cv(b'cf2', b'x', b'%d' % (i % 3))]))
+        h.call('putMultiple', cls.t, puts)
+
+    CASES = [
+        (pb_filter('PrefixFilter', pb_field(1, 'a')),
+         b"PrefixFilter('a')"),
+        (pb_filter('InclusiveStopFilter', pb_field(1, 'b1')),
+         b"InclusiveStopFilter('b1')"),
+        (pb_compare('RowFilter', GREATER_OR_EQUAL, pb_binary('c')),
+         b"RowFilter(>=, 'binary:c')"),
+        (pb_compare('RowFilter', LESS,
+                    pb_binary('b', 'BinaryPrefixComparator')),
+         b"RowFilter(<, 'binaryprefix:b')"),
+        (pb_compare('RowFilter', EQUAL, pb_regex('^[ab][0-9]$')),
+         b"RowFilter(=, 'regexstring:^[ab][0-9]$')"),
+        (pb_compare('RowFilter', EQUAL, pb_regex('A', CASE_INSENSITIVE)),
+         b"RowFilter(=, 'regexstring:(?i-s)A')"),
+        (pb_compare('RowFilter', NOT_EQUAL, pb_filter(
+            'SubstringComparator', pb_field(1, 'a'))),
+         b"RowFilter(!=, 'substring:a')"),
+        (pb_compare('ValueFilter', EQUAL, pb_binary('1')),
+         b"ValueFilter(=, 'binary:1')"),
+        (pb_compare('QualifierFilter', EQUAL, pb_binary('r')),
+         b"QualifierFilter(=, 'binary:r')"),
+        (pb_compare('FamilyFilter', EQUAL, pb_binary('cf2')),
+         b"FamilyFilter(=, 'binary:cf2')"),
+        (pb_filter('SingleColumnValueFilter', pb_field(1, 'cf2'),
+                   pb_field(2, 'x'), pb_field(3, EQUAL),
+                   pb_field(4, pb_binary('2')), pb_field(5, 1),
+                   pb_field(6, 1)),
+         b"SingleColumnValueFilter('cf2', 'x', =, 'binary:2', true, true)"),
+        (pb_filter('KeyOnlyFilter', pb_field(1, 0)), b"KeyOnlyFilter()"),
+        (pb_filter('FirstKeyOnlyFilter'), b"FirstKeyOnlyFilter()"),
+        (pb_filter('ColumnPrefixFilter', pb_field(1, 'r')),
+         b"ColumnPrefixFilter('r')"),
+        (pb_filter('PageFilter', pb_field(1, 3)), b"PageFilter(3)"),
+        (pb_list(MUST_PASS_ONE,
+                 pb_list(MUST_PASS_ALL,
+                         pb_filter('PrefixFilter', pb_field(1, 'c')),
+                         pb_compare('QualifierFilter', EQUAL,
+                                    pb_binary('q'))),
+                 pb_compare('RowFilter', EQUAL, pb_binary('a2'))),
+         b"(PrefixFilter('c') AND QualifierFilter(=, 'binary:q')) OR "
+         b"RowFilter(=, 'binary:a2')"),
+        (pb_filter('WhileMatchFilter', pb_field(1, pb_compare(
+            'RowFilter', LESS, pb_binary('b')))),
+         b"WHILE RowFilter(<, 'binary:b')"),
+        (pb_filter('SkipFilter', pb_field(1, pb_compare(
+            'ValueFilter', NOT_EQUAL, pb_binary('0')))),
+         b"SKIP ValueFilter(!=, 'binary:0')"),
+    ]
+
+    def test_scan_same_as_string(self):
+        for pb, text in self.CASES:
+            for rev in (False, True):
+                got = self.scan_all(self.t, T2.TScan(filterBytes=pb,
+                                                     reversed=rev), n=2)
+                exp = self.scan_all(self.t, T2.TScan(filterString=text,
+                                                     reversed=rev), n=2)
+                self.eq([(r.row, cells(r)) for r in got],
+                        [(r.row, cells(r)) for r in exp],
+                        '%s reversed=%s' % (text.decode(), rev))
+        # the filters do filter: not every case is the whole table
+        rs = self.scan_all(self.t, T2.TScan(filterBytes=self.CASES[0][0]))
+        self.eq([r.row for r in rs], [b'a1', b'a2', b'ab'])
+
+    def test_get_same_as_string(self):
+        for pb, text in self.CASES:
+            for row in (b'a2', b'cab'):
+                got = self.call('get', self.t, T2.TGet(row=row,
+                                                       filterBytes=pb))
+                exp = self.call('get', self.t, T2.TGet(row=row,
+                                                       filterString=text))
+                self.eq((got.row, cells(got)), (exp.row, cells(exp)),
+                        text.decode())
+
+    def test_bytes_win_over_string(self):
+        # scanFromThrift/getFromThrift set filterBytes after filterString
+        rs = self.scan_all(self.t, T2.TScan(
+            filterString=b"PrefixFilter('b')",
+            filterBytes=pb_filter('PrefixFilter', pb_field(1, 'c'))))
+        self.eq([r.row for r in rs], [b'c1', b'cab'])
+
+    def test_errors(self):
+        # FilterProtos.Filter.parseFrom: InvalidProtocolBufferException,
+        # an IOException, so retryable
+        e = self.raises(T2.TIOError, 'openScanner', self.t,
+                        T2.TScan(filterBytes=b'\x0a\x05ab'))
+        self.assertIn('input ended unexpectedly', e.message)
+        self.eq(e.canRetry, True)
+        e = self.raises(T2.TIOError, 'get', self.t,
+                        T2.TGet(row=b'a1', filterBytes=b''))
+        self.eq(e.message, 'Message missing required fields: name')
+        # ProtobufUtil.toFilter: DoNotRetryIOException(cause)
+        e = self.raises(T2.TIOError, 'openScanner', self.t, T2.TScan(
+            filterBytes=pb_filter('com.example.NoSuchFilter')))
+        self.eq((e.message, e.canRetry),
+                ('java.lang.ClassNotFoundException: com.example.NoSuchFilter',
+                 False))
+        for bad in (pb_filter('PageFilter', pb_field(1, -1)),
+                    pb_filter('PageFilter'),
+                    pb_list(MUST_PASS_ALL, pb_filter('com.example.X')),
+                    pb_compare('RowFilter', EQUAL, pb_regex('(')),
+                    pb_filter('PrefixFilter', b'\x0a\x09')):
+            e = self.raises(T2.TIOError, 'openScanner', self.t,
+                            T2.TScan(filterBytes=bad))
+            self.eq((e.message, e.canRetry),
+                    ('java.lang.reflect.InvocationTargetException', False),
+                    repr(bad))
+
+
 class T06Admin(Base):
     def test_create_table_with_split_keys(self):
         splits = [b'\x80', b'g', b'\x00\x01']
