@@ -369,6 +369,17 @@ scanfilter_check_multi(struct scanfilter *f, const struct filter_node *n,
     if (f->multi_why != NULL) {
         return;
     }
+    if (n->kind == FILTER_NODE_WHILE && !top) {
+        /* a WHILE ends where its row first misses; under OR or SKIP the
+         * scan goes on, and the row where it ended passes the OR unlike
+         * the rows after it: each bucket has such a row of its own */
+        f->multi_why = "hbase-salt-proxy: WHILE inside OR or SKIP cannot be "
+                       "applied across salt buckets (each bucket would end "
+                       "it at its own first miss); use WHILE at the top "
+                       "level or in a top-level AND, or narrow the scan to "
+                       "one bucket";
+        return;
+    }
     if (n->kind == FILTER_NODE_WHILE) {
         if (!scanfilter_monotonic(f, n->children[0])) {
             f->multi_why = "hbase-salt-proxy: WHILE around a filter that is "

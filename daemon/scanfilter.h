@@ -26,7 +26,9 @@
  * break.  scanfilter_multi_bucket_ok is FALSE, for scans over several
  * buckets, for filters that end or count a scan on what one bucket sees:
  * WHILE around a filter not monotonic in the row key (each bucket would
- * stop at its own first miss, not the scan's), a ColumnCountGetFilter
+ * stop at its own first miss, not the scan's), WHILE inside OR or SKIP
+ * (the row where it ends passes the OR unlike the rows after it, and each
+ * bucket has one), a ColumnCountGetFilter
  * that can end the scan, a PageFilter nested in OR/SKIP/WHILE, and a
  * PageFilter followed in an AND by a filter that drops whole rows (it
  * counts rows it never returns).  A top-level PageFilter counts per

@@ -353,21 +353,6 @@ def clash(ck, via, direct, t):
         via[0].deleteAllRow(name, k, {})
 
 
-def while_in_or(seed, i, oracle):
-    """KNOWN BUG, also on tables without a legacy rule (reported with this
-    change): a WHILE inside an OR ends each bucket's scan on its own first
-    miss, and the row where it ends passes the OR differently from the rows
-    after it, so a merged scan can lose that row; scanfilter.c accepts such
-    filters over several buckets.  Reproduce on a plain 16-bucket table:
-    TScan(startRow=b'\\xff', filterString=b"SKIP ColumnPrefixFilter('x') OR
-    WHILE RowFilter(<, 'binary:#')").  Scans with such a filter are left
-    out here, and counted, until scanfilter.c refuses them."""
-    rnd = random.Random('%s:%d:scan:%d' % (seed, 0, i))
-    scan = so.Scan(rnd, oracle.keys, oracle.tables[i % len(oracle.tables)])
-    fs = scan.tscan.get('filterString') if scan.args is None else None
-    return fs is not None and b'WHILE' in fs and b' OR ' in fs
-
-
 def run_table(args, t, keys, rounds, seed, nscans, ck):
     """One table beside its own unsalted 'ref', on an emulator and a proxy
     of their own (the writes change both)."""
@@ -421,12 +406,8 @@ def run_table(args, t, keys, rounds, seed, nscans, ck):
         oracle = so.Oracle(seed, 0, sorted(set(raw_rows(direct, b'ref'))),
                            via, direct, [(t[0], t[1])])
         only = os.environ.get('LEGACY_ONLY')
-        excluded = 0
         for i in (range(nscans) if not only
                   else [int(x) for x in only.split(',')]):
-            if while_in_or(seed, i, oracle):
-                excluded += 1
-                continue
             oracle.run(i)
             if not proxy.alive():
                 raise AssertionError('the proxy died at scan %d' % i)
@@ -438,10 +419,6 @@ def run_table(args, t, keys, rounds, seed, nscans, ck):
                                          sorted(oracle.refusals.items()))
                  or 'none', oracle.both_failed, oracle.mismatches),
               flush=True)
-        if excluded:
-            print('%s: %d random scans with WHILE and OR in one filter left '
-                  'out (KNOWN BUG, not of the legacy rule: see while_in_or)'
-                  % (t[0], excluded), flush=True)
         ok = ck.failures == failed and oracle.mismatches == 0 and \
             (oracle.scans > nscans // 2 or only)
         del T
