@@ -11,6 +11,7 @@
 
 #include "hbase1.h"
 #include "metrics.h"
+#include "sasl.h"
 
 G_DEFINE_QUARK(backend - error - quark, backend_error)
 
@@ -29,8 +30,15 @@ G_DEFINE_QUARK(backend - error - quark, backend_error)
  * sending a request into a socket the server is closing.
  */
 #define BACKEND_IDLE_CLOSE_MS 50000
-/* Bytes in an IOError message we build. */
-#define BACKEND_MSG_MAX 256
+/* Bytes in an IOError message we build (a SASL failure names the
+ * principal, the keytab and MIT's reason). */
+#define BACKEND_MSG_MAX 512
+/*
+ * A SASL connection whose security context expires within this long is
+ * not given a new request: it is closed and dialled again (the ticket it
+ * was built on is expiring; a renewed one is in the credentials by then).
+ */
+#define BACKEND_SASL_EXPIRY_MARGIN_US (5 * G_USEC_PER_SEC)
 /*
  * Health.  A server is DOWN after this many consecutive failures
  * (connect refused or timed out, request timed out, connection lost with
@@ -86,8 +94,15 @@ struct backend_health {
     gint current;                   /* in the newest generation */
     gint probed;                    /* a probe has finished */
     gint probe_now;                 /* just went DOWN: probe at once */
-    GMutex lock;                    /* guards why, down_at */
-    char why[160];                  /* the last failure */
+    GMutex lock;                    /* guards why, down_at, sasl_logged */
+    char why[384];                  /* the last failure */
+    char sasl_server[256];          /* its principal (under table lock) */
+    char sasl_logged[384];          /* the SASL failure last logged, "" if
+                                       none since the last success */
+    struct sasl_client *probe_sasl; /* the probe's context, negotiating or
+                                       done */
+    struct evbuffer *probe_in;      /* the probe's reply, unwrapped */
+    struct wire_buf probe_call;     /* sent once negotiated */
     gint64 down_at;                 /* monotonic us it went DOWN */
     struct bufferevent *probe;      /* probe in flight, or NULL */
     gboolean probe_connected;       /* the probe's connect succeeded */
@@ -118,6 +133,11 @@ struct backend_health_table {
     pthread_t thread;
     gboolean running;
     int32_t seqid;
+    struct sasl_creds *sasl; /* the process's tickets; NULL: no SASL */
+    sasl_qop_t sasl_qop;
+    uint32_t sasl_max;    /* max_reply_size (restart-only) */
+    struct event *renew;  /* renews sasl (probe thread) */
+    char sasl_error[512]; /* the renewal failure last logged */
 };
 
 static void backend_read_cb(evutil_socket_t fd, short what, void *arg);
@@ -160,6 +180,27 @@ static const struct worker_settings *
 backend_settings(const struct backend_conn *conn)
 {
     return &backend_worker(conn)->gen->set;
+}
+
+/* When conn's security context stops taking new requests (monotonic
+ * us): its expiry, less a margin. */
+static gint64
+backend_sasl_stale_at(const struct backend_conn *conn)
+{
+    gint64 exp = sasl_client_expiry(conn->sasl);
+
+    if (exp == G_MAXINT64) {
+        return G_MAXINT64;
+    }
+    return req_now() +
+           (exp - BACKEND_SASL_EXPIRY_MARGIN_US - g_get_real_time());
+}
+
+/* The process's SASL credentials, NULL without SASL. */
+static struct sasl_creds *
+backend_sasl_creds(const struct backend_conn *conn)
+{
+    return backend_worker(conn)->health->sasl;
 }
 
 struct backend_pool *
@@ -228,6 +269,9 @@ backend_conn_close(struct backend_conn *conn)
     if (conn->scan != NULL) {
         wire_scan_init(conn->scan);
     }
+    g_clear_pointer(&conn->sasl, sasl_client_free);
+    g_clear_pointer(&conn->sasl_raw, evbuffer_free);
+    g_clear_pointer(&conn->sasl_held, evbuffer_free);
     evtimer_del(conn->timer);
     conn->timer_at = 0;
     conn->state = BACKEND_IDLE;
@@ -411,6 +455,9 @@ backend_conn_arm(struct backend_conn *conn)
         at = MIN(at, head->deadline);
     } else if (conn->state == BACKEND_CONNECTED) {
         at = conn->last_active + (gint64)BACKEND_IDLE_CLOSE_MS * 1000;
+        if (conn->sasl != NULL) {
+            at = MIN(at, backend_sasl_stale_at(conn));
+        }
     }
     if (at == G_MAXINT64) {
         evtimer_del(conn->timer);
@@ -434,8 +481,8 @@ backend_conn_arm(struct backend_conn *conn)
  * "hbase-salt-proxy: backend HOST:PORT: REASON".
  */
 static void
-backend_conn_fail(struct backend_conn *conn, const char *head_why,
-                  const char *rest_why, gboolean can_retry)
+backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
+                      const char *rest_why, gboolean can_retry, gboolean log)
 {
     struct worker *w = backend_worker(conn);
     struct req_queue failed;
@@ -452,7 +499,11 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
     METRICS_ADD(conn->server->stats.failures, n);
     conn->npending = 0;
     backend_conn_close(conn);
-    if (n > 0) {
+    if (!log) {
+        g_debug("backend %s: conn %u: %s (%u request%s failed)",
+                conn->server->srv->name, conn->index, head_why, n,
+                n == 1 ? "" : "s");
+    } else if (n > 0) {
         g_warning("backend %s: conn %u: %s (%u request%s failed)",
                   conn->server->srv->name, conn->index, head_why, n,
                   n == 1 ? "" : "s");
@@ -472,6 +523,13 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
     }
 }
 
+static void
+backend_conn_fail(struct backend_conn *conn, const char *head_why,
+                  const char *rest_why, gboolean can_retry)
+{
+    backend_conn_fail_log(conn, head_why, rest_why, can_retry, TRUE);
+}
+
 /*
  * A connect attempt failed: remember why, hold off the server, and move
  * the requests queued behind the connect to another server.  None of
@@ -482,7 +540,8 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
  * it sent them, and must reach the next server in that order too.
  */
 static void
-backend_connect_failed(struct backend_conn *conn, const char *why)
+backend_connect_failed(struct backend_conn *conn, const char *why,
+                       gboolean log)
 {
     struct backend_server *s = conn->server;
     struct backend_pool *pool = s->pool;
@@ -500,9 +559,12 @@ backend_connect_failed(struct backend_conn *conn, const char *why)
     TAILQ_INIT(&moved);
     wire_buf_init(&bytes);
     if (pool->nservers > 1 && conn->bev != NULL) {
-        struct evbuffer *out = bufferevent_get_output(conn->bev);
+        struct evbuffer *out = conn->sasl_held != NULL
+                                   ? conn->sasl_held
+                                   : bufferevent_get_output(conn->bev);
 
-        /* the output buffer holds their messages, in queue order */
+        /* the output buffer (with SASL: the held one) holds their
+         * messages, in queue order */
         for (req = TAILQ_FIRST(&conn->pending); req != NULL; req = next) {
             next = TAILQ_NEXT(req, backend_link);
             if (evbuffer_get_length(out) < req->backend_len) {
@@ -521,7 +583,7 @@ backend_connect_failed(struct backend_conn *conn, const char *why)
             TAILQ_INSERT_TAIL(&moved, req, backend_link);
         }
     }
-    backend_conn_fail(conn, why, why, TRUE);
+    backend_conn_fail_log(conn, why, why, TRUE, log);
     while ((req = TAILQ_FIRST(&moved)) != NULL) {
         TAILQ_REMOVE(&moved, req, backend_link);
         req->conn = NULL;
@@ -561,6 +623,11 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
         bufferevent_free(conn->bev);
         conn->bev = NULL;
         return FALSE;
+    }
+    if (backend_settings(conn)->backend_sasl) {
+        /* nothing goes out before the negotiation, so requests wait
+         * here rather than in the bufferevent */
+        conn->sasl_held = evbuffer_new();
     }
     conn->state = BACKEND_CONNECTING;
     conn->connect_deadline =
@@ -742,6 +809,55 @@ backend_submit(struct backend_pool *pool, struct req *req,
     backend_submit_at(pool, req, after, msg, len, -1, TRUE, more);
 }
 
+/*
+ * With SASL: the messages of iov as one frame (Thrift's SASL transport
+ * sends a frame per flush; the server reads frames as one stream).
+ * Without a security layer the header goes before them in one write,
+ * with no copy; with one, gss_wrap needs them in one piece.  FALSE (with
+ * why) if the context cannot protect them any more.
+ */
+static gboolean
+backend_sasl_write(struct backend_conn *conn, const struct iovec *iov, int n,
+                   char *why, size_t whylen)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GByteArray) frame = NULL;
+    g_autoptr(GByteArray) plain = NULL;
+    struct iovec out[3];
+    size_t total = 0;
+    uint8_t hdr[4];
+
+    for (int i = 0; i < n; i++) {
+        total += iov[i].iov_len;
+    }
+    if (total == 0) {
+        return TRUE;
+    }
+    if (!sasl_client_wraps(conn->sasl)) {
+        hdr[0] = (uint8_t)(total >> 24);
+        hdr[1] = (uint8_t)(total >> 16);
+        hdr[2] = (uint8_t)(total >> 8);
+        hdr[3] = (uint8_t)total;
+        out[0].iov_base = hdr;
+        out[0].iov_len = 4;
+        memcpy(out + 1, iov, (size_t)n * sizeof(*iov));
+        req_write(conn->bev, out, n + 1);
+        return TRUE;
+    }
+    plain = g_byte_array_sized_new((guint)total);
+    for (int i = 0; i < n; i++) {
+        g_byte_array_append(plain, iov[i].iov_base, (guint)iov[i].iov_len);
+    }
+    frame = g_byte_array_sized_new((guint)total + 64);
+    if (!sasl_client_wrap(conn->sasl, plain->data, plain->len, frame,
+                          &error)) {
+        g_snprintf(why, whylen, "SASL: %s", error->message);
+        return FALSE;
+    }
+    bufferevent_write(conn->bev, frame->data, frame->len);
+    return TRUE;
+}
+
 /* Writes what conn holds back, then msg (len may be 0), in one call. */
 static void
 backend_conn_write(struct backend_conn *conn, const uint8_t *msg, size_t len)
@@ -758,6 +874,18 @@ backend_conn_write(struct backend_conn *conn, const uint8_t *msg, size_t len)
     if (len > 0) {
         iov[n].iov_base = (void *)msg;
         iov[n++].iov_len = len;
+    }
+    if (conn->sasl != NULL) {
+        char why[BACKEND_MSG_MAX];
+        gboolean ok = backend_sasl_write(conn, iov, n, why, sizeof(why));
+
+        wire_buf_clear(&conn->cork);
+        if (!ok) {
+            /* the context failed or expired: the next request dials
+             * again, on the renewed ticket */
+            backend_conn_fail(conn, why, why, TRUE);
+        }
+        return;
     }
     req_write(conn->bev, iov, n);
     wire_buf_clear(&conn->cork);
@@ -797,6 +925,13 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
             backend_unavailable(pool, req);
             return NULL;
         }
+        if (conn->sasl != NULL && conn->state == BACKEND_CONNECTED &&
+            conn->npending == 0 && backend_sasl_stale_at(conn) <= now) {
+            g_debug("backend %s: conn %u: its Kerberos context is about to "
+                    "expire: reconnecting",
+                    conn->server->srv->name, conn->index);
+            backend_conn_close(conn);
+        }
         if (conn->state != BACKEND_IDLE
             || backend_conn_open(conn, why, sizeof(why))) {
             break;
@@ -832,6 +967,9 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
         }
     } else if (conn->state == BACKEND_CONNECTED) {
         backend_conn_write(conn, msg, len);
+    } else if (conn->sasl_held != NULL) {
+        /* held until the SASL negotiation completes */
+        evbuffer_add(conn->sasl_held, msg, len);
     } else {
         /* held in the output buffer until the connect completes */
         bufferevent_write(conn->bev, msg, len);
@@ -874,6 +1012,205 @@ backend_conn_eof(struct backend_conn *conn)
                       "connection closed by server", TRUE);
 }
 
+/*
+ * Whether a SASL failure on the server of h is news for the log: the same
+ * reason again (every connection of every worker meets it) is logged at
+ * debug level only, until a negotiation works again.
+ */
+static gboolean
+backend_sasl_news(struct backend_health *h, const char *why)
+{
+    gboolean news;
+
+    g_mutex_lock(&h->lock);
+    news = strcmp(h->sasl_logged, why) != 0;
+    if (news) {
+        g_strlcpy(h->sasl_logged, why, sizeof(h->sasl_logged));
+    }
+    g_mutex_unlock(&h->lock);
+    return news;
+}
+
+/* A negotiation worked: the next failure is news again. */
+static void
+backend_sasl_ok(struct backend_health *h, const char *name)
+{
+    gboolean was = FALSE;
+
+    g_mutex_lock(&h->lock);
+    if (h->sasl_logged[0] != '\0') {
+        h->sasl_logged[0] = '\0';
+        was = TRUE;
+    }
+    g_mutex_unlock(&h->lock);
+    if (was) {
+        g_message("backend %s: SASL negotiation works again", name);
+    }
+}
+
+/*
+ * The negotiation on conn failed: like a failed connect (the requests
+ * held for it move to another server or fail with the reason, the server
+ * is held off), logged once per reason.
+ */
+static void
+backend_sasl_failed(struct backend_conn *conn, const char *reason)
+{
+    char why[BACKEND_MSG_MAX];
+    gboolean news;
+
+    g_snprintf(why, sizeof(why), "SASL: %s", reason);
+    news = backend_sasl_news(conn->server->health, why);
+    if (news) {
+        g_warning("backend %s: %s", conn->server->srv->name, why);
+    }
+    backend_connect_failed(conn, why, FALSE);
+}
+
+/* The negotiation on conn ended well: the requests held go out. */
+static void
+backend_sasl_ready(struct backend_conn *conn)
+{
+    size_t len = evbuffer_get_length(conn->sasl_held);
+
+    conn->state = BACKEND_CONNECTED;
+    METRICS_ADD(conn->server->stats.open, 1);
+    conn->server->retry_at = 0;
+    conn->last_active = req_now();
+    backend_sasl_ok(conn->server->health, conn->server->srv->name);
+    g_debug("backend %s: conn %u: SASL %s with %s", conn->server->srv->name,
+            conn->index, sasl_qop_name(sasl_client_qop(conn->sasl)),
+            sasl_client_server_principal(conn->sasl));
+    if (len > 0) {
+        const uint8_t *held = evbuffer_pullup(conn->sasl_held, -1);
+
+        backend_conn_write(conn, held, len);
+        if (conn->state != BACKEND_CONNECTED) {
+            return;
+        }
+    }
+    g_clear_pointer(&conn->sasl_held, evbuffer_free);
+    backend_conn_arm(conn);
+}
+
+/* The TCP connect of a SASL connection is done: say START. */
+static void
+backend_sasl_start(struct backend_conn *conn)
+{
+    const struct backend_server *s = conn->server;
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    g_autoptr(GError) error = NULL;
+
+    conn->sasl_raw = evbuffer_new();
+    conn->sasl =
+        sasl_client_new(backend_sasl_creds(conn), s->srv->sasl_server,
+                        (sasl_qop_t)backend_settings(conn)->backend_sasl_qop,
+                        backend_settings(conn)->max_reply_size);
+    if (sasl_client_start(conn->sasl, out, &error) == SASL_STEP_FAILED) {
+        backend_sasl_failed(conn, error->message);
+        return;
+    }
+    bufferevent_write(conn->bev, out->data, out->len);
+}
+
+/*
+ * Bytes for a SASL connection: negotiation messages until it is done,
+ * then frames, unwrapped into conn->in.  FALSE when there is nothing
+ * for the reply parser (conn may be closed).
+ */
+static gboolean
+backend_sasl_read(struct backend_conn *conn, evutil_socket_t fd)
+{
+    struct worker *w = backend_worker(conn);
+    g_autoptr(GError) error = NULL;
+    char why[BACKEND_MSG_MAX];
+    ssize_t got = req_read(w->rbuf, fd, conn->sasl_raw, REQ_READ_MAX);
+
+    if (got == 0 && conn->state == BACKEND_CONNECTING) {
+        backend_sasl_failed(conn, "the server closed the connection during "
+                                  "the negotiation (does it run with "
+                                  "hbase.thrift.security.qop?)");
+        return FALSE;
+    }
+    if (got == 0) {
+        backend_conn_eof(conn);
+        return FALSE;
+    }
+    if (got < 0 && errno != EAGAIN && errno != EINTR) {
+        g_snprintf(why, sizeof(why), "%s", g_strerror(errno));
+        if (conn->state == BACKEND_CONNECTING) {
+            backend_sasl_failed(conn, why);
+            return FALSE;
+        }
+        if (conn->npending > 0) {
+            backend_health_failed(conn->server->health, why);
+        }
+        backend_conn_fail(conn, why, why, TRUE);
+        return FALSE;
+    }
+    if (conn->state == BACKEND_CONNECTING) {
+        size_t avail = evbuffer_get_length(conn->sasl_raw), used = 0;
+        const uint8_t *p = evbuffer_pullup(conn->sasl_raw, -1);
+        g_autoptr(GByteArray) out = g_byte_array_new();
+        sasl_step_t st = sasl_client_feed(conn->sasl, p, avail, &used, out,
+                                          &error);
+
+        evbuffer_drain(conn->sasl_raw, used);
+        if (st == SASL_STEP_FAILED) {
+            backend_sasl_failed(conn, error->message);
+            return FALSE;
+        }
+        if (out->len > 0) {
+            bufferevent_write(conn->bev, out->data, out->len);
+        }
+        if (st == SASL_STEP_CONTINUE) {
+            return FALSE;
+        }
+        backend_sasl_ready(conn);
+        if (conn->state != BACKEND_CONNECTED) {
+            return FALSE;
+        }
+    }
+    for (;;) {
+        size_t avail = evbuffer_get_length(conn->sasl_raw), size = 0, used;
+        uint8_t hdr[4];
+        g_autoptr(GByteArray) plain = NULL;
+
+        if (avail < 4) {
+            break;
+        }
+        evbuffer_copyout(conn->sasl_raw, hdr, 4);
+        if (!sasl_client_frame_size(conn->sasl, hdr, &size, &error)) {
+            break;
+        }
+        if (avail < size) {
+            break;
+        }
+        if (!sasl_client_wraps(conn->sasl)) {
+            /* no security layer: the payload moves, uncopied */
+            evbuffer_drain(conn->sasl_raw, 4);
+            evbuffer_remove_buffer(conn->sasl_raw, conn->in, size - 4);
+            continue;
+        }
+        plain = g_byte_array_new();
+        if (!sasl_client_unwrap(conn->sasl,
+                                evbuffer_pullup(conn->sasl_raw,
+                                                (ev_ssize_t)size),
+                                size, &used, plain, &error)) {
+            break;
+        }
+        evbuffer_drain(conn->sasl_raw, used);
+        evbuffer_add(conn->in, plain->data, plain->len);
+    }
+    if (error != NULL) {
+        g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+        backend_health_failed(conn->server->health, why);
+        backend_conn_fail(conn, why, why, TRUE);
+        return FALSE;
+    }
+    return evbuffer_get_length(conn->in) > 0;
+}
+
 /* Replies arrived: pair each with the oldest pending request. */
 static void
 backend_read_cb(evutil_socket_t fd, short what, void *arg)
@@ -888,7 +1225,14 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
     /* one read per event: reading on while reads come back full took
      * several big replies at once into client buffers, past what
      * back-pressure bounds (e2e-faults-backpressure) */
-    got = req_read(w->rbuf, fd, in, REQ_READ_MAX);
+    if (conn->sasl != NULL) {
+        if (!backend_sasl_read(conn, fd)) {
+            return;
+        }
+        got = 1;
+    } else {
+        got = req_read(w->rbuf, fd, in, REQ_READ_MAX);
+    }
     if (got == 0) {
         backend_conn_eof(conn);
         return;
@@ -1019,6 +1363,12 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
             backend_conn_fail(conn, "out of memory", "out of memory", TRUE);
             return;
         }
+        if (conn->sasl_held != NULL) {
+            /* CONNECTED once negotiated; the connect deadline covers the
+             * negotiation too */
+            backend_sasl_start(conn);
+            return;
+        }
         conn->state = BACKEND_CONNECTED;
         METRICS_ADD(conn->server->stats.open, 1);
         conn->server->retry_at = 0;
@@ -1034,7 +1384,7 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
         if (conn->state == BACKEND_CONNECTING) {
             g_snprintf(why, sizeof(why), "connect: %s",
                        evutil_socket_error_to_string(err));
-            backend_connect_failed(conn, why);
+            backend_connect_failed(conn, why, TRUE);
         } else {
             g_snprintf(why, sizeof(why), "%s",
                        evutil_socket_error_to_string(err));
@@ -1061,9 +1411,10 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
 
     conn->timer_at = 0;
     if (conn->state == BACKEND_CONNECTING && now >= conn->connect_deadline) {
-        g_snprintf(why, sizeof(why), "connect timed out after %u ms",
+        g_snprintf(why, sizeof(why), "connect%s timed out after %u ms",
+                   conn->sasl != NULL ? " and SASL negotiation" : "",
                    set->connect_timeout_ms);
-        backend_connect_failed(conn, why);
+        backend_connect_failed(conn, why, TRUE);
         return;
     }
     if (head != NULL && now >= head->deadline) {
@@ -1073,6 +1424,14 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         backend_health_failed(conn->server->health, why);
         backend_conn_fail(conn, why, "connection reset after an earlier "
                           "request timed out", TRUE);
+        return;
+    }
+    if (head == NULL && conn->state == BACKEND_CONNECTED &&
+        conn->sasl != NULL && now >= backend_sasl_stale_at(conn)) {
+        g_debug("backend %s: conn %u: closing: its Kerberos context is "
+                "about to expire",
+                conn->server->srv->name, conn->index);
+        backend_conn_close(conn);
         return;
     }
     if (head == NULL && conn->state == BACKEND_CONNECTED
@@ -1189,6 +1548,12 @@ backend_health_new(const struct worker_settings *startup)
     t->entries = g_ptr_array_new();
     t->proto = startup->backend_proto;
     t->framed = startup->backend_framed;
+    if (startup->backend_sasl) {
+        t->sasl = sasl_creds_new(startup->sasl_principal,
+                                 startup->sasl_keytab);
+        t->sasl_qop = (sasl_qop_t)startup->backend_sasl_qop;
+        t->sasl_max = startup->max_reply_size;
+    }
     backend_health_use(t, startup);
     return t;
 }
@@ -1210,6 +1575,8 @@ backend_health_use(struct backend_health_table *t,
         memcpy(&h->addr, &set->servers[i].addr, set->servers[i].addrlen);
         h->addrlen = set->servers[i].addrlen;
         g_atomic_int_set(&h->service, set->servers[i].service);
+        g_strlcpy(h->sasl_server, set->servers[i].sasl_server,
+                  sizeof(h->sasl_server));
         g_atomic_int_set(&h->current, 1);
     }
     t->request_timeout_ms = set->request_timeout_ms;
@@ -1243,6 +1610,9 @@ backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
         bufferevent_free(h->probe);
         h->probe = NULL;
     }
+    g_clear_pointer(&h->probe_sasl, sasl_client_free);
+    g_clear_pointer(&h->probe_in, evbuffer_free);
+    wire_buf_clear(&h->probe_call);
     if (mismatch) {
         if (h->mismatch_ms == 0) {
             h->mismatch_ms = BACKEND_PROBE_MISMATCH_FIRST_MS;
@@ -1318,25 +1688,98 @@ backend_probe_misspoken(struct backend_health *h, struct evbuffer *in,
     return TRUE;
 }
 
+/*
+ * The probe's bytes over SASL: negotiation, then the getTableNames call
+ * wrapped, then the reply unwrapped into h->probe_in.  FALSE when the
+ * probe ended or has nothing to parse yet.
+ */
+static gboolean
+backend_probe_sasl(struct backend_health *h, struct bufferevent *bev)
+{
+    struct evbuffer *raw = bufferevent_get_input(bev);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    char why[BACKEND_MSG_MAX];
+
+    if (h->probe_in == NULL) {
+        size_t used = 0;
+        sasl_step_t st = sasl_client_feed(h->probe_sasl,
+                                          evbuffer_pullup(raw, -1),
+                                          evbuffer_get_length(raw), &used, out,
+                                          &error);
+
+        evbuffer_drain(raw, used);
+        if (st == SASL_STEP_FAILED) {
+            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+            backend_probe_finish(h, FALSE, why, FALSE);
+            return FALSE;
+        }
+        if (st == SASL_STEP_CONTINUE) {
+            bufferevent_write(bev, out->data, out->len);
+            return FALSE;
+        }
+        if (!sasl_client_wrap(h->probe_sasl, h->probe_call.data,
+                              h->probe_call.len, out, &error)) {
+            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+            backend_probe_finish(h, FALSE, why, FALSE);
+            return FALSE;
+        }
+        bufferevent_write(bev, out->data, out->len);
+        g_byte_array_set_size(out, 0);
+        h->probe_in = evbuffer_new();
+    }
+    for (;;) {
+        size_t avail = evbuffer_get_length(raw), size = 0, used = 0;
+        uint8_t hdr[4];
+
+        if (avail < 4) {
+            break;
+        }
+        evbuffer_copyout(raw, hdr, 4);
+        if (!sasl_client_frame_size(h->probe_sasl, hdr, &size, &error) ||
+            avail < size) {
+            break;
+        }
+        if (!sasl_client_unwrap(h->probe_sasl,
+                                evbuffer_pullup(raw, (ev_ssize_t)size), size,
+                                &used, out, &error)) {
+            break;
+        }
+        evbuffer_drain(raw, used);
+    }
+    if (error != NULL) {
+        g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+        backend_probe_finish(h, FALSE, why, FALSE);
+        return FALSE;
+    }
+    evbuffer_add(h->probe_in, out->data, out->len);
+    return evbuffer_get_length(h->probe_in) > 0;
+}
+
 static void
 backend_probe_read_cb(struct bufferevent *bev, void *arg)
 {
     struct backend_health *h = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
     const uint8_t *msg = NULL;
     const char *why = NULL;
     size_t len = 0;
     wire_status_t st;
 
-    st = req_msg_next(bufferevent_get_input(bev), h->table->proto,
-                      h->table->framed, &wire_default_limits, &msg, &len,
-                      &why);
+    if (h->probe_sasl != NULL) {
+        if (!backend_probe_sasl(h, bev)) {
+            return;
+        }
+        in = h->probe_in;
+    }
+    st = req_msg_next(in, h->table->proto, h->table->framed,
+                      &wire_default_limits, &msg, &len, &why);
     if (st == WIRE_OK) {
         backend_probe_finish(h, TRUE, NULL, FALSE);
     } else if (st == WIRE_ERROR) {
         char text[128];
 
-        if (backend_probe_misspoken(h, bufferevent_get_input(bev), text,
-                                    sizeof(text))) {
+        if (backend_probe_misspoken(h, in, text, sizeof(text))) {
             backend_probe_finish(h, FALSE, text + strlen("probe: "), TRUE);
         } else {
             backend_probe_finish(h, FALSE, why != NULL ? why : "bad reply",
@@ -1357,6 +1800,13 @@ backend_probe_event_cb(struct bufferevent *bev, short what, void *arg)
     }
     if (what & BEV_EVENT_TIMEOUT) {
         backend_probe_finish(h, FALSE, "no reply in time", FALSE);
+    } else if ((what & BEV_EVENT_EOF) && h->probe_sasl != NULL &&
+               h->probe_in == NULL) {
+        backend_probe_finish(h, FALSE,
+                             "SASL: the server closed the "
+                             "connection during the negotiation (does it "
+                             "run with hbase.thrift.security.qop?)",
+                             FALSE);
     } else if (what & BEV_EVENT_EOF) {
         /* the request went out and the server hung up without a byte:
          * what HBase does with a message in another protocol or framing
@@ -1438,8 +1888,30 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
     if (t->framed) {
         wire_frame_end(&buf, off);
     }
-    bufferevent_write(h->probe, buf.data, buf.len);
-    wire_buf_free(&buf);
+    if (t->sasl != NULL) {
+        g_autoptr(GByteArray) out = g_byte_array_new();
+        g_autoptr(GError) error = NULL;
+        char why[BACKEND_MSG_MAX];
+
+        /* the call waits for the negotiation */
+        wire_buf_clear(&h->probe_call);
+        wire_buf_append(&h->probe_call, buf.data, buf.len);
+        wire_buf_free(&buf);
+        g_mutex_lock(&t->lock);
+        h->probe_sasl = sasl_client_new(t->sasl, h->sasl_server, t->sasl_qop,
+                                        t->sasl_max);
+        g_mutex_unlock(&t->lock);
+        if (sasl_client_start(h->probe_sasl, out, &error) ==
+            SASL_STEP_FAILED) {
+            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+            backend_probe_finish(h, FALSE, why, FALSE);
+            return;
+        }
+        bufferevent_write(h->probe, out->data, out->len);
+    } else {
+        bufferevent_write(h->probe, buf.data, buf.len);
+        wire_buf_free(&buf);
+    }
     h->probe_connected = FALSE;
     if (bufferevent_socket_connect(h->probe, (struct sockaddr *)&addr,
                                    (int)addrlen) < 0) {
@@ -1495,6 +1967,59 @@ backend_health_bell_cb(evutil_socket_t fd, short what, void *arg)
     backend_health_tick_cb(-1, 0, t);
 }
 
+/*
+ * Gets the process a new Kerberos ticket (probe thread, or the main
+ * thread before any worker runs).  A failure is logged when its reason
+ * is new; connections keep using the current ticket while it lasts, and
+ * fail with the reason once none is left.
+ */
+static void
+backend_sasl_renew(struct backend_health_table *t)
+{
+    g_autoptr(GError) error = NULL;
+    gint64 now, exp, next;
+    const char *who = sasl_creds_principal(t->sasl);
+
+    if (!sasl_creds_renew(t->sasl, &error)) {
+        if (strcmp(t->sasl_error, error->message) != 0) {
+            g_strlcpy(t->sasl_error, error->message, sizeof(t->sasl_error));
+            g_warning("SASL: %s", error->message);
+        }
+        return;
+    }
+    now = g_get_real_time();
+    exp = sasl_creds_expiry(t->sasl);
+    next = sasl_creds_renew_at(t->sasl);
+    if (t->sasl_error[0] != '\0') {
+        g_message("SASL: got a Kerberos ticket for %s again", who);
+        t->sasl_error[0] = '\0';
+    }
+    g_message("SASL: Kerberos ticket for %s valid for %" G_GINT64_FORMAT
+              " s more, renewed in %" G_GINT64_FORMAT " s",
+              who, (exp - now) / G_USEC_PER_SEC,
+              (next - now) / G_USEC_PER_SEC);
+}
+
+/* Arms the renewal for when the credentials ask for it. */
+static void
+backend_sasl_renew_arm(struct backend_health_table *t)
+{
+    gint64 delta = MAX(sasl_creds_renew_at(t->sasl) - g_get_real_time(), 0);
+    struct timeval tv = { (time_t)(delta / G_USEC_PER_SEC),
+                          (suseconds_t)(delta % G_USEC_PER_SEC) };
+
+    evtimer_add(t->renew, &tv);
+}
+
+static void
+backend_sasl_renew_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct backend_health_table *t = arg;
+
+    backend_sasl_renew(t);
+    backend_sasl_renew_arm(t);
+}
+
 static void *
 backend_health_main(void *arg)
 {
@@ -1525,6 +2050,18 @@ backend_health_start(struct backend_health_table *t, GError **error)
         return FALSE;
     }
     event_add(t->tick, &every);
+    if (t->sasl != NULL) {
+        /* the first ticket before any connection wants it; a failure is
+         * logged and retried, and requests fail with its reason */
+        t->renew = evtimer_new(t->base, backend_sasl_renew_cb, t);
+        if (t->renew == NULL) {
+            g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
+                        "health: cannot make the renewal timer");
+            return FALSE;
+        }
+        backend_sasl_renew(t);
+        backend_sasl_renew_arm(t);
+    }
     /* the first round right away, so /healthz is soon meaningful */
     bell_ring(&t->bell);
     /* signals stay with the main thread */
@@ -1566,6 +2103,11 @@ backend_health_free(struct backend_health_table *t)
         if (h->probe != NULL) {
             bufferevent_free(h->probe);
         }
+        sasl_client_free(h->probe_sasl);
+        if (h->probe_in != NULL) {
+            evbuffer_free(h->probe_in);
+        }
+        wire_buf_free(&h->probe_call);
         g_mutex_clear(&h->lock);
         g_free(h);
     }
@@ -1573,6 +2115,10 @@ backend_health_free(struct backend_health_table *t)
     if (t->tick != NULL) {
         event_free(t->tick);
     }
+    if (t->renew != NULL) {
+        event_free(t->renew);
+    }
+    sasl_creds_free(t->sasl);
     bell_free(&t->bell);
     if (t->base != NULL) {
         event_base_free(t->base);

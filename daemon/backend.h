@@ -26,6 +26,7 @@ enum backend_state {
 
 struct backend_server;
 struct backend_health;
+struct sasl_client;
 struct backend_health_table;
 
 /* A server's counters on one worker's pool, for /metrics: written by the
@@ -58,6 +59,14 @@ struct backend_conn {
     TAILQ_ENTRY(backend_conn) cork_link; /* in worker->corked */
     unsigned corked:1;              /* on worker->corked */
     gint64 last_active;             /* monotonic us of the last reply/send */
+    /* with [backend] sasl = gssapi only (all NULL without): */
+    struct sasl_client *sasl;   /* the security context, from the TCP
+                                       connect on; the connection stays
+                                       CONNECTING until it is negotiated */
+    struct evbuffer *sasl_raw;  /* bytes read, not yet unwrapped into
+                                       in */
+    struct evbuffer *sasl_held; /* messages submitted before the
+                                       negotiation ended, in queue order */
 };
 
 /* One backend server as one worker sees it. */
@@ -67,7 +76,7 @@ struct backend_server {
     struct backend_conn *conns;     /* pool_size connections */
     struct backend_health *health;  /* shared by every worker's pools */
     gint64 retry_at;                /* monotonic us: no connect before this */
-    char last_error[160];           /* why the last connect failed */
+    char last_error[384];           /* why the last connect failed */
     struct backend_stats stats;
 };
 

@@ -24,6 +24,7 @@ G_DEFINE_QUARK(config-error-quark, config_error)
 #define CONFIG_DEFAULT_CONNECT_TIMEOUT_MS 2000
 #define CONFIG_DEFAULT_REQUEST_TIMEOUT_MS 30000
 #define CONFIG_DEFAULT_POOL_SIZE 16
+#define CONFIG_DEFAULT_SASL_SERVICE "hbase"
 #define CONFIG_DEFAULT_CACHING_MAX 1000
 #define CONFIG_DEFAULT_SCANNER_TIMEOUT_MS 60000
 #define CONFIG_DEFAULT_BUCKETS 16
@@ -503,6 +504,159 @@ config_take_servers(struct config_ctx *c, const char *g, const char *key,
     return TRUE;
 }
 
+const char *
+config_qop_name(config_qop_t qop)
+{
+    switch (qop) {
+    case CONFIG_QOP_AUTH_INT: return "auth-int";
+    case CONFIG_QOP_AUTH_CONF: return "auth-conf";
+    default: return "auth";
+    }
+}
+
+/* A Kerberos name part: printable, no blank, none of '/', '@', '\\'. */
+static gboolean
+config_valid_krb5_part(const char *s, size_t len)
+{
+    if (len == 0)
+        return FALSE;
+    for (size_t i = 0; i < len; i++)
+        if (!g_ascii_isgraph(s[i]) || s[i] == '/' || s[i] == '@' ||
+            s[i] == '\\')
+            return FALSE;
+    return TRUE;
+}
+
+/* name[/instance]@REALM, or without the realm (krb5.conf's default). */
+static gboolean
+config_valid_principal(const char *p)
+{
+    const char *at = strchr(p, '@');
+    size_t name_len = at != NULL ? (size_t)(at - p) : strlen(p);
+    const char *slash = memchr(p, '/', name_len);
+
+    if (at != NULL && !config_valid_krb5_part(at + 1, strlen(at + 1)))
+        return FALSE;
+    if (slash == NULL)
+        return config_valid_krb5_part(p, name_len);
+    return config_valid_krb5_part(p, (size_t)(slash - p)) &&
+           config_valid_krb5_part(slash + 1,
+                                  name_len - (size_t)(slash - p) - 1);
+}
+
+/* A string key; NULL when absent. */
+static gboolean
+config_take_sasl_string(struct config_ctx *c, const char *g, const char *key,
+                        gboolean (*valid)(const char *), const char *what,
+                        char **out, GError **error)
+{
+    char *value = config_take(c, g, key);
+
+    if (value != NULL && !valid(value)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                         "'%s' is not %s%s", value, what, config_hint(value));
+        g_free(value);
+        return FALSE;
+    }
+    g_free(*out);
+    *out = value;
+    return TRUE;
+}
+
+static gboolean
+config_valid_service(const char *s)
+{
+    return config_valid_krb5_part(s, strlen(s));
+}
+
+static gboolean
+config_valid_abspath(const char *s)
+{
+    return g_path_is_absolute(s);
+}
+
+/*
+ * sasl = none | gssapi, and the sasl_* keys that only go with gssapi.
+ * HBase runs SASL over the unframed transport only (its Thrift server
+ * refuses to start with framed and a QOP), so framed is refused here.
+ */
+static gboolean
+config_parse_sasl(struct config_ctx *c, const char *g, GError **error)
+{
+    static const char *const modes[] = { "none", "gssapi", NULL };
+    static const char *const qops[] = { "auth", "auth-int", "auth-conf",
+                                        NULL };
+    static const char *const keys[] = { "sasl_principal", "sasl_keytab",
+                                        "sasl_service", "sasl_qop",
+                                        "sasl_server_host" };
+    struct config *cfg = c->cfg;
+    unsigned mode, qop;
+
+    if (!config_take_enum(c, g, "sasl", modes, CONFIG_SASL_NONE, &mode, error))
+        return FALSE;
+    cfg->sasl = (config_sasl_t)mode;
+    if (cfg->sasl == CONFIG_SASL_NONE) {
+        for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+            g_autofree char *v = config_take(c, g, keys[i]);
+
+            if (v != NULL) {
+                config_set_error(c, error, CONFIG_ERROR_INVALID_KEY, g,
+                                 keys[i], "goes with sasl = gssapi only");
+                return FALSE;
+            }
+        }
+        return TRUE;
+    }
+    if (cfg->transport == CONFIG_TRANSPORT_FRAMED) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "sasl",
+                         "the SASL transport is unframed only, as HBase "
+                         "enforces: set transport = buffered");
+        return FALSE;
+    }
+    if (!config_take_sasl_string(c, g, "sasl_principal",
+                                 config_valid_principal,
+                                 "a Kerberos principal (name[/instance]"
+                                 "[@REALM])",
+                                 &cfg->sasl_principal, error) ||
+        !config_take_sasl_string(c, g, "sasl_keytab", config_valid_abspath,
+                                 "an absolute path", &cfg->sasl_keytab,
+                                 error) ||
+        !config_take_sasl_string(c, g, "sasl_service", config_valid_service,
+                                 "a service name (like hbase)",
+                                 &cfg->sasl_service, error) ||
+        !config_take_sasl_string(c, g, "sasl_server_host",
+                                 config_valid_hostname, "a host name",
+                                 &cfg->sasl_server_host, error) ||
+        !config_take_enum(c, g, "sasl_qop", qops, 0, &qop, error))
+        return FALSE;
+    if (cfg->sasl_principal == NULL || cfg->sasl_keytab == NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "sasl",
+                         "gssapi needs sasl_principal and sasl_keytab");
+        return FALSE;
+    }
+    if (cfg->sasl_service == NULL)
+        cfg->sasl_service = g_strdup(CONFIG_DEFAULT_SASL_SERVICE);
+    cfg->sasl_qop = (config_qop_t)(1u << qop);
+    return TRUE;
+}
+
+char *
+config_sasl_server_principal(const struct config *cfg, const char *host)
+{
+    const char *at = cfg->sasl_principal != NULL
+                         ? strrchr(cfg->sasl_principal, '@')
+                         : NULL;
+    g_autofree char *h = g_ascii_strdown(cfg->sasl_server_host != NULL
+                                             ? cfg->sasl_server_host
+                                             : host,
+                                         -1);
+
+    return g_strdup_printf("%s/%s%s",
+                           cfg->sasl_service != NULL ? cfg->sasl_service
+                                                     : "hbase",
+                           h, at != NULL ? at : "");
+}
+
 static gboolean
 config_parse_backend(struct config_ctx *c, const char *g, GError **error)
 {
@@ -531,7 +685,7 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
         return FALSE;
     cfg->protocol = (config_protocol_t)protocol;
     cfg->transport = (config_transport_t)transport;
-    return TRUE;
+    return config_parse_sasl(c, g, error);
 }
 
 static gboolean
@@ -977,7 +1131,9 @@ config_known_keys(const char *group)
                "client_idle_timeout_ms";
     if (strcmp(group, "backend") == 0)
         return "servers, thrift2_servers, protocol, transport, "
-               "connect_timeout_ms, request_timeout_ms, pool_size";
+               "connect_timeout_ms, request_timeout_ms, pool_size, sasl, "
+               "sasl_principal, sasl_keytab, sasl_service, sasl_qop, "
+               "sasl_server_host";
     if (strcmp(group, "thrift2") == 0)
         return "listen";
     if (strcmp(group, "scan") == 0)
@@ -1163,6 +1319,10 @@ config_free(struct config *cfg)
     config_addrs_free(cfg->servers, cfg->n_servers);
     config_addrs_free(cfg->thrift2_servers, cfg->n_thrift2_servers);
     g_free(cfg->thrift2_listen.host);
+    g_free(cfg->sasl_principal);
+    g_free(cfg->sasl_keytab);
+    g_free(cfg->sasl_service);
+    g_free(cfg->sasl_server_host);
     g_free(cfg->admin_listen.host);
     for (size_t i = 0; i < cfg->n_tables; i++)
         g_free(cfg->tables[i].name);
@@ -1269,16 +1429,35 @@ config_to_text(const struct config *cfg)
 
         g_string_append_printf(out, "%s%s", i > 0 ? ", " : "", s);
     }
-    g_string_append_printf(out, "\nprotocol = %s\ntransport = %s\n"
+    g_string_append_printf(out,
+                           "\nprotocol = %s\ntransport = %s\n"
                            "connect_timeout_ms = %u\nrequest_timeout_ms = %u\n"
-                           "pool_size = %u\n\n[scan]\ncaching_max = %u\n"
-                           "scanner_timeout_ms = %u\n\n[admin]\nlisten = ",
-                           cfg->protocol == CONFIG_PROTOCOL_COMPACT
-                               ? "compact" : "binary",
+                           "pool_size = %u\n",
+                           cfg->protocol == CONFIG_PROTOCOL_COMPACT ? "compact"
+                                                                    : "binary",
                            cfg->transport == CONFIG_TRANSPORT_FRAMED
-                               ? "framed" : "buffered",
+                               ? "framed"
+                               : "buffered",
                            cfg->connect_timeout_ms, cfg->request_timeout_ms,
-                           cfg->pool_size, cfg->scan_caching_max,
+                           cfg->pool_size);
+    if (cfg->sasl == CONFIG_SASL_GSSAPI) {
+        g_string_append_printf(out,
+                               "sasl = gssapi\nsasl_principal = %s\n"
+                               "sasl_keytab = %s\nsasl_service = %s\n"
+                               "sasl_qop = %s\n",
+                               cfg->sasl_principal, cfg->sasl_keytab,
+                               cfg->sasl_service,
+                               config_qop_name(cfg->sasl_qop));
+        if (cfg->sasl_server_host != NULL)
+            g_string_append_printf(out, "sasl_server_host = %s\n",
+                                   cfg->sasl_server_host);
+    } else {
+        g_string_append(out, "sasl = none\n");
+    }
+    g_string_append_printf(out,
+                           "\n[scan]\ncaching_max = %u\n"
+                           "scanner_timeout_ms = %u\n\n[admin]\nlisten = ",
+                           cfg->scan_caching_max,
                            cfg->scan_scanner_timeout_ms);
     if (cfg->admin_enabled) {
         g_autofree char *admin = config_addr_to_string(&cfg->admin_listen);
@@ -1376,6 +1555,16 @@ config_reload_check(const struct config *old, const struct config *cfg,
     CONFIG_RESTART_ONLY(old->protocol != cfg->protocol, "[backend] protocol")
     CONFIG_RESTART_ONLY(old->transport != cfg->transport,
                         "[backend] transport")
+    /* one set of Kerberos credentials per process, and connections
+     * that outlive a reload */
+    CONFIG_RESTART_ONLY(
+        old->sasl != cfg->sasl ||
+            g_strcmp0(old->sasl_principal, cfg->sasl_principal) != 0 ||
+            g_strcmp0(old->sasl_keytab, cfg->sasl_keytab) != 0 ||
+            g_strcmp0(old->sasl_service, cfg->sasl_service) != 0 ||
+            old->sasl_qop != cfg->sasl_qop ||
+            g_strcmp0(old->sasl_server_host, cfg->sasl_server_host) != 0,
+        "[backend] sasl or a sasl_* key")
     g_clear_pointer(&a, g_free);
     g_clear_pointer(&b, g_free);
     if (old->admin_enabled) {
@@ -1431,6 +1620,26 @@ config_advice(const struct config *cfg)
             "scanner the proxy still keeps, and that scanner then fails; "
             "keep it below %u", cfg->scan_scanner_timeout_ms,
             CONFIG_HBASE_SCANNER_EXPIRY_MS, CONFIG_HBASE_SCANNER_EXPIRY_MS));
+    }
+    if (cfg->sasl == CONFIG_SASL_GSSAPI && cfg->sasl_server_host == NULL) {
+        for (size_t i = 0; i < cfg->n_servers; i++) {
+            const char *h = cfg->servers[i].host;
+
+            /* Kerberos names hosts, not addresses */
+            if (strchr(h, ':') != NULL ||
+                strspn(h, "0123456789.") == strlen(h)) {
+                g_autofree char *sp = config_sasl_server_principal(cfg, h);
+
+                g_ptr_array_add(
+                    out,
+                    g_strdup_printf(
+                        "[backend] sasl: server %s is an address, so its "
+                        "principal would be %s; HBase's principals name hosts: "
+                        "list the server by name, or set sasl_server_host",
+                        h, sp));
+                break;
+            }
+        }
     }
     g_ptr_array_add(out, NULL);
     return (char **)g_ptr_array_free(g_steal_pointer(&out), FALSE);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <glib/gstdio.h>
 
 #include "hsp-config.h"
 #include "admin.h"
@@ -531,6 +532,33 @@ main_run(struct config *cfg, const char *config_path)
     return 0;
 }
 
+/*
+ * --check-config with [backend] sasl = gssapi: who the proxy will be and
+ * whom it will talk to.  The keytab is only checked for being readable
+ * here (the daemon may run as another user): its keys are never read,
+ * let alone shown.
+ */
+static void
+main_show_sasl(const struct config *cfg, const struct worker_settings *set,
+               const char *name)
+{
+    printf("%s: SASL GSSAPI (%s) as %s, keytab %s\n", name,
+           config_qop_name(cfg->sasl_qop), cfg->sasl_principal,
+           cfg->sasl_keytab);
+    for (unsigned i = 0; i < set->nservers; i++) {
+        printf("%s: backend %s: server principal %s\n", name,
+               set->servers[i].name, set->servers[i].sasl_server);
+    }
+    if (g_access(cfg->sasl_keytab, R_OK) != 0) {
+        int e = errno;
+
+        fprintf(stderr,
+                "%s: warning: %s: [backend] sasl_keytab %s: %s (for "
+                "this user; the daemon's may differ)\n",
+                g_get_prgname(), name, cfg->sasl_keytab, g_strerror(e));
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -619,6 +647,9 @@ main(int argc, char **argv)
         for (size_t i = 0; advice[i] != NULL; i++) {
             fprintf(stderr, "%s: warning: %s: %s\n", g_get_prgname(), name,
                     advice[i]);
+        }
+        if (cfg->sasl == CONFIG_SASL_GSSAPI) {
+            main_show_sasl(cfg, &set, name);
         }
         if (pid != 0) {
             printf("%s: ok, the running proxy (pid %d) would apply it on "

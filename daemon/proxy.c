@@ -197,6 +197,20 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
                 return FALSE;
             }
         }
+        if (cfg->sasl == CONFIG_SASL_GSSAPI) {
+            char *sp = config_sasl_server_principal(cfg, a->host);
+
+            if (g_strlcpy(s->sasl_server, sp, sizeof(s->sasl_server)) >=
+                sizeof(s->sasl_server)) {
+                g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                            "[backend] %s: the server principal %s is "
+                            "too long",
+                            two ? "thrift2_servers" : "servers", sp);
+                g_free(sp);
+                return FALSE;
+            }
+            g_free(sp);
+        }
         if (!proxy_resolve(a->host, a->port, FALSE, &s->addr, &s->addrlen,
                            error)) {
             g_prefix_error(error, two ? "[backend] thrift2_servers: "
@@ -216,6 +230,20 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
     set->max_reply_size = cfg->max_frame_size; /* the config says both */
     set->shutdown_timeout_ms = MIN(MAX(cfg->request_timeout_ms, 100u),
                                    PROXY_SHUTDOWN_MAX_MS);
+    if (cfg->sasl == CONFIG_SASL_GSSAPI) {
+        set->backend_sasl = TRUE;
+        set->backend_sasl_qop = (int)cfg->sasl_qop;
+        if (g_strlcpy(set->sasl_principal, cfg->sasl_principal,
+                      sizeof(set->sasl_principal)) >=
+                sizeof(set->sasl_principal) ||
+            g_strlcpy(set->sasl_keytab, cfg->sasl_keytab,
+                      sizeof(set->sasl_keytab)) >= sizeof(set->sasl_keytab)) {
+            g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                        "[backend] sasl_principal or sasl_keytab is too "
+                        "long");
+            return FALSE;
+        }
+    }
     return TRUE;
 }
 

@@ -46,6 +46,8 @@ struct worker_server {
                                      thrift2_servers Thrift2 */
     struct sockaddr_storage addr; /* resolved address */
     socklen_t addrlen;
+    /* its Kerberos principal with SASL (service/host@REALM), else "" */
+    char sasl_server[256];
 };
 
 /*
@@ -75,6 +77,12 @@ struct worker_settings {
     uint32_t max_frame_size;         /* one client message, bytes */
     uint32_t max_reply_size;         /* one backend reply, bytes */
     unsigned shutdown_timeout_ms;    /* SIGTERM: wait this long for replies */
+    gboolean backend_sasl;           /* SASL GSSAPI to the backends (then
+                                        the three below are set; all are
+                                        restart-only) */
+    int backend_sasl_qop;            /* sasl_qop_t */
+    char sasl_principal[256];        /* ours */
+    char sasl_keytab[1024];          /* where our keys are */
 };
 
 /*

@@ -19,7 +19,7 @@ LAYERS = [
     ('pure', ['wire', 'salt', 'legacy', 'filter', 'filterpb', 'scanfilter',
               'config', 'escape', 'hbase1', 'hbase1_table', 'hbase2',
               'merge', 'scanargs', 'scanbatch', 'scantab', 'codec']),
-    ('requests', ['req', 'bell']),
+    ('requests', ['req', 'bell', 'sasl']),
     ('metrics', ['metrics']),
     ('engines', ['worker', 'backend', 'client', 'scan']),
     ('top', ['proxy', 'main', 'admin', 'metrics_render']),
