@@ -9,6 +9,7 @@
 
 #include <event2/buffer.h>
 
+#include "hbase1.h"
 #include "metrics.h"
 #include "sasl.h"
 
@@ -84,6 +85,9 @@ struct backend_health {
     char name[128];                 /* "host:port" */
     struct sockaddr_storage addr;   /* newest resolution (probe thread) */
     socklen_t addrlen;
+    gint service;                   /* hbase1_service_id_t it speaks
+                                       (atomic: set under lock, read by
+                                       the probe thread) */
     gint state;                     /* BACKEND_UP or BACKEND_DOWN */
     gint failures;                  /* consecutive, debounced */
     gint64 last_fail;               /* monotonic us of the last counted */
@@ -633,6 +637,15 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
     return TRUE;
 }
 
+/* The service a request's server must speak: its client's (the codec
+ * records it), Thrift1 for a call the codec never named. */
+static uint8_t
+backend_req_service(const struct req *req)
+{
+    return req->call.service != NULL ? req->call.service->id
+                                     : HBASE1_SERVICE_THRIFT1;
+}
+
 /*
  * The connection for the next request: UP servers in round robin,
  * skipping avoid (-1: none) and those in connect backoff; on a server,
@@ -640,7 +653,8 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
  * must connect first.  NULL when no server can take it.
  */
 static struct backend_conn *
-backend_pick(struct backend_pool *pool, int only, int avoid, gint64 now)
+backend_pick(struct backend_pool *pool, int only, uint8_t service, int avoid,
+             gint64 now)
 {
     unsigned i, j, pool_size = pool->set->pool_size;
 
@@ -648,9 +662,11 @@ backend_pick(struct backend_pool *pool, int only, int avoid, gint64 now)
         unsigned at = (pool->next_server + i) % pool->nservers;
         struct backend_server *s = &pool->servers[at];
 
-        /* a scanner's calls must reach the server holding its scanners */
-        if ((only >= 0 && at != (unsigned)only) || (int)at == avoid
-            || !backend_server_up(s)) {
+        /* a scanner's calls must reach the server holding its scanners;
+         * the others, a server of their client's service */
+        if ((only >= 0 && at != (unsigned)only) ||
+            (only < 0 && s->srv->service != service) || (int)at == avoid ||
+            !backend_server_up(s)) {
             continue;
         }
         struct backend_conn *best = NULL;
@@ -680,12 +696,12 @@ backend_pick(struct backend_pool *pool, int only, int avoid, gint64 now)
 }
 
 int
-backend_pool_pick_server(struct backend_pool *pool)
+backend_pool_pick_server(struct backend_pool *pool, uint8_t service)
 {
     static unsigned next;
     unsigned start = (unsigned)g_atomic_int_add((gint *)&next, 1);
     gint64 now = req_now();
-    int up = -1;
+    int up = -1, first = -1;
 
     /* a scanner cannot move once open: prefer a server with no recent
      * failure, so one that just died gets no new scanner while the
@@ -694,6 +710,12 @@ backend_pool_pick_server(struct backend_pool *pool)
         unsigned at = (start + i) % pool->nservers;
         struct backend_server *s = &pool->servers[at];
 
+        if (s->srv->service != service) {
+            continue;
+        }
+        if (first < 0) {
+            first = (int)at;
+        }
         if (!backend_server_up(s)) {
             continue;
         }
@@ -705,7 +727,9 @@ backend_pool_pick_server(struct backend_pool *pool)
             up = (int)at;
         }
     }
-    return up >= 0 ? up : (int)(start % pool->nservers);
+    /* none of the service (its listener is off): the scanner's first
+     * request fails on a server that cannot answer it */
+    return up >= 0 ? up : first >= 0 ? first : (int)(start % pool->nservers);
 }
 
 /* Why server s cannot take a request now, for an IOError. */
@@ -732,18 +756,35 @@ static void
 backend_unavailable(struct backend_pool *pool, struct req *req)
 {
     GString *text = g_string_new("hbase-salt-proxy: ");
+    uint8_t service = backend_req_service(req);
+    unsigned n = 0, only = 0;
 
-    if (req->server >= 0 || pool->nservers == 1) {
+    for (unsigned i = 0; i < pool->nservers; i++) {
+        if (pool->servers[i].srv->service == service) {
+            n++;
+            only = i;
+        }
+    }
+    if (req->server >= 0 || n == 1) {
         g_string_append(text, "backend ");
-        backend_server_why(&pool->servers[req->server >= 0
-                                              ? (unsigned)req->server : 0],
-                           text);
+        backend_server_why(
+            &pool->servers[req->server >= 0 ? (unsigned)req->server : only],
+            text);
+    } else if (n == 0) {
+        g_string_append(text, "no backend server configured for this "
+                              "service");
     } else {
+        gboolean first = TRUE;
+
         g_string_append(text, "no backend server available: ");
         for (unsigned i = 0; i < pool->nservers && text->len < 1024; i++) {
-            if (i > 0) {
+            if (pool->servers[i].srv->service != service) {
+                continue;
+            }
+            if (!first) {
                 g_string_append(text, "; ");
             }
+            first = FALSE;
             backend_server_why(&pool->servers[i], text);
         }
     }
@@ -878,7 +919,8 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
         struct backend_server *s;
 
         /* no earlier request to follow: the least loaded connection */
-        conn = backend_pick(pool, req->server, avoid, now);
+        conn = backend_pick(pool, req->server, backend_req_service(req), avoid,
+                            now);
         if (conn == NULL) {
             backend_unavailable(pool, req);
             return NULL;
@@ -1532,6 +1574,7 @@ backend_health_use(struct backend_health_table *t,
 
         memcpy(&h->addr, &set->servers[i].addr, set->servers[i].addrlen);
         h->addrlen = set->servers[i].addrlen;
+        g_atomic_int_set(&h->service, set->servers[i].service);
         g_strlcpy(h->sasl_server, set->servers[i].sasl_server,
                   sizeof(h->sasl_server));
         g_atomic_int_set(&h->current, 1);
@@ -1791,8 +1834,19 @@ backend_probe_event_cb(struct bufferevent *bev, short what, void *arg)
     }
 }
 
-/* Connects to h and sends getTableNames: cheap for HBase, and a reply
- * proves the server speaks Thrift, not just that a port is open. */
+/* The call a probe of h sends: one without arguments, cheap for HBase,
+ * in the service h speaks (Thrift2 has no getTableNames). */
+static const char *
+backend_probe_method(struct backend_health *h)
+{
+    return g_atomic_int_get(&h->service) == HBASE1_SERVICE_THRIFT2
+               ? "getThriftServerType"
+               : "getTableNames";
+}
+
+/* Connects to h and sends getTableNames (Thrift2: getThriftServerType):
+ * a reply proves the server speaks Thrift, not just that a port is
+ * open. */
 static void
 backend_probe_start(struct backend_health_table *t, struct backend_health *h)
 {
@@ -1827,8 +1881,8 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
     }
     wire_writer_init(&wr, t->proto, &buf);
     t->seqid = t->seqid == G_MAXINT32 ? 1 : t->seqid + 1;
-    wire_write_msg_begin(&wr, (const uint8_t *)"getTableNames", 13,
-                         WIRE_CALL, t->seqid);
+    wire_write_msg_begin(&wr, (const uint8_t *)backend_probe_method(h),
+                         strlen(backend_probe_method(h)), WIRE_CALL, t->seqid);
     wire_write_struct_begin(&wr);
     wire_write_struct_end(&wr);
     if (t->framed) {

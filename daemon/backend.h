@@ -143,9 +143,10 @@ gboolean backend_conn_takes(const struct backend_pool *pool,
 /* Requests still waiting on this pool's connections. */
 unsigned backend_pool_pending(const struct backend_pool *pool);
 
-/* A server for a new scanner: the next UP one in round robin, or any
- * when none is (the scanner's first request then fails fast). */
-int backend_pool_pick_server(struct backend_pool *pool);
+/* A server of service (hbase1_service_id_t) for a new scanner: the next
+ * UP one in round robin, or any when none is (the scanner's first
+ * request then fails fast). */
+int backend_pool_pick_server(struct backend_pool *pool, uint8_t service);
 
 /*
  * Health of every backend server, process-wide and keyed by name, so

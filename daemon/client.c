@@ -123,7 +123,7 @@ client_apply_limits(struct client *c)
 
 void
 client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
-              int salen)
+              int salen, const struct hbase1_service *svc)
 {
     const struct worker_settings *set = &w->gen->set;
     struct client *c;
@@ -149,6 +149,7 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
 
     c = g_new0(struct client, 1);
     c->worker = w;
+    c->svc = svc;
     c->state = CLIENT_DETECT;
     TAILQ_INIT(&c->reqs);
     wire_buf_init(&c->park);
@@ -432,10 +433,10 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
     wire_status_t st;
 
     if (c->scan == NULL || !wire_scan_started(c->scan)) {
-        cs = codec_request_stream(cfg, c->proto, buf, avail,
-                                  set->backend_proto, req->backend_seqid,
-                                  &w->scratch, &req->call, err,
-                                  &w->client_limits, len, &w->tally);
+        cs = codec_request_stream_svc(cfg, c->svc, c->proto, buf, avail,
+                                      set->backend_proto, req->backend_seqid,
+                                      &w->scratch, &req->call, err,
+                                      &w->client_limits, len, &w->tally);
         metrics_take_tally(w->metrics, &w->tally);
         if (cs != CODEC_AGAIN) {
             return cs;
@@ -456,9 +457,9 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
         return CODEC_CLOSE;
     }
     w->scratch.len = mark;
-    cs = codec_request(cfg, c->proto, buf, *len, set->backend_proto,
-                       req->backend_seqid, &w->scratch, &req->call, err,
-                       &w->client_limits, &w->tally);
+    cs = codec_request_svc(cfg, c->svc, c->proto, buf, *len,
+                           set->backend_proto, req->backend_seqid, &w->scratch,
+                           &req->call, err, &w->client_limits, &w->tally);
     metrics_take_tally(w->metrics, &w->tally);
     return cs;
 }
@@ -500,9 +501,9 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     }
     if (c->framed) {
         len = avail - hdr;
-        st = codec_request(cfg, c->proto, buf + hdr, len, set->backend_proto,
-                           req->backend_seqid, out, &req->call, &err,
-                           &w->client_limits, &w->tally);
+        st = codec_request_svc(cfg, c->svc, c->proto, buf + hdr, len,
+                               set->backend_proto, req->backend_seqid, out,
+                               &req->call, &err, &w->client_limits, &w->tally);
         metrics_take_tally(w->metrics, &w->tally);
         if (st == CODEC_REJECT) {
             const char *why = NULL;

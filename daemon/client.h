@@ -10,6 +10,8 @@
 
 #include "worker.h"
 
+struct hbase1_service;
+
 /* Where a client connection is in its life. */
 enum client_state {
     CLIENT_DETECT = 0,   /* no bytes yet: protocol and framing unknown */
@@ -23,6 +25,8 @@ struct client {
     TAILQ_ENTRY(client) held_link;  /* in worker->held while held */
     unsigned held:1;                /* replies done, write at release */
     struct worker *worker;          /* owner thread */
+    const struct hbase1_service *svc; /* what its listener serves: Thrift1
+                                       or Thrift2 (hbase1.h) */
     struct bufferevent *bev;        /* the socket; writes and their
                                        errors only */
     struct event *rev;              /* reads: req_read, no FIONREAD */
@@ -60,7 +64,8 @@ struct client {
 
 /* Takes over an accepted socket. */
 void client_accept(struct worker *w, evutil_socket_t fd,
-                   const struct sockaddr *sa, int salen);
+                   const struct sockaddr *sa, int salen,
+                   const struct hbase1_service *svc);
 
 /* A request of c that was sent on was answered (req->reply is ready):
  * write every finished head reply (at worker_replies_release while

@@ -5,15 +5,18 @@
 #include <string.h>
 
 #include "config.h"
+#include "filterpb.h"
 #include "hbase1.h"
 #include "legacy.h"
 #include "salt.h"
+#include "scanfilter.h"
 
 /*
  * One pass over each message: fields the method table names are decoded
  * and rewritten, everything else is copied as bytes (or transcoded when
  * the two sides speak different protocols).  Nothing is allocated here
- * but a caller's tally growing; salted keys are written as two parts
+ * but a caller's tally growing (and a Thrift2 get's filter,
+ * codec_filter_row); salted keys are written as two parts
  * (prefix, logical key) straight into the output buffer.  The codec
  * counts nothing: it reports the buckets it touched in the caller's
  * tally, and the engine that called it counts them.
@@ -127,6 +130,10 @@ struct codec_ctx {
     gboolean unstorable_text;       /* it is no UTF-8 (bigtable-sample) */
     gboolean too_long;              /* a row longer than HBase stores at
                                        all went on unsalted */
+    const uint8_t *filter_row;      /* the row a FILTER_ROW field of the
+                                       struct being walked applies to */
+    uint32_t filter_row_len;
+    gboolean has_filter_row;
 };
 
 static gboolean
@@ -193,7 +200,8 @@ codec_refuse_unstorable(struct codec_ctx *c,
     char sep[40] = "";
 
     err->app_type = WIRE_APP_INTERNAL_ERROR;
-    if (method->kind == HBASE1_READ) {
+    if (method->kind == HBASE1_READ &&
+        method->service->id == HBASE1_SERVICE_THRIFT1) {
         err->answer = CODEC_ANSWER_EMPTY;
         err->message = "hbase-salt-proxy: row longer than the table stores";
         return;
@@ -454,6 +462,111 @@ static gboolean codec_walk_struct(struct codec_ctx *c,
                                   const struct hbase1_schema *s,
                                   const struct salt_table *salt);
 
+void
+codec_filter_refusal(const GError *error, char *text, size_t size,
+                     gboolean *can_retry)
+{
+    const char *why = error != NULL ? error->message : "filter refused";
+
+    *can_retry = FALSE;
+    if (error != NULL && error->domain == FILTERPB_ERROR) {
+        switch (error->code) {
+        case FILTERPB_ERROR_MALFORMED:
+            /* protobuf-java's own message, and HBase lets it be retried */
+            *can_retry = TRUE;
+            g_strlcpy(text, why, size);
+            return;
+        case FILTERPB_ERROR_UNKNOWN_CLASS: g_strlcpy(text, why, size); return;
+        case FILTERPB_ERROR_INVALID:
+            g_strlcpy(text, "java.lang.reflect.InvocationTargetException",
+                      size);
+            return;
+        default: break;
+        }
+    }
+    g_snprintf(text, size, "java.lang.IllegalArgumentException: %s", why);
+}
+
+/*
+ * A filter string applied to one row (a Thrift2 get's): rewritten for
+ * the bucket of that row as a scan's filter is for each bucket
+ * (scanfilter.h), so comparisons with row keys keep their meaning; one
+ * salting would change is refused as the scan engine refuses it.  The
+ * only place the codec allocates: a get with a filter on a salted table.
+ */
+static gboolean
+codec_filter_row(struct codec_ctx *c, const struct hbase1_field *field,
+                 const struct salt_table *salt)
+{
+    g_autoptr(GError) error = NULL;
+    gboolean pb = field->role == HBASE1_ROLE_FILTER_BYTES;
+    struct scanfilter *f;
+    const uint8_t *text, *out;
+    uint32_t len;
+    size_t olen;
+
+    if (wire_read_binary(&c->r, &text, &len) != WIRE_OK) {
+        return FALSE;
+    }
+    if (salt == NULL || !c->has_filter_row || c->filter_row_len == 0 ||
+        c->filter_row_len > SALT_HBASE_MAX_ROW ||
+        salt_route(salt, c->filter_row, c->filter_row_len) ==
+            LEGACY_ROUTE_LEGACY) {
+        /* no row it could match (HBase answers for the row), or one kept
+         * unsalted by the table's legacy rule: the filter as written */
+        wire_write_binary(&c->w, text, len);
+        return TRUE;
+    }
+    f = pb ? scanfilter_new_pb(text, len, salt, FALSE, &error)
+           : scanfilter_new(text, len, salt, FALSE, &error);
+    if (f == NULL) {
+        gboolean retry = FALSE;
+
+        codec_filter_refusal(error, c->err->text, sizeof(c->err->text),
+                             &retry);
+        codec_reject(c, WIRE_APP_INTERNAL_ERROR, CODEC_ANSWER_IO,
+                     c->err->text);
+        c->err->can_retry = retry ? 1 : 0;
+        return FALSE;
+    }
+    out = scanfilter_for_bucket(f,
+                                salt_bucket(salt, c->filter_row,
+                                            c->filter_row_len),
+                                &olen);
+    wire_write_binary(&c->w, out, (uint32_t)olen);
+    scanfilter_free(f);
+    return TRUE;
+}
+
+/* Reads ahead, without consuming, the ROW field of struct s for its
+ * FILTER_ROW field (the filter may come first on the wire). */
+static void
+codec_peek_filter_row(struct codec_ctx *c, const struct hbase1_schema *s)
+{
+    struct wire_reader ahead = c->r;
+    uint8_t type;
+    int16_t fid;
+
+    c->has_filter_row = FALSE;
+    if (wire_read_struct_begin(&ahead) != WIRE_OK) {
+        return;
+    }
+    while (wire_read_field(&ahead, &type, &fid) == WIRE_OK &&
+           type != WIRE_T_STOP) {
+        const struct hbase1_field *f = hbase1_schema_field(s, fid);
+
+        if (f != NULL && f->action == HBASE1_ROW && f->type == type) {
+            c->has_filter_row = wire_read_binary(&ahead, &c->filter_row,
+                                                 &c->filter_row_len) ==
+                                WIRE_OK;
+            return;
+        }
+        if (wire_skip(&ahead, type) != WIRE_OK) {
+            return;
+        }
+    }
+}
+
 static gboolean
 codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
                  const struct salt_table *salt)
@@ -467,6 +580,17 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     }
     switch (f->action) {
     case HBASE1_TABLE:
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_FILTER_ROW:
+        if (!c->reply && salt != NULL) {
+            return codec_filter_row(c, f, salt);
+        }
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_REFUSE_SALTED:
+        if (!c->reply && salt != NULL) {
+            return codec_reject(c, WIRE_APP_INTERNAL_ERROR, CODEC_ANSWER_IO,
+                                f->refuse);
+        }
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_ROW:
         return codec_row_in(c, salt);
@@ -520,6 +644,14 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
 
         salt = codec_peek_table(c, s, &found);
     }
+    if (!c->reply && salt != NULL && !c->passthrough) {
+        for (uint8_t i = 0; i < s->nfields; i++) {
+            if (s->fields[i].action == HBASE1_FILTER_ROW) {
+                codec_peek_filter_row(c, s);
+                break;
+            }
+        }
+    }
     if (wire_read_struct_begin(&c->r) != WIRE_OK) {
         return FALSE;
     }
@@ -542,8 +674,8 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
              * keeping the last sees the last one's logical key: only a
              * call's fields decide where the proxy sends it.  Unsalted,
              * only a second table name would change that. */
-            if (!c->reply && (seen & bit) != 0
-                && (!c->passthrough || f->action == HBASE1_TABLE)) {
+            if (!c->reply && (seen & bit) != 0 && f->repeated != NULL &&
+                (!c->passthrough || f->action == HBASE1_TABLE)) {
                 return codec_reject(c, WIRE_APP_PROTOCOL_ERROR,
                                     CODEC_ANSWER_APP, f->repeated);
             }
@@ -561,7 +693,8 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
 }
 
 static void
-codec_call_init(struct codec_call *call, const struct wire_msg *m)
+codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
+                const struct wire_msg *m)
 {
     /* wire_read_msg_begin caps names at WIRE_MAX_NAME */
     memcpy(call->name, m->name, m->name_len);
@@ -569,14 +702,15 @@ codec_call_init(struct codec_call *call, const struct wire_msg *m)
     call->name_len = (uint16_t)m->name_len;
     call->client_seqid = m->seqid;
     call->client_strict = m->strict;
-    call->method = hbase1_lookup(m->name, m->name_len);
+    call->service = svc;
+    call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
 }
 
 static codec_status_t
-codec_request_body(struct codec_ctx *c, wire_proto_t from,
-                   const uint8_t *msg, size_t len, gboolean complete,
-                   wire_proto_t to, int32_t backend_seqid,
+codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
+                   wire_proto_t from, const uint8_t *msg, size_t len,
+                   gboolean complete, wire_proto_t to, int32_t backend_seqid,
                    struct wire_buf *out, struct codec_call *call,
                    const struct wire_limits *limits)
 {
@@ -591,13 +725,14 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
     err->app_type = 0;
     err->message = NULL;
     err->answer = CODEC_ANSWER_APP;
+    err->can_retry = 0;
     wire_reader_init(&c->r, from, msg, len, complete, limits);
     if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
         err->app_type = WIRE_APP_PROTOCOL_ERROR;
         err->message = c->r.error != NULL ? c->r.error : "bad message header";
         return CODEC_CLOSE;
     }
-    codec_call_init(call, &m);
+    codec_call_init(call, svc, &m);
     if (m.type != WIRE_CALL) {
         codec_reject(c, WIRE_APP_INVALID_MESSAGE_TYPE, CODEC_ANSWER_APP,
                      "hbase-salt-proxy: expected a call message");
@@ -623,7 +758,12 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
             err->message = c->r.error;
             return CODEC_REJECT;
         }
-        return CODEC_SCAN;
+        /* a one-shot scan of an unsalted table (getScannerResults) has
+         * no scanner id to keep: it goes on as any other call */
+        if (method->kind != HBASE1_SCAN_ONCE || call->salt != NULL) {
+            return CODEC_SCAN;
+        }
+        call->salt = NULL;
     }
 
     wire_writer_init(&c->w, to, out);
@@ -666,18 +806,19 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
  * ran out first); *used: the message's length when OK.
  */
 static codec_status_t
-codec_request_walk(const struct config *cfg, wire_proto_t from,
-                   const uint8_t *msg, size_t len, gboolean complete,
-                   struct codec_tally *tally, wire_proto_t to,
-                   int32_t backend_seqid, struct wire_buf *out,
-                   struct codec_call *call, struct codec_error *err,
-                   const struct wire_limits *limits, wire_status_t *rs,
-                   size_t *used)
+codec_request_walk(const struct config *cfg, const struct hbase1_service *svc,
+                   wire_proto_t from, const uint8_t *msg, size_t len,
+                   gboolean complete, struct codec_tally *tally,
+                   wire_proto_t to, int32_t backend_seqid,
+                   struct wire_buf *out, struct codec_call *call,
+                   struct codec_error *err, const struct wire_limits *limits,
+                   wire_status_t *rs, size_t *used)
 {
     struct codec_ctx c = { .cfg = cfg, .err = err, .reply = FALSE,
                            .tally = tally };
-    codec_status_t st = codec_request_body(&c, from, msg, len, complete, to,
-                                           backend_seqid, out, call, limits);
+    codec_status_t st = codec_request_body(&c, svc, from, msg, len, complete,
+                                           to, backend_seqid, out, call,
+                                           limits);
 
     *rs = c.r.status;
     *used = wire_reader_offset(&c.r);
@@ -691,13 +832,25 @@ codec_request(const struct config *cfg, wire_proto_t from, const uint8_t *msg,
               struct codec_error *err, const struct wire_limits *limits,
               struct codec_tally *tally)
 {
+    return codec_request_svc(cfg, hbase1_service(HBASE1_SERVICE_THRIFT1), from,
+                             msg, len, to, backend_seqid, out, call, err,
+                             limits, tally);
+}
+
+codec_status_t
+codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
+                  wire_proto_t from, const uint8_t *msg, size_t len,
+                  wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
+                  struct codec_call *call, struct codec_error *err,
+                  const struct wire_limits *limits, struct codec_tally *tally)
+{
     struct codec_tally_mark tm;
     wire_status_t rs;
     size_t used;
     codec_status_t st;
 
     codec_tally_mark(tally, &tm);
-    st = codec_request_walk(cfg, from, msg, len, TRUE, tally, to,
+    st = codec_request_walk(cfg, svc, from, msg, len, TRUE, tally, to,
                             backend_seqid, out, call, err, limits, &rs, &used);
     if (st == CODEC_REJECT) {
         codec_tally_rewind(tally, &tm);
@@ -713,6 +866,21 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
                      const struct wire_limits *limits, size_t *msg_len,
                      struct codec_tally *tally)
 {
+    return codec_request_stream_svc(cfg,
+                                    hbase1_service(HBASE1_SERVICE_THRIFT1),
+                                    from, buf, avail, to, backend_seqid, out,
+                                    call, err, limits, msg_len, tally);
+}
+
+codec_status_t
+codec_request_stream_svc(const struct config *cfg,
+                         const struct hbase1_service *svc, wire_proto_t from,
+                         const uint8_t *buf, size_t avail, wire_proto_t to,
+                         int32_t backend_seqid, struct wire_buf *out,
+                         struct codec_call *call, struct codec_error *err,
+                         const struct wire_limits *limits, size_t *msg_len,
+                         struct codec_tally *tally)
+{
     size_t mark = out->len;
     struct codec_tally_mark tm;
     const char *why = NULL;
@@ -721,7 +889,7 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
 
     *msg_len = 0;
     codec_tally_mark(tally, &tm);
-    st = codec_request_walk(cfg, from, buf, avail, FALSE, tally, to,
+    st = codec_request_walk(cfg, svc, from, buf, avail, FALSE, tally, to,
                             backend_seqid, out, call, err, limits, &rs,
                             msg_len);
     if (rs == WIRE_AGAIN) {
@@ -929,7 +1097,7 @@ codec_write_error(const struct codec_call *call, wire_proto_t to,
         G_GNUC_FALLTHROUGH;
     case CODEC_ANSWER_IO:
         if (call->method != NULL && call->method->declares_io) {
-            codec_write_io(call, &w, err->message, FALSE);
+            codec_write_io(call, &w, err->message, err->can_retry != 0);
             return;
         }
         break;

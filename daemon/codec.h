@@ -8,6 +8,7 @@
 struct config;
 struct salt_table;
 struct hbase1_method;
+struct hbase1_service;
 struct hbase1_scanner;
 
 /*
@@ -16,7 +17,8 @@ struct hbase1_scanner;
  * to codec_reply.  Plain data: no allocation, nothing to free.
  */
 struct codec_call {
-    const struct hbase1_method *method; /* NULL: name not in the table */
+    const struct hbase1_service *service; /* the connection's service */
+    const struct hbase1_method *method;   /* NULL: name not in its table */
     const struct salt_table *salt;      /* salted table of the call, or NULL */
     int32_t client_seqid;               /* echoed to the client */
     uint16_t name_len;
@@ -85,6 +87,7 @@ struct codec_error {
     int32_t app_type;      /* TApplicationException type */
     const char *message;   /* static text, or text[] */
     uint8_t answer;        /* codec_answer_t */
+    uint8_t can_retry;     /* ANSWER_IO: the IOError's canRetry */
     char text[CODEC_ERROR_TEXT]; /* a message naming lengths and a table;
                               message points here then, so copy the
                               struct only with care */
@@ -105,6 +108,16 @@ codec_status_t codec_request(const struct config *cfg, wire_proto_t from,
                              const struct wire_limits *limits,
                              struct codec_tally *tally);
 
+/* codec_request for a connection speaking service svc (Thrift1 or
+ * Thrift2, hbase1.h): its method table decides what is rewritten.
+ * codec_request is this on Thrift1. */
+codec_status_t
+codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
+                  wire_proto_t from, const uint8_t *msg, size_t len,
+                  wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
+                  struct codec_call *call, struct codec_error *err,
+                  const struct wire_limits *limits, struct codec_tally *tally);
+
 /*
  * codec_request on the front of an unframed stream, which may end inside
  * the message: one walk both finds where the message ends and rewrites
@@ -121,6 +134,16 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
                      struct codec_call *call, struct codec_error *err,
                      const struct wire_limits *limits, size_t *msg_len,
                      struct codec_tally *tally);
+
+/* codec_request_stream for service svc (see codec_request_svc). */
+codec_status_t
+codec_request_stream_svc(const struct config *cfg,
+                         const struct hbase1_service *svc, wire_proto_t from,
+                         const uint8_t *buf, size_t avail, wire_proto_t to,
+                         int32_t backend_seqid, struct wire_buf *out,
+                         struct codec_call *call, struct codec_error *err,
+                         const struct wire_limits *limits, size_t *msg_len,
+                         struct codec_tally *tally);
 
 /*
  * Rewrites a whole backend reply for the client: checks the sequence id
@@ -148,6 +171,16 @@ codec_status_t codec_reply_stream(const struct codec_call *call,
                                   struct codec_error *err,
                                   const struct wire_limits *limits,
                                   size_t *msg_len, struct codec_tally *tally);
+
+/*
+ * How a filter scanfilter_new or scanfilter_new_pb refused (error) is
+ * answered, as HBase answers the filters it rejects: text for the
+ * TIOError, and its canRetry.  Bytes HBase itself rejects get HBase's
+ * answer (filterpb.h); the others "java.lang.IllegalArgumentException: "
+ * and why.
+ */
+void codec_filter_refusal(const GError *error, char *text, size_t size,
+                          gboolean *can_retry);
 
 /* The reply to a rejected call (REJECT): as err->answer says. */
 void codec_write_error(const struct codec_call *call, wire_proto_t to,
@@ -184,7 +217,8 @@ void codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
                           uint32_t count, struct wire_buf *out);
 
 /*
- * Copies one row of a scanner fetch (scanner->row: TRowResult) from r to
+ * Copies one row of a scanner fetch (scanner->row: TRowResult, Thrift2's
+ * TResult) from r to
  * w, stripping its row's salt when salt is set (rows without a valid salt
  * are copied as stored); tally gets its bucket, or counts it unsalted.
  */

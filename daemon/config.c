@@ -445,51 +445,58 @@ config_addrs_free(struct config_addr *addrs, size_t n)
     g_free(addrs);
 }
 
+/*
+ * A list of host:port in key of group g into *out, *n: def when the key
+ * is absent (NULL: none, and then an empty list is allowed).
+ */
 static gboolean
-config_take_servers(struct config_ctx *c, const char *g, GError **error)
+config_take_servers(struct config_ctx *c, const char *g, const char *key,
+                    const char *def, struct config_addr **out, size_t *n_out,
+                    GError **error)
 {
-    struct config *cfg = c->cfg;
-    g_autofree char *value = config_take(c, g, "servers");
-    g_auto(GStrv) parts = g_strsplit(value != NULL ? value
-                                                   : CONFIG_DEFAULT_SERVERS,
-                                     ",", -1);
+    g_autofree char *value = config_take(c, g, key);
+    const char *text = value != NULL ? value : def != NULL ? def : "";
+    g_auto(GStrv) parts = g_strsplit(text, ",", -1);
     size_t n = g_strv_length(parts);
 
-    config_addrs_free(cfg->servers, cfg->n_servers);
-    cfg->servers = g_new0(struct config_addr, n);
-    cfg->n_servers = 0;
+    config_addrs_free(*out, *n_out);
+    *out = g_new0(struct config_addr, MAX(n, 1));
+    *n_out = 0;
+    if (n == 0 && def == NULL) {
+        return TRUE;
+    }
     if (n == 0) {
-        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "servers",
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
                          "needs at least one host:port");
         return FALSE;
     }
     if (n > CONFIG_MAX_SERVERS) {
-        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "servers",
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
                          "more than %d servers", CONFIG_MAX_SERVERS);
         return FALSE;
     }
     for (size_t i = 0; i < n; i++) {
-        struct config_addr *a = &cfg->servers[cfg->n_servers];
+        struct config_addr *a = &(*out)[*n_out];
         const char *why = NULL;
 
         g_strstrip(parts[i]);
         if (parts[i][0] == '\0') {
-            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
-                             "servers", "empty entry in the list");
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                             "empty entry in the list");
             return FALSE;
         }
         if (!config_parse_addr(parts[i], a, &why)) {
-            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
-                             "servers", "'%s': %s%s", parts[i], why,
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                             "'%s': %s%s", parts[i], why,
                              config_hint(parts[i]));
             return FALSE;
         }
-        cfg->n_servers++;
-        for (size_t j = 0; j + 1 < cfg->n_servers; j++) {
-            if (cfg->servers[j].port == a->port &&
-                g_ascii_strcasecmp(cfg->servers[j].host, a->host) == 0) {
-                config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
-                                 "servers", "'%s' listed twice", parts[i]);
+        (*n_out)++;
+        for (size_t j = 0; j + 1 < *n_out; j++) {
+            if ((*out)[j].port == a->port &&
+                g_ascii_strcasecmp((*out)[j].host, a->host) == 0) {
+                config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                                 "'%s' listed twice", parts[i]);
                 return FALSE;
             }
         }
@@ -658,7 +665,11 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
     struct config *cfg = c->cfg;
     unsigned protocol, transport;
 
-    if (!config_take_servers(c, g, error) ||
+    if (!config_take_servers(c, g, "servers", CONFIG_DEFAULT_SERVERS,
+                             &cfg->servers, &cfg->n_servers, error) ||
+        !config_take_servers(c, g, "thrift2_servers", NULL,
+                             &cfg->thrift2_servers, &cfg->n_thrift2_servers,
+                             error) ||
         !config_take_enum(c, g, "protocol", protocols, CONFIG_PROTOCOL_BINARY,
                           &protocol, error) ||
         !config_take_enum(c, g, "transport", transports,
@@ -669,8 +680,8 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
         !config_take_uint(c, g, "request_timeout_ms", 1, CONFIG_MAX_MS,
                           CONFIG_DEFAULT_REQUEST_TIMEOUT_MS,
                           &cfg->request_timeout_ms, error) ||
-        !config_take_uint(c, g, "pool_size", 1, 1024,
-                          CONFIG_DEFAULT_POOL_SIZE, &cfg->pool_size, error))
+        !config_take_uint(c, g, "pool_size", 1, 1024, CONFIG_DEFAULT_POOL_SIZE,
+                          &cfg->pool_size, error))
         return FALSE;
     cfg->protocol = (config_protocol_t)protocol;
     cfg->transport = (config_transport_t)transport;
@@ -688,6 +699,16 @@ config_parse_scan(struct config_ctx *c, const char *g, GError **error)
            config_take_uint(c, g, "scanner_timeout_ms", 1000, CONFIG_MAX_MS,
                             CONFIG_DEFAULT_SCANNER_TIMEOUT_MS,
                             &cfg->scan_scanner_timeout_ms, error);
+}
+
+static gboolean
+config_parse_thrift2(struct config_ctx *c, const char *g, GError **error)
+{
+    struct config *cfg = c->cfg;
+
+    g_clear_pointer(&cfg->thrift2_listen.host, g_free);
+    return config_take_addr(c, g, "listen", "", TRUE, &cfg->thrift2_listen,
+                            &cfg->thrift2_enabled, error);
 }
 
 static gboolean
@@ -1109,9 +1130,12 @@ config_known_keys(const char *group)
         return "listen, workers, max_frame_size, max_connections, "
                "client_idle_timeout_ms";
     if (strcmp(group, "backend") == 0)
-        return "servers, protocol, transport, connect_timeout_ms, "
-               "request_timeout_ms, pool_size, sasl, sasl_principal, "
-               "sasl_keytab, sasl_service, sasl_qop, sasl_server_host";
+        return "servers, thrift2_servers, protocol, transport, "
+               "connect_timeout_ms, request_timeout_ms, pool_size, sasl, "
+               "sasl_principal, sasl_keytab, sasl_service, sasl_qop, "
+               "sasl_server_host";
+    if (strcmp(group, "thrift2") == 0)
+        return "listen";
     if (strcmp(group, "scan") == 0)
         return "caching_max, scanner_timeout_ms";
     if (strcmp(group, "admin") == 0)
@@ -1168,12 +1192,14 @@ config_parse(struct config_ctx *c, GError **error)
             ok = config_parse_scan(c, g, error);
         else if (strcmp(g, "admin") == 0)
             ok = config_parse_admin(c, g, error);
+        else if (strcmp(g, "thrift2") == 0)
+            ok = config_parse_thrift2(c, g, error);
         else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX))
             ok = config_parse_table(c, g, tables, names, error);
         else {
             config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
                              "unknown group (known: [proxy], [backend], "
-                             "[scan], [admin], [table:NAME])");
+                             "[scan], [admin], [thrift2], [table:NAME])");
             ok = FALSE;
         }
         ok = ok && config_check_leftovers(c, g, error);
@@ -1188,6 +1214,18 @@ config_parse(struct config_ctx *c, GError **error)
         ok = config_parse_scan(c, "scan", error);
     if (ok && !g_key_file_has_group(c->kf, "admin"))
         ok = config_parse_admin(c, "admin", error);
+    if (ok && !g_key_file_has_group(c->kf, "thrift2"))
+        ok = config_parse_thrift2(c, "thrift2", error);
+    if (ok && c->cfg->thrift2_enabled && c->cfg->n_thrift2_servers == 0) {
+        /* a Thrift2 client's calls go to Thrift2 servers only: HBase
+         * runs the two services as separate servers */
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, "thrift2",
+                         "listen",
+                         "needs [backend] thrift2_servers, the HBase "
+                         "Thrift2 servers (hbase thrift2) its clients' "
+                         "calls go to");
+        ok = FALSE;
+    }
 
     g_array_sort(tables, config_table_cmp);
     c->cfg->n_tables = tables->len;
@@ -1279,6 +1317,8 @@ config_free(struct config *cfg)
     g_free(cfg->source);
     g_free(cfg->listen.host);
     config_addrs_free(cfg->servers, cfg->n_servers);
+    config_addrs_free(cfg->thrift2_servers, cfg->n_thrift2_servers);
+    g_free(cfg->thrift2_listen.host);
     g_free(cfg->sasl_principal);
     g_free(cfg->sasl_keytab);
     g_free(cfg->sasl_service);
@@ -1383,6 +1423,12 @@ config_to_text(const struct config *cfg)
 
         g_string_append_printf(out, "%s%s", i > 0 ? ", " : "", s);
     }
+    g_string_append(out, "\nthrift2_servers = ");
+    for (size_t i = 0; i < cfg->n_thrift2_servers; i++) {
+        g_autofree char *s = config_addr_to_string(&cfg->thrift2_servers[i]);
+
+        g_string_append_printf(out, "%s%s", i > 0 ? ", " : "", s);
+    }
     g_string_append_printf(out,
                            "\nprotocol = %s\ntransport = %s\n"
                            "connect_timeout_ms = %u\nrequest_timeout_ms = %u\n"
@@ -1417,6 +1463,12 @@ config_to_text(const struct config *cfg)
         g_autofree char *admin = config_addr_to_string(&cfg->admin_listen);
 
         g_string_append(out, admin);
+    }
+    g_string_append(out, "\n\n[thrift2]\nlisten = ");
+    if (cfg->thrift2_enabled) {
+        g_autofree char *t2 = config_addr_to_string(&cfg->thrift2_listen);
+
+        g_string_append(out, t2);
     }
     g_string_append_c(out, '\n');
     for (size_t i = 0; i < cfg->n_tables; i++) {
@@ -1522,6 +1574,15 @@ config_reload_check(const struct config *old, const struct config *cfg,
         b = config_addr_to_string(&cfg->admin_listen);
     }
     CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[admin] listen")
+    g_clear_pointer(&a, g_free);
+    g_clear_pointer(&b, g_free);
+    if (old->thrift2_enabled) {
+        a = config_addr_to_string(&old->thrift2_listen);
+    }
+    if (cfg->thrift2_enabled) {
+        b = config_addr_to_string(&cfg->thrift2_listen);
+    }
+    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[thrift2] listen")
 #undef CONFIG_RESTART_ONLY
     return TRUE;
 }
@@ -1543,6 +1604,14 @@ config_advice(const struct config *cfg)
                 "to at least %u", cfg->pool_size, t->salt.buckets, t->name,
                 cfg->pool_size, t->salt.buckets));
         }
+    }
+    if (cfg->n_thrift2_servers > 0 && !cfg->thrift2_enabled) {
+        g_ptr_array_add(
+            out,
+            g_strdup(
+                "[backend] thrift2_servers is set but [thrift2] listen is "
+                "not: no client reaches those servers; set [thrift2] listen "
+                "to serve Thrift2 clients"));
     }
     if (cfg->scan_scanner_timeout_ms >= CONFIG_HBASE_SCANNER_EXPIRY_MS) {
         g_ptr_array_add(out, g_strdup_printf(

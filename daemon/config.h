@@ -88,6 +88,10 @@ struct config {
     /* [backend] */
     struct config_addr *servers;    /* HBase Thrift1 servers, >= 1 */
     size_t n_servers;
+    struct config_addr *thrift2_servers; /* HBase Thrift2 servers (hbase
+                                       thrift2), for [thrift2] clients;
+                                       may be none */
+    size_t n_thrift2_servers;
     config_protocol_t protocol;     /* what the servers speak */
     config_transport_t transport;
     unsigned connect_timeout_ms;
@@ -103,6 +107,11 @@ struct config {
     /* [scan] */
     unsigned scan_caching_max;      /* cap on rows per bucket fetch */
     unsigned scan_scanner_timeout_ms; /* expire idle proxy scanners */
+
+    /* [thrift2] */
+    gboolean thrift2_enabled;          /* FALSE when [thrift2] listen is empty
+                                       (the default) */
+    struct config_addr thrift2_listen; /* where Thrift2 clients connect */
 
     /* [admin] */
     gboolean admin_enabled;         /* FALSE when [admin] listen is empty */

@@ -312,6 +312,37 @@ main_check_admin(const struct config_addr *addr, GError **error)
     return TRUE;
 }
 
+/* --check-config: where each Thrift service is served and sent. */
+static void
+main_print_services(const struct config *cfg)
+{
+    g_autofree char *listen = config_addr_to_string(&cfg->listen);
+    GString *servers = g_string_new(NULL);
+
+    for (size_t i = 0; i < cfg->n_servers; i++) {
+        g_autofree char *s = config_addr_to_string(&cfg->servers[i]);
+
+        g_string_append_printf(servers, "%s%s", i > 0 ? "," : "", s);
+    }
+    printf("thrift1: listen %s, servers %s\n", listen, servers->str);
+    g_string_truncate(servers, 0);
+    for (size_t i = 0; i < cfg->n_thrift2_servers; i++) {
+        g_autofree char *s = config_addr_to_string(&cfg->thrift2_servers[i]);
+
+        g_string_append_printf(servers, "%s%s", i > 0 ? "," : "", s);
+    }
+    if (cfg->thrift2_enabled) {
+        g_autofree char *t2 = config_addr_to_string(&cfg->thrift2_listen);
+
+        printf("thrift2: listen %s, servers %s\n", t2, servers->str);
+    } else {
+        printf("thrift2: off%s%s%s\n",
+               servers->len > 0 ? " (thrift2_servers " : "", servers->str,
+               servers->len > 0 ? ")" : "");
+    }
+    g_string_free(servers, TRUE);
+}
+
 /* The warnings of config_advice, to the log. */
 static void
 main_log_advice(const struct config *cfg)
@@ -625,6 +656,10 @@ main(int argc, char **argv)
                    "reload\n", name, pid);
         } else {
             printf("%s: ok\n", name);
+        }
+        if (cfg->thrift2_enabled || cfg->n_thrift2_servers > 0) {
+            /* the one-line answer stays as it was without Thrift2 */
+            main_print_services(cfg);
         }
         return 0;
     }

@@ -25,7 +25,16 @@ metrics_new(unsigned nworkers)
 {
     struct metrics *m = g_new0(struct metrics, 1);
 
-    m->methods = hbase1_methods(&m->nmethods);
+    m->nmethods = hbase1_method_count();
+    m->labels = g_new0(char *, m->nmethods + 1);
+    for (size_t i = 0; i < m->nmethods; i++) {
+        const struct hbase1_method *hm = hbase1_method_at(i);
+
+        m->labels[i] = hm->service->id == HBASE1_SERVICE_THRIFT1
+                           ? g_strdup_printf("method=\"%s\"", hm->name)
+                           : g_strdup_printf("method=\"%s\",service=\"%s\"",
+                                             hm->name, hm->service->label);
+    }
     m->nworkers = nworkers;
     m->workers = g_new0(struct metrics_worker, nworkers);
     for (unsigned i = 0; i < nworkers; i++) {
@@ -50,6 +59,7 @@ metrics_free(struct metrics *m)
         }
         g_free(m->workers[i].methods);
     }
+    g_strfreev(m->labels);
     g_free(m->workers);
     g_hash_table_destroy(m->table_ids);
     g_ptr_array_unref(m->tables);
@@ -117,7 +127,8 @@ metrics_request_done(struct metrics_worker *mw,
     guint64 us = us_taken > 0 ? (guint64)us_taken : 0;
 
     if (method == NULL) {
-        /* not a Thrift1 method: answered UNKNOWN_METHOD, no series */
+        /* not a method of its service: answered UNKNOWN_METHOD, no
+         * series */
         return;
     }
     mm = &mw->methods[method->index];

@@ -73,8 +73,10 @@ struct metrics_table {
 struct metrics {
     unsigned nworkers;
     struct metrics_worker *workers;
-    size_t nmethods; /* hbase1 methods */
-    const struct hbase1_method *methods;
+    size_t nmethods; /* methods of every service */
+    /* per method index, its series' labels: method="get" for Thrift1 (as
+     * always), method="get",service="thrift2" for Thrift2 */
+    char **labels;
     GPtrArray *tables;       /* struct metrics_table *, by id - 1 */
     GHashTable *table_ids;   /* name -> GUINT_TO_POINTER(id) */
     guint64 reloads[3];      /* by metrics_reload_t */

@@ -65,10 +65,10 @@ metrics_render_methods(struct metrics *m, GString *out)
                         "Client requests answered, by Thrift method.");
     for (size_t i = 0; i < n; i++) {
         if (sum[i].requests > 0) {
-            g_string_append_printf(
-                out,
-                "hsp_requests_total{method=\"%s\"} %" G_GUINT64_FORMAT "\n",
-                m->methods[i].name, sum[i].requests);
+            g_string_append_printf(out,
+                                   "hsp_requests_total{%s} %" G_GUINT64_FORMAT
+                                   "\n",
+                                   m->labels[i], sum[i].requests);
         }
     }
     metrics_render_head(out, "hsp_request_errors_total", "counter",
@@ -76,10 +76,9 @@ metrics_render_methods(struct metrics *m, GString *out)
                         "IllegalArgument, TApplicationException), by method.");
     for (size_t i = 0; i < n; i++) {
         if (sum[i].requests > 0) {
-            g_string_append_printf(out,
-                                   "hsp_request_errors_total{method="
-                                   "\"%s\"} %" G_GUINT64_FORMAT "\n",
-                                   m->methods[i].name, sum[i].errors);
+            g_string_append_printf(
+                out, "hsp_request_errors_total{%s} %" G_GUINT64_FORMAT "\n",
+                m->labels[i], sum[i].errors);
         }
     }
     metrics_render_head(
@@ -98,27 +97,23 @@ metrics_render_methods(struct metrics *m, GString *out)
                 g_string_append_printf(
                     out,
                     "hsp_request_duration_seconds_"
-                    "bucket{method=\"%s\",le=\"%g\"} %" G_GUINT64_FORMAT "\n",
-                    m->methods[i].name, (double)metrics_lat_le_us[b] / 1e6,
-                    cum);
+                    "bucket{%s,le=\"%g\"} %" G_GUINT64_FORMAT "\n",
+                    m->labels[i], (double)metrics_lat_le_us[b] / 1e6, cum);
             } else {
                 g_string_append_printf(
                     out,
                     "hsp_request_duration_seconds_"
-                    "bucket{method=\"%s\",le=\"+Inf\"} %" G_GUINT64_FORMAT
-                    "\n",
-                    m->methods[i].name, cum);
+                    "bucket{%s,le=\"+Inf\"} %" G_GUINT64_FORMAT "\n",
+                    m->labels[i], cum);
             }
         }
         g_string_append_printf(out,
-                               "hsp_request_duration_seconds_sum{method="
-                               "\"%s\"} %.6f\n",
-                               m->methods[i].name,
-                               (double)sum[i].lat_sum_us / 1e6);
-        g_string_append_printf(out,
-                               "hsp_request_duration_seconds_count{"
-                               "method=\"%s\"} %" G_GUINT64_FORMAT "\n",
-                               m->methods[i].name, cum);
+                               "hsp_request_duration_seconds_sum{%s} %.6f\n",
+                               m->labels[i], (double)sum[i].lat_sum_us / 1e6);
+        g_string_append_printf(
+            out,
+            "hsp_request_duration_seconds_count{%s} %" G_GUINT64_FORMAT "\n",
+            m->labels[i], cum);
     }
 }
 

@@ -84,6 +84,7 @@
 #include "backend.h"
 #include "client.h"
 #include "config.h"
+#include "hbase1.h"
 #include "metrics.h"
 #include "scan.h"
 
@@ -142,6 +143,19 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
         g_prefix_error(error, "[proxy] listen: ");
         return FALSE;
     }
+    if (cfg->thrift2_enabled) {
+        set->thrift2_enabled = TRUE;
+        g_strlcpy(set->thrift2_host,
+                  cfg->thrift2_listen.host != NULL ? cfg->thrift2_listen.host
+                                                   : "",
+                  sizeof(set->thrift2_host));
+        set->thrift2_port = cfg->thrift2_listen.port;
+        if (!proxy_resolve(set->thrift2_host, set->thrift2_port, TRUE,
+                           &set->thrift2_addr, &set->thrift2_addrlen, error)) {
+            g_prefix_error(error, "[thrift2] listen: ");
+            return FALSE;
+        }
+    }
     set->workers = cfg->workers != 0 ? cfg->workers
                                      : (unsigned)g_get_num_processors();
     if (set->workers == 0) {
@@ -153,30 +167,54 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
                     WORKER_MAX_BACKENDS, cfg->n_servers);
         return FALSE;
     }
-    set->nservers = (unsigned)cfg->n_servers;
+    if (cfg->n_servers + cfg->n_thrift2_servers > WORKER_MAX_BACKENDS) {
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                    "[backend] thrift2_servers: at most %d servers in "
+                    "servers and thrift2_servers together, have %zu",
+                    WORKER_MAX_BACKENDS,
+                    cfg->n_servers + cfg->n_thrift2_servers);
+        return FALSE;
+    }
+    set->nservers = (unsigned)(cfg->n_servers + cfg->n_thrift2_servers);
     for (i = 0; i < set->nservers; i++) {
         struct worker_server *s = &set->servers[i];
-        char *name = config_addr_to_string(&cfg->servers[i]);
+        gboolean two = i >= cfg->n_servers;
+        const struct config_addr *a =
+            two ? &cfg->thrift2_servers[i - cfg->n_servers] : &cfg->servers[i];
+        char *name = config_addr_to_string(a);
 
         g_strlcpy(s->name, name, sizeof(s->name));
         g_free(name);
+        s->service = two ? HBASE1_SERVICE_THRIFT2 : HBASE1_SERVICE_THRIFT1;
+        for (unsigned j = 0; j < i; j++) {
+            /* one server speaks one service: health is kept by name */
+            if (strcmp(set->servers[j].name, s->name) == 0) {
+                g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                            "[backend] thrift2_servers: %s is also in "
+                            "servers; HBase serves Thrift1 and Thrift2 on "
+                            "separate ports",
+                            s->name);
+                return FALSE;
+            }
+        }
         if (cfg->sasl == CONFIG_SASL_GSSAPI) {
-            char *sp = config_sasl_server_principal(cfg, cfg->servers[i].host);
+            char *sp = config_sasl_server_principal(cfg, a->host);
 
             if (g_strlcpy(s->sasl_server, sp, sizeof(s->sasl_server)) >=
                 sizeof(s->sasl_server)) {
                 g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
-                            "[backend] servers: the server principal %s is "
+                            "[backend] %s: the server principal %s is "
                             "too long",
-                            sp);
+                            two ? "thrift2_servers" : "servers", sp);
                 g_free(sp);
                 return FALSE;
             }
             g_free(sp);
         }
-        if (!proxy_resolve(cfg->servers[i].host, cfg->servers[i].port, FALSE,
-                           &s->addr, &s->addrlen, error)) {
-            g_prefix_error(error, "[backend] servers: ");
+        if (!proxy_resolve(a->host, a->port, FALSE, &s->addr, &s->addrlen,
+                           error)) {
+            g_prefix_error(error, two ? "[backend] thrift2_servers: "
+                                      : "[backend] servers: ");
             return FALSE;
         }
     }
@@ -229,6 +267,7 @@ proxy_bell_cb(evutil_socket_t fd, short what, void *arg)
 /* A socket the listening worker accepted for another one. */
 struct proxy_accepted {
     evutil_socket_t fd;
+    const struct hbase1_service *svc; /* of the listener that took it */
     struct sockaddr_storage sa;
     int salen;
 };
@@ -239,7 +278,7 @@ proxy_accepted_cb(struct worker *w, void *arg)
 {
     struct proxy_accepted *a = arg;
 
-    client_accept(w, a->fd, (struct sockaddr *)&a->sa, a->salen);
+    client_accept(w, a->fd, (struct sockaddr *)&a->sa, a->salen, a->svc);
     g_free(a);
 }
 
@@ -251,24 +290,39 @@ proxy_accepted_cb(struct worker *w, void *arg)
  * "Address already in use" instead of silently taking half the clients.
  */
 static void
-proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
-                struct sockaddr *sa, int salen, void *arg)
+proxy_accept(struct worker *w, evutil_socket_t fd, struct sockaddr *sa,
+             int salen, const struct hbase1_service *svc)
 {
-    struct worker *w = arg;
     struct proxy *p = w->proxy;
     struct worker *to = &p->workers[p->next_worker];
     struct proxy_accepted *a;
 
     p->next_worker = (p->next_worker + 1) % p->nworkers;
     if (to == w || salen < 0 || (size_t)salen > sizeof(a->sa)) {
-        client_accept(w, fd, sa, salen);
+        client_accept(w, fd, sa, salen, svc);
         return;
     }
     a = g_new(struct proxy_accepted, 1);
     a->fd = fd;
+    a->svc = svc;
     memcpy(&a->sa, sa, (size_t)salen);
     a->salen = salen;
     worker_post(to, proxy_accepted_cb, a);
+}
+
+static void
+proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+                struct sockaddr *sa, int salen, void *arg)
+{
+    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT1));
+}
+
+/* The Thrift2 listener: the same workers, the other method table. */
+static void
+proxy_accept2_cb(struct evconnlistener *l, evutil_socket_t fd,
+                 struct sockaddr *sa, int salen, void *arg)
+{
+    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT2));
 }
 
 static void
@@ -332,6 +386,10 @@ proxy_stop_cb(struct worker *w)
     if (w->listener != NULL) {
         evconnlistener_free(w->listener);
         w->listener = NULL;
+    }
+    if (w->listener2 != NULL) {
+        evconnlistener_free(w->listener2);
+        w->listener2 = NULL;
     }
     w->stop_deadline = req_now() +
                        (gint64)w->gen->set.shutdown_timeout_ms * 1000;
@@ -501,6 +559,21 @@ proxy_worker_fd(const struct worker *w)
     return w->listener != NULL ? evconnlistener_get_fd(w->listener) : -1;
 }
 
+/* The port a listening socket was bound to (port 0: the kernel's pick). */
+static uint16_t
+proxy_bound_port(evutil_socket_t fd)
+{
+    struct sockaddr_storage got;
+    socklen_t gotlen = sizeof(got);
+
+    if (getsockname(fd, (struct sockaddr *)&got, &gotlen) != 0) {
+        return 0;
+    }
+    return got.ss_family == AF_INET6
+               ? ntohs(((struct sockaddr_in6 *)&got)->sin6_port)
+               : ntohs(((struct sockaddr_in *)&got)->sin_port);
+}
+
 static gboolean
 proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
                   const struct sockaddr *sa, socklen_t salen, GError **error)
@@ -563,6 +636,27 @@ proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
         }
         evconnlistener_set_error_cb(w->listener, proxy_accept_error_cb);
     }
+    if (id == 0 && p->set.thrift2_enabled) {
+        w->listener2 =
+            evconnlistener_new_bind(w->base, proxy_accept2_cb, w,
+                                    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+                                        LEV_OPT_CLOSE_ON_EXEC,
+                                    1024,
+                                    (struct sockaddr *)&p->set.thrift2_addr,
+                                    (int)p->set.thrift2_addrlen);
+        if (w->listener2 == NULL) {
+            int err = EVUTIL_SOCKET_ERROR();
+
+            g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
+                        "[thrift2] listen: cannot listen on %s:%u: %s",
+                        p->set.thrift2_host[0] != '\0' ? p->set.thrift2_host
+                                                       : "*",
+                        (unsigned)p->set.thrift2_port,
+                        evutil_socket_error_to_string(err));
+            return FALSE;
+        }
+        evconnlistener_set_error_cb(w->listener2, proxy_accept_error_cb);
+    }
     w->pool = backend_pool_new(w, w->gen);
     return TRUE;
 }
@@ -583,6 +677,10 @@ proxy_worker_deinit(struct worker *w)
     if (w->listener != NULL) {
         evconnlistener_free(w->listener);
         w->listener = NULL;
+    }
+    if (w->listener2 != NULL) {
+        evconnlistener_free(w->listener2);
+        w->listener2 = NULL;
     }
     if (w->drain_ev != NULL) {
         event_free(w->drain_ev);
@@ -672,10 +770,11 @@ proxy_same_servers(const struct worker_settings *a,
     for (unsigned i = 0; i < a->nservers; i++) {
         /* same name, same address: a name that resolves elsewhere now
          * gets fresh connections */
-        if (strcmp(a->servers[i].name, b->servers[i].name) != 0
-            || a->servers[i].addrlen != b->servers[i].addrlen
-            || memcmp(&a->servers[i].addr, &b->servers[i].addr,
-                      a->servers[i].addrlen) != 0) {
+        if (strcmp(a->servers[i].name, b->servers[i].name) != 0 ||
+            a->servers[i].service != b->servers[i].service ||
+            a->servers[i].addrlen != b->servers[i].addrlen ||
+            memcmp(&a->servers[i].addr, &b->servers[i].addr,
+                   a->servers[i].addrlen) != 0) {
             return FALSE;
         }
     }
@@ -781,6 +880,12 @@ proxy_new(struct config *cfg, GError **error)
             return NULL;
         }
     }
+    p->port2 = p->set.thrift2_port;
+    if (p->set.thrift2_enabled && p->port2 == 0 &&
+        p->workers[0].listener2 != NULL) {
+        p->port2 =
+            proxy_bound_port(evconnlistener_get_fd(p->workers[0].listener2));
+    }
     if (p->port == 0) {
         /* port 0 (tests): the port the kernel picked */
         struct sockaddr_storage got;
@@ -829,6 +934,11 @@ proxy_start(struct proxy *p, GError **error)
               (unsigned)p->port, p->nworkers, p->nworkers == 1 ? "" : "s",
               p->set.nservers, p->set.nservers == 1 ? "" : "s",
               p->set.pool_size);
+    if (p->set.thrift2_enabled) {
+        g_message("listening for Thrift2 clients on %s:%u",
+                  p->set.thrift2_host[0] != '\0' ? p->set.thrift2_host : "*",
+                  (unsigned)p->port2);
+    }
     return TRUE;
 }
 

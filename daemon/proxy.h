@@ -44,6 +44,7 @@ struct proxy {
     unsigned nworkers;
     struct worker *workers;
     uint16_t port;                  /* bound port (listen_port or picked) */
+    uint16_t port2;                 /* Thrift2's bound port, 0: none */
     gint nconns;                    /* clients open over all workers (atomic) */
     unsigned next_worker;           /* whose turn the next accepted socket
                                        is (worker 0's thread only) */

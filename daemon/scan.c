@@ -52,6 +52,8 @@
 
 /* HBase's message for an unknown, closed or expired scanner. */
 #define SCAN_INVALID_ID "scanner ID is invalid"
+/* Thrift2's (ThriftHBaseServiceHandler.getScannerRows) */
+#define SCAN2_INVALID_ID "Invalid scanner Id"
 /* How often each worker looks for idle scanners. */
 #define SCAN_TIMER_MS 1000
 /* Rows per bucket fetch when the client gives no caching. */
@@ -90,6 +92,8 @@ struct scan_op {
                                        want rows and patched at the end */
     struct req *req;                /* the client's request */
     struct worker *home;            /* req's worker: finished there */
+    gboolean once;                  /* Thrift2's getScannerResults: open,
+                                       one fetch of want rows, close */
 };
 
 /* One bucket's backend scanner and its buffered batches. */
@@ -142,17 +146,24 @@ struct scanner {
     unsigned nopening;              /* backend opens in flight */
     char *error;                    /* why it failed; NULL: it has not */
     gboolean error_retry;
+    int32_t error_app; /* an open failed with this
+                                       TApplicationException type; -1:
+                                       not one */
     /* calls */
     struct scan_op *op;             /* being served */
     GQueue queued;                  /* struct scan_op *, waiting their turn */
     gboolean pumping;               /* scan_pump is on the stack */
     gboolean pump_again;
+    gboolean once;        /* no id: closed after its one fetch */
+    gboolean close_asked; /* close once scan_pump returns */
 };
 
 static void scan_pump(struct scanner *sc);
 static void scan_op_start(struct scanner *sc, struct scan_op *op);
 static void scan_reply_ia(struct scan_op *op, struct worker *w,
                           const char *msg);
+static void scan_reply_invalid(struct scan_op *op, struct worker *w);
+static void scan_reply_void(struct scan_op *op, struct worker *w);
 
 /* ---- the scanner ------------------------------------------------------- */
 
@@ -168,6 +179,7 @@ scanner_new(struct worker *w, const struct codec_call *call,
     sc->salt = call->salt;
     sc->backend_id = -1;
     sc->limit = -1;
+    sc->error_app = -1;
     sc->op = op;
     g_queue_init(&sc->queued);
     g_snprintf(sc->table, sizeof(sc->table), "%.*s",
@@ -179,7 +191,7 @@ scanner_new(struct worker *w, const struct codec_call *call,
     worker_gen_use(w, sc->gen);
     sc->pool->scanners++;
     /* a DOWN server would fail the scan before it starts */
-    sc->server = backend_pool_pick_server(sc->pool);
+    sc->server = backend_pool_pick_server(sc->pool, call->service->id);
     return sc;
 }
 
@@ -190,7 +202,7 @@ scanner_free(struct scanner *sc)
     struct scan_op *op;
 
     while ((op = g_queue_pop_head(&sc->queued)) != NULL) {
-        scan_reply_ia(op, sc->item.owner, SCAN_INVALID_ID);
+        scan_reply_invalid(op, sc->item.owner);
     }
     for (unsigned i = 0; i < sc->nbuckets; i++) {
         wire_buf_free(&sc->buckets[i].cur);
@@ -272,6 +284,27 @@ scan_reply_ia(struct scan_op *op, struct worker *w, const char *msg)
     scan_op_done(op, w);
 }
 
+/*
+ * A call on a scanner id that is not open (unknown, closed, expired):
+ * Thrift1's IllegalArgument, or Thrift2's, whose closeScanner returns
+ * normally for such an id (HBase 2.x: it may have expired).
+ */
+static void
+scan_reply_invalid(struct scan_op *op, struct worker *w)
+{
+    const struct hbase1_service *svc = op->req->call.service;
+
+    if (svc != NULL && svc->id == HBASE1_SERVICE_THRIFT2) {
+        if (op->kind == SCAN_OP_CLOSE) {
+            scan_reply_void(op, w);
+            return;
+        }
+        scan_reply_ia(op, w, SCAN2_INVALID_ID);
+        return;
+    }
+    scan_reply_ia(op, w, SCAN_INVALID_ID);
+}
+
 static void
 scan_reply_io(struct scan_op *op, struct worker *w, const char *msg,
               gboolean can_retry)
@@ -320,6 +353,35 @@ scan_refuse(struct scan_op *op, struct worker *w, const char *why)
         "java.lang.IllegalArgumentException: %s", why);
 
     scan_reply_io(op, w, msg, FALSE);
+}
+
+/*
+ * A bucket's open failed with a TApplicationException (HBase: an
+ * exception its handler does not catch, such as a filter ParseFilter
+ * rejects): the client gets the same, as from an unsalted table.  The
+ * server names the method in "Internal error processing NAME": the one
+ * the client called, not the bucket's open.
+ */
+static void
+scan_reply_app(struct scan_op *op, struct worker *w, int32_t type,
+               const char *msg)
+{
+    static const char internal[] = "Internal error processing ";
+    struct codec_error err = { .app_type = type, .answer = CODEC_ANSWER_APP };
+    struct req *req = op->req;
+    size_t off;
+
+    if (g_str_has_prefix(msg, internal)) {
+        g_snprintf(err.text, sizeof(err.text), "%s%s", internal,
+                   req->call.name);
+        err.message = err.text;
+    } else {
+        err.message = msg;
+    }
+    off = req_reply_begin(req);
+    codec_write_error(&req->call, req->client_proto, &err, &req->reply);
+    req_reply_end(req, off);
+    scan_op_done(op, w);
 }
 
 /* ---- internal requests to the backend ------------------------------------- */
@@ -386,12 +448,14 @@ scan_sub_id_call(struct scanner *sc, req_sink_fn sink, uint32_t tag,
  */
 static gboolean
 scan_sub_reply(struct scanner *sc, struct req *sub, struct wire_reader *r,
-               uint8_t *type, int16_t *fid, char **why, gboolean *can_retry)
+               uint8_t *type, int16_t *fid, char **why, gboolean *can_retry,
+               int32_t *app_type)
 {
     const struct worker *w = sc->item.owner;
     struct wire_msg m;
 
     *can_retry = TRUE;
+    *app_type = -1;
     if (sub->failed) {
         *why = g_strndup((const char *)sub->raw.data, sub->raw.len);
         *can_retry = sub->can_retry;
@@ -438,6 +502,9 @@ scan_sub_reply(struct scanner *sc, struct req *sub, struct wire_reader *r,
                 wire_read_binary(r, &text, &tlen);
             } else if (f2 == 2 && t2 == WIRE_T_BOOL) {
                 *can_retry = wire_read_bool(r);
+            } else if (f2 == 2 && t2 == WIRE_T_I32 &&
+                       m.type == WIRE_EXCEPTION) {
+                *app_type = wire_read_i32(r);
             } else {
                 wire_skip(r, t2);
             }
@@ -447,6 +514,9 @@ scan_sub_reply(struct scanner *sc, struct req *sub, struct wire_reader *r,
                             : g_strdup("backend error");
         if (m.type == WIRE_EXCEPTION) {
             *can_retry = FALSE;
+            if (*app_type < 0) {
+                *app_type = WIRE_APP_UNKNOWN;
+            }
         }
         return FALSE;
     }
@@ -527,19 +597,32 @@ scan_opened(struct scanner *sc, struct scan_op *op)
 {
     struct worker *w = sc->item.owner;
 
+    if (sc->error != NULL && sc->error_app >= 0) {
+        scan_reply_app(op, w, sc->error_app, sc->error);
+        scan_close(sc);
+        return;
+    }
     if (sc->error != NULL) {
         scan_reply_io(op, w, sc->error, sc->error_retry);
         scan_close(sc);
         return;
     }
-    scantab_add(w->scans, &sc->item);
     sc->state = SCAN_OPEN;
     sc->last_used = req_now();
-    scan_reply_i32(op, w, sc->item.id);
+    if (!sc->once) {
+        scantab_add(w->scans, &sc->item);
+        scan_reply_i32(op, w, sc->item.id);
+    }
     /* every bucket waits for its first batch */
     sc->nwaiting = sc->nbuckets;
     for (unsigned i = 0; i < sc->nbuckets; i++) {
         scan_fetch(sc, &sc->buckets[i]);
+    }
+    if (sc->once) {
+        /* the rows go straight into the reply to the open itself; no
+         * client ever sees an id of this scanner */
+        op->kind = SCAN_OP_NEXT;
+        scan_op_start(sc, op);
     }
 }
 
@@ -552,10 +635,11 @@ scan_open_sink(struct worker *w, struct req *sub)
     int16_t fid;
     g_autofree char *why = NULL;
     gboolean retry;
+    int32_t app_type;
     struct scan_op *op = sc->op;
 
-    if (scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry)
-        && type == WIRE_T_I32) {
+    if (scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry, &app_type) &&
+        type == WIRE_T_I32) {
         int32_t id = wire_read_i32(&r);
 
         if (sc->salt == NULL) {
@@ -567,6 +651,7 @@ scan_open_sink(struct worker *w, struct req *sub)
     } else if (sc->error == NULL) {
         sc->error = g_steal_pointer(&why);
         sc->error_retry = retry;
+        sc->error_app = app_type;
     }
     scan_sub_return(sc, sub);
     if (--sc->nopening == 0) {
@@ -765,7 +850,17 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
         return;
     }
 
+    if (req->call.salt != NULL && a.has_filter_bytes && a.has_filter) {
+        /* one of the two wins on the server; which one is rewritten,
+         * counted and merged for must not be a guess */
+        scan_refuse(op, w,
+                    "hbase-salt-proxy: filterString and filterBytes "
+                    "together on a salted table are not supported");
+        return;
+    }
+    op->want = a.nrows;
     sc = scanner_new(w, &req->call, op, &a);
+    sc->once = op->once;
     if (sc->salt == NULL) {
         scan_open_pass(sc, &body);
         return;
@@ -801,20 +896,25 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
         single = TRUE;
         only = 0;
     }
-    if (a.has_filter) {
-        filter = scanfilter_new(a.filter, a.filter_len, sc->salt, reversed,
-                                &error);
+    if (a.has_filter || a.has_filter_bytes) {
+        filter = a.has_filter
+                     ? scanfilter_new(a.filter, a.filter_len, sc->salt,
+                                      reversed, &error)
+                     : scanfilter_new_pb(a.filter_bytes, a.filter_bytes_len,
+                                         sc->salt, reversed, &error);
         if (filter == NULL) {
-            /* a filter whose meaning salting would change: refuse it */
+            /* a filter whose meaning salting would change, or bytes HBase
+             * itself refuses: answered as HBase would */
+            char text[CODEC_ERROR_TEXT];
+            gboolean retry;
+
             g_free(lg.buf);
-            scan_refuse(op, w, error->message);
+            codec_filter_refusal(error, text, sizeof(text), &retry);
+            scan_reply_io(op, w, text, retry);
             scanner_free(sc);
             return;
         }
         sc->limit = scanfilter_page_limit(filter);
-        if (sc->limit >= 0) {
-            sc->page_row = g_byte_array_new();
-        }
         if (!single) {
             single = scanfilter_single_bucket(filter, &only);
         }
@@ -823,6 +923,19 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
         if (sc->salt->legacy.kind != LEGACY_NONE) {
             scanfilter_lift_page(filter);
         }
+    }
+    if (a.has_limit && a.limit > 0 &&
+        (sc->limit < 0 || sc->limit > (int64_t)a.limit)) {
+        /* TScan.limit: each bucket reads at most that many rows, and the
+         * merge stops after that many, batchSize's parts of a row being
+         * one row, as HBase counts them */
+        sc->limit = a.limit;
+    }
+    /* with forward-looking salting each range drops the rows the other
+     * owns after a backend limit counted them: the merge alone counts */
+    a.drop_limit = sc->salt->legacy.kind != LEGACY_NONE;
+    if (sc->limit >= 0) {
+        sc->page_row = g_byte_array_new();
     }
     nstreams = (salted ? (single ? 1 : sc->salt->buckets) : 0) +
                (has_legacy ? 1 : 0);
@@ -924,13 +1037,14 @@ scan_fetch_sink(struct worker *w, struct req *sub)
     uint32_t count = 0;
     g_autofree char *why = NULL;
     gboolean retry;
+    int32_t app_type;
 
     b->fetching = 0;
     if (sc->state == SCAN_CLOSED) {
         scan_sub_return(sc, sub);
         return;
     }
-    if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry) ||
+    if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry, &app_type) ||
         type != sc->calls->rows->type ||
         wire_read_list_begin(&r, &et, &count) != WIRE_OK) {
         if (sc->state != SCAN_FAILED) {
@@ -1028,6 +1142,9 @@ scan_next_done(struct scanner *sc)
     req_reply_end(op->req, op->frame_at);
     sc->op = NULL;
     sc->last_used = req_now();
+    if (sc->once) {
+        sc->close_asked = TRUE;
+    }
     scan_op_done(op, sc->item.owner);
 }
 
@@ -1131,6 +1248,11 @@ scan_pump(struct scanner *sc)
         }
     } while (sc->pump_again);
     sc->pumping = FALSE;
+    if (sc->close_asked) {
+        /* a getScannerResults answered: sc may be freed here */
+        sc->close_asked = FALSE;
+        scan_close(sc);
+    }
 }
 
 /* ---- pass-through (unsalted) scanners ---------------------------------- */
@@ -1207,6 +1329,11 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
     if (op->want <= 0) {
         /* HBase: nbRows <= 0 is an empty list */
         scan_next_done(sc);
+        if (sc->close_asked) {
+            sc->close_asked = FALSE;
+            scan_close(sc);
+            return;
+        }
         scan_next_op(sc);
         return;
     }
@@ -1230,7 +1357,7 @@ scan_op_run(struct worker *w, void *arg)
     struct scanner *sc = scan_find(w, op->id, &owner);
 
     if (sc == NULL || owner != w || sc->state == SCAN_CLOSED) {
-        scan_reply_ia(op, w, SCAN_INVALID_ID);
+        scan_reply_invalid(op, w);
         return;
     }
     if (sc->op != NULL) {
@@ -1255,6 +1382,13 @@ scan_request(struct worker *w, struct req *req, const uint8_t *msg, size_t len)
     switch (m->kind) {
     case HBASE1_SCAN_OPEN:
         op->kind = SCAN_OP_OPEN;
+        scan_open(w, op, msg, len);
+        return;
+    case HBASE1_SCAN_ONCE:
+        /* the codec sends only a salted table's here; an unsalted one
+         * goes to the backend as any other call */
+        op->kind = SCAN_OP_OPEN;
+        op->once = TRUE;
         scan_open(w, op, msg, len);
         return;
     case HBASE1_SCAN_NEXT: op->kind = SCAN_OP_NEXT; break;
@@ -1285,7 +1419,7 @@ scan_request(struct worker *w, struct req *req, const uint8_t *msg, size_t len)
     op->id = a.id;
     op->want = a.nrows;
     if (!a.has_id || scan_find(w, op->id, &owner) == NULL) {
-        scan_reply_ia(op, w, SCAN_INVALID_ID);
+        scan_reply_invalid(op, w);
         return;
     }
     if (owner != w) {

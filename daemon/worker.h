@@ -41,6 +41,9 @@ typedef void (*worker_post_fn)(struct worker *w, void *arg);
 /* One backend Thrift server, resolved once at startup. */
 struct worker_server {
     char name[128];               /* "host:port" as configured, for logs */
+    uint8_t service;              /* hbase1_service_id_t it speaks:
+                                     [backend] servers Thrift1,
+                                     thrift2_servers Thrift2 */
     struct sockaddr_storage addr; /* resolved address */
     socklen_t addrlen;
     /* its Kerberos principal with SASL (service/host@REALM), else "" */
@@ -56,8 +59,13 @@ struct worker_settings {
     uint16_t listen_port;                /* 0 = pick one (tests) */
     struct sockaddr_storage listen_addr; /* listen_host resolved */
     socklen_t listen_addrlen;
+    gboolean thrift2_enabled; /* [thrift2] listen is set */
+    char thrift2_host[128];   /* Thrift2 clients' address, "" = any */
+    uint16_t thrift2_port;    /* 0 = pick one (tests) */
+    struct sockaddr_storage thrift2_addr;
+    socklen_t thrift2_addrlen;
     unsigned workers;  /* threads, >= 1 after load */
-    unsigned nservers; /* backend servers */
+    unsigned nservers; /* backend servers: Thrift1's, then Thrift2's */
     struct worker_server servers[WORKER_MAX_BACKENDS];
     wire_proto_t backend_proto;      /* what the backends speak */
     gboolean backend_framed;         /* framed transport to the backends */
@@ -133,15 +141,17 @@ struct worker {
     struct scantab *scans;                 /* scanner ids */
     struct backend_health_table *health;   /* UP/DOWN of every backend */
     pthread_t thread;
-    struct event_base *base;         /* this thread's loop */
-    struct evconnlistener *listener; /* worker 0: the listening socket of
+    struct event_base *base;          /* this thread's loop */
+    struct evconnlistener *listener;  /* worker 0: the listening socket of
                                        the process; others NULL */
-    gint stop_asked;                 /* set by the main thread (atomic),
+    struct evconnlistener *listener2; /* worker 0: Thrift2's, when
+                                       [thrift2] listen is set */
+    gint stop_asked;                  /* set by the main thread (atomic),
                                        then the bell rings */
-    struct event *drain_ev;          /* shutdown: polls for quiet clients */
-    gint64 stop_deadline;            /* monotonic us: give up waiting */
-    gboolean stopping;               /* no new clients or requests */
-    TAILQ_HEAD(, client) clients;    /* open client connections */
+    struct event *drain_ev;           /* shutdown: polls for quiet clients */
+    gint64 stop_deadline;             /* monotonic us: give up waiting */
+    gboolean stopping;                /* no new clients or requests */
+    TAILQ_HEAD(, client) clients;     /* open client connections */
     unsigned nclients;
     TAILQ_HEAD(, client)
     held; /* clients with replies done while

@@ -17,8 +17,8 @@ import sys
 # Lowest first.  See "Layers" in README.md.
 LAYERS = [
     ('pure', ['wire', 'salt', 'legacy', 'filter', 'filterpb', 'scanfilter',
-              'config', 'escape', 'hbase1', 'merge', 'scanargs', 'scanbatch',
-              'scantab', 'codec']),
+              'config', 'escape', 'hbase1', 'hbase1_table', 'hbase2',
+              'merge', 'scanargs', 'scanbatch', 'scantab', 'codec']),
     ('requests', ['req', 'bell', 'sasl']),
     ('metrics', ['metrics']),
     ('engines', ['worker', 'backend', 'client', 'scan']),

@@ -305,7 +305,11 @@ static gboolean emu_store_col_put(emu_row *r, struct emu_col *c, int64_t ts,
     c->ver[pos].ts = ts;
     c->ver[pos].len = (uint32_t)vlen;
     c->ver[pos].data = g_malloc(vlen ? vlen : 1);
-    memcpy(c->ver[pos].data, v, vlen);
+    if (vlen > 0) {
+        /* an empty value may come as a NULL pointer (Thrift2's c_glib
+         * binary): memcpy wants a valid one even for 0 bytes */
+        memcpy(c->ver[pos].data, v, vlen);
+    }
     while (c->nver > (guint)max_versions) {
         c->nver--;
         g_free(c->ver[c->nver].data);

@@ -44,7 +44,7 @@ fuzz_check_message(wire_proto_t proto, const struct wire_buf *out)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const struct hbase1_method *methods, *m;
+    const struct hbase1_method *m;
     const struct hbase1_scanner *scanner = NULL;
     const struct salt_table *salt;
     const struct wire_limits *limits;
@@ -63,12 +63,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     from = (data[0] & 1) ? WIRE_COMPACT : WIRE_BINARY;
     to = (data[0] & 2) ? WIRE_COMPACT : WIRE_BINARY;
     limits = (data[0] & 4) ? &fuzz_tight_limits : &wire_default_limits;
-    methods = hbase1_methods(&nmethods);
-    m = &methods[data[1] % nmethods];
-    /* the service's scanners, found by kind as the engine has them */
-    for (size_t i = 0; i < nmethods && scanner == NULL; i++) {
-        if (methods[i].kind == HBASE1_SCAN_NEXT) {
-            scanner = methods[i].scanner;
+    /* Thrift1's methods, then Thrift2's */
+    nmethods = hbase1_method_count();
+    m = hbase1_method_at(data[1] % nmethods);
+    /* the method's service's scanners, found by kind as the engine has
+     * them: rows of TRowResult, or Thrift2's TResult */
+    for (size_t i = 0; i < m->service->n && scanner == NULL; i++) {
+        if (m->service->table[i].kind == HBASE1_SCAN_NEXT) {
+            scanner = m->service->table[i].scanner;
         }
     }
     FUZZ_CHECK(scanner != NULL);
@@ -78,6 +80,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* the call as codec_request leaves it */
     memset(&call, 0, sizeof(call));
+    call.service = m->service;
     call.method = m;
     call.salt = salt;
     call.client_seqid = 99;

@@ -7,6 +7,8 @@
 
 #include "codec.h"
 #include "config.h"
+#include "hbase1.h"
+#include "hbase2_hbase2_types.h"
 #include "hbase_hbase_types.h"
 #include "salt.h"
 
@@ -1451,6 +1453,283 @@ test_row_limit_mixed(void)
     wire_buf_free(&out);
 }
 
+/* ---- Thrift2 ------------------------------------------------------------- */
+
+/* A binary field of a struct being written. */
+static void
+test_w_bin(struct wire_writer *w, int16_t fid, const char *s, size_t n)
+{
+    wire_write_field(w, WIRE_T_STRING, fid);
+    wire_write_binary(w, s, (uint32_t)n);
+}
+
+/* TPut { 1: row, 2: [TColumnValue{a, q, v}], 99: an unknown field } */
+static void
+test_w_put(struct wire_writer *w, const char *row)
+{
+    wire_write_struct_begin(w);
+    test_w_bin(w, 1, row, strlen(row));
+    wire_write_field(w, WIRE_T_LIST, 2);
+    wire_write_list_begin(w, WIRE_T_STRUCT, 1);
+    wire_write_struct_begin(w);
+    test_w_bin(w, 1, "a", 1);
+    test_w_bin(w, 2, "q", 1);
+    test_w_bin(w, 3, "v", 1);
+    wire_write_struct_end(w);
+    wire_write_container_end(w);
+    test_w_bin(w, 99, "unknown", 7);
+    wire_write_struct_end(w);
+}
+
+/* checkAndMutate(table, row, family, qualifier, op, value, TRowMutations
+ * with a put and a delete): every row salted, nested ones too. */
+static void
+test_thrift2_check_and_mutate(gconstpointer data)
+{
+    int mode = GPOINTER_TO_INT(data);
+    wire_proto_t from = (mode & 1) ? WIRE_COMPACT : WIRE_BINARY;
+    wire_proto_t to = (mode & 2) ? WIRE_COMPACT : WIRE_BINARY;
+    const struct hbase1_service *svc = hbase1_service(HBASE1_SERVICE_THRIFT2);
+    Hbase2THBaseServiceCheckAndMutateArgs *back =
+        g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_CHECK_AND_MUTATE_ARGS, NULL);
+    g_autoptr(GByteArray) phys = test_physical("salted", "k\x01\xff", 3);
+    struct wire_buf msg, out;
+    struct wire_writer w;
+    struct codec_call call;
+    struct codec_error err;
+    Hbase2TMutation *m0, *m1;
+
+    wire_buf_init(&msg);
+    wire_buf_init(&out);
+    wire_writer_init(&w, from, &msg);
+    wire_write_msg_begin(&w, (const uint8_t *)"checkAndMutate", 14, WIRE_CALL,
+                         5);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, "salted", 6);
+    test_w_bin(&w, 2, "k\x01\xff", 3);
+    test_w_bin(&w, 3, "a", 1);
+    test_w_bin(&w, 4, "q", 1);
+    wire_write_field(&w, WIRE_T_I32, 5);
+    wire_write_i32(&w, 2);
+    test_w_bin(&w, 6, "v", 1);
+    wire_write_field(&w, WIRE_T_STRUCT, 7);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, "k\x01\xff", 3);
+    wire_write_field(&w, WIRE_T_LIST, 2);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_STRUCT, 1);
+    test_w_put(&w, "k\x01\xff");
+    wire_write_struct_end(&w);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, "k\x01\xff", 3);
+    wire_write_struct_end(&w);
+    wire_write_struct_end(&w);
+    wire_write_container_end(&w);
+    wire_write_struct_end(&w);
+    wire_write_struct_end(&w);
+
+    g_assert_cmpint(codec_request_svc(test_cfg, svc, from, msg.data, msg.len,
+                                      to, 77, &out, &call, &err,
+                                      &wire_default_limits, NULL),
+                    ==, CODEC_OK);
+    g_assert_true(call.service == svc);
+    g_assert_nonnull(call.method);
+    g_assert_true(call.method->service == svc);
+    g_assert_true(call.salt == test_table("salted"));
+    test_decode(to, out.data, out.len, "checkAndMutate", T_CALL, 77, back);
+    test_assert_bytes(back->row, phys);
+    test_assert_bytes(back->rowMutations->row, phys);
+    g_assert_cmpuint(back->rowMutations->mutations->len, ==, 2);
+    m0 = g_ptr_array_index(back->rowMutations->mutations, 0);
+    m1 = g_ptr_array_index(back->rowMutations->mutations, 1);
+    test_assert_bytes(m0->put->row, phys);
+    g_assert_cmpuint(m0->put->columnValues->len, ==, 1);
+    test_assert_bytes(m1->deleteSingle->row, phys);
+    /* the field the proxy does not know went on as it came */
+    g_assert_nonnull(memmem(out.data, out.len, "unknown", 7));
+    g_object_unref(back);
+    wire_buf_free(&msg);
+    wire_buf_free(&out);
+}
+
+/* getMultiple's reply: each TResult's row unsalted, a missing row's
+ * TResult left without one, in place. */
+static void
+test_thrift2_get_multiple_reply(gconstpointer data)
+{
+    int mode = GPOINTER_TO_INT(data);
+    wire_proto_t from = (mode & 1) ? WIRE_COMPACT : WIRE_BINARY;
+    wire_proto_t to = (mode & 2) ? WIRE_COMPACT : WIRE_BINARY;
+    const struct hbase1_service *svc = hbase1_service(HBASE1_SERVICE_THRIFT2);
+    Hbase2THBaseServiceGetMultipleResult *back =
+        g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_GET_MULTIPLE_RESULT, NULL);
+    g_autoptr(GByteArray) phys = test_physical("hexed", "user42", 6);
+    struct codec_call call = { 0 };
+    struct codec_error err;
+    struct wire_buf msg, out;
+    struct wire_writer w;
+    Hbase2TResult *r0, *r1;
+
+    call.service = svc;
+    call.method = hbase1_service_lookup(svc, (const uint8_t *)"getMultiple",
+                                        11);
+    g_assert_nonnull(call.method);
+    call.salt = test_table("hexed");
+    call.client_seqid = 3;
+    call.name_len = 11;
+    memcpy(call.name, "getMultiple", 12);
+    wire_buf_init(&msg);
+    wire_buf_init(&out);
+    wire_writer_init(&w, from, &msg);
+    wire_write_msg_begin(&w, (const uint8_t *)"getMultiple", 11, WIRE_REPLY,
+                         40);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_LIST, 0);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, (const char *)phys->data, phys->len);
+    wire_write_field(&w, WIRE_T_LIST, 2);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 0);
+    wire_write_container_end(&w);
+    wire_write_struct_end(&w);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_LIST, 2);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 0);
+    wire_write_container_end(&w);
+    wire_write_struct_end(&w);
+    wire_write_container_end(&w);
+    wire_write_struct_end(&w);
+
+    g_assert_cmpint(codec_reply(&call, from, msg.data, msg.len, 40, to, &out,
+                                &err, &wire_default_limits, NULL),
+                    ==, CODEC_OK);
+    test_decode(to, out.data, out.len, "getMultiple", T_REPLY, 3, back);
+    g_assert_cmpuint(back->success->len, ==, 2);
+    r0 = g_ptr_array_index(back->success, 0);
+    r1 = g_ptr_array_index(back->success, 1);
+    g_assert_true(r0->__isset_row);
+    g_assert_cmpmem(r0->row->data, r0->row->len, "user42", 6);
+    g_assert_false(r1->__isset_row);
+    g_object_unref(back);
+    wire_buf_free(&msg);
+    wire_buf_free(&out);
+}
+
+/* The same name is another method per service; a TGet's filterBytes
+ * naming a filter class the rewrite cannot follow is refused on a salted
+ * table (TIOError), copied on an unsalted one. */
+static void
+test_thrift2_get_services(void)
+{
+    const struct hbase1_service *one = hbase1_service(HBASE1_SERVICE_THRIFT1);
+    const struct hbase1_service *two = hbase1_service(HBASE1_SERVICE_THRIFT2);
+    const struct hbase1_method *g1 =
+        hbase1_service_lookup(one, (const uint8_t *)"get", 3);
+    const struct hbase1_method *g2 =
+        hbase1_service_lookup(two, (const uint8_t *)"get", 3);
+    Hbase2THBaseServiceGetResult *res =
+        g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_GET_RESULT, NULL);
+    const char *tables[] = { "salted", "plain" };
+
+    g_assert_nonnull(g1);
+    g_assert_nonnull(g2);
+    g_assert_true(g1 != g2);
+    g_assert_cmpuint(g1->index, !=, g2->index);
+    g_assert_true(hbase1_method_at(g2->index) == g2);
+    g_assert_null(hbase1_service_lookup(two, (const uint8_t *)"getRow", 6));
+    g_assert_null(hbase1_service_lookup(one, (const uint8_t *)"openScanner",
+                                        11));
+    for (size_t i = 0; i < G_N_ELEMENTS(tables); i++) {
+        struct wire_buf msg, out;
+        struct wire_writer w;
+        struct codec_call call;
+        struct codec_error err;
+        codec_status_t st;
+
+        wire_buf_init(&msg);
+        wire_buf_init(&out);
+        wire_writer_init(&w, WIRE_BINARY, &msg);
+        wire_write_msg_begin(&w, (const uint8_t *)"get", 3, WIRE_CALL, 1);
+        wire_write_struct_begin(&w);
+        test_w_bin(&w, 1, tables[i], strlen(tables[i]));
+        wire_write_field(&w, WIRE_T_STRUCT, 2);
+        wire_write_struct_begin(&w);
+        test_w_bin(&w, 1, "row", 3);
+        test_w_bin(&w, 15, "\x0a\x01x", 3);
+        wire_write_struct_end(&w);
+        wire_write_struct_end(&w);
+        st = codec_request_svc(test_cfg, two, WIRE_BINARY, msg.data, msg.len,
+                               WIRE_BINARY, 2, &out, &call, &err,
+                               &wire_default_limits, NULL);
+        if (i == 0) {
+            g_assert_cmpint(st, ==, CODEC_REJECT);
+            g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IO);
+            g_assert_cmpuint(out.len, ==, 0);
+            codec_write_error(&call, WIRE_BINARY, &err, &out);
+            test_decode(WIRE_BINARY, out.data, out.len, "get", T_REPLY, 1,
+                        res);
+            g_assert_true(res->__isset_io);
+            /* a class the proxy cannot follow: refused, not sent */
+            g_assert_nonnull(strstr(res->io->message,
+                                    "java.lang.IllegalArgumentException"));
+            g_assert_false(res->io->canRetry);
+        } else {
+            g_assert_cmpint(st, ==, CODEC_OK);
+            g_assert_nonnull(memmem(out.data, out.len, "\x0a\x01x", 3));
+        }
+        wire_buf_free(&msg);
+        wire_buf_free(&out);
+    }
+    g_object_unref(res);
+}
+
+/* A Thrift2 get's filter string is rewritten for its row's bucket, also
+ * when it comes before the row on the wire. */
+static void
+test_thrift2_get_filter(void)
+{
+    const struct hbase1_service *two = hbase1_service(HBASE1_SERVICE_THRIFT2);
+    const struct salt_table *t = test_table("hexed");
+    Hbase2THBaseServiceGetArgs *back =
+        g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_GET_ARGS, NULL);
+    g_autoptr(GByteArray) phys = test_physical("hexed", "abc", 3);
+    g_autofree char *want =
+        g_strdup_printf("PrefixFilter('%03x-ab')",
+                        salt_bucket(t, (const uint8_t *)"abc", 3));
+    struct wire_buf msg, out;
+    struct wire_writer w;
+    struct codec_call call;
+    struct codec_error err;
+
+    wire_buf_init(&msg);
+    wire_buf_init(&out);
+    wire_writer_init(&w, WIRE_BINARY, &msg);
+    wire_write_msg_begin(&w, (const uint8_t *)"get", 3, WIRE_CALL, 1);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, "hexed", 5);
+    wire_write_field(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 6, "PrefixFilter('ab')", 18);
+    test_w_bin(&w, 1, "abc", 3);
+    wire_write_struct_end(&w);
+    wire_write_struct_end(&w);
+    g_assert_cmpint(codec_request_svc(test_cfg, two, WIRE_BINARY, msg.data,
+                                      msg.len, WIRE_BINARY, 2, &out, &call,
+                                      &err, &wire_default_limits, NULL),
+                    ==, CODEC_OK);
+    test_decode(WIRE_BINARY, out.data, out.len, "get", T_CALL, 2, back);
+    test_assert_bytes(back->tget->row, phys);
+    g_assert_true(back->tget->__isset_filterString);
+    g_assert_cmpmem(back->tget->filterString->data,
+                    back->tget->filterString->len, want, strlen(want));
+    g_object_unref(back);
+    wire_buf_free(&msg);
+    wire_buf_free(&out);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1480,6 +1759,19 @@ main(int argc, char **argv)
         }
     }
     g_test_add_func("/codec/request/unsalted", test_unsalted_passthrough);
+    for (int mode = 0; mode < 4; mode++) {
+        g_autofree char *cm =
+            g_strdup_printf("/codec/thrift2/check-and-mutate/%d", mode);
+        g_autofree char *gm =
+            g_strdup_printf("/codec/thrift2/get-multiple-reply/%d", mode);
+
+        g_test_add_data_func(cm, GINT_TO_POINTER(mode),
+                             test_thrift2_check_and_mutate);
+        g_test_add_data_func(gm, GINT_TO_POINTER(mode),
+                             test_thrift2_get_multiple_reply);
+    }
+    g_test_add_func("/codec/thrift2/get-services", test_thrift2_get_services);
+    g_test_add_func("/codec/thrift2/get-filter", test_thrift2_get_filter);
     g_test_add_func("/codec/request/mutate-rows", test_mutate_rows_request);
     g_test_add_func("/codec/request/increment-rows",
                     test_increment_rows_mixed_tables);

@@ -479,6 +479,62 @@ test_error_value(void)
                  "own", NULL);
 }
 
+/* [thrift2] listen and [backend] thrift2_servers: off by default, the
+ * listener needs servers to send to, and both survive config_to_text. */
+static void
+test_thrift2(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) def = load("", &error);
+    g_autoptr(config_t) cfg = NULL;
+    g_autoptr(config_t) again = NULL;
+    g_autofree char *text = NULL;
+    g_auto(GStrv) advice = NULL;
+
+    g_assert_no_error(error);
+    g_assert_false(def->thrift2_enabled);
+    g_assert_cmpuint(def->n_thrift2_servers, ==, 0);
+
+    cfg = load("[backend]\nthrift2_servers = 127.0.0.1:9092, h2:9093\n"
+               "[thrift2]\nlisten = 127.0.0.1:9095\n",
+               &error);
+    g_assert_no_error(error);
+    g_assert_true(cfg->thrift2_enabled);
+    g_assert_cmpstr(cfg->thrift2_listen.host, ==, "127.0.0.1");
+    g_assert_cmpuint(cfg->thrift2_listen.port, ==, 9095);
+    g_assert_cmpuint(cfg->n_thrift2_servers, ==, 2);
+    g_assert_cmpstr(cfg->thrift2_servers[1].host, ==, "h2");
+    g_assert_cmpuint(cfg->n_servers, ==, 1);
+
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "thrift2_servers = 127.0.0.1:9092, "
+                                  "h2:9093\n"));
+    g_assert_nonnull(strstr(text, "[thrift2]\nlisten = 127.0.0.1:9095\n"));
+    again = load(text, &error);
+    g_assert_no_error(error);
+    g_assert_true(again->thrift2_enabled);
+    g_assert_cmpuint(again->n_thrift2_servers, ==, 2);
+
+    /* a listener with nowhere to send its calls */
+    assert_fails("[thrift2]\nlisten = 127.0.0.1:9095\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[thrift2] listen",
+                 "thrift2_servers", NULL);
+    assert_fails("[thrift2]\nlisten = 127.0.0.1:9095\nservers = x:1\n",
+                 CONFIG_ERROR_INVALID_KEY, "[thrift2] servers", NULL);
+    assert_fails("[backend]\nthrift2_servers = a:1,a:1\n",
+                 CONFIG_ERROR_INVALID_VALUE, "thrift2_servers", "listed twice",
+                 NULL);
+    assert_fails("[backend]\nthrift2_servers = a:1,\n",
+                 CONFIG_ERROR_INVALID_VALUE, "thrift2_servers", NULL);
+    /* servers without a listener: valid, but said */
+    g_clear_pointer(&cfg, config_free);
+    cfg = load("[backend]\nthrift2_servers = 127.0.0.1:9092\n", &error);
+    g_assert_no_error(error);
+    advice = config_advice(cfg);
+    g_assert_nonnull(advice[0]);
+    g_assert_nonnull(strstr(advice[0], "thrift2_servers"));
+}
+
 /* Test: salt_mapping adopts another tool's salt; its N is required and
  * our own mapping's keys are refused beside it. */
 static void
@@ -728,6 +784,7 @@ main(int argc, char **argv)
     g_test_add_func("/config/error/group", test_error_group);
     g_test_add_func("/config/error/key", test_error_key);
     g_test_add_func("/config/error/value", test_error_value);
+    g_test_add_func("/config/thrift2", test_thrift2);
     g_test_add_func("/config/salt-mapping", test_salt_mapping);
     g_test_add_func("/config/sasl", test_sasl);
     return g_test_run();
