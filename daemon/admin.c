@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "metrics.h"
+#include "metrics_render.h"
 #include "proxy.h"
 
 G_DEFINE_QUARK(admin-error-quark, admin_error)

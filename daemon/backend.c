@@ -9,7 +9,11 @@
 
 #include <event2/buffer.h>
 
+#include "hbase1.h"
 #include "metrics.h"
+#include "sasl.h"
+
+G_DEFINE_QUARK(backend - error - quark, backend_error)
 
 /*
  * A server whose connect failed is not dialled again for this long;
@@ -26,8 +30,15 @@
  * sending a request into a socket the server is closing.
  */
 #define BACKEND_IDLE_CLOSE_MS 50000
-/* Bytes in an IOError message we build. */
-#define BACKEND_MSG_MAX 256
+/* Bytes in an IOError message we build (a SASL failure names the
+ * principal, the keytab and MIT's reason). */
+#define BACKEND_MSG_MAX 512
+/*
+ * A SASL connection whose security context expires within this long is
+ * not given a new request: it is closed and dialled again (the ticket it
+ * was built on is expiring; a renewed one is in the credentials by then).
+ */
+#define BACKEND_SASL_EXPIRY_MARGIN_US (5 * G_USEC_PER_SEC)
 /*
  * Health.  A server is DOWN after this many consecutive failures
  * (connect refused or timed out, request timed out, connection lost with
@@ -74,14 +85,24 @@ struct backend_health {
     char name[128];                 /* "host:port" */
     struct sockaddr_storage addr;   /* newest resolution (probe thread) */
     socklen_t addrlen;
+    gint service;                   /* hbase1_service_id_t it speaks
+                                       (atomic: set under lock, read by
+                                       the probe thread) */
     gint state;                     /* BACKEND_UP or BACKEND_DOWN */
     gint failures;                  /* consecutive, debounced */
     gint64 last_fail;               /* monotonic us of the last counted */
     gint current;                   /* in the newest generation */
     gint probed;                    /* a probe has finished */
     gint probe_now;                 /* just went DOWN: probe at once */
-    GMutex lock;                    /* guards why, down_at */
-    char why[160];                  /* the last failure */
+    GMutex lock;                    /* guards why, down_at, sasl_logged */
+    char why[384];                  /* the last failure */
+    char sasl_server[256];          /* its principal (under table lock) */
+    char sasl_logged[384];          /* the SASL failure last logged, "" if
+                                       none since the last success */
+    struct sasl_client *probe_sasl; /* the probe's context, negotiating or
+                                       done */
+    struct evbuffer *probe_in;      /* the probe's reply, unwrapped */
+    struct wire_buf probe_call;     /* sent once negotiated */
     gint64 down_at;                 /* monotonic us it went DOWN */
     struct bufferevent *probe;      /* probe in flight, or NULL */
     gboolean probe_connected;       /* the probe's connect succeeded */
@@ -106,12 +127,17 @@ struct backend_health_table {
     unsigned request_timeout_ms;    /* of the newest generation */
     struct event_base *base;        /* the probe thread's loop */
     struct event *tick;             /* starts due probes */
-    struct proxy_bell bell;         /* a worker marked a server DOWN, or
+    struct bell bell;               /* a worker marked a server DOWN, or
                                        the main thread asks it to stop */
     gint stop_asked;                /* atomic */
     pthread_t thread;
     gboolean running;
     int32_t seqid;
+    struct sasl_creds *sasl; /* the process's tickets; NULL: no SASL */
+    sasl_qop_t sasl_qop;
+    uint32_t sasl_max;    /* max_reply_size (restart-only) */
+    struct event *renew;  /* renews sasl (probe thread) */
+    char sasl_error[512]; /* the renewal failure last logged */
 };
 
 static void backend_read_cb(evutil_socket_t fd, short what, void *arg);
@@ -121,7 +147,7 @@ static struct backend_health *
 backend_health_lookup(struct backend_health_table *t, const char *name);
 static void backend_health_failed(struct backend_health *h, const char *why);
 static struct backend_conn *
-backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
+backend_submit_at(struct backend_pool *pool, struct req *req,
                   struct backend_conn *after, const uint8_t *msg, size_t len,
                   int avoid, gboolean fresh, gboolean more);
 
@@ -142,7 +168,7 @@ backend_health_ok(struct backend_health *h)
     }
 }
 
-static struct proxy_worker *
+static struct worker *
 backend_worker(const struct backend_conn *conn)
 {
     return conn->server->pool->worker;
@@ -150,22 +176,43 @@ backend_worker(const struct backend_conn *conn)
 
 /* Timeouts of the worker's current generation: a reload applies them to
  * the next request even on a connection it did not replace. */
-static const struct proxy_settings *
+static const struct worker_settings *
 backend_settings(const struct backend_conn *conn)
 {
     return &backend_worker(conn)->gen->set;
 }
 
+/* When conn's security context stops taking new requests (monotonic
+ * us): its expiry, less a margin. */
+static gint64
+backend_sasl_stale_at(const struct backend_conn *conn)
+{
+    gint64 exp = sasl_client_expiry(conn->sasl);
+
+    if (exp == G_MAXINT64) {
+        return G_MAXINT64;
+    }
+    return req_now() +
+           (exp - BACKEND_SASL_EXPIRY_MARGIN_US - g_get_real_time());
+}
+
+/* The process's SASL credentials, NULL without SASL. */
+static struct sasl_creds *
+backend_sasl_creds(const struct backend_conn *conn)
+{
+    return backend_worker(conn)->health->sasl;
+}
+
 struct backend_pool *
-backend_pool_new(struct proxy_worker *w, struct proxy_gen *gen)
+backend_pool_new(struct worker *w, struct worker_gen *gen)
 {
     struct backend_pool *pool = g_new0(struct backend_pool, 1);
-    const struct proxy_settings *set = &gen->set;
+    const struct worker_settings *set = &gen->set;
     unsigned i, j;
 
     pool->worker = w;
     pool->gen = gen;
-    proxy_gen_use(w, gen);
+    worker_gen_use(w, gen);
     pool->set = set;
     pool->nservers = set->nservers;
     pool->servers = g_new0(struct backend_server, set->nservers);
@@ -176,7 +223,7 @@ backend_pool_new(struct proxy_worker *w, struct proxy_gen *gen)
 
         s->pool = pool;
         s->srv = &set->servers[i];
-        s->health = backend_health_lookup(w->proxy->health, s->srv->name);
+        s->health = backend_health_lookup(w->health, s->srv->name);
         s->conns = g_new0(struct backend_conn, set->pool_size);
         for (j = 0; j < set->pool_size; j++) {
             struct backend_conn *conn = &s->conns[j];
@@ -222,6 +269,9 @@ backend_conn_close(struct backend_conn *conn)
     if (conn->scan != NULL) {
         wire_scan_init(conn->scan);
     }
+    g_clear_pointer(&conn->sasl, sasl_client_free);
+    g_clear_pointer(&conn->sasl_raw, evbuffer_free);
+    g_clear_pointer(&conn->sasl_held, evbuffer_free);
     evtimer_del(conn->timer);
     conn->timer_at = 0;
     conn->state = BACKEND_IDLE;
@@ -247,12 +297,12 @@ backend_conn_scan(struct backend_conn *conn)
  * is the codec's answer and *len the reply's length.
  */
 static wire_status_t
-backend_reply_stream(struct backend_conn *conn, struct proxy_req *req,
+backend_reply_stream(struct backend_conn *conn, struct req *req,
                      const uint8_t *buf, size_t avail, codec_status_t *cs,
                      struct codec_error *err, size_t *len, const char **bad)
 {
-    struct proxy_worker *w = backend_worker(conn);
-    const struct proxy_settings *set = backend_settings(conn);
+    struct worker *w = backend_worker(conn);
+    const struct worker_settings *set = backend_settings(conn);
     struct wire_scan *scan = conn->scan;
     size_t mark = req->reply.len; /* the frame header, if any */
     wire_status_t st;
@@ -260,7 +310,9 @@ backend_reply_stream(struct backend_conn *conn, struct proxy_req *req,
     if (scan == NULL || !wire_scan_started(scan)) {
         *cs = codec_reply_stream(&req->call, set->backend_proto, buf, avail,
                                  req->backend_seqid, req->client_proto,
-                                 &req->reply, err, &w->reply_limits, len);
+                                 &req->reply, err, &w->reply_limits, len,
+                                 &w->tally);
+        metrics_take_tally(w->metrics, &w->tally);
         if (*cs != CODEC_AGAIN) {
             return WIRE_OK;
         }
@@ -278,8 +330,9 @@ backend_reply_stream(struct backend_conn *conn, struct proxy_req *req,
     }
     wire_scan_init(scan);
     *cs = codec_reply(&req->call, set->backend_proto, buf, *len,
-                      req->backend_seqid, req->client_proto, &req->reply,
-                      err, &w->reply_limits);
+                      req->backend_seqid, req->client_proto, &req->reply, err,
+                      &w->reply_limits, &w->tally);
+    metrics_take_tally(w->metrics, &w->tally);
     return WIRE_OK;
 }
 
@@ -293,14 +346,14 @@ backend_pool_free(struct backend_pool *pool)
 
         for (j = 0; j < pool->set->pool_size; j++) {
             struct backend_conn *conn = &s->conns[j];
-            struct proxy_req *req;
+            struct req *req;
 
             /* clients are gone by now: every request here is detached */
             while ((req = TAILQ_FIRST(&conn->pending)) != NULL) {
                 TAILQ_REMOVE(&conn->pending, req, backend_link);
                 req->conn = NULL;
                 if (req->client == NULL) {
-                    proxy_req_put(pool->worker, req);
+                    worker_req_put(pool->worker, req);
                 }
             }
             backend_conn_close(conn);
@@ -311,7 +364,7 @@ backend_pool_free(struct backend_pool *pool)
         g_free(s->conns);
     }
     g_free(pool->servers);
-    proxy_gen_unuse(pool->worker, pool->gen);
+    worker_gen_unuse(pool->worker, pool->gen);
     g_free(pool);
 }
 
@@ -381,7 +434,7 @@ backend_pool_pending(const struct backend_pool *pool)
 static void
 backend_conn_arm(struct backend_conn *conn)
 {
-    struct proxy_req *head = TAILQ_FIRST(&conn->pending);
+    struct req *head = TAILQ_FIRST(&conn->pending);
     gint64 at = G_MAXINT64, delta;
     struct timeval tv;
 
@@ -402,6 +455,9 @@ backend_conn_arm(struct backend_conn *conn)
         at = MIN(at, head->deadline);
     } else if (conn->state == BACKEND_CONNECTED) {
         at = conn->last_active + (gint64)BACKEND_IDLE_CLOSE_MS * 1000;
+        if (conn->sasl != NULL) {
+            at = MIN(at, backend_sasl_stale_at(conn));
+        }
     }
     if (at == G_MAXINT64) {
         evtimer_del(conn->timer);
@@ -411,7 +467,7 @@ backend_conn_arm(struct backend_conn *conn)
     if (conn->timer_at != 0 && conn->timer_at <= at) {
         return;
     }
-    delta = MAX(at - proxy_now(), 0);
+    delta = MAX(at - req_now(), 0);
     tv.tv_sec = (time_t)(delta / G_USEC_PER_SEC);
     tv.tv_usec = (suseconds_t)(delta % G_USEC_PER_SEC);
     evtimer_add(conn->timer, &tv);
@@ -425,12 +481,12 @@ backend_conn_arm(struct backend_conn *conn)
  * "hbase-salt-proxy: backend HOST:PORT: REASON".
  */
 static void
-backend_conn_fail(struct backend_conn *conn, const char *head_why,
-                  const char *rest_why, gboolean can_retry)
+backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
+                      const char *rest_why, gboolean can_retry, gboolean log)
 {
-    struct proxy_worker *w = backend_worker(conn);
-    struct proxy_req_queue failed;
-    struct proxy_req *req;
+    struct worker *w = backend_worker(conn);
+    struct req_queue failed;
+    struct req *req;
     char msg[BACKEND_MSG_MAX];
     unsigned n = conn->npending;
     gboolean first = TRUE;
@@ -443,7 +499,11 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
     METRICS_ADD(conn->server->stats.failures, n);
     conn->npending = 0;
     backend_conn_close(conn);
-    if (n > 0) {
+    if (!log) {
+        g_debug("backend %s: conn %u: %s (%u request%s failed)",
+                conn->server->srv->name, conn->index, head_why, n,
+                n == 1 ? "" : "s");
+    } else if (n > 0) {
         g_warning("backend %s: conn %u: %s (%u request%s failed)",
                   conn->server->srv->name, conn->index, head_why, n,
                   n == 1 ? "" : "s");
@@ -456,11 +516,18 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
         if (req->client != NULL || req->sink != NULL) {
             g_snprintf(msg, sizeof(msg), "hbase-salt-proxy: backend %s: %s",
                        conn->server->srv->name, first ? head_why : rest_why);
-            proxy_req_io_error(req, msg, can_retry);
+            req_io_error(req, msg, can_retry);
         }
         first = FALSE;
-        proxy_req_finish(w, req);
+        worker_req_finish(w, req);
     }
+}
+
+static void
+backend_conn_fail(struct backend_conn *conn, const char *head_why,
+                  const char *rest_why, gboolean can_retry)
+{
+    backend_conn_fail_log(conn, head_why, rest_why, can_retry, TRUE);
 }
 
 /*
@@ -473,16 +540,17 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
  * it sent them, and must reach the next server in that order too.
  */
 static void
-backend_connect_failed(struct backend_conn *conn, const char *why)
+backend_connect_failed(struct backend_conn *conn, const char *why,
+                       gboolean log)
 {
     struct backend_server *s = conn->server;
     struct backend_pool *pool = s->pool;
-    struct proxy_req_queue moved;
-    struct proxy_req *req, *next;
+    struct req_queue moved;
+    struct req *req, *next;
     struct backend_conn *to = NULL;
     struct wire_buf bytes;
     size_t off = 0;
-    gint64 now = proxy_now();
+    gint64 now = req_now();
 
     s->retry_at = now + (gint64)BACKEND_RETRY_MS * 1000;
     METRICS_ADD(s->stats.connect_failures, 1);
@@ -491,9 +559,12 @@ backend_connect_failed(struct backend_conn *conn, const char *why)
     TAILQ_INIT(&moved);
     wire_buf_init(&bytes);
     if (pool->nservers > 1 && conn->bev != NULL) {
-        struct evbuffer *out = bufferevent_get_output(conn->bev);
+        struct evbuffer *out = conn->sasl_held != NULL
+                                   ? conn->sasl_held
+                                   : bufferevent_get_output(conn->bev);
 
-        /* the output buffer holds their messages, in queue order */
+        /* the output buffer (with SASL: the held one) holds their
+         * messages, in queue order */
         for (req = TAILQ_FIRST(&conn->pending); req != NULL; req = next) {
             next = TAILQ_NEXT(req, backend_link);
             if (evbuffer_get_length(out) < req->backend_len) {
@@ -512,7 +583,7 @@ backend_connect_failed(struct backend_conn *conn, const char *why)
             TAILQ_INSERT_TAIL(&moved, req, backend_link);
         }
     }
-    backend_conn_fail(conn, why, why, TRUE);
+    backend_conn_fail_log(conn, why, why, TRUE, log);
     while ((req = TAILQ_FIRST(&moved)) != NULL) {
         TAILQ_REMOVE(&moved, req, backend_link);
         req->conn = NULL;
@@ -531,8 +602,8 @@ backend_connect_failed(struct backend_conn *conn, const char *why)
 static gboolean
 backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
 {
-    struct proxy_worker *w = backend_worker(conn);
-    const struct proxy_server *srv = conn->server->srv;
+    struct worker *w = backend_worker(conn);
+    const struct worker_server *srv = conn->server->srv;
 
     conn->bev = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE
                                                     | BEV_OPT_DEFER_CALLBACKS);
@@ -553,12 +624,26 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
         conn->bev = NULL;
         return FALSE;
     }
+    if (backend_settings(conn)->backend_sasl) {
+        /* nothing goes out before the negotiation, so requests wait
+         * here rather than in the bufferevent */
+        conn->sasl_held = evbuffer_new();
+    }
     conn->state = BACKEND_CONNECTING;
-    conn->connect_deadline = proxy_now()
-        + (gint64)backend_settings(conn)->connect_timeout_ms * 1000;
+    conn->connect_deadline =
+        req_now() + (gint64)backend_settings(conn)->connect_timeout_ms * 1000;
     g_debug("backend %s: conn %u: connecting (worker %u)", srv->name,
             conn->index, w->id);
     return TRUE;
+}
+
+/* The service a request's server must speak: its client's (the codec
+ * records it), Thrift1 for a call the codec never named. */
+static uint8_t
+backend_req_service(const struct req *req)
+{
+    return req->call.service != NULL ? req->call.service->id
+                                     : HBASE1_SERVICE_THRIFT1;
 }
 
 /*
@@ -568,7 +653,8 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
  * must connect first.  NULL when no server can take it.
  */
 static struct backend_conn *
-backend_pick(struct backend_pool *pool, int only, int avoid, gint64 now)
+backend_pick(struct backend_pool *pool, int only, uint8_t service, int avoid,
+             gint64 now)
 {
     unsigned i, j, pool_size = pool->set->pool_size;
 
@@ -576,9 +662,11 @@ backend_pick(struct backend_pool *pool, int only, int avoid, gint64 now)
         unsigned at = (pool->next_server + i) % pool->nservers;
         struct backend_server *s = &pool->servers[at];
 
-        /* a scanner's calls must reach the server holding its scanners */
-        if ((only >= 0 && at != (unsigned)only) || (int)at == avoid
-            || !backend_server_up(s)) {
+        /* a scanner's calls must reach the server holding its scanners;
+         * the others, a server of their client's service */
+        if ((only >= 0 && at != (unsigned)only) ||
+            (only < 0 && s->srv->service != service) || (int)at == avoid ||
+            !backend_server_up(s)) {
             continue;
         }
         struct backend_conn *best = NULL;
@@ -608,12 +696,12 @@ backend_pick(struct backend_pool *pool, int only, int avoid, gint64 now)
 }
 
 int
-backend_pool_pick_server(struct backend_pool *pool)
+backend_pool_pick_server(struct backend_pool *pool, uint8_t service)
 {
     static unsigned next;
     unsigned start = (unsigned)g_atomic_int_add((gint *)&next, 1);
-    gint64 now = proxy_now();
-    int up = -1;
+    gint64 now = req_now();
+    int up = -1, first = -1;
 
     /* a scanner cannot move once open: prefer a server with no recent
      * failure, so one that just died gets no new scanner while the
@@ -622,6 +710,12 @@ backend_pool_pick_server(struct backend_pool *pool)
         unsigned at = (start + i) % pool->nservers;
         struct backend_server *s = &pool->servers[at];
 
+        if (s->srv->service != service) {
+            continue;
+        }
+        if (first < 0) {
+            first = (int)at;
+        }
         if (!backend_server_up(s)) {
             continue;
         }
@@ -633,7 +727,9 @@ backend_pool_pick_server(struct backend_pool *pool)
             up = (int)at;
         }
     }
-    return up >= 0 ? up : (int)(start % pool->nservers);
+    /* none of the service (its listener is off): the scanner's first
+     * request fails on a server that cannot answer it */
+    return up >= 0 ? up : first >= 0 ? first : (int)(start % pool->nservers);
 }
 
 /* Why server s cannot take a request now, for an IOError. */
@@ -657,27 +753,44 @@ backend_server_why(struct backend_server *s, GString *out)
  * have gone to and why not (can_retry: the condition is transient).
  */
 static void
-backend_unavailable(struct backend_pool *pool, struct proxy_req *req)
+backend_unavailable(struct backend_pool *pool, struct req *req)
 {
     GString *text = g_string_new("hbase-salt-proxy: ");
+    uint8_t service = backend_req_service(req);
+    unsigned n = 0, only = 0;
 
-    if (req->server >= 0 || pool->nservers == 1) {
+    for (unsigned i = 0; i < pool->nservers; i++) {
+        if (pool->servers[i].srv->service == service) {
+            n++;
+            only = i;
+        }
+    }
+    if (req->server >= 0 || n == 1) {
         g_string_append(text, "backend ");
-        backend_server_why(&pool->servers[req->server >= 0
-                                              ? (unsigned)req->server : 0],
-                           text);
+        backend_server_why(
+            &pool->servers[req->server >= 0 ? (unsigned)req->server : only],
+            text);
+    } else if (n == 0) {
+        g_string_append(text, "no backend server configured for this "
+                              "service");
     } else {
+        gboolean first = TRUE;
+
         g_string_append(text, "no backend server available: ");
         for (unsigned i = 0; i < pool->nservers && text->len < 1024; i++) {
-            if (i > 0) {
+            if (pool->servers[i].srv->service != service) {
+                continue;
+            }
+            if (!first) {
                 g_string_append(text, "; ");
             }
+            first = FALSE;
             backend_server_why(&pool->servers[i], text);
         }
     }
-    proxy_req_io_error(req, text->str, TRUE);
+    req_io_error(req, text->str, TRUE);
     g_string_free(text, TRUE);
-    proxy_req_finish(pool->worker, req);
+    worker_req_finish(pool->worker, req);
 }
 
 gboolean
@@ -689,11 +802,60 @@ backend_conn_takes(const struct backend_pool *pool,
 }
 
 void
-backend_submit(struct backend_pool *pool, struct proxy_req *req,
+backend_submit(struct backend_pool *pool, struct req *req,
                struct backend_conn *after, const uint8_t *msg, size_t len,
                gboolean more)
 {
     backend_submit_at(pool, req, after, msg, len, -1, TRUE, more);
+}
+
+/*
+ * With SASL: the messages of iov as one frame (Thrift's SASL transport
+ * sends a frame per flush; the server reads frames as one stream).
+ * Without a security layer the header goes before them in one write,
+ * with no copy; with one, gss_wrap needs them in one piece.  FALSE (with
+ * why) if the context cannot protect them any more.
+ */
+static gboolean
+backend_sasl_write(struct backend_conn *conn, const struct iovec *iov, int n,
+                   char *why, size_t whylen)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GByteArray) frame = NULL;
+    g_autoptr(GByteArray) plain = NULL;
+    struct iovec out[3];
+    size_t total = 0;
+    uint8_t hdr[4];
+
+    for (int i = 0; i < n; i++) {
+        total += iov[i].iov_len;
+    }
+    if (total == 0) {
+        return TRUE;
+    }
+    if (!sasl_client_wraps(conn->sasl)) {
+        hdr[0] = (uint8_t)(total >> 24);
+        hdr[1] = (uint8_t)(total >> 16);
+        hdr[2] = (uint8_t)(total >> 8);
+        hdr[3] = (uint8_t)total;
+        out[0].iov_base = hdr;
+        out[0].iov_len = 4;
+        memcpy(out + 1, iov, (size_t)n * sizeof(*iov));
+        req_write(conn->bev, out, n + 1);
+        return TRUE;
+    }
+    plain = g_byte_array_sized_new((guint)total);
+    for (int i = 0; i < n; i++) {
+        g_byte_array_append(plain, iov[i].iov_base, (guint)iov[i].iov_len);
+    }
+    frame = g_byte_array_sized_new((guint)total + 64);
+    if (!sasl_client_wrap(conn->sasl, plain->data, plain->len, frame,
+                          &error)) {
+        g_snprintf(why, whylen, "SASL: %s", error->message);
+        return FALSE;
+    }
+    bufferevent_write(conn->bev, frame->data, frame->len);
+    return TRUE;
 }
 
 /* Writes what conn holds back, then msg (len may be 0), in one call. */
@@ -713,12 +875,24 @@ backend_conn_write(struct backend_conn *conn, const uint8_t *msg, size_t len)
         iov[n].iov_base = (void *)msg;
         iov[n++].iov_len = len;
     }
-    proxy_write(conn->bev, iov, n);
+    if (conn->sasl != NULL) {
+        char why[BACKEND_MSG_MAX];
+        gboolean ok = backend_sasl_write(conn, iov, n, why, sizeof(why));
+
+        wire_buf_clear(&conn->cork);
+        if (!ok) {
+            /* the context failed or expired: the next request dials
+             * again, on the renewed ticket */
+            backend_conn_fail(conn, why, why, TRUE);
+        }
+        return;
+    }
+    req_write(conn->bev, iov, n);
     wire_buf_clear(&conn->cork);
 }
 
 void
-backend_uncork(struct proxy_worker *w)
+backend_uncork(struct worker *w)
 {
     struct backend_conn *conn;
 
@@ -731,13 +905,13 @@ backend_uncork(struct proxy_worker *w)
  * deadline starts now), else one moved after a failed connect.  Returns
  * the connection req waits on, NULL when it was finished at once. */
 static struct backend_conn *
-backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
+backend_submit_at(struct backend_pool *pool, struct req *req,
                   struct backend_conn *after, const uint8_t *msg, size_t len,
                   int avoid, gboolean fresh, gboolean more)
 {
-    struct proxy_worker *w = pool->worker;
-    const struct proxy_settings *set = &w->gen->set;
-    gint64 now = proxy_now();
+    struct worker *w = pool->worker;
+    const struct worker_settings *set = &w->gen->set;
+    gint64 now = req_now();
     struct backend_conn *conn;
     char why[BACKEND_MSG_MAX];
 
@@ -745,10 +919,18 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
         struct backend_server *s;
 
         /* no earlier request to follow: the least loaded connection */
-        conn = backend_pick(pool, req->server, avoid, now);
+        conn = backend_pick(pool, req->server, backend_req_service(req), avoid,
+                            now);
         if (conn == NULL) {
             backend_unavailable(pool, req);
             return NULL;
+        }
+        if (conn->sasl != NULL && conn->state == BACKEND_CONNECTED &&
+            conn->npending == 0 && backend_sasl_stale_at(conn) <= now) {
+            g_debug("backend %s: conn %u: its Kerberos context is about to "
+                    "expire: reconnecting",
+                    conn->server->srv->name, conn->index);
+            backend_conn_close(conn);
         }
         if (conn->state != BACKEND_IDLE
             || backend_conn_open(conn, why, sizeof(why))) {
@@ -785,6 +967,9 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
         }
     } else if (conn->state == BACKEND_CONNECTED) {
         backend_conn_write(conn, msg, len);
+    } else if (conn->sasl_held != NULL) {
+        /* held until the SASL negotiation completes */
+        evbuffer_add(conn->sasl_held, msg, len);
     } else {
         /* held in the output buffer until the connect completes */
         bufferevent_write(conn->bev, msg, len);
@@ -798,9 +983,8 @@ backend_submit_at(struct backend_pool *pool, struct proxy_req *req,
 /* Whether a reply's header is for req: its sequence id (codec_reply
  * checks the client's own replies; this covers the others). */
 static gboolean
-backend_reply_in_step(const struct proxy_settings *set,
-                      const struct proxy_req *req, const uint8_t *msg,
-                      size_t len)
+backend_reply_in_step(const struct worker_settings *set, const struct req *req,
+                      const uint8_t *msg, size_t len)
 {
     struct wire_reader r;
     struct wire_msg m;
@@ -828,13 +1012,212 @@ backend_conn_eof(struct backend_conn *conn)
                       "connection closed by server", TRUE);
 }
 
+/*
+ * Whether a SASL failure on the server of h is news for the log: the same
+ * reason again (every connection of every worker meets it) is logged at
+ * debug level only, until a negotiation works again.
+ */
+static gboolean
+backend_sasl_news(struct backend_health *h, const char *why)
+{
+    gboolean news;
+
+    g_mutex_lock(&h->lock);
+    news = strcmp(h->sasl_logged, why) != 0;
+    if (news) {
+        g_strlcpy(h->sasl_logged, why, sizeof(h->sasl_logged));
+    }
+    g_mutex_unlock(&h->lock);
+    return news;
+}
+
+/* A negotiation worked: the next failure is news again. */
+static void
+backend_sasl_ok(struct backend_health *h, const char *name)
+{
+    gboolean was = FALSE;
+
+    g_mutex_lock(&h->lock);
+    if (h->sasl_logged[0] != '\0') {
+        h->sasl_logged[0] = '\0';
+        was = TRUE;
+    }
+    g_mutex_unlock(&h->lock);
+    if (was) {
+        g_message("backend %s: SASL negotiation works again", name);
+    }
+}
+
+/*
+ * The negotiation on conn failed: like a failed connect (the requests
+ * held for it move to another server or fail with the reason, the server
+ * is held off), logged once per reason.
+ */
+static void
+backend_sasl_failed(struct backend_conn *conn, const char *reason)
+{
+    char why[BACKEND_MSG_MAX];
+    gboolean news;
+
+    g_snprintf(why, sizeof(why), "SASL: %s", reason);
+    news = backend_sasl_news(conn->server->health, why);
+    if (news) {
+        g_warning("backend %s: %s", conn->server->srv->name, why);
+    }
+    backend_connect_failed(conn, why, FALSE);
+}
+
+/* The negotiation on conn ended well: the requests held go out. */
+static void
+backend_sasl_ready(struct backend_conn *conn)
+{
+    size_t len = evbuffer_get_length(conn->sasl_held);
+
+    conn->state = BACKEND_CONNECTED;
+    METRICS_ADD(conn->server->stats.open, 1);
+    conn->server->retry_at = 0;
+    conn->last_active = req_now();
+    backend_sasl_ok(conn->server->health, conn->server->srv->name);
+    g_debug("backend %s: conn %u: SASL %s with %s", conn->server->srv->name,
+            conn->index, sasl_qop_name(sasl_client_qop(conn->sasl)),
+            sasl_client_server_principal(conn->sasl));
+    if (len > 0) {
+        const uint8_t *held = evbuffer_pullup(conn->sasl_held, -1);
+
+        backend_conn_write(conn, held, len);
+        if (conn->state != BACKEND_CONNECTED) {
+            return;
+        }
+    }
+    g_clear_pointer(&conn->sasl_held, evbuffer_free);
+    backend_conn_arm(conn);
+}
+
+/* The TCP connect of a SASL connection is done: say START. */
+static void
+backend_sasl_start(struct backend_conn *conn)
+{
+    const struct backend_server *s = conn->server;
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    g_autoptr(GError) error = NULL;
+
+    conn->sasl_raw = evbuffer_new();
+    conn->sasl =
+        sasl_client_new(backend_sasl_creds(conn), s->srv->sasl_server,
+                        (sasl_qop_t)backend_settings(conn)->backend_sasl_qop,
+                        backend_settings(conn)->max_reply_size);
+    if (sasl_client_start(conn->sasl, out, &error) == SASL_STEP_FAILED) {
+        backend_sasl_failed(conn, error->message);
+        return;
+    }
+    bufferevent_write(conn->bev, out->data, out->len);
+}
+
+/*
+ * Bytes for a SASL connection: negotiation messages until it is done,
+ * then frames, unwrapped into conn->in.  FALSE when there is nothing
+ * for the reply parser (conn may be closed).
+ */
+static gboolean
+backend_sasl_read(struct backend_conn *conn, evutil_socket_t fd)
+{
+    struct worker *w = backend_worker(conn);
+    g_autoptr(GError) error = NULL;
+    char why[BACKEND_MSG_MAX];
+    ssize_t got = req_read(w->rbuf, fd, conn->sasl_raw, REQ_READ_MAX);
+
+    if (got == 0 && conn->state == BACKEND_CONNECTING) {
+        backend_sasl_failed(conn, "the server closed the connection during "
+                                  "the negotiation (does it run with "
+                                  "hbase.thrift.security.qop?)");
+        return FALSE;
+    }
+    if (got == 0) {
+        backend_conn_eof(conn);
+        return FALSE;
+    }
+    if (got < 0 && errno != EAGAIN && errno != EINTR) {
+        g_snprintf(why, sizeof(why), "%s", g_strerror(errno));
+        if (conn->state == BACKEND_CONNECTING) {
+            backend_sasl_failed(conn, why);
+            return FALSE;
+        }
+        if (conn->npending > 0) {
+            backend_health_failed(conn->server->health, why);
+        }
+        backend_conn_fail(conn, why, why, TRUE);
+        return FALSE;
+    }
+    if (conn->state == BACKEND_CONNECTING) {
+        size_t avail = evbuffer_get_length(conn->sasl_raw), used = 0;
+        const uint8_t *p = evbuffer_pullup(conn->sasl_raw, -1);
+        g_autoptr(GByteArray) out = g_byte_array_new();
+        sasl_step_t st = sasl_client_feed(conn->sasl, p, avail, &used, out,
+                                          &error);
+
+        evbuffer_drain(conn->sasl_raw, used);
+        if (st == SASL_STEP_FAILED) {
+            backend_sasl_failed(conn, error->message);
+            return FALSE;
+        }
+        if (out->len > 0) {
+            bufferevent_write(conn->bev, out->data, out->len);
+        }
+        if (st == SASL_STEP_CONTINUE) {
+            return FALSE;
+        }
+        backend_sasl_ready(conn);
+        if (conn->state != BACKEND_CONNECTED) {
+            return FALSE;
+        }
+    }
+    for (;;) {
+        size_t avail = evbuffer_get_length(conn->sasl_raw), size = 0, used;
+        uint8_t hdr[4];
+        g_autoptr(GByteArray) plain = NULL;
+
+        if (avail < 4) {
+            break;
+        }
+        evbuffer_copyout(conn->sasl_raw, hdr, 4);
+        if (!sasl_client_frame_size(conn->sasl, hdr, &size, &error)) {
+            break;
+        }
+        if (avail < size) {
+            break;
+        }
+        if (!sasl_client_wraps(conn->sasl)) {
+            /* no security layer: the payload moves, uncopied */
+            evbuffer_drain(conn->sasl_raw, 4);
+            evbuffer_remove_buffer(conn->sasl_raw, conn->in, size - 4);
+            continue;
+        }
+        plain = g_byte_array_new();
+        if (!sasl_client_unwrap(conn->sasl,
+                                evbuffer_pullup(conn->sasl_raw,
+                                                (ev_ssize_t)size),
+                                size, &used, plain, &error)) {
+            break;
+        }
+        evbuffer_drain(conn->sasl_raw, used);
+        evbuffer_add(conn->in, plain->data, plain->len);
+    }
+    if (error != NULL) {
+        g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+        backend_health_failed(conn->server->health, why);
+        backend_conn_fail(conn, why, why, TRUE);
+        return FALSE;
+    }
+    return evbuffer_get_length(conn->in) > 0;
+}
+
 /* Replies arrived: pair each with the oldest pending request. */
 static void
 backend_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
-    struct proxy_worker *w = backend_worker(conn);
-    const struct proxy_settings *set = backend_settings(conn);
+    struct worker *w = backend_worker(conn);
+    const struct worker_settings *set = backend_settings(conn);
     struct evbuffer *in = conn->in;
     char why[BACKEND_MSG_MAX];
     ssize_t got;
@@ -842,7 +1225,14 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
     /* one read per event: reading on while reads come back full took
      * several big replies at once into client buffers, past what
      * back-pressure bounds (e2e-faults-backpressure) */
-    got = proxy_read(w, fd, in, PROXY_READ_MAX);
+    if (conn->sasl != NULL) {
+        if (!backend_sasl_read(conn, fd)) {
+            return;
+        }
+        got = 1;
+    } else {
+        got = req_read(w->rbuf, fd, in, REQ_READ_MAX);
+    }
     if (got == 0) {
         backend_conn_eof(conn);
         return;
@@ -860,7 +1250,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         const uint8_t *buf = NULL;
         const char *bad = NULL;
         size_t avail = 0, len = 0, hdr = set->backend_framed ? 4 : 0;
-        struct proxy_req *req = TAILQ_FIRST(&conn->pending);
+        struct req *req = TAILQ_FIRST(&conn->pending);
         struct codec_error err; /* the codec sets what it uses */
         codec_status_t cs = CODEC_OK;
         wire_status_t st;
@@ -878,12 +1268,12 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
             if (set->backend_framed) {
                 /* the frame says where it ends; whoever reads it checks
                  * every length as it goes */
-                st = proxy_msg_peek(in, TRUE, &w->reply_limits, &msg, &len,
-                                    &bad);
+                st = req_msg_peek(in, TRUE, &w->reply_limits, &msg, &len,
+                                  &bad);
             } else {
-                st = proxy_msg_scan(in, set->backend_proto,
-                                    backend_conn_scan(conn),
-                                    &w->reply_limits, &msg, &len, &bad);
+                st = req_msg_scan(in, set->backend_proto,
+                                  backend_conn_scan(conn), &w->reply_limits,
+                                  &msg, &len, &bad);
             }
             if (st == WIRE_OK
                 && !backend_reply_in_step(set, req, msg + hdr, len - hdr)) {
@@ -892,27 +1282,28 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                 bad = "reply out of step with the requests";
             }
             if (st == WIRE_OK && req->sink != NULL) {
-                wire_buf_clear(&req->reply);
-                wire_buf_append(&req->reply, msg + hdr, len - hdr);
+                wire_buf_clear(&req->raw);
+                wire_buf_append(&req->raw, msg + hdr, len - hdr);
             }
         } else {
-            st = proxy_msg_peek(in, set->backend_framed, &w->reply_limits,
-                                &buf, &avail, &bad);
+            st = req_msg_peek(in, set->backend_framed, &w->reply_limits, &buf,
+                              &avail, &bad);
             if (st == WIRE_OK) {
-                size_t frame = proxy_req_reply_begin(req);
+                size_t frame = req_reply_begin(req);
 
                 if (set->backend_framed) {
                     len = avail - hdr;
-                    cs = codec_reply(&req->call, set->backend_proto,
-                                     buf + hdr, len, req->backend_seqid,
+                    cs = codec_reply(&req->call, set->backend_proto, buf + hdr,
+                                     len, req->backend_seqid,
                                      req->client_proto, &req->reply, &err,
-                                     &w->reply_limits);
+                                     &w->reply_limits, &w->tally);
+                    metrics_take_tally(w->metrics, &w->tally);
                 } else {
                     st = backend_reply_stream(conn, req, buf, avail, &cs,
                                               &err, &len, &bad);
                 }
                 if (st == WIRE_OK && cs == CODEC_OK) {
-                    proxy_req_reply_end(req, frame);
+                    req_reply_end(req, frame);
                 }
                 len += hdr;
             }
@@ -936,20 +1327,20 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         TAILQ_REMOVE(&conn->pending, req, backend_link);
         conn->npending--;
         METRICS_ADD(conn->server->stats.inflight, -1);
-        conn->last_active = proxy_now();
+        conn->last_active = req_now();
         backend_health_ok(conn->server->health);
         if (!w->replies_held && evbuffer_get_length(in) > len) {
             /* more replies came with this one: one write per client for
              * all of them (a lone reply is written at once) */
-            proxy_replies_hold(w);
+            worker_replies_hold(w);
         }
         evbuffer_drain(in, len);
-        proxy_req_finish(w, req);
+        worker_req_finish(w, req);
     }
     backend_conn_arm(conn);
 out:
     if (w->replies_held) {
-        proxy_replies_release(w);
+        worker_replies_release(w);
     }
 }
 
@@ -972,10 +1363,16 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
             backend_conn_fail(conn, "out of memory", "out of memory", TRUE);
             return;
         }
+        if (conn->sasl_held != NULL) {
+            /* CONNECTED once negotiated; the connect deadline covers the
+             * negotiation too */
+            backend_sasl_start(conn);
+            return;
+        }
         conn->state = BACKEND_CONNECTED;
         METRICS_ADD(conn->server->stats.open, 1);
         conn->server->retry_at = 0;
-        conn->last_active = proxy_now();
+        conn->last_active = req_now();
         g_debug("backend %s: conn %u: connected", conn->server->srv->name,
                 conn->index);
         backend_conn_arm(conn);
@@ -987,7 +1384,7 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
         if (conn->state == BACKEND_CONNECTING) {
             g_snprintf(why, sizeof(why), "connect: %s",
                        evutil_socket_error_to_string(err));
-            backend_connect_failed(conn, why);
+            backend_connect_failed(conn, why, TRUE);
         } else {
             g_snprintf(why, sizeof(why), "%s",
                        evutil_socket_error_to_string(err));
@@ -1007,16 +1404,17 @@ static void
 backend_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
-    const struct proxy_settings *set = backend_settings(conn);
-    struct proxy_req *head = TAILQ_FIRST(&conn->pending);
-    gint64 now = proxy_now();
+    const struct worker_settings *set = backend_settings(conn);
+    struct req *head = TAILQ_FIRST(&conn->pending);
+    gint64 now = req_now();
     char why[BACKEND_MSG_MAX];
 
     conn->timer_at = 0;
     if (conn->state == BACKEND_CONNECTING && now >= conn->connect_deadline) {
-        g_snprintf(why, sizeof(why), "connect timed out after %u ms",
+        g_snprintf(why, sizeof(why), "connect%s timed out after %u ms",
+                   conn->sasl != NULL ? " and SASL negotiation" : "",
                    set->connect_timeout_ms);
-        backend_connect_failed(conn, why);
+        backend_connect_failed(conn, why, TRUE);
         return;
     }
     if (head != NULL && now >= head->deadline) {
@@ -1026,6 +1424,14 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         backend_health_failed(conn->server->health, why);
         backend_conn_fail(conn, why, "connection reset after an earlier "
                           "request timed out", TRUE);
+        return;
+    }
+    if (head == NULL && conn->state == BACKEND_CONNECTED &&
+        conn->sasl != NULL && now >= backend_sasl_stale_at(conn)) {
+        g_debug("backend %s: conn %u: closing: its Kerberos context is "
+                "about to expire",
+                conn->server->srv->name, conn->index);
+        backend_conn_close(conn);
         return;
     }
     if (head == NULL && conn->state == BACKEND_CONNECTED
@@ -1101,7 +1507,7 @@ static void
 backend_health_failed(struct backend_health *h, const char *why)
 {
     struct backend_health_table *t = h->table;
-    gint64 now = proxy_now();
+    gint64 now = req_now();
     gint64 last = __atomic_load_n(&h->last_fail, __ATOMIC_RELAXED);
     gint n;
 
@@ -1127,13 +1533,13 @@ backend_health_failed(struct backend_health *h, const char *why)
                   "and while no server is up requests fail at once",
                   h->name, n, why);
         if (t->bell.fd >= 0) {
-            proxy_bell_ring(&t->bell);
+            bell_ring(&t->bell);
         }
     }
 }
 
 struct backend_health_table *
-backend_health_new(const struct proxy_settings *startup)
+backend_health_new(const struct worker_settings *startup)
 {
     struct backend_health_table *t = g_new0(struct backend_health_table, 1);
 
@@ -1142,13 +1548,19 @@ backend_health_new(const struct proxy_settings *startup)
     t->entries = g_ptr_array_new();
     t->proto = startup->backend_proto;
     t->framed = startup->backend_framed;
+    if (startup->backend_sasl) {
+        t->sasl = sasl_creds_new(startup->sasl_principal,
+                                 startup->sasl_keytab);
+        t->sasl_qop = (sasl_qop_t)startup->backend_sasl_qop;
+        t->sasl_max = startup->max_reply_size;
+    }
     backend_health_use(t, startup);
     return t;
 }
 
 void
 backend_health_use(struct backend_health_table *t,
-                   const struct proxy_settings *set)
+                   const struct worker_settings *set)
 {
     g_mutex_lock(&t->lock);
     for (guint i = 0; i < t->entries->len; i++) {
@@ -1162,6 +1574,9 @@ backend_health_use(struct backend_health_table *t,
 
         memcpy(&h->addr, &set->servers[i].addr, set->servers[i].addrlen);
         h->addrlen = set->servers[i].addrlen;
+        g_atomic_int_set(&h->service, set->servers[i].service);
+        g_strlcpy(h->sasl_server, set->servers[i].sasl_server,
+                  sizeof(h->sasl_server));
         g_atomic_int_set(&h->current, 1);
     }
     t->request_timeout_ms = set->request_timeout_ms;
@@ -1195,6 +1610,9 @@ backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
         bufferevent_free(h->probe);
         h->probe = NULL;
     }
+    g_clear_pointer(&h->probe_sasl, sasl_client_free);
+    g_clear_pointer(&h->probe_in, evbuffer_free);
+    wire_buf_clear(&h->probe_call);
     if (mismatch) {
         if (h->mismatch_ms == 0) {
             h->mismatch_ms = BACKEND_PROBE_MISMATCH_FIRST_MS;
@@ -1224,7 +1642,7 @@ backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
         /* refused or silent now: no sign either way; keep the pace */
         interval = h->mismatch_ms;
     }
-    h->next_probe = proxy_now() + (gint64)interval * 1000;
+    h->next_probe = req_now() + (gint64)interval * 1000;
     g_atomic_int_set(&h->probed, 1);
     if (!ok) {
         g_snprintf(text, sizeof(text), "probe: %s", why);
@@ -1241,7 +1659,7 @@ backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
         down_at = h->down_at;
         g_mutex_unlock(&h->lock);
         g_message("backend %s: up again after %.1f s down", h->name,
-                  (double)(proxy_now() - down_at) / G_USEC_PER_SEC);
+                  (double)(req_now() - down_at) / G_USEC_PER_SEC);
     }
 }
 
@@ -1270,25 +1688,98 @@ backend_probe_misspoken(struct backend_health *h, struct evbuffer *in,
     return TRUE;
 }
 
+/*
+ * The probe's bytes over SASL: negotiation, then the getTableNames call
+ * wrapped, then the reply unwrapped into h->probe_in.  FALSE when the
+ * probe ended or has nothing to parse yet.
+ */
+static gboolean
+backend_probe_sasl(struct backend_health *h, struct bufferevent *bev)
+{
+    struct evbuffer *raw = bufferevent_get_input(bev);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    char why[BACKEND_MSG_MAX];
+
+    if (h->probe_in == NULL) {
+        size_t used = 0;
+        sasl_step_t st = sasl_client_feed(h->probe_sasl,
+                                          evbuffer_pullup(raw, -1),
+                                          evbuffer_get_length(raw), &used, out,
+                                          &error);
+
+        evbuffer_drain(raw, used);
+        if (st == SASL_STEP_FAILED) {
+            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+            backend_probe_finish(h, FALSE, why, FALSE);
+            return FALSE;
+        }
+        if (st == SASL_STEP_CONTINUE) {
+            bufferevent_write(bev, out->data, out->len);
+            return FALSE;
+        }
+        if (!sasl_client_wrap(h->probe_sasl, h->probe_call.data,
+                              h->probe_call.len, out, &error)) {
+            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+            backend_probe_finish(h, FALSE, why, FALSE);
+            return FALSE;
+        }
+        bufferevent_write(bev, out->data, out->len);
+        g_byte_array_set_size(out, 0);
+        h->probe_in = evbuffer_new();
+    }
+    for (;;) {
+        size_t avail = evbuffer_get_length(raw), size = 0, used = 0;
+        uint8_t hdr[4];
+
+        if (avail < 4) {
+            break;
+        }
+        evbuffer_copyout(raw, hdr, 4);
+        if (!sasl_client_frame_size(h->probe_sasl, hdr, &size, &error) ||
+            avail < size) {
+            break;
+        }
+        if (!sasl_client_unwrap(h->probe_sasl,
+                                evbuffer_pullup(raw, (ev_ssize_t)size), size,
+                                &used, out, &error)) {
+            break;
+        }
+        evbuffer_drain(raw, used);
+    }
+    if (error != NULL) {
+        g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+        backend_probe_finish(h, FALSE, why, FALSE);
+        return FALSE;
+    }
+    evbuffer_add(h->probe_in, out->data, out->len);
+    return evbuffer_get_length(h->probe_in) > 0;
+}
+
 static void
 backend_probe_read_cb(struct bufferevent *bev, void *arg)
 {
     struct backend_health *h = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
     const uint8_t *msg = NULL;
     const char *why = NULL;
     size_t len = 0;
     wire_status_t st;
 
-    st = proxy_msg_next(bufferevent_get_input(bev), h->table->proto,
-                        h->table->framed, &wire_default_limits, &msg, &len,
-                        &why);
+    if (h->probe_sasl != NULL) {
+        if (!backend_probe_sasl(h, bev)) {
+            return;
+        }
+        in = h->probe_in;
+    }
+    st = req_msg_next(in, h->table->proto, h->table->framed,
+                      &wire_default_limits, &msg, &len, &why);
     if (st == WIRE_OK) {
         backend_probe_finish(h, TRUE, NULL, FALSE);
     } else if (st == WIRE_ERROR) {
         char text[128];
 
-        if (backend_probe_misspoken(h, bufferevent_get_input(bev), text,
-                                    sizeof(text))) {
+        if (backend_probe_misspoken(h, in, text, sizeof(text))) {
             backend_probe_finish(h, FALSE, text + strlen("probe: "), TRUE);
         } else {
             backend_probe_finish(h, FALSE, why != NULL ? why : "bad reply",
@@ -1309,6 +1800,13 @@ backend_probe_event_cb(struct bufferevent *bev, short what, void *arg)
     }
     if (what & BEV_EVENT_TIMEOUT) {
         backend_probe_finish(h, FALSE, "no reply in time", FALSE);
+    } else if ((what & BEV_EVENT_EOF) && h->probe_sasl != NULL &&
+               h->probe_in == NULL) {
+        backend_probe_finish(h, FALSE,
+                             "SASL: the server closed the "
+                             "connection during the negotiation (does it "
+                             "run with hbase.thrift.security.qop?)",
+                             FALSE);
     } else if (what & BEV_EVENT_EOF) {
         /* the request went out and the server hung up without a byte:
          * what HBase does with a message in another protocol or framing
@@ -1336,8 +1834,19 @@ backend_probe_event_cb(struct bufferevent *bev, short what, void *arg)
     }
 }
 
-/* Connects to h and sends getTableNames: cheap for HBase, and a reply
- * proves the server speaks Thrift, not just that a port is open. */
+/* The call a probe of h sends: one without arguments, cheap for HBase,
+ * in the service h speaks (Thrift2 has no getTableNames). */
+static const char *
+backend_probe_method(struct backend_health *h)
+{
+    return g_atomic_int_get(&h->service) == HBASE1_SERVICE_THRIFT2
+               ? "getThriftServerType"
+               : "getTableNames";
+}
+
+/* Connects to h and sends getTableNames (Thrift2: getThriftServerType):
+ * a reply proves the server speaks Thrift, not just that a port is
+ * open. */
 static void
 backend_probe_start(struct backend_health_table *t, struct backend_health *h)
 {
@@ -1372,15 +1881,37 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
     }
     wire_writer_init(&wr, t->proto, &buf);
     t->seqid = t->seqid == G_MAXINT32 ? 1 : t->seqid + 1;
-    wire_write_msg_begin(&wr, (const uint8_t *)"getTableNames", 13,
-                         WIRE_CALL, t->seqid);
+    wire_write_msg_begin(&wr, (const uint8_t *)backend_probe_method(h),
+                         strlen(backend_probe_method(h)), WIRE_CALL, t->seqid);
     wire_write_struct_begin(&wr);
     wire_write_struct_end(&wr);
     if (t->framed) {
         wire_frame_end(&buf, off);
     }
-    bufferevent_write(h->probe, buf.data, buf.len);
-    wire_buf_free(&buf);
+    if (t->sasl != NULL) {
+        g_autoptr(GByteArray) out = g_byte_array_new();
+        g_autoptr(GError) error = NULL;
+        char why[BACKEND_MSG_MAX];
+
+        /* the call waits for the negotiation */
+        wire_buf_clear(&h->probe_call);
+        wire_buf_append(&h->probe_call, buf.data, buf.len);
+        wire_buf_free(&buf);
+        g_mutex_lock(&t->lock);
+        h->probe_sasl = sasl_client_new(t->sasl, h->sasl_server, t->sasl_qop,
+                                        t->sasl_max);
+        g_mutex_unlock(&t->lock);
+        if (sasl_client_start(h->probe_sasl, out, &error) ==
+            SASL_STEP_FAILED) {
+            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+            backend_probe_finish(h, FALSE, why, FALSE);
+            return;
+        }
+        bufferevent_write(h->probe, out->data, out->len);
+    } else {
+        bufferevent_write(h->probe, buf.data, buf.len);
+        wire_buf_free(&buf);
+    }
     h->probe_connected = FALSE;
     if (bufferevent_socket_connect(h->probe, (struct sockaddr *)&addr,
                                    (int)addrlen) < 0) {
@@ -1395,7 +1926,7 @@ static void
 backend_health_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_health_table *t = arg;
-    gint64 now = proxy_now();
+    gint64 now = req_now();
     GPtrArray *due = g_ptr_array_new();
 
     g_mutex_lock(&t->lock);
@@ -1428,12 +1959,65 @@ backend_health_bell_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_health_table *t = arg;
 
-    proxy_bell_answer(&t->bell);
+    bell_answer(&t->bell);
     if (g_atomic_int_get(&t->stop_asked)) {
         event_base_loopbreak(t->base);
         return;
     }
     backend_health_tick_cb(-1, 0, t);
+}
+
+/*
+ * Gets the process a new Kerberos ticket (probe thread, or the main
+ * thread before any worker runs).  A failure is logged when its reason
+ * is new; connections keep using the current ticket while it lasts, and
+ * fail with the reason once none is left.
+ */
+static void
+backend_sasl_renew(struct backend_health_table *t)
+{
+    g_autoptr(GError) error = NULL;
+    gint64 now, exp, next;
+    const char *who = sasl_creds_principal(t->sasl);
+
+    if (!sasl_creds_renew(t->sasl, &error)) {
+        if (strcmp(t->sasl_error, error->message) != 0) {
+            g_strlcpy(t->sasl_error, error->message, sizeof(t->sasl_error));
+            g_warning("SASL: %s", error->message);
+        }
+        return;
+    }
+    now = g_get_real_time();
+    exp = sasl_creds_expiry(t->sasl);
+    next = sasl_creds_renew_at(t->sasl);
+    if (t->sasl_error[0] != '\0') {
+        g_message("SASL: got a Kerberos ticket for %s again", who);
+        t->sasl_error[0] = '\0';
+    }
+    g_message("SASL: Kerberos ticket for %s valid for %" G_GINT64_FORMAT
+              " s more, renewed in %" G_GINT64_FORMAT " s",
+              who, (exp - now) / G_USEC_PER_SEC,
+              (next - now) / G_USEC_PER_SEC);
+}
+
+/* Arms the renewal for when the credentials ask for it. */
+static void
+backend_sasl_renew_arm(struct backend_health_table *t)
+{
+    gint64 delta = MAX(sasl_creds_renew_at(t->sasl) - g_get_real_time(), 0);
+    struct timeval tv = { (time_t)(delta / G_USEC_PER_SEC),
+                          (suseconds_t)(delta % G_USEC_PER_SEC) };
+
+    evtimer_add(t->renew, &tv);
+}
+
+static void
+backend_sasl_renew_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct backend_health_table *t = arg;
+
+    backend_sasl_renew(t);
+    backend_sasl_renew_arm(t);
 }
 
 static void *
@@ -1454,27 +2038,39 @@ backend_health_start(struct backend_health_table *t, GError **error)
 
     t->base = event_base_new();
     if (t->base == NULL) {
-        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+        g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
                     "health: event_base_new failed");
         return FALSE;
     }
     t->tick = event_new(t->base, -1, EV_PERSIST, backend_health_tick_cb, t);
-    if (t->tick == NULL
-        || !proxy_bell_init(&t->bell, t->base, backend_health_bell_cb, t)) {
-        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+    if (t->tick == NULL ||
+        !bell_init(&t->bell, t->base, backend_health_bell_cb, t)) {
+        g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
                     "health: cannot make its events: %s", g_strerror(errno));
         return FALSE;
     }
     event_add(t->tick, &every);
+    if (t->sasl != NULL) {
+        /* the first ticket before any connection wants it; a failure is
+         * logged and retried, and requests fail with its reason */
+        t->renew = evtimer_new(t->base, backend_sasl_renew_cb, t);
+        if (t->renew == NULL) {
+            g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
+                        "health: cannot make the renewal timer");
+            return FALSE;
+        }
+        backend_sasl_renew(t);
+        backend_sasl_renew_arm(t);
+    }
     /* the first round right away, so /healthz is soon meaningful */
-    proxy_bell_ring(&t->bell);
+    bell_ring(&t->bell);
     /* signals stay with the main thread */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     rc = pthread_create(&t->thread, NULL, backend_health_main, t);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+        g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
                     "cannot start the health thread: %s", g_strerror(rc));
         return FALSE;
     }
@@ -1489,7 +2085,7 @@ backend_health_stop(struct backend_health_table *t)
         return;
     }
     g_atomic_int_set(&t->stop_asked, 1);
-    proxy_bell_ring(&t->bell);
+    bell_ring(&t->bell);
     pthread_join(t->thread, NULL);
     t->running = FALSE;
 }
@@ -1507,6 +2103,11 @@ backend_health_free(struct backend_health_table *t)
         if (h->probe != NULL) {
             bufferevent_free(h->probe);
         }
+        sasl_client_free(h->probe_sasl);
+        if (h->probe_in != NULL) {
+            evbuffer_free(h->probe_in);
+        }
+        wire_buf_free(&h->probe_call);
         g_mutex_clear(&h->lock);
         g_free(h);
     }
@@ -1514,7 +2115,11 @@ backend_health_free(struct backend_health_table *t)
     if (t->tick != NULL) {
         event_free(t->tick);
     }
-    proxy_bell_free(&t->bell);
+    if (t->renew != NULL) {
+        event_free(t->renew);
+    }
+    sasl_creds_free(t->sasl);
+    bell_free(&t->bell);
     if (t->base != NULL) {
         event_base_free(t->base);
     }

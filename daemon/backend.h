@@ -8,7 +8,14 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "proxy.h"
+#include "worker.h"
+
+#define BACKEND_ERROR backend_error_quark()
+GQuark backend_error_quark(void);
+
+typedef enum {
+    BACKEND_ERROR_LIBEVENT, /* libevent refused to set something up */
+} backend_error_t;
 
 /* Where a backend connection is in its life. */
 enum backend_state {
@@ -19,6 +26,7 @@ enum backend_state {
 
 struct backend_server;
 struct backend_health;
+struct sasl_client;
 struct backend_health_table;
 
 /* A server's counters on one worker's pool, for /metrics: written by the
@@ -36,12 +44,12 @@ struct backend_conn {
     struct backend_server *server;  /* owner */
     unsigned index;                 /* in server->conns, for logs */
     struct bufferevent *bev;        /* NULL when IDLE; connects, writes */
-    struct event *rev;              /* reads once connected (proxy_read) */
+    struct event *rev;              /* reads once connected (req_read) */
     struct evbuffer *in;            /* replies read, not yet taken */
     struct event *timer;            /* connect, request and idle deadlines */
     gint64 timer_at;                /* when timer fires; 0: not armed */
     enum backend_state state;
-    struct proxy_req_queue pending; /* sent, unanswered, oldest first */
+    struct req_queue pending;       /* sent, unanswered, oldest first */
     unsigned npending;              /* length of pending */
     gint64 connect_deadline;        /* monotonic us, while CONNECTING */
     struct wire_buf cork;           /* requests held back (more follow) */
@@ -51,28 +59,36 @@ struct backend_conn {
     TAILQ_ENTRY(backend_conn) cork_link; /* in worker->corked */
     unsigned corked:1;              /* on worker->corked */
     gint64 last_active;             /* monotonic us of the last reply/send */
+    /* with [backend] sasl = gssapi only (all NULL without): */
+    struct sasl_client *sasl;   /* the security context, from the TCP
+                                       connect on; the connection stays
+                                       CONNECTING until it is negotiated */
+    struct evbuffer *sasl_raw;  /* bytes read, not yet unwrapped into
+                                       in */
+    struct evbuffer *sasl_held; /* messages submitted before the
+                                       negotiation ended, in queue order */
 };
 
 /* One backend server as one worker sees it. */
 struct backend_server {
     struct backend_pool *pool;      /* owner */
-    const struct proxy_server *srv; /* name and address */
+    const struct worker_server *srv; /* name and address */
     struct backend_conn *conns;     /* pool_size connections */
     struct backend_health *health;  /* shared by every worker's pools */
     gint64 retry_at;                /* monotonic us: no connect before this */
-    char last_error[160];           /* why the last connect failed */
+    char last_error[384];           /* why the last connect failed */
     struct backend_stats stats;
 };
 
 /* A worker's connections to every backend server. */
 struct backend_pool {
-    struct proxy_worker *worker;    /* owner */
+    struct worker *worker; /* owner */
     unsigned nservers;
     struct backend_server *servers;
     unsigned next_server;           /* round robin start */
-    const struct proxy_settings *set; /* servers and pool_size (of the
+    const struct worker_settings *set; /* servers and pool_size (of the
                                        generation that made the pool) */
-    struct proxy_gen *gen;          /* that generation (pool counts as one
+    struct worker_gen *gen;            /* that generation (pool counts as one
                                        of its uses) */
     struct backend_pool *older;     /* pool this one replaced on reload */
     gboolean retired;               /* replaced: serve what still comes
@@ -81,8 +97,8 @@ struct backend_pool {
     unsigned scanners;              /* open scanners pinned to it */
 };
 
-struct backend_pool *backend_pool_new(struct proxy_worker *w,
-                                      struct proxy_gen *gen);
+struct backend_pool *backend_pool_new(struct worker *w,
+                                      struct worker_gen *gen);
 
 /* A retired pool nothing uses any more: no connection open or opening,
  * no scanner pinned to it.  It may be freed. */
@@ -106,9 +122,9 @@ void backend_pool_free(struct backend_pool *pool);
  * order (it answers one call per connection at a time).  The caller
  * checks backend_conn_takes(after) first.
  */
-void backend_submit(struct backend_pool *pool, struct proxy_req *req,
-                    struct backend_conn *after, const uint8_t *msg,
-                    size_t len, gboolean more);
+void backend_submit(struct backend_pool *pool, struct req *req,
+                    struct backend_conn *after, const uint8_t *msg, size_t len,
+                    gboolean more);
 
 /*
  * backend_submit with more set holds a message back when its connection
@@ -116,7 +132,7 @@ void backend_submit(struct backend_pool *pool, struct proxy_req *req,
  * write; this writes what every connection of w holds.  The caller that
  * said more calls it before returning to the loop.
  */
-void backend_uncork(struct proxy_worker *w);
+void backend_uncork(struct worker *w);
 
 /* Whether conn may take one more request of pool now: it belongs to
  * pool (not one a reload retired), is open or opening, and its server
@@ -127,9 +143,10 @@ gboolean backend_conn_takes(const struct backend_pool *pool,
 /* Requests still waiting on this pool's connections. */
 unsigned backend_pool_pending(const struct backend_pool *pool);
 
-/* A server for a new scanner: the next UP one in round robin, or any
- * when none is (the scanner's first request then fails fast). */
-int backend_pool_pick_server(struct backend_pool *pool);
+/* A server of service (hbase1_service_id_t) for a new scanner: the next
+ * UP one in round robin, or any when none is (the scanner's first
+ * request then fails fast). */
+int backend_pool_pick_server(struct backend_pool *pool, uint8_t service);
 
 /*
  * Health of every backend server, process-wide and keyed by name, so
@@ -138,12 +155,12 @@ int backend_pool_pick_server(struct backend_pool *pool);
  * probes it (getTableNames) and marks it UP again.  See backend.c.
  */
 struct backend_health_table *
-backend_health_new(const struct proxy_settings *startup);
+backend_health_new(const struct worker_settings *startup);
 /* The servers of set are the current ones (probed every few seconds,
  * shown on /metrics and /healthz).  Main thread, before any pool of set
  * is made. */
 void backend_health_use(struct backend_health_table *t,
-                        const struct proxy_settings *set);
+                        const struct worker_settings *set);
 /* Starts and stops the probe thread. */
 gboolean backend_health_start(struct backend_health_table *t,
                               GError **error) G_GNUC_WARN_UNUSED_RESULT;

@@ -122,22 +122,21 @@ client_apply_limits(struct client *c)
 }
 
 void
-client_accept(struct proxy_worker *w, evutil_socket_t fd,
-              const struct sockaddr *sa, int salen)
+client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
+              int salen, const struct hbase1_service *svc)
 {
-    struct proxy *p = w->proxy;
-    const struct proxy_settings *set = &w->gen->set;
+    const struct worker_settings *set = &w->gen->set;
     struct client *c;
     char peer[64];
     int one = 1;
     gint n;
 
     client_peer_name(sa, peer, sizeof(peer));
-    n = g_atomic_int_add(&p->nconns, 1) + 1;
+    n = g_atomic_int_add(w->nconns, 1) + 1;
     if (w->stopping
         || (set->max_connections != 0
             && (unsigned)n > set->max_connections)) {
-        g_atomic_int_add(&p->nconns, -1);
+        g_atomic_int_add(w->nconns, -1);
         METRICS_ADD(w->metrics->refused, 1);
         g_warning("client %s: refused: %s", peer,
                   w->stopping ? "shutting down"
@@ -150,6 +149,7 @@ client_accept(struct proxy_worker *w, evutil_socket_t fd,
 
     c = g_new0(struct client, 1);
     c->worker = w;
+    c->svc = svc;
     c->state = CLIENT_DETECT;
     TAILQ_INIT(&c->reqs);
     wire_buf_init(&c->park);
@@ -159,7 +159,7 @@ client_accept(struct proxy_worker *w, evutil_socket_t fd,
     if (c->bev == NULL) {
         g_warning("client %s: refused: bufferevent_socket_new failed", peer);
         evutil_closesocket(fd);
-        g_atomic_int_add(&p->nconns, -1);
+        g_atomic_int_add(w->nconns, -1);
         g_free(c);
         return;
     }
@@ -174,7 +174,7 @@ client_accept(struct proxy_worker *w, evutil_socket_t fd,
             evbuffer_free(c->in);
         }
         bufferevent_free(c->bev);
-        g_atomic_int_add(&p->nconns, -1);
+        g_atomic_int_add(w->nconns, -1);
         g_free(c);
         return;
     }
@@ -194,20 +194,20 @@ client_accept(struct proxy_worker *w, evutil_socket_t fd,
 void
 client_close(struct client *c)
 {
-    struct proxy_worker *w = c->worker;
-    struct proxy_req *req;
+    struct worker *w = c->worker;
+    struct req *req;
 
     while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
         TAILQ_REMOVE(&c->reqs, req, client_link);
         if (req == c->parked) {
             /* never sent on: nobody else knows it */
-            proxy_req_put(w, req);
+            worker_req_put(w, req);
         } else if (!req->done) {
             /* a backend or the scan engine still holds it: it drops the
              * reply and frees it */
             req->client = NULL;
         } else {
-            proxy_req_put(w, req);
+            worker_req_put(w, req);
         }
     }
     c->nreqs = 0;
@@ -216,7 +216,7 @@ client_close(struct client *c)
     }
     TAILQ_REMOVE(&w->clients, c, link);
     w->nclients--;
-    g_atomic_int_add(&w->proxy->nconns, -1);
+    g_atomic_int_add(w->nconns, -1);
     if (c->partial_timer != NULL) {
         event_free(c->partial_timer);
     }
@@ -243,9 +243,9 @@ client_close_why(struct client *c, const char *why)
 void
 client_flush(struct client *c)
 {
-    struct proxy_req *done[CLIENT_FLUSH_BATCH];
+    struct req *done[CLIENT_FLUSH_BATCH];
     struct iovec iov[CLIENT_FLUSH_BATCH];
-    struct proxy_req *req;
+    struct req *req;
     int n;
 
     do {
@@ -260,7 +260,7 @@ client_flush(struct client *c)
             n++;
         }
         /* replies already in order: one call, queued only if it falls short */
-        proxy_write(c->bev, iov, n);
+        req_write(c->bev, iov, n);
         for (int i = 0; i < n; i++) {
             req = done[i];
             if (req->reply.len > 0) {
@@ -268,22 +268,34 @@ client_flush(struct client *c)
 
                 c->reply_max = MAX(c->reply_max, req->reply.len);
                 METRICS_ADD(c->worker->metrics->bytes_out, req->reply.len);
-                metrics_request_done(c->worker->metrics, req->call.method,
-                                     proxy_now() - req->started,
-                                     req->reply.len > hdr
-                                     && metrics_reply_is_error(
-                                            req->client_proto,
-                                            req->reply.data + hdr,
-                                            req->reply.len - hdr));
+                metrics_request_done(
+                    c->worker->metrics, req->call.method,
+                    req_now() - req->started,
+                    req->reply.len > hdr &&
+                        metrics_reply_is_error(req->client_proto,
+                                               req->reply.data + hdr,
+                                               req->reply.len - hdr));
             }
-            proxy_req_put(c->worker, req);
+            worker_req_put(c->worker, req);
         }
     } while (n == CLIENT_FLUSH_BATCH);
     client_update_reading(c);
 }
 
 void
-client_answered(struct client *c, struct proxy_req *req)
+client_flush_held(struct worker *w)
+{
+    struct client *c;
+
+    while ((c = TAILQ_FIRST(&w->held)) != NULL) {
+        TAILQ_REMOVE(&w->held, c, held_link);
+        c->held = 0;
+        client_flush(c);
+    }
+}
+
+void
+client_answered(struct client *c, struct req *req)
 {
     req->done = 1;
     c->busy--;
@@ -317,13 +329,12 @@ client_drain(struct client *c)
  * answer for a row it cannot hold): answer it in its turn, keep the
  * client. */
 static void
-client_reject(struct client *c, struct proxy_req *req,
-              const struct codec_error *err)
+client_reject(struct client *c, struct req *req, const struct codec_error *err)
 {
-    size_t frame = proxy_req_reply_begin(req);
+    size_t frame = req_reply_begin(req);
 
     codec_write_error(&req->call, req->client_proto, err, &req->reply);
-    proxy_req_reply_end(req, frame);
+    req_reply_end(req, frame);
     req->done = 1;
     g_debug("client %s: rejected %.*s: %s", c->peer,
             (int)req->call.name_len, req->call.name, err->message);
@@ -356,7 +367,7 @@ client_may_send(const struct client *c, gboolean scan)
  * sent it for the scan engine, else the framed backend message.  Either
  * may answer req at once. */
 static void
-client_send(struct client *c, struct proxy_req *req, gboolean scan,
+client_send(struct client *c, struct req *req, gboolean scan,
             const uint8_t *msg, size_t len, gboolean more)
 {
     struct backend_conn *after = c->busy > 0 ? c->last_sent->conn : NULL;
@@ -373,7 +384,7 @@ client_send(struct client *c, struct proxy_req *req, gboolean scan,
 /* req must wait for the calls before it: keep its message, read no more
  * until it is sent on (client_unpark). */
 static void
-client_park(struct client *c, struct proxy_req *req, gboolean scan,
+client_park(struct client *c, struct req *req, gboolean scan,
             const uint8_t *msg, size_t len)
 {
     wire_buf_clear(&c->park);
@@ -386,7 +397,7 @@ client_park(struct client *c, struct proxy_req *req, gboolean scan,
 static gboolean
 client_unpark(struct client *c)
 {
-    struct proxy_req *req = c->parked;
+    struct req *req = c->parked;
 
     if (!client_may_send(c, c->parked_scan)) {
         return FALSE;
@@ -410,24 +421,23 @@ client_unpark(struct client *c)
  * however the client cuts it.  Answers as codec_request_stream.
  */
 static codec_status_t
-client_request_stream(struct client *c, struct proxy_req *req,
-                      const uint8_t *buf, size_t avail,
-                      struct codec_error *err, size_t *len)
+client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
+                      size_t avail, struct codec_error *err, size_t *len)
 {
-    struct proxy_worker *w = c->worker;
-    const struct proxy_settings *set = &w->proxy->set;
+    struct worker *w = c->worker;
+    const struct worker_settings *set = w->startup;
     const struct config *cfg = w->gen->cfg;
     size_t mark = w->scratch.len;
     const char *why = NULL;
+    codec_status_t cs;
     wire_status_t st;
 
     if (c->scan == NULL || !wire_scan_started(c->scan)) {
-        codec_status_t cs;
-
-        cs = codec_request_stream(cfg, c->proto, buf, avail,
-                                  set->backend_proto, req->backend_seqid,
-                                  &w->scratch, &req->call, err,
-                                  &w->client_limits, len);
+        cs = codec_request_stream_svc(cfg, c->svc, c->proto, buf, avail,
+                                      set->backend_proto, req->backend_seqid,
+                                      &w->scratch, &req->call, err,
+                                      &w->client_limits, len, &w->tally);
+        metrics_take_tally(w->metrics, &w->tally);
         if (cs != CODEC_AGAIN) {
             return cs;
         }
@@ -447,9 +457,11 @@ client_request_stream(struct client *c, struct proxy_req *req,
         return CODEC_CLOSE;
     }
     w->scratch.len = mark;
-    return codec_request(cfg, c->proto, buf, *len, set->backend_proto,
-                         req->backend_seqid, &w->scratch, &req->call, err,
-                         &w->client_limits);
+    cs = codec_request_svc(cfg, c->svc, c->proto, buf, *len,
+                           set->backend_proto, req->backend_seqid, &w->scratch,
+                           &req->call, err, &w->client_limits, &w->tally);
+    metrics_take_tally(w->metrics, &w->tally);
+    return cs;
 }
 
 /* What client_request did with the bytes at the front of the input. */
@@ -468,9 +480,9 @@ static client_took_t
 client_request(struct client *c, const uint8_t *buf, size_t avail,
                size_t *used)
 {
-    struct proxy_worker *w = c->worker;
-    const struct proxy_settings *set = &w->proxy->set;
-    struct proxy_req *req = proxy_req_get(w);
+    struct worker *w = c->worker;
+    const struct worker_settings *set = w->startup;
+    struct req *req = worker_req_get(w);
     const struct config *cfg = w->gen->cfg;
     struct codec_error err; /* the codec sets what it uses */
     struct wire_buf *out = &w->scratch;
@@ -481,7 +493,7 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     req->client = c;
     req->client_proto = c->proto;
     req->client_framed = c->framed ? 1 : 0;
-    req->backend_seqid = proxy_next_seqid(w);
+    req->backend_seqid = worker_next_seqid(w);
 
     wire_buf_clear(out);
     if (set->backend_framed) {
@@ -489,9 +501,10 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     }
     if (c->framed) {
         len = avail - hdr;
-        st = codec_request(cfg, c->proto, buf + hdr, len, set->backend_proto,
-                           req->backend_seqid, out, &req->call, &err,
-                           &w->client_limits);
+        st = codec_request_svc(cfg, c->svc, c->proto, buf + hdr, len,
+                               set->backend_proto, req->backend_seqid, out,
+                               &req->call, &err, &w->client_limits, &w->tally);
+        metrics_take_tally(w->metrics, &w->tally);
         if (st == CODEC_REJECT) {
             const char *why = NULL;
             size_t n;
@@ -500,7 +513,7 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
              * is not trusted any more, as HBase's server would not */
             if (wire_message_scan(c->proto, TRUE, buf, avail,
                                   &w->client_limits, &n, &why) != WIRE_OK) {
-                proxy_req_put(w, req);
+                worker_req_put(w, req);
                 client_close_why(c, why != NULL ? why : "malformed message");
                 return CLIENT_CLOSED;
             }
@@ -509,7 +522,7 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
         st = client_request_stream(c, req, buf, avail, &err, &len);
     }
     if (st == CODEC_AGAIN) {
-        proxy_req_put(w, req);
+        worker_req_put(w, req);
         if (avail >= w->client_limits.max_message) {
             client_close_why(c, "message larger than max_frame_size");
             return CLIENT_CLOSED;
@@ -517,13 +530,13 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
         return CLIENT_WAIT;
     }
     if (st == CODEC_CLOSE) {
-        proxy_req_put(w, req);
+        worker_req_put(w, req);
         client_close_why(c, err.message != NULL ? err.message
                                                 : "malformed request");
         return CLIENT_CLOSED;
     }
     *used = hdr + len;
-    req->started = proxy_now();
+    req->started = req_now();
     METRICS_ADD(w->metrics->bytes_in, len);
     TAILQ_INSERT_TAIL(&c->reqs, req, client_link);
     c->nreqs++;
@@ -619,7 +632,7 @@ client_partial_check(struct client *c, gboolean partial, gboolean fresh)
         }
         return TRUE;
     }
-    now = proxy_now();
+    now = req_now();
     if (c->partial_since == 0 || fresh) {
         struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
@@ -662,8 +675,8 @@ client_process(struct client *c)
         size_t avail = 0, used = 0;
         wire_status_t st;
 
-        st = proxy_msg_peek(in, c->framed, &c->worker->client_limits, &buf,
-                            &avail, &why);
+        st = req_msg_peek(in, c->framed, &c->worker->client_limits, &buf,
+                          &avail, &why);
         if (st == WIRE_AGAIN) {
             partial = TRUE;
             break;
@@ -698,7 +711,7 @@ static void
 client_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
-    struct proxy_worker *w = c->worker;
+    struct worker *w = c->worker;
     size_t have = evbuffer_get_length(c->in);
 
     if (what & EV_TIMEOUT) {
@@ -710,7 +723,7 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (c->reading && have < c->in_max) {
-        ssize_t n = proxy_read(c->worker, fd, c->in, c->in_max - have);
+        ssize_t n = req_read(c->worker->rbuf, fd, c->in, c->in_max - have);
 
         if (n == 0) {
             /* clients do not half-close while waiting; answers are moot */

@@ -8,7 +8,9 @@
 #include <event2/bufferevent.h>
 #include <event2/util.h>
 
-#include "proxy.h"
+#include "worker.h"
+
+struct hbase1_service;
 
 /* Where a client connection is in its life. */
 enum client_state {
@@ -22,22 +24,24 @@ struct client {
     TAILQ_ENTRY(client) link;       /* in worker->clients */
     TAILQ_ENTRY(client) held_link;  /* in worker->held while held */
     unsigned held:1;                /* replies done, write at release */
-    struct proxy_worker *worker;    /* owner thread */
+    struct worker *worker;          /* owner thread */
+    const struct hbase1_service *svc; /* what its listener serves: Thrift1
+                                       or Thrift2 (hbase1.h) */
     struct bufferevent *bev;        /* the socket; writes and their
                                        errors only */
-    struct event *rev;              /* reads: proxy_read, no FIONREAD */
+    struct event *rev;              /* reads: req_read, no FIONREAD */
     struct evbuffer *in;            /* bytes read, not yet taken */
     size_t in_max;                  /* read no more while in holds this */
     enum client_state state;
     wire_proto_t proto;             /* detected on the first bytes */
     gboolean framed;                /* detected on the first bytes */
-    struct proxy_req_queue reqs;    /* requests in arrival order */
+    struct req_queue reqs;          /* requests in arrival order */
     unsigned nreqs;                 /* length of reqs */
     unsigned busy;                  /* of which sent on (to a backend or
                                        the scan engine), unanswered */
-    struct proxy_req *last_sent;    /* the newest of those; valid while
+    struct req *last_sent;          /* the newest of those; valid while
                                        busy > 0 */
-    struct proxy_req *parked;       /* read, waits for busy == 0 before it
+    struct req *parked;             /* read, waits for busy == 0 before it
                                        is sent on; nothing more is read
                                        meanwhile */
     unsigned parked_scan:1;         /* parked is a scanner call */
@@ -59,16 +63,21 @@ struct client {
 };
 
 /* Takes over an accepted socket. */
-void client_accept(struct proxy_worker *w, evutil_socket_t fd,
-                   const struct sockaddr *sa, int salen);
+void client_accept(struct worker *w, evutil_socket_t fd,
+                   const struct sockaddr *sa, int salen,
+                   const struct hbase1_service *svc);
 
 /* A request of c that was sent on was answered (req->reply is ready):
- * write every finished head reply (at proxy_replies_release while
+ * write every finished head reply (at worker_replies_release while
  * replies are held), and send on what waited for it. */
-void client_answered(struct client *c, struct proxy_req *req);
+void client_answered(struct client *c, struct req *req);
 
 /* Writes every finished reply at the head of c's queue. */
 void client_flush(struct client *c);
+
+/* worker_replies_release: writes the replies of every client of w held
+ * since worker_replies_hold. */
+void client_flush_held(struct worker *w);
 
 /* Sizes c's input buffer bound to its worker's current max_frame_size
  * (at accept, and again when a reload changes it). */

@@ -5,24 +5,110 @@
 #include <string.h>
 
 #include "config.h"
+#include "filterpb.h"
 #include "hbase1.h"
-#include "metrics.h"
+#include "legacy.h"
 #include "salt.h"
+#include "scanfilter.h"
 
 /*
  * One pass over each message: fields the method table names are decoded
  * and rewritten, everything else is copied as bytes (or transcoded when
- * the two sides speak different protocols).  Nothing is allocated here;
- * salted keys are written as two parts (prefix, logical key) straight
- * into the output buffer.
+ * the two sides speak different protocols).  Nothing is allocated here
+ * but a caller's tally growing (and a Thrift2 get's filter,
+ * codec_filter_row); salted keys are written as two parts
+ * (prefix, logical key) straight into the output buffer.  The codec
+ * counts nothing: it reports the buckets it touched in the caller's
+ * tally, and the engine that called it counts them.
  */
 
-static uint64_t codec_unsalted;
+/* ---- tallies ------------------------------------------------------------ */
 
-guint64
-codec_unsalted_rows(void)
+void
+codec_tally_init(struct codec_tally *t)
 {
-    return __atomic_load_n(&codec_unsalted, __ATOMIC_RELAXED);
+    memset(t, 0, sizeof(*t));
+}
+
+void
+codec_tally_clear(struct codec_tally *t)
+{
+    t->n = 0;
+    t->unsalted = 0;
+}
+
+void
+codec_tally_free(struct codec_tally *t)
+{
+    g_free(t->v);
+    codec_tally_init(t);
+}
+
+/* One more row key (requests) or row (rows) of bucket. */
+static void
+codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
+                uint32_t bucket, uint32_t requests, uint32_t rows)
+{
+    struct codec_bucket_count *e;
+
+    if (t == NULL) {
+        return;
+    }
+    if (t->n > 0) {
+        e = &t->v[t->n - 1];
+        if (e->salt == salt && e->bucket == bucket) {
+            e->requests += requests;
+            e->rows += rows;
+            return;
+        }
+    }
+    if (t->n == t->cap) {
+        t->cap = t->cap == 0 ? 16 : t->cap * 2;
+        t->v = g_renew(struct codec_bucket_count, t->v, t->cap);
+    }
+    e = &t->v[t->n++];
+    e->salt = salt;
+    e->bucket = bucket;
+    e->requests = requests;
+    e->rows = rows;
+}
+
+/* Where a tally stood before a walk, to take the walk back. */
+struct codec_tally_mark {
+    uint32_t n;
+    uint32_t last_requests, last_rows; /* of entry n - 1 */
+    guint64 unsalted;
+};
+
+static void
+codec_tally_mark(const struct codec_tally *t, struct codec_tally_mark *m)
+{
+    memset(m, 0, sizeof(*m));
+    if (t == NULL) {
+        return;
+    }
+    m->n = t->n;
+    m->unsalted = t->unsalted;
+    if (t->n > 0) {
+        m->last_requests = t->v[t->n - 1].requests;
+        m->last_rows = t->v[t->n - 1].rows;
+    }
+}
+
+/* Takes back what walks appended since m: a refused message, or one the
+ * stream has not all of, counts nothing. */
+static void
+codec_tally_rewind(struct codec_tally *t, const struct codec_tally_mark *m)
+{
+    if (t == NULL) {
+        return;
+    }
+    t->n = m->n;
+    t->unsalted = m->unsalted;
+    if (t->n > 0) {
+        t->v[t->n - 1].requests = m->last_requests;
+        t->v[t->n - 1].rows = m->last_rows;
+    }
 }
 
 /* State of one rewrite. */
@@ -32,17 +118,22 @@ struct codec_ctx {
     struct wire_writer w;
     struct codec_error *err;
     gboolean reply;                 /* walking a reply (unsalting) */
-    gint64 tally;                   /* added to per-bucket counters: 1, or
-                                       -1 to take back a partial walk */
+    struct codec_tally *tally;      /* what the walk did, or NULL */
     gboolean passthrough;           /* table not salted: copy rows, only
                                        check the fields routing reads */
     const struct salt_table *unstorable; /* table of the first row too
                                        long for it once salted, or one
                                        its mapping cannot hold, or NULL */
     uint32_t unstorable_len;        /* that row's logical length */
+    gboolean unstorable_clash;      /* that row is a legacy key that reads
+                                       as a new key's salted row */
     gboolean unstorable_text;       /* it is no UTF-8 (bigtable-sample) */
     gboolean too_long;              /* a row longer than HBase stores at
                                        all went on unsalted */
+    const uint8_t *filter_row;      /* the row a FILTER_ROW field of the
+                                       struct being walked applies to */
+    uint32_t filter_row_len;
+    gboolean has_filter_row;
 };
 
 static gboolean
@@ -75,6 +166,23 @@ codec_unstorable(const struct salt_table *salt, const uint8_t *key,
             (len > 0 && !salt_key_valid(salt, key, len)));
 }
 
+/* A key the table cannot store: a new key too long once salted, or a
+ * legacy key that clashes with a new key's row (legacy.h).  Legacy keys
+ * are stored as they are, up to HBase's own limit. */
+static gboolean
+codec_key_unstorable(const struct salt_table *salt, const uint8_t *key,
+                     uint32_t len)
+{
+    if (len == 0 || len > SALT_HBASE_MAX_ROW) {
+        return FALSE;
+    }
+    switch (salt_route(salt, key, len)) {
+    case LEGACY_ROUTE_LEGACY: return FALSE;
+    case LEGACY_ROUTE_CLASH: return TRUE;
+    default: return codec_unstorable(salt, key, len);
+    }
+}
+
 /*
  * A call that names a row the table cannot store.  A write gets the
  * error HBase would give for it (its IllegalArgument), in the table's
@@ -92,12 +200,24 @@ codec_refuse_unstorable(struct codec_ctx *c,
     char sep[40] = "";
 
     err->app_type = WIRE_APP_INTERNAL_ERROR;
-    if (method->kind == HBASE1_READ) {
+    if (method->kind == HBASE1_READ &&
+        method->service->id == HBASE1_SERVICE_THRIFT1) {
         err->answer = CODEC_ANSWER_EMPTY;
         err->message = "hbase-salt-proxy: row longer than the table stores";
         return;
     }
     err->answer = CODEC_ANSWER_IA;
+    if (c->unstorable_clash) {
+        g_snprintf(err->text, sizeof(err->text),
+                   "hbase-salt-proxy: table %.*s%s cannot store this "
+                   "%u-byte row: its legacy rule keeps it unsalted, and "
+                   "unsalted it is the stored row of a salted key",
+                   name_len, t->name,
+                   (size_t)name_len < t->name_len ? "..." : "",
+                   c->unstorable_len);
+        err->message = err->text;
+        return;
+    }
     if (c->unstorable_text) {
         g_snprintf(err->text, sizeof(err->text),
                    "hbase-salt-proxy: row is not UTF-8 text, and table "
@@ -206,6 +326,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     uint8_t prefix[SALT_MAX_PREFIX];
     size_t plen;
     uint32_t bucket;
+    legacy_route_t route;
 
     if (salt == NULL) {
         wire_write_binary(&c->w, key, len);
@@ -219,15 +340,24 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         wire_write_binary(&c->w, key, len);
         return;
     }
-    if (codec_unstorable(salt, key, len) && c->unstorable == NULL) {
-        /* salted it is too long for HBase: sent only if another row of
-         * the call fails anyway, see codec_request_body */
+    route = salt_route(salt, key, len);
+    if (route == LEGACY_ROUTE_LEGACY) {
+        /* kept where it always was: unsalted */
+        wire_write_binary(&c->w, key, len);
+        return;
+    }
+    if ((route == LEGACY_ROUTE_CLASH || codec_unstorable(salt, key, len)) &&
+        c->unstorable == NULL) {
+        /* salted it is too long for HBase, or it is no key of the table:
+         * sent only if another row of the call fails anyway, see
+         * codec_request_body */
         c->unstorable = salt;
         c->unstorable_len = len;
-        c->unstorable_text = len <= salt_max_row(salt);
+        c->unstorable_clash = route == LEGACY_ROUTE_CLASH;
+        c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
     bucket = salt_bucket(salt, key, len);
-    metrics_bucket_request(salt, bucket, c->tally);
+    codec_tally_add(c->tally, salt, bucket, 1, 0);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }
@@ -277,14 +407,14 @@ codec_rows_in(struct codec_ctx *c, const struct salt_table *salt)
         for (i = 0; i < count
                     && wire_read_binary(&ahead, &key, &len) == WIRE_OK;
              i++) {
-            kept += codec_unstorable(salt, key, len) ? 0 : 1;
+            kept += codec_key_unstorable(salt, key, len) ? 0 : 1;
         }
         wire_write_list_begin(&c->w, et, kept);
         for (i = 0; i < count; i++) {
             if (wire_read_binary(&c->r, &key, &len) != WIRE_OK) {
                 return FALSE;
             }
-            if (!codec_unstorable(salt, key, len)) {
+            if (!codec_key_unstorable(salt, key, len)) {
                 codec_key_in(c, salt, key, len);
             }
         }
@@ -305,25 +435,137 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     if (wire_read_binary(&c->r, &phys, &len) != WIRE_OK) {
         return FALSE;
     }
-    if (salt != NULL &&
-        salt_strip(salt, phys, len, &logical, &logical_len, &bucket) &&
-        salt_bucket(salt, logical, logical_len) == bucket) {
-        metrics_bucket_row(salt, bucket, c->tally);
-        wire_write_binary(&c->w, logical, (uint32_t)logical_len);
+    if (salt == NULL) {
+        wire_write_binary(&c->w, phys, len);
         return TRUE;
     }
-    if (salt != NULL) {
+    switch (salt_owner(salt, phys, len, &logical, &logical_len, &bucket)) {
+    case LEGACY_OWNER_SALTED:
+        codec_tally_add(c->tally, salt, bucket, 0, 1);
+        wire_write_binary(&c->w, logical, (uint32_t)logical_len);
+        return TRUE;
+    case LEGACY_OWNER_LEGACY:
+        /* a legacy row: stored as its logical key */
+        wire_write_binary(&c->w, phys, len);
+        return TRUE;
+    default:
         /* written around the proxy: hand it back as stored */
-        __atomic_fetch_add(&codec_unsalted, (guint64)c->tally,
-                           __ATOMIC_RELAXED);
+        if (c->tally != NULL) {
+            c->tally->unsalted++;
+        }
+        wire_write_binary(&c->w, phys, len);
+        return TRUE;
     }
-    wire_write_binary(&c->w, phys, len);
-    return TRUE;
 }
 
 static gboolean codec_walk_struct(struct codec_ctx *c,
                                   const struct hbase1_schema *s,
                                   const struct salt_table *salt);
+
+void
+codec_filter_refusal(const GError *error, char *text, size_t size,
+                     gboolean *can_retry)
+{
+    const char *why = error != NULL ? error->message : "filter refused";
+
+    *can_retry = FALSE;
+    if (error != NULL && error->domain == FILTERPB_ERROR) {
+        switch (error->code) {
+        case FILTERPB_ERROR_MALFORMED:
+            /* protobuf-java's own message, and HBase lets it be retried */
+            *can_retry = TRUE;
+            g_strlcpy(text, why, size);
+            return;
+        case FILTERPB_ERROR_UNKNOWN_CLASS: g_strlcpy(text, why, size); return;
+        case FILTERPB_ERROR_INVALID:
+            g_strlcpy(text, "java.lang.reflect.InvocationTargetException",
+                      size);
+            return;
+        default: break;
+        }
+    }
+    g_snprintf(text, size, "java.lang.IllegalArgumentException: %s", why);
+}
+
+/*
+ * A filter string applied to one row (a Thrift2 get's): rewritten for
+ * the bucket of that row as a scan's filter is for each bucket
+ * (scanfilter.h), so comparisons with row keys keep their meaning; one
+ * salting would change is refused as the scan engine refuses it.  The
+ * only place the codec allocates: a get with a filter on a salted table.
+ */
+static gboolean
+codec_filter_row(struct codec_ctx *c, const struct hbase1_field *field,
+                 const struct salt_table *salt)
+{
+    g_autoptr(GError) error = NULL;
+    gboolean pb = field->role == HBASE1_ROLE_FILTER_BYTES;
+    struct scanfilter *f;
+    const uint8_t *text, *out;
+    uint32_t len;
+    size_t olen;
+
+    if (wire_read_binary(&c->r, &text, &len) != WIRE_OK) {
+        return FALSE;
+    }
+    if (salt == NULL || !c->has_filter_row || c->filter_row_len == 0 ||
+        c->filter_row_len > SALT_HBASE_MAX_ROW ||
+        salt_route(salt, c->filter_row, c->filter_row_len) ==
+            LEGACY_ROUTE_LEGACY) {
+        /* no row it could match (HBase answers for the row), or one kept
+         * unsalted by the table's legacy rule: the filter as written */
+        wire_write_binary(&c->w, text, len);
+        return TRUE;
+    }
+    f = pb ? scanfilter_new_pb(text, len, salt, FALSE, &error)
+           : scanfilter_new(text, len, salt, FALSE, &error);
+    if (f == NULL) {
+        gboolean retry = FALSE;
+
+        codec_filter_refusal(error, c->err->text, sizeof(c->err->text),
+                             &retry);
+        codec_reject(c, WIRE_APP_INTERNAL_ERROR, CODEC_ANSWER_IO,
+                     c->err->text);
+        c->err->can_retry = retry ? 1 : 0;
+        return FALSE;
+    }
+    out = scanfilter_for_bucket(f,
+                                salt_bucket(salt, c->filter_row,
+                                            c->filter_row_len),
+                                &olen);
+    wire_write_binary(&c->w, out, (uint32_t)olen);
+    scanfilter_free(f);
+    return TRUE;
+}
+
+/* Reads ahead, without consuming, the ROW field of struct s for its
+ * FILTER_ROW field (the filter may come first on the wire). */
+static void
+codec_peek_filter_row(struct codec_ctx *c, const struct hbase1_schema *s)
+{
+    struct wire_reader ahead = c->r;
+    uint8_t type;
+    int16_t fid;
+
+    c->has_filter_row = FALSE;
+    if (wire_read_struct_begin(&ahead) != WIRE_OK) {
+        return;
+    }
+    while (wire_read_field(&ahead, &type, &fid) == WIRE_OK &&
+           type != WIRE_T_STOP) {
+        const struct hbase1_field *f = hbase1_schema_field(s, fid);
+
+        if (f != NULL && f->action == HBASE1_ROW && f->type == type) {
+            c->has_filter_row = wire_read_binary(&ahead, &c->filter_row,
+                                                 &c->filter_row_len) ==
+                                WIRE_OK;
+            return;
+        }
+        if (wire_skip(&ahead, type) != WIRE_OK) {
+            return;
+        }
+    }
+}
 
 static gboolean
 codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
@@ -338,6 +580,17 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     }
     switch (f->action) {
     case HBASE1_TABLE:
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_FILTER_ROW:
+        if (!c->reply && salt != NULL) {
+            return codec_filter_row(c, f, salt);
+        }
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_REFUSE_SALTED:
+        if (!c->reply && salt != NULL) {
+            return codec_reject(c, WIRE_APP_INTERNAL_ERROR, CODEC_ANSWER_IO,
+                                f->refuse);
+        }
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_ROW:
         return codec_row_in(c, salt);
@@ -391,6 +644,14 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
 
         salt = codec_peek_table(c, s, &found);
     }
+    if (!c->reply && salt != NULL && !c->passthrough) {
+        for (uint8_t i = 0; i < s->nfields; i++) {
+            if (s->fields[i].action == HBASE1_FILTER_ROW) {
+                codec_peek_filter_row(c, s);
+                break;
+            }
+        }
+    }
     if (wire_read_struct_begin(&c->r) != WIRE_OK) {
         return FALSE;
     }
@@ -413,8 +674,8 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
              * keeping the last sees the last one's logical key: only a
              * call's fields decide where the proxy sends it.  Unsalted,
              * only a second table name would change that. */
-            if (!c->reply && (seen & bit) != 0
-                && (!c->passthrough || f->action == HBASE1_TABLE)) {
+            if (!c->reply && (seen & bit) != 0 && f->repeated != NULL &&
+                (!c->passthrough || f->action == HBASE1_TABLE)) {
                 return codec_reject(c, WIRE_APP_PROTOCOL_ERROR,
                                     CODEC_ANSWER_APP, f->repeated);
             }
@@ -432,7 +693,8 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
 }
 
 static void
-codec_call_init(struct codec_call *call, const struct wire_msg *m)
+codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
+                const struct wire_msg *m)
 {
     /* wire_read_msg_begin caps names at WIRE_MAX_NAME */
     memcpy(call->name, m->name, m->name_len);
@@ -440,14 +702,15 @@ codec_call_init(struct codec_call *call, const struct wire_msg *m)
     call->name_len = (uint16_t)m->name_len;
     call->client_seqid = m->seqid;
     call->client_strict = m->strict;
-    call->method = hbase1_lookup(m->name, m->name_len);
+    call->service = svc;
+    call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
 }
 
 static codec_status_t
-codec_request_body(struct codec_ctx *c, wire_proto_t from,
-                   const uint8_t *msg, size_t len, gboolean complete,
-                   wire_proto_t to, int32_t backend_seqid,
+codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
+                   wire_proto_t from, const uint8_t *msg, size_t len,
+                   gboolean complete, wire_proto_t to, int32_t backend_seqid,
                    struct wire_buf *out, struct codec_call *call,
                    const struct wire_limits *limits)
 {
@@ -462,13 +725,14 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
     err->app_type = 0;
     err->message = NULL;
     err->answer = CODEC_ANSWER_APP;
+    err->can_retry = 0;
     wire_reader_init(&c->r, from, msg, len, complete, limits);
     if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
         err->app_type = WIRE_APP_PROTOCOL_ERROR;
         err->message = c->r.error != NULL ? c->r.error : "bad message header";
         return CODEC_CLOSE;
     }
-    codec_call_init(call, &m);
+    codec_call_init(call, svc, &m);
     if (m.type != WIRE_CALL) {
         codec_reject(c, WIRE_APP_INVALID_MESSAGE_TYPE, CODEC_ANSWER_APP,
                      "hbase-salt-proxy: expected a call message");
@@ -494,7 +758,12 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
             err->message = c->r.error;
             return CODEC_REJECT;
         }
-        return CODEC_SCAN;
+        /* a one-shot scan of an unsalted table (getScannerResults) has
+         * no scanner id to keep: it goes on as any other call */
+        if (method->kind != HBASE1_SCAN_ONCE || call->salt != NULL) {
+            return CODEC_SCAN;
+        }
+        call->salt = NULL;
     }
 
     wire_writer_init(&c->w, to, out);
@@ -537,62 +806,54 @@ codec_request_body(struct codec_ctx *c, wire_proto_t from,
  * ran out first); *used: the message's length when OK.
  */
 static codec_status_t
-codec_request_walk(const struct config *cfg, wire_proto_t from,
-                   const uint8_t *msg, size_t len, gboolean complete,
-                   gint64 tally, wire_proto_t to, int32_t backend_seqid,
+codec_request_walk(const struct config *cfg, const struct hbase1_service *svc,
+                   wire_proto_t from, const uint8_t *msg, size_t len,
+                   gboolean complete, struct codec_tally *tally,
+                   wire_proto_t to, int32_t backend_seqid,
                    struct wire_buf *out, struct codec_call *call,
                    struct codec_error *err, const struct wire_limits *limits,
                    wire_status_t *rs, size_t *used)
 {
     struct codec_ctx c = { .cfg = cfg, .err = err, .reply = FALSE,
                            .tally = tally };
-    codec_status_t st = codec_request_body(&c, from, msg, len, complete, to,
-                                           backend_seqid, out, call, limits);
+    codec_status_t st = codec_request_body(&c, svc, from, msg, len, complete,
+                                           to, backend_seqid, out, call,
+                                           limits);
 
     *rs = c.r.status;
     *used = wire_reader_offset(&c.r);
     return st;
 }
 
-/*
- * Takes back the rows a walk counted for a message that is not sent (a
- * refused one) or not yet (one the stream has not all of): the same
- * bytes walked the same way count -1 each.  Only there, so it costs
- * nothing on the way a call goes to the backend.
- */
-static void
-codec_request_untally(const struct config *cfg, wire_proto_t from,
-                      const uint8_t *msg, size_t len, gboolean complete,
-                      wire_proto_t to, int32_t backend_seqid,
-                      struct wire_buf *out, const struct wire_limits *limits)
+codec_status_t
+codec_request(const struct config *cfg, wire_proto_t from, const uint8_t *msg,
+              size_t len, wire_proto_t to, int32_t backend_seqid,
+              struct wire_buf *out, struct codec_call *call,
+              struct codec_error *err, const struct wire_limits *limits,
+              struct codec_tally *tally)
 {
-    size_t mark = out->len;
-    struct codec_call again;
-    struct codec_error again_err;
-    wire_status_t rs;
-    size_t used;
-
-    codec_request_walk(cfg, from, msg, len, complete, -1, to, backend_seqid,
-                       out, &again, &again_err, limits, &rs, &used);
-    out->len = mark;
+    return codec_request_svc(cfg, hbase1_service(HBASE1_SERVICE_THRIFT1), from,
+                             msg, len, to, backend_seqid, out, call, err,
+                             limits, tally);
 }
 
 codec_status_t
-codec_request(const struct config *cfg, wire_proto_t from,
-              const uint8_t *msg, size_t len, wire_proto_t to,
-              int32_t backend_seqid, struct wire_buf *out,
-              struct codec_call *call, struct codec_error *err,
-              const struct wire_limits *limits)
+codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
+                  wire_proto_t from, const uint8_t *msg, size_t len,
+                  wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
+                  struct codec_call *call, struct codec_error *err,
+                  const struct wire_limits *limits, struct codec_tally *tally)
 {
+    struct codec_tally_mark tm;
     wire_status_t rs;
     size_t used;
     codec_status_t st;
 
-    st = codec_request_walk(cfg, from, msg, len, TRUE, 1, to, backend_seqid,
-                            out, call, err, limits, &rs, &used);
+    codec_tally_mark(tally, &tm);
+    st = codec_request_walk(cfg, svc, from, msg, len, TRUE, tally, to,
+                            backend_seqid, out, call, err, limits, &rs, &used);
     if (st == CODEC_REJECT) {
-        codec_request_untally(cfg, from, msg, len, TRUE, to, backend_seqid,
-                              out, limits);
+        codec_tally_rewind(tally, &tm);
     }
     return st;
 }
@@ -602,22 +863,39 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
                      const uint8_t *buf, size_t avail, wire_proto_t to,
                      int32_t backend_seqid, struct wire_buf *out,
                      struct codec_call *call, struct codec_error *err,
-                     const struct wire_limits *limits, size_t *msg_len)
+                     const struct wire_limits *limits, size_t *msg_len,
+                     struct codec_tally *tally)
+{
+    return codec_request_stream_svc(cfg,
+                                    hbase1_service(HBASE1_SERVICE_THRIFT1),
+                                    from, buf, avail, to, backend_seqid, out,
+                                    call, err, limits, msg_len, tally);
+}
+
+codec_status_t
+codec_request_stream_svc(const struct config *cfg,
+                         const struct hbase1_service *svc, wire_proto_t from,
+                         const uint8_t *buf, size_t avail, wire_proto_t to,
+                         int32_t backend_seqid, struct wire_buf *out,
+                         struct codec_call *call, struct codec_error *err,
+                         const struct wire_limits *limits, size_t *msg_len,
+                         struct codec_tally *tally)
 {
     size_t mark = out->len;
+    struct codec_tally_mark tm;
     const char *why = NULL;
     wire_status_t rs;
     codec_status_t st;
 
     *msg_len = 0;
-    st = codec_request_walk(cfg, from, buf, avail, FALSE, 1, to,
+    codec_tally_mark(tally, &tm);
+    st = codec_request_walk(cfg, svc, from, buf, avail, FALSE, tally, to,
                             backend_seqid, out, call, err, limits, &rs,
                             msg_len);
     if (rs == WIRE_AGAIN) {
-        /* counted rows of a message we will walk again */
+        /* rows of a message we will walk again */
         out->len = mark;
-        codec_request_untally(cfg, from, buf, avail, FALSE, to,
-                              backend_seqid, out, limits);
+        codec_tally_rewind(tally, &tm);
         *msg_len = 0;
         return CODEC_AGAIN;
     }
@@ -625,8 +903,7 @@ codec_request_stream(const struct config *cfg, wire_proto_t from,
         return st;
     }
     if (st == CODEC_REJECT) {
-        codec_request_untally(cfg, from, buf, avail, FALSE, to,
-                              backend_seqid, out, limits);
+        codec_tally_rewind(tally, &tm);
     }
     /* REJECT and SCAN stop early: the end is found the plain way */
     switch (wire_message_scan(from, FALSE, buf, avail, limits, msg_len,
@@ -700,10 +977,10 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
 static codec_status_t
 codec_reply_walk(const struct codec_call *call, wire_proto_t from,
                  const uint8_t *msg, size_t len, gboolean complete,
-                 gint64 tally, int32_t backend_seqid, wire_proto_t to,
-                 struct wire_buf *out, struct codec_error *err,
-                 const struct wire_limits *limits, wire_status_t *rs,
-                 size_t *used)
+                 struct codec_tally *tally, int32_t backend_seqid,
+                 wire_proto_t to, struct wire_buf *out,
+                 struct codec_error *err, const struct wire_limits *limits,
+                 wire_status_t *rs, size_t *used)
 {
     struct codec_ctx c = { .err = err, .reply = TRUE, .tally = tally };
     codec_status_t st = codec_reply_body(&c, call, from, msg, len, complete,
@@ -718,12 +995,12 @@ codec_status_t
 codec_reply(const struct codec_call *call, wire_proto_t from,
             const uint8_t *msg, size_t len, int32_t backend_seqid,
             wire_proto_t to, struct wire_buf *out, struct codec_error *err,
-            const struct wire_limits *limits)
+            const struct wire_limits *limits, struct codec_tally *tally)
 {
     wire_status_t rs;
     size_t used;
 
-    return codec_reply_walk(call, from, msg, len, TRUE, 1, backend_seqid,
+    return codec_reply_walk(call, from, msg, len, TRUE, tally, backend_seqid,
                             to, out, err, limits, &rs, &used);
 }
 
@@ -732,22 +1009,20 @@ codec_reply_stream(const struct codec_call *call, wire_proto_t from,
                    const uint8_t *buf, size_t avail, int32_t backend_seqid,
                    wire_proto_t to, struct wire_buf *out,
                    struct codec_error *err, const struct wire_limits *limits,
-                   size_t *msg_len)
+                   size_t *msg_len, struct codec_tally *tally)
 {
     size_t mark = out->len;
+    struct codec_tally_mark tm;
     wire_status_t rs;
     codec_status_t st;
 
-    st = codec_reply_walk(call, from, buf, avail, FALSE, 1, backend_seqid,
+    codec_tally_mark(tally, &tm);
+    st = codec_reply_walk(call, from, buf, avail, FALSE, tally, backend_seqid,
                           to, out, err, limits, &rs, msg_len);
     if (rs == WIRE_AGAIN) {
-        struct codec_error again_err;
-
-        /* take back the rows counted, as codec_request_stream does */
+        /* rows of a reply we will walk again, as codec_request_stream */
         out->len = mark;
-        codec_reply_walk(call, from, buf, avail, FALSE, -1, backend_seqid,
-                         to, out, &again_err, limits, &rs, msg_len);
-        out->len = mark;
+        codec_tally_rewind(tally, &tm);
         *msg_len = 0;
         return CODEC_AGAIN;
     }
@@ -822,7 +1097,7 @@ codec_write_error(const struct codec_call *call, wire_proto_t to,
         G_GNUC_FALLTHROUGH;
     case CODEC_ANSWER_IO:
         if (call->method != NULL && call->method->declares_io) {
-            codec_write_io(call, &w, err->message, FALSE);
+            codec_write_io(call, &w, err->message, err->can_retry != 0);
             return;
         }
         break;
@@ -925,19 +1200,16 @@ codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
 }
 
 wire_status_t
-codec_row_result(struct wire_reader *r, struct wire_writer *w,
-                 const struct salt_table *salt)
+codec_row_result(const struct hbase1_scanner *scanner, struct wire_reader *r,
+                 struct wire_writer *w, const struct salt_table *salt,
+                 struct codec_tally *tally)
 {
     /* a reply's walk never rejects: no need to clear text[] per row */
     struct codec_error err;
-    struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = 1 };
-    const struct hbase1_method *m =
-        hbase1_lookup((const uint8_t *)"scannerGetList", 14);
-    const struct hbase1_field *f = hbase1_schema_field(m->result, 0);
-
+    struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = tally };
     c.r = *r;
     c.w = *w;
-    codec_walk_struct(&c, f->sub, salt);
+    codec_walk_struct(&c, scanner->row, salt);
     *r = c.r;
     *w = c.w;
     return r->status;

@@ -8,6 +8,8 @@
 struct config;
 struct salt_table;
 struct hbase1_method;
+struct hbase1_service;
+struct hbase1_scanner;
 
 /*
  * What a reply needs to know about its request.  Filled by
@@ -15,7 +17,8 @@ struct hbase1_method;
  * to codec_reply.  Plain data: no allocation, nothing to free.
  */
 struct codec_call {
-    const struct hbase1_method *method; /* NULL: name not in the table */
+    const struct hbase1_service *service; /* the connection's service */
+    const struct hbase1_method *method;   /* NULL: name not in its table */
     const struct salt_table *salt;      /* salted table of the call, or NULL */
     int32_t client_seqid;               /* echoed to the client */
     uint16_t name_len;
@@ -23,6 +26,37 @@ struct codec_call {
     gboolean client_strict;             /* binary: client used versioned
                                            headers */
 };
+
+/* Row keys sent to, and rows returned from, one bucket of a salted table. */
+struct codec_bucket_count {
+    const struct salt_table *salt; /* the table's mapping */
+    uint32_t bucket;
+    uint32_t requests; /* row keys salted into it */
+    uint32_t rows;     /* rows unsalted from it */
+};
+
+/*
+ * What rewrites did to salted tables, for the caller's counters: the
+ * codec counts nothing itself.  Every codec call given one appends what
+ * it sent on or handed back; a call refused (REJECT) or one that must
+ * wait for more bytes (AGAIN) appends nothing, so a message counts once
+ * however it arrives.  The caller owns it, reads it and empties it with
+ * codec_tally_clear; its array grows to the most buckets one batch
+ * touched and is kept for the next.  NULL wherever a tally is taken:
+ * nothing is reported.
+ */
+struct codec_tally {
+    struct codec_bucket_count *v; /* in the order met; one bucket met
+                                       twice in a row is one entry */
+    uint32_t n;                   /* entries used */
+    uint32_t cap;                 /* entries allocated */
+    guint64 unsalted;             /* rows of salted tables handed back
+                                       as stored: no valid salt */
+};
+
+void codec_tally_init(struct codec_tally *t);
+void codec_tally_clear(struct codec_tally *t);
+void codec_tally_free(struct codec_tally *t);
 
 typedef enum {
     CODEC_OK = 0,     /* out holds the message to send on */
@@ -53,6 +87,7 @@ struct codec_error {
     int32_t app_type;      /* TApplicationException type */
     const char *message;   /* static text, or text[] */
     uint8_t answer;        /* codec_answer_t */
+    uint8_t can_retry;     /* ANSWER_IO: the IOError's canRetry */
     char text[CODEC_ERROR_TEXT]; /* a message naming lengths and a table;
                               message points here then, so copy the
                               struct only with care */
@@ -70,7 +105,18 @@ codec_status_t codec_request(const struct config *cfg, wire_proto_t from,
                              const uint8_t *msg, size_t len, wire_proto_t to,
                              int32_t backend_seqid, struct wire_buf *out,
                              struct codec_call *call, struct codec_error *err,
-                             const struct wire_limits *limits);
+                             const struct wire_limits *limits,
+                             struct codec_tally *tally);
+
+/* codec_request for a connection speaking service svc (Thrift1 or
+ * Thrift2, hbase1.h): its method table decides what is rewritten.
+ * codec_request is this on Thrift1. */
+codec_status_t
+codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
+                  wire_proto_t from, const uint8_t *msg, size_t len,
+                  wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
+                  struct codec_call *call, struct codec_error *err,
+                  const struct wire_limits *limits, struct codec_tally *tally);
 
 /*
  * codec_request on the front of an unframed stream, which may end inside
@@ -81,15 +127,23 @@ codec_status_t codec_request(const struct config *cfg, wire_proto_t from,
  * the stream; CLOSE also covers bytes that cannot be a message (err
  * says why).
  */
-codec_status_t codec_request_stream(const struct config *cfg,
-                                    wire_proto_t from, const uint8_t *buf,
-                                    size_t avail, wire_proto_t to,
-                                    int32_t backend_seqid,
-                                    struct wire_buf *out,
-                                    struct codec_call *call,
-                                    struct codec_error *err,
-                                    const struct wire_limits *limits,
-                                    size_t *msg_len);
+codec_status_t
+codec_request_stream(const struct config *cfg, wire_proto_t from,
+                     const uint8_t *buf, size_t avail, wire_proto_t to,
+                     int32_t backend_seqid, struct wire_buf *out,
+                     struct codec_call *call, struct codec_error *err,
+                     const struct wire_limits *limits, size_t *msg_len,
+                     struct codec_tally *tally);
+
+/* codec_request_stream for service svc (see codec_request_svc). */
+codec_status_t
+codec_request_stream_svc(const struct config *cfg,
+                         const struct hbase1_service *svc, wire_proto_t from,
+                         const uint8_t *buf, size_t avail, wire_proto_t to,
+                         int32_t backend_seqid, struct wire_buf *out,
+                         struct codec_call *call, struct codec_error *err,
+                         const struct wire_limits *limits, size_t *msg_len,
+                         struct codec_tally *tally);
 
 /*
  * Rewrites a whole backend reply for the client: checks the sequence id
@@ -102,7 +156,8 @@ codec_status_t codec_reply(const struct codec_call *call, wire_proto_t from,
                            const uint8_t *msg, size_t len,
                            int32_t backend_seqid, wire_proto_t to,
                            struct wire_buf *out, struct codec_error *err,
-                           const struct wire_limits *limits);
+                           const struct wire_limits *limits,
+                           struct codec_tally *tally);
 
 /*
  * codec_reply on the front of an unframed stream (see
@@ -115,7 +170,17 @@ codec_status_t codec_reply_stream(const struct codec_call *call,
                                   wire_proto_t to, struct wire_buf *out,
                                   struct codec_error *err,
                                   const struct wire_limits *limits,
-                                  size_t *msg_len);
+                                  size_t *msg_len, struct codec_tally *tally);
+
+/*
+ * How a filter scanfilter_new or scanfilter_new_pb refused (error) is
+ * answered, as HBase answers the filters it rejects: text for the
+ * TIOError, and its canRetry.  Bytes HBase itself rejects get HBase's
+ * answer (filterpb.h); the others "java.lang.IllegalArgumentException: "
+ * and why.
+ */
+void codec_filter_refusal(const GError *error, char *text, size_t size,
+                          gboolean *can_retry);
 
 /* The reply to a rejected call (REJECT): as err->answer says. */
 void codec_write_error(const struct codec_call *call, wire_proto_t to,
@@ -152,11 +217,12 @@ void codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
                           uint32_t count, struct wire_buf *out);
 
 /*
- * Copies one TRowResult from r to w, stripping its row's salt when salt
- * is set (rows without a valid salt are copied as stored, and counted).
+ * Copies one row of a scanner fetch (scanner->row: TRowResult, Thrift2's
+ * TResult) from r to
+ * w, stripping its row's salt when salt is set (rows without a valid salt
+ * are copied as stored); tally gets its bucket, or counts it unsalted.
  */
-wire_status_t codec_row_result(struct wire_reader *r, struct wire_writer *w,
-                               const struct salt_table *salt);
-
-/* Counts rows returned unsalted because they carried no valid salt. */
-guint64 codec_unsalted_rows(void);
+wire_status_t codec_row_result(const struct hbase1_scanner *scanner,
+                               struct wire_reader *r, struct wire_writer *w,
+                               const struct salt_table *salt,
+                               struct codec_tally *tally);

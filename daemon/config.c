@@ -24,6 +24,7 @@ G_DEFINE_QUARK(config-error-quark, config_error)
 #define CONFIG_DEFAULT_CONNECT_TIMEOUT_MS 2000
 #define CONFIG_DEFAULT_REQUEST_TIMEOUT_MS 30000
 #define CONFIG_DEFAULT_POOL_SIZE 16
+#define CONFIG_DEFAULT_SASL_SERVICE "hbase"
 #define CONFIG_DEFAULT_CACHING_MAX 1000
 #define CONFIG_DEFAULT_SCANNER_TIMEOUT_MS 60000
 #define CONFIG_DEFAULT_BUCKETS 16
@@ -444,56 +445,216 @@ config_addrs_free(struct config_addr *addrs, size_t n)
     g_free(addrs);
 }
 
+/*
+ * A list of host:port in key of group g into *out, *n: def when the key
+ * is absent (NULL: none, and then an empty list is allowed).
+ */
 static gboolean
-config_take_servers(struct config_ctx *c, const char *g, GError **error)
+config_take_servers(struct config_ctx *c, const char *g, const char *key,
+                    const char *def, struct config_addr **out, size_t *n_out,
+                    GError **error)
 {
-    struct config *cfg = c->cfg;
-    g_autofree char *value = config_take(c, g, "servers");
-    g_auto(GStrv) parts = g_strsplit(value != NULL ? value
-                                                   : CONFIG_DEFAULT_SERVERS,
-                                     ",", -1);
+    g_autofree char *value = config_take(c, g, key);
+    const char *text = value != NULL ? value : def != NULL ? def : "";
+    g_auto(GStrv) parts = g_strsplit(text, ",", -1);
     size_t n = g_strv_length(parts);
 
-    config_addrs_free(cfg->servers, cfg->n_servers);
-    cfg->servers = g_new0(struct config_addr, n);
-    cfg->n_servers = 0;
+    config_addrs_free(*out, *n_out);
+    *out = g_new0(struct config_addr, MAX(n, 1));
+    *n_out = 0;
+    if (n == 0 && def == NULL) {
+        return TRUE;
+    }
     if (n == 0) {
-        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "servers",
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
                          "needs at least one host:port");
         return FALSE;
     }
     if (n > CONFIG_MAX_SERVERS) {
-        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "servers",
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
                          "more than %d servers", CONFIG_MAX_SERVERS);
         return FALSE;
     }
     for (size_t i = 0; i < n; i++) {
-        struct config_addr *a = &cfg->servers[cfg->n_servers];
+        struct config_addr *a = &(*out)[*n_out];
         const char *why = NULL;
 
         g_strstrip(parts[i]);
         if (parts[i][0] == '\0') {
-            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
-                             "servers", "empty entry in the list");
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                             "empty entry in the list");
             return FALSE;
         }
         if (!config_parse_addr(parts[i], a, &why)) {
-            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
-                             "servers", "'%s': %s%s", parts[i], why,
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                             "'%s': %s%s", parts[i], why,
                              config_hint(parts[i]));
             return FALSE;
         }
-        cfg->n_servers++;
-        for (size_t j = 0; j + 1 < cfg->n_servers; j++) {
-            if (cfg->servers[j].port == a->port &&
-                g_ascii_strcasecmp(cfg->servers[j].host, a->host) == 0) {
-                config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
-                                 "servers", "'%s' listed twice", parts[i]);
+        (*n_out)++;
+        for (size_t j = 0; j + 1 < *n_out; j++) {
+            if ((*out)[j].port == a->port &&
+                g_ascii_strcasecmp((*out)[j].host, a->host) == 0) {
+                config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                                 "'%s' listed twice", parts[i]);
                 return FALSE;
             }
         }
     }
     return TRUE;
+}
+
+const char *
+config_qop_name(config_qop_t qop)
+{
+    switch (qop) {
+    case CONFIG_QOP_AUTH_INT: return "auth-int";
+    case CONFIG_QOP_AUTH_CONF: return "auth-conf";
+    default: return "auth";
+    }
+}
+
+/* A Kerberos name part: printable, no blank, none of '/', '@', '\\'. */
+static gboolean
+config_valid_krb5_part(const char *s, size_t len)
+{
+    if (len == 0)
+        return FALSE;
+    for (size_t i = 0; i < len; i++)
+        if (!g_ascii_isgraph(s[i]) || s[i] == '/' || s[i] == '@' ||
+            s[i] == '\\')
+            return FALSE;
+    return TRUE;
+}
+
+/* name[/instance]@REALM, or without the realm (krb5.conf's default). */
+static gboolean
+config_valid_principal(const char *p)
+{
+    const char *at = strchr(p, '@');
+    size_t name_len = at != NULL ? (size_t)(at - p) : strlen(p);
+    const char *slash = memchr(p, '/', name_len);
+
+    if (at != NULL && !config_valid_krb5_part(at + 1, strlen(at + 1)))
+        return FALSE;
+    if (slash == NULL)
+        return config_valid_krb5_part(p, name_len);
+    return config_valid_krb5_part(p, (size_t)(slash - p)) &&
+           config_valid_krb5_part(slash + 1,
+                                  name_len - (size_t)(slash - p) - 1);
+}
+
+/* A string key; NULL when absent. */
+static gboolean
+config_take_sasl_string(struct config_ctx *c, const char *g, const char *key,
+                        gboolean (*valid)(const char *), const char *what,
+                        char **out, GError **error)
+{
+    char *value = config_take(c, g, key);
+
+    if (value != NULL && !valid(value)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                         "'%s' is not %s%s", value, what, config_hint(value));
+        g_free(value);
+        return FALSE;
+    }
+    g_free(*out);
+    *out = value;
+    return TRUE;
+}
+
+static gboolean
+config_valid_service(const char *s)
+{
+    return config_valid_krb5_part(s, strlen(s));
+}
+
+static gboolean
+config_valid_abspath(const char *s)
+{
+    return g_path_is_absolute(s);
+}
+
+/*
+ * sasl = none | gssapi, and the sasl_* keys that only go with gssapi.
+ * HBase runs SASL over the unframed transport only (its Thrift server
+ * refuses to start with framed and a QOP), so framed is refused here.
+ */
+static gboolean
+config_parse_sasl(struct config_ctx *c, const char *g, GError **error)
+{
+    static const char *const modes[] = { "none", "gssapi", NULL };
+    static const char *const qops[] = { "auth", "auth-int", "auth-conf",
+                                        NULL };
+    static const char *const keys[] = { "sasl_principal", "sasl_keytab",
+                                        "sasl_service", "sasl_qop",
+                                        "sasl_server_host" };
+    struct config *cfg = c->cfg;
+    unsigned mode, qop;
+
+    if (!config_take_enum(c, g, "sasl", modes, CONFIG_SASL_NONE, &mode, error))
+        return FALSE;
+    cfg->sasl = (config_sasl_t)mode;
+    if (cfg->sasl == CONFIG_SASL_NONE) {
+        for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+            g_autofree char *v = config_take(c, g, keys[i]);
+
+            if (v != NULL) {
+                config_set_error(c, error, CONFIG_ERROR_INVALID_KEY, g,
+                                 keys[i], "goes with sasl = gssapi only");
+                return FALSE;
+            }
+        }
+        return TRUE;
+    }
+    if (cfg->transport == CONFIG_TRANSPORT_FRAMED) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "sasl",
+                         "the SASL transport is unframed only, as HBase "
+                         "enforces: set transport = buffered");
+        return FALSE;
+    }
+    if (!config_take_sasl_string(c, g, "sasl_principal",
+                                 config_valid_principal,
+                                 "a Kerberos principal (name[/instance]"
+                                 "[@REALM])",
+                                 &cfg->sasl_principal, error) ||
+        !config_take_sasl_string(c, g, "sasl_keytab", config_valid_abspath,
+                                 "an absolute path", &cfg->sasl_keytab,
+                                 error) ||
+        !config_take_sasl_string(c, g, "sasl_service", config_valid_service,
+                                 "a service name (like hbase)",
+                                 &cfg->sasl_service, error) ||
+        !config_take_sasl_string(c, g, "sasl_server_host",
+                                 config_valid_hostname, "a host name",
+                                 &cfg->sasl_server_host, error) ||
+        !config_take_enum(c, g, "sasl_qop", qops, 0, &qop, error))
+        return FALSE;
+    if (cfg->sasl_principal == NULL || cfg->sasl_keytab == NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "sasl",
+                         "gssapi needs sasl_principal and sasl_keytab");
+        return FALSE;
+    }
+    if (cfg->sasl_service == NULL)
+        cfg->sasl_service = g_strdup(CONFIG_DEFAULT_SASL_SERVICE);
+    cfg->sasl_qop = (config_qop_t)(1u << qop);
+    return TRUE;
+}
+
+char *
+config_sasl_server_principal(const struct config *cfg, const char *host)
+{
+    const char *at = cfg->sasl_principal != NULL
+                         ? strrchr(cfg->sasl_principal, '@')
+                         : NULL;
+    g_autofree char *h = g_ascii_strdown(cfg->sasl_server_host != NULL
+                                             ? cfg->sasl_server_host
+                                             : host,
+                                         -1);
+
+    return g_strdup_printf("%s/%s%s",
+                           cfg->sasl_service != NULL ? cfg->sasl_service
+                                                     : "hbase",
+                           h, at != NULL ? at : "");
 }
 
 static gboolean
@@ -504,7 +665,11 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
     struct config *cfg = c->cfg;
     unsigned protocol, transport;
 
-    if (!config_take_servers(c, g, error) ||
+    if (!config_take_servers(c, g, "servers", CONFIG_DEFAULT_SERVERS,
+                             &cfg->servers, &cfg->n_servers, error) ||
+        !config_take_servers(c, g, "thrift2_servers", NULL,
+                             &cfg->thrift2_servers, &cfg->n_thrift2_servers,
+                             error) ||
         !config_take_enum(c, g, "protocol", protocols, CONFIG_PROTOCOL_BINARY,
                           &protocol, error) ||
         !config_take_enum(c, g, "transport", transports,
@@ -515,12 +680,12 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
         !config_take_uint(c, g, "request_timeout_ms", 1, CONFIG_MAX_MS,
                           CONFIG_DEFAULT_REQUEST_TIMEOUT_MS,
                           &cfg->request_timeout_ms, error) ||
-        !config_take_uint(c, g, "pool_size", 1, 1024,
-                          CONFIG_DEFAULT_POOL_SIZE, &cfg->pool_size, error))
+        !config_take_uint(c, g, "pool_size", 1, 1024, CONFIG_DEFAULT_POOL_SIZE,
+                          &cfg->pool_size, error))
         return FALSE;
     cfg->protocol = (config_protocol_t)protocol;
     cfg->transport = (config_transport_t)transport;
-    return TRUE;
+    return config_parse_sasl(c, g, error);
 }
 
 static gboolean
@@ -534,6 +699,16 @@ config_parse_scan(struct config_ctx *c, const char *g, GError **error)
            config_take_uint(c, g, "scanner_timeout_ms", 1000, CONFIG_MAX_MS,
                             CONFIG_DEFAULT_SCANNER_TIMEOUT_MS,
                             &cfg->scan_scanner_timeout_ms, error);
+}
+
+static gboolean
+config_parse_thrift2(struct config_ctx *c, const char *g, GError **error)
+{
+    struct config *cfg = c->cfg;
+
+    g_clear_pointer(&cfg->thrift2_listen.host, g_free);
+    return config_take_addr(c, g, "listen", "", TRUE, &cfg->thrift2_listen,
+                            &cfg->thrift2_enabled, error);
 }
 
 static gboolean
@@ -620,6 +795,173 @@ fail:
 fail_salt:
     config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "hash_part",
                      "'%s': %s", value, ierror->message);
+    return FALSE;
+}
+
+/* A bytes value with the escapes of salt_separator; NULL when absent
+ * (*ok TRUE) or invalid (*ok FALSE, error set). */
+static GBytes *
+config_take_bytes(struct config_ctx *c, const char *g, const char *key,
+                  gboolean *ok, GError **error)
+{
+    g_autofree char *raw = config_take(c, g, key);
+    g_autoptr(GError) ierror = NULL;
+    GBytes *b;
+
+    *ok = TRUE;
+    if (raw == NULL) {
+        return NULL;
+    }
+    b = escape_decode(raw, &ierror);
+    if (b == NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                         "'%s': %s", raw, ierror->message);
+        *ok = FALSE;
+    }
+    return b;
+}
+
+/*
+ * Forward-looking salting (legacy.h): legacy_component = after:SEP:K |
+ * after:SEP:last | bytes:OFF:LEN with legacy_cutoff, or legacy_range_start
+ * and legacy_range_stop.  Absent: every key is salted.
+ */
+static gboolean
+config_take_legacy(struct config_ctx *c, const char *g, struct salt_table *t,
+                   GError **error)
+{
+    g_autofree char *comp = config_take(c, g, "legacy_component");
+    g_autoptr(GBytes) cutoff = NULL;
+    g_autoptr(GBytes) start = NULL;
+    g_autoptr(GBytes) stop = NULL;
+    g_autoptr(GError) ierror = NULL;
+    const char *key = "legacy_component";
+    const char *why = NULL;
+    gboolean ok;
+    guint64 a, b;
+
+    cutoff = config_take_bytes(c, g, "legacy_cutoff", &ok, error);
+    if (!ok) {
+        return FALSE;
+    }
+    start = config_take_bytes(c, g, "legacy_range_start", &ok, error);
+    if (!ok) {
+        return FALSE;
+    }
+    stop = config_take_bytes(c, g, "legacy_range_stop", &ok, error);
+    if (!ok) {
+        return FALSE;
+    }
+    legacy_rule_init(&t->legacy);
+    if (t->mapping != SALT_MAPPING_XXH3 &&
+        (comp != NULL || cutoff != NULL || start != NULL || stop != NULL)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         comp != NULL     ? "legacy_component"
+                         : cutoff != NULL ? "legacy_cutoff"
+                         : start != NULL  ? "legacy_range_start"
+                                          : "legacy_range_stop",
+                         "a legacy rule goes with salt_mapping = xxh3 only, "
+                         "not %s",
+                         salt_mapping_name(t->mapping));
+        return FALSE;
+    }
+    if (comp == NULL && cutoff == NULL) {
+        if (start == NULL && stop == NULL) {
+            return TRUE;
+        }
+        key = start != NULL ? "legacy_range_start" : "legacy_range_stop";
+        if (legacy_rule_range(&t->legacy,
+                              start != NULL ? g_bytes_get_data(start, NULL)
+                                            : NULL,
+                              start != NULL ? g_bytes_get_size(start) : 0,
+                              stop != NULL ? g_bytes_get_data(stop, NULL)
+                                           : NULL,
+                              stop != NULL ? g_bytes_get_size(stop) : 0,
+                              &ierror)) {
+            return TRUE;
+        }
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key, "%s",
+                         ierror->message);
+        return FALSE;
+    }
+    if (start != NULL || stop != NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         start != NULL ? "legacy_range_start"
+                                       : "legacy_range_stop",
+                         "a table has one legacy rule: legacy_component "
+                         "with legacy_cutoff, or legacy_range_start/stop, "
+                         "not both");
+        return FALSE;
+    }
+    if (comp == NULL || cutoff == NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         comp == NULL ? "legacy_cutoff" : "legacy_component",
+                         "needs %s too (the key part is compared with the "
+                         "cutoff)",
+                         comp == NULL ? "legacy_component" : "legacy_cutoff");
+        return FALSE;
+    }
+    if (g_str_has_prefix(comp, "bytes:")) {
+        const char *off = comp + strlen("bytes:");
+        const char *colon = strchr(off, ':');
+
+        if (colon == NULL ||
+            !config_parse_u64(off, (size_t)(colon - off), &a) ||
+            !config_parse_u64(colon + 1, strlen(colon + 1), &b) ||
+            a > LEGACY_MAX_PART || b < 1 || b > LEGACY_MAX_PART) {
+            why = "bytes:OFF:LEN needs OFF in 0..32767 and LEN in 1..32767";
+            goto fail;
+        }
+        ok = legacy_rule_bytes(&t->legacy, (uint32_t)a, (uint32_t)b,
+                               g_bytes_get_data(cutoff, NULL),
+                               g_bytes_get_size(cutoff), &ierror);
+    } else if (g_str_has_prefix(comp, "after:")) {
+        /* the last ':' ends SEP, so SEP may hold ':' itself */
+        const char *sep = comp + strlen("after:");
+        const char *colon = strrchr(sep, ':');
+        g_autofree char *raw = NULL;
+        g_autoptr(GBytes) delim = NULL;
+
+        if (colon == NULL || colon == sep) {
+            why = "after:SEP:K needs a SEP and a K (or last)";
+            goto fail;
+        }
+        if (strcmp(colon + 1, "last") == 0) {
+            a = 0;
+        } else if (!config_parse_u64(colon + 1, strlen(colon + 1), &a) ||
+                   a < 1 || a > LEGACY_MAX_PART) {
+            why = "after:SEP:K needs K in 1..32767, or last";
+            goto fail;
+        }
+        raw = g_strndup(sep, (size_t)(colon - sep));
+        delim = escape_decode(raw, &ierror);
+        if (delim == NULL) {
+            why = ierror->message;
+            goto fail;
+        }
+        ok = legacy_rule_after(&t->legacy, g_bytes_get_data(delim, NULL),
+                               g_bytes_get_size(delim), (uint32_t)a,
+                               g_bytes_get_data(cutoff, NULL),
+                               g_bytes_get_size(cutoff), &ierror);
+    } else {
+        why = "expected after:SEP:K, after:SEP:last or bytes:OFF:LEN";
+        goto fail;
+    }
+    if (!ok) {
+        /* the component parsed: what is left to fail is the cutoff */
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         g_error_matches(ierror, LEGACY_ERROR,
+                                         LEGACY_ERROR_INVALID) &&
+                                 strstr(ierror->message, "cutoff") != NULL
+                             ? "legacy_cutoff"
+                             : key,
+                         "%s", ierror->message);
+        return FALSE;
+    }
+    return TRUE;
+fail:
+    config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                     "'%s': %s%s", comp, why, config_hint(comp));
     return FALSE;
 }
 
@@ -770,6 +1112,8 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
                                    error)
             : !config_take_xxh3(c, g, &table.salt, error))
         return FALSE;
+    if (!config_take_legacy(c, g, &table.salt, error))
+        return FALSE;
 
     table.name = g_strdup(name);
     table.name_len = strlen(name);
@@ -786,13 +1130,19 @@ config_known_keys(const char *group)
         return "listen, workers, max_frame_size, max_connections, "
                "client_idle_timeout_ms";
     if (strcmp(group, "backend") == 0)
-        return "servers, protocol, transport, connect_timeout_ms, "
-               "request_timeout_ms, pool_size";
+        return "servers, thrift2_servers, protocol, transport, "
+               "connect_timeout_ms, request_timeout_ms, pool_size, sasl, "
+               "sasl_principal, sasl_keytab, sasl_service, sasl_qop, "
+               "sasl_server_host";
+    if (strcmp(group, "thrift2") == 0)
+        return "listen";
     if (strcmp(group, "scan") == 0)
         return "caching_max, scanner_timeout_ms";
     if (strcmp(group, "admin") == 0)
         return "listen";
-    return "buckets, salt_format, salt_separator, hash_part, salt_mapping";
+    return "buckets, salt_format, salt_separator, hash_part, salt_mapping, "
+           "legacy_component, legacy_cutoff, legacy_range_start, "
+           "legacy_range_stop";
 }
 
 /* Whatever a group parser did not consume is a typo. */
@@ -842,12 +1192,14 @@ config_parse(struct config_ctx *c, GError **error)
             ok = config_parse_scan(c, g, error);
         else if (strcmp(g, "admin") == 0)
             ok = config_parse_admin(c, g, error);
+        else if (strcmp(g, "thrift2") == 0)
+            ok = config_parse_thrift2(c, g, error);
         else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX))
             ok = config_parse_table(c, g, tables, names, error);
         else {
             config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
                              "unknown group (known: [proxy], [backend], "
-                             "[scan], [admin], [table:NAME])");
+                             "[scan], [admin], [thrift2], [table:NAME])");
             ok = FALSE;
         }
         ok = ok && config_check_leftovers(c, g, error);
@@ -862,6 +1214,18 @@ config_parse(struct config_ctx *c, GError **error)
         ok = config_parse_scan(c, "scan", error);
     if (ok && !g_key_file_has_group(c->kf, "admin"))
         ok = config_parse_admin(c, "admin", error);
+    if (ok && !g_key_file_has_group(c->kf, "thrift2"))
+        ok = config_parse_thrift2(c, "thrift2", error);
+    if (ok && c->cfg->thrift2_enabled && c->cfg->n_thrift2_servers == 0) {
+        /* a Thrift2 client's calls go to Thrift2 servers only: HBase
+         * runs the two services as separate servers */
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, "thrift2",
+                         "listen",
+                         "needs [backend] thrift2_servers, the HBase "
+                         "Thrift2 servers (hbase thrift2) its clients' "
+                         "calls go to");
+        ok = FALSE;
+    }
 
     g_array_sort(tables, config_table_cmp);
     c->cfg->n_tables = tables->len;
@@ -953,6 +1317,12 @@ config_free(struct config *cfg)
     g_free(cfg->source);
     g_free(cfg->listen.host);
     config_addrs_free(cfg->servers, cfg->n_servers);
+    config_addrs_free(cfg->thrift2_servers, cfg->n_thrift2_servers);
+    g_free(cfg->thrift2_listen.host);
+    g_free(cfg->sasl_principal);
+    g_free(cfg->sasl_keytab);
+    g_free(cfg->sasl_service);
+    g_free(cfg->sasl_server_host);
     g_free(cfg->admin_listen.host);
     for (size_t i = 0; i < cfg->n_tables; i++)
         g_free(cfg->tables[i].name);
@@ -995,6 +1365,39 @@ config_addr_to_string(const struct config_addr *addr)
     return g_strdup_printf("%s:%u", addr->host, addr->port);
 }
 
+/* The legacy rule's keys, each on its line; nothing for none. */
+static void
+config_legacy_to_text(GString *out, const struct legacy_rule *r)
+{
+    switch (r->kind) {
+    case LEGACY_COMPONENT:
+        if (r->part == LEGACY_PART_BYTES) {
+            g_string_append_printf(out, "legacy_component = bytes:%u:%u",
+                                   r->off, r->len);
+        } else {
+            g_string_append(out, "legacy_component = after:");
+            escape_append(out, r->delim, r->delim_len);
+            if (r->part == LEGACY_PART_AFTER_LAST) {
+                g_string_append(out, ":last");
+            } else {
+                g_string_append_printf(out, ":%u", r->count);
+            }
+        }
+        g_string_append(out, "\nlegacy_cutoff = ");
+        escape_append(out, r->cutoff, r->cutoff_len);
+        g_string_append_c(out, '\n');
+        break;
+    case LEGACY_RANGE:
+        g_string_append(out, "legacy_range_start = ");
+        escape_append(out, r->start, r->start_len);
+        g_string_append(out, "\nlegacy_range_stop = ");
+        escape_append(out, r->stop, r->stop_len);
+        g_string_append_c(out, '\n');
+        break;
+    default: break;
+    }
+}
+
 char *
 config_to_text(const struct config *cfg)
 {
@@ -1020,21 +1423,52 @@ config_to_text(const struct config *cfg)
 
         g_string_append_printf(out, "%s%s", i > 0 ? ", " : "", s);
     }
-    g_string_append_printf(out, "\nprotocol = %s\ntransport = %s\n"
+    g_string_append(out, "\nthrift2_servers = ");
+    for (size_t i = 0; i < cfg->n_thrift2_servers; i++) {
+        g_autofree char *s = config_addr_to_string(&cfg->thrift2_servers[i]);
+
+        g_string_append_printf(out, "%s%s", i > 0 ? ", " : "", s);
+    }
+    g_string_append_printf(out,
+                           "\nprotocol = %s\ntransport = %s\n"
                            "connect_timeout_ms = %u\nrequest_timeout_ms = %u\n"
-                           "pool_size = %u\n\n[scan]\ncaching_max = %u\n"
-                           "scanner_timeout_ms = %u\n\n[admin]\nlisten = ",
-                           cfg->protocol == CONFIG_PROTOCOL_COMPACT
-                               ? "compact" : "binary",
+                           "pool_size = %u\n",
+                           cfg->protocol == CONFIG_PROTOCOL_COMPACT ? "compact"
+                                                                    : "binary",
                            cfg->transport == CONFIG_TRANSPORT_FRAMED
-                               ? "framed" : "buffered",
+                               ? "framed"
+                               : "buffered",
                            cfg->connect_timeout_ms, cfg->request_timeout_ms,
-                           cfg->pool_size, cfg->scan_caching_max,
+                           cfg->pool_size);
+    if (cfg->sasl == CONFIG_SASL_GSSAPI) {
+        g_string_append_printf(out,
+                               "sasl = gssapi\nsasl_principal = %s\n"
+                               "sasl_keytab = %s\nsasl_service = %s\n"
+                               "sasl_qop = %s\n",
+                               cfg->sasl_principal, cfg->sasl_keytab,
+                               cfg->sasl_service,
+                               config_qop_name(cfg->sasl_qop));
+        if (cfg->sasl_server_host != NULL)
+            g_string_append_printf(out, "sasl_server_host = %s\n",
+                                   cfg->sasl_server_host);
+    } else {
+        g_string_append(out, "sasl = none\n");
+    }
+    g_string_append_printf(out,
+                           "\n[scan]\ncaching_max = %u\n"
+                           "scanner_timeout_ms = %u\n\n[admin]\nlisten = ",
+                           cfg->scan_caching_max,
                            cfg->scan_scanner_timeout_ms);
     if (cfg->admin_enabled) {
         g_autofree char *admin = config_addr_to_string(&cfg->admin_listen);
 
         g_string_append(out, admin);
+    }
+    g_string_append(out, "\n\n[thrift2]\nlisten = ");
+    if (cfg->thrift2_enabled) {
+        g_autofree char *t2 = config_addr_to_string(&cfg->thrift2_listen);
+
+        g_string_append(out, t2);
     }
     g_string_append_c(out, '\n');
     for (size_t i = 0; i < cfg->n_tables; i++) {
@@ -1069,6 +1503,7 @@ config_to_text(const struct config *cfg)
             break;
         }
         g_string_append(out, "\nsalt_mapping = xxh3\n");
+        config_legacy_to_text(out, &t->legacy);
     }
     return g_string_free(out, FALSE);
 }
@@ -1120,6 +1555,16 @@ config_reload_check(const struct config *old, const struct config *cfg,
     CONFIG_RESTART_ONLY(old->protocol != cfg->protocol, "[backend] protocol")
     CONFIG_RESTART_ONLY(old->transport != cfg->transport,
                         "[backend] transport")
+    /* one set of Kerberos credentials per process, and connections
+     * that outlive a reload */
+    CONFIG_RESTART_ONLY(
+        old->sasl != cfg->sasl ||
+            g_strcmp0(old->sasl_principal, cfg->sasl_principal) != 0 ||
+            g_strcmp0(old->sasl_keytab, cfg->sasl_keytab) != 0 ||
+            g_strcmp0(old->sasl_service, cfg->sasl_service) != 0 ||
+            old->sasl_qop != cfg->sasl_qop ||
+            g_strcmp0(old->sasl_server_host, cfg->sasl_server_host) != 0,
+        "[backend] sasl or a sasl_* key")
     g_clear_pointer(&a, g_free);
     g_clear_pointer(&b, g_free);
     if (old->admin_enabled) {
@@ -1129,6 +1574,15 @@ config_reload_check(const struct config *old, const struct config *cfg,
         b = config_addr_to_string(&cfg->admin_listen);
     }
     CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[admin] listen")
+    g_clear_pointer(&a, g_free);
+    g_clear_pointer(&b, g_free);
+    if (old->thrift2_enabled) {
+        a = config_addr_to_string(&old->thrift2_listen);
+    }
+    if (cfg->thrift2_enabled) {
+        b = config_addr_to_string(&cfg->thrift2_listen);
+    }
+    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[thrift2] listen")
 #undef CONFIG_RESTART_ONLY
     return TRUE;
 }
@@ -1151,6 +1605,14 @@ config_advice(const struct config *cfg)
                 cfg->pool_size, t->salt.buckets));
         }
     }
+    if (cfg->n_thrift2_servers > 0 && !cfg->thrift2_enabled) {
+        g_ptr_array_add(
+            out,
+            g_strdup(
+                "[backend] thrift2_servers is set but [thrift2] listen is "
+                "not: no client reaches those servers; set [thrift2] listen "
+                "to serve Thrift2 clients"));
+    }
     if (cfg->scan_scanner_timeout_ms >= CONFIG_HBASE_SCANNER_EXPIRY_MS) {
         g_ptr_array_add(out, g_strdup_printf(
             "[scan] scanner_timeout_ms = %u is not below HBase's %u ms "
@@ -1158,6 +1620,26 @@ config_advice(const struct config *cfg)
             "scanner the proxy still keeps, and that scanner then fails; "
             "keep it below %u", cfg->scan_scanner_timeout_ms,
             CONFIG_HBASE_SCANNER_EXPIRY_MS, CONFIG_HBASE_SCANNER_EXPIRY_MS));
+    }
+    if (cfg->sasl == CONFIG_SASL_GSSAPI && cfg->sasl_server_host == NULL) {
+        for (size_t i = 0; i < cfg->n_servers; i++) {
+            const char *h = cfg->servers[i].host;
+
+            /* Kerberos names hosts, not addresses */
+            if (strchr(h, ':') != NULL ||
+                strspn(h, "0123456789.") == strlen(h)) {
+                g_autofree char *sp = config_sasl_server_principal(cfg, h);
+
+                g_ptr_array_add(
+                    out,
+                    g_strdup_printf(
+                        "[backend] sasl: server %s is an address, so its "
+                        "principal would be %s; HBase's principals name hosts: "
+                        "list the server by name, or set sasl_server_host",
+                        h, sp));
+                break;
+            }
+        }
     }
     g_ptr_array_add(out, NULL);
     return (char **)g_ptr_array_free(g_steal_pointer(&out), FALSE);

@@ -47,6 +47,19 @@ typedef enum {
     CONFIG_TRANSPORT_FRAMED = 1,
 } config_transport_t;
 
+/* SASL toward the backend.  The QOP values equal sasl_qop_t's (RFC 4752's
+ * layer bits) on purpose. */
+typedef enum {
+    CONFIG_SASL_NONE = 0,
+    CONFIG_SASL_GSSAPI = 1,
+} config_sasl_t;
+
+typedef enum {
+    CONFIG_QOP_AUTH = 1,
+    CONFIG_QOP_AUTH_INT = 2,
+    CONFIG_QOP_AUTH_CONF = 4,
+} config_qop_t;
+
 /* host:port; host without IPv6 brackets, not resolved. */
 struct config_addr {
     char *host;     /* "127.0.0.1", "::1", "hbase1.example" */
@@ -75,15 +88,30 @@ struct config {
     /* [backend] */
     struct config_addr *servers;    /* HBase Thrift1 servers, >= 1 */
     size_t n_servers;
+    struct config_addr *thrift2_servers; /* HBase Thrift2 servers (hbase
+                                       thrift2), for [thrift2] clients;
+                                       may be none */
+    size_t n_thrift2_servers;
     config_protocol_t protocol;     /* what the servers speak */
     config_transport_t transport;
     unsigned connect_timeout_ms;
     unsigned request_timeout_ms;    /* one request, sent to reply */
     unsigned pool_size;             /* connections per server per worker */
+    config_sasl_t sasl;             /* Kerberos toward the servers */
+    char *sasl_principal;           /* ours, from sasl_keytab; NULL if off */
+    char *sasl_keytab;              /* absolute path; NULL if off */
+    char *sasl_service;             /* first part of the server principal */
+    config_qop_t sasl_qop;          /* what the servers require */
+    char *sasl_server_host;         /* NULL: each server's own host */
 
     /* [scan] */
     unsigned scan_caching_max;      /* cap on rows per bucket fetch */
     unsigned scan_scanner_timeout_ms; /* expire idle proxy scanners */
+
+    /* [thrift2] */
+    gboolean thrift2_enabled;          /* FALSE when [thrift2] listen is empty
+                                       (the default) */
+    struct config_addr thrift2_listen; /* where Thrift2 clients connect */
 
     /* [admin] */
     gboolean admin_enabled;         /* FALSE when [admin] listen is empty */
@@ -124,6 +152,12 @@ const struct config_table *config_find_table(const struct config *cfg,
 /* The effective configuration as a file this parser loads back: every
  * key with its value, defaults included.  g_free. */
 char *config_to_text(const struct config *cfg);
+
+/* The server principal for a server at host: service/host@REALM, host
+ * lower case (sasl_server_host when set), REALM the client principal's.
+ * g_free. */
+char *config_sasl_server_principal(const struct config *cfg, const char *host);
+const char *config_qop_name(config_qop_t qop);
 
 /* "host:port", with brackets for IPv6.  g_free. */
 char *config_addr_to_string(const struct config_addr *addr);

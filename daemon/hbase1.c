@@ -3,34 +3,8 @@
 
 #include <string.h>
 
+#include "hbase1_table.h"
 #include "wire.h"
-
-/* Java keeps the last of a field sent twice, the proxy would route by the
- * first: a call that repeats a field named here is refused instead, with
- * a message naming the field (name_: as in the IDL, Struct.field when
- * nested). */
-#define F(fid_, type_, action_, sub_, name_)                               \
-    { .fid = (fid_), .type = (type_), .action = (action_), .sub = (sub_),  \
-      .repeated = "hbase-salt-proxy: field " name_ " sent twice" }
-/* A field of a scanner schema: R routes the scan (sent twice, it is
- * refused, as F), P is passed on or read as it comes (the last one
- * counts, as in Java). */
-#define R(fid_, type_, role_, sub_, name_)                                    \
-    {                                                                         \
-        .fid = (fid_), .type = (type_), .role = (role_), .sub = (sub_),       \
-        .repeated = "hbase-salt-proxy: field " name_ " sent twice"            \
-    }
-#define P(fid_, type_, role_)                                                 \
-    {                                                                         \
-        .fid = (fid_), .type = (type_), .role = (role_)                       \
-    }
-#define SCHEMA(name_, scoped_, ...)                                        \
-    static const struct hbase1_field name_##_fields[] = { __VA_ARGS__ };   \
-    static const struct hbase1_schema name_ = {                            \
-        .fields = name_##_fields,                                          \
-        .nfields = G_N_ELEMENTS(name_##_fields),                           \
-        .scoped_table = (scoped_),                                         \
-    }
 
 /* ---- structs ----------------------------------------------------------- */
 
@@ -157,32 +131,13 @@ SCHEMA(scan_id_rows, FALSE, P(1, WIRE_T_I32, HBASE1_ROLE_ID),
        P(2, WIRE_T_I32, HBASE1_ROLE_NROWS));
 
 /* Filled from the scanner rows of the table below at first use. */
-static struct hbase1_scanner hbase1_scanner;
+static struct hbase1_scanner table_scanner;
 
 /* ---- result structs ------------------------------------------------------ */
 
 /* success: list<TRowResult> */
 SCHEMA(result_row_results, FALSE,
        F(0, WIRE_T_LIST, HBASE1_STRUCT_LIST, &t_row_result, "success"));
-
-#define M(name_, kind_, io_, args_, result_)                                \
-    { .name = #name_, .name_len = sizeof(#name_) - 1, .kind = (kind_),      \
-      .declares_io = (io_), .args = (args_), .result = (result_) }
-/* The same for a method that also throws 2:IllegalArgument ia. */
-#define MIA(name_, kind_, args_, result_)                                   \
-    { .name = #name_, .name_len = sizeof(#name_) - 1, .kind = (kind_),      \
-      .declares_io = TRUE, .declares_ia = TRUE, .args = (args_),           \
-      .result = (result_) }
-
-/* A scanner call: routed by 'args' (its table) as every call is, then
- * read by the scan engine through 'scan_args'. */
-#define MS(name_, kind_, ia_, args_, result_, scan_args_)                     \
-    {                                                                         \
-        .name = #name_, .name_len = sizeof(#name_) - 1, .kind = (kind_),      \
-        .declares_io = TRUE, .declares_ia = (ia_), .args = (args_),           \
-        .result = (result_), .scan_args = (scan_args_),                       \
-        .scanner = &hbase1_scanner                                            \
-    }
 
 /* In IDL order.  'index' is filled in by position. */
 static struct hbase1_method hbase1_table[] = {
@@ -251,6 +206,15 @@ static struct hbase1_method hbase1_table[] = {
 /* Methods sorted by (length, bytes) for binary search. */
 static const struct hbase1_method *hbase1_sorted[G_N_ELEMENTS(hbase1_table)];
 
+static struct hbase1_service hbase1_thrift1 = {
+    .id = HBASE1_SERVICE_THRIFT1,
+    .label = "thrift1",
+    .table = hbase1_table,
+    .n = G_N_ELEMENTS(hbase1_table),
+    .sorted = hbase1_sorted,
+    .scanner = &table_scanner,
+};
+
 static int
 hbase1_cmp_name(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
@@ -306,33 +270,60 @@ hbase1_scanner_init(struct hbase1_scanner *sc,
     g_assert(sc->key != NULL);
 }
 
+/* The services in id order; method indexes follow it. */
+static struct hbase1_service *hbase1_services[HBASE1_NSERVICES];
+static size_t hbase1_nmethods;
+
+static void
+hbase1_service_init(struct hbase1_service *svc, size_t first)
+{
+    for (size_t i = 0; i < svc->n; i++) {
+        g_assert(first + i <= G_MAXUINT8);
+        svc->table[i].index = (uint8_t)(first + i);
+        svc->table[i].service = svc;
+        svc->sorted[i] = &svc->table[i];
+    }
+    hbase1_scanner_init(svc->scanner, svc->table, svc->n);
+    qsort(svc->sorted, svc->n, sizeof(svc->sorted[0]), hbase1_cmp_sorted);
+}
+
 static void
 hbase1_init(void)
 {
     static gsize done = 0;
 
     if (g_once_init_enter(&done)) {
-        for (size_t i = 0; i < G_N_ELEMENTS(hbase1_table); i++) {
-            hbase1_table[i].index = (uint8_t)i;
-            hbase1_sorted[i] = &hbase1_table[i];
+        size_t first = 0;
+
+        hbase1_services[HBASE1_SERVICE_THRIFT1] = &hbase1_thrift1;
+        hbase1_services[HBASE1_SERVICE_THRIFT2] = hbase2_service_table();
+        for (size_t s = 0; s < HBASE1_NSERVICES; s++) {
+            hbase1_service_init(hbase1_services[s], first);
+            first += hbase1_services[s]->n;
         }
-        hbase1_scanner_init(&hbase1_scanner, hbase1_table,
-                            G_N_ELEMENTS(hbase1_table));
-        qsort(hbase1_sorted, G_N_ELEMENTS(hbase1_sorted),
-              sizeof(hbase1_sorted[0]), hbase1_cmp_sorted);
+        hbase1_nmethods = first;
         g_once_init_leave(&done, 1);
     }
 }
 
-const struct hbase1_method *
-hbase1_lookup(const uint8_t *name, size_t len)
+const struct hbase1_service *
+hbase1_service(hbase1_service_id_t id)
 {
-    size_t lo = 0, hi = G_N_ELEMENTS(hbase1_sorted);
+    hbase1_init();
+    g_return_val_if_fail((size_t)id < HBASE1_NSERVICES, NULL);
+    return hbase1_services[id];
+}
+
+const struct hbase1_method *
+hbase1_service_lookup(const struct hbase1_service *svc, const uint8_t *name,
+                      size_t len)
+{
+    size_t lo = 0, hi = svc->n;
 
     hbase1_init();
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        const struct hbase1_method *m = hbase1_sorted[mid];
+        const struct hbase1_method *m = svc->sorted[mid];
         int c = hbase1_cmp_name(name, len, (const uint8_t *)m->name,
                                 m->name_len);
 
@@ -346,6 +337,32 @@ hbase1_lookup(const uint8_t *name, size_t len)
         }
     }
     return NULL;
+}
+
+size_t
+hbase1_method_count(void)
+{
+    hbase1_init();
+    return hbase1_nmethods;
+}
+
+const struct hbase1_method *
+hbase1_method_at(size_t index)
+{
+    hbase1_init();
+    for (size_t s = 0; s < HBASE1_NSERVICES; s++) {
+        if (index < hbase1_services[s]->n) {
+            return &hbase1_services[s]->table[index];
+        }
+        index -= hbase1_services[s]->n;
+    }
+    return NULL;
+}
+
+const struct hbase1_method *
+hbase1_lookup(const uint8_t *name, size_t len)
+{
+    return hbase1_service_lookup(&hbase1_thrift1, name, len);
 }
 
 const struct hbase1_method *

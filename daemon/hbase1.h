@@ -13,12 +13,22 @@
  */
 
 enum hbase1_action {
-    HBASE1_TABLE = 1,    /* binary: the table every row below belongs to */
-    HBASE1_ROW,          /* binary: a logical row key, gains its salt */
-    HBASE1_ROWS,         /* list<binary>: logical row keys */
-    HBASE1_ROW_OUT,      /* binary: a physical row key, loses its salt */
-    HBASE1_STRUCT,       /* struct described by 'sub' */
-    HBASE1_STRUCT_LIST,  /* list<struct>, each described by 'sub' */
+    HBASE1_TABLE = 1,     /* binary: the table every row below belongs to */
+    HBASE1_ROW,           /* binary: a logical row key, gains its salt */
+    HBASE1_ROWS,          /* list<binary>: logical row keys */
+    HBASE1_ROW_OUT,       /* binary: a physical row key, loses its salt */
+    HBASE1_STRUCT,        /* struct described by 'sub' */
+    HBASE1_STRUCT_LIST,   /* list<struct>, each described by 'sub' */
+    HBASE1_REFUSE_SALTED, /* a field the proxy cannot yet rewrite for a
+                             salted table (Thrift2's filterBytes): a call
+                             of a salted table sending it is refused with
+                             the text in 'refuse'; unsalted, it is copied */
+    HBASE1_FILTER_ROW,    /* binary: a filter applied to the row of the
+                            struct it sits in (Thrift2's TGet.filterString,
+                            or with role FILTER_BYTES its protobuf
+                            filterBytes): rewritten for that row's bucket,
+                            or refused when salting would change its
+                            meaning */
 };
 
 /*
@@ -47,6 +57,12 @@ enum hbase1_role {
     HBASE1_ROLE_CACHE_BLOCKS, /* bool: passed on */
     HBASE1_ROLE_ID,           /* i32: a scanner id */
     HBASE1_ROLE_NROWS,        /* i32: rows asked of a scanner */
+    HBASE1_ROLE_LIMIT,        /* i32: rows of the whole scan (Thrift2's
+                                 TScan.limit): each bucket gets it, the
+                                 merge applies it once */
+    HBASE1_ROLE_FILTER_BYTES, /* binary: a serialized filter the engine
+                                 cannot rewrite yet: salted scans sending
+                                 it are refused */
 };
 
 struct hbase1_schema;
@@ -62,6 +78,8 @@ struct hbase1_field {
     const struct hbase1_schema *sub;   /* STRUCT, STRUCT_LIST */
     const char *repeated;              /* PROTOCOL_ERROR text for a call
                                           that sends this field twice */
+    const char *refuse;                /* HBASE1_REFUSE_SALTED: the
+                                          IOError's text */
 };
 
 /* The fields of one struct that matter. */
@@ -86,6 +104,7 @@ enum hbase1_kind {
 };
 
 struct hbase1_scanner;
+struct hbase1_service;
 
 struct hbase1_method {
     const char *name;                   /* as on the wire */
@@ -102,6 +121,7 @@ struct hbase1_method {
                                            role; NULL for other calls */
     const struct hbase1_scanner *scanner;  /* scanner calls: how the
                                            service's scanners are driven */
+    const struct hbase1_service *service;  /* the table it is a row of */
 };
 
 /*
@@ -123,11 +143,54 @@ struct hbase1_scanner {
     const struct hbase1_field *key;    /* the row's key field in row */
 };
 
-/* The method of a name as sent on the wire, or NULL. */
+/*
+ * One Thrift service the proxy speaks, and its method table: Thrift1's
+ * `service Hbase` (hbase1.c) or Thrift2's `service THBaseService`
+ * (hbase2.c).  The same name (get, append, ...) is another method in
+ * each, so every lookup goes through the service a connection speaks.
+ * Method indexes run on from one service to the next: metrics keep one
+ * array over both.
+ */
+typedef enum {
+    HBASE1_SERVICE_THRIFT1 = 0,
+    HBASE1_SERVICE_THRIFT2 = 1,
+} hbase1_service_id_t;
+
+#define HBASE1_NSERVICES 2
+
+struct hbase1_service {
+    uint8_t id;                  /* hbase1_service_id_t */
+    const char *label;           /* "thrift1", "thrift2": logs and
+                                         metrics labels */
+    struct hbase1_method *table; /* in IDL order */
+    size_t n;
+    const struct hbase1_method **sorted; /* n entries, by (length, name) */
+    struct hbase1_scanner *scanner;      /* filled at first use */
+    gsize once;
+};
+
+/* The services, by id; filled (indexes, sorted names, scanner) at first
+ * use. */
+const struct hbase1_service *hbase1_service(hbase1_service_id_t id);
+
+/* The method of a name as sent on the wire in service svc, or NULL. */
+const struct hbase1_method *
+hbase1_service_lookup(const struct hbase1_service *svc, const uint8_t *name,
+                      size_t len);
+
+/* Methods of every service: their number, and method by index. */
+size_t hbase1_method_count(void);
+const struct hbase1_method *hbase1_method_at(size_t index);
+
+/* Thrift1's method of a name, or NULL (hbase1_service_lookup on
+ * Thrift1). */
 const struct hbase1_method *hbase1_lookup(const uint8_t *name, size_t len);
 
-/* Every method, in IDL order. */
+/* Every Thrift1 method, in IDL order. */
 const struct hbase1_method *hbase1_methods(size_t *count);
+
+/* Thrift2's table, for hbase1_service (hbase2.c). */
+struct hbase1_service *hbase2_service_table(void);
 
 /* The field of a schema with this id, or NULL. */
 const struct hbase1_field *hbase1_schema_field(const struct hbase1_schema *s,

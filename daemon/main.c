@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <glib/gstdio.h>
 
 #include "hsp-config.h"
 #include "admin.h"
@@ -296,6 +297,37 @@ main_check_admin(const struct config_addr *addr, GError **error)
     return TRUE;
 }
 
+/* --check-config: where each Thrift service is served and sent. */
+static void
+main_print_services(const struct config *cfg)
+{
+    g_autofree char *listen = config_addr_to_string(&cfg->listen);
+    GString *servers = g_string_new(NULL);
+
+    for (size_t i = 0; i < cfg->n_servers; i++) {
+        g_autofree char *s = config_addr_to_string(&cfg->servers[i]);
+
+        g_string_append_printf(servers, "%s%s", i > 0 ? "," : "", s);
+    }
+    printf("thrift1: listen %s, servers %s\n", listen, servers->str);
+    g_string_truncate(servers, 0);
+    for (size_t i = 0; i < cfg->n_thrift2_servers; i++) {
+        g_autofree char *s = config_addr_to_string(&cfg->thrift2_servers[i]);
+
+        g_string_append_printf(servers, "%s%s", i > 0 ? "," : "", s);
+    }
+    if (cfg->thrift2_enabled) {
+        g_autofree char *t2 = config_addr_to_string(&cfg->thrift2_listen);
+
+        printf("thrift2: listen %s, servers %s\n", t2, servers->str);
+    } else {
+        printf("thrift2: off%s%s%s\n",
+               servers->len > 0 ? " (thrift2_servers " : "", servers->str,
+               servers->len > 0 ? ")" : "");
+    }
+    g_string_free(servers, TRUE);
+}
+
 /* The warnings of config_advice, to the log. */
 static void
 main_log_advice(const struct config *cfg)
@@ -485,6 +517,33 @@ main_run(struct config *cfg, const char *config_path)
     return 0;
 }
 
+/*
+ * --check-config with [backend] sasl = gssapi: who the proxy will be and
+ * whom it will talk to.  The keytab is only checked for being readable
+ * here (the daemon may run as another user): its keys are never read,
+ * let alone shown.
+ */
+static void
+main_show_sasl(const struct config *cfg, const struct worker_settings *set,
+               const char *name)
+{
+    printf("%s: SASL GSSAPI (%s) as %s, keytab %s\n", name,
+           config_qop_name(cfg->sasl_qop), cfg->sasl_principal,
+           cfg->sasl_keytab);
+    for (unsigned i = 0; i < set->nservers; i++) {
+        printf("%s: backend %s: server principal %s\n", name,
+               set->servers[i].name, set->servers[i].sasl_server);
+    }
+    if (g_access(cfg->sasl_keytab, R_OK) != 0) {
+        int e = errno;
+
+        fprintf(stderr,
+                "%s: warning: %s: [backend] sasl_keytab %s: %s (for "
+                "this user; the daemon's may differ)\n",
+                g_get_prgname(), name, cfg->sasl_keytab, g_strerror(e));
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -566,7 +625,7 @@ main(int argc, char **argv)
     }
     if (check_config) {
         const char *name = config_path != NULL ? config_path : "(defaults)";
-        struct proxy_settings set;
+        struct worker_settings set;
         g_auto(GStrv) advice = config_advice(cfg);
 
         /* also what only the I/O core checks: addresses resolve, limits */
@@ -582,11 +641,18 @@ main(int argc, char **argv)
             fprintf(stderr, "%s: warning: %s: %s\n", g_get_prgname(), name,
                     advice[i]);
         }
+        if (cfg->sasl == CONFIG_SASL_GSSAPI) {
+            main_show_sasl(cfg, &set, name);
+        }
         if (pid != 0) {
             printf("%s: ok, the running proxy (pid %d) would apply it on "
                    "reload\n", name, pid);
         } else {
             printf("%s: ok\n", name);
+        }
+        if (cfg->thrift2_enabled || cfg->n_thrift2_servers > 0) {
+            /* the one-line answer stays as it was without Thrift2 */
+            main_print_services(cfg);
         }
         return 0;
     }

@@ -7,8 +7,8 @@
 #include "config.h"
 #include "wire.h"
 
+struct codec_tally;
 struct hbase1_method;
-struct proxy;
 
 /*
  * Every counter has one writer, the worker thread that owns it, and one
@@ -48,6 +48,8 @@ struct metrics_worker {
     guint64 bytes_out;                      /* client reply bytes */
     guint64 scans;                          /* scanners opened */
     guint64 scan_rows;                      /* rows merged from buckets */
+    guint64 unsalted_rows;                  /* rows of salted tables
+                                               handed back as stored */
     guint64 fanout[METRICS_FANOUT_BUCKETS + 1]; /* scans by width */
     guint64 fanout_sum;                     /* buckets over all scans */
     /* per salted table (stats_id - 1): 2 * buckets counters, requests of
@@ -56,11 +58,32 @@ struct metrics_worker {
     guint64 *tables[METRICS_MAX_TABLES];
 };
 
-/* The worker counters of the calling thread; NULL outside workers. */
-extern __thread struct metrics_worker *metrics_self;
+/* Upper bounds of the latency buckets, in microseconds. */
+extern const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS];
 
-/* The process's metrics; created with the proxy, main thread only. */
-struct metrics;
+/* A salted table that has counters: names never leave the registry, so a
+ * table that comes back after a reload finds its counters again. */
+struct metrics_table {
+    char *name;
+    uint32_t buckets;
+};
+
+/* The process's metrics; created with the proxy, main thread only.  The
+ * scrape reads them (metrics_render.c). */
+struct metrics {
+    unsigned nworkers;
+    struct metrics_worker *workers;
+    size_t nmethods; /* methods of every service */
+    /* per method index, its series' labels: method="get" for Thrift1 (as
+     * always), method="get",service="thrift2" for Thrift2 */
+    char **labels;
+    GPtrArray *tables;       /* struct metrics_table *, by id - 1 */
+    GHashTable *table_ids;   /* name -> GUINT_TO_POINTER(id) */
+    guint64 reloads[3];      /* by metrics_reload_t */
+    gboolean last_reload_ok; /* TRUE until a reload fails */
+    gint64 last_reload_time; /* wall clock us, 0 = none yet */
+    gint64 start_time;       /* wall clock us */
+};
 
 struct metrics *metrics_new(unsigned nworkers);
 void metrics_free(struct metrics *m);
@@ -77,9 +100,6 @@ typedef enum {
     METRICS_RELOAD_INVALID,      /* file did not load */
 } metrics_reload_t;
 void metrics_reload(struct metrics *m, metrics_reload_t result);
-
-/* Prometheus text exposition format 0.0.4 of everything. */
-void metrics_render(struct metrics *m, struct proxy *p, GString *out);
 
 /* ---- hooks: one line at the place that knows --------------------------- */
 
@@ -98,7 +118,8 @@ gboolean metrics_reply_is_error(wire_proto_t proto, const uint8_t *msg,
 static inline guint64 *
 metrics_table_block(struct metrics_worker *mw, const struct salt_table *salt)
 {
-    /* every salt the codec and the scan engine see lives in a config */
+    /* every salt the engines count lives in a config (the codec and the
+     * scan engine take theirs from config_find_table) */
     const struct config_table *t =
         (const struct config_table *)((const char *)salt
                                       - G_STRUCT_OFFSET(struct config_table,
@@ -107,42 +128,41 @@ metrics_table_block(struct metrics_worker *mw, const struct salt_table *salt)
     return t->stats_id != 0 ? mw->tables[t->stats_id - 1] : NULL;
 }
 
-/* A row key of a salted table went to bucket (a salted point request, or
- * one bucket's scanner open or fetch). */
+/* n row keys of a salted table went to bucket (a salted point request,
+ * or one bucket's scanner open or fetch). */
 static inline void
-metrics_bucket_request(const struct salt_table *salt, uint32_t bucket,
-                       gint64 n)
+metrics_bucket_request(struct metrics_worker *mw,
+                       const struct salt_table *salt, uint32_t bucket,
+                       guint64 n)
 {
-    struct metrics_worker *mw = metrics_self;
-    guint64 *blk;
+    guint64 *blk = metrics_table_block(mw, salt);
 
-    if (mw != NULL && (blk = metrics_table_block(mw, salt)) != NULL) {
-        METRICS_ADD(blk[bucket], (guint64)n);
+    if (blk != NULL) {
+        METRICS_ADD(blk[bucket], n);
     }
 }
 
-/* A row of a salted table came back from bucket.  Both take a count n,
- * -1 when the codec takes back what it counted in a message it must
- * read again once whole (codec_request_stream). */
+/* n rows of a salted table came back from bucket. */
 static inline void
-metrics_bucket_row(const struct salt_table *salt, uint32_t bucket, gint64 n)
+metrics_bucket_row(struct metrics_worker *mw, const struct salt_table *salt,
+                   uint32_t bucket, guint64 n)
 {
-    struct metrics_worker *mw = metrics_self;
-    guint64 *blk;
+    guint64 *blk = metrics_table_block(mw, salt);
 
-    if (mw != NULL && (blk = metrics_table_block(mw, salt)) != NULL) {
-        METRICS_ADD(blk[salt->buckets + bucket], (guint64)n);
+    if (blk != NULL) {
+        METRICS_ADD(blk[salt->buckets + bucket], n);
     }
 }
+
+/* Adds what the codec reported in t to mw's counters, and empties t. */
+void metrics_take_tally(struct metrics_worker *mw, struct codec_tally *t);
 
 /* A merged scan opened over width buckets. */
-void metrics_scan_open(unsigned width);
+void metrics_scan_open(struct metrics_worker *mw, unsigned width);
 
 /* A merged scan handed one row to its client. */
 static inline void
-metrics_scan_row(void)
+metrics_scan_row(struct metrics_worker *mw)
 {
-    if (metrics_self != NULL) {
-        METRICS_ADD(metrics_self->scan_rows, 1);
-    }
+    METRICS_ADD(mw->scan_rows, 1);
 }

@@ -9,8 +9,8 @@
  *                      |  through their bell)
  *                      v accept
  *   client  ---> struct client ---------------------------------------+
- *   (any of      proxy_read() into client->in; wire_detect once;      |
- *    binary/     each message a struct proxy_req on client->reqs      |
+ *   (any of      req_read() into client->in; wire_detect once;        |
+ *    binary/     each message a struct req on client->reqs            |
  *    compact x   |                                                    |
  *    framed/     | codec_request() on a whole frame, or               |
  *    buffered)   | codec_request_stream(), which finds the end as it  |
@@ -30,7 +30,7 @@
  *                | reply: head of conn->pending; codec_reply() into   |
  *                | req->reply (unsalt, client seqid/protocol/frame)   |
  *                v                                                    |
- *             proxy_req_finish() -> client_answered(): one send of   |
+ *             worker_req_finish() -> client_answered(): one send of   |
  *             the replies done at the head of client->reqs (queued    |
  *             only if the socket takes less), so                      |
  *   client  <--- a client sees replies in the order it asked  <-------+
@@ -56,10 +56,17 @@
  * requests with an IOError, so the client side never waits forever.
  * Timeouts are per backend connection: the head of its FIFO is the
  * oldest request, so one timer armed for that deadline covers them all.
- * Writes go to the socket at once when nothing is queued (proxy_write),
+ * Writes go to the socket at once when nothing is queued (req_write),
  * so EV_WRITE is armed only on a short write; reads are one recv each
- * (proxy_read), without libevent's FIONREAD; other threads reach a
+ * (req_read), without libevent's FIONREAD; other threads reach a
  * worker only through its bell (an eventfd), so the bases need no locks.
+ *
+ * The pieces live in layers (README.md, "Layout"): req.c holds the
+ * request and the socket I/O, client.c, backend.c and scan.c the
+ * engines, worker.h what they share; this file makes the workers and
+ * fills in their hooks, by which the backend hands a finished request up
+ * to its client (worker_req_finish -> client_answered) without including
+ * it.
  */
 
 #include "proxy.h"
@@ -77,13 +84,10 @@
 #include "backend.h"
 #include "client.h"
 #include "config.h"
+#include "hbase1.h"
 #include "metrics.h"
 #include "scan.h"
 
-/* Free request objects kept per worker; beyond this they go to malloc. */
-#define PROXY_FREE_REQS_MAX 1024
-/* A kept request's reply buffer above this is released, not reused. */
-#define PROXY_REPLY_KEEP (64u * 1024)
 /* Shutdown: how often quiet clients are looked for. */
 #define PROXY_DRAIN_POLL_MS 20
 /* Shutdown never waits longer than this for answers. */
@@ -124,7 +128,7 @@ proxy_resolve(const char *host, uint16_t port, gboolean passive,
 /* Copies what the I/O core needs out of cfg; resolves backend names
  * once, here, so no worker ever blocks on DNS. */
 gboolean
-proxy_settings_load(struct proxy_settings *set, const struct config *cfg,
+proxy_settings_load(struct worker_settings *set, const struct config *cfg,
                     GError **error)
 {
     unsigned i;
@@ -139,27 +143,78 @@ proxy_settings_load(struct proxy_settings *set, const struct config *cfg,
         g_prefix_error(error, "[proxy] listen: ");
         return FALSE;
     }
+    if (cfg->thrift2_enabled) {
+        set->thrift2_enabled = TRUE;
+        g_strlcpy(set->thrift2_host,
+                  cfg->thrift2_listen.host != NULL ? cfg->thrift2_listen.host
+                                                   : "",
+                  sizeof(set->thrift2_host));
+        set->thrift2_port = cfg->thrift2_listen.port;
+        if (!proxy_resolve(set->thrift2_host, set->thrift2_port, TRUE,
+                           &set->thrift2_addr, &set->thrift2_addrlen, error)) {
+            g_prefix_error(error, "[thrift2] listen: ");
+            return FALSE;
+        }
+    }
     set->workers = cfg->workers != 0 ? cfg->workers
                                      : (unsigned)g_get_num_processors();
     if (set->workers == 0) {
         set->workers = 1;
     }
-    if (cfg->n_servers == 0 || cfg->n_servers > PROXY_MAX_BACKENDS) {
+    if (cfg->n_servers == 0 || cfg->n_servers > WORKER_MAX_BACKENDS) {
         g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
                     "[backend] servers: need 1 to %d servers, have %zu",
-                    PROXY_MAX_BACKENDS, cfg->n_servers);
+                    WORKER_MAX_BACKENDS, cfg->n_servers);
         return FALSE;
     }
-    set->nservers = (unsigned)cfg->n_servers;
+    if (cfg->n_servers + cfg->n_thrift2_servers > WORKER_MAX_BACKENDS) {
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                    "[backend] thrift2_servers: at most %d servers in "
+                    "servers and thrift2_servers together, have %zu",
+                    WORKER_MAX_BACKENDS,
+                    cfg->n_servers + cfg->n_thrift2_servers);
+        return FALSE;
+    }
+    set->nservers = (unsigned)(cfg->n_servers + cfg->n_thrift2_servers);
     for (i = 0; i < set->nservers; i++) {
-        struct proxy_server *s = &set->servers[i];
-        char *name = config_addr_to_string(&cfg->servers[i]);
+        struct worker_server *s = &set->servers[i];
+        gboolean two = i >= cfg->n_servers;
+        const struct config_addr *a =
+            two ? &cfg->thrift2_servers[i - cfg->n_servers] : &cfg->servers[i];
+        char *name = config_addr_to_string(a);
 
         g_strlcpy(s->name, name, sizeof(s->name));
         g_free(name);
-        if (!proxy_resolve(cfg->servers[i].host, cfg->servers[i].port, FALSE,
-                           &s->addr, &s->addrlen, error)) {
-            g_prefix_error(error, "[backend] servers: ");
+        s->service = two ? HBASE1_SERVICE_THRIFT2 : HBASE1_SERVICE_THRIFT1;
+        for (unsigned j = 0; j < i; j++) {
+            /* one server speaks one service: health is kept by name */
+            if (strcmp(set->servers[j].name, s->name) == 0) {
+                g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                            "[backend] thrift2_servers: %s is also in "
+                            "servers; HBase serves Thrift1 and Thrift2 on "
+                            "separate ports",
+                            s->name);
+                return FALSE;
+            }
+        }
+        if (cfg->sasl == CONFIG_SASL_GSSAPI) {
+            char *sp = config_sasl_server_principal(cfg, a->host);
+
+            if (g_strlcpy(s->sasl_server, sp, sizeof(s->sasl_server)) >=
+                sizeof(s->sasl_server)) {
+                g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                            "[backend] %s: the server principal %s is "
+                            "too long",
+                            two ? "thrift2_servers" : "servers", sp);
+                g_free(sp);
+                return FALSE;
+            }
+            g_free(sp);
+        }
+        if (!proxy_resolve(a->host, a->port, FALSE, &s->addr, &s->addrlen,
+                           error)) {
+            g_prefix_error(error, two ? "[backend] thrift2_servers: "
+                                      : "[backend] servers: ");
             return FALSE;
         }
     }
@@ -175,389 +230,36 @@ proxy_settings_load(struct proxy_settings *set, const struct config *cfg,
     set->max_reply_size = cfg->max_frame_size; /* the config says both */
     set->shutdown_timeout_ms = MIN(MAX(cfg->request_timeout_ms, 100u),
                                    PROXY_SHUTDOWN_MAX_MS);
-    return TRUE;
-}
-
-/* ---- request objects ---------------------------------------------------- */
-
-struct proxy_req *
-proxy_req_get(struct proxy_worker *w)
-{
-    struct proxy_req *req = TAILQ_FIRST(&w->free_reqs);
-
-    if (req != NULL) {
-        TAILQ_REMOVE(&w->free_reqs, req, backend_link);
-        w->nfree_reqs--;
-    } else {
-        req = g_new0(struct proxy_req, 1);
-        wire_buf_init(&req->reply);
-    }
-    req->client = NULL;
-    req->gen = w->gen;
-    proxy_gen_use(w, req->gen);
-    req->conn = NULL;
-    req->sink = NULL;
-    req->sink_arg = NULL;
-    req->sink_tag = 0;
-    req->server = -1;
-    req->failed = 0;
-    req->can_retry = 0;
-    memset(&req->call, 0, sizeof(req->call));
-    req->done = 0;
-    req->client_framed = 0;
-    req->backend_seqid = 0;
-    req->deadline = 0;
-    wire_buf_clear(&req->reply);
-    return req;
-}
-
-void
-proxy_req_put(struct proxy_worker *w, struct proxy_req *req)
-{
-    proxy_gen_unuse(w, req->gen);
-    if (w->nfree_reqs >= PROXY_FREE_REQS_MAX) {
-        wire_buf_free(&req->reply);
-        g_free(req);
-        return;
-    }
-    /* one huge reply must not pin its memory in the free list forever */
-    if (req->reply.cap > PROXY_REPLY_KEEP) {
-        wire_buf_free(&req->reply);
-    }
-    TAILQ_INSERT_HEAD(&w->free_reqs, req, backend_link);
-    w->nfree_reqs++;
-}
-
-void
-proxy_req_finish(struct proxy_worker *w, struct proxy_req *req)
-{
-    req->conn = NULL;
-    if (req->sink != NULL) {
-        /* internal: the sink owns req from here */
-        req->sink(w, req);
-        return;
-    }
-    if (req->client == NULL) {
-        proxy_req_put(w, req);
-        return;
-    }
-    client_answered(req->client, req);
-}
-
-void
-proxy_replies_hold(struct proxy_worker *w)
-{
-    w->replies_held = TRUE;
-}
-
-void
-proxy_replies_release(struct proxy_worker *w)
-{
-    struct client *c;
-
-    w->replies_held = FALSE;
-    while ((c = TAILQ_FIRST(&w->held)) != NULL) {
-        TAILQ_REMOVE(&w->held, c, held_link);
-        c->held = 0;
-        client_flush(c);
-    }
-}
-
-size_t
-proxy_req_reply_begin(struct proxy_req *req)
-{
-    wire_buf_clear(&req->reply);
-    return req->client_framed ? wire_frame_begin(&req->reply) : 0;
-}
-
-void
-proxy_req_reply_end(struct proxy_req *req, size_t frame)
-{
-    if (req->client_framed) {
-        wire_frame_end(&req->reply, frame);
-    }
-}
-
-void
-proxy_req_io_error(struct proxy_req *req, const char *message,
-                   gboolean can_retry)
-{
-    size_t frame;
-
-    if (req->sink != NULL) {
-        /* internal: the sink wraps the text into its own reply */
-        wire_buf_clear(&req->reply);
-        req->failed = 1;
-        req->can_retry = can_retry ? 1 : 0;
-        wire_buf_append(&req->reply, message, strlen(message));
-        return;
-    }
-    frame = proxy_req_reply_begin(req);
-    codec_write_io_error(&req->call, req->client_proto, message, can_retry,
-                         &req->reply);
-    proxy_req_reply_end(req, frame);
-}
-
-int32_t
-proxy_next_seqid(struct proxy_worker *w)
-{
-    int32_t id = w->next_seqid;
-
-    /* stays positive: some servers dislike negative seqids */
-    w->next_seqid = w->next_seqid == G_MAXINT32 ? 1 : w->next_seqid + 1;
-    return id;
-}
-
-/* ---- calls between threads ---------------------------------------------- */
-
-gboolean
-proxy_bell_init(struct proxy_bell *b, struct event_base *base,
-                event_callback_fn cb, void *arg)
-{
-    b->ev = NULL;
-    b->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (b->fd < 0) {
-        return FALSE;
-    }
-    b->ev = event_new(base, b->fd, EV_READ | EV_PERSIST, cb, arg);
-    if (b->ev == NULL || event_add(b->ev, NULL) < 0) {
-        proxy_bell_free(b);
-        return FALSE;
+    if (cfg->sasl == CONFIG_SASL_GSSAPI) {
+        set->backend_sasl = TRUE;
+        set->backend_sasl_qop = (int)cfg->sasl_qop;
+        if (g_strlcpy(set->sasl_principal, cfg->sasl_principal,
+                      sizeof(set->sasl_principal)) >=
+                sizeof(set->sasl_principal) ||
+            g_strlcpy(set->sasl_keytab, cfg->sasl_keytab,
+                      sizeof(set->sasl_keytab)) >= sizeof(set->sasl_keytab)) {
+            g_set_error(error, PROXY_ERROR, PROXY_ERROR_CONFIG,
+                        "[backend] sasl_principal or sasl_keytab is too "
+                        "long");
+            return FALSE;
+        }
     }
     return TRUE;
 }
 
-void
-proxy_bell_ring(struct proxy_bell *b)
-{
-    uint64_t one = 1;
-
-    /* EAGAIN only when the counter is full: the loop is woken anyway */
-    if (write(b->fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
-        g_warning("cannot wake a worker: %s", g_strerror(errno));
-    }
-}
-
-void
-proxy_bell_answer(struct proxy_bell *b)
-{
-    uint64_t n;
-
-    while (read(b->fd, &n, sizeof(n)) > 0) {
-    }
-}
-
-void
-proxy_bell_free(struct proxy_bell *b)
-{
-    if (b->ev != NULL) {
-        event_free(b->ev);
-        b->ev = NULL;
-    }
-    if (b->fd >= 0) {
-        close(b->fd);
-        b->fd = -1;
-    }
-}
-
-/* One posted call. */
-struct proxy_post {
-    proxy_post_fn fn;
-    void *arg;
-};
-
-void
-proxy_worker_post(struct proxy_worker *to, proxy_post_fn fn, void *arg)
-{
-    struct proxy_post *post = g_new(struct proxy_post, 1);
-
-    gboolean first;
-
-    post->fn = fn;
-    post->arg = arg;
-    g_mutex_lock(&to->inbox_lock);
-    first = g_queue_is_empty(&to->inbox);
-    g_queue_push_tail(&to->inbox, post);
-    g_mutex_unlock(&to->inbox_lock);
-    /* a non-empty inbox has rung already and not been emptied yet */
-    if (first) {
-        proxy_bell_ring(&to->bell);
-    }
-}
-
-static void proxy_stop_cb(struct proxy_worker *w);
+static void proxy_stop_cb(struct worker *w);
 
 /* The bell: posted calls, and a stop asked by the main thread. */
 static void
 proxy_bell_cb(evutil_socket_t fd, short what, void *arg)
 {
-    struct proxy_worker *w = arg;
-    GQueue batch = G_QUEUE_INIT;
-    struct proxy_post *post;
+    struct worker *w = arg;
 
-    proxy_bell_answer(&w->bell);
+    bell_answer(&w->bell);
     if (g_atomic_int_get(&w->stop_asked) && !w->stopping) {
         proxy_stop_cb(w);
     }
-    g_mutex_lock(&w->inbox_lock);
-    batch = w->inbox;
-    g_queue_init(&w->inbox);
-    g_mutex_unlock(&w->inbox_lock);
-    while ((post = g_queue_pop_head(&batch)) != NULL) {
-        post->fn(w, post->arg);
-        g_free(post);
-    }
-}
-
-/* ---- framing ------------------------------------------------------------ */
-
-void
-proxy_write(struct bufferevent *bev, const struct iovec *iov, int n)
-{
-    struct evbuffer *out = bufferevent_get_output(bev);
-    evutil_socket_t fd = bufferevent_getfd(bev);
-    ssize_t sent = 0;
-
-    if (n <= 0) {
-        return;
-    }
-    if (fd >= 0 && evbuffer_get_length(out) == 0
-        && (bufferevent_get_enabled(bev) & EV_WRITE)) {
-        struct msghdr mh = { 0 };
-
-        mh.msg_iov = (struct iovec *)iov;
-        mh.msg_iovlen = (size_t)n;
-        /* one buffer, the usual case: send spares the kernel the copy
-         * and check of a msghdr and its iovec array */
-        sent = n == 1 ? send(fd, iov[0].iov_base, iov[0].iov_len,
-                             MSG_DONTWAIT | MSG_NOSIGNAL)
-                      : sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (sent < 0) {
-            /* EAGAIN or a real error: bev's write sees it either way */
-            sent = 0;
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        size_t len = iov[i].iov_len;
-
-        if ((size_t)sent >= len) {
-            sent -= (ssize_t)len;
-            continue;
-        }
-        evbuffer_add(out, (const uint8_t *)iov[i].iov_base + sent,
-                     len - (size_t)sent);
-        sent = 0;
-    }
-}
-
-ssize_t
-proxy_read(struct proxy_worker *w, evutil_socket_t fd, struct evbuffer *in,
-           size_t max)
-{
-    ssize_t n;
-
-    n = recv(fd, w->rbuf, MIN(max, (size_t)PROXY_READ_MAX), 0);
-    if (n > 0 && evbuffer_add(in, w->rbuf, (size_t)n) < 0) {
-        errno = ENOMEM;
-        return -1;
-    }
-    return n;
-}
-
-wire_status_t
-proxy_msg_peek(struct evbuffer *in, gboolean framed,
-               const struct wire_limits *limits, const uint8_t **buf,
-               size_t *avail, const char **why)
-{
-    size_t have = evbuffer_get_length(in);
-    size_t want;
-    const uint8_t *p;
-
-    *why = NULL;
-    if (framed) {
-        uint8_t hdr[4];
-        uint32_t flen;
-
-        if (have < 4) {
-            return WIRE_AGAIN;
-        }
-        /* the length decides before the body is waited for */
-        evbuffer_copyout(in, hdr, 4);
-        flen = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16
-               | (uint32_t)hdr[2] << 8 | hdr[3];
-        if (flen == 0 || flen > 0x7fffffffu) {
-            *why = "invalid frame size";
-            return WIRE_ERROR;
-        }
-        if (flen > limits->max_message) {
-            *why = "frame larger than max_frame_size";
-            return WIRE_ERROR;
-        }
-        if (have - 4 < flen) {
-            return WIRE_AGAIN;
-        }
-        want = 4 + (size_t)flen;
-    } else {
-        /* the codec needs contiguous bytes; never more than one message */
-        want = MIN(have, (size_t)limits->max_message);
-    }
-    p = evbuffer_pullup(in, (ev_ssize_t)want);
-    if (p == NULL) {
-        *why = "out of memory";
-        return WIRE_ERROR;
-    }
-    *buf = p;
-    *avail = want;
-    return WIRE_OK;
-}
-
-wire_status_t
-proxy_msg_next(struct evbuffer *in, wire_proto_t proto, gboolean framed,
-               const struct wire_limits *limits, const uint8_t **msg,
-               size_t *len, const char **why)
-{
-    const uint8_t *p = NULL;
-    size_t want = 0;
-    wire_status_t st;
-
-    st = proxy_msg_peek(in, framed, limits, &p, &want, why);
-    if (st != WIRE_OK) {
-        return st;
-    }
-    st = wire_message_scan(proto, framed, p, want, limits, len, why);
-    if (st == WIRE_AGAIN && !framed && want >= limits->max_message) {
-        *why = "message larger than max_frame_size";
-        return WIRE_ERROR;
-    }
-    if (st == WIRE_OK) {
-        *msg = p;
-    }
-    return st;
-}
-
-wire_status_t
-proxy_msg_scan(struct evbuffer *in, wire_proto_t proto, struct wire_scan *scan,
-               const struct wire_limits *limits, const uint8_t **msg,
-               size_t *len, const char **why)
-{
-    const uint8_t *p = NULL;
-    size_t want = 0;
-    wire_status_t st;
-
-    st = proxy_msg_peek(in, FALSE, limits, &p, &want, why);
-    if (st != WIRE_OK) {
-        return st;
-    }
-    st = wire_scan_feed(scan, proto, p, want, limits, len, why);
-    if (st == WIRE_AGAIN && want >= limits->max_message) {
-        *why = "message larger than max_frame_size";
-        return WIRE_ERROR;
-    }
-    if (st == WIRE_OK) {
-        *msg = p;
-        wire_scan_init(scan);
-    }
-    return st;
+    worker_run_posted(w);
 }
 
 /* ---- workers ------------------------------------------------------------ */
@@ -565,17 +267,18 @@ proxy_msg_scan(struct evbuffer *in, wire_proto_t proto, struct wire_scan *scan,
 /* A socket the listening worker accepted for another one. */
 struct proxy_accepted {
     evutil_socket_t fd;
+    const struct hbase1_service *svc; /* of the listener that took it */
     struct sockaddr_storage sa;
     int salen;
 };
 
 /* Runs on the worker whose turn it was. */
 static void
-proxy_accepted_cb(struct proxy_worker *w, void *arg)
+proxy_accepted_cb(struct worker *w, void *arg)
 {
     struct proxy_accepted *a = arg;
 
-    client_accept(w, a->fd, (struct sockaddr *)&a->sa, a->salen);
+    client_accept(w, a->fd, (struct sockaddr *)&a->sa, a->salen, a->svc);
     g_free(a);
 }
 
@@ -587,30 +290,45 @@ proxy_accepted_cb(struct proxy_worker *w, void *arg)
  * "Address already in use" instead of silently taking half the clients.
  */
 static void
-proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
-                struct sockaddr *sa, int salen, void *arg)
+proxy_accept(struct worker *w, evutil_socket_t fd, struct sockaddr *sa,
+             int salen, const struct hbase1_service *svc)
 {
-    struct proxy_worker *w = arg;
     struct proxy *p = w->proxy;
-    struct proxy_worker *to = &p->workers[p->next_worker];
+    struct worker *to = &p->workers[p->next_worker];
     struct proxy_accepted *a;
 
     p->next_worker = (p->next_worker + 1) % p->nworkers;
     if (to == w || salen < 0 || (size_t)salen > sizeof(a->sa)) {
-        client_accept(w, fd, sa, salen);
+        client_accept(w, fd, sa, salen, svc);
         return;
     }
     a = g_new(struct proxy_accepted, 1);
     a->fd = fd;
+    a->svc = svc;
     memcpy(&a->sa, sa, (size_t)salen);
     a->salen = salen;
-    proxy_worker_post(to, proxy_accepted_cb, a);
+    worker_post(to, proxy_accepted_cb, a);
+}
+
+static void
+proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+                struct sockaddr *sa, int salen, void *arg)
+{
+    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT1));
+}
+
+/* The Thrift2 listener: the same workers, the other method table. */
+static void
+proxy_accept2_cb(struct evconnlistener *l, evutil_socket_t fd,
+                 struct sockaddr *sa, int salen, void *arg)
+{
+    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT2));
 }
 
 static void
 proxy_accept_error_cb(struct evconnlistener *l, void *arg)
 {
-    struct proxy_worker *w = arg;
+    struct worker *w = arg;
     int err = EVUTIL_SOCKET_ERROR();
 
     /* EMFILE and friends: keep the listener; libevent retries on the
@@ -621,7 +339,7 @@ proxy_accept_error_cb(struct evconnlistener *l, void *arg)
 
 /* Requests waiting on w's pools, retired ones included. */
 static unsigned
-proxy_worker_pending(const struct proxy_worker *w)
+proxy_worker_pending(const struct worker *w)
 {
     unsigned n = 0;
 
@@ -637,9 +355,9 @@ proxy_worker_pending(const struct proxy_worker *w)
 static void
 proxy_drain_cb(evutil_socket_t fd, short what, void *arg)
 {
-    struct proxy_worker *w = arg;
+    struct worker *w = arg;
     struct client *c, *next;
-    gboolean late = proxy_now() >= w->stop_deadline;
+    gboolean late = req_now() >= w->stop_deadline;
 
     for (c = TAILQ_FIRST(&w->clients); c != NULL; c = next) {
         next = TAILQ_NEXT(c, link);
@@ -660,7 +378,7 @@ proxy_drain_cb(evutil_socket_t fd, short what, void *arg)
 
 /* Runs in the worker: the main thread asked it to stop. */
 static void
-proxy_stop_cb(struct proxy_worker *w)
+proxy_stop_cb(struct worker *w)
 {
     struct timeval tv = { 0, PROXY_DRAIN_POLL_MS * 1000 };
 
@@ -669,8 +387,12 @@ proxy_stop_cb(struct proxy_worker *w)
         evconnlistener_free(w->listener);
         w->listener = NULL;
     }
-    w->stop_deadline = proxy_now()
-                       + (gint64)w->gen->set.shutdown_timeout_ms * 1000;
+    if (w->listener2 != NULL) {
+        evconnlistener_free(w->listener2);
+        w->listener2 = NULL;
+    }
+    w->stop_deadline = req_now() +
+                       (gint64)w->gen->set.shutdown_timeout_ms * 1000;
     scan_worker_stop(w);
     event_add(w->drain_ev, &tv);
     proxy_drain_cb(-1, 0, w);
@@ -682,7 +404,7 @@ proxy_stop_cb(struct proxy_worker *w)
 
 /* Callbacks queued, or calls posted that the bell has not yet run. */
 static gboolean
-proxy_worker_busy(struct proxy_worker *w)
+proxy_worker_busy(struct worker *w)
 {
     gboolean posted;
 
@@ -703,7 +425,7 @@ proxy_worker_busy(struct proxy_worker *w)
  * on w's thread, while the other workers still exist for what it posts.
  */
 static void
-proxy_worker_settle(struct proxy_worker *w)
+proxy_worker_settle(struct worker *w)
 {
     /* the poll and the expiry timer have no more work */
     event_del(w->drain_ev);
@@ -721,11 +443,11 @@ proxy_worker_settle(struct proxy_worker *w)
 
 /* A generation of cfg (settings loaded by the caller into gen->set),
  * held by the main thread and, once posted, by every worker. */
-static struct proxy_gen *
+static struct worker_gen *
 proxy_gen_new(struct proxy *p, unsigned id, const struct config *cfg,
               gboolean owns_cfg)
 {
-    struct proxy_gen *gen = g_new0(struct proxy_gen, 1);
+    struct worker_gen *gen = g_new0(struct worker_gen, 1);
 
     gen->id = id;
     gen->cfg = cfg;
@@ -739,7 +461,7 @@ proxy_gen_new(struct proxy *p, unsigned id, const struct config *cfg,
 }
 
 static void
-proxy_gen_free(struct proxy_gen *gen)
+proxy_gen_free(struct worker_gen *gen)
 {
     if (gen->owns_cfg) {
         config_free((struct config *)gen->cfg);
@@ -750,7 +472,7 @@ proxy_gen_free(struct proxy_gen *gen)
 
 /* Drops one reference; the last one frees gen.  Any thread. */
 static void
-proxy_gen_unref(struct proxy *p, struct proxy_gen *gen)
+proxy_gen_unref(struct proxy *p, struct worker_gen *gen)
 {
     if (!g_atomic_int_dec_and_test(&gen->refs)) {
         return;
@@ -770,12 +492,12 @@ proxy_gen_unref(struct proxy *p, struct proxy_gen *gen)
 static void
 proxy_worker_gc(evutil_socket_t fd, short what, void *arg)
 {
-    struct proxy_worker *w = arg;
+    struct worker *w = arg;
     struct proxy *p = w->proxy;
     struct backend_pool **at;
 
     for (guint i = 0; i < w->old_gens->len;) {
-        struct proxy_gen *gen = g_ptr_array_index(w->old_gens, i);
+        struct worker_gen *gen = g_ptr_array_index(w->old_gens, i);
 
         if (gen->uses[w->id] == 0) {
             g_debug("worker %u: lets go of generation %u", w->id, gen->id);
@@ -804,11 +526,10 @@ proxy_worker_gc(evutil_socket_t fd, short what, void *arg)
 static void *
 proxy_worker_main(void *arg)
 {
-    struct proxy_worker *w = arg;
+    struct worker *w = arg;
     struct timeval gc = { PROXY_GC_MS / 1000, (PROXY_GC_MS % 1000) * 1000 };
 
     g_debug("worker %u: running", w->id);
-    metrics_self = w->metrics;
     scan_worker_start(w);
     event_add(w->gc_timer, &gc);
     event_base_dispatch(w->base);
@@ -819,9 +540,9 @@ proxy_worker_main(void *arg)
 
 /* The wire limits of w's generation. */
 static void
-proxy_worker_limits(struct proxy_worker *w)
+proxy_worker_limits(struct worker *w)
 {
-    const struct proxy_settings *set = &w->gen->set;
+    const struct worker_settings *set = &w->gen->set;
 
     w->client_limits = wire_default_limits;
     w->client_limits.max_message = set->max_frame_size;
@@ -833,17 +554,38 @@ proxy_worker_limits(struct proxy_worker *w)
 }
 
 static evutil_socket_t
-proxy_worker_fd(const struct proxy_worker *w)
+proxy_worker_fd(const struct worker *w)
 {
     return w->listener != NULL ? evconnlistener_get_fd(w->listener) : -1;
 }
 
+/* The port a listening socket was bound to (port 0: the kernel's pick). */
+static uint16_t
+proxy_bound_port(evutil_socket_t fd)
+{
+    struct sockaddr_storage got;
+    socklen_t gotlen = sizeof(got);
+
+    if (getsockname(fd, (struct sockaddr *)&got, &gotlen) != 0) {
+        return 0;
+    }
+    return got.ss_family == AF_INET6
+               ? ntohs(((struct sockaddr_in6 *)&got)->sin6_port)
+               : ntohs(((struct sockaddr_in *)&got)->sin_port);
+}
+
 static gboolean
-proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
+proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
                   const struct sockaddr *sa, socklen_t salen, GError **error)
 {
     w->proxy = p;
     w->id = id;
+    w->hooks.answered = client_answered;
+    w->hooks.flush_held = client_flush_held;
+    w->startup = &p->set;
+    w->nconns = &p->nconns;
+    w->scans = p->scans;
+    w->health = p->health;
     w->gen = p->gen;
     w->metrics = metrics_worker(p->metrics, id);
     TAILQ_INIT(&w->clients);
@@ -851,7 +593,8 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
     TAILQ_INIT(&w->corked);
     TAILQ_INIT(&w->free_reqs);
     wire_buf_init(&w->scratch);
-    w->rbuf = g_malloc(PROXY_READ_MAX);
+    codec_tally_init(&w->tally);
+    w->rbuf = g_malloc(REQ_READ_MAX);
     proxy_worker_limits(w);
     w->next_seqid = 1;
 
@@ -867,9 +610,8 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
     w->scan_timer = event_new(w->base, -1, EV_PERSIST, scan_timer_cb, w);
     w->gc_timer = event_new(w->base, -1, EV_PERSIST, proxy_worker_gc, w);
     w->old_gens = g_ptr_array_new();
-    if (!proxy_bell_init(&w->bell, w->base, proxy_bell_cb, w)
-        || w->scan_timer == NULL || w->gc_timer == NULL
-        || w->drain_ev == NULL) {
+    if (!bell_init(&w->bell, w->base, proxy_bell_cb, w) ||
+        w->scan_timer == NULL || w->gc_timer == NULL || w->drain_ev == NULL) {
         g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
                     "worker %u: event_new failed", id);
         return FALSE;
@@ -894,14 +636,34 @@ proxy_worker_init(struct proxy *p, struct proxy_worker *w, unsigned id,
         }
         evconnlistener_set_error_cb(w->listener, proxy_accept_error_cb);
     }
+    if (id == 0 && p->set.thrift2_enabled) {
+        w->listener2 =
+            evconnlistener_new_bind(w->base, proxy_accept2_cb, w,
+                                    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+                                        LEV_OPT_CLOSE_ON_EXEC,
+                                    1024,
+                                    (struct sockaddr *)&p->set.thrift2_addr,
+                                    (int)p->set.thrift2_addrlen);
+        if (w->listener2 == NULL) {
+            int err = EVUTIL_SOCKET_ERROR();
+
+            g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
+                        "[thrift2] listen: cannot listen on %s:%u: %s",
+                        p->set.thrift2_host[0] != '\0' ? p->set.thrift2_host
+                                                       : "*",
+                        (unsigned)p->set.thrift2_port,
+                        evutil_socket_error_to_string(err));
+            return FALSE;
+        }
+        evconnlistener_set_error_cb(w->listener2, proxy_accept_error_cb);
+    }
     w->pool = backend_pool_new(w, w->gen);
     return TRUE;
 }
 
 static void
-proxy_worker_deinit(struct proxy_worker *w)
+proxy_worker_deinit(struct worker *w)
 {
-    struct proxy_req *req;
 
     while (!TAILQ_EMPTY(&w->clients)) {
         client_close(TAILQ_FIRST(&w->clients));
@@ -916,6 +678,10 @@ proxy_worker_deinit(struct proxy_worker *w)
         evconnlistener_free(w->listener);
         w->listener = NULL;
     }
+    if (w->listener2 != NULL) {
+        evconnlistener_free(w->listener2);
+        w->listener2 = NULL;
+    }
     if (w->drain_ev != NULL) {
         event_free(w->drain_ev);
     }
@@ -929,10 +695,10 @@ proxy_worker_deinit(struct proxy_worker *w)
         /* the process frees what is left of every generation */
         g_ptr_array_free(w->old_gens, TRUE);
     }
-    proxy_bell_free(&w->bell);
+    bell_free(&w->bell);
     if (w->base != NULL) {
         /* made with the base: the inbox and its lock */
-        struct proxy_post *post;
+        struct worker_call *post;
 
         while ((post = g_queue_pop_head(&w->inbox)) != NULL) {
             /* a socket accepted for w as it stopped: nobody else closes
@@ -947,12 +713,9 @@ proxy_worker_deinit(struct proxy_worker *w)
         }
         g_mutex_clear(&w->inbox_lock);
     }
-    while ((req = TAILQ_FIRST(&w->free_reqs)) != NULL) {
-        TAILQ_REMOVE(&w->free_reqs, req, backend_link);
-        wire_buf_free(&req->reply);
-        g_free(req);
-    }
+    worker_req_free_all(w);
     wire_buf_free(&w->scratch);
+    codec_tally_free(&w->tally);
     g_free(w->rbuf);
     w->rbuf = NULL;
     if (w->base != NULL) {
@@ -966,9 +729,9 @@ proxy_worker_deinit(struct proxy_worker *w)
 /* Runs on w: from now on new requests use gen.  Requests, scanners and
  * backend connections under way keep what they started with. */
 static void
-proxy_worker_adopt(struct proxy_worker *w, void *arg)
+proxy_worker_adopt(struct worker *w, void *arg)
 {
-    struct proxy_gen *gen = arg;
+    struct worker_gen *gen = arg;
     struct client *c;
 
     if (gen->new_pool) {
@@ -998,8 +761,8 @@ proxy_worker_adopt(struct proxy_worker *w, void *arg)
 
 /* Whether two settings reach the same servers with the same pool. */
 static gboolean
-proxy_same_servers(const struct proxy_settings *a,
-                   const struct proxy_settings *b)
+proxy_same_servers(const struct worker_settings *a,
+                   const struct worker_settings *b)
 {
     if (a->nservers != b->nservers || a->pool_size != b->pool_size) {
         return FALSE;
@@ -1007,10 +770,11 @@ proxy_same_servers(const struct proxy_settings *a,
     for (unsigned i = 0; i < a->nservers; i++) {
         /* same name, same address: a name that resolves elsewhere now
          * gets fresh connections */
-        if (strcmp(a->servers[i].name, b->servers[i].name) != 0
-            || a->servers[i].addrlen != b->servers[i].addrlen
-            || memcmp(&a->servers[i].addr, &b->servers[i].addr,
-                      a->servers[i].addrlen) != 0) {
+        if (strcmp(a->servers[i].name, b->servers[i].name) != 0 ||
+            a->servers[i].service != b->servers[i].service ||
+            a->servers[i].addrlen != b->servers[i].addrlen ||
+            memcmp(&a->servers[i].addr, &b->servers[i].addr,
+                   a->servers[i].addrlen) != 0) {
             return FALSE;
         }
     }
@@ -1020,8 +784,8 @@ proxy_same_servers(const struct proxy_settings *a,
 gboolean
 proxy_reload(struct proxy *p, struct config *cfg, GError **error)
 {
-    struct proxy_gen *old = p->gen, *gen;
-    struct proxy_settings set;
+    struct worker_gen *old = p->gen, *gen;
+    struct worker_settings set;
     GString *added = g_string_new(NULL);
 
     if (!config_reload_check(old->cfg, cfg, error)) {
@@ -1055,7 +819,7 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
     /* before the workers make pools of the new servers */
     backend_health_use(p->health, &gen->set);
     for (unsigned i = 0; i < p->nworkers; i++) {
-        proxy_worker_post(&p->workers[i], proxy_worker_adopt, gen);
+        worker_post(&p->workers[i], proxy_worker_adopt, gen);
     }
     /* the main thread holds only the newest */
     proxy_gen_unref(p, old);
@@ -1103,7 +867,7 @@ proxy_new(struct config *cfg, GError **error)
     metrics_add_config(p->metrics, cfg);
     p->port = p->set.listen_port;
     p->nworkers = p->set.workers;
-    p->workers = g_new0(struct proxy_worker, p->nworkers);
+    p->workers = g_new0(struct worker, p->nworkers);
     for (i = 0; i < p->nworkers; i++) {
         /* deinit runs on every one, made or not */
         p->workers[i].bell.fd = -1;
@@ -1115,6 +879,12 @@ proxy_new(struct config *cfg, GError **error)
             proxy_free(p);
             return NULL;
         }
+    }
+    p->port2 = p->set.thrift2_port;
+    if (p->set.thrift2_enabled && p->port2 == 0 &&
+        p->workers[0].listener2 != NULL) {
+        p->port2 =
+            proxy_bound_port(evconnlistener_get_fd(p->workers[0].listener2));
     }
     if (p->port == 0) {
         /* port 0 (tests): the port the kernel picked */
@@ -1164,6 +934,11 @@ proxy_start(struct proxy *p, GError **error)
               (unsigned)p->port, p->nworkers, p->nworkers == 1 ? "" : "s",
               p->set.nservers, p->set.nservers == 1 ? "" : "s",
               p->set.pool_size);
+    if (p->set.thrift2_enabled) {
+        g_message("listening for Thrift2 clients on %s:%u",
+                  p->set.thrift2_host[0] != '\0' ? p->set.thrift2_host : "*",
+                  (unsigned)p->port2);
+    }
     return TRUE;
 }
 
@@ -1174,7 +949,7 @@ proxy_stop(struct proxy *p)
 
     for (i = 0; i < p->nworkers; i++) {
         g_atomic_int_set(&p->workers[i].stop_asked, 1);
-        proxy_bell_ring(&p->workers[i].bell);
+        bell_ring(&p->workers[i].bell);
     }
     for (i = 0; i < p->nworkers; i++) {
         pthread_join(p->workers[i].thread, NULL);

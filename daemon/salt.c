@@ -184,7 +184,8 @@ salt_table_equal(const struct salt_table *a, const struct salt_table *b)
            a->delim_len == b->delim_len &&
            memcmp(a->delim, b->delim, a->delim_len) == 0 &&
            a->mapping == b->mapping && a->modulus == b->modulus &&
-           a->odd_salt == b->odd_salt;
+           a->odd_salt == b->odd_salt &&
+           legacy_rule_equal(&a->legacy, &b->legacy);
 }
 
 char *
@@ -197,6 +198,7 @@ salt_table_describe(const struct salt_table *t)
     };
     g_autofree char *sep = NULL;
     g_autofree char *hash = NULL;
+    g_autofree char *legacy = NULL;
 
     switch (t->mapping) {
     case SALT_MAPPING_PHOENIX:
@@ -234,10 +236,14 @@ salt_table_describe(const struct salt_table *t)
         hash = g_strdup("whole");
         break;
     }
+    if (t->legacy.kind != LEGACY_NONE) {
+        legacy = legacy_rule_describe(&t->legacy);
+    }
     return g_strdup_printf("buckets=%u salt_format=%s (width %u) "
-                           "salt_separator=\"%s\" hash_part=%s",
-                           t->buckets, formats[t->format], t->width, sep,
-                           hash);
+                           "salt_separator=\"%s\" hash_part=%s%s%s",
+                           t->buckets, formats[t->format], t->width, sep, hash,
+                           legacy != NULL ? " " : "",
+                           legacy != NULL ? legacy : "");
 }
 
 size_t
@@ -798,13 +804,29 @@ salt_explain(const struct salt_table *t, const uint8_t *key, size_t len)
     size_t plen = salt_prefix_len(t);
     g_autofree uint8_t *phys = g_malloc(plen + len + 1);
     size_t n = salt_key(t, key, len, phys, plen + len + 1);
+    legacy_route_t route = salt_route(t, key, len);
     g_autofree char *policy = salt_table_describe(t);
     g_autofree char *logical = salt_escape(key, len);
     g_autofree char *hashed = salt_escape(key, hlen);
     g_autofree char *salt = salt_escape(phys,
                                         salt_bucket_prefix_len(t, bucket));
     g_autofree char *hex = salt_hex(phys, n);
-    g_autofree char *esc = salt_escape(phys, n);
+    g_autofree char *esc = NULL;
+    const char *stored = "";
+
+    if (route != LEGACY_ROUTE_SALTED) {
+        /* a legacy key stays where it is, unsalted */
+        memcpy(phys, key, len);
+        n = len;
+        g_free(hex);
+        hex = salt_hex(phys, n);
+        stored = route == LEGACY_ROUTE_LEGACY
+                     ? "stored:         unsalted (a legacy key of the "
+                       "table's legacy rule)\n"
+                     : "stored:         nowhere: a legacy key that reads "
+                       "as the salted row of a new key (refused)\n";
+    }
+    esc = salt_escape(phys, n);
     g_autofree char *java = NULL;
 
     if (t->mapping != SALT_MAPPING_XXH3)
@@ -824,14 +846,58 @@ salt_explain(const struct salt_table *t, const uint8_t *key, size_t len)
                            "%s"
                            "bucket:         %u of %u\n"
                            "salt prefix:    %s\n"
+                           "%s"
                            "physical (hex): %s\n"
                            "physical:       %s\n"
                            "row limit:      %zu bytes (HBase's %u less the "
                            "%zu-byte prefix)%s\n",
                            policy, logical, hashed, hlen, len,
                            java != NULL ? java : "", bucket, t->buckets, salt,
-                           hex, esc, salt_max_row(t), SALT_HBASE_MAX_ROW, plen,
+                           stored, hex, esc, salt_max_row(t),
+                           SALT_HBASE_MAX_ROW, plen,
                            len > salt_max_row(t)
                                ? "; this key is longer: never stored"
                                : "");
+}
+
+/* Whether phys is the physical row of a new key of t. */
+static gboolean
+salt_new_row(const struct salt_table *t, const uint8_t *phys, size_t len,
+             const uint8_t **logical, size_t *logical_len, uint32_t *bucket)
+{
+    return salt_strip(t, phys, len, logical, logical_len, bucket) &&
+           salt_bucket(t, *logical, *logical_len) == *bucket &&
+           !legacy_is_legacy(&t->legacy, *logical, *logical_len);
+}
+
+legacy_route_t
+salt_route(const struct salt_table *t, const uint8_t *key, size_t len)
+{
+    const uint8_t *logical;
+    size_t logical_len;
+    uint32_t bucket;
+
+    if (t->legacy.kind == LEGACY_NONE ||
+        !legacy_is_legacy(&t->legacy, key, len)) {
+        return LEGACY_ROUTE_SALTED;
+    }
+    if (salt_new_row(t, key, len, &logical, &logical_len, &bucket)) {
+        return LEGACY_ROUTE_CLASH;
+    }
+    return LEGACY_ROUTE_LEGACY;
+}
+
+legacy_owner_t
+salt_owner(const struct salt_table *t, const uint8_t *phys, size_t len,
+           const uint8_t **logical, size_t *logical_len, uint32_t *bucket)
+{
+    if (salt_new_row(t, phys, len, logical, logical_len, bucket)) {
+        return LEGACY_OWNER_SALTED;
+    }
+    if (legacy_is_legacy(&t->legacy, phys, len)) {
+        *logical = phys;
+        *logical_len = len;
+        return LEGACY_OWNER_LEGACY;
+    }
+    return LEGACY_OWNER_NONE;
 }

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "legacy.h"
+
 /*
  * THE MAPPING.  Changing anything below silently loses data: rows written
  * before the change are no longer found.  tests/unit/test_salt.c pins it
@@ -116,9 +118,11 @@ struct salt_table {
     uint8_t delim_len;                 /* bytes of SEP */
     uint8_t delim[SALT_MAX_DELIMITER]; /* SEP of delimiter:SEP:K */
     salt_mapping_t mapping;
-    uint32_t modulus; /* N of the hash */
-    uint8_t odd_salt; /* hbasewd with buckets == N + 1:
+    uint32_t modulus;          /* N of the hash */
+    uint8_t odd_salt;          /* hbasewd with buckets == N + 1:
                                           the salt byte of bucket N */
+    struct legacy_rule legacy; /* keys kept unsalted (legacy.h);
+                                          none after salt_table_init */
 };
 
 /* Set up a policy hashing the whole key; computes the width. */
@@ -146,7 +150,8 @@ gboolean salt_table_hash_delimiter(struct salt_table *t, const void *delim,
                                    size_t delim_len, uint32_t k,
                                    GError **error) G_GNUC_WARN_UNUSED_RESULT;
 
-/* Whether two policies map every key the same way. */
+/* Whether two policies map every key the same way (legacy rule
+ * included). */
 gboolean salt_table_equal(const struct salt_table *a,
                           const struct salt_table *b);
 
@@ -287,3 +292,19 @@ char *salt_hex(const uint8_t *p, size_t len);
  * physical key in hex and escaped.  g_free. */
 char *salt_explain(const struct salt_table *t, const uint8_t *key,
                    size_t len);
+
+/* Forward-looking salting (legacy.h holds the rule): */
+
+/* Where a logical key of table t is stored. */
+legacy_route_t salt_route(const struct salt_table *t, const uint8_t *key,
+                          size_t len);
+
+/*
+ * Which logical key a stored row of table t belongs to: SALTED when phys
+ * carries a valid salt of t naming the bucket of what follows, and the
+ * rule calls that new (*bucket is set); else LEGACY when the rule calls
+ * phys itself legacy; else NONE.  *logical points into phys.
+ */
+legacy_owner_t salt_owner(const struct salt_table *t, const uint8_t *phys,
+                          size_t len, const uint8_t **logical,
+                          size_t *logical_len, uint32_t *bucket);

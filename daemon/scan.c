@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "config.h"
 #include "hbase1.h"
+#include "legacy.h"
 #include "merge.h"
 #include "metrics.h"
 #include "salt.h"
@@ -44,13 +45,15 @@
  * rows asked and patched at the end).  Below the engine a batch costs
  * one more copy, out of the connection's input buffer into the request,
  * and, unframed, one more walk: the resumable scan that finds where the
- * reply ends (proxy_msg_scan).  Rows whose protocol changes on the way,
+ * reply ends (req_msg_scan).  Rows whose protocol changes on the way,
  * or whose key is not their first field, are re-encoded field by field
  * (codec_row_result) instead.
  */
 
 /* HBase's message for an unknown, closed or expired scanner. */
 #define SCAN_INVALID_ID "scanner ID is invalid"
+/* Thrift2's (ThriftHBaseServiceHandler.getScannerRows) */
+#define SCAN2_INVALID_ID "Invalid scanner Id"
 /* How often each worker looks for idle scanners. */
 #define SCAN_TIMER_MS 1000
 /* Rows per bucket fetch when the client gives no caching. */
@@ -87,8 +90,10 @@ struct scan_op {
     size_t frame_at;                /* NEXT: the reply's frame header */
     size_t list_at;                 /* NEXT: its list header, written for
                                        want rows and patched at the end */
-    struct proxy_req *req;          /* the client's request */
-    struct proxy_worker *home;      /* req's worker: finished there */
+    struct req *req;                /* the client's request */
+    struct worker *home;            /* req's worker: finished there */
+    gboolean once;                  /* Thrift2's getScannerResults: open,
+                                       one fetch of want rows, close */
 };
 
 /* One bucket's backend scanner and its buffered batches. */
@@ -101,6 +106,7 @@ struct scan_bucket {
     unsigned done:1;                /* no rows left at all */
     unsigned closed:1;              /* backend scanner closed */
     unsigned next_ready:1;          /* next holds a fetched batch */
+    unsigned legacy:1;              /* no bucket: the legacy range */
     uint32_t fetch;                 /* rows the next fetch asks for */
     struct wire_buf cur;            /* batch being merged (reply bytes) */
     struct wire_buf next;           /* the batch after it */
@@ -118,7 +124,7 @@ struct scanner {
     const struct salt_table *salt;  /* NULL: one pass-through scanner */
     char table[128];                /* for logs */
     int server;                     /* backend server of all its scanners */
-    struct proxy_gen *gen;          /* generation salt points into */
+    struct worker_gen *gen;         /* generation salt points into */
     struct backend_pool *pool;      /* pool of that server: kept when a
                                        reload replaces the worker's */
     gint64 last_used;               /* monotonic us, for expiry */
@@ -140,22 +146,29 @@ struct scanner {
     unsigned nopening;              /* backend opens in flight */
     char *error;                    /* why it failed; NULL: it has not */
     gboolean error_retry;
+    int32_t error_app; /* an open failed with this
+                                       TApplicationException type; -1:
+                                       not one */
     /* calls */
     struct scan_op *op;             /* being served */
     GQueue queued;                  /* struct scan_op *, waiting their turn */
     gboolean pumping;               /* scan_pump is on the stack */
     gboolean pump_again;
+    gboolean once;        /* no id: closed after its one fetch */
+    gboolean close_asked; /* close once scan_pump returns */
 };
 
 static void scan_pump(struct scanner *sc);
 static void scan_op_start(struct scanner *sc, struct scan_op *op);
-static void scan_reply_ia(struct scan_op *op, struct proxy_worker *w,
+static void scan_reply_ia(struct scan_op *op, struct worker *w,
                           const char *msg);
+static void scan_reply_invalid(struct scan_op *op, struct worker *w);
+static void scan_reply_void(struct scan_op *op, struct worker *w);
 
 /* ---- the scanner ------------------------------------------------------- */
 
 static struct scanner *
-scanner_new(struct proxy_worker *w, const struct codec_call *call,
+scanner_new(struct worker *w, const struct codec_call *call,
             struct scan_op *op, const struct scanargs *a)
 {
     struct scanner *sc = g_new0(struct scanner, 1);
@@ -166,6 +179,7 @@ scanner_new(struct proxy_worker *w, const struct codec_call *call,
     sc->salt = call->salt;
     sc->backend_id = -1;
     sc->limit = -1;
+    sc->error_app = -1;
     sc->op = op;
     g_queue_init(&sc->queued);
     g_snprintf(sc->table, sizeof(sc->table), "%.*s",
@@ -174,10 +188,10 @@ scanner_new(struct proxy_worker *w, const struct codec_call *call,
     /* sc points into its request's generation and pins its pool: both
      * live until it is freed (proxy_worker_gc) */
     sc->gen = op->req->gen;
-    proxy_gen_use(w, sc->gen);
+    worker_gen_use(w, sc->gen);
     sc->pool->scanners++;
     /* a DOWN server would fail the scan before it starts */
-    sc->server = backend_pool_pick_server(sc->pool);
+    sc->server = backend_pool_pick_server(sc->pool, call->service->id);
     return sc;
 }
 
@@ -188,7 +202,7 @@ scanner_free(struct scanner *sc)
     struct scan_op *op;
 
     while ((op = g_queue_pop_head(&sc->queued)) != NULL) {
-        scan_reply_ia(op, sc->item.owner, SCAN_INVALID_ID);
+        scan_reply_invalid(op, sc->item.owner);
     }
     for (unsigned i = 0; i < sc->nbuckets; i++) {
         wire_buf_free(&sc->buckets[i].cur);
@@ -201,7 +215,7 @@ scanner_free(struct scanner *sc)
         g_byte_array_unref(sc->page_row);
     }
     if (sc->pool != NULL) {
-        proxy_gen_unuse(sc->item.owner, sc->gen);
+        worker_gen_unuse(sc->item.owner, sc->gen);
         sc->pool->scanners--;
     }
     g_free(sc);
@@ -242,65 +256,86 @@ scan_open_count(struct scantab *t)
 /* ---- answering the client ------------------------------------------------- */
 
 static void
-scan_finish_post(struct proxy_worker *w, void *arg)
+scan_finish_post(struct worker *w, void *arg)
 {
-    proxy_req_finish(w, arg);
+    worker_req_finish(w, arg);
 }
 
 /* req's reply is written: finish it on its own worker. */
 static void
-scan_op_done(struct scan_op *op, struct proxy_worker *w)
+scan_op_done(struct scan_op *op, struct worker *w)
 {
     if (op->home == w) {
-        proxy_req_finish(w, op->req);
+        worker_req_finish(w, op->req);
     } else {
-        proxy_worker_post(op->home, scan_finish_post, op->req);
+        worker_post(op->home, scan_finish_post, op->req);
     }
     g_free(op);
 }
 
 static void
-scan_reply_ia(struct scan_op *op, struct proxy_worker *w, const char *msg)
+scan_reply_ia(struct scan_op *op, struct worker *w, const char *msg)
 {
-    size_t off = proxy_req_reply_begin(op->req);
+    size_t off = req_reply_begin(op->req);
 
     codec_write_illegal_argument(&op->req->call, op->req->client_proto, msg,
                                  &op->req->reply);
-    proxy_req_reply_end(op->req, off);
+    req_reply_end(op->req, off);
     scan_op_done(op, w);
 }
 
+/*
+ * A call on a scanner id that is not open (unknown, closed, expired):
+ * Thrift1's IllegalArgument, or Thrift2's, whose closeScanner returns
+ * normally for such an id (HBase 2.x: it may have expired).
+ */
 static void
-scan_reply_io(struct scan_op *op, struct proxy_worker *w, const char *msg,
+scan_reply_invalid(struct scan_op *op, struct worker *w)
+{
+    const struct hbase1_service *svc = op->req->call.service;
+
+    if (svc != NULL && svc->id == HBASE1_SERVICE_THRIFT2) {
+        if (op->kind == SCAN_OP_CLOSE) {
+            scan_reply_void(op, w);
+            return;
+        }
+        scan_reply_ia(op, w, SCAN2_INVALID_ID);
+        return;
+    }
+    scan_reply_ia(op, w, SCAN_INVALID_ID);
+}
+
+static void
+scan_reply_io(struct scan_op *op, struct worker *w, const char *msg,
               gboolean can_retry)
 {
-    size_t off = proxy_req_reply_begin(op->req);
+    size_t off = req_reply_begin(op->req);
 
     codec_write_io_error(&op->req->call, op->req->client_proto, msg,
                          can_retry, &op->req->reply);
-    proxy_req_reply_end(op->req, off);
+    req_reply_end(op->req, off);
     scan_op_done(op, w);
 }
 
 static void
-scan_reply_i32(struct scan_op *op, struct proxy_worker *w, int32_t v)
+scan_reply_i32(struct scan_op *op, struct worker *w, int32_t v)
 {
-    size_t off = proxy_req_reply_begin(op->req);
+    size_t off = req_reply_begin(op->req);
 
     codec_write_i32_reply(&op->req->call, op->req->client_proto, v,
                           &op->req->reply);
-    proxy_req_reply_end(op->req, off);
+    req_reply_end(op->req, off);
     scan_op_done(op, w);
 }
 
 static void
-scan_reply_void(struct scan_op *op, struct proxy_worker *w)
+scan_reply_void(struct scan_op *op, struct worker *w)
 {
-    size_t off = proxy_req_reply_begin(op->req);
+    size_t off = req_reply_begin(op->req);
 
     codec_write_void_reply(&op->req->call, op->req->client_proto,
                            &op->req->reply);
-    proxy_req_reply_end(op->req, off);
+    req_reply_end(op->req, off);
     scan_op_done(op, w);
 }
 
@@ -312,7 +347,7 @@ scan_reply_void(struct scan_op *op, struct proxy_worker *w)
  * IllegalArgumentException, not to be retried; so does the proxy.
  */
 static void
-scan_refuse(struct scan_op *op, struct proxy_worker *w, const char *why)
+scan_refuse(struct scan_op *op, struct worker *w, const char *why)
 {
     g_autofree char *msg = g_strdup_printf(
         "java.lang.IllegalArgumentException: %s", why);
@@ -320,24 +355,53 @@ scan_refuse(struct scan_op *op, struct proxy_worker *w, const char *why)
     scan_reply_io(op, w, msg, FALSE);
 }
 
+/*
+ * A bucket's open failed with a TApplicationException (HBase: an
+ * exception its handler does not catch, such as a filter ParseFilter
+ * rejects): the client gets the same, as from an unsalted table.  The
+ * server names the method in "Internal error processing NAME": the one
+ * the client called, not the bucket's open.
+ */
+static void
+scan_reply_app(struct scan_op *op, struct worker *w, int32_t type,
+               const char *msg)
+{
+    static const char internal[] = "Internal error processing ";
+    struct codec_error err = { .app_type = type, .answer = CODEC_ANSWER_APP };
+    struct req *req = op->req;
+    size_t off;
+
+    if (g_str_has_prefix(msg, internal)) {
+        g_snprintf(err.text, sizeof(err.text), "%s%s", internal,
+                   req->call.name);
+        err.message = err.text;
+    } else {
+        err.message = msg;
+    }
+    off = req_reply_begin(req);
+    codec_write_error(&req->call, req->client_proto, &err, &req->reply);
+    req_reply_end(req, off);
+    scan_op_done(op, w);
+}
+
 /* ---- internal requests to the backend ------------------------------------- */
 
 /* An internal request of sc calling method m, its message begun in
  * w->scratch. */
-static struct proxy_req *
-scan_sub_begin(struct scanner *sc, proxy_sink_fn sink, uint32_t tag,
+static struct req *
+scan_sub_begin(struct scanner *sc, req_sink_fn sink, uint32_t tag,
                const struct hbase1_method *m, struct wire_writer *wr,
                size_t *frame)
 {
-    struct proxy_worker *w = sc->item.owner;
-    const struct proxy_settings *set = &w->proxy->set;
-    struct proxy_req *sub = proxy_req_get(w);
+    struct worker *w = sc->item.owner;
+    const struct worker_settings *set = w->startup;
+    struct req *sub = worker_req_get(w);
 
     sub->sink = sink;
     sub->sink_arg = sc;
     sub->sink_tag = tag;
     sub->server = sc->server;
-    sub->backend_seqid = proxy_next_seqid(w);
+    sub->backend_seqid = worker_next_seqid(w);
     memcpy(sub->call.name, m->name, m->name_len + 1u);
     sub->call.name_len = m->name_len;
     wire_buf_clear(&w->scratch);
@@ -349,11 +413,11 @@ scan_sub_begin(struct scanner *sc, proxy_sink_fn sink, uint32_t tag,
 }
 
 static void
-scan_sub_send(struct scanner *sc, struct proxy_req *sub, size_t frame)
+scan_sub_send(struct scanner *sc, struct req *sub, size_t frame)
 {
-    struct proxy_worker *w = sc->item.owner;
+    struct worker *w = sc->item.owner;
 
-    if (w->proxy->set.backend_framed) {
+    if (w->startup->backend_framed) {
         wire_frame_end(&w->scratch, frame);
     }
     sc->inflight++;
@@ -364,13 +428,13 @@ scan_sub_send(struct scanner *sc, struct proxy_req *sub, size_t frame)
 
 /* Sends a call on a backend scanner: its id, and rows when >= 0. */
 static void
-scan_sub_id_call(struct scanner *sc, proxy_sink_fn sink, uint32_t tag,
+scan_sub_id_call(struct scanner *sc, req_sink_fn sink, uint32_t tag,
                  const struct hbase1_method *m, int32_t backend_id,
                  int32_t rows)
 {
     struct wire_writer wr;
     size_t frame;
-    struct proxy_req *sub = scan_sub_begin(sc, sink, tag, m, &wr, &frame);
+    struct req *sub = scan_sub_begin(sc, sink, tag, m, &wr, &frame);
 
     scanargs_write_id(m, backend_id, rows, &wr);
     scan_sub_send(sc, sub, frame);
@@ -383,21 +447,22 @@ scan_sub_id_call(struct scanner *sc, proxy_sink_fn sink, uint32_t tag,
  * at the first field of the result, described by *type and *fid.
  */
 static gboolean
-scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
-               struct wire_reader *r, uint8_t *type, int16_t *fid,
-               char **why, gboolean *can_retry)
+scan_sub_reply(struct scanner *sc, struct req *sub, struct wire_reader *r,
+               uint8_t *type, int16_t *fid, char **why, gboolean *can_retry,
+               int32_t *app_type)
 {
-    const struct proxy_worker *w = sc->item.owner;
+    const struct worker *w = sc->item.owner;
     struct wire_msg m;
 
     *can_retry = TRUE;
+    *app_type = -1;
     if (sub->failed) {
-        *why = g_strndup((const char *)sub->reply.data, sub->reply.len);
+        *why = g_strndup((const char *)sub->raw.data, sub->raw.len);
         *can_retry = sub->can_retry;
         return FALSE;
     }
-    wire_reader_init(r, w->proxy->set.backend_proto, sub->reply.data,
-                     sub->reply.len, TRUE, &w->reply_limits);
+    wire_reader_init(r, w->startup->backend_proto, sub->raw.data, sub->raw.len,
+                     TRUE, &w->reply_limits);
     if (wire_read_msg_begin(r, &m) != WIRE_OK
         || m.seqid != sub->backend_seqid
         || m.name_len != sub->call.name_len
@@ -437,6 +502,9 @@ scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
                 wire_read_binary(r, &text, &tlen);
             } else if (f2 == 2 && t2 == WIRE_T_BOOL) {
                 *can_retry = wire_read_bool(r);
+            } else if (f2 == 2 && t2 == WIRE_T_I32 &&
+                       m.type == WIRE_EXCEPTION) {
+                *app_type = wire_read_i32(r);
             } else {
                 wire_skip(r, t2);
             }
@@ -446,6 +514,9 @@ scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
                             : g_strdup("backend error");
         if (m.type == WIRE_EXCEPTION) {
             *can_retry = FALSE;
+            if (*app_type < 0) {
+                *app_type = WIRE_APP_UNKNOWN;
+            }
         }
         return FALSE;
     }
@@ -454,9 +525,9 @@ scan_sub_reply(struct scanner *sc, struct proxy_req *sub,
 
 /* An internal request came back: account for it, maybe free sc. */
 static gboolean
-scan_sub_return(struct scanner *sc, struct proxy_req *sub)
+scan_sub_return(struct scanner *sc, struct req *sub)
 {
-    proxy_req_put(sc->item.owner, sub);
+    worker_req_put(sc->item.owner, sub);
     sc->inflight--;
     if (sc->state == SCAN_CLOSED) {
         if (sc->inflight == 0) {
@@ -470,7 +541,7 @@ scan_sub_return(struct scanner *sc, struct proxy_req *sub)
 /* ---- closing ------------------------------------------------------------ */
 
 static void
-scan_close_sink(struct proxy_worker *w, struct proxy_req *sub)
+scan_close_sink(struct worker *w, struct req *sub)
 {
     scan_sub_return(sub->sink_arg, sub);
 }
@@ -493,7 +564,7 @@ scan_close(struct scanner *sc)
         return;
     }
     if (sc->state != SCAN_OPENING) {
-        scantab_remove(sc->item.owner->proxy->scans, sc->item.id);
+        scantab_remove(sc->item.owner->scans, sc->item.id);
     }
     g_debug("scanner %d on %s closed, was %s", sc->item.id, sc->table,
             scan_state_names[sc->state]);
@@ -524,26 +595,39 @@ static void scan_fetch(struct scanner *sc, struct scan_bucket *b);
 static void
 scan_opened(struct scanner *sc, struct scan_op *op)
 {
-    struct proxy_worker *w = sc->item.owner;
+    struct worker *w = sc->item.owner;
 
+    if (sc->error != NULL && sc->error_app >= 0) {
+        scan_reply_app(op, w, sc->error_app, sc->error);
+        scan_close(sc);
+        return;
+    }
     if (sc->error != NULL) {
         scan_reply_io(op, w, sc->error, sc->error_retry);
         scan_close(sc);
         return;
     }
-    scantab_add(w->proxy->scans, &sc->item);
     sc->state = SCAN_OPEN;
-    sc->last_used = proxy_now();
-    scan_reply_i32(op, w, sc->item.id);
+    sc->last_used = req_now();
+    if (!sc->once) {
+        scantab_add(w->scans, &sc->item);
+        scan_reply_i32(op, w, sc->item.id);
+    }
     /* every bucket waits for its first batch */
     sc->nwaiting = sc->nbuckets;
     for (unsigned i = 0; i < sc->nbuckets; i++) {
         scan_fetch(sc, &sc->buckets[i]);
     }
+    if (sc->once) {
+        /* the rows go straight into the reply to the open itself; no
+         * client ever sees an id of this scanner */
+        op->kind = SCAN_OP_NEXT;
+        scan_op_start(sc, op);
+    }
 }
 
 static void
-scan_open_sink(struct proxy_worker *w, struct proxy_req *sub)
+scan_open_sink(struct worker *w, struct req *sub)
 {
     struct scanner *sc = sub->sink_arg;
     struct wire_reader r;
@@ -551,10 +635,11 @@ scan_open_sink(struct proxy_worker *w, struct proxy_req *sub)
     int16_t fid;
     g_autofree char *why = NULL;
     gboolean retry;
+    int32_t app_type;
     struct scan_op *op = sc->op;
 
-    if (scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry)
-        && type == WIRE_T_I32) {
+    if (scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry, &app_type) &&
+        type == WIRE_T_I32) {
         int32_t id = wire_read_i32(&r);
 
         if (sc->salt == NULL) {
@@ -566,6 +651,7 @@ scan_open_sink(struct proxy_worker *w, struct proxy_req *sub)
     } else if (sc->error == NULL) {
         sc->error = g_steal_pointer(&why);
         sc->error_retry = retry;
+        sc->error_app = app_type;
     }
     scan_sub_return(sc, sub);
     if (--sc->nopening == 0) {
@@ -580,7 +666,7 @@ scan_open_pass(struct scanner *sc, struct wire_reader *body)
 {
     struct wire_writer wr;
     size_t frame;
-    struct proxy_req *sub;
+    struct req *sub;
 
     sc->nopening = 1;
     sub = scan_sub_begin(sc, scan_open_sink, 0, sc->op->req->call.method, &wr,
@@ -612,17 +698,48 @@ scan_fetch_sizes(struct scanner *sc, const struct scanargs *a,
                         sc->fetch_rows);
 }
 
-/* Opens one backend scanner per bucket read (only, when single), all at
+/* The physical bounds of a scan's legacy keys (legacy.h). */
+struct scan_legacy {
+    const uint8_t *start, *stop;
+    size_t start_len, stop_len;
+    uint8_t *buf; /* a prefix's successor, g_free */
+};
+
+/* Whether the scan can meet a legacy key of the table, and where: the
+ * client's bounds before scanargs_fit_bounds (legacy keys are stored
+ * unsalted, up to HBase's own limit), narrowed by the rule. */
+static gboolean
+scan_legacy_bounds(const struct scanner *sc, const struct scanargs *a,
+                   gboolean reversed, struct scan_legacy *lg)
+{
+    lg->start = a->start;
+    lg->start_len = a->start_len;
+    if (a->prefix) {
+        lg->buf = g_memdup2(a->start, a->start_len);
+        lg->stop = lg->buf;
+        lg->stop_len = salt_successor(lg->buf, a->start_len);
+    } else {
+        lg->stop = a->stop;
+        lg->stop_len = a->has_stop ? a->stop_len : 0;
+    }
+    return legacy_scan_bounds(&sc->salt->legacy, reversed, &lg->start,
+                              &lg->start_len, &lg->stop, &lg->stop_len);
+}
+
+/* Opens one backend scanner per bucket read (only, when single; none
+ * unless salted), and one for the legacy range when lg is set, all at
  * once; the last one back answers the client. */
 static void
 scan_open_buckets(struct scanner *sc, const struct scanargs *a,
                   gboolean reversed, const struct scanfilter *filter,
-                  gboolean single, uint32_t only)
+                  gboolean salted, gboolean single, uint32_t only,
+                  const struct scan_legacy *lg)
 {
     struct scanargs_bucket ab = { .salt = sc->salt, .filter = filter };
+    unsigned nsalted = !salted ? 0 : single ? 1 : sc->salt->buckets;
 
-    sc->nbuckets = single ? 1 : sc->salt->buckets;
-    metrics_scan_open(sc->nbuckets);
+    sc->nbuckets = nsalted + (lg != NULL ? 1 : 0);
+    metrics_scan_open(sc->item.owner->metrics, sc->nbuckets);
     sc->buckets = g_new0(struct scan_bucket, sc->nbuckets);
     merge_init(&sc->merge, sc->nbuckets, reversed);
     scan_fetch_sizes(sc, a, sc->item.owner->gen->cfg);
@@ -635,12 +752,24 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
         struct scan_bucket *b = &sc->buckets[i];
         struct wire_writer wr;
         size_t frame;
-        struct proxy_req *sub;
+        struct req *sub;
 
-        b->bucket = single ? only : i;
-        scanbatch_init(&b->rows, sc->salt, b->bucket, sc->calls->key);
         b->fetch = sc->fetch_rows;
-        metrics_bucket_request(sc->salt, b->bucket, 1);
+        if (i == nsalted) {
+            b->legacy = 1;
+            b->bucket = sc->salt->buckets;
+            scanbatch_init_legacy(&b->rows, sc->salt, sc->calls->key);
+            ab.legacy = TRUE;
+            ab.legacy_start = lg->start;
+            ab.legacy_start_len = lg->start_len;
+            ab.legacy_stop = lg->stop;
+            ab.legacy_stop_len = lg->stop_len;
+        } else {
+            b->bucket = single ? only : i;
+            scanbatch_init(&b->rows, sc->salt, b->bucket, sc->calls->key);
+            metrics_bucket_request(sc->item.owner->metrics, sc->salt,
+                                   b->bucket, 1);
+        }
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
         sub = scan_sub_begin(sc, scan_open_sink, i, sc->calls->open, &wr,
@@ -649,8 +778,9 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
         scanargs_write_open(a, sc->calls, &ab, &wr);
         scan_sub_send(sc, sub, frame);
     }
-    g_debug("scan of %s: %u bucket(s), %u rows per fetch", sc->table,
-            sc->nbuckets, sc->fetch_rows);
+    g_debug("scan of %s: %u bucket(s)%s, %u rows per fetch", sc->table,
+            nsalted, lg != NULL ? " and its legacy range" : "",
+            sc->fetch_rows);
     /* Every open may have failed at once: the last one answered the
      * client and closed sc, which our guard kept alive, so freeing it
      * falls to us. */
@@ -661,22 +791,21 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
 
 /* Answers a scanner call the proxy refuses before it reaches a scanner. */
 static void
-scan_reject_call(struct scan_op *op, struct proxy_worker *w,
+scan_reject_call(struct scan_op *op, struct worker *w,
                  const struct codec_error *err)
 {
-    struct proxy_req *req = op->req;
-    size_t off = proxy_req_reply_begin(req);
+    struct req *req = op->req;
+    size_t off = req_reply_begin(req);
 
     codec_write_error(&req->call, req->client_proto, err, &req->reply);
-    proxy_req_reply_end(req, off);
+    req_reply_end(req, off);
     scan_op_done(op, w);
 }
 
 static void
-scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
-          size_t len)
+scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
 {
-    struct proxy_req *req = op->req;
+    struct req *req = op->req;
     struct scanner *sc;
     struct wire_reader r, body;
     struct wire_msg m;
@@ -686,7 +815,9 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
     g_autofree uint8_t *stop_buf = NULL;
     struct scanfilter *filter = NULL;
     uint32_t only = 0;
-    gboolean single, parsed, reversed;
+    gboolean single = FALSE, parsed, reversed, salted, has_legacy;
+    struct scan_legacy lg = { 0 };
+    unsigned nstreams;
 
     wire_reader_init(&r, req->client_proto, msg, len, TRUE,
                      &w->client_limits);
@@ -719,25 +850,42 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         return;
     }
 
+    if (req->call.salt != NULL && a.has_filter_bytes && a.has_filter) {
+        /* one of the two wins on the server; which one is rewritten,
+         * counted and merged for must not be a guess */
+        scan_refuse(op, w,
+                    "hbase-salt-proxy: filterString and filterBytes "
+                    "together on a salted table are not supported");
+        return;
+    }
+    op->want = a.nrows;
     sc = scanner_new(w, &req->call, op, &a);
+    sc->once = op->once;
     if (sc->salt == NULL) {
         scan_open_pass(sc, &body);
         return;
     }
 
     reversed = a.reversed && !a.prefix;
-    if (!scanargs_fit_bounds(&a, salt_max_row(sc->salt), &start_buf,
-                             &stop_buf)) {
+    /* forward-looking salting: the legacy keys are one more range */
+    has_legacy = sc->salt->legacy.kind != LEGACY_NONE &&
+                 scan_legacy_bounds(sc, &a, reversed, &lg);
+    salted = scanargs_fit_bounds(&a, salt_max_row(sc->salt), &start_buf,
+                                 &stop_buf);
+    if (!salted && !has_legacy) {
         /* no row the table can store is in range: a scanner with no
          * bucket to read, whose first read is its end */
-        metrics_scan_open(0);
+        g_free(lg.buf);
+        metrics_scan_open(w->metrics, 0);
         sc->op = NULL;
         scan_opened(sc, op);
         return;
     }
 
     /* which buckets can hold a row, and each one's filter */
-    if (a.prefix) {
+    if (!salted) {
+        single = FALSE;
+    } else if (a.prefix) {
         single = salt_prefix_bucket(sc->salt, a.start, a.start_len, &only);
     } else {
         single = salt_fixed_bucket(sc->salt, reversed, a.start, a.start_len,
@@ -748,31 +896,61 @@ scan_open(struct proxy_worker *w, struct scan_op *op, const uint8_t *msg,
         single = TRUE;
         only = 0;
     }
-    if (a.has_filter) {
-        filter = scanfilter_new(a.filter, a.filter_len, sc->salt, reversed,
-                                &error);
+    if (a.has_filter || a.has_filter_bytes) {
+        filter = a.has_filter
+                     ? scanfilter_new(a.filter, a.filter_len, sc->salt,
+                                      reversed, &error)
+                     : scanfilter_new_pb(a.filter_bytes, a.filter_bytes_len,
+                                         sc->salt, reversed, &error);
         if (filter == NULL) {
-            /* a filter whose meaning salting would change: refuse it */
-            scan_refuse(op, w, error->message);
+            /* a filter whose meaning salting would change, or bytes HBase
+             * itself refuses: answered as HBase would */
+            char text[CODEC_ERROR_TEXT];
+            gboolean retry;
+
+            g_free(lg.buf);
+            codec_filter_refusal(error, text, sizeof(text), &retry);
+            scan_reply_io(op, w, text, retry);
             scanner_free(sc);
             return;
         }
         sc->limit = scanfilter_page_limit(filter);
-        if (sc->limit >= 0) {
-            sc->page_row = g_byte_array_new();
-        }
         if (!single) {
             single = scanfilter_single_bucket(filter, &only);
         }
+        /* each range drops the rows the other side owns, after a
+         * backend PageFilter counted them: the merge alone counts */
+        if (sc->salt->legacy.kind != LEGACY_NONE) {
+            scanfilter_lift_page(filter);
+        }
     }
-    if (filter != NULL && !single && !scanfilter_multi_bucket_ok(filter)) {
+    if (a.has_limit && a.limit > 0 &&
+        (sc->limit < 0 || sc->limit > (int64_t)a.limit)) {
+        /* TScan.limit: each bucket reads at most that many rows, and the
+         * merge stops after that many, batchSize's parts of a row being
+         * one row, as HBase counts them */
+        sc->limit = a.limit;
+    }
+    /* with forward-looking salting each range drops the rows the other
+     * owns after a backend limit counted them: the merge alone counts */
+    a.drop_limit = sc->salt->legacy.kind != LEGACY_NONE;
+    if (sc->limit >= 0) {
+        sc->page_row = g_byte_array_new();
+    }
+    nstreams = (salted ? (single ? 1 : sc->salt->buckets) : 0) +
+               (has_legacy ? 1 : 0);
+    if (filter != NULL && nstreams > 1 &&
+        !scanfilter_multi_bucket_ok(filter)) {
+        g_free(lg.buf);
         scan_refuse(op, w, scanfilter_multi_bucket_why(filter));
         scanfilter_free(filter);
         scanner_free(sc);
         return;
     }
-    scan_open_buckets(sc, &a, reversed, filter, single, only);
+    scan_open_buckets(sc, &a, reversed, filter, salted, single, only,
+                      has_legacy ? &lg : NULL);
     scanfilter_free(filter);
+    g_free(lg.buf);
 }
 
 /* ---- merging ------------------------------------------------------------ */
@@ -798,7 +976,7 @@ scan_bucket_advance(struct scanner *sc, struct scan_bucket *b)
 static void
 scan_bucket_install(struct scanner *sc, struct scan_bucket *b)
 {
-    const struct proxy_worker *w = sc->item.owner;
+    const struct worker *w = sc->item.owner;
     struct wire_buf tmp = b->cur;
 
     b->cur = b->next;
@@ -806,7 +984,7 @@ scan_bucket_install(struct scanner *sc, struct scan_bucket *b)
     wire_buf_clear(&b->next);
     b->next_ready = 0;
     /* scan_fetch_sink checked the header */
-    scanbatch_load(&b->rows, w->proxy->set.backend_proto, b->cur.data,
+    scanbatch_load(&b->rows, w->startup->backend_proto, b->cur.data,
                    b->cur.len, &w->reply_limits);
     if (b->next_count == 0 && b->last) {
         b->done = 1;
@@ -849,7 +1027,7 @@ scan_bucket_refill(struct scanner *sc, struct scan_bucket *b, unsigned bi)
 }
 
 static void
-scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
+scan_fetch_sink(struct worker *w, struct req *sub)
 {
     struct scanner *sc = sub->sink_arg;
     struct scan_bucket *b = &sc->buckets[sub->sink_tag];
@@ -859,13 +1037,14 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
     uint32_t count = 0;
     g_autofree char *why = NULL;
     gboolean retry;
+    int32_t app_type;
 
     b->fetching = 0;
     if (sc->state == SCAN_CLOSED) {
         scan_sub_return(sc, sub);
         return;
     }
-    if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry) ||
+    if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry, &app_type) ||
         type != sc->calls->rows->type ||
         wire_read_list_begin(&r, &et, &count) != WIRE_OK) {
         if (sc->state != SCAN_FAILED) {
@@ -876,9 +1055,16 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
             if (g_str_has_prefix(inner, "hbase-salt-proxy: ")) {
                 inner += strlen("hbase-salt-proxy: ");
             }
-            sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
-                                        "failed in bucket %u: %s", sc->table,
-                                        b->bucket, inner);
+            if (b->legacy) {
+                sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
+                                            "failed in its legacy "
+                                            "(unsalted) range: %s",
+                                            sc->table, inner);
+            } else {
+                sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
+                                            "failed in bucket %u: %s",
+                                            sc->table, b->bucket, inner);
+            }
             sc->error_retry = retry;
             sc->state = SCAN_FAILED;
             /* the reason may quote the backend, and so row data: only at
@@ -895,8 +1081,8 @@ scan_fetch_sink(struct proxy_worker *w, struct proxy_req *sub)
     {
         struct wire_buf tmp = b->next;
 
-        b->next = sub->reply;
-        sub->reply = tmp;
+        b->next = sub->raw;
+        sub->raw = tmp;
     }
     b->next_ready = 1;
     b->next_count = count;
@@ -923,7 +1109,10 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
         return;
     }
     b->fetching = 1;
-    metrics_bucket_request(sc->salt, b->bucket, 1);
+    if (!b->legacy) {
+        metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket,
+                               1);
+    }
     scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
                      sc->calls->fetch, b->backend_id, (int32_t)b->fetch);
 }
@@ -935,7 +1124,7 @@ scan_next_begin(struct scanner *sc)
     struct scan_op *op = sc->op;
 
     op->got = 0;
-    op->frame_at = proxy_req_reply_begin(op->req);
+    op->frame_at = req_reply_begin(op->req);
     op->list_at = codec_rows_reply_begin(&op->req->call, op->req->client_proto,
                                          (uint32_t)MAX(op->want, 0),
                                          &op->req->reply);
@@ -950,9 +1139,12 @@ scan_next_done(struct scanner *sc)
     codec_rows_reply_end(op->req->client_proto, op->list_at,
                          (uint32_t)MAX(op->want, 0), (uint32_t)op->got,
                          &op->req->reply);
-    proxy_req_reply_end(op->req, op->frame_at);
+    req_reply_end(op->req, op->frame_at);
     sc->op = NULL;
-    sc->last_used = proxy_now();
+    sc->last_used = req_now();
+    if (sc->once) {
+        sc->close_asked = TRUE;
+    }
     scan_op_done(op, sc->item.owner);
 }
 
@@ -986,7 +1178,7 @@ scan_pump(struct scanner *sc)
         return;
     }
     sc->pumping = TRUE;
-    from = sc->item.owner->proxy->set.backend_proto;
+    from = sc->item.owner->startup->backend_proto;
     do {
         struct scan_op *op = sc->op;
 
@@ -1022,15 +1214,21 @@ scan_pump(struct scanner *sc)
             }
             wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
             if (scanbatch_copy_head(&b->rows, from, &wr)) {
-                metrics_bucket_row(sc->salt, b->bucket, 1);
+                if (!b->legacy) {
+                    metrics_bucket_row(sc->item.owner->metrics, sc->salt,
+                                       b->bucket, 1);
+                }
             } else {
-                /* it counts the rows it unsalts itself */
+                /* it reports the rows it unsalts, to be counted */
                 wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,
                                  TRUE, &sc->item.owner->reply_limits);
-                codec_row_result(&rr, &wr, sc->salt);
+                codec_row_result(sc->calls, &rr, &wr, sc->salt,
+                                 &sc->item.owner->tally);
+                metrics_take_tally(sc->item.owner->metrics,
+                                   &sc->item.owner->tally);
             }
             op->got++;
-            metrics_scan_row();
+            metrics_scan_row(sc->item.owner->metrics);
             if (scan_bucket_advance(sc, b)) {
                 merge_top_next(&sc->merge, b->rows.key, b->rows.key_len);
             } else {
@@ -1050,39 +1248,46 @@ scan_pump(struct scanner *sc)
         }
     } while (sc->pump_again);
     sc->pumping = FALSE;
+    if (sc->close_asked) {
+        /* a getScannerResults answered: sc may be freed here */
+        sc->close_asked = FALSE;
+        scan_close(sc);
+    }
 }
 
 /* ---- pass-through (unsalted) scanners ---------------------------------- */
 
 static void
-scan_pass_sink(struct proxy_worker *w, struct proxy_req *sub)
+scan_pass_sink(struct worker *w, struct req *sub)
 {
     struct scanner *sc = sub->sink_arg;
     struct scan_op *op = sc->op;
-    struct proxy_req *req = op->req;
-    const struct proxy_settings *set = &w->proxy->set;
+    struct req *req = op->req;
+    const struct worker_settings *set = w->startup;
     struct codec_error err = { 0 };
     size_t off;
 
     sc->op = NULL;
     if (sub->failed) {
-        g_autofree char *why = g_strndup((const char *)sub->reply.data,
-                                         sub->reply.len);
+        g_autofree char *why = g_strndup((const char *)sub->raw.data,
+                                         sub->raw.len);
 
         scan_reply_io(op, w, why, sub->can_retry);
     } else {
-        off = proxy_req_reply_begin(req);
-        if (codec_reply(&req->call, set->backend_proto, sub->reply.data,
-                        sub->reply.len, sub->backend_seqid,
-                        req->client_proto, &req->reply, &err,
-                        &w->reply_limits) != CODEC_OK) {
+        off = req_reply_begin(req);
+        if (codec_reply(&req->call, set->backend_proto, sub->raw.data,
+                        sub->raw.len, sub->backend_seqid, req->client_proto,
+                        &req->reply, &err, &w->reply_limits,
+                        &w->tally) != CODEC_OK) {
+            metrics_take_tally(w->metrics, &w->tally);
             scan_reply_io(op, w, err.message, FALSE);
         } else {
-            proxy_req_reply_end(req, off);
+            metrics_take_tally(w->metrics, &w->tally);
+            req_reply_end(req, off);
             scan_op_done(op, w);
         }
     }
-    sc->last_used = proxy_now();
+    sc->last_used = req_now();
     if (scan_sub_return(sc, sub)) {
         scan_next_op(sc);
     }
@@ -1093,13 +1298,13 @@ scan_pass_sink(struct proxy_worker *w, struct proxy_req *sub)
 static void
 scan_op_start(struct scanner *sc, struct scan_op *op)
 {
-    struct proxy_worker *w = sc->item.owner;
+    struct worker *w = sc->item.owner;
 
-    sc->last_used = proxy_now();
+    sc->last_used = req_now();
     if (op->kind == SCAN_OP_CLOSE && sc->salt == NULL) {
         /* pass-through: the backend's own answer (IllegalArgument for a
          * scanner it expired); sc is freed when it is back */
-        scantab_remove(w->proxy->scans, sc->item.id);
+        scantab_remove(w->scans, sc->item.id);
         sc->state = SCAN_CLOSED;
     } else if (op->kind == SCAN_OP_CLOSE) {
         scan_reply_void(op, w);
@@ -1111,8 +1316,8 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         struct wire_writer wr;
         size_t frame;
         const struct hbase1_method *m = op->req->call.method;
-        struct proxy_req *sub = scan_sub_begin(sc, scan_pass_sink, 0, m, &wr,
-                                               &frame);
+        struct req *sub = scan_sub_begin(sc, scan_pass_sink, 0, m, &wr,
+                                         &frame);
 
         sub->call = op->req->call;
         /* the count goes on only where the call takes one */
@@ -1124,6 +1329,11 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
     if (op->want <= 0) {
         /* HBase: nbRows <= 0 is an empty list */
         scan_next_done(sc);
+        if (sc->close_asked) {
+            sc->close_asked = FALSE;
+            scan_close(sc);
+            return;
+        }
         scan_next_op(sc);
         return;
     }
@@ -1132,22 +1342,22 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
 
 /* The scanner of a client's id, and who owns it: follow it only there. */
 static struct scanner *
-scan_find(struct proxy_worker *w, int32_t id, struct proxy_worker **owner)
+scan_find(struct worker *w, int32_t id, struct worker **owner)
 {
     /* the item is the scanner's first member */
-    return (struct scanner *)scantab_find(w->proxy->scans, id, owner);
+    return (struct scanner *)scantab_find(w->scans, id, owner);
 }
 
 /* On the owner's thread: find the scanner again, it may be gone. */
 static void
-scan_op_run(struct proxy_worker *w, void *arg)
+scan_op_run(struct worker *w, void *arg)
 {
     struct scan_op *op = arg;
-    struct proxy_worker *owner;
+    struct worker *owner;
     struct scanner *sc = scan_find(w, op->id, &owner);
 
     if (sc == NULL || owner != w || sc->state == SCAN_CLOSED) {
-        scan_reply_ia(op, w, SCAN_INVALID_ID);
+        scan_reply_invalid(op, w);
         return;
     }
     if (sc->op != NULL) {
@@ -1158,14 +1368,13 @@ scan_op_run(struct proxy_worker *w, void *arg)
 }
 
 void
-scan_request(struct proxy_worker *w, struct proxy_req *req,
-             const uint8_t *msg, size_t len)
+scan_request(struct worker *w, struct req *req, const uint8_t *msg, size_t len)
 {
     struct scan_op *op = g_new0(struct scan_op, 1);
     const struct hbase1_method *m = req->call.method;
     struct wire_reader r;
     struct wire_msg hdr;
-    struct proxy_worker *owner = NULL;
+    struct worker *owner = NULL;
     struct scanargs a;
 
     op->req = req;
@@ -1173,6 +1382,13 @@ scan_request(struct proxy_worker *w, struct proxy_req *req,
     switch (m->kind) {
     case HBASE1_SCAN_OPEN:
         op->kind = SCAN_OP_OPEN;
+        scan_open(w, op, msg, len);
+        return;
+    case HBASE1_SCAN_ONCE:
+        /* the codec sends only a salted table's here; an unsalted one
+         * goes to the backend as any other call */
+        op->kind = SCAN_OP_OPEN;
+        op->once = TRUE;
         scan_open(w, op, msg, len);
         return;
     case HBASE1_SCAN_NEXT: op->kind = SCAN_OP_NEXT; break;
@@ -1203,11 +1419,11 @@ scan_request(struct proxy_worker *w, struct proxy_req *req,
     op->id = a.id;
     op->want = a.nrows;
     if (!a.has_id || scan_find(w, op->id, &owner) == NULL) {
-        scan_reply_ia(op, w, SCAN_INVALID_ID);
+        scan_reply_invalid(op, w);
         return;
     }
     if (owner != w) {
-        proxy_worker_post(owner, scan_op_run, op);
+        worker_post(owner, scan_op_run, op);
         return;
     }
     scan_op_run(w, op);
@@ -1217,10 +1433,10 @@ scan_request(struct proxy_worker *w, struct proxy_req *req,
 
 /* Scanners of w that match: idle ones, or all of them (idle < 0). */
 static GPtrArray *
-scan_owned(struct proxy_worker *w, gint64 idle)
+scan_owned(struct worker *w, gint64 idle)
 {
-    gint64 now = proxy_now();
-    GPtrArray *found = scantab_owned(w->proxy->scans, w);
+    gint64 now = req_now();
+    GPtrArray *found = scantab_owned(w->scans, w);
 
     /* on w's thread: its scanners' fields may be read */
     for (guint i = found->len; i-- > 0;) {
@@ -1234,7 +1450,7 @@ scan_owned(struct proxy_worker *w, gint64 idle)
 }
 
 void
-scan_worker_stop(struct proxy_worker *w)
+scan_worker_stop(struct worker *w)
 {
     GPtrArray *all = scan_owned(w, -1);
 
@@ -1250,7 +1466,7 @@ scan_worker_stop(struct proxy_worker *w)
 }
 
 void
-scan_worker_start(struct proxy_worker *w)
+scan_worker_start(struct worker *w)
 {
     struct timeval tv = { SCAN_TIMER_MS / 1000, (SCAN_TIMER_MS % 1000) * 1000 };
 
@@ -1260,7 +1476,7 @@ scan_worker_start(struct proxy_worker *w)
 void
 scan_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
-    struct proxy_worker *w = arg;
+    struct worker *w = arg;
     gint64 idle = (gint64)w->gen->cfg->scan_scanner_timeout_ms * 1000;
     GPtrArray *expired = scan_owned(w, idle);
 

@@ -3,7 +3,7 @@
 
 #include <event2/util.h>
 
-#include "proxy.h"
+#include "worker.h"
 
 /*
  * Every scanner call (scannerOpen*, scannerGet, scannerGetList,
@@ -21,18 +21,18 @@ struct scantab *scan_table_new(void);
 void scan_table_free(struct scantab *t);
 
 /* Arms w's expiry timer; called on w's thread as it starts. */
-void scan_worker_start(struct proxy_worker *w);
+void scan_worker_start(struct worker *w);
 void scan_timer_cb(evutil_socket_t fd, short what, void *arg);
 /* Shutdown: closes w's idle scanners and their backend scanners. */
-void scan_worker_stop(struct proxy_worker *w);
+void scan_worker_stop(struct worker *w);
 
 /*
  * A scanner call of a client on worker w (msg: the whole call, no frame
  * header, in req->client_proto).  Takes req over: it is finished, on w,
  * when the answer is ready.
  */
-void scan_request(struct proxy_worker *w, struct proxy_req *req,
-                  const uint8_t *msg, size_t len);
+void scan_request(struct worker *w, struct req *req, const uint8_t *msg,
+                  size_t len);
 
 /* Scanners open now, over all workers. */
 unsigned scan_open_count(struct scantab *t);

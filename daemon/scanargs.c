@@ -124,6 +124,9 @@ scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
             break;
         case HBASE1_ROLE_SCAN:
             /* a second scan struct replaces fields of the first one */
+            if (a->nscans < SCANARGS_MAX_SCANS) {
+                a->scans[a->nscans++] = *r;
+            }
             if (!scanargs_struct(a, f->sub, r)) {
                 return FALSE;
             }
@@ -137,6 +140,14 @@ scanargs_struct(struct scanargs *a, const struct hbase1_schema *s,
             a->has_filter = TRUE;
             break;
         case HBASE1_ROLE_REVERSED: a->reversed = wire_read_bool(r); break;
+        case HBASE1_ROLE_LIMIT:
+            a->limit = wire_read_i32(r);
+            a->has_limit = TRUE;
+            break;
+        case HBASE1_ROLE_FILTER_BYTES:
+            wire_read_binary(r, &a->filter_bytes, &a->filter_bytes_len);
+            a->has_filter_bytes = TRUE;
+            break;
         case HBASE1_ROLE_ID:
             a->id = wire_read_i32(r);
             a->has_id = TRUE;
@@ -211,6 +222,89 @@ scanargs_fit_bounds(struct scanargs *a, size_t limit, uint8_t **start_buf,
     return TRUE;
 }
 
+/* Whether the engine writes field f of a scan struct itself (a bound,
+ * caching, the filter, reversed: per bucket; or a role it passes on from
+ * where the client sent it). */
+static gboolean
+scanargs_written(const struct hbase1_field *f)
+{
+    switch (f->role) {
+    case HBASE1_ROLE_START:
+    case HBASE1_ROLE_PREFIX:
+    case HBASE1_ROLE_STOP:
+    case HBASE1_ROLE_CACHING:
+    case HBASE1_ROLE_FILTER:
+    case HBASE1_ROLE_FILTER_BYTES:
+    case HBASE1_ROLE_REVERSED: return TRUE;
+    default: return scanargs_passed_offset(f->role) >= 0;
+    }
+}
+
+/* Copies every field of the client's scan structs that the engine does
+ * not write: fields without a role (Thrift2's maxVersions, timeRange,
+ * ...), limit, and any the schema does not list. */
+static void
+scanargs_copy_rest(const struct scanargs *a, const struct hbase1_schema *s,
+                   struct wire_writer *wr)
+{
+    for (unsigned i = 0; i < a->nscans; i++) {
+        struct wire_reader r = a->scans[i];
+        uint8_t type;
+        int16_t fid;
+
+        if (wire_read_struct_begin(&r) != WIRE_OK) {
+            continue;
+        }
+        while (wire_read_field(&r, &type, &fid) == WIRE_OK &&
+               type != WIRE_T_STOP) {
+            const struct hbase1_field *f = hbase1_schema_field(s, fid);
+
+            if (f != NULL && f->type == type &&
+                (scanargs_written(f) ||
+                 (a->drop_limit && f->role == HBASE1_ROLE_LIMIT))) {
+                wire_skip(&r, type);
+                continue;
+            }
+            wire_write_field(wr, type, fid);
+            if (wire_copy(&r, wr, type) != WIRE_OK) {
+                break;
+            }
+        }
+    }
+}
+
+/* A bound or the filter of the legacy range's scan. */
+static void
+scanargs_write_legacy(const struct scanargs *a, const struct hbase1_field *f,
+                      const struct scanargs_bucket *b, struct wire_writer *wr)
+{
+    const uint8_t *ftext;
+    size_t flen;
+
+    switch (f->role) {
+    case HBASE1_ROLE_START:
+        wire_write_field(wr, f->type, f->fid);
+        wire_write_binary(wr, b->legacy_start, (uint32_t)b->legacy_start_len);
+        break;
+    case HBASE1_ROLE_STOP:
+        if (b->legacy_stop_len > 0) {
+            wire_write_field(wr, f->type, f->fid);
+            wire_write_binary(wr, b->legacy_stop,
+                              (uint32_t)b->legacy_stop_len);
+        }
+        break;
+    default:
+        /* the filter the scan has, string or protobuf, at its own field */
+        if (f->role == HBASE1_ROLE_FILTER_BYTES ? a->has_filter_bytes
+                                                : a->has_filter) {
+            ftext = scanfilter_for_legacy(b->filter, &flen);
+            wire_write_field(wr, f->type, f->fid);
+            wire_write_binary(wr, ftext, (uint32_t)flen);
+        }
+        break;
+    }
+}
+
 /* The scan struct s for one bucket, its fields in the schema's order. */
 static void
 scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
@@ -225,6 +319,13 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
     for (uint8_t i = 0; i < s->nfields; i++) {
         const struct hbase1_field *f = &s->fields[i];
 
+        if (b->legacy &&
+            (f->role == HBASE1_ROLE_START || f->role == HBASE1_ROLE_STOP ||
+             f->role == HBASE1_ROLE_FILTER ||
+             f->role == HBASE1_ROLE_FILTER_BYTES)) {
+            scanargs_write_legacy(a, f, b, wr);
+            continue;
+        }
         switch (f->role) {
         case HBASE1_ROLE_START:
             n = salt_scan_start(b->salt, b->bucket, a->reversed, a->start,
@@ -254,7 +355,10 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
             wire_write_i32(wr, (int32_t)b->caching);
             break;
         case HBASE1_ROLE_FILTER:
-            if (a->has_filter) {
+        case HBASE1_ROLE_FILTER_BYTES:
+            /* the scan's one filter (string or protobuf) at its field */
+            if (f->role == HBASE1_ROLE_FILTER_BYTES ? a->has_filter_bytes
+                                                    : a->has_filter) {
                 ftext = scanfilter_for_bucket(b->filter, b->bucket, &flen);
                 wire_write_field(wr, f->type, f->fid);
                 wire_write_binary(wr, ftext, (uint32_t)flen);
@@ -269,6 +373,7 @@ scanargs_write_scan(const struct scanargs *a, const struct hbase1_schema *s,
         default: scanargs_pass_on(a, f, wr); break;
         }
     }
+    scanargs_copy_rest(a, s, wr);
     wire_write_struct_end(wr);
 }
 

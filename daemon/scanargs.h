@@ -11,6 +11,9 @@
 struct salt_table;
 struct scanfilter;
 
+/* Scan structs of one call whose every field is kept (see scans). */
+#define SCANARGS_MAX_SCANS 4
+
 /* A field passed on to every bucket as the client sent it. */
 struct scanargs_passed {
     struct wire_reader at; /* positioned at the value */
@@ -37,7 +40,21 @@ struct scanargs {
     uint32_t filter_len;
     gboolean has_filter;
     gboolean reversed;
-    /* passed on: the roles scanargs_passed names */
+    gboolean has_limit; /* Thrift2's TScan.limit */
+    int32_t limit;
+    gboolean drop_limit;       /* not passed on to the buckets: the merge
+                            alone applies it */
+    gboolean has_filter_bytes; /* Thrift2's TScan.filterBytes: a protobuf
+                                  filter, rewritten per bucket */
+    const uint8_t *filter_bytes;
+    uint32_t filter_bytes_len;
+    /* the scan structs as sent (a second one adds to the first, as in
+     * Java): every field the engine does not write itself (no role, or
+     * one it only passes on) goes to each bucket from here, so a field
+     * the proxy does not know is never dropped; more structs than this
+     * are read, but only these copied */
+    struct wire_reader scans[SCANARGS_MAX_SCANS];
+    unsigned nscans; /* passed on: the roles scanargs_passed names */
     struct scanargs_passed columns, timestamp, batch, sorted, cache_blocks,
         attributes;
     gboolean has_id;
@@ -69,12 +86,20 @@ struct scanargs_bucket {
     uint32_t bucket;                 /* the bucket this open reads */
     uint32_t caching;                /* rows of the first fetch */
     const struct scanfilter *filter; /* per-bucket filter, or NULL */
+    gboolean legacy;                 /* not a bucket: the table's legacy
+                                        (unsalted) keys, read within the
+                                        bounds below with the filter as
+                                        the client wrote it */
+    const uint8_t *legacy_start, *legacy_stop;
+    size_t legacy_start_len, legacy_stop_len; /* stop 0: unbounded */
 };
 
 /*
  * The argument struct of the service's open call (sc->open) for one
  * bucket: the table, a scan bounded to the bucket with the filter
- * rewritten for it, everything else as the client gave it.
+ * rewritten for it, everything else as the client gave it.  For the
+ * legacy range (b->legacy): its bounds as they are, the filter
+ * unrewritten.
  */
 void scanargs_write_open(const struct scanargs *a,
                          const struct hbase1_scanner *sc,

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "legacy.h"
 #include "salt.h"
 
 void
@@ -13,6 +14,14 @@ scanbatch_init(struct scanbatch *b, const struct salt_table *salt,
     b->salt = salt;
     b->bucket = bucket;
     b->key_field = key_field;
+}
+
+void
+scanbatch_init_legacy(struct scanbatch *b, const struct salt_table *salt,
+                      const struct hbase1_field *key_field)
+{
+    scanbatch_init(b, salt, salt->buckets, key_field);
+    b->legacy = TRUE;
 }
 
 void
@@ -84,6 +93,20 @@ scanbatch_next(struct scanbatch *b)
             return SCANBATCH_MALFORMED;
         }
         b->salted = FALSE;
+        if (b->salt->legacy.kind != LEGACY_NONE) {
+            legacy_owner_t o = salt_owner(b->salt, row, row_len, &logical,
+                                          &logical_len, &bucket);
+
+            /* every row has one owner: the other side returns it */
+            if (b->legacy ? o != LEGACY_OWNER_LEGACY
+                          : o != LEGACY_OWNER_SALTED || bucket != b->bucket) {
+                continue;
+            }
+            b->key = logical;
+            b->key_len = logical_len;
+            b->salted = !b->legacy;
+            return SCANBATCH_ROW;
+        }
         if (salt_strip(b->salt, row, row_len, &logical, &logical_len,
                        &bucket)) {
             if (bucket != b->bucket) {
@@ -106,6 +129,11 @@ gboolean
 scanbatch_copy_head(const struct scanbatch *b, wire_proto_t from,
                     struct wire_writer *wr)
 {
+    if (b->legacy && wr->proto == from) {
+        /* stored under its logical key: as it came */
+        wire_buf_append(wr->buf, b->head, b->head_len);
+        return TRUE;
+    }
     if (!b->key_first || !b->salted || wr->proto != from ||
         salt_bucket(b->salt, b->key, b->key_len) != b->bucket) {
         return FALSE;

@@ -32,6 +32,7 @@ struct scanbatch {
                                        (length prefix included) */
     uint32_t key_at, key_end;
     gboolean salted; /* the key had a salt of this bucket */
+    gboolean legacy; /* reads the table's legacy keys, unsalted */
 };
 
 typedef enum {
@@ -43,6 +44,10 @@ typedef enum {
 
 void scanbatch_init(struct scanbatch *b, const struct salt_table *salt,
                     uint32_t bucket, const struct hbase1_field *key_field);
+
+/* A batch of the legacy range (legacy.h): its rows are unsalted. */
+void scanbatch_init_legacy(struct scanbatch *b, const struct salt_table *salt,
+                           const struct hbase1_field *key_field);
 
 /*
  * Starts on a fetch's reply (msg, len: its header, the result struct and
@@ -56,7 +61,9 @@ void scanbatch_load(struct scanbatch *b, wire_proto_t proto,
  * Moves the head to the next row.  Rows whose salt names another bucket
  * (a reversed scan from a bucket's end can see the next bucket's first
  * row) are passed over; a row without a salt of the table is ordered by
- * what follows the prefix.
+ * what follows the prefix.  A table with a legacy rule keeps only the
+ * rows this batch owns (salt_owner): a bucket's salted rows of new
+ * keys, or the legacy range's legacy rows, ordered by their logical key.
  */
 scanbatch_status_t scanbatch_next(struct scanbatch *b);
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "filter.h"
+#include "filterpb.h"
 
 #define SCANFILTER_ERROR scanfilter_error_quark()
 static G_DEFINE_QUARK(scanfilter-error-quark, scanfilter_error)
@@ -12,9 +13,12 @@ struct scanfilter {
     const struct salt_table *salt;
     gboolean reversed;
     struct filter_node *tree;       /* NULL: send the text unchanged */
-    GByteArray *text;               /* the original string */
+    struct filterpb *pb;            /* filterBytes: what tree came from */
+    GByteArray *text;               /* the original string or bytes */
     GByteArray *out;                /* the last bucket's string */
     int64_t page_limit;             /* -1: none */
+    gboolean lift_page;             /* top-level PageFilters sent with no
+                                       limit (scanfilter_lift_page) */
     gboolean single;                /* the filter fixes one bucket */
     uint32_t single_bucket;
     const char *multi_why;          /* NULL: exact over many buckets */
@@ -365,6 +369,17 @@ scanfilter_check_multi(struct scanfilter *f, const struct filter_node *n,
     if (f->multi_why != NULL) {
         return;
     }
+    if (n->kind == FILTER_NODE_WHILE && !top) {
+        /* a WHILE ends where its row first misses; under OR or SKIP the
+         * scan goes on, and the row where it ended passes the OR unlike
+         * the rows after it: each bucket has such a row of its own */
+        f->multi_why = "hbase-salt-proxy: WHILE inside OR or SKIP cannot be "
+                       "applied across salt buckets (each bucket would end "
+                       "it at its own first miss); use WHILE at the top "
+                       "level or in a top-level AND, or narrow the scan to "
+                       "one bucket";
+        return;
+    }
     if (n->kind == FILTER_NODE_WHILE) {
         if (!scanfilter_monotonic(f, n->children[0])) {
             f->multi_why = "hbase-salt-proxy: WHILE around a filter that is "
@@ -412,12 +427,15 @@ scanfilter_top_level(struct scanfilter *f, const struct filter_node *n)
     }
 }
 
-struct scanfilter *
-scanfilter_new(const uint8_t *text, size_t len, const struct salt_table *t,
-               gboolean reversed, GError **error)
+static uint8_t *scanfilter_rewrite_pb(const struct scanfilter *f,
+                                      uint32_t bucket, size_t *len,
+                                      GError **error);
+
+static struct scanfilter *
+scanfilter_alloc(const uint8_t *text, size_t len, const struct salt_table *t,
+                 gboolean reversed)
 {
     struct scanfilter *f = g_new0(struct scanfilter, 1);
-    struct scanfilter_check ck = { f, NULL };
 
     f->salt = t;
     f->reversed = reversed;
@@ -425,17 +443,19 @@ scanfilter_new(const uint8_t *text, size_t len, const struct salt_table *t,
     f->text = g_byte_array_new();
     g_byte_array_append(f->text, text, (guint)len);
     f->out = g_byte_array_new();
-    f->tree = filter_parse(text, len, FILTER_PARSE_DEFAULT, NULL);
-    if (f->tree == NULL || !filter_validate(f->tree, NULL)) {
-        /* the backend reports what is wrong with it */
-        g_clear_pointer(&f->tree, filter_node_free);
-        return f;
-    }
+    return f;
+}
+
+/* Checks and analyses f->tree; FALSE (error set) when it is refused. */
+static gboolean
+scanfilter_analyse(struct scanfilter *f, GError **error)
+{
+    struct scanfilter_check ck = { f, NULL };
+
     filter_node_walk(f->tree, scanfilter_check_leaf, &ck);
     if (ck.error != NULL) {
         g_propagate_error(error, ck.error);
-        scanfilter_free(f);
-        return NULL;
+        return FALSE;
     }
     scanfilter_top_level(f, f->tree);
     scanfilter_check_multi(f, f->tree, TRUE);
@@ -459,6 +479,54 @@ scanfilter_new(const uint8_t *text, size_t len, const struct salt_table *t,
                            "the PageFilter last in the AND";
         }
     }
+    return TRUE;
+}
+
+struct scanfilter *
+scanfilter_new(const uint8_t *text, size_t len, const struct salt_table *t,
+               gboolean reversed, GError **error)
+{
+    struct scanfilter *f = scanfilter_alloc(text, len, t, reversed);
+
+    f->tree = filter_parse(text, len, FILTER_PARSE_DEFAULT, NULL);
+    if (f->tree == NULL || !filter_validate(f->tree, NULL)) {
+        /* the backend reports what is wrong with it */
+        g_clear_pointer(&f->tree, filter_node_free);
+        return f;
+    }
+    if (!scanfilter_analyse(f, error)) {
+        scanfilter_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+struct scanfilter *
+scanfilter_new_pb(const uint8_t *pb, size_t len, const struct salt_table *t,
+                  gboolean reversed, GError **error)
+{
+    struct scanfilter *f = scanfilter_alloc(pb, len, t, reversed);
+    g_autofree uint8_t *probe = NULL;
+    size_t n = 0;
+
+    f->pb = filterpb_decode(pb, len, FILTERPB_MODE_SALT, error);
+    if (f->pb == NULL) {
+        scanfilter_free(f);
+        return NULL;
+    }
+    /* leaves that never read the row key have no arguments here: the
+     * analysis reads only their types, the writer copies them */
+    f->tree = filter_node_copy(filterpb_tree(f->pb));
+    if (!scanfilter_analyse(f, error)) {
+        scanfilter_free(f);
+        return NULL;
+    }
+    /* every bucket is written the same way: one that fails fails all */
+    probe = scanfilter_rewrite_pb(f, 0, &n, error);
+    if (probe == NULL) {
+        scanfilter_free(f);
+        return NULL;
+    }
     return f;
 }
 
@@ -471,6 +539,7 @@ scanfilter_free(struct scanfilter *f)
     if (f->tree != NULL) {
         filter_node_free(f->tree);
     }
+    filterpb_free(f->pb);
     g_byte_array_unref(f->text);
     if (f->out != NULL) {
         g_byte_array_unref(f->out);
@@ -592,27 +661,81 @@ scanfilter_rewrite_leaf(struct filter_node *n, guint depth, gpointer data)
     return TRUE;
 }
 
-const uint8_t *
-scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket,
-                      size_t *len)
+/* A copy of f's tree rewritten for one bucket. */
+static struct filter_node *
+scanfilter_rewrite(const struct scanfilter *f, uint32_t bucket)
 {
     struct scanfilter_bucket sb;
-    g_autoptr(filter_node) copy = NULL;
-    uint8_t *text;
-    size_t n = 0;
+    struct filter_node *copy;
 
-    if (f->tree == NULL) {
-        *len = f->text->len;
-        return f->text->data;
-    }
     sb.f = f;
     sb.plen = salt_write_prefix(f->salt, bucket, sb.prefix);
     sb.tmp = g_byte_array_new();
     copy = filter_node_copy(f->tree);
     filter_node_walk(copy, scanfilter_rewrite_leaf, &sb);
     g_byte_array_unref(sb.tmp);
-    text = filter_serialize(copy, &n, NULL);
+    return copy;
+}
+
+static uint8_t *
+scanfilter_rewrite_pb(const struct scanfilter *f, uint32_t bucket, size_t *len,
+                      GError **error)
+{
+    g_autoptr(filter_node) copy = scanfilter_rewrite(f, bucket);
+
+    return filterpb_encode(f->pb, copy, len, error);
+}
+
+void
+scanfilter_lift_page(struct scanfilter *f)
+{
+    f->lift_page = TRUE;
+}
+
+/* The PageFilters scanfilter_top_level finds, given the largest limit. */
+static void
+scanfilter_lift(struct filter_node *n)
+{
+    static const char most[] = "9223372036854775807";
+    struct filter_params p;
+
+    if (n->kind == FILTER_NODE_AND) {
+        for (guint i = 0; i < n->nchildren; i++) {
+            scanfilter_lift(n->children[i]);
+        }
+        return;
+    }
+    if (n->kind == FILTER_NODE_LEAF && filter_leaf_params(n, &p, NULL) &&
+        p.type == FILTER_TYPE_PAGE && p.limit >= 0) {
+        filter_node_set_arg(n, 0, FILTER_ARG_BARE, most, strlen(most));
+    }
+}
+
+/* copy as the client sent its filter (text, or filterBytes) in f->out. */
+static const uint8_t *
+scanfilter_emit(const struct scanfilter *f, struct filter_node *copy,
+                size_t *len)
+{
+    uint8_t *text;
+    size_t n = 0;
+
+    if (f->lift_page) {
+        scanfilter_lift(copy);
+    }
     g_byte_array_set_size(f->out, 0);
+    if (f->pb != NULL) {
+        /* scanfilter_new_pb wrote bucket 0: this cannot fail; if it
+         * did, no filter at all would be a wrong answer, an empty
+         * message an error from HBase */
+        text = filterpb_encode(f->pb, copy, &n, NULL);
+        if (text != NULL) {
+            g_byte_array_append(f->out, text, (guint)n);
+            g_free(text);
+        }
+        *len = f->out->len;
+        return f->out->data;
+    }
+    text = filter_serialize(copy, &n, NULL);
     if (text == NULL) {
         /* cannot happen for a tree that parsed; keep the original */
         g_byte_array_append(f->out, f->text->data, f->text->len);
@@ -622,4 +745,30 @@ scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket,
     }
     *len = f->out->len;
     return f->out->data;
+}
+
+const uint8_t *
+scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket, size_t *len)
+{
+    g_autoptr(filter_node) copy = NULL;
+
+    if (f->tree == NULL) {
+        *len = f->text->len;
+        return f->text->data;
+    }
+    copy = scanfilter_rewrite(f, bucket);
+    return scanfilter_emit(f, copy, len);
+}
+
+const uint8_t *
+scanfilter_for_legacy(const struct scanfilter *f, size_t *len)
+{
+    g_autoptr(filter_node) copy = NULL;
+
+    if (f->tree == NULL || !f->lift_page) {
+        *len = f->text->len;
+        return f->text->data;
+    }
+    copy = filter_node_copy(f->tree);
+    return scanfilter_emit(f, copy, len);
 }

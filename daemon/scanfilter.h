@@ -26,7 +26,9 @@
  * break.  scanfilter_multi_bucket_ok is FALSE, for scans over several
  * buckets, for filters that end or count a scan on what one bucket sees:
  * WHILE around a filter not monotonic in the row key (each bucket would
- * stop at its own first miss, not the scan's), a ColumnCountGetFilter
+ * stop at its own first miss, not the scan's), WHILE inside OR or SKIP
+ * (the row where it ends passes the OR unlike the rows after it, and each
+ * bucket has one), a ColumnCountGetFilter
  * that can end the scan, a PageFilter nested in OR/SKIP/WHILE, and a
  * PageFilter followed in an AND by a filter that drops whole rows (it
  * counts rows it never returns).  A top-level PageFilter counts per
@@ -42,11 +44,46 @@ struct scanfilter;
 struct scanfilter *scanfilter_new(const uint8_t *text, size_t len,
                                   const struct salt_table *t,
                                   gboolean reversed, GError **error);
+/*
+ * The same for Thrift2's filterBytes (filterpb.h): the protobuf Filter is
+ * read into the filter language's tree, the rewrite above applied to it,
+ * and scanfilter_for_bucket then returns a protobuf Filter for the bucket:
+ * lists, wrappers and the row-key filters written anew, every other filter
+ * copied byte for byte.  Unlike a string, bytes this cannot rewrite
+ * exactly are refused (NULL, FILTERPB_ERROR or the refusals above), never
+ * sent unchanged: malformed bytes (FILTERPB_ERROR_MALFORMED, protobuf's
+ * message), classes HBase lacks, filters that read the row key in ways
+ * the rewrite cannot follow (FuzzyRowFilter, MultiRowRangeFilter, a
+ * RowFilter with a LongComparator or a JONI or MULTILINE regex...), and
+ * any filter not on filterpb's allow-list of filters that never read the
+ * row key.  The other functions below answer as for a string.
+ *
+ * A TGet is a scan of one row in one bucket: scanfilter_new_pb (reversed
+ * FALSE), then scanfilter_for_bucket(f, salt_bucket(row)); the page limit
+ * and the multi-bucket answers do not apply to it.  The same holds for a
+ * TGet's filterString with scanfilter_new.
+ */
+struct scanfilter *scanfilter_new_pb(const uint8_t *pb, size_t len,
+                                     const struct salt_table *t,
+                                     gboolean reversed, GError **error);
 void scanfilter_free(struct scanfilter *f);
 
-/* The filter string for one bucket; valid until the next call. */
+/* The filter string (or filterBytes) for one bucket; valid until the
+ * next call. */
 const uint8_t *scanfilter_for_bucket(const struct scanfilter *f,
                                      uint32_t bucket, size_t *len);
+
+/*
+ * Forward-looking salting (legacy.h): every bucket and the legacy range
+ * drop rows the other side owns, after the backend's PageFilter would
+ * have counted them.  Lifted, a top-level PageFilter goes to the backend
+ * with no limit, and the merge alone applies scanfilter_page_limit.
+ */
+void scanfilter_lift_page(struct scanfilter *f);
+
+/* The filter string for the legacy (unsalted) range: as the client wrote
+ * it, PageFilter lifted if asked; valid until the next call. */
+const uint8_t *scanfilter_for_legacy(const struct scanfilter *f, size_t *len);
 
 /* Rows the whole scan may return (a top-level PageFilter); -1: no limit. */
 int64_t scanfilter_page_limit(const struct scanfilter *f);

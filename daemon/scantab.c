@@ -57,7 +57,7 @@ scantab_remove(struct scantab *t, int32_t id)
 }
 
 struct scantab_item *
-scantab_find(struct scantab *t, int32_t id, struct proxy_worker **owner)
+scantab_find(struct scantab *t, int32_t id, struct worker **owner)
 {
     struct scantab_item *item;
 
@@ -69,7 +69,7 @@ scantab_find(struct scantab *t, int32_t id, struct proxy_worker **owner)
 }
 
 GPtrArray *
-scantab_owned(struct scantab *t, const struct proxy_worker *owner)
+scantab_owned(struct scantab *t, const struct worker *owner)
 {
     GPtrArray *found = g_ptr_array_new();
     GHashTableIter it;

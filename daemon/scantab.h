@@ -4,7 +4,7 @@
 #include <glib.h>
 #include <stdint.h>
 
-struct proxy_worker;
+struct worker;
 
 /*
  * A scanner id is valid on any connection to any worker, as HBase's are,
@@ -18,7 +18,7 @@ struct proxy_worker;
 /* Embedded in each scanner; the table reads only these fields. */
 struct scantab_item {
     int32_t id;                 /* 0 until added */
-    struct proxy_worker *owner; /* set before adding, never changed */
+    struct worker *owner;       /* set before adding, never changed */
 };
 
 struct scantab;
@@ -33,8 +33,8 @@ int32_t scantab_add(struct scantab *t, struct scantab_item *item);
 void scantab_remove(struct scantab *t, int32_t id);
 /* The item of id or NULL, and its owner: follow it only on that thread. */
 struct scantab_item *scantab_find(struct scantab *t, int32_t id,
-                                  struct proxy_worker **owner);
+                                  struct worker **owner);
 /* Items of owner (called on its thread), in a new array. */
-GPtrArray *scantab_owned(struct scantab *t, const struct proxy_worker *owner);
+GPtrArray *scantab_owned(struct scantab *t, const struct worker *owner);
 /* Items in the table now, over all workers. */
 unsigned scantab_count(struct scantab *t);

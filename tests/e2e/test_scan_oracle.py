@@ -16,7 +16,8 @@ set), values, timestamps, and where the scan ends.
 A filter the proxy refuses with IllegalArgument is fine only when it is
 one of the refusals daemon/scanfilter.h documents (regex anchors, RowFilter
 regex/substring it cannot make exact for the table, WHILE around a filter
-not monotonic in the row key over several buckets, a nested PageFilter)
+not monotonic in the row key, or inside an OR, over several buckets, a
+nested PageFilter)
 and the filter holds that construct; such refusals are counted apart.
 Anything else that differs is a mismatch, printed with everything needed
 to replay it.
@@ -489,20 +490,22 @@ class FilterGen(object):
     def join(self, parts, op):
         return op.join(b'(%s)' % t if j else t for t, j in parts), True
 
-    def expr(self, depth=0):
-        """(text, whether it is an AND/OR join)"""
+    def expr(self, depth=0, in_or=False):
+        """(text, whether it is an AND/OR join); in_or: under an OR"""
         rnd = self.rnd
         r = rnd.random()
         if depth >= 2 or r < 0.45:
             return self.leaf(), False
         if r < 0.65:
-            return self.join([self.expr(depth + 1)
+            return self.join([self.expr(depth + 1, in_or)
                               for _ in range(rnd.randint(2, 3))], b' AND ')
         if r < 0.8:
-            return self.join([self.expr(depth + 1)
+            return self.join([self.expr(depth + 1, True)
                               for _ in range(rnd.randint(2, 3))], b' OR ')
         if r < 0.88:
             return b'SKIP %s' % self.leaf(), False
+        if in_or:
+            self.flags.add('while_in_or')
         if rnd.random() < 0.8:
             m = self.monotonic()
             return b'WHILE %s' % (b'(%s)' % m if b' AND ' in m
@@ -560,6 +563,8 @@ REFUSALS = [
      lambda fl, t: False),
     (re.compile(r'WHILE around a filter that is not monotonic'),
      'while-non-monotonic', lambda fl, t: 'while_nonmono' in fl),
+    (re.compile(r'WHILE inside OR or SKIP'), 'while-in-or',
+     lambda fl, t: 'while_in_or' in fl),
     (re.compile(r'PageFilter inside OR, SKIP or WHILE'), 'page-nested',
      lambda fl, t: 'page_nested' in fl),
     (re.compile(r'ColumnCountGetFilter ends the scan'), 'column-count-get',

@@ -9,9 +9,7 @@
 /*
  * Each method is Admin's call of the same name behind HBase's thrift2
  * handler: IOExceptions as TIOError, unchecked exceptions as
- * TApplicationException INTERNAL_ERROR.  Calls the emulator cannot model
- * (schema changes of a live table) answer as a server without the
- * feature does: INTERNAL_ERROR, never a crash or a hang.
+ * TApplicationException INTERNAL_ERROR.
  */
 
 #define EMU_DATA(b) ((const uint8_t *)((b) != NULL ? (b)->data : NULL))
@@ -24,6 +22,16 @@ static const char *const emu_admin2_compression[] = {
 static const char *const emu_admin2_bloom[] = {
     "NONE", "ROW", "ROWCOL", "ROWPREFIX_FIXED_LENGTH",
 };
+static const char *const emu_admin2_durability[] = {
+    "USE_DEFAULT", "SKIP_WAL", "ASYNC_WAL", "SYNC_WAL", "FSYNC_WAL",
+};
+
+/* TableDescriptor's key for its durability, kept among its values. */
+#define EMU_ADMIN2_DURABILITY_KEY "DURABILITY"
+
+/* InvalidFamilyOperationException is a DoNotRetryIOException. */
+#define EMU_ADMIN2_BAD_FAMILY                                                 \
+    "org.apache.hadoop.hbase.InvalidFamilyOperationException: "
 
 static EmuHandler2 *emu_admin2_self(Hbase2THBaseServiceIf *iface)
 {
@@ -66,6 +74,7 @@ static Hbase2TTableDescriptor *emu_admin2_descriptor(emu_table *t)
 {
     Hbase2TTableDescriptor *d = g_object_new(HBASE2_TYPE_T_TABLE_DESCRIPTOR,
                                              NULL);
+    const GPtrArray *values = emu_table_values(t);
 
     emu_admin2_fill_name(d->tableName, emu_table_name(t));
     for (guint i = 0; i < emu_table_family_count(t); i++) {
@@ -90,7 +99,26 @@ static Hbase2TTableDescriptor *emu_admin2_descriptor(emu_table *t)
         g_ptr_array_add(d->columns, cf);
     }
     d->__isset_columns = TRUE;
+    /* tableDescriptorFromHBase: every value is an attribute, and the
+     * durability is the DURABILITY value's, USE_DEFAULT without one. */
     d->durability = HBASE2_T_DURABILITY_USE_DEFAULT;
+    for (guint i = 0; i + 1 < values->len; i += 2) {
+        gsize kl, vl;
+        const uint8_t *kp = g_bytes_get_data(g_ptr_array_index(values, i),
+                                             &kl);
+        const uint8_t *vp = g_bytes_get_data(g_ptr_array_index(values, i + 1),
+                                             &vl);
+        g_autofree char *v = g_strndup((const char *)vp, vl);
+
+        g_hash_table_insert(d->attributes, emu_handler2_bytes(kp, kl),
+                            emu_handler2_bytes(vp, vl));
+        d->__isset_attributes = TRUE;
+        if (kl == strlen(EMU_ADMIN2_DURABILITY_KEY) &&
+            memcmp(kp, EMU_ADMIN2_DURABILITY_KEY, kl) == 0)
+            d->durability = emu_admin2_enum_of(
+                emu_admin2_durability, G_N_ELEMENTS(emu_admin2_durability), v,
+                HBASE2_T_DURABILITY_USE_DEFAULT);
+    }
     d->__isset_durability = TRUE;
     return d;
 }
@@ -322,6 +350,88 @@ static struct emu_family *emu_admin2_family(
     return f;
 }
 
+/*
+ * tableDescriptorFromThrift's values: the attributes (an empty value
+ * removes its key), then the durability under DURABILITY.  Flat GBytes
+ * key/value pairs, each key once.
+ */
+static GPtrArray *emu_admin2_values(const Hbase2TTableDescriptor *desc)
+{
+    g_autoptr(GHashTable) map = g_hash_table_new_full(
+        g_bytes_hash, g_bytes_equal, (GDestroyNotify)g_bytes_unref,
+        (GDestroyNotify)g_bytes_unref);
+    GPtrArray *out = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_bytes_unref);
+    GHashTableIter it;
+    gpointer k, v;
+
+    if (desc->__isset_attributes && desc->attributes != NULL) {
+        g_hash_table_iter_init(&it, desc->attributes);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+            GBytes *key = g_bytes_new(EMU_DATA((GByteArray *)k),
+                                      EMU_LEN((GByteArray *)k));
+
+            if (EMU_LEN((GByteArray *)v) == 0)
+                g_hash_table_remove(map, key), g_bytes_unref(key);
+            else
+                g_hash_table_replace(map, key,
+                                     g_bytes_new(EMU_DATA((GByteArray *)v),
+                                                 EMU_LEN((GByteArray *)v)));
+        }
+    }
+    if (desc->__isset_durability) {
+        /* durabilityFromThrift: an unknown value is USE_DEFAULT */
+        guint d = (guint)desc->durability < G_N_ELEMENTS(emu_admin2_durability)
+                      ? (guint)desc->durability
+                      : HBASE2_T_DURABILITY_USE_DEFAULT;
+
+        g_hash_table_replace(
+            map,
+            g_bytes_new_static(EMU_ADMIN2_DURABILITY_KEY,
+                               strlen(EMU_ADMIN2_DURABILITY_KEY)),
+            g_bytes_new_static(emu_admin2_durability[d],
+                               strlen(emu_admin2_durability[d])));
+    }
+    g_hash_table_iter_init(&it, map);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        g_ptr_array_add(out, g_bytes_ref(k));
+        g_ptr_array_add(out, g_bytes_ref(v));
+    }
+    return out;
+}
+
+/* The families of a TTableDescriptor, as TableDescriptorBuilder takes
+ * them: a repeated name is an IllegalArgumentException. */
+static GPtrArray *emu_admin2_families(const Hbase2TTableDescriptor *desc,
+                                      GError **error)
+{
+    g_autoptr(GPtrArray) fams = g_ptr_array_new_with_free_func(
+        emu_family_free);
+
+    for (guint i = 0; desc->columns != NULL && i < desc->columns->len; i++) {
+        struct emu_family *f = emu_admin2_family(
+            g_ptr_array_index(desc->columns, i), error);
+
+        if (f == NULL)
+            return NULL;
+        for (guint j = 0; j < fams->len; j++) {
+            const struct emu_family *g = g_ptr_array_index(fams, j);
+
+            if (g->name_len == f->name_len &&
+                memcmp(g->name, f->name, f->name_len) == 0) {
+                g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL,
+                            "java.lang.IllegalArgumentException: Family '%s' "
+                            "already exists so cannot be added",
+                            (const char *)f->name);
+                emu_family_free(f);
+                return NULL;
+            }
+        }
+        g_ptr_array_add(fams, f);
+    }
+    return g_steal_pointer(&fams);
+}
+
 static gboolean emu_admin2_create_table(Hbase2THBaseServiceIf *iface,
                                         const Hbase2TTableDescriptor *desc,
                                         const GPtrArray *split_keys,
@@ -330,18 +440,12 @@ static gboolean emu_admin2_create_table(Hbase2THBaseServiceIf *iface,
     emu_store *store = emu_admin2_store(iface);
     GError *err = NULL;
     g_autoptr(GByteArray) name = emu_handler2_table_name(desc->tableName);
-    g_autoptr(GPtrArray) fams = g_ptr_array_new_with_free_func(
-        emu_family_free);
+    g_autoptr(GPtrArray) fams = emu_admin2_families(desc, &err);
+    g_autoptr(GPtrArray) values = emu_admin2_values(desc);
     g_autoptr(GPtrArray) splits = NULL;
 
-    for (guint i = 0; desc->columns != NULL && i < desc->columns->len; i++) {
-        struct emu_family *f = emu_admin2_family(
-            g_ptr_array_index(desc->columns, i), &err);
-
-        if (f == NULL)
-            return emu_handler2_fail(err, "createTable", io, error);
-        g_ptr_array_add(fams, f);
-    }
+    if (fams == NULL)
+        return emu_handler2_fail(err, "createTable", io, error);
     /* splitKeyFromThrift: an empty list is no split keys at all. */
     if (split_keys != NULL && split_keys->len > 0) {
         splits = g_ptr_array_new_with_free_func(
@@ -355,7 +459,7 @@ static gboolean emu_admin2_create_table(Hbase2THBaseServiceIf *iface,
     /* Without split keys: the store's regions (--regions, --split-keys),
      * as for a Thrift1 createTable. */
     if (!emu_store_create_table_split(store, name->data, name->len, fams,
-                                      splits, &err)) {
+                                      splits, values, &err)) {
         if (err->code == EMU_STORE_ERROR_EXISTS) {
             g_autofree char *n = g_strndup((const char *)name->data,
                                            name->len);
@@ -512,15 +616,165 @@ static gboolean emu_admin2_is_table_available_with_split(
                                error);
 }
 
-/* Schema changes of an existing table: not modelled (the store keeps
- * family indexes in every row). */
+/* ---- schema changes ---- */
+
+/* Position of a family by name in an array of struct emu_family *. */
+static gboolean emu_admin2_find_family(const GPtrArray *fams,
+                                       const uint8_t *name, size_t len,
+                                       guint *pos)
+{
+    for (guint i = 0; i < fams->len; i++) {
+        const struct emu_family *f = g_ptr_array_index(fams, i);
+
+        if (f->name_len == len &&
+            (len == 0 || memcmp(f->name, name, len) == 0)) {
+            *pos = i;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* Bytes.toString of a family name: UTF-8, bad bytes replaced. */
+static char *emu_admin2_family_string(const uint8_t *name, size_t len)
+{
+    return g_utf8_make_valid((const char *)name, (gssize)len);
+}
+
+/* What a schema call asks the store to do with the current schema. */
+typedef enum {
+    EMU_ADMIN2_ADD_FAMILY,
+    EMU_ADMIN2_DELETE_FAMILY,
+    EMU_ADMIN2_MODIFY_FAMILY,
+    EMU_ADMIN2_REPLACE_ALL,
+} emu_admin2_change_kind;
+
+struct emu_admin2_change {
+    emu_admin2_change_kind kind;
+    struct emu_family *family; /* add, modify: taken by the store side */
+    const uint8_t *name;       /* delete: the family's name */
+    size_t name_len;
+    GPtrArray *families; /* replace: the new set, emptied on use */
+    GPtrArray *values;   /* replace: the new values */
+};
+
+/*
+ * HMaster's addColumn / deleteColumn / modifyColumn / modifyTable, each
+ * checking the table's current descriptor as its TableDescriptorGetter
+ * does; the sanity check (at least one family) follows in the store.
+ */
+static gboolean emu_admin2_apply(const emu_table *t, GPtrArray *fams,
+                                 GPtrArray *values, gpointer data,
+                                 GError **error)
+{
+    struct emu_admin2_change *c = data;
+    g_autofree char *fname = NULL;
+    guint pos;
+
+    switch (c->kind) {
+    case EMU_ADMIN2_ADD_FAMILY:
+        if (emu_admin2_find_family(fams, c->family->name, c->family->name_len,
+                                   &pos)) {
+            fname = emu_admin2_family_string(c->family->name,
+                                             c->family->name_len);
+            g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                        EMU_ADMIN2_BAD_FAMILY
+                        "Column family '%s' in table "
+                        "'%s' already exists so cannot be added",
+                        fname, emu_table_name(t));
+            return FALSE;
+        }
+        g_ptr_array_add(fams, g_steal_pointer(&c->family));
+        return TRUE;
+    case EMU_ADMIN2_DELETE_FAMILY:
+        fname = emu_admin2_family_string(c->name, c->name_len);
+        if (!emu_admin2_find_family(fams, c->name, c->name_len, &pos)) {
+            g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                        EMU_ADMIN2_BAD_FAMILY "Family '%s' does not exist, so "
+                                              "it cannot be deleted",
+                        fname);
+            return FALSE;
+        }
+        if (fams->len == 1) {
+            g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                        EMU_ADMIN2_BAD_FAMILY
+                        "Family '%s' is the only column "
+                        "family in the table, so it cannot be deleted",
+                        fname);
+            return FALSE;
+        }
+        g_ptr_array_remove_index(fams, pos);
+        return TRUE;
+    case EMU_ADMIN2_MODIFY_FAMILY:
+        if (!emu_admin2_find_family(fams, c->family->name, c->family->name_len,
+                                    &pos)) {
+            fname = emu_admin2_family_string(c->family->name,
+                                             c->family->name_len);
+            g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                        EMU_ADMIN2_BAD_FAMILY "Family '%s' does not exist, so "
+                                              "it cannot be modified",
+                        fname);
+            return FALSE;
+        }
+        /* the new descriptor replaces the old one whole */
+        emu_family_free(fams->pdata[pos]);
+        fams->pdata[pos] = g_steal_pointer(&c->family);
+        return TRUE;
+    case EMU_ADMIN2_REPLACE_ALL:
+        g_ptr_array_set_size(fams, 0);
+        for (guint i = 0; i < c->families->len; i++)
+            g_ptr_array_add(fams, c->families->pdata[i]);
+        g_ptr_array_set_free_func(c->families, NULL);
+        g_ptr_array_set_size(c->families, 0);
+        g_ptr_array_set_size(values, 0);
+        for (guint i = 0; i < c->values->len; i++)
+            g_ptr_array_add(values, g_bytes_ref(c->values->pdata[i]));
+        return TRUE;
+    }
+    return TRUE;
+}
+
+static gboolean emu_admin2_change(Hbase2THBaseServiceIf *iface,
+                                  const Hbase2TTableName *tn,
+                                  struct emu_admin2_change *c,
+                                  const char *method, Hbase2TIOError **io,
+                                  GError **error)
+{
+    GError *err = NULL;
+    g_autoptr(GByteArray) name = emu_handler2_table_name(tn);
+    gboolean ok = emu_store_alter_table(emu_admin2_store(iface), name->data,
+                                        name->len, emu_admin2_apply, c, &err);
+
+    if (c->family != NULL)
+        emu_family_free(g_steal_pointer(&c->family));
+    if (!ok)
+        return emu_handler2_fail(err, method, io, error);
+    return TRUE;
+}
+
+/* columnFamilyDescriptorFromThrift first: its errors are unchecked. */
+static gboolean emu_admin2_family_change(
+    Hbase2THBaseServiceIf *iface, const Hbase2TTableName *tn,
+    const Hbase2TColumnFamilyDescriptor *column, emu_admin2_change_kind kind,
+    const char *method, Hbase2TIOError **io, GError **error)
+{
+    GError *err = NULL;
+    struct emu_admin2_change c = { kind, emu_admin2_family(column, &err),
+                                   NULL, 0,
+                                   NULL, NULL };
+
+    if (c.family == NULL)
+        return emu_handler2_fail(err, method, io, error);
+    return emu_admin2_change(iface, tn, &c, method, io, error);
+}
+
 static gboolean emu_admin2_add_column_family(
     Hbase2THBaseServiceIf *iface, const Hbase2TTableName *tn,
     const Hbase2TColumnFamilyDescriptor *column, Hbase2TIOError **io,
     GError **error)
 {
-    emu_admin2_self(iface);
-    return emu_handler2_internal(error, "addColumnFamily");
+    return emu_admin2_family_change(iface, tn, column, EMU_ADMIN2_ADD_FAMILY,
+                                    "addColumnFamily", io, error);
 }
 
 static gboolean emu_admin2_delete_column_family(Hbase2THBaseServiceIf *iface,
@@ -529,8 +783,12 @@ static gboolean emu_admin2_delete_column_family(Hbase2THBaseServiceIf *iface,
                                                 Hbase2TIOError **io,
                                                 GError **error)
 {
-    emu_admin2_self(iface);
-    return emu_handler2_internal(error, "deleteColumnFamily");
+    struct emu_admin2_change c = {
+        EMU_ADMIN2_DELETE_FAMILY, NULL, EMU_DATA(column),
+        EMU_LEN(column),          NULL, NULL
+    };
+
+    return emu_admin2_change(iface, tn, &c, "deleteColumnFamily", io, error);
 }
 
 static gboolean emu_admin2_modify_column_family(
@@ -538,16 +796,37 @@ static gboolean emu_admin2_modify_column_family(
     const Hbase2TColumnFamilyDescriptor *column, Hbase2TIOError **io,
     GError **error)
 {
-    emu_admin2_self(iface);
-    return emu_handler2_internal(error, "modifyColumnFamily");
+    return emu_admin2_family_change(iface, tn, column,
+                                    EMU_ADMIN2_MODIFY_FAMILY,
+                                    "modifyColumnFamily", io, error);
 }
 
+/* The descriptor replaces the table's whole: families left out lose
+ * their cells, families named anew start from the builder's defaults. */
 static gboolean emu_admin2_modify_table(Hbase2THBaseServiceIf *iface,
                                         const Hbase2TTableDescriptor *desc,
                                         Hbase2TIOError **io, GError **error)
 {
-    emu_admin2_self(iface);
-    return emu_handler2_internal(error, "modifyTable");
+    GError *err = NULL;
+    g_autoptr(GPtrArray) fams = emu_admin2_families(desc, &err);
+    g_autoptr(GPtrArray) values = NULL;
+    struct emu_admin2_change c = {
+        EMU_ADMIN2_REPLACE_ALL, NULL, NULL, 0, NULL, NULL
+    };
+
+    if (fams == NULL)
+        return emu_handler2_fail(err, "modifyTable", io, error);
+    /* HMaster checks the new descriptor before it looks for the table */
+    if (fams->len == 0)
+        return emu_handler2_fail(
+            g_error_new_literal(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                                EMU_STORE_NO_FAMILY_MESSAGE),
+            "modifyTable", io, error);
+    values = emu_admin2_values(desc);
+    c.families = fams;
+    c.values = values;
+    return emu_admin2_change(iface, desc->tableName, &c, "modifyTable", io,
+                             error);
 }
 
 /* ---- namespaces ---- */

@@ -7,6 +7,7 @@
 #include "emu_result.h"
 #include "emu_result2.h"
 #include "emu_scanner.h"
+#include "filterpb.h"
 
 /*
  * Each method follows HBase 2.x's thrift2 ThriftHBaseServiceHandler and
@@ -73,6 +74,58 @@ static GError *emu_handler2_check_row(const GByteArray *row)
         return g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL,
                            "java.lang.IllegalArgumentException: Row length "
                            "%u is > %d", row->len, EMU_MAX_ROW);
+    return NULL;
+}
+
+/*
+ * filterBytes as ThriftUtilities.filterFromThrift reads them: a
+ * FilterProtos.Filter whose parse errors are IOExceptions (TIOError,
+ * retryable), then ProtobufUtil.toFilter's DoNotRetryIOException around
+ * ClassNotFoundException or the InvocationTargetException of a parseFrom
+ * that failed.  On success *text is the same filter in the filter
+ * language (g_free), compiled once here to catch what the class's
+ * constructor would refuse (a regex that does not compile).  What has no
+ * filter-language form the emulator cannot evaluate: it says so.
+ */
+static GError *emu_handler2_filter_bytes(const GByteArray *pb,
+                                         gboolean reversed, uint8_t **text,
+                                         size_t *len)
+{
+    g_autoptr(GError) ferr = NULL;
+    g_autoptr(filter_node) tree = NULL;
+    emu_filter *f;
+
+    *text = NULL;
+    *len = 0;
+    tree = filterpb_to_filter(EMU_DATA(pb), EMU_LEN(pb), &ferr);
+    if (tree == NULL) {
+        switch (ferr->code) {
+        case FILTERPB_ERROR_MALFORMED:
+            return emu_handler2_err(EMU_STORE_ERROR_IO, ferr->message);
+        case FILTERPB_ERROR_UNKNOWN_CLASS:
+            return emu_handler2_err(EMU_STORE_ERROR_IO_NORETRY, ferr->message);
+        case FILTERPB_ERROR_INVALID:
+            return emu_handler2_err(EMU_STORE_ERROR_IO_NORETRY,
+                                    "java.lang.reflect."
+                                    "InvocationTargetException");
+        default:
+            return g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                               "emulator: filterBytes not supported: %s",
+                               ferr->message);
+        }
+    }
+    *text = filter_serialize(tree, len, &ferr);
+    if (*text == NULL)
+        return g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                           "emulator: filterBytes not supported: %s",
+                           ferr->message);
+    f = emu_filter_compile(*text, *len, reversed, NULL);
+    if (f == NULL) {
+        g_clear_pointer(text, g_free);
+        return emu_handler2_err(EMU_STORE_ERROR_IO_NORETRY,
+                                "java.lang.reflect.InvocationTargetException");
+    }
+    emu_filter_free(f);
     return NULL;
 }
 
@@ -220,6 +273,22 @@ static gboolean emu_handler2_get_prepare(emu_table *t, const Hbase2TGet *tg,
                               &g->cols, error))
         return FALSE;
     g->rd.cols = g->cols;
+    /* getFromThrift sets filterBytes last: it replaces filterString */
+    if (tg->__isset_filterBytes && tg->filterBytes != NULL) {
+        g_autofree uint8_t *text = NULL;
+        size_t len;
+
+        err = emu_handler2_filter_bytes(tg->filterBytes, FALSE, &text, &len);
+        if (err != NULL) {
+            g_propagate_error(error, err);
+            return FALSE;
+        }
+        if (g->filter != NULL)
+            emu_filter_free(g->filter);
+        g->filter = emu_filter_compile(text, len, FALSE, error);
+        if (g->filter == NULL)
+            return FALSE;
+    }
     return TRUE;
 }
 
@@ -1076,7 +1145,8 @@ static gboolean emu_handler2_append(Hbase2THBaseServiceIf *iface,
  */
 static gboolean emu_handler2_scan_spec(emu_table *t, const Hbase2TScan *sc,
                                        struct emu_scan_spec *spec,
-                                       int64_t **fam_ranges, GError **error)
+                                       int64_t **fam_ranges,
+                                       uint8_t **filter_text, GError **error)
 {
     GError *err = NULL;
     const GByteArray *start = sc->__isset_startRow ? sc->startRow : NULL;
@@ -1085,6 +1155,7 @@ static gboolean emu_handler2_scan_spec(emu_table *t, const Hbase2TScan *sc,
 
     memset(spec, 0, sizeof(*spec));
     *fam_ranges = NULL;
+    *filter_text = NULL;
     if (sc->__isset_timeRange && sc->timeRange != NULL) {
         lo = sc->timeRange->minStamp;
         hi = sc->timeRange->maxStamp;
@@ -1161,6 +1232,16 @@ static gboolean emu_handler2_scan_spec(emu_table *t, const Hbase2TScan *sc,
         }
         emu_filter_free(f);
     }
+    /* scanFromThrift sets filterBytes last: it replaces filterString */
+    if (sc->__isset_filterBytes && sc->filterBytes != NULL) {
+        err = emu_handler2_filter_bytes(sc->filterBytes, spec->reversed,
+                                        filter_text, &spec->filter_len);
+        if (err != NULL) {
+            g_propagate_error(error, err);
+            return FALSE;
+        }
+        spec->filter = *filter_text;
+    }
     return emu_handler2_colspec(t, sc->__isset_columns ? sc->columns : NULL,
                                 &spec->cols, error);
 }
@@ -1173,6 +1254,7 @@ static gboolean emu_handler2_open(EmuHandler2 *self, int32_t *id,
     GError *err = NULL;
     g_autoptr(emu_table) t = NULL;
     g_autofree int64_t *ranges = NULL;
+    g_autofree uint8_t *filter_text = NULL;
     struct emu_scan_spec spec;
     struct emu_guard g;
     gboolean ok;
@@ -1181,7 +1263,7 @@ static gboolean emu_handler2_open(EmuHandler2 *self, int32_t *id,
                             TRUE, &err);
     if (t == NULL)
         return emu_handler2_fail(err, method, io, error);
-    if (!emu_handler2_scan_spec(t, tscan, &spec, &ranges, &err))
+    if (!emu_handler2_scan_spec(t, tscan, &spec, &ranges, &filter_text, &err))
         return emu_handler2_fail(err, method, io, error);
     emu_guard_enter1(&g, &self->opts, t, spec.start, spec.start_len);
     ok = emu_scanner_open(t, &spec, id, &err);

@@ -23,6 +23,7 @@ static struct {
     gboolean compact;
     gint max_frame_mb;
     gint64 scanner_timeout_ms;
+    gint64 thrift2_scanner_timeout_ms;
     gint regions;
     char *split_keys;
     gint rpc_latency_us;
@@ -48,6 +49,7 @@ static struct {
     .max_frame_mb = 16,
     .http_threads = 4,
     .scanner_timeout_ms = 120000,
+    .thrift2_scanner_timeout_ms = 60000,
     .regions = 1,
 };
 
@@ -70,6 +72,9 @@ static GOptionEntry emu_main_entries[] = {
     { "scanner-timeout-ms", 0, 0, G_OPTION_ARG_INT64,
       &emu_main_opts.scanner_timeout_ms,
       "idle scanners expire after this (default 120000)", "MS" },
+    { "thrift2-scanner-timeout-ms", 0, 0, G_OPTION_ARG_INT64,
+      &emu_main_opts.thrift2_scanner_timeout_ms,
+      "idle Thrift2 scanners expire after this (default 60000)", "MS" },
     { "regions", 0, 0, G_OPTION_ARG_INT, &emu_main_opts.regions,
       "regions per table, an even split of the key space (default 1)", "N" },
     { "split-keys", 0, 0, G_OPTION_ARG_STRING, &emu_main_opts.split_keys,
@@ -216,7 +221,9 @@ static gpointer emu_main_signal_thread(gpointer data)
 
 static gpointer emu_main_sweeper_thread(gpointer data)
 {
-    gint64 period_us = MIN(emu_main_opts.scanner_timeout_ms * 250, 1000000);
+    gint64 shortest = MIN(emu_main_opts.scanner_timeout_ms,
+                          emu_main_opts.thrift2_scanner_timeout_ms);
+    gint64 period_us = MIN(shortest * 250, 1000000);
 
     for (;;) {
         g_usleep((gulong)MAX(period_us, 10000));
@@ -382,10 +389,13 @@ int main(int argc, char **argv)
         !emu_main_parse_addr("thrift2-listen", emu_main_opts.thrift2_listen,
                              &host2, &port2))
         return 2;
-    if (emu_main_opts.max_frame_mb <= 0 ||
-        emu_main_opts.max_frame_mb > 2047 || emu_main_opts.regions <= 0 ||
-        emu_main_opts.regions > 65536 || emu_main_opts.rpc_latency_us < 0 ||
-        emu_main_opts.scanner_timeout_ms <= 0) {
+    if (emu_main_opts.max_frame_mb <= 0 || emu_main_opts.max_frame_mb > 2047 ||
+        emu_main_opts.regions <= 0 || emu_main_opts.regions > 65536 ||
+        emu_main_opts.rpc_latency_us < 0 ||
+        emu_main_opts.scanner_timeout_ms <= 0 ||
+        emu_main_opts.scanner_timeout_ms > G_MAXINT64 / 1000 ||
+        emu_main_opts.thrift2_scanner_timeout_ms <= 0 ||
+        emu_main_opts.thrift2_scanner_timeout_ms > G_MAXINT64 / 1000) {
         fprintf(stderr, "hbase-emu: option out of range\n");
         return 2;
     }
@@ -459,7 +469,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    emu_scanner_init(emu_main_opts.scanner_timeout_ms);
+    emu_scanner_init(emu_main_opts.scanner_timeout_ms,
+                     emu_main_opts.thrift2_scanner_timeout_ms);
 
     hopts.rpc_latency_us = (guint)emu_main_opts.rpc_latency_us;
     hopts.region_serial = emu_main_opts.region_serial;

@@ -41,13 +41,15 @@ struct emu_scanner {
     gboolean done;
     GQueue pending;             /* reply objects left from a split row */
     gint64 last_access;         /* monotonic us, under the registry lock */
+    gint64 timeout_us;          /* idle time after which it is gone */
 };
 
 static struct {
     GMutex lock;
     GHashTable *scanners;       /* GINT_TO_POINTER(id) -> emu_scanner * */
     guint32 next_id;            /* HBase: a process-wide int from 0 */
-    gint64 timeout_us;
+    gint64 timeout_us;          /* Thrift1 scanners */
+    gint64 timeout2_us;         /* Thrift2 scanners */
 } emu_scanner_reg;
 
 static void emu_scanner_free(emu_scanner *sc)
@@ -76,7 +78,7 @@ void emu_scanner_unref(emu_scanner *sc)
         emu_scanner_free(sc);
 }
 
-void emu_scanner_init(int64_t timeout_ms)
+void emu_scanner_init(int64_t timeout_ms, int64_t timeout2_ms)
 {
     g_mutex_init(&emu_scanner_reg.lock);
     emu_scanner_reg.scanners = g_hash_table_new_full(
@@ -84,6 +86,7 @@ void emu_scanner_init(int64_t timeout_ms)
         (GDestroyNotify)emu_scanner_unref);
     emu_scanner_reg.next_id = 0;
     emu_scanner_reg.timeout_us = timeout_ms * 1000;
+    emu_scanner_reg.timeout2_us = timeout2_ms * 1000;
 }
 
 void emu_scanner_shutdown(void)
@@ -146,6 +149,8 @@ gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
     /* Java int arithmetic: wraps to negative after 2^31 opens. */
     sc->id = (int32_t)emu_scanner_reg.next_id++;
     sc->last_access = g_get_monotonic_time();
+    sc->timeout_us = sc->emit != NULL ? emu_scanner_reg.timeout2_us
+                                      : emu_scanner_reg.timeout_us;
     g_hash_table_replace(emu_scanner_reg.scanners, GINT_TO_POINTER(sc->id),
                          sc);
     g_mutex_unlock(&emu_scanner_reg.lock);
@@ -177,7 +182,7 @@ emu_scanner *emu_scanner_get_for(int32_t id, emu_scan_emit_fn emit,
              : NULL;
     if (sc != NULL && sc->emit != emit)
         sc = NULL; /* the other service's scanner */
-    if (sc != NULL && now - sc->last_access > emu_scanner_reg.timeout_us) {
+    if (sc != NULL && now - sc->last_access > sc->timeout_us) {
         /* Guava's expireAfterAccess: gone on the next look. */
         g_hash_table_remove(emu_scanner_reg.scanners, GINT_TO_POINTER(id));
         sc = NULL;
@@ -226,7 +231,7 @@ guint emu_scanner_expire(void)
     while (g_hash_table_iter_next(&it, &k, &v)) {
         emu_scanner *sc = v;
 
-        if (now - sc->last_access > emu_scanner_reg.timeout_us)
+        if (now - sc->last_access > sc->timeout_us)
             g_hash_table_iter_remove(&it);
     }
     left = g_hash_table_size(emu_scanner_reg.scanners);

@@ -42,8 +42,12 @@ struct emu_scan_spec {
     gboolean stop_inclusive;    /* the stop row itself is returned */
 };
 
-/* Starts the registry; idle scanners expire after timeout_ms. */
-void emu_scanner_init(int64_t timeout_ms);
+/*
+ * Starts the registry.  Idle scanners expire after timeout_ms, or
+ * timeout2_ms for Thrift2's (those opened with an emit function): HBase's
+ * two servers size their scanner caches differently.
+ */
+void emu_scanner_init(int64_t timeout_ms, int64_t timeout2_ms);
 void emu_scanner_shutdown(void);
 
 /* Opens a scanner; returns its id, or -1 with an IOError-shaped error. */

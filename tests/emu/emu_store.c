@@ -50,8 +50,10 @@ struct emu_table {
     char *name;             /* NUL-terminated; may not hold NUL itself */
     size_t name_len;
     GPtrArray *families;    /* struct emu_family *, sorted by name */
+    GPtrArray *values;      /* GBytes *: key, value, ... sorted by key */
     gboolean enabled;       /* under the store lock */
     gboolean dropped;       /* deleted: refs may still exist */
+    emu_table *successor;   /* after a schema change: the new object */
     int64_t created_ms;
     GRWLock lock;
     GTree *rows;
@@ -303,7 +305,11 @@ static gboolean emu_store_col_put(emu_row *r, struct emu_col *c, int64_t ts,
     c->ver[pos].ts = ts;
     c->ver[pos].len = (uint32_t)vlen;
     c->ver[pos].data = g_malloc(vlen ? vlen : 1);
-    memcpy(c->ver[pos].data, v, vlen);
+    if (vlen > 0) {
+        /* an empty value may come as a NULL pointer (Thrift2's c_glib
+         * binary): memcpy wants a valid one even for 0 bytes */
+        memcpy(c->ver[pos].data, v, vlen);
+    }
     while (c->nver > (guint)max_versions) {
         c->nver--;
         g_free(c->ver[c->nver].data);
@@ -375,6 +381,9 @@ void emu_table_unref(emu_table *t)
     }
     g_free(t->regions);
     g_ptr_array_unref(t->families);
+    g_ptr_array_unref(t->values);
+    if (t->successor != NULL)
+        emu_table_unref(t->successor);
     g_rw_lock_clear(&t->lock);
     g_free(t->name);
     g_free(t);
@@ -415,6 +424,11 @@ gboolean emu_table_family_index(const emu_table *t, const uint8_t *fam,
     g_set_error_literal(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                         msg->str);
     return FALSE;
+}
+
+const GPtrArray *emu_table_values(const emu_table *t)
+{
+    return t->values;
 }
 
 int64_t emu_table_created_ms(const emu_table *t)
@@ -1031,7 +1045,7 @@ gboolean emu_store_create_table(emu_store *s, const uint8_t *name,
                                 GError **error)
 {
     return emu_store_create_table_split(s, name, name_len, families, NULL,
-                                        error);
+                                        NULL, error);
 }
 
 /* Admin.createTable's checks of split keys: none empty, none repeated. */
@@ -1072,9 +1086,41 @@ static gboolean emu_store_check_splits(GPtrArray *splits, GError **error)
     return TRUE;
 }
 
-/* A new enabled table holding families (taken over); store lock held. */
+/* Sorts flat key/value pairs by key (TableDescriptor's TreeMap). */
+static GPtrArray *emu_store_values_sorted(const GPtrArray *values)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_bytes_unref);
+    guint n = values != NULL ? values->len / 2 : 0;
+    g_autofree guint *order = g_new(guint, n + 1);
+
+    for (guint i = 0; i < n; i++) {
+        guint j = i;
+
+        /* insertion sort: descriptors hold a handful of values */
+        while (j > 0 && emu_store_gbytes_cmp(
+                            &g_ptr_array_index(values, 2 * order[j - 1]),
+                            &g_ptr_array_index(values, 2 * i)) > 0) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    for (guint i = 0; i < n; i++) {
+        g_ptr_array_add(out,
+                        g_bytes_ref(g_ptr_array_index(values, 2 * order[i])));
+        g_ptr_array_add(
+            out, g_bytes_ref(g_ptr_array_index(values, 2 * order[i] + 1)));
+    }
+    return out;
+}
+
+/* A new enabled table holding families (taken over) and a copy of values;
+ * created_ms 0: now. */
 static emu_table *emu_store_table_new(emu_store *s, char *canon,
-                                      GPtrArray *families, GPtrArray *splits)
+                                      GPtrArray *families, GPtrArray *splits,
+                                      const GPtrArray *values,
+                                      int64_t created_ms)
 {
     emu_table *t = g_new0(emu_table, 1);
 
@@ -1088,8 +1134,9 @@ static emu_table *emu_store_table_new(emu_store *s, char *canon,
     g_ptr_array_set_free_func(families, NULL);
     g_ptr_array_set_size(families, 0);
     g_ptr_array_sort(t->families, emu_store_family_cmp);
+    t->values = emu_store_values_sorted(values);
     t->enabled = TRUE;
-    t->created_ms = emu_store_now_ms();
+    t->created_ms = created_ms != 0 ? created_ms : emu_store_now_ms();
     g_rw_lock_init(&t->lock);
     t->rows = g_tree_new_full(emu_store_key_cmp_data, NULL,
                               NULL, emu_store_row_free);
@@ -1099,7 +1146,8 @@ static emu_table *emu_store_table_new(emu_store *s, char *canon,
 
 gboolean emu_store_create_table_split(emu_store *s, const uint8_t *name,
                                       size_t name_len, GPtrArray *families,
-                                      GPtrArray *split_keys, GError **error)
+                                      GPtrArray *split_keys,
+                                      const GPtrArray *values, GError **error)
 {
     g_autofree char *ns = NULL;
     g_autofree char *canon = emu_store_canonical_name(name, name_len, &ns,
@@ -1124,11 +1172,8 @@ gboolean emu_store_create_table_split(emu_store *s, const uint8_t *name,
     }
     if (families->len == 0) {
         g_rw_lock_writer_unlock(&s->lock);
-        g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
-                    "org.apache.hadoop.hbase.DoNotRetryIOException: Table "
-                    "should have at least one column family. Set "
-                    "hbase.table.sanity.checks to false at conf or table "
-                    "descriptor if you want to bypass sanity checks");
+        g_set_error_literal(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
+                            EMU_STORE_NO_FAMILY_MESSAGE);
         return FALSE;
     }
     for (guint i = 0; i < families->len; i++) {
@@ -1152,8 +1197,8 @@ gboolean emu_store_create_table_split(emu_store *s, const uint8_t *name,
         g_rw_lock_writer_unlock(&s->lock);
         return FALSE;
     }
-    t = emu_store_table_new(s, g_steal_pointer(&canon), families,
-                            split_keys);
+    t = emu_store_table_new(s, g_steal_pointer(&canon), families, split_keys,
+                            values, 0);
     g_hash_table_insert(s->tables, t->name, t);
     g_rw_lock_writer_unlock(&s->lock);
     return TRUE;
@@ -1227,8 +1272,166 @@ gboolean emu_store_truncate_table(emu_store *s, const uint8_t *name,
         g_ptr_array_add(splits, g_bytes_ref(t->regions[i].start));
     /* A new table object: calls and scanners still holding the old one
      * see it dropped, as after HBase's delete-and-recreate. */
-    nt = emu_store_table_new(s, g_strdup(t->name), fams, splits);
+    nt = emu_store_table_new(s, g_strdup(t->name), fams, splits, t->values, 0);
     g_atomic_int_set(&t->dropped, TRUE);
+    g_hash_table_replace(s->tables, nt->name, nt);
+    g_rw_lock_writer_unlock(&s->lock);
+    return TRUE;
+}
+
+/*
+ * A copy of r for a table whose families changed: map[f] is family f's
+ * new index or -1 when it is gone, max_versions[new index] its new
+ * limit.  Both family arrays are sorted by name, so the map keeps the
+ * columns' order.  NULL when nothing of the row is left.
+ */
+static emu_row *emu_store_row_remap(const emu_row *r, const gint *map,
+                                    guint nfam, const int32_t *max_versions)
+{
+    emu_row *n = emu_store_row_new(r->key.p, r->key.len);
+
+    n->last_ts = r->last_ts;
+    n->del_ts = r->del_ts;
+    if (r->fam_del != NULL) {
+        gboolean any = FALSE;
+
+        n->fam_del = g_new(int64_t, nfam);
+        for (guint f = 0; f < nfam; f++)
+            n->fam_del[f] = EMU_NO_MARK;
+        for (guint f = 0; map[f] != G_MININT; f++)
+            if (map[f] >= 0) {
+                n->fam_del[map[f]] = r->fam_del[f];
+                any |= r->fam_del[f] != EMU_NO_MARK;
+            }
+        if (!any)
+            g_clear_pointer(&n->fam_del, g_free);
+    }
+    for (guint i = 0; i < r->ncols; i++) {
+        const struct emu_col *c = &r->cols[i];
+        struct emu_col *d;
+        gint to = map[c->fam];
+
+        if (to < 0)
+            continue;
+        if (n->ncols == n->cap) {
+            n->cap = n->cap ? n->cap * 2 : 2;
+            n->cols = g_renew(struct emu_col, n->cols, n->cap);
+        }
+        d = &n->cols[n->ncols++];
+        memset(d, 0, sizeof(*d));
+        d->fam = (guint)to;
+        d->qual_len = c->qual_len;
+        d->qual = g_memdup2(c->qual, c->qual_len ? c->qual_len : 1);
+        d->del_ts = c->del_ts;
+        /* a lower maxVersions hides the older versions at once */
+        d->nver = MIN(c->nver, (guint)MAX(max_versions[to], 1));
+        d->cap = MAX(d->nver, 1);
+        d->ver = g_new(struct emu_ver, d->cap);
+        for (guint v = 0; v < d->nver; v++) {
+            d->ver[v].ts = c->ver[v].ts;
+            d->ver[v].len = c->ver[v].len;
+            d->ver[v].data = g_memdup2(c->ver[v].data,
+                                       c->ver[v].len ? c->ver[v].len : 1);
+        }
+    }
+    emu_store_row_compact_cols(n, FALSE);
+    if (emu_store_row_is_empty(n)) {
+        emu_store_row_free(n);
+        return NULL;
+    }
+    return n;
+}
+
+gboolean emu_store_alter_table(emu_store *s, const uint8_t *name,
+                               size_t name_len, emu_store_alter_fn fn,
+                               gpointer data, GError **error)
+{
+    g_autoptr(GPtrArray) fams = g_ptr_array_new_with_free_func(
+        emu_family_free);
+    g_autoptr(GPtrArray) values = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_bytes_unref);
+    g_autoptr(GPtrArray) splits = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_bytes_unref);
+    g_autoptr(emu_table) t = NULL;
+    g_autofree gint *map = NULL;
+    g_autofree int32_t *maxv = NULL;
+    emu_table *nt;
+    GTreeNode *node;
+    guint nold;
+
+    g_rw_lock_reader_lock(&s->lock);
+    t = emu_store_lookup(s, name, name_len);
+    if (t != NULL)
+        emu_table_ref(t);
+    g_rw_lock_reader_unlock(&s->lock);
+    if (t == NULL) {
+        emu_store_not_found(error, name, name_len);
+        return FALSE;
+    }
+    /* A table object's families and values never change: work on copies. */
+    for (guint i = 0; i < t->families->len; i++)
+        g_ptr_array_add(
+            fams, emu_store_family_copy(g_ptr_array_index(t->families, i)));
+    for (guint i = 0; i < t->values->len; i++)
+        g_ptr_array_add(values, g_bytes_ref(g_ptr_array_index(t->values, i)));
+    if (!fn(t, fams, values, data, error))
+        return FALSE;
+    if (fams->len == 0) {
+        g_set_error_literal(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                            EMU_STORE_NO_FAMILY_MESSAGE);
+        return FALSE;
+    }
+    for (guint i = 1; i < t->nregions; i++)
+        g_ptr_array_add(splits, g_bytes_ref(t->regions[i].start));
+    /* Same name, region boundaries and ids: HBase reopens the regions. */
+    nt = emu_store_table_new(s, g_strdup(t->name), fams, splits, values,
+                             t->created_ms);
+    nold = t->families->len;
+    map = g_new(gint, nold + 1);
+    maxv = g_new(int32_t, nt->families->len + 1);
+    for (guint i = 0; i < nt->families->len; i++)
+        maxv[i] = ((const struct emu_family *)g_ptr_array_index(nt->families,
+                                                                i))
+                      ->max_versions;
+    for (guint i = 0; i < nold; i++) {
+        const struct emu_family *f = g_ptr_array_index(t->families, i);
+        guint to;
+
+        map[i] = emu_table_family_index(nt, f->name, f->name_len, &to, NULL)
+                     ? (gint)to
+                     : -1;
+    }
+    map[nold] = G_MININT;
+    for (guint i = 0; i < t->nregions; i++) {
+        struct emu_region *o = &t->regions[i], *r = &nt->regions[i];
+
+        r->requests = __atomic_load_n(&o->requests, __ATOMIC_RELAXED);
+        r->rows_read = __atomic_load_n(&o->rows_read, __ATOMIC_RELAXED);
+        r->cells_written = __atomic_load_n(&o->cells_written,
+                                           __ATOMIC_RELAXED);
+    }
+    emu_table_read_lock(t);
+    for (node = g_tree_node_first(t->rows); node != NULL;
+         node = g_tree_node_next(node)) {
+        emu_row *r = emu_store_row_remap(g_tree_node_value(node), map,
+                                         nt->families->len, maxv);
+
+        if (r != NULL)
+            g_tree_insert(nt->rows, &r->key, r);
+    }
+    emu_table_read_unlock(t);
+    g_rw_lock_writer_lock(&s->lock);
+    if (emu_store_lookup(s, name, name_len) != t) {
+        /* deleted or altered meanwhile: what this call saw is gone */
+        g_rw_lock_writer_unlock(&s->lock);
+        emu_table_unref(nt);
+        emu_store_not_found(error, name, name_len);
+        return FALSE;
+    }
+    nt->enabled = t->enabled;
+    /* Calls and scanners still holding the old object keep reading its
+     * cells; whether it is live is the successor's business. */
+    g_atomic_pointer_set(&t->successor, emu_table_ref(nt));
     g_hash_table_replace(s->tables, nt->name, nt);
     g_rw_lock_writer_unlock(&s->lock);
     return TRUE;
@@ -1395,6 +1598,10 @@ emu_table *emu_store_table_ref(emu_store *s, const uint8_t *name,
 
 gboolean emu_table_is_live(emu_table *t, GError **error)
 {
+    emu_table *next;
+
+    while ((next = g_atomic_pointer_get(&t->successor)) != NULL)
+        t = next;
     if (g_atomic_int_get(&t->dropped)) {
         g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                     "org.apache.hadoop.hbase.TableNotFoundException: %s",

@@ -104,6 +104,12 @@ struct emu_mut {
     int64_t ts;
 };
 
+/* TableDescriptorChecker's refusal of a table without families. */
+#define EMU_STORE_NO_FAMILY_MESSAGE                                           \
+    "org.apache.hadoop.hbase.DoNotRetryIOException: Table should have at "    \
+    "least one column family. Set hbase.table.sanity.checks to false at "     \
+    "conf or table descriptor if you want to bypass sanity checks"
+
 /* Frees a struct emu_family (for arrays handed to create_table). */
 void emu_family_free(gpointer f);
 
@@ -120,7 +126,25 @@ gboolean emu_store_create_table(emu_store *s, const uint8_t *name,
  * default regions), checked as Admin.createTable checks them. */
 gboolean emu_store_create_table_split(emu_store *s, const uint8_t *name,
                                       size_t name_len, GPtrArray *families,
-                                      GPtrArray *split_keys, GError **error);
+                                      GPtrArray *split_keys,
+                                      const GPtrArray *values, GError **error);
+/*
+ * A schema change (HBase's ModifyTableProcedure, which the column family
+ * calls go through too): fn gets copies of the table's families (struct
+ * emu_family *, freed by the array) and descriptor values (GBytes *
+ * pairs), edits them in place and may refuse with an error.  Cells of a
+ * family that is gone are dropped, a new family starts empty, each kept
+ * family keeps at most its new maxVersions.  Regions, their names and
+ * the enabled state stay.  The table becomes a new object: calls and
+ * scanners that hold the old one go on reading the old cells, live as
+ * long as the new object is (emu_table_is_live follows it).
+ */
+typedef gboolean (*emu_store_alter_fn)(const emu_table *t, GPtrArray *families,
+                                       GPtrArray *values, gpointer data,
+                                       GError **error);
+gboolean emu_store_alter_table(emu_store *s, const uint8_t *name,
+                               size_t name_len, emu_store_alter_fn fn,
+                               gpointer data, GError **error);
 /* Empties a disabled table, which comes back enabled; without
  * preserve_splits it has one region again. */
 gboolean emu_store_truncate_table(emu_store *s, const uint8_t *name,
@@ -169,6 +193,8 @@ const char *emu_table_name(const emu_table *t);
 gboolean emu_table_is_live(emu_table *t, GError **error);
 guint emu_table_family_count(const emu_table *t);
 const struct emu_family *emu_table_family(const emu_table *t, guint i);
+/* Descriptor values (GBytes *: key, value, ...), sorted by key. */
+const GPtrArray *emu_table_values(const emu_table *t);
 /* Creation time in ms: every region's id. */
 int64_t emu_table_created_ms(const emu_table *t);
 /* Index of a family by name, or FALSE with NoSuchColumnFamilyException. */

@@ -5,7 +5,7 @@
 
 /*
  * Input: the bytes a client sends, from its first.  As client_detect and
- * proxy_msg_next do: wire_detect on up to 8 bytes, then whole messages
+ * req_msg_next do: wire_detect on up to 8 bytes, then whole messages
  * cut one after another (frame length checked first when framed; at most
  * max_message bytes looked at when not), until the bytes run out or an
  * error closes the connection.  The limits are small so that inputs of a

@@ -44,7 +44,8 @@ fuzz_check_message(wire_proto_t proto, const struct wire_buf *out)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const struct hbase1_method *methods, *m;
+    const struct hbase1_method *m;
+    const struct hbase1_scanner *scanner = NULL;
     const struct salt_table *salt;
     const struct wire_limits *limits;
     struct codec_call call;
@@ -62,14 +63,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     from = (data[0] & 1) ? WIRE_COMPACT : WIRE_BINARY;
     to = (data[0] & 2) ? WIRE_COMPACT : WIRE_BINARY;
     limits = (data[0] & 4) ? &fuzz_tight_limits : &wire_default_limits;
-    methods = hbase1_methods(&nmethods);
-    m = &methods[data[1] % nmethods];
+    /* Thrift1's methods, then Thrift2's */
+    nmethods = hbase1_method_count();
+    m = hbase1_method_at(data[1] % nmethods);
+    /* the method's service's scanners, found by kind as the engine has
+     * them: rows of TRowResult, or Thrift2's TResult */
+    for (size_t i = 0; i < m->service->n && scanner == NULL; i++) {
+        if (m->service->table[i].kind == HBASE1_SCAN_NEXT) {
+            scanner = m->service->table[i].scanner;
+        }
+    }
+    FUZZ_CHECK(scanner != NULL);
     salt = fuzz_salt(data[2]);
     data += 3;
     size -= 3;
 
     /* the call as codec_request leaves it */
     memset(&call, 0, sizeof(call));
+    call.service = m->service;
     call.method = m;
     call.salt = salt;
     call.client_seqid = 99;
@@ -91,16 +102,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         scan = wire_message_scan(from, FALSE, data, size, limits, &n, &why);
         fuzz_check_resumable(from, data, size, limits);
         sst = codec_reply_stream(&call, from, data, size, FUZZ_SEQID, to,
-                                 &streamed, &serr, limits, &used);
+                                 &streamed, &serr, limits, &used, NULL);
         if (scan == WIRE_AGAIN) {
             FUZZ_CHECK(sst == CODEC_AGAIN || sst == CODEC_CLOSE);
             FUZZ_CHECK(sst != CODEC_AGAIN || streamed.len == 0);
         } else if (scan == WIRE_ERROR) {
             FUZZ_CHECK(sst == CODEC_CLOSE);
         } else {
-            codec_status_t wst = codec_reply(&call, from, data, n,
-                                             FUZZ_SEQID, to, &whole, &werr,
-                                             limits);
+            codec_status_t wst = codec_reply(&call, from, data, n, FUZZ_SEQID,
+                                             to, &whole, &werr, limits, NULL);
 
             FUZZ_CHECK(sst == wst);
             FUZZ_CHECK(wst != CODEC_OK || used == n);
@@ -113,7 +123,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wire_buf_free(&whole);
     }
     if (codec_reply(&call, from, data, size, FUZZ_SEQID, to, &out, &err,
-                    limits) == CODEC_OK) {
+                    limits, NULL) == CODEC_OK) {
         fuzz_check_message(to, &out);
     } else {
         FUZZ_CHECK(err.message != NULL);
@@ -126,7 +136,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wire_buf_clear(&out);
     wire_reader_init(&r, from, data, size, TRUE, limits);
     wire_writer_init(&w, to, &out);
-    while (r.pos < r.end && codec_row_result(&r, &w, salt) == WIRE_OK) {
+    while (r.pos < r.end &&
+           codec_row_result(scanner, &r, &w, salt, NULL) == WIRE_OK) {
         rows++;
     }
     if (r.status == WIRE_OK) {

@@ -13,6 +13,7 @@
  *   bit 2  backend speaks compact
  *   bit 3  tight limits (small strings, containers, depth), as a small
  *          max_frame_size would give
+ *   bit 4  the client speaks Thrift2 (THBaseService's method table)
  * Messages are cut from the stream with wire_message_scan (at most
  * max_message bytes looked at unframed), then each goes through
  * codec_request.  Every message codec_request produces must itself be one
@@ -133,6 +134,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct wire_limits *limits;
     wire_proto_t from, to;
     gboolean framed;
+    const struct hbase1_service *svc;
     struct wire_buf out, streamed;
     int32_t seqid = 1;
 
@@ -143,6 +145,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     framed = (data[0] & 2) != 0;
     to = (data[0] & 4) ? WIRE_COMPACT : WIRE_BINARY;
     limits = (data[0] & 8) ? &fuzz_tight_limits : &wire_default_limits;
+    svc = hbase1_service((data[0] & 16) ? HBASE1_SERVICE_THRIFT2
+                                        : HBASE1_SERVICE_THRIFT1);
     data++;
     size--;
 
@@ -165,9 +169,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!framed) {
             fuzz_check_resumable(from, data, want, limits);
             wire_buf_clear(&streamed);
-            sst = codec_request_stream(cfg, from, data, want, to, seqid,
-                                       &streamed, &scall, &serr, limits,
-                                       &slen);
+            sst = codec_request_stream_svc(cfg, svc, from, data, want, to,
+                                           seqid, &streamed, &scall, &serr,
+                                           limits, &slen, NULL);
             if (scan == WIRE_AGAIN) {
                 FUZZ_CHECK(sst == CODEC_AGAIN && streamed.len == 0);
             } else if (scan == WIRE_ERROR) {
@@ -182,8 +186,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(msg_len > hdr && msg_len <= want);
 
         wire_buf_clear(&out);
-        st = codec_request(cfg, from, data + hdr, msg_len - hdr, to, seqid++,
-                           &out, &call, &err, limits);
+        st = codec_request_svc(cfg, svc, from, data + hdr, msg_len - hdr, to,
+                               seqid++, &out, &call, &err, limits, NULL);
         if (!framed) {
             FUZZ_CHECK(sst == st);
             FUZZ_CHECK(st == CODEC_CLOSE || slen == msg_len);

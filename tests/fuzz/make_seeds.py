@@ -45,6 +45,77 @@ def fuzz_conf():
     return ''.join(parts).encode().decode('unicode_escape')
 
 
+def pb_varint(v):
+    out = b''
+    v &= (1 << 64) - 1
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def pb_field(num, value):
+    """A protobuf field: int (varint) or bytes/str (length-delimited)."""
+    if isinstance(value, int):
+        return pb_varint(num << 3) + pb_varint(value)
+    if isinstance(value, str):
+        value = value.encode()
+    return pb_varint((num << 3) | 2) + pb_varint(len(value)) + value
+
+
+def pb_filter(cls, *fields):
+    """hbase.pb.Filter of class cls whose serialized_filter holds fields."""
+    name = cls if '.' in cls else 'org.apache.hadoop.hbase.filter.' + cls
+    return pb_field(1, name) + pb_field(2, b''.join(fields))
+
+
+def pb_compare(cls, op, cmp_cls, *cmp_fields):
+    cmp = pb_filter(cmp_cls, *cmp_fields)  # Comparator: same two fields
+    return pb_filter(cls, pb_field(1, pb_field(1, op) + pb_field(2, cmp)))
+
+
+def filterpb_seeds():
+    """fuzz_filterpb: flags (bit1 reversed, bits2-4 table) + filterBytes."""
+    binary = lambda v: pb_field(1, pb_field(1, v))
+    seeds = [
+        pb_filter('PrefixFilter', pb_field(1, 'abc')),
+        pb_filter('InclusiveStopFilter', pb_field(1, 'zz')),
+        pb_compare('RowFilter', 2, 'BinaryComparator', binary('row1')),
+        pb_compare('RowFilter', 4, 'BinaryPrefixComparator', binary('a')),
+        pb_compare('RowFilter', 3, 'RegexStringComparator',
+                   pb_field(1, '^u[0-9]+#'), pb_field(2, 32),
+                   pb_field(3, 'UTF-8'), pb_field(4, 'JAVA')),
+        pb_compare('RowFilter', 2, 'SubstringComparator', pb_field(1, 'ab.c')),
+        pb_filter('FilterList', pb_field(1, 1),
+                  pb_field(2, pb_filter('PrefixFilter', pb_field(1, 'u1#'))),
+                  pb_field(2, pb_filter('PageFilter', pb_field(1, 10)))),
+        pb_filter('FilterList', pb_field(1, 2),
+                  pb_field(2, pb_filter('KeyOnlyFilter', pb_field(1, 1))),
+                  pb_field(2, pb_filter('FirstKeyOnlyFilter'))),
+        pb_filter('WhileMatchFilter', pb_field(1, pb_compare(
+            'RowFilter', 0, 'BinaryComparator', binary('m')))),
+        pb_filter('SkipFilter', pb_field(1, pb_compare(
+            'ValueFilter', 3, 'LongComparator',
+            binary(b'\0\0\0\0\0\0\0\x07')))),
+        pb_filter('SingleColumnValueFilter', pb_field(1, 'd'),
+                  pb_field(2, 'a'), pb_field(3, 2),
+                  pb_field(4, pb_filter('BinaryComparator', binary('v'))),
+                  pb_field(5, 1), pb_field(6, 0)),
+        pb_filter('TimestampsFilter', pb_field(1, pb_varint(1) + pb_varint(2))),
+        pb_filter('FuzzyRowFilter'),
+        pb_filter('com.example.Custom', pb_field(1, 'x')),
+        b'',
+        b'\x0a\x80',
+        b'\x1b\x08\x01\x1c' + pb_filter('PageFilter', pb_field(1, 3)),
+    ]
+    for i, pb in enumerate(seeds):
+        write('fuzz_filterpb', 'filterpb-%02d' % i,
+              bytes([(i * 6) & 0x1f]) + pb)
+
+
 def write(target, name, data):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
@@ -218,6 +289,8 @@ def main():
     for i, f in enumerate(filters):
         write('fuzz_filter', 'filter-%02d' % i,
               bytes([(i * 5) & 0x1f]) + f.encode())
+
+    filterpb_seeds()
 
     # fuzz_config: whole files
     write('fuzz_config', 'fuzz-conf', fuzz_conf().encode())

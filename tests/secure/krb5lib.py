@@ -59,8 +59,11 @@ class Realm:
     own.  env() is the environment a Kerberos client or server of this
     realm needs."""
 
-    def __init__(self, realm=REALM, ticket_lifetime='10h', clockskew=300):
+    def __init__(self, realm=REALM, ticket_lifetime='10h', clockskew=300,
+                 kdc_env=None):
         self.realm = realm
+        # extra environment of krb5kdc alone (a test's clock shim)
+        self.kdc_env = dict(kdc_env or {})
         self.dir = tempfile.mkdtemp(prefix='hsp-krb5-')
         self.port = None
         self.kdc = None
@@ -152,7 +155,7 @@ class Realm:
         self.kdc = subprocess.Popen(
             [find_tool('krb5kdc'), '-n', '-r', self.realm,
              '-P', self.path('kdc.pid')],
-            env=self.env(), stdout=subprocess.DEVNULL,
+            env=dict(self.env(), **self.kdc_env), stdout=subprocess.DEVNULL,
             stderr=open(self.path('kdc.stderr'), 'w'))
         self._wait_ready()
         self.started_in = time.monotonic() - t0

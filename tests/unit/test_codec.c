@@ -7,6 +7,8 @@
 
 #include "codec.h"
 #include "config.h"
+#include "hbase1.h"
+#include "hbase2_hbase2_types.h"
 #include "hbase_hbase_types.h"
 #include "salt.h"
 
@@ -153,8 +155,8 @@ test_get_rows_request(gconstpointer data)
 
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(test_cfg, from, msg->data, msg->len, to,
-                                  1234, &out, &call, &err, NULL), ==,
-                    CODEC_OK);
+                                  1234, &out, &call, &err, NULL, NULL),
+                    ==, CODEC_OK);
     g_assert_cmpint(call.client_seqid, ==, 7);
     g_assert_cmpstr(call.name, ==, "getRows");
     g_assert_true(call.salt == test_table(table));
@@ -207,7 +209,8 @@ test_unsalted_passthrough(void)
 
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 99, &out, &call, &err, NULL),
+                                  WIRE_BINARY, 99, &out, &call, &err, NULL,
+                                  NULL),
                     ==, CODEC_OK);
     g_assert_null(call.salt);
     g_assert_cmpmem(out.data, out.len, reencoded->data, reencoded->len);
@@ -247,9 +250,10 @@ test_mutate_rows_request(void)
     msg = test_encode(WIRE_COMPACT, "mutateRows", T_CALL, 1, args);
 
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_COMPACT, msg->data,
-                                  msg->len, WIRE_BINARY, 5, &out, &call, &err,
-                                  NULL), ==, CODEC_OK);
+    g_assert_cmpint(codec_request(test_cfg, WIRE_COMPACT, msg->data, msg->len,
+                                  WIRE_BINARY, 5, &out, &call, &err, NULL,
+                                  NULL),
+                    ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_MUTATE_ROWS_ARGS, NULL);
     test_decode(WIRE_BINARY, out.data, out.len, "mutateRows", T_CALL, 5,
                 back);
@@ -302,7 +306,8 @@ test_increment_rows_mixed_tables(void)
 
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_COMPACT, 2, &out, &call, &err, NULL),
+                                  WIRE_COMPACT, 2, &out, &call, &err, NULL,
+                                  NULL),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_INCREMENT_ROWS_ARGS, NULL);
     test_decode(WIRE_COMPACT, out.data, out.len, "incrementRows", T_CALL, 2,
@@ -342,6 +347,18 @@ test_row_result(const GByteArray *row)
     return rr;
 }
 
+/* Row keys (requests) or rows (rows) a tally holds, over its buckets. */
+static guint64
+test_tally_sum(const struct codec_tally *t, gboolean rows)
+{
+    guint64 n = 0;
+
+    for (uint32_t i = 0; i < t->n; i++) {
+        n += rows ? t->v[i].rows : t->v[i].requests;
+    }
+    return n;
+}
+
 /* A reply for a getRows call made through codec_request. */
 static void
 test_call_for(const char *table, const char *method, struct codec_call *call)
@@ -359,8 +376,9 @@ test_call_for(const char *table, const char *method, struct codec_call *call)
     msg = test_encode(WIRE_BINARY, method, T_CALL, 42, args);
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 8, &out, call, &err, NULL), ==,
-                    CODEC_OK);
+                                  WIRE_BINARY, 8, &out, call, &err, NULL,
+                                  NULL),
+                    ==, CODEC_OK);
     wire_buf_free(&out);
     g_object_unref(args);
 }
@@ -453,7 +471,7 @@ test_get_rows_reply(gconstpointer data)
     struct wire_buf out;
     g_autoptr(GByteArray) msg = NULL;
     g_autoptr(GByteArray) legacy = test_bytes("\x03legacy", 7);
-    guint64 unsalted_before = codec_unsalted_rows();
+    struct codec_tally tally;
 
     test_call_for("salted", "getRows", &call);
     for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
@@ -471,8 +489,20 @@ test_get_rows_reply(gconstpointer data)
     msg = test_encode(from, "getRows", T_REPLY, 8, res);
 
     wire_buf_init(&out);
+    codec_tally_init(&tally);
     g_assert_cmpint(codec_reply(&call, from, msg->data, msg->len, 8, to, &out,
-                                &err, NULL), ==, CODEC_OK);
+                                &err, NULL, &tally),
+                    ==, CODEC_OK);
+    /* every salted row is reported in its bucket, the legacy one as
+     * handed back unsalted; nothing asked for */
+    g_assert_cmpuint(test_tally_sum(&tally, TRUE), ==,
+                     G_N_ELEMENTS(test_rows));
+    g_assert_cmpuint(test_tally_sum(&tally, FALSE), ==, 0);
+    g_assert_cmpuint(tally.unsalted, ==, 1);
+    for (uint32_t i = 0; i < tally.n; i++) {
+        g_assert_true(tally.v[i].salt == test_table("salted"));
+    }
+    codec_tally_free(&tally);
     back = g_object_new(HBASE_TYPE_HBASE_GET_ROWS_RESULT, NULL);
     test_decode(to, out.data, out.len, "getRows", T_REPLY, 42, back);
     g_assert_cmpuint(back->success->len, ==, G_N_ELEMENTS(test_rows) + 1);
@@ -483,10 +513,11 @@ test_get_rows_reply(gconstpointer data)
                         test_rows[i].len);
         g_assert_true(rr->__isset_columns && !rr->__isset_sortedColumns);
     }
-    test_assert_bytes(((HbaseTRowResult *)g_ptr_array_index(
-                           back->success, G_N_ELEMENTS(test_rows)))->row,
+    test_assert_bytes(((HbaseTRowResult *)
+                           g_ptr_array_index(back->success,
+                                             G_N_ELEMENTS(test_rows)))
+                          ->row,
                       legacy);
-    g_assert_cmpuint(codec_unsalted_rows(), ==, unsalted_before + 1);
     g_object_unref(back);
     g_object_unref(res);
     wire_buf_free(&out);
@@ -515,22 +546,22 @@ test_reply_checks(void)
 
     /* wrong sequence id, wrong method: the backend stream is broken */
     g_assert_cmpint(codec_reply(&call, WIRE_BINARY, msg->data, msg->len, 9,
-                                WIRE_BINARY, &out, &err, NULL), ==,
-                    CODEC_CLOSE);
+                                WIRE_BINARY, &out, &err, NULL, NULL),
+                    ==, CODEC_CLOSE);
     g_assert_nonnull(err.message);
     other = test_encode(WIRE_BINARY, "getRows", T_REPLY, 8, res);
-    g_assert_cmpint(codec_reply(&call, WIRE_BINARY, other->data, other->len,
-                                8, WIRE_BINARY, &out, &err, NULL), ==,
-                    CODEC_CLOSE);
-    g_assert_cmpint(codec_reply(&call, WIRE_BINARY, msg->data, msg->len - 1,
-                                8, WIRE_BINARY, &out, &err, NULL), ==,
-                    CODEC_CLOSE);
+    g_assert_cmpint(codec_reply(&call, WIRE_BINARY, other->data, other->len, 8,
+                                WIRE_BINARY, &out, &err, NULL, NULL),
+                    ==, CODEC_CLOSE);
+    g_assert_cmpint(codec_reply(&call, WIRE_BINARY, msg->data, msg->len - 1, 8,
+                                WIRE_BINARY, &out, &err, NULL, NULL),
+                    ==, CODEC_CLOSE);
     g_assert_cmpuint(out.len, ==, 0);
 
     /* exceptions pass through unchanged */
     g_assert_cmpint(codec_reply(&call, WIRE_BINARY, msg->data, msg->len, 8,
-                                WIRE_COMPACT, &out, &err, NULL), ==,
-                    CODEC_OK);
+                                WIRE_COMPACT, &out, &err, NULL, NULL),
+                    ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_GET_ROW_RESULT, NULL);
     test_decode(WIRE_COMPACT, out.data, out.len, "getRow", T_REPLY, 42, back);
     g_assert_true(back->__isset_io);
@@ -565,8 +596,9 @@ test_rejects(void)
     msg = test_encode(WIRE_BINARY, "getRow", T_CALL, 11, args);
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 1, &out, &call, &err, NULL), ==,
-                    CODEC_OK);
+                                  WIRE_BINARY, 1, &out, &call, &err, NULL,
+                                  NULL),
+                    ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_GET_ROW_ARGS, NULL);
     test_decode(WIRE_BINARY, out.data, out.len, "getRow", T_CALL, 1, back);
     g_assert_cmpuint(back->row->len, ==, 0);
@@ -591,18 +623,21 @@ test_rejects(void)
     wire_buf_clear(&out);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
                                   msg->len - 2, WIRE_BINARY, 1, &out, &call,
-                                  &err, NULL), ==, CODEC_REJECT);
+                                  &err, NULL, NULL),
+                    ==, CODEC_REJECT);
     g_assert_cmpint(err.app_type, ==, WIRE_APP_PROTOCOL_ERROR);
     g_assert_cmpint(err.answer, ==, CODEC_ANSWER_APP);
     /* a header that cannot be read cannot be answered */
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, 6,
-                                  WIRE_BINARY, 1, &out, &call, &err, NULL), ==,
-                    CODEC_CLOSE);
+                                  WIRE_BINARY, 1, &out, &call, &err, NULL,
+                                  NULL),
+                    ==, CODEC_CLOSE);
     /* a client must not send replies */
     reply = test_encode(WIRE_BINARY, "getRow", T_REPLY, 4, args);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, reply->data,
                                   reply->len, WIRE_BINARY, 1, &out, &call,
-                                  &err, NULL), ==, CODEC_REJECT);
+                                  &err, NULL, NULL),
+                    ==, CODEC_REJECT);
     g_assert_cmpint(err.app_type, ==, WIRE_APP_INVALID_MESSAGE_TYPE);
 
     /* scanner calls go to the scan engine, with the table's policy */
@@ -612,9 +647,10 @@ test_rejects(void)
     scan->__isset_startRow = TRUE;
     smsg = test_encode(WIRE_BINARY, "scannerOpen", T_CALL, 1, scan);
     wire_buf_clear(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, smsg->data,
-                                  smsg->len, WIRE_BINARY, 1, &out, &call, &err,
-                                  NULL), ==, CODEC_SCAN);
+    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, smsg->data, smsg->len,
+                                  WIRE_BINARY, 1, &out, &call, &err, NULL,
+                                  NULL),
+                    ==, CODEC_SCAN);
     g_assert_true(call.salt == test_table("salted"));
     g_assert_cmpuint(out.len, ==, 0);
     g_object_unref(scan);
@@ -642,7 +678,8 @@ test_unknown_method(void)
     want = test_encode(WIRE_BINARY, "getRowOrBefore", T_CALL, 77, args);
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 77, &out, &call, &err, NULL),
+                                  WIRE_BINARY, 77, &out, &call, &err, NULL,
+                                  NULL),
                     ==, CODEC_OK);
     g_assert_null(call.method);
     g_assert_cmpmem(out.data, out.len, want->data, want->len);
@@ -693,7 +730,7 @@ test_stream(void)
     struct codec_call call, scall;
     struct codec_error err;
     struct wire_buf whole, out;
-    guint64 unsalted;
+    struct codec_tally tally, whole_tally;
     size_t used;
 
     args->tableName = test_bytes("salted", 6);
@@ -706,9 +743,13 @@ test_stream(void)
     msg = test_encode(WIRE_BINARY, "getRows", T_CALL, 7, args);
     wire_buf_init(&whole);
     wire_buf_init(&out);
+    codec_tally_init(&tally);
+    codec_tally_init(&whole_tally);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_COMPACT, 5, &whole, &call, &err, NULL),
+                                  WIRE_COMPACT, 5, &whole, &call, &err, NULL,
+                                  &whole_tally),
                     ==, CODEC_OK);
+    g_assert_cmpuint(test_tally_sum(&whole_tally, FALSE), >, 0);
 
     /* the message, then the start of the next one */
     g_byte_array_append(stream, msg->data, msg->len);
@@ -716,15 +757,23 @@ test_stream(void)
     for (size_t cut = 0; cut < msg->len; cut++) {
         g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY,
                                              stream->data, cut, WIRE_COMPACT,
-                                             5, &out, &call, &err, NULL,
-                                             &used), ==, CODEC_AGAIN);
+                                             5, &out, &call, &err, NULL, &used,
+                                             &tally),
+                        ==, CODEC_AGAIN);
         g_assert_cmpuint(out.len, ==, 0);
+        /* a message not whole yet reports nothing */
+        g_assert_cmpuint(tally.n, ==, 0);
     }
     g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, stream->data,
                                          stream->len, WIRE_COMPACT, 5, &out,
-                                         &call, &err, NULL, &used), ==,
-                    CODEC_OK);
+                                         &call, &err, NULL, &used, &tally),
+                    ==, CODEC_OK);
     g_assert_cmpuint(used, ==, msg->len);
+    /* the same buckets as the whole message, once */
+    g_assert_cmpuint(tally.n, ==, whole_tally.n);
+    g_assert_cmpmem(tally.v, tally.n * sizeof(*tally.v), whole_tally.v,
+                    whole_tally.n * sizeof(*whole_tally.v));
+    codec_tally_clear(&tally);
     g_assert_cmpmem(out.data, out.len, whole.data, whole.len);
 
     /* scanner calls and rejected calls stop early: the length is still
@@ -737,12 +786,12 @@ test_stream(void)
     wire_buf_clear(&out);
     g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, smsg->data,
                                          smsg->len - 1, WIRE_BINARY, 1, &out,
-                                         &scall, &err, NULL, &used), ==,
-                    CODEC_AGAIN);
+                                         &scall, &err, NULL, &used, NULL),
+                    ==, CODEC_AGAIN);
     g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, smsg->data,
                                          smsg->len, WIRE_BINARY, 1, &out,
-                                         &scall, &err, NULL, &used), ==,
-                    CODEC_SCAN);
+                                         &scall, &err, NULL, &used, NULL),
+                    ==, CODEC_SCAN);
     g_assert_cmpuint(used, ==, smsg->len);
 
     /* bytes that cannot be a message close the stream */
@@ -752,8 +801,9 @@ test_stream(void)
 
         g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, junk,
                                              sizeof(junk), WIRE_BINARY, 1,
-                                             &out, &scall, &err, NULL,
-                                             &used), ==, CODEC_CLOSE);
+                                             &out, &scall, &err, NULL, &used,
+                                             NULL),
+                        ==, CODEC_CLOSE);
         g_assert_nonnull(err.message);
     }
 
@@ -762,20 +812,24 @@ test_stream(void)
     g_ptr_array_add(res->success, test_row_result(legacy));
     res->__isset_success = TRUE;
     reply = test_encode(WIRE_BINARY, "getRows", T_REPLY, 8, res);
-    unsalted = codec_unsalted_rows();
     for (size_t cut = 0; cut < reply->len; cut++) {
         wire_buf_clear(&out);
         g_assert_cmpint(codec_reply_stream(&call, WIRE_BINARY, reply->data,
                                            cut, 8, WIRE_BINARY, &out, &err,
-                                           NULL, &used), ==, CODEC_AGAIN);
+                                           NULL, &used, &tally),
+                        ==, CODEC_AGAIN);
         g_assert_cmpuint(out.len, ==, 0);
     }
-    g_assert_cmpuint(codec_unsalted_rows(), ==, unsalted);
+    g_assert_cmpuint(tally.unsalted, ==, 0);
+    g_assert_cmpuint(tally.n, ==, 0);
     g_assert_cmpint(codec_reply_stream(&call, WIRE_BINARY, reply->data,
                                        reply->len, 8, WIRE_BINARY, &out, &err,
-                                       NULL, &used), ==, CODEC_OK);
+                                       NULL, &used, &tally),
+                    ==, CODEC_OK);
     g_assert_cmpuint(used, ==, reply->len);
-    g_assert_cmpuint(codec_unsalted_rows(), ==, unsalted + 1);
+    g_assert_cmpuint(tally.unsalted, ==, 1);
+    codec_tally_free(&tally);
+    codec_tally_free(&whole_tally);
 
     g_object_unref(args);
     g_object_unref(res);
@@ -977,14 +1031,22 @@ test_repeated_fields(void)
         for (guint i = 0; i < G_N_ELEMENTS(test_repeats); i++) {
             struct codec_call call;
             struct codec_error err;
+            struct codec_tally tally;
             struct wire_buf msg, out;
             codec_status_t st;
             size_t used = 0;
 
             test_repeat_build(i, proto, &msg);
             wire_buf_init(&out);
+            codec_tally_init(&tally);
             st = codec_request(test_cfg, proto, msg.data, msg.len, proto, 9,
-                               &out, &call, &err, NULL);
+                               &out, &call, &err, NULL, &tally);
+            /* a refused call reports no bucket, whatever it salted
+             * before the repeat was found */
+            if (st == CODEC_REJECT) {
+                g_assert_cmpuint(tally.n, ==, 0);
+            }
+            codec_tally_free(&tally);
             if (test_repeats[i].twice == NULL) {
                 g_assert_cmpint(st, ==, i == 10 ? CODEC_SCAN : CODEC_OK);
                 g_assert_cmpuint(out.len, >, 0);
@@ -1000,11 +1062,11 @@ test_repeated_fields(void)
                 g_assert_cmpint(err.answer, ==, CODEC_ANSWER_APP);
                 g_assert_cmpstr(err.message, ==, want);
                 /* the unframed path agrees and knows the message's end */
-                g_assert_cmpint(codec_request_stream(test_cfg, proto,
-                                                     msg.data, msg.len, proto,
-                                                     9, &out, &call, &err,
-                                                     NULL, &used), ==,
-                                CODEC_REJECT);
+                g_assert_cmpint(codec_request_stream(test_cfg, proto, msg.data,
+                                                     msg.len, proto, 9, &out,
+                                                     &call, &err, NULL, &used,
+                                                     NULL),
+                                ==, CODEC_REJECT);
                 g_assert_cmpuint(used, ==, msg.len);
                 g_assert_cmpstr(err.message, ==, want);
                 g_assert_cmpuint(out.len, ==, 0);
@@ -1062,7 +1124,8 @@ test_repeated_reply_row(void)
 
     wire_buf_init(&out);
     g_assert_cmpint(codec_reply(&call, WIRE_BINARY, msg.data, msg.len, 8,
-                                WIRE_BINARY, &out, &err, NULL), ==, CODEC_OK);
+                                WIRE_BINARY, &out, &err, NULL, NULL),
+                    ==, CODEC_OK);
     wire_reader_init(&r, WIRE_BINARY, out.data, out.len, TRUE, NULL);
     g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
     wire_read_struct_begin(&r);
@@ -1286,7 +1349,7 @@ test_row_limit(gconstpointer data)
                           &msg);
             wire_buf_init(&out);
             st = codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
-                               WIRE_BINARY, 9, &out, &call, &err, NULL);
+                               WIRE_BINARY, 9, &out, &call, &err, NULL, NULL);
             if (storable || hbase_refuses
                 || (shape == TEST_ROWS && test_limit_calls[m].read)) {
                 /* salted, or on as it came, or left out of the list */
@@ -1354,7 +1417,8 @@ test_row_limit_mixed(void)
     test_raw_call(WIRE_BINARY, "getRows", TEST_ROWS, table, rows, 5, 3, &msg);
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
-                                  WIRE_BINARY, 9, &out, &call, &err, NULL),
+                                  WIRE_BINARY, 9, &out, &call, &err, NULL,
+                                  NULL),
                     ==, CODEC_OK);
     test_raw_call(WIRE_BINARY, "getRows", TEST_ROWS, table, sent, 3, 9,
                   &expect);
@@ -1367,7 +1431,8 @@ test_row_limit_mixed(void)
                   3, &msg);
     wire_buf_clear(&out);
     g_assert_cmpint(codec_request(test_cfg, WIRE_COMPACT, msg.data, msg.len,
-                                  WIRE_BINARY, 9, &out, &call, &err, NULL),
+                                  WIRE_BINARY, 9, &out, &call, &err, NULL,
+                                  NULL),
                     ==, CODEC_REJECT);
     g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IA);
     g_assert_cmpuint(out.len, ==, 0);
@@ -1377,13 +1442,291 @@ test_row_limit_mixed(void)
     test_raw_call(WIRE_BINARY, "mutateRows", TEST_BATCHES, table, with_huge,
                   3, 3, &msg);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
-                                  WIRE_BINARY, 9, &out, &call, &err, NULL),
+                                  WIRE_BINARY, 9, &out, &call, &err, NULL,
+                                  NULL),
                     ==, CODEC_OK);
     test_raw_call(WIRE_BINARY, "mutateRows", TEST_BATCHES, table, written, 3,
                   9, &expect);
     g_assert_cmpmem(out.data, out.len, expect.data, expect.len);
     wire_buf_free(&msg);
     wire_buf_free(&expect);
+    wire_buf_free(&out);
+}
+
+/* ---- Thrift2 ------------------------------------------------------------- */
+
+/* A binary field of a struct being written. */
+static void
+test_w_bin(struct wire_writer *w, int16_t fid, const char *s, size_t n)
+{
+    wire_write_field(w, WIRE_T_STRING, fid);
+    wire_write_binary(w, s, (uint32_t)n);
+}
+
+/* TPut { 1: row, 2: [TColumnValue{a, q, v}], 99: an unknown field } */
+static void
+test_w_put(struct wire_writer *w, const char *row)
+{
+    wire_write_struct_begin(w);
+    test_w_bin(w, 1, row, strlen(row));
+    wire_write_field(w, WIRE_T_LIST, 2);
+    wire_write_list_begin(w, WIRE_T_STRUCT, 1);
+    wire_write_struct_begin(w);
+    test_w_bin(w, 1, "a", 1);
+    test_w_bin(w, 2, "q", 1);
+    test_w_bin(w, 3, "v", 1);
+    wire_write_struct_end(w);
+    wire_write_container_end(w);
+    test_w_bin(w, 99, "unknown", 7);
+    wire_write_struct_end(w);
+}
+
+/* checkAndMutate(table, row, family, qualifier, op, value, TRowMutations
+ * with a put and a delete): every row salted, nested ones too. */
+static void
+test_thrift2_check_and_mutate(gconstpointer data)
+{
+    int mode = GPOINTER_TO_INT(data);
+    wire_proto_t from = (mode & 1) ? WIRE_COMPACT : WIRE_BINARY;
+    wire_proto_t to = (mode & 2) ? WIRE_COMPACT : WIRE_BINARY;
+    const struct hbase1_service *svc = hbase1_service(HBASE1_SERVICE_THRIFT2);
+    Hbase2THBaseServiceCheckAndMutateArgs *back =
+        g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_CHECK_AND_MUTATE_ARGS, NULL);
+    g_autoptr(GByteArray) phys = test_physical("salted", "k\x01\xff", 3);
+    struct wire_buf msg, out;
+    struct wire_writer w;
+    struct codec_call call;
+    struct codec_error err;
+    Hbase2TMutation *m0, *m1;
+
+    wire_buf_init(&msg);
+    wire_buf_init(&out);
+    wire_writer_init(&w, from, &msg);
+    wire_write_msg_begin(&w, (const uint8_t *)"checkAndMutate", 14, WIRE_CALL,
+                         5);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, "salted", 6);
+    test_w_bin(&w, 2, "k\x01\xff", 3);
+    test_w_bin(&w, 3, "a", 1);
+    test_w_bin(&w, 4, "q", 1);
+    wire_write_field(&w, WIRE_T_I32, 5);
+    wire_write_i32(&w, 2);
+    test_w_bin(&w, 6, "v", 1);
+    wire_write_field(&w, WIRE_T_STRUCT, 7);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, "k\x01\xff", 3);
+    wire_write_field(&w, WIRE_T_LIST, 2);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_STRUCT, 1);
+    test_w_put(&w, "k\x01\xff");
+    wire_write_struct_end(&w);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, "k\x01\xff", 3);
+    wire_write_struct_end(&w);
+    wire_write_struct_end(&w);
+    wire_write_container_end(&w);
+    wire_write_struct_end(&w);
+    wire_write_struct_end(&w);
+
+    g_assert_cmpint(codec_request_svc(test_cfg, svc, from, msg.data, msg.len,
+                                      to, 77, &out, &call, &err,
+                                      &wire_default_limits, NULL),
+                    ==, CODEC_OK);
+    g_assert_true(call.service == svc);
+    g_assert_nonnull(call.method);
+    g_assert_true(call.method->service == svc);
+    g_assert_true(call.salt == test_table("salted"));
+    test_decode(to, out.data, out.len, "checkAndMutate", T_CALL, 77, back);
+    test_assert_bytes(back->row, phys);
+    test_assert_bytes(back->rowMutations->row, phys);
+    g_assert_cmpuint(back->rowMutations->mutations->len, ==, 2);
+    m0 = g_ptr_array_index(back->rowMutations->mutations, 0);
+    m1 = g_ptr_array_index(back->rowMutations->mutations, 1);
+    test_assert_bytes(m0->put->row, phys);
+    g_assert_cmpuint(m0->put->columnValues->len, ==, 1);
+    test_assert_bytes(m1->deleteSingle->row, phys);
+    /* the field the proxy does not know went on as it came */
+    g_assert_nonnull(memmem(out.data, out.len, "unknown", 7));
+    g_object_unref(back);
+    wire_buf_free(&msg);
+    wire_buf_free(&out);
+}
+
+/* getMultiple's reply: each TResult's row unsalted, a missing row's
+ * TResult left without one, in place. */
+static void
+test_thrift2_get_multiple_reply(gconstpointer data)
+{
+    int mode = GPOINTER_TO_INT(data);
+    wire_proto_t from = (mode & 1) ? WIRE_COMPACT : WIRE_BINARY;
+    wire_proto_t to = (mode & 2) ? WIRE_COMPACT : WIRE_BINARY;
+    const struct hbase1_service *svc = hbase1_service(HBASE1_SERVICE_THRIFT2);
+    Hbase2THBaseServiceGetMultipleResult *back =
+        g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_GET_MULTIPLE_RESULT, NULL);
+    g_autoptr(GByteArray) phys = test_physical("hexed", "user42", 6);
+    struct codec_call call = { 0 };
+    struct codec_error err;
+    struct wire_buf msg, out;
+    struct wire_writer w;
+    Hbase2TResult *r0, *r1;
+
+    call.service = svc;
+    call.method = hbase1_service_lookup(svc, (const uint8_t *)"getMultiple",
+                                        11);
+    g_assert_nonnull(call.method);
+    call.salt = test_table("hexed");
+    call.client_seqid = 3;
+    call.name_len = 11;
+    memcpy(call.name, "getMultiple", 12);
+    wire_buf_init(&msg);
+    wire_buf_init(&out);
+    wire_writer_init(&w, from, &msg);
+    wire_write_msg_begin(&w, (const uint8_t *)"getMultiple", 11, WIRE_REPLY,
+                         40);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_LIST, 0);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, (const char *)phys->data, phys->len);
+    wire_write_field(&w, WIRE_T_LIST, 2);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 0);
+    wire_write_container_end(&w);
+    wire_write_struct_end(&w);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_LIST, 2);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 0);
+    wire_write_container_end(&w);
+    wire_write_struct_end(&w);
+    wire_write_container_end(&w);
+    wire_write_struct_end(&w);
+
+    g_assert_cmpint(codec_reply(&call, from, msg.data, msg.len, 40, to, &out,
+                                &err, &wire_default_limits, NULL),
+                    ==, CODEC_OK);
+    test_decode(to, out.data, out.len, "getMultiple", T_REPLY, 3, back);
+    g_assert_cmpuint(back->success->len, ==, 2);
+    r0 = g_ptr_array_index(back->success, 0);
+    r1 = g_ptr_array_index(back->success, 1);
+    g_assert_true(r0->__isset_row);
+    g_assert_cmpmem(r0->row->data, r0->row->len, "user42", 6);
+    g_assert_false(r1->__isset_row);
+    g_object_unref(back);
+    wire_buf_free(&msg);
+    wire_buf_free(&out);
+}
+
+/* The same name is another method per service; a TGet's filterBytes
+ * naming a filter class the rewrite cannot follow is refused on a salted
+ * table (TIOError), copied on an unsalted one. */
+static void
+test_thrift2_get_services(void)
+{
+    const struct hbase1_service *one = hbase1_service(HBASE1_SERVICE_THRIFT1);
+    const struct hbase1_service *two = hbase1_service(HBASE1_SERVICE_THRIFT2);
+    const struct hbase1_method *g1 =
+        hbase1_service_lookup(one, (const uint8_t *)"get", 3);
+    const struct hbase1_method *g2 =
+        hbase1_service_lookup(two, (const uint8_t *)"get", 3);
+    Hbase2THBaseServiceGetResult *res =
+        g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_GET_RESULT, NULL);
+    const char *tables[] = { "salted", "plain" };
+
+    g_assert_nonnull(g1);
+    g_assert_nonnull(g2);
+    g_assert_true(g1 != g2);
+    g_assert_cmpuint(g1->index, !=, g2->index);
+    g_assert_true(hbase1_method_at(g2->index) == g2);
+    g_assert_null(hbase1_service_lookup(two, (const uint8_t *)"getRow", 6));
+    g_assert_null(hbase1_service_lookup(one, (const uint8_t *)"openScanner",
+                                        11));
+    for (size_t i = 0; i < G_N_ELEMENTS(tables); i++) {
+        struct wire_buf msg, out;
+        struct wire_writer w;
+        struct codec_call call;
+        struct codec_error err;
+        codec_status_t st;
+
+        wire_buf_init(&msg);
+        wire_buf_init(&out);
+        wire_writer_init(&w, WIRE_BINARY, &msg);
+        wire_write_msg_begin(&w, (const uint8_t *)"get", 3, WIRE_CALL, 1);
+        wire_write_struct_begin(&w);
+        test_w_bin(&w, 1, tables[i], strlen(tables[i]));
+        wire_write_field(&w, WIRE_T_STRUCT, 2);
+        wire_write_struct_begin(&w);
+        test_w_bin(&w, 1, "row", 3);
+        test_w_bin(&w, 15, "\x0a\x01x", 3);
+        wire_write_struct_end(&w);
+        wire_write_struct_end(&w);
+        st = codec_request_svc(test_cfg, two, WIRE_BINARY, msg.data, msg.len,
+                               WIRE_BINARY, 2, &out, &call, &err,
+                               &wire_default_limits, NULL);
+        if (i == 0) {
+            g_assert_cmpint(st, ==, CODEC_REJECT);
+            g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IO);
+            g_assert_cmpuint(out.len, ==, 0);
+            codec_write_error(&call, WIRE_BINARY, &err, &out);
+            test_decode(WIRE_BINARY, out.data, out.len, "get", T_REPLY, 1,
+                        res);
+            g_assert_true(res->__isset_io);
+            /* a class the proxy cannot follow: refused, not sent */
+            g_assert_nonnull(strstr(res->io->message,
+                                    "java.lang.IllegalArgumentException"));
+            g_assert_false(res->io->canRetry);
+        } else {
+            g_assert_cmpint(st, ==, CODEC_OK);
+            g_assert_nonnull(memmem(out.data, out.len, "\x0a\x01x", 3));
+        }
+        wire_buf_free(&msg);
+        wire_buf_free(&out);
+    }
+    g_object_unref(res);
+}
+
+/* A Thrift2 get's filter string is rewritten for its row's bucket, also
+ * when it comes before the row on the wire. */
+static void
+test_thrift2_get_filter(void)
+{
+    const struct hbase1_service *two = hbase1_service(HBASE1_SERVICE_THRIFT2);
+    const struct salt_table *t = test_table("hexed");
+    Hbase2THBaseServiceGetArgs *back =
+        g_object_new(HBASE2_TYPE_T_H_BASE_SERVICE_GET_ARGS, NULL);
+    g_autoptr(GByteArray) phys = test_physical("hexed", "abc", 3);
+    g_autofree char *want =
+        g_strdup_printf("PrefixFilter('%03x-ab')",
+                        salt_bucket(t, (const uint8_t *)"abc", 3));
+    struct wire_buf msg, out;
+    struct wire_writer w;
+    struct codec_call call;
+    struct codec_error err;
+
+    wire_buf_init(&msg);
+    wire_buf_init(&out);
+    wire_writer_init(&w, WIRE_BINARY, &msg);
+    wire_write_msg_begin(&w, (const uint8_t *)"get", 3, WIRE_CALL, 1);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 1, "hexed", 5);
+    wire_write_field(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    test_w_bin(&w, 6, "PrefixFilter('ab')", 18);
+    test_w_bin(&w, 1, "abc", 3);
+    wire_write_struct_end(&w);
+    wire_write_struct_end(&w);
+    g_assert_cmpint(codec_request_svc(test_cfg, two, WIRE_BINARY, msg.data,
+                                      msg.len, WIRE_BINARY, 2, &out, &call,
+                                      &err, &wire_default_limits, NULL),
+                    ==, CODEC_OK);
+    test_decode(WIRE_BINARY, out.data, out.len, "get", T_CALL, 2, back);
+    test_assert_bytes(back->tget->row, phys);
+    g_assert_true(back->tget->__isset_filterString);
+    g_assert_cmpmem(back->tget->filterString->data,
+                    back->tget->filterString->len, want, strlen(want));
+    g_object_unref(back);
+    wire_buf_free(&msg);
     wire_buf_free(&out);
 }
 
@@ -1416,6 +1759,19 @@ main(int argc, char **argv)
         }
     }
     g_test_add_func("/codec/request/unsalted", test_unsalted_passthrough);
+    for (int mode = 0; mode < 4; mode++) {
+        g_autofree char *cm =
+            g_strdup_printf("/codec/thrift2/check-and-mutate/%d", mode);
+        g_autofree char *gm =
+            g_strdup_printf("/codec/thrift2/get-multiple-reply/%d", mode);
+
+        g_test_add_data_func(cm, GINT_TO_POINTER(mode),
+                             test_thrift2_check_and_mutate);
+        g_test_add_data_func(gm, GINT_TO_POINTER(mode),
+                             test_thrift2_get_multiple_reply);
+    }
+    g_test_add_func("/codec/thrift2/get-services", test_thrift2_get_services);
+    g_test_add_func("/codec/thrift2/get-filter", test_thrift2_get_filter);
     g_test_add_func("/codec/request/mutate-rows", test_mutate_rows_request);
     g_test_add_func("/codec/request/increment-rows",
                     test_increment_rows_mixed_tables);

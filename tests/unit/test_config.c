@@ -479,6 +479,62 @@ test_error_value(void)
                  "own", NULL);
 }
 
+/* [thrift2] listen and [backend] thrift2_servers: off by default, the
+ * listener needs servers to send to, and both survive config_to_text. */
+static void
+test_thrift2(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) def = load("", &error);
+    g_autoptr(config_t) cfg = NULL;
+    g_autoptr(config_t) again = NULL;
+    g_autofree char *text = NULL;
+    g_auto(GStrv) advice = NULL;
+
+    g_assert_no_error(error);
+    g_assert_false(def->thrift2_enabled);
+    g_assert_cmpuint(def->n_thrift2_servers, ==, 0);
+
+    cfg = load("[backend]\nthrift2_servers = 127.0.0.1:9092, h2:9093\n"
+               "[thrift2]\nlisten = 127.0.0.1:9095\n",
+               &error);
+    g_assert_no_error(error);
+    g_assert_true(cfg->thrift2_enabled);
+    g_assert_cmpstr(cfg->thrift2_listen.host, ==, "127.0.0.1");
+    g_assert_cmpuint(cfg->thrift2_listen.port, ==, 9095);
+    g_assert_cmpuint(cfg->n_thrift2_servers, ==, 2);
+    g_assert_cmpstr(cfg->thrift2_servers[1].host, ==, "h2");
+    g_assert_cmpuint(cfg->n_servers, ==, 1);
+
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "thrift2_servers = 127.0.0.1:9092, "
+                                  "h2:9093\n"));
+    g_assert_nonnull(strstr(text, "[thrift2]\nlisten = 127.0.0.1:9095\n"));
+    again = load(text, &error);
+    g_assert_no_error(error);
+    g_assert_true(again->thrift2_enabled);
+    g_assert_cmpuint(again->n_thrift2_servers, ==, 2);
+
+    /* a listener with nowhere to send its calls */
+    assert_fails("[thrift2]\nlisten = 127.0.0.1:9095\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[thrift2] listen",
+                 "thrift2_servers", NULL);
+    assert_fails("[thrift2]\nlisten = 127.0.0.1:9095\nservers = x:1\n",
+                 CONFIG_ERROR_INVALID_KEY, "[thrift2] servers", NULL);
+    assert_fails("[backend]\nthrift2_servers = a:1,a:1\n",
+                 CONFIG_ERROR_INVALID_VALUE, "thrift2_servers", "listed twice",
+                 NULL);
+    assert_fails("[backend]\nthrift2_servers = a:1,\n",
+                 CONFIG_ERROR_INVALID_VALUE, "thrift2_servers", NULL);
+    /* servers without a listener: valid, but said */
+    g_clear_pointer(&cfg, config_free);
+    cfg = load("[backend]\nthrift2_servers = 127.0.0.1:9092\n", &error);
+    g_assert_no_error(error);
+    advice = config_advice(cfg);
+    g_assert_nonnull(advice[0]);
+    g_assert_nonnull(strstr(advice[0], "thrift2_servers"));
+}
+
 /* Test: salt_mapping adopts another tool's salt; its N is required and
  * our own mapping's keys are refused beside it. */
 static void
@@ -589,6 +645,122 @@ test_salt_mapping(void)
                  CONFIG_ERROR_DUPLICATE, NULL);
 }
 
+/* Test: [backend] sasl = gssapi and its keys: defaults, the server
+ * principal, the effective text loading back, and every refusal. */
+static void
+test_sasl(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = NULL;
+    g_autoptr(config_t) again = NULL;
+    g_autoptr(config_t) plain = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *sp = NULL;
+
+    plain = load("", &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(plain->sasl, ==, CONFIG_SASL_NONE);
+    g_assert_null(plain->sasl_principal);
+    text = config_to_text(plain);
+    g_assert_nonnull(strstr(text, "\nsasl = none\n"));
+    g_clear_pointer(&text, g_free);
+
+    cfg = load("[backend]\nservers = HBase1.Example:9090\nsasl = gssapi\n"
+               "sasl_principal = app/proxy1@EXAMPLE.COM\n"
+               "sasl_keytab = /etc/hsp/app.keytab\n",
+               &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(cfg->sasl, ==, CONFIG_SASL_GSSAPI);
+    g_assert_cmpstr(cfg->sasl_service, ==, "hbase");
+    g_assert_cmpint(cfg->sasl_qop, ==, CONFIG_QOP_AUTH);
+    g_assert_null(cfg->sasl_server_host);
+    sp = config_sasl_server_principal(cfg, cfg->servers[0].host);
+    g_assert_cmpstr(sp, ==, "hbase/hbase1.example@EXAMPLE.COM");
+    g_clear_pointer(&sp, g_free);
+    g_clear_pointer(&cfg, config_free);
+
+    cfg = load("[backend]\nsasl = gssapi\nsasl_principal = app\n"
+               "sasl_keytab = /k\nsasl_service = hbase2\n"
+               "sasl_qop = auth-conf\nsasl_server_host = thrift.example\n",
+               &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(cfg->sasl_qop, ==, CONFIG_QOP_AUTH_CONF);
+    sp = config_sasl_server_principal(cfg, "127.0.0.1");
+    /* no realm in the principal: krb5.conf's default realm applies */
+    g_assert_cmpstr(sp, ==, "hbase2/thrift.example");
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "sasl = gssapi\nsasl_principal = app\n"
+                                  "sasl_keytab = /k\nsasl_service = hbase2\n"
+                                  "sasl_qop = auth-conf\n"
+                                  "sasl_server_host = thrift.example\n"));
+    again = load(text, &error);
+    g_assert_no_error(error);
+    g_assert_true(config_reload_check(cfg, again, &error));
+    g_assert_no_error(error);
+    /* credentials are per process: a change needs a restart */
+    g_assert_false(config_reload_check(cfg, plain, &error));
+    g_assert_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED);
+    g_assert_nonnull(strstr(error->message, "sasl"));
+    g_clear_error(&error);
+
+    /* an address as the host of a principal is worth a warning */
+    {
+        g_autoptr(config_t) ip = NULL;
+        g_auto(GStrv) advice = NULL;
+
+        ip = load("[backend]\nservers = 10.0.0.7:9090\nsasl = gssapi\n"
+                  "sasl_principal = app@R\nsasl_keytab = /k\n",
+                  &error);
+        g_assert_no_error(error);
+        advice = config_advice(ip);
+        g_assert_nonnull(advice[0]);
+        g_assert_nonnull(strstr(advice[0], "hbase/10.0.0.7@R"));
+        g_assert_nonnull(strstr(advice[0], "sasl_server_host"));
+        g_clear_pointer(&advice, g_strfreev);
+        advice = config_advice(cfg);
+        g_assert_null(advice[0]);
+    }
+    assert_fails("[backend]\nsasl = kerberos\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[backend] sasl", "none | gssapi", NULL);
+    assert_fails("[backend]\nsasl_principal = app\n", CONFIG_ERROR_INVALID_KEY,
+                 "[backend] sasl_principal", "sasl = gssapi", NULL);
+    assert_fails("[backend]\nsasl = gssapi\nsasl_keytab = /k\n",
+                 CONFIG_ERROR_INVALID_VALUE, "sasl_principal and sasl_keytab",
+                 NULL);
+    assert_fails("[backend]\nsasl = gssapi\nsasl_principal = app\n",
+                 CONFIG_ERROR_INVALID_VALUE, "sasl_principal and sasl_keytab",
+                 NULL);
+    assert_fails("[backend]\ntransport = framed\nsasl = gssapi\n"
+                 "sasl_principal = app\nsasl_keytab = /k\n",
+                 CONFIG_ERROR_INVALID_VALUE, "test.conf:3:",
+                 "the SASL transport is unframed only, as HBase enforces",
+                 NULL);
+    assert_fails("[backend]\nsasl = gssapi\nsasl_principal = a b@R\n"
+                 "sasl_keytab = /k\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[backend] sasl_principal", NULL);
+    assert_fails("[backend]\nsasl = gssapi\nsasl_principal = a@\n"
+                 "sasl_keytab = /k\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[backend] sasl_principal", NULL);
+    assert_fails("[backend]\nsasl = gssapi\nsasl_principal = app\n"
+                 "sasl_keytab = app.keytab\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[backend] sasl_keytab",
+                 "absolute", NULL);
+    assert_fails("[backend]\nsasl = gssapi\nsasl_principal = app\n"
+                 "sasl_keytab = /k\nsasl_service = hbase/x\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[backend] sasl_service", NULL);
+    assert_fails("[backend]\nsasl = gssapi\nsasl_principal = app\n"
+                 "sasl_keytab = /k\nsasl_qop = privacy\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[backend] sasl_qop",
+                 "auth | auth-int | auth-conf", NULL);
+    assert_fails("[backend]\nsasl = gssapi\nsasl_principal = app\n"
+                 "sasl_keytab = /k\nsasl_server_host = a host\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[backend] sasl_server_host",
+                 NULL);
+    assert_fails("[backend]\nsasl = gssapi\nsasl_principal = app\n"
+                 "sasl_keytab = /k\nsasl_realm = X\n",
+                 CONFIG_ERROR_INVALID_KEY, "sasl_server_host", NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -612,6 +784,8 @@ main(int argc, char **argv)
     g_test_add_func("/config/error/group", test_error_group);
     g_test_add_func("/config/error/key", test_error_key);
     g_test_add_func("/config/error/value", test_error_value);
+    g_test_add_func("/config/thrift2", test_thrift2);
     g_test_add_func("/config/salt-mapping", test_salt_mapping);
+    g_test_add_func("/config/sasl", test_sasl);
     return g_test_run();
 }

@@ -45,7 +45,8 @@ write_tscan(struct wire_writer *w, gboolean twice)
     wire_write_bool(w, TRUE);
     wire_write_field(w, WIRE_T_BOOL, 10);
     wire_write_bool(w, FALSE);
-    /* not a field of TScan: dropped */
+    /* not a field of TScan: passed on to every bucket as it came (a
+     * newer server may know it; an older one skips it) */
     wire_write_field(w, WIRE_T_I32, 11);
     wire_write_i32(w, 1);
     wire_write_struct_end(w);
@@ -166,6 +167,9 @@ test_open_for_bucket(gconstpointer data)
     /* not reversed: no field 9 */
     expect_field(&r, 10, WIRE_T_BOOL);
     g_assert_false(wire_read_bool(&r));
+    /* the field the proxy does not know, after the ones it does */
+    expect_field(&r, 11, WIRE_T_I32);
+    g_assert_cmpint(wire_read_i32(&r), ==, 1);
     wire_read_field(&r, &type, &fid);
     g_assert_cmpint(type, ==, WIRE_T_STOP);
     wire_read_struct_end(&r);
@@ -271,6 +275,122 @@ test_prefix(void)
     wire_buf_free(&msg);
 }
 
+/* Test: Thrift2's openScanner: bounds salted, caching the engine's, limit
+ * read (and passed on), every field without a role the engine writes
+ * (maxVersions, timeRange, colFamTimeRangeMap, readType, an unknown one)
+ * passed on as it came, filterBytes noticed. */
+static void
+test_thrift2_open(void)
+{
+    const struct hbase1_service *svc = hbase1_service(HBASE1_SERVICE_THRIFT2);
+    const struct hbase1_method *m =
+        hbase1_service_lookup(svc, (const uint8_t *)"openScanner", 11);
+    struct scanargs_bucket b = { .salt = &hex16, .bucket = 5, .caching = 9 };
+    /* hbase.pb.Filter { PrefixFilter { prefix: "ab" } } */
+    static const char pb[] =
+        "\x0a\x2borg.apache.hadoop.hbase.filter.PrefixFilter"
+        "\x12\x04\x0a\x02"
+        "ab";
+    struct scanfilter *f;
+    struct wire_buf msg, out;
+    struct wire_writer w;
+    struct wire_reader r;
+    struct scanargs a;
+    uint8_t type;
+    int16_t fid;
+    int seen = 0;
+
+    g_assert_nonnull(m);
+    g_assert_true(m->scanner == svc->scanner);
+    g_assert_true(svc->scanner->open == m);
+    g_assert_cmpstr(svc->scanner->fetch->name, ==, "getScannerRows");
+    g_assert_cmpstr(svc->scanner->close->name, ==, "closeScanner");
+    wire_buf_init(&msg);
+    wire_buf_init(&out);
+    wire_writer_init(&w, WIRE_COMPACT, &msg);
+    wire_write_msg_begin(&w, (const uint8_t *)"openScanner", 11, WIRE_CALL, 1);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_STRING, 1);
+    wire_write_binary(&w, "t", 1);
+    wire_write_field(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_STRING, 1);
+    wire_write_binary(&w, "a", 1);
+    wire_write_field(&w, WIRE_T_STRING, 2);
+    wire_write_binary(&w, "m", 1);
+    wire_write_field(&w, WIRE_T_I32, 4);
+    wire_write_i32(&w, 70);
+    wire_write_field(&w, WIRE_T_I32, 5);
+    wire_write_i32(&w, 2);
+    wire_write_field(&w, WIRE_T_STRUCT, 6);
+    wire_write_struct_begin(&w);
+    wire_write_field(&w, WIRE_T_I64, 1);
+    wire_write_i64(&w, 10);
+    wire_write_field(&w, WIRE_T_I64, 2);
+    wire_write_i64(&w, 20);
+    wire_write_struct_end(&w);
+    wire_write_field(&w, WIRE_T_I32, 14);
+    wire_write_i32(&w, 2);
+    wire_write_field(&w, WIRE_T_I32, 15);
+    wire_write_i32(&w, 12);
+    wire_write_field(&w, WIRE_T_STRING, 18);
+    wire_write_binary(&w, pb, sizeof(pb) - 1);
+    wire_write_field(&w, WIRE_T_I64, 40);
+    wire_write_i64(&w, 4040);
+    wire_write_struct_end(&w);
+    wire_write_struct_end(&w);
+    g_assert_true(parse(&msg, WIRE_COMPACT, m, &a));
+    g_assert_true(a.has_limit && a.limit == 12);
+    g_assert_true(a.has_filter_bytes);
+    g_assert_true(a.has_caching && a.caching == 70);
+    wire_writer_init(&w, WIRE_BINARY, &out);
+    b.filter = f = scanfilter_new_pb(a.filter_bytes, a.filter_bytes_len,
+                                     &hex16, FALSE, NULL);
+    g_assert_nonnull(f);
+    scanargs_write_open(&a, m->scanner, &b, &w);
+    scanfilter_free(f);
+
+    wire_reader_init(&r, WIRE_BINARY, out.data, out.len, TRUE, NULL);
+    wire_read_struct_begin(&r);
+    expect_binary(&r, 1, "t");
+    expect_field(&r, 2, WIRE_T_STRUCT);
+    wire_read_struct_begin(&r);
+    expect_binary(&r, 1, "5-a");
+    expect_binary(&r, 2, "5-m");
+    expect_field(&r, 4, WIRE_T_I32);
+    g_assert_cmpint(wire_read_i32(&r), ==, 9);
+    while (wire_read_field(&r, &type, &fid) == WIRE_OK &&
+           type != WIRE_T_STOP) {
+        switch (fid) {
+        case 5: g_assert_cmpint(wire_read_i32(&r), ==, 2); break;
+        case 6:
+            g_assert_cmpint(type, ==, WIRE_T_STRUCT);
+            wire_skip(&r, type);
+            break;
+        case 14: g_assert_cmpint(wire_read_i32(&r), ==, 2); break;
+        case 15: g_assert_cmpint(wire_read_i32(&r), ==, 12); break;
+        case 18: {
+            /* the PrefixFilter rewritten for bucket 5, as protobuf */
+            const uint8_t *data;
+            uint32_t len;
+
+            wire_read_binary(&r, &data, &len);
+            g_assert_nonnull(memmem(data, len, "PrefixFilter", 12));
+            g_assert_nonnull(memmem(data, len, "5-ab", 4));
+            break;
+        }
+        case 40: g_assert_cmpint(wire_read_i64(&r), ==, 4040); break;
+        default: g_assert_not_reached();
+        }
+        seen |= 1 << (fid % 31);
+    }
+    g_assert_cmpint(seen, ==,
+                    (1 << 5) | (1 << 6) | (1 << 14) | (1 << 15) | (1 << 18) |
+                        (1 << (40 % 31)));
+    wire_buf_free(&msg);
+    wire_buf_free(&out);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -283,5 +403,6 @@ main(int argc, char **argv)
     g_test_add_func("/scanargs/repeated", test_repeated);
     g_test_add_func("/scanargs/id-calls", test_id_calls);
     g_test_add_func("/scanargs/prefix", test_prefix);
+    g_test_add_func("/scanargs/thrift2-open", test_thrift2_open);
     return g_test_run();
 }

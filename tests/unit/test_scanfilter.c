@@ -162,6 +162,15 @@ test_refused_multi(void)
         /* monotonic forward only: < holds up to a point going up */
         { "WHILE RowFilter(<, 'binary:a')", FALSE, NULL },
         { "WHILE RowFilter(<, 'binary:a')", TRUE, "not monotonic" },
+        /* in a top-level AND the first miss ends the whole scan too */
+        { "KeyOnlyFilter() AND WHILE RowFilter(<, 'binary:a')", FALSE, NULL },
+        /* under OR the scan goes on past each bucket's own first miss */
+        { "SKIP ColumnPrefixFilter('x') OR WHILE RowFilter(<, 'binary:#')",
+          FALSE, "WHILE inside OR or SKIP" },
+        { "PrefixFilter('b') OR WHILE RowFilter(<, 'binary:a')", FALSE,
+          "WHILE inside OR or SKIP" },
+        { "SKIP WHILE RowFilter(<, 'binary:a')", FALSE,
+          "WHILE inside OR or SKIP" },
         { "PageFilter(10)", FALSE, NULL },
     };
 

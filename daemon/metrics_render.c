@@ -1,0 +1,398 @@
+/* metrics_render.c: /metrics, the Prometheus text of the counters and of
+ * what the engines report (backend pools and health, scanners, clients). */
+#include "metrics_render.h"
+
+#include <string.h>
+
+#include "hsp-config.h"
+#include "backend.h"
+#include "hbase1.h"
+#include "metrics.h"
+#include "proxy.h"
+#include "scan.h"
+
+/* A label value: backslash, quote and newline escaped. */
+static void
+metrics_render_label(GString *out, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '\\' || *s == '"') {
+            g_string_append_c(out, '\\');
+            g_string_append_c(out, *s);
+        } else if (*s == '\n') {
+            g_string_append(out, "\\n");
+        } else {
+            g_string_append_c(out, *s);
+        }
+    }
+}
+
+static void
+metrics_render_head(GString *out, const char *name, const char *type,
+                    const char *help)
+{
+    g_string_append_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+                           name, type);
+}
+
+static void
+metrics_render_one(GString *out, const char *name, const char *type,
+                   const char *help, guint64 value)
+{
+    metrics_render_head(out, name, type, help);
+    g_string_append_printf(out, "%s %" G_GUINT64_FORMAT "\n", name, value);
+}
+
+static void
+metrics_render_methods(struct metrics *m, GString *out)
+{
+    size_t n = m->nmethods;
+    g_autofree struct metrics_method *sum = g_new0(struct metrics_method, n);
+
+    for (unsigned w = 0; w < m->nworkers; w++) {
+        for (size_t i = 0; i < n; i++) {
+            const struct metrics_method *mm = &m->workers[w].methods[i];
+
+            sum[i].requests += METRICS_GET(mm->requests);
+            sum[i].errors += METRICS_GET(mm->errors);
+            sum[i].lat_sum_us += METRICS_GET(mm->lat_sum_us);
+            for (unsigned b = 0; b <= METRICS_LAT_BUCKETS; b++) {
+                sum[i].lat[b] += METRICS_GET(mm->lat[b]);
+            }
+        }
+    }
+    metrics_render_head(out, "hsp_requests_total", "counter",
+                        "Client requests answered, by Thrift method.");
+    for (size_t i = 0; i < n; i++) {
+        if (sum[i].requests > 0) {
+            g_string_append_printf(out,
+                                   "hsp_requests_total{%s} %" G_GUINT64_FORMAT
+                                   "\n",
+                                   m->labels[i], sum[i].requests);
+        }
+    }
+    metrics_render_head(out, "hsp_request_errors_total", "counter",
+                        "Client requests answered with an exception (IOError, "
+                        "IllegalArgument, TApplicationException), by method.");
+    for (size_t i = 0; i < n; i++) {
+        if (sum[i].requests > 0) {
+            g_string_append_printf(
+                out, "hsp_request_errors_total{%s} %" G_GUINT64_FORMAT "\n",
+                m->labels[i], sum[i].errors);
+        }
+    }
+    metrics_render_head(
+        out, "hsp_request_duration_seconds", "histogram",
+        "Time from a whole request read to its reply queued, by "
+        "method.");
+    for (size_t i = 0; i < n; i++) {
+        guint64 cum = 0;
+
+        if (sum[i].requests == 0) {
+            continue;
+        }
+        for (unsigned b = 0; b <= METRICS_LAT_BUCKETS; b++) {
+            cum += sum[i].lat[b];
+            if (b < METRICS_LAT_BUCKETS) {
+                g_string_append_printf(
+                    out,
+                    "hsp_request_duration_seconds_"
+                    "bucket{%s,le=\"%g\"} %" G_GUINT64_FORMAT "\n",
+                    m->labels[i], (double)metrics_lat_le_us[b] / 1e6, cum);
+            } else {
+                g_string_append_printf(
+                    out,
+                    "hsp_request_duration_seconds_"
+                    "bucket{%s,le=\"+Inf\"} %" G_GUINT64_FORMAT "\n",
+                    m->labels[i], cum);
+            }
+        }
+        g_string_append_printf(out,
+                               "hsp_request_duration_seconds_sum{%s} %.6f\n",
+                               m->labels[i], (double)sum[i].lat_sum_us / 1e6);
+        g_string_append_printf(
+            out,
+            "hsp_request_duration_seconds_count{%s} %" G_GUINT64_FORMAT "\n",
+            m->labels[i], cum);
+    }
+}
+
+static void
+metrics_render_tables(struct metrics *m, GString *out)
+{
+    static const char *const names[2] = {
+        "hsp_bucket_requests_total",
+        "hsp_bucket_rows_total",
+    };
+    static const char *const helps[2] = {
+        "Row keys of salted tables sent to each salt bucket: one per "
+        "salted row of a point request, one per bucket scanner open or "
+        "fetch.",
+        "Rows of salted tables returned from each salt bucket.",
+    };
+
+    for (unsigned kind = 0; kind < 2; kind++) {
+        metrics_render_head(out, names[kind], "counter", helps[kind]);
+        for (guint t = 0; t < m->tables->len; t++) {
+            const struct metrics_table *mt = g_ptr_array_index(m->tables, t);
+
+            for (uint32_t b = 0; b < mt->buckets; b++) {
+                guint64 v = 0;
+
+                for (unsigned w = 0; w < m->nworkers; w++) {
+                    v += METRICS_GET(m->workers[w]
+                                         .tables[t][kind * mt->buckets + b]);
+                }
+                g_string_append_printf(out, "%s{table=\"", names[kind]);
+                metrics_render_label(out, mt->name);
+                g_string_append_printf(out,
+                                       "\",bucket=\"%u\"} %" G_GUINT64_FORMAT
+                                       "\n",
+                                       b, v);
+            }
+        }
+    }
+}
+
+/* One backend server's numbers summed over workers and pools. */
+struct metrics_render_server {
+    const char *name;
+    guint64 requests, failures, connect_failures;
+    gint64 open, inflight;
+};
+
+/* One hsp_backend_up line (backend_health_foreach). */
+static void
+metrics_render_up_cb(const struct backend_health_info *info, void *arg)
+{
+    GString *out = arg;
+
+    g_string_append(out, "hsp_backend_up{server=\"");
+    metrics_render_label(out, info->name);
+    g_string_append_printf(out, "\"} %d\n", info->up ? 1 : 0);
+}
+
+/* The servers rendered so far, by name. */
+struct metrics_render_servers {
+    GArray *servers;   /* struct metrics_render_server */
+    GHashTable *index; /* name -> index in servers */
+};
+
+static struct metrics_render_server *
+metrics_render_server_get(struct metrics_render_servers *all, const char *name)
+{
+    gpointer at;
+
+    if (!g_hash_table_lookup_extended(all->index, name, NULL, &at)) {
+        struct metrics_render_server z = { .name = name };
+
+        g_array_append_val(all->servers, z);
+        at = GUINT_TO_POINTER(all->servers->len - 1);
+        g_hash_table_insert(all->index, (gpointer)name, at);
+    }
+    return &g_array_index(all->servers, struct metrics_render_server,
+                          GPOINTER_TO_UINT(at));
+}
+
+/* A connect refused to the probe is one refused to the proxy: the
+ * operator watching connect failures must see a server that refuses
+ * while no request goes to it (it is DOWN). */
+static void
+metrics_render_probe_cb(const struct backend_health_info *info, void *arg)
+{
+    struct metrics_render_server *ms = metrics_render_server_get(arg,
+                                                                 info->name);
+
+    ms->connect_failures += info->probe_connect_failures +
+                            info->retired_connect_failures;
+    ms->requests += info->retired_requests;
+    ms->failures += info->retired_failures;
+}
+
+static void
+metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
+{
+    g_autoptr(GArray) servers =
+        g_array_new(FALSE, TRUE, sizeof(struct metrics_render_server));
+    g_autoptr(GHashTable) index = g_hash_table_new(g_str_hash, g_str_equal);
+    struct metrics_render_servers all = { servers, index };
+
+    /* a worker freeing a retired pool moves its counters to the health
+     * entries under this lock: the sum sees them in one place or the
+     * other, never both or neither */
+    g_mutex_lock(&p->pools_lock);
+    for (unsigned w = 0; w < p->nworkers; w++) {
+        struct backend_pool *pool = worker_pool(&p->workers[w]);
+
+        /* the current pool, then those retired by reloads */
+        for (; pool != NULL; pool = pool->older) {
+            for (unsigned i = 0; i < pool->nservers; i++) {
+                const struct backend_server *s = &pool->servers[i];
+                const struct backend_stats *st = &s->stats;
+                struct metrics_render_server *ms =
+                    metrics_render_server_get(&all, s->srv->name);
+
+                ms->requests += METRICS_GET(st->requests);
+                ms->failures += METRICS_GET(st->failures);
+                ms->connect_failures += METRICS_GET(st->connect_failures);
+                ms->open += METRICS_GET(st->open);
+                ms->inflight += METRICS_GET(st->inflight);
+            }
+        }
+    }
+    /* names stay valid: health entries live until the process exits */
+    backend_health_foreach(p->health, metrics_render_probe_cb, &all);
+    metrics_render_head(
+        out, "hsp_backend_up", "gauge",
+        "1 when the server takes requests (UP), 0 when it is DOWN "
+        "(consecutive failures; probed until it answers).");
+    backend_health_foreach(p->health, metrics_render_up_cb, out);
+#define METRICS_SERVER_SERIES(NAME, TYPE, HELP, FIELD, FMT)                   \
+    metrics_render_head(out, NAME, TYPE, HELP);                               \
+    for (guint i = 0; i < servers->len; i++) {                                \
+        const struct metrics_render_server *ms =                              \
+            &g_array_index(servers, struct metrics_render_server, i);         \
+        g_string_append(out, NAME "{server=\"");                              \
+        metrics_render_label(out, ms->name);                                  \
+        g_string_append_printf(out, "\"} %" FMT "\n", ms->FIELD);             \
+    }
+    METRICS_SERVER_SERIES("hsp_backend_connections", "gauge",
+                          "Connections open to the server, all workers.", open,
+                          G_GINT64_FORMAT)
+    METRICS_SERVER_SERIES("hsp_backend_inflight_requests", "gauge",
+                          "Requests sent to the server and not answered.",
+                          inflight, G_GINT64_FORMAT)
+    METRICS_SERVER_SERIES("hsp_backend_requests_total", "counter",
+                          "Requests sent to the server.", requests,
+                          G_GUINT64_FORMAT)
+    METRICS_SERVER_SERIES("hsp_backend_failures_total", "counter",
+                          "Requests the server failed to answer (connection "
+                          "lost, timeout, bad reply).",
+                          failures, G_GUINT64_FORMAT)
+    METRICS_SERVER_SERIES("hsp_backend_connect_failures_total", "counter",
+                          "Connection attempts to the server that failed, "
+                          "health probes' included.",
+                          connect_failures, G_GUINT64_FORMAT)
+#undef METRICS_SERVER_SERIES
+    /* the names above point into pools' generations: held till here */
+    g_mutex_unlock(&p->pools_lock);
+}
+
+void
+metrics_render(struct metrics *m, struct proxy *p, GString *out)
+{
+    struct metrics_worker sum;
+    static const char *const results[3] = {
+        [METRICS_RELOAD_APPLIED] = "applied",
+        [METRICS_RELOAD_REFUSED] = "refused",
+        [METRICS_RELOAD_INVALID] = "invalid",
+    };
+    guint64 cum = 0;
+
+    memset(&sum, 0, sizeof(sum));
+    for (unsigned w = 0; w < m->nworkers; w++) {
+        const struct metrics_worker *mw = &m->workers[w];
+
+        sum.accepted += METRICS_GET(mw->accepted);
+        sum.refused += METRICS_GET(mw->refused);
+        sum.bytes_in += METRICS_GET(mw->bytes_in);
+        sum.bytes_out += METRICS_GET(mw->bytes_out);
+        sum.scans += METRICS_GET(mw->scans);
+        sum.scan_rows += METRICS_GET(mw->scan_rows);
+        sum.unsalted_rows += METRICS_GET(mw->unsalted_rows);
+        sum.fanout_sum += METRICS_GET(mw->fanout_sum);
+        for (unsigned b = 0; b <= METRICS_FANOUT_BUCKETS; b++) {
+            sum.fanout[b] += METRICS_GET(mw->fanout[b]);
+        }
+    }
+
+    metrics_render_head(out, "hsp_build_info", "gauge",
+                        "Version of the running proxy.");
+    g_string_append_printf(out, "hsp_build_info{version=\"%s\"} 1\n",
+                           HSP_VERSION);
+    metrics_render_head(out, "hsp_start_time_seconds", "gauge",
+                        "When the proxy started, Unix time.");
+    g_string_append_printf(out, "hsp_start_time_seconds %.3f\n",
+                           (double)m->start_time / 1e6);
+    metrics_render_one(out, "hsp_workers", "gauge", "Worker threads.",
+                       m->nworkers);
+
+    metrics_render_methods(m, out);
+    metrics_render_tables(m, out);
+    metrics_render_one(out, "hsp_unsalted_rows_total", "counter",
+                       "Rows of salted tables returned as stored because they "
+                       "carry no valid salt (written around the proxy).",
+                       sum.unsalted_rows);
+
+    metrics_render_backends(m, p, out);
+
+    metrics_render_one(out, "hsp_scanners_open", "gauge",
+                       "Client scanners open, over all workers.",
+                       scan_open_count(p->scans));
+    metrics_render_one(out, "hsp_scans_total", "counter",
+                       "Merged (salted) scans opened.", sum.scans);
+    metrics_render_head(out, "hsp_scan_fanout_width", "histogram",
+                        "Buckets each merged scan reads from.");
+    for (unsigned b = 0; b <= METRICS_FANOUT_BUCKETS; b++) {
+        cum += sum.fanout[b];
+        if (b < METRICS_FANOUT_BUCKETS) {
+            g_string_append_printf(out,
+                                   "hsp_scan_fanout_width_bucket{le=\""
+                                   "%u\"} %" G_GUINT64_FORMAT "\n",
+                                   1u << b, cum);
+        } else {
+            g_string_append_printf(out,
+                                   "hsp_scan_fanout_width_bucket{le=\""
+                                   "+Inf\"} %" G_GUINT64_FORMAT "\n",
+                                   cum);
+        }
+    }
+    g_string_append_printf(out,
+                           "hsp_scan_fanout_width_sum %" G_GUINT64_FORMAT
+                           "\nhsp_scan_fanout_width_count %" G_GUINT64_FORMAT
+                           "\n",
+                           sum.fanout_sum, cum);
+    metrics_render_one(
+        out, "hsp_scan_merged_rows_total", "counter",
+        "Rows merged from bucket scanners and handed to clients.",
+        sum.scan_rows);
+
+    metrics_render_one(out, "hsp_client_connections", "gauge",
+                       "Client connections open.",
+                       (guint64)MAX(g_atomic_int_get(&p->nconns), 0));
+    metrics_render_one(out, "hsp_client_connections_accepted_total", "counter",
+                       "Client connections accepted.", sum.accepted);
+    metrics_render_one(
+        out, "hsp_client_connections_refused_total", "counter",
+        "Client connections refused (max_connections, shutdown).",
+        sum.refused);
+    metrics_render_one(out, "hsp_client_received_bytes_total", "counter",
+                       "Bytes of whole client requests read.", sum.bytes_in);
+    metrics_render_one(out, "hsp_client_sent_bytes_total", "counter",
+                       "Bytes of replies queued to clients.", sum.bytes_out);
+
+    metrics_render_one(out, "hsp_config_generation", "gauge",
+                       "Configuration generation: 1 at start, +1 per applied "
+                       "reload.",
+                       proxy_generation(p));
+    metrics_render_one(
+        out, "hsp_config_last_reload_success", "gauge",
+        "1 when the last reload was applied (or none happened), 0 "
+        "when it was refused or the file was invalid.",
+        m->last_reload_ok ? 1 : 0);
+    metrics_render_head(
+        out, "hsp_config_last_reload_timestamp_seconds", "gauge",
+        "When the last reload was attempted, Unix time; 0 = none.");
+    g_string_append_printf(out,
+                           "hsp_config_last_reload_timestamp_seconds "
+                           "%.3f\n",
+                           (double)m->last_reload_time / 1e6);
+    metrics_render_head(out, "hsp_config_reloads_total", "counter",
+                        "Reloads (SIGHUP) by result.");
+    for (unsigned r = 0; r < 3; r++) {
+        g_string_append_printf(out,
+                               "hsp_config_reloads_total{result=\"%s\"} "
+                               "%" G_GUINT64_FORMAT "\n",
+                               results[r], m->reloads[r]);
+    }
+}

@@ -1,0 +1,147 @@
+/* req.h: one request on its way, its reply, and the socket I/O it needs. */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/uio.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/util.h>
+
+#include "codec.h"
+#include "wire.h"
+
+/*
+ * This layer knows requests and sockets only.  Who owns a request (a
+ * client, a worker, a backend connection, a configuration generation) is
+ * an opaque pointer here; the engines above give them meaning.
+ */
+struct client;
+struct backend_conn;
+struct worker;
+struct worker_gen;
+struct req;
+
+/* Called on the owning worker with the raw reply of an internal request. */
+typedef void (*req_sink_fn)(struct worker *w, struct req *req);
+
+/*
+ * One request on its way.  It sits on two queues at once: its client's
+ * FIFO (replies leave in request order) and, while unanswered, the FIFO
+ * of the backend connection it was sent on.  Whichever side lets go
+ * last returns it to the worker's free list; a client that closes first
+ * only detaches (client = NULL), so the backend never follows a dangling
+ * pointer.
+ */
+struct req {
+    TAILQ_ENTRY(req) client_link;  /* in client->reqs */
+    TAILQ_ENTRY(req) backend_link; /* in conn->pending, or free list */
+    struct client *client;         /* owner; NULL once it has closed */
+    struct worker_gen *gen;        /* generation it was read under: its
+                                       call's salt points there */
+    req_sink_fn sink;              /* internal request (scan fan-out): gets
+                                       the raw backend reply, no client */
+    void *sink_arg;                /* the sink's object */
+    uint32_t sink_tag;             /* the sink's index (a bucket) */
+    int server;                    /* backend server to use, -1 = any */
+    uint32_t backend_len;          /* bytes of its backend message: one
+                                       never sent can move to another
+                                       server */
+    unsigned failed:1;             /* internal: raw holds error text */
+    unsigned can_retry:1;          /* internal: the failure is transient */
+    struct backend_conn *conn;     /* waiting on it; NULL when answered */
+    struct codec_call call;        /* what the reply needs to know */
+    wire_proto_t client_proto;     /* copied: a detached req still knows */
+    unsigned client_framed:1;      /* reply gets a frame header */
+    unsigned done:1;               /* reply is complete and ready */
+    int32_t backend_seqid;         /* seqid the backend sees */
+    gint64 deadline;               /* monotonic us: fail if not answered */
+    gint64 started;                /* monotonic us: read from the client */
+    /*
+     * Two buffers for two kinds of request; each kind uses only its own.
+     * reply: a client's request: the reply as the client gets it (its
+     * protocol, seqid and frame), complete once done is set.
+     * raw: an internal request (sink set): the backend's reply as it
+     * came (no frame header), or, when failed, the text of the error.
+     */
+    struct wire_buf reply;
+    struct wire_buf raw;
+};
+
+TAILQ_HEAD(req_queue, req);
+
+/* Bytes one req_read takes from a socket, at most. */
+#define REQ_READ_MAX (64u * 1024)
+
+/* Monotonic clock in microseconds: request deadlines and latencies. */
+static inline gint64
+req_now(void)
+{
+    return g_get_monotonic_time();
+}
+
+/*
+ * A reply for req's client is written between these two: begin empties
+ * req->reply and opens a frame when the client is framed (its result
+ * goes to end, which closes the frame).
+ */
+size_t req_reply_begin(struct req *req);
+void req_reply_end(struct req *req, size_t frame);
+
+/*
+ * Fills req->reply with an IOError for the client, framed as it needs;
+ * for an internal request, req->raw with message and failed set.
+ * message is the whole text, e.g. "hbase-salt-proxy: backend h:p: ...".
+ */
+void req_io_error(struct req *req, const char *message, gboolean can_retry);
+
+/*
+ * Writes iov[0..n) to bev's socket at once when nothing is queued before
+ * it, and queues in bev's output only what the socket did not take: the
+ * write event (two epoll_ctl calls) is armed only on a short write, as
+ * HAProxy does.  Errors are left for bev's own write to find and report.
+ */
+void req_write(struct bufferevent *bev, const struct iovec *iov, int n);
+
+/*
+ * Reads what fd has, at most max bytes, onto the end of in: one recv into
+ * rbuf (REQ_READ_MAX bytes, the caller's, e.g. its worker's), then
+ * appended.  Not evbuffer_read, which asks FIONREAD first: an ioctl for
+ * every read.  Returns the bytes read, 0 at the end of the stream, -1
+ * with errno set (EAGAIN: nothing to read).
+ */
+ssize_t req_read(uint8_t *rbuf, evutil_socket_t fd, struct evbuffer *in,
+                 size_t max);
+
+/*
+ * The bytes at the start of in, pulled up contiguous, for a codec that
+ * finds the message's end itself: framed, one whole frame (header
+ * included) or AGAIN; unframed, whatever is there up to one maximal
+ * message.  ERROR: *why says what is wrong with the frame header.
+ */
+wire_status_t req_msg_peek(struct evbuffer *in, gboolean framed,
+                           const struct wire_limits *limits,
+                           const uint8_t **buf, size_t *avail,
+                           const char **why);
+
+/*
+ * req_msg_next for an unframed stream, with scan keeping its place in
+ * the message between calls (wire_scan): however the message arrives,
+ * each byte is walked once.  scan is ready for the next message after OK.
+ */
+wire_status_t req_msg_scan(struct evbuffer *in, wire_proto_t proto,
+                           struct wire_scan *scan,
+                           const struct wire_limits *limits,
+                           const uint8_t **msg, size_t *len, const char **why);
+
+/*
+ * Finds one whole message at the start of in, pulled up contiguous.
+ * OK: *msg and *len cover it including any frame header.  AGAIN: wait
+ * for more bytes.  ERROR: *why says what is wrong with the stream.
+ */
+wire_status_t req_msg_next(struct evbuffer *in, wire_proto_t proto,
+                           gboolean framed, const struct wire_limits *limits,
+                           const uint8_t **msg, size_t *len, const char **why);

@@ -1,0 +1,887 @@
+/* hconn.c: a blocking Thrift1 client for the few calls a copy makes. */
+#include "hconn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+G_DEFINE_QUARK(hconn - error - quark, hconn_error)
+
+struct hconn {
+    int fd;
+    char *peer;
+    wire_proto_t proto;
+    gboolean framed;
+    struct wire_limits limits;
+    struct wire_buf out;
+    int32_t seqid;
+    guint64 calls;
+};
+
+void
+hconn_rows_init(struct hconn_rows *r)
+{
+    r->rows = g_array_new(FALSE, FALSE, sizeof(struct hconn_row));
+    r->cells = g_array_new(FALSE, FALSE, sizeof(struct hconn_cell));
+    r->replies = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+}
+
+void
+hconn_rows_clear(struct hconn_rows *r)
+{
+    g_array_set_size(r->rows, 0);
+    g_array_set_size(r->cells, 0);
+    g_ptr_array_set_size(r->replies, 0);
+}
+
+void
+hconn_rows_free(struct hconn_rows *r)
+{
+    if (r->rows != NULL)
+        g_array_unref(r->rows);
+    if (r->cells != NULL)
+        g_array_unref(r->cells);
+    if (r->replies != NULL)
+        g_ptr_array_unref(r->replies);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- socket ---------------------------------------------------------- */
+
+static gboolean
+hconn_connect_one(const struct addrinfo *ai, unsigned timeout_ms, int *fdp,
+                  GError **error)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+                    ai->ai_protocol);
+    int flags, one = 1, soerr = 0;
+    socklen_t len = sizeof(soerr);
+    struct pollfd p;
+
+    if (fd < 0) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "socket: %s",
+                    g_strerror(errno));
+        return FALSE;
+    }
+    flags = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "connect: %s",
+                    g_strerror(errno));
+        close(fd);
+        return FALSE;
+    }
+    p.fd = fd;
+    p.events = POLLOUT;
+    if (poll(&p, 1, timeout_ms > 0 ? (int)timeout_ms : -1) != 1) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO,
+                    "connect: timed out after %u ms", timeout_ms);
+        close(fd);
+        return FALSE;
+    }
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+    if (soerr != 0) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "connect: %s",
+                    g_strerror(soerr));
+        close(fd);
+        return FALSE;
+    }
+    fcntl(fd, F_SETFL, flags);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    *fdp = fd;
+    return TRUE;
+}
+
+struct hconn *
+hconn_open(const struct config *cfg, size_t index, GError **error)
+{
+    const struct config_addr *a = &cfg->servers[index % cfg->n_servers];
+    struct addrinfo hints = { 0 }, *res = NULL;
+    char port[8];
+    int rc, fd = -1;
+    g_autofree char *peer = config_addr_to_string(a);
+    g_autoptr(GError) last = NULL;
+    struct hconn *c;
+
+    hints.ai_socktype = SOCK_STREAM;
+    g_snprintf(port, sizeof(port), "%u", a->port);
+    rc = getaddrinfo(a->host, port, &hints, &res);
+    if (rc != 0) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s", peer,
+                    gai_strerror(rc));
+        return NULL;
+    }
+    for (const struct addrinfo *ai = res; ai != NULL && fd < 0;
+         ai = ai->ai_next) {
+        g_clear_error(&last);
+        if (!hconn_connect_one(ai, cfg->connect_timeout_ms, &fd, &last))
+            fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s", peer,
+                    last != NULL ? last->message : "no address");
+        return NULL;
+    }
+    if (cfg->request_timeout_ms > 0) {
+        struct timeval tv = {
+            .tv_sec = cfg->request_timeout_ms / 1000,
+            .tv_usec = (cfg->request_timeout_ms % 1000) * 1000,
+        };
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    }
+    c = g_new0(struct hconn, 1);
+    c->fd = fd;
+    c->peer = g_steal_pointer(&peer);
+    c->proto = (wire_proto_t)cfg->protocol;
+    c->framed = cfg->transport == CONFIG_TRANSPORT_FRAMED;
+    c->limits = wire_default_limits;
+    c->limits.max_message = cfg->max_frame_size;
+    if (c->limits.max_string > cfg->max_frame_size)
+        c->limits.max_string = cfg->max_frame_size;
+    wire_buf_init(&c->out);
+    return c;
+}
+
+void
+hconn_free(struct hconn *c)
+{
+    if (c == NULL)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    wire_buf_free(&c->out);
+    g_free(c->peer);
+    g_free(c);
+}
+
+const char *
+hconn_peer(const struct hconn *c)
+{
+    return c->peer;
+}
+
+guint64
+hconn_calls(const struct hconn *c)
+{
+    return c->calls;
+}
+
+static gboolean
+hconn_fail_io(struct hconn *c, const char *what, int err, GError **error)
+{
+    if (err == EAGAIN || err == EWOULDBLOCK)
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s: timed out",
+                    c->peer, what);
+    else
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s: %s", c->peer,
+                    what, err ? g_strerror(err) : "closed");
+    /* A call cut halfway leaves the stream out of step: no more calls. */
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+    return FALSE;
+}
+
+static gboolean
+hconn_send(struct hconn *c, GError **error)
+{
+    size_t off = 0;
+
+    if (c->fd < 0) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO,
+                    "%s: connection lost earlier", c->peer);
+        return FALSE;
+    }
+    while (off < c->out.len) {
+        ssize_t n = send(c->fd, c->out.data + off, c->out.len - off,
+                         MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return hconn_fail_io(c, "send", n < 0 ? errno : 0, error);
+        off += (size_t)n;
+    }
+    c->calls++;
+    return TRUE;
+}
+
+/* Reads one whole reply; returns the message without any frame header. */
+static GBytes *
+hconn_receive(struct hconn *c, GError **error)
+{
+    GByteArray *in = g_byte_array_sized_new(4096);
+    struct wire_scan scan;
+    size_t need = 0, msg_len = 0, skip = 0;
+    const char *why = NULL;
+
+    wire_scan_init(&scan);
+    for (;;) {
+        if (c->framed && in->len >= 4 && need == 0) {
+            uint32_t flen = ((uint32_t)in->data[0] << 24) |
+                            ((uint32_t)in->data[1] << 16) |
+                            ((uint32_t)in->data[2] << 8) | in->data[3];
+            if (flen == 0 || flen > c->limits.max_message) {
+                g_byte_array_unref(in);
+                g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
+                            "%s: reply frame of %u bytes", c->peer, flen);
+                return NULL;
+            }
+            need = 4 + (size_t)flen;
+            skip = 4;
+        }
+        if (c->framed && need > 0 && in->len >= need) {
+            msg_len = need;
+            break;
+        }
+        if (!c->framed && in->len > 0) {
+            wire_status_t st = wire_scan_feed(&scan, c->proto, in->data,
+                                              in->len, &c->limits, &msg_len,
+                                              &why);
+            if (st == WIRE_OK)
+                break;
+            if (st == WIRE_ERROR) {
+                g_byte_array_unref(in);
+                g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
+                            "%s: bad reply: %s", c->peer, why);
+                return NULL;
+            }
+        }
+        {
+            size_t room = need > in->len ? need - in->len : 65536;
+            guint old = in->len;
+            ssize_t n;
+
+            if (room < 4096)
+                room = 4096;
+            g_byte_array_set_size(in, old + (guint)room);
+            n = recv(c->fd, in->data + old, room, 0);
+            if (n < 0 && errno == EINTR) {
+                g_byte_array_set_size(in, old);
+                continue;
+            }
+            if (n <= 0) {
+                g_byte_array_unref(in);
+                hconn_fail_io(c, "receive", n < 0 ? errno : 0, error);
+                return NULL;
+            }
+            g_byte_array_set_size(in, old + (guint)n);
+        }
+    }
+    if (in->len != msg_len) {
+        /* One call at a time: nothing may follow the reply. */
+        g_byte_array_unref(in);
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
+                    "%s: bytes after a reply", c->peer);
+        return NULL;
+    }
+    {
+        GBytes *all = g_byte_array_free_to_bytes(in);
+        GBytes *msg = g_bytes_new_from_bytes(all, skip, msg_len - skip);
+
+        g_bytes_unref(all);
+        return msg;
+    }
+}
+
+/* ---- calls ----------------------------------------------------------- */
+
+static size_t
+hconn_begin(struct hconn *c, struct wire_writer *w, const char *method)
+{
+    size_t frame = 0;
+
+    wire_buf_clear(&c->out);
+    if (c->framed)
+        frame = wire_frame_begin(&c->out);
+    wire_writer_init(w, c->proto, &c->out);
+    c->seqid++;
+    wire_write_msg_begin(w, (const uint8_t *)method, (uint32_t)strlen(method),
+                         WIRE_CALL, c->seqid);
+    wire_write_struct_begin(w);
+    return frame;
+}
+
+static void
+hconn_write_string(struct wire_writer *w, int16_t fid, const void *p,
+                   size_t len)
+{
+    wire_write_field(w, WIRE_T_STRING, fid);
+    wire_write_binary(w, p, (uint32_t)len);
+}
+
+/* Reads the success field (id 0) of a reply; the reader is at its value. */
+typedef gboolean (*hconn_success_fn)(struct wire_reader *r, uint8_t type,
+                                     GBytes *reply, void *data);
+
+static gboolean
+hconn_exception_text(struct wire_reader *r, char **text, int32_t *type)
+{
+    uint8_t ft;
+    int16_t fid;
+
+    *text = NULL;
+    *type = 0;
+    wire_read_struct_begin(r);
+    while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
+        if (fid == 1 && ft == WIRE_T_STRING) {
+            const uint8_t *p;
+            uint32_t len;
+
+            if (wire_read_binary(r, &p, &len) == WIRE_OK) {
+                g_free(*text);
+                *text = g_strndup((const char *)p, len);
+            }
+        } else if (fid == 2 && ft == WIRE_T_I32) {
+            *type = wire_read_i32(r);
+        } else {
+            wire_skip(r, ft);
+        }
+    }
+    wire_read_struct_end(r);
+    return r->status == WIRE_OK;
+}
+
+/* The first line of a server message (HBase sends whole stack traces). */
+static char *
+hconn_first_line(const char *text)
+{
+    const char *nl;
+
+    if (text == NULL)
+        return g_strdup("(no message)");
+    nl = strchr(text, '\n');
+    return nl != NULL ? g_strndup(text, (gsize)(nl - text)) : g_strdup(text);
+}
+
+static gboolean
+hconn_call(struct hconn *c, struct wire_writer *w, size_t frame,
+           const char *method, hconn_success_fn success, void *data,
+           GError **error)
+{
+    g_autoptr(GBytes) reply = NULL;
+    struct wire_reader r;
+    struct wire_msg m;
+    const uint8_t *p;
+    gsize len;
+    uint8_t ft;
+    int16_t fid;
+    gboolean got = FALSE;
+
+    wire_write_struct_end(w);
+    if (c->framed)
+        wire_frame_end(&c->out, frame);
+    if (!hconn_send(c, error))
+        return FALSE;
+    reply = hconn_receive(c, error);
+    if (reply == NULL)
+        return FALSE;
+    p = g_bytes_get_data(reply, &len);
+    wire_reader_init(&r, c->proto, p, len, TRUE, &c->limits);
+    if (wire_read_msg_begin(&r, &m) != WIRE_OK)
+        goto bad;
+    if (m.name_len != strlen(method) || memcmp(m.name, method, m.name_len)) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
+                    "%s: %s: reply names another method", c->peer, method);
+        return FALSE;
+    }
+    if (m.seqid != c->seqid) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
+                    "%s: %s: reply to another call (seqid %d, sent %d)",
+                    c->peer, method, m.seqid, c->seqid);
+        return FALSE;
+    }
+    if (m.type == WIRE_EXCEPTION) {
+        g_autofree char *text = NULL;
+        int32_t type;
+
+        if (!hconn_exception_text(&r, &text, &type))
+            goto bad;
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_APP,
+                    "%s: %s: TApplicationException %d: %s", c->peer, method,
+                    type, text != NULL ? text : "");
+        return FALSE;
+    }
+    if (m.type != WIRE_REPLY)
+        goto bad;
+    wire_read_struct_begin(&r);
+    while (wire_read_field(&r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
+        if (fid == 0 && success != NULL) {
+            if (!success(&r, ft, reply, data))
+                goto bad;
+            got = TRUE;
+        } else if (fid >= 1 && fid <= 3 && ft == WIRE_T_STRUCT) {
+            g_autofree char *text = NULL, *line = NULL;
+            int32_t type;
+            static const char *const names[] = { "", "IOError",
+                                                 "IllegalArgument",
+                                                 "AlreadyExists" };
+
+            if (!hconn_exception_text(&r, &text, &type))
+                goto bad;
+            line = hconn_first_line(text);
+            g_set_error(error, HCONN_ERROR, HCONN_ERROR_REMOTE,
+                        "%s: %s: %s: %s", c->peer, method, names[fid], line);
+            return FALSE;
+        } else {
+            wire_skip(&r, ft);
+        }
+    }
+    wire_read_struct_end(&r);
+    if (r.status != WIRE_OK)
+        goto bad;
+    if (success != NULL && !got) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
+                    "%s: %s: reply without a result", c->peer, method);
+        return FALSE;
+    }
+    return TRUE;
+bad:
+    g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
+                "%s: %s: malformed reply: %s", c->peer, method,
+                r.error != NULL ? r.error : "unexpected content");
+    return FALSE;
+}
+
+/* ---- getTableRegions ------------------------------------------------- */
+
+static gboolean
+hconn_regions_read(struct wire_reader *r, uint8_t type, GBytes *reply,
+                   void *data)
+{
+    GArray *regions = data;
+    uint8_t et, ft;
+    uint32_t n;
+    int16_t fid;
+
+    if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
+        (n > 0 && et != WIRE_T_STRUCT))
+        return FALSE;
+    for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
+        struct hconn_region reg = { NULL, NULL };
+
+        wire_read_struct_begin(r);
+        while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
+            const uint8_t *p;
+            uint32_t len;
+
+            if ((fid == 1 || fid == 2) && ft == WIRE_T_STRING &&
+                wire_read_binary(r, &p, &len) == WIRE_OK) {
+                GBytes **slot = fid == 1 ? &reg.start : &reg.end;
+
+                if (*slot != NULL)
+                    g_bytes_unref(*slot);
+                *slot = g_bytes_new(p, len);
+            } else {
+                wire_skip(r, ft);
+            }
+        }
+        wire_read_struct_end(r);
+        if (reg.start == NULL)
+            reg.start = g_bytes_new(NULL, 0);
+        if (reg.end == NULL)
+            reg.end = g_bytes_new(NULL, 0);
+        g_array_append_val(regions, reg);
+    }
+    wire_read_container_end(r);
+    return r->status == WIRE_OK;
+}
+
+static void
+hconn_region_clear(void *p)
+{
+    struct hconn_region *reg = p;
+
+    g_clear_pointer(&reg->start, g_bytes_unref);
+    g_clear_pointer(&reg->end, g_bytes_unref);
+}
+
+void
+hconn_regions_free(GArray *regions)
+{
+    if (regions != NULL)
+        g_array_unref(regions);
+}
+
+static gint
+hconn_region_cmp(gconstpointer a, gconstpointer b)
+{
+    const struct hconn_region *x = a, *y = b;
+
+    return g_bytes_compare(x->start, y->start);
+}
+
+GArray *
+hconn_get_table_regions(struct hconn *c, const char *table, GError **error)
+{
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, "getTableRegions");
+    GArray *regions = g_array_new(FALSE, FALSE, sizeof(struct hconn_region));
+
+    g_array_set_clear_func(regions, hconn_region_clear);
+    hconn_write_string(&w, 1, table, strlen(table));
+    if (!hconn_call(c, &w, frame, "getTableRegions", hconn_regions_read,
+                    regions, error)) {
+        g_array_unref(regions);
+        return NULL;
+    }
+    g_array_sort(regions, hconn_region_cmp);
+    return regions;
+}
+
+/* ---- getColumnDescriptors -------------------------------------------- */
+
+static gboolean
+hconn_families_read(struct wire_reader *r, uint8_t type, GBytes *reply,
+                    void *data)
+{
+    gboolean *exists = data;
+    uint8_t kt, vt;
+    uint32_t n;
+
+    if (type != WIRE_T_MAP || wire_read_map_begin(r, &kt, &vt, &n) != WIRE_OK)
+        return FALSE;
+    for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
+        wire_skip(r, kt);
+        wire_skip(r, vt);
+    }
+    wire_read_container_end(r);
+    *exists = n > 0;
+    return r->status == WIRE_OK;
+}
+
+gboolean
+hconn_table_exists(struct hconn *c, const char *table, gboolean *exists,
+                   GError **error)
+{
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, "getColumnDescriptors");
+    g_autoptr(GError) err = NULL;
+
+    *exists = FALSE;
+    hconn_write_string(&w, 1, table, strlen(table));
+    if (hconn_call(c, &w, frame, "getColumnDescriptors", hconn_families_read,
+                   exists, &err))
+        return TRUE;
+    /* A missing table is an IOError (TableNotFoundException). */
+    if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE))
+        return TRUE;
+    g_propagate_error(error, g_steal_pointer(&err));
+    return FALSE;
+}
+
+/* ---- scanners -------------------------------------------------------- */
+
+static gboolean
+hconn_i32_read(struct wire_reader *r, uint8_t type, GBytes *reply, void *data)
+{
+    if (type != WIRE_T_I32)
+        return FALSE;
+    *(int32_t *)data = wire_read_i32(r);
+    return r->status == WIRE_OK;
+}
+
+gboolean
+hconn_scanner_open(struct hconn *c, const char *table, const uint8_t *start,
+                   size_t start_len, const uint8_t *stop, size_t stop_len,
+                   int32_t caching, int32_t *id, GError **error)
+{
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, "scannerOpenWithScan");
+
+    hconn_write_string(&w, 1, table, strlen(table));
+    wire_write_field(&w, WIRE_T_STRUCT, 2);
+    wire_write_struct_begin(&w);
+    if (start_len > 0)
+        hconn_write_string(&w, 1, start, start_len);
+    if (stop_len > 0)
+        hconn_write_string(&w, 2, stop, stop_len);
+    wire_write_field(&w, WIRE_T_I32, 5);
+    wire_write_i32(&w, caching);
+    wire_write_field(&w, WIRE_T_BOOL, 8);
+    wire_write_bool(&w, TRUE);
+    wire_write_struct_end(&w);
+    wire_write_field(&w, WIRE_T_MAP, 3);
+    wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
+    wire_write_container_end(&w);
+    return hconn_call(c, &w, frame, "scannerOpenWithScan", hconn_i32_read, id,
+                      error);
+}
+
+/* One TCell {1: value, 2: timestamp}, the column given. */
+static gboolean
+hconn_cell_read(struct wire_reader *r, struct hconn_cell *cell)
+{
+    uint8_t ft;
+    int16_t fid;
+
+    cell->val = NULL;
+    cell->val_len = 0;
+    cell->ts = 0;
+    wire_read_struct_begin(r);
+    while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
+        if (fid == 1 && ft == WIRE_T_STRING)
+            wire_read_binary(r, &cell->val, &cell->val_len);
+        else if (fid == 2 && ft == WIRE_T_I64)
+            cell->ts = wire_read_i64(r);
+        else
+            wire_skip(r, ft);
+    }
+    wire_read_struct_end(r);
+    if (cell->val == NULL)
+        cell->val = (const uint8_t *)"";
+    return r->status == WIRE_OK;
+}
+
+/* list<TRowResult>: rows with their columns (map) or sortedColumns. */
+static gboolean
+hconn_rowresults_read(struct wire_reader *r, uint8_t type, GBytes *reply,
+                      void *data)
+{
+    struct hconn_rows *out = data;
+    uint8_t et, ft;
+    uint32_t n;
+    int16_t fid;
+
+    if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
+        (n > 0 && et != WIRE_T_STRUCT))
+        return FALSE;
+    g_ptr_array_add(out->replies, g_bytes_ref(reply));
+    for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
+        struct hconn_row row = { (const uint8_t *)"", 0, out->cells->len, 0 };
+
+        wire_read_struct_begin(r);
+        while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
+            uint8_t kt, vt;
+            uint32_t m;
+
+            if (fid == 1 && ft == WIRE_T_STRING) {
+                wire_read_binary(r, &row.key, &row.key_len);
+            } else if (fid == 2 && ft == WIRE_T_MAP) {
+                if (wire_read_map_begin(r, &kt, &vt, &m) != WIRE_OK)
+                    break;
+                if (m > 0 && (kt != WIRE_T_STRING || vt != WIRE_T_STRUCT))
+                    return FALSE;
+                for (uint32_t j = 0; j < m && r->status == WIRE_OK; j++) {
+                    struct hconn_cell cell;
+
+                    wire_read_binary(r, &cell.col, &cell.col_len);
+                    if (hconn_cell_read(r, &cell))
+                        g_array_append_val(out->cells, cell);
+                }
+                wire_read_container_end(r);
+            } else if (fid == 3 && ft == WIRE_T_LIST) {
+                if (wire_read_list_begin(r, &et, &m) != WIRE_OK)
+                    break;
+                if (m > 0 && et != WIRE_T_STRUCT)
+                    return FALSE;
+                for (uint32_t j = 0; j < m && r->status == WIRE_OK; j++) {
+                    /* TColumn {1: columnName, 2: TCell} */
+                    struct hconn_cell cell = { (const uint8_t *)"", 0,
+                                               (const uint8_t *)"", 0, 0 };
+                    uint8_t ct;
+                    int16_t cf;
+
+                    wire_read_struct_begin(r);
+                    while (wire_read_field(r, &ct, &cf) == WIRE_OK &&
+                           ct != WIRE_T_STOP) {
+                        if (cf == 1 && ct == WIRE_T_STRING)
+                            wire_read_binary(r, &cell.col, &cell.col_len);
+                        else if (cf == 2 && ct == WIRE_T_STRUCT)
+                            hconn_cell_read(r, &cell);
+                        else
+                            wire_skip(r, ct);
+                    }
+                    wire_read_struct_end(r);
+                    g_array_append_val(out->cells, cell);
+                }
+                wire_read_container_end(r);
+            } else {
+                wire_skip(r, ft);
+            }
+        }
+        wire_read_struct_end(r);
+        row.n = out->cells->len - row.first;
+        g_array_append_val(out->rows, row);
+    }
+    wire_read_container_end(r);
+    return r->status == WIRE_OK;
+}
+
+gboolean
+hconn_scanner_get_list(struct hconn *c, int32_t id, int32_t nrows,
+                       struct hconn_rows *out, GError **error)
+{
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, "scannerGetList");
+
+    wire_write_field(&w, WIRE_T_I32, 1);
+    wire_write_i32(&w, id);
+    wire_write_field(&w, WIRE_T_I32, 2);
+    wire_write_i32(&w, nrows);
+    return hconn_call(c, &w, frame, "scannerGetList", hconn_rowresults_read,
+                      out, error);
+}
+
+gboolean
+hconn_scanner_close(struct hconn *c, int32_t id, GError **error)
+{
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, "scannerClose");
+
+    wire_write_field(&w, WIRE_T_I32, 1);
+    wire_write_i32(&w, id);
+    return hconn_call(c, &w, frame, "scannerClose", NULL, NULL, error);
+}
+
+/* ---- reads ----------------------------------------------------------- */
+
+gboolean
+hconn_get_rows(struct hconn *c, const char *table, const GPtrArray *keys,
+               struct hconn_rows *out, GError **error)
+{
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, "getRows");
+
+    hconn_write_string(&w, 1, table, strlen(table));
+    wire_write_field(&w, WIRE_T_LIST, 2);
+    wire_write_list_begin(&w, WIRE_T_STRING, keys->len);
+    for (guint i = 0; i < keys->len; i++) {
+        gsize len;
+        const void *p = g_bytes_get_data(keys->pdata[i], &len);
+
+        wire_write_binary(&w, p, (uint32_t)len);
+    }
+    wire_write_container_end(&w);
+    wire_write_field(&w, WIRE_T_MAP, 3);
+    wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
+    wire_write_container_end(&w);
+    return hconn_call(c, &w, frame, "getRows", hconn_rowresults_read, out,
+                      error);
+}
+
+struct hconn_ver_read {
+    struct hconn_rows *out;
+    const uint8_t *col;
+    uint32_t col_len;
+};
+
+static gboolean
+hconn_cells_read(struct wire_reader *r, uint8_t type, GBytes *reply,
+                 void *data)
+{
+    struct hconn_ver_read *v = data;
+    uint8_t et;
+    uint32_t n;
+
+    if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
+        (n > 0 && et != WIRE_T_STRUCT))
+        return FALSE;
+    g_ptr_array_add(v->out->replies, g_bytes_ref(reply));
+    for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
+        struct hconn_cell cell;
+
+        cell.col = v->col;
+        cell.col_len = v->col_len;
+        if (hconn_cell_read(r, &cell))
+            g_array_append_val(v->out->cells, cell);
+    }
+    wire_read_container_end(r);
+    return r->status == WIRE_OK;
+}
+
+gboolean
+hconn_get_ver(struct hconn *c, const char *table, const uint8_t *row,
+              size_t row_len, const uint8_t *col, size_t col_len,
+              int32_t versions, struct hconn_rows *out, GError **error)
+{
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, "getVer");
+    struct hconn_ver_read v = { out, col, (uint32_t)col_len };
+
+    hconn_write_string(&w, 1, table, strlen(table));
+    hconn_write_string(&w, 2, row, row_len);
+    hconn_write_string(&w, 3, col, col_len);
+    wire_write_field(&w, WIRE_T_I32, 4);
+    wire_write_i32(&w, versions);
+    wire_write_field(&w, WIRE_T_MAP, 5);
+    wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
+    wire_write_container_end(&w);
+    return hconn_call(c, &w, frame, "getVer", hconn_cells_read, &v, error);
+}
+
+/* ---- writes ---------------------------------------------------------- */
+
+/* mutateRows (ts < 0: the server's clock) or mutateRowsTs. */
+static gboolean
+hconn_mutate(struct hconn *c, const char *table, const struct hconn_row *rows,
+             guint nrows, const struct hconn_cell *cells, gboolean with_ts,
+             int64_t ts, GError **error)
+{
+    const char *method = with_ts ? "mutateRowsTs" : "mutateRows";
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, method);
+
+    hconn_write_string(&w, 1, table, strlen(table));
+    wire_write_field(&w, WIRE_T_LIST, 2);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, nrows);
+    for (guint i = 0; i < nrows; i++) {
+        const struct hconn_row *row = &rows[i];
+
+        /* BatchMutation {1: row, 2: list<Mutation>} */
+        wire_write_struct_begin(&w);
+        hconn_write_string(&w, 1, row->key, row->key_len);
+        wire_write_field(&w, WIRE_T_LIST, 2);
+        wire_write_list_begin(&w, WIRE_T_STRUCT, row->n);
+        for (guint j = 0; j < row->n; j++) {
+            const struct hconn_cell *cell = &cells[row->first + j];
+
+            /* Mutation {1: isDelete, 2: column, 3: value, 4: writeToWAL} */
+            wire_write_struct_begin(&w);
+            wire_write_field(&w, WIRE_T_BOOL, 1);
+            wire_write_bool(&w, FALSE);
+            hconn_write_string(&w, 2, cell->col, cell->col_len);
+            hconn_write_string(&w, 3, cell->val, cell->val_len);
+            wire_write_field(&w, WIRE_T_BOOL, 4);
+            wire_write_bool(&w, TRUE);
+            wire_write_struct_end(&w);
+        }
+        wire_write_container_end(&w);
+        wire_write_struct_end(&w);
+    }
+    wire_write_container_end(&w);
+    if (with_ts) {
+        wire_write_field(&w, WIRE_T_I64, 3);
+        wire_write_i64(&w, ts);
+    }
+    wire_write_field(&w, WIRE_T_MAP, with_ts ? 4 : 3);
+    wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
+    wire_write_container_end(&w);
+    return hconn_call(c, &w, frame, method, NULL, NULL, error);
+}
+
+gboolean
+hconn_mutate_rows_ts(struct hconn *c, const char *table,
+                     const struct hconn_row *rows, guint nrows,
+                     const struct hconn_cell *cells, int64_t ts,
+                     GError **error)
+{
+    return hconn_mutate(c, table, rows, nrows, cells, TRUE, ts, error);
+}
+
+gboolean
+hconn_mutate_rows(struct hconn *c, const char *table,
+                  const struct hconn_row *rows, guint nrows,
+                  const struct hconn_cell *cells, GError **error)
+{
+    return hconn_mutate(c, table, rows, nrows, cells, FALSE, 0, error);
+}

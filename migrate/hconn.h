@@ -1,0 +1,113 @@
+/* hconn.h: one blocking Thrift1 connection to an HBase Thrift server, and
+ * the few calls a batch copy needs, written and read with wire.c. */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "wire.h"
+
+#define HCONN_ERROR hconn_error_quark()
+GQuark hconn_error_quark(void);
+
+typedef enum {
+    HCONN_ERROR_IO,       /* connect, send, receive, timeout: retry helps */
+    HCONN_ERROR_PROTOCOL, /* a reply that is not what the call returns */
+    HCONN_ERROR_REMOTE,   /* the server's IOError / IllegalArgument */
+    HCONN_ERROR_APP,      /* a TApplicationException */
+} hconn_error_t;
+
+/* One cell as read: pointers into a reply kept by the hconn_rows that
+ * holds it (or, for hconn_put cells, into the caller's memory). */
+struct hconn_cell {
+    const uint8_t *col; /* "family:qualifier" */
+    uint32_t col_len;
+    const uint8_t *val;
+    uint32_t val_len;
+    int64_t ts;
+};
+
+/* One row: its key and cells[first .. first + n) of the rows it is in. */
+struct hconn_row {
+    const uint8_t *key;
+    uint32_t key_len;
+    guint first;
+    guint n;
+};
+
+/* Rows read by one or more calls; owns the replies they point into. */
+struct hconn_rows {
+    GArray *rows;       /* struct hconn_row */
+    GArray *cells;      /* struct hconn_cell */
+    GPtrArray *replies; /* GBytes: what the pointers above point into */
+};
+
+void hconn_rows_init(struct hconn_rows *r);
+void hconn_rows_clear(struct hconn_rows *r); /* keeps the arrays */
+void hconn_rows_free(struct hconn_rows *r);
+
+/* A region: [start, end) of the table's physical keys, empty = open. */
+struct hconn_region {
+    GBytes *start;
+    GBytes *end;
+};
+
+struct hconn;
+
+/* Connects to the configured backend server cfg->servers[index %
+ * n_servers] with its protocol, transport and timeouts. */
+struct hconn *hconn_open(const struct config *cfg, size_t index,
+                         GError **error) G_GNUC_WARN_UNUSED_RESULT;
+void hconn_free(struct hconn *c);
+const char *hconn_peer(const struct hconn *c);
+
+/* getTableRegions: regions in key order (struct hconn_region, freed with
+ * the array). */
+GArray *hconn_get_table_regions(struct hconn *c, const char *table,
+                                GError **error);
+void hconn_regions_free(GArray *regions);
+
+/* getColumnDescriptors: whether the table exists (it has families). */
+gboolean hconn_table_exists(struct hconn *c, const char *table,
+                            gboolean *exists, GError **error);
+
+/* scannerOpenWithScan over [start, stop) with sortColumns (every cell of
+ * a row as a list) and the given caching. */
+gboolean hconn_scanner_open(struct hconn *c, const char *table,
+                            const uint8_t *start, size_t start_len,
+                            const uint8_t *stop, size_t stop_len,
+                            int32_t caching, int32_t *id, GError **error);
+/* scannerGetList: appends the rows to out; none at the end of the scan. */
+gboolean hconn_scanner_get_list(struct hconn *c, int32_t id, int32_t nrows,
+                                struct hconn_rows *out, GError **error);
+gboolean hconn_scanner_close(struct hconn *c, int32_t id, GError **error);
+
+/* getRows: appends the rows that exist to out (missing rows are left
+ * out, the others keep the order asked). */
+gboolean hconn_get_rows(struct hconn *c, const char *table,
+                        const GPtrArray *keys /* GBytes */,
+                        struct hconn_rows *out, GError **error);
+
+/* getVer: every version of one column of one row, newest first, appended
+ * to out->cells (no row added). */
+gboolean hconn_get_ver(struct hconn *c, const char *table, const uint8_t *row,
+                       size_t row_len, const uint8_t *col, size_t col_len,
+                       int32_t versions, struct hconn_rows *out,
+                       GError **error);
+
+/* mutateRowsTs: puts every cell of rows (their ts fields are ignored) at
+ * timestamp ts, one BatchMutation per row. */
+gboolean hconn_mutate_rows_ts(struct hconn *c, const char *table,
+                              const struct hconn_row *rows, guint nrows,
+                              const struct hconn_cell *cells, int64_t ts,
+                              GError **error);
+
+/* mutateRows: the same, at the server's clock (benchmark baseline). */
+gboolean hconn_mutate_rows(struct hconn *c, const char *table,
+                           const struct hconn_row *rows, guint nrows,
+                           const struct hconn_cell *cells, GError **error);
+
+/* Calls sent since the connection opened (tests, statistics). */
+guint64 hconn_calls(const struct hconn *c);

@@ -1,0 +1,1086 @@
+/* job.c: the workers of a migration: copy or verify one unit at a time. */
+#include "job.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hconn.h"
+
+#define JOB_ERROR job_error_quark()
+static GQuark job_error_quark(void);
+G_DEFINE_QUARK(job - error - quark, job_error)
+
+typedef enum {
+    JOB_ERROR_DATA,        /* a row the mappings cannot carry: no retry */
+    JOB_ERROR_INTERRUPTED, /* stopped by a signal between batches */
+    JOB_ERROR_CHECKPOINT,  /* the checkpoint could not be written */
+} job_error_t;
+
+/* Every version getVer can return. */
+#define JOB_ALL_VERSIONS G_MAXINT32
+
+struct job {
+    const struct config *cfg;
+    struct job_opts opts;
+    const struct salt_table *src; /* NULL: unsalted */
+    const struct salt_table *dst;
+
+    GMutex lock; /* the fields below */
+    struct ckpt *ck;
+    GPtrArray *todo; /* struct ckpt_entry *, not owned */
+    guint next;
+    struct progress *prog;
+    FILE *results;
+    FILE *diffs;
+    guint diffs_printed;
+    struct job_result res;
+
+    GMutex rate_lock;
+    gint64 rate_next_us;
+
+    gint stop;       /* atomic */
+    guint64 kill_after; /* test hook: SIGKILL after this many writes; 0 off */
+    guint64 writes;     /* atomic: mutateRowsTs calls acknowledged */
+};
+
+struct job_key {
+    guint off;
+    guint len;
+};
+
+/* A write ordered by timestamp: one cell of one row. */
+struct job_ref {
+    int64_t ts;
+    guint row;
+    guint cell;
+};
+
+struct job_worker {
+    struct job *j;
+    guint slot;
+    struct hconn *c;
+    struct hconn_rows batch; /* a scanner fetch */
+    struct hconn_rows vers;  /* every version of batch's rows */
+    struct hconn_rows other; /* the other table's rows (verify) */
+    struct hconn_rows cmp;   /* versions of one column (verify) */
+    GByteArray *arena;       /* mapped keys */
+    GArray *keys;            /* struct job_key per row */
+    GArray *refs;            /* struct job_ref */
+    GArray *out_rows;        /* struct hconn_row of one call */
+    GArray *out_cells;       /* struct hconn_cell of one call */
+    GPtrArray *lookup;       /* GBytes: keys asked of the other table */
+};
+
+struct job *
+job_new(const struct config *cfg, const struct job_opts *opts)
+{
+    struct job *j = g_new0(struct job, 1);
+    const struct config_table *t;
+    const char *kill = g_getenv("HSM_TEST_KILL_AFTER_WRITES");
+
+    j->cfg = cfg;
+    j->opts = *opts;
+    t = config_find_table(cfg, opts->from, strlen(opts->from));
+    j->src = t != NULL ? &t->salt : NULL;
+    t = config_find_table(cfg, opts->to, strlen(opts->to));
+    j->dst = t != NULL ? &t->salt : NULL;
+    g_mutex_init(&j->lock);
+    g_mutex_init(&j->rate_lock);
+    if (kill != NULL)
+        j->kill_after = g_ascii_strtoull(kill, NULL, 10);
+    return j;
+}
+
+void
+job_free(struct job *j)
+{
+    if (j == NULL)
+        return;
+    g_mutex_clear(&j->lock);
+    g_mutex_clear(&j->rate_lock);
+    g_free(j);
+}
+
+const struct salt_table *
+job_source_salt(const struct job *j)
+{
+    return j->src;
+}
+
+const struct salt_table *
+job_dest_salt(const struct job *j)
+{
+    return j->dst;
+}
+
+static char *
+job_describe_table(const char *name, const struct salt_table *t)
+{
+    g_autofree char *d = t != NULL ? salt_table_describe(t) : NULL;
+
+    return g_strdup_printf("%s (%s)", name, d != NULL ? d : "unsalted");
+}
+
+char *
+job_describe(const struct job *j)
+{
+    g_autofree char *from = job_describe_table(j->opts.from, j->src);
+    g_autofree char *to = job_describe_table(j->opts.to, j->dst);
+
+    return g_strdup_printf("from %s to %s versions=%s", from, to,
+                           j->opts.all_versions ? "all" : "newest");
+}
+
+void
+job_interrupt(struct job *j)
+{
+    g_atomic_int_set(&j->stop, 1);
+}
+
+/* ---- keys ------------------------------------------------------------ */
+
+/*
+ * The key a physical row of one table has in the other: its salt (if
+ * any) checked and stripped, the other mapping's salt (if any) added.
+ * FALSE with a JOB_ERROR_DATA error for a row the source mapping did not
+ * write (wrong or no salt, or a bucket its hash does not give) or one too
+ * long for the destination.
+ */
+static gboolean
+job_map_key(const struct salt_table *from, const struct salt_table *to,
+            const uint8_t *key, size_t len, GByteArray *arena,
+            struct job_key *out, GError **error)
+{
+    const uint8_t *logical = key;
+    size_t llen = len;
+    uint32_t bucket;
+
+    if (from != NULL) {
+        if (!salt_strip(from, key, len, &logical, &llen, &bucket) ||
+            salt_bucket(from, logical, llen) != bucket) {
+            g_autofree char *k = salt_escape(key, len);
+
+            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
+                        "row '%s' carries no salt of its table's mapping "
+                        "(written around the proxy?)",
+                        k);
+            return FALSE;
+        }
+    }
+    out->off = arena->len;
+    if (to == NULL) {
+        g_byte_array_append(arena, logical, (guint)llen);
+        out->len = (guint)llen;
+    } else {
+        size_t cap = salt_prefix_len(to) + llen;
+
+        if (!salt_key_valid(to, logical, llen)) {
+            g_autofree char *k = salt_escape(logical, llen);
+
+            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
+                        "row '%s' cannot be stored under the destination's "
+                        "mapping (%s takes only UTF-8 keys)",
+                        k, salt_mapping_name(to->mapping));
+            return FALSE;
+        }
+        if (llen > salt_max_row(to)) {
+            g_autofree char *k = salt_escape(logical, llen);
+
+            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
+                        "row '%s' is too long for the destination's "
+                        "mapping (%zu bytes, at most %zu)",
+                        k, llen, salt_max_row(to));
+            return FALSE;
+        }
+        g_byte_array_set_size(arena, arena->len + (guint)cap);
+        out->len = (guint)salt_key(to, logical, llen, arena->data + out->off,
+                                   cap);
+        /* an adopted mapping's salts may be shorter than the longest */
+        g_byte_array_set_size(arena, out->off + out->len);
+    }
+    return TRUE;
+}
+
+static void job_diff(struct job *j, guint64 *diffs, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+
+/* A row job_map_rows could not map (verify only). */
+#define JOB_KEY_NONE G_MAXUINT
+
+/*
+ * Maps every row of rows into w->keys / w->arena.  With diffs (a verify),
+ * a row the mappings cannot carry is a difference, its key
+ * JOB_KEY_NONE; without (a copy), it stops the unit.
+ */
+static gboolean
+job_map_rows(struct job_worker *w, const struct salt_table *from,
+             const struct salt_table *to, const struct hconn_rows *rows,
+             guint64 *diffs, GError **error)
+{
+    g_byte_array_set_size(w->arena, 0);
+    g_array_set_size(w->keys, 0);
+    for (guint i = 0; i < rows->rows->len; i++) {
+        const struct hconn_row *r = &g_array_index(rows->rows,
+                                                   struct hconn_row, i);
+        struct job_key k;
+        g_autoptr(GError) err = NULL;
+
+        if (!job_map_key(from, to, r->key, r->key_len, w->arena, &k, &err)) {
+            if (diffs == NULL) {
+                g_propagate_error(error, g_steal_pointer(&err));
+                return FALSE;
+            }
+            job_diff(w->j, diffs, "%s table: %s",
+                     from == w->j->src ? "source" : "destination",
+                     err->message);
+            k.off = 0;
+            k.len = JOB_KEY_NONE;
+        }
+        g_array_append_val(w->keys, k);
+    }
+    return TRUE;
+}
+
+static const uint8_t *
+job_key_data(const struct job_worker *w, guint i, guint *len)
+{
+    const struct job_key *k = &g_array_index(w->keys, struct job_key, i);
+
+    *len = k->len;
+    return w->arena->data + k->off;
+}
+
+/* The mapped keys as GBytes for a getRows of the other table, the rows
+ * that could not be mapped left out. */
+static void
+job_lookup_keys(struct job_worker *w)
+{
+    g_ptr_array_set_size(w->lookup, 0);
+    for (guint i = 0; i < w->keys->len; i++) {
+        guint klen;
+        const uint8_t *k = job_key_data(w, i, &klen);
+
+        if (klen != JOB_KEY_NONE)
+            g_ptr_array_add(w->lookup, g_bytes_new(k, klen));
+    }
+}
+
+/* ---- reading --------------------------------------------------------- */
+
+/* Every version of every column of the rows of w->batch, into w->vers:
+ * one getVer per column (a Thrift1 scan returns the newest only). */
+static gboolean
+job_fetch_versions(struct job_worker *w, const char *table, GError **error)
+{
+    const struct hconn_rows *b = &w->batch;
+
+    hconn_rows_clear(&w->vers);
+    for (guint i = 0; i < b->rows->len; i++) {
+        const struct hconn_row *r = &g_array_index(b->rows, struct hconn_row,
+                                                   i);
+        struct hconn_row out = { r->key, r->key_len, w->vers.cells->len, 0 };
+
+        for (guint k = 0; k < r->n; k++) {
+            const struct hconn_cell *cell = &g_array_index(b->cells,
+                                                           struct hconn_cell,
+                                                           r->first + k);
+
+            if (!hconn_get_ver(w->c, table, r->key, r->key_len, cell->col,
+                               cell->col_len, JOB_ALL_VERSIONS, &w->vers,
+                               error))
+                return FALSE;
+        }
+        out.n = w->vers.cells->len - out.first;
+        g_array_append_val(w->vers.rows, out);
+    }
+    return TRUE;
+}
+
+/* ---- writing --------------------------------------------------------- */
+
+static void
+job_rate_wait(struct job *j, guint rows)
+{
+    gint64 now, at;
+
+    if (j->opts.max_rows_per_second <= 0)
+        return;
+    g_mutex_lock(&j->rate_lock);
+    now = g_get_monotonic_time();
+    if (j->rate_next_us < now)
+        j->rate_next_us = now;
+    at = j->rate_next_us;
+    j->rate_next_us += (gint64)(rows * 1e6 / j->opts.max_rows_per_second);
+    g_mutex_unlock(&j->rate_lock);
+    if (at > now)
+        g_usleep((gulong)(at - now));
+}
+
+static gint
+job_ref_cmp(gconstpointer a, gconstpointer b)
+{
+    const struct job_ref *x = a, *y = b;
+
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
+    return x->cell < y->cell ? -1 : x->cell > y->cell;
+}
+
+static gboolean
+job_flush(struct job_worker *w, int64_t ts, GError **error)
+{
+    struct job *j = w->j;
+
+    if (w->out_rows->len == 0)
+        return TRUE;
+    if (!hconn_mutate_rows_ts(w->c, j->opts.to,
+                              (const struct hconn_row *)w->out_rows->data,
+                              w->out_rows->len,
+                              (const struct hconn_cell *)w->out_cells->data,
+                              ts, error))
+        return FALSE;
+    g_array_set_size(w->out_rows, 0);
+    g_array_set_size(w->out_cells, 0);
+    if (__atomic_add_fetch(&j->writes, 1, __ATOMIC_RELAXED) == j->kill_after &&
+        j->kill_after)
+        raise(SIGKILL); /* test hook: die between two acknowledged writes */
+    return TRUE;
+}
+
+/*
+ * Writes every cell of rows to the destination at its own timestamp:
+ * Thrift1's Mutation has none, so cells are grouped by timestamp and
+ * each group is one mutateRowsTs call (or more, past batch_bytes).
+ */
+static gboolean
+job_write(struct job_worker *w, const struct hconn_rows *rows, guint64 *bytes,
+          GError **error)
+{
+    struct job *j = w->j;
+    guint last_row = G_MAXUINT;
+    gsize size = 0;
+    int64_t ts = 0;
+
+    g_array_set_size(w->refs, 0);
+    for (guint i = 0; i < rows->rows->len; i++) {
+        const struct hconn_row *r = &g_array_index(rows->rows,
+                                                   struct hconn_row, i);
+
+        for (guint k = 0; k < r->n; k++) {
+            struct job_ref ref = {
+                g_array_index(rows->cells, struct hconn_cell, r->first + k).ts,
+                i, r->first + k
+            };
+
+            g_array_append_val(w->refs, ref);
+        }
+    }
+    g_array_sort(w->refs, job_ref_cmp);
+    g_array_set_size(w->out_rows, 0);
+    g_array_set_size(w->out_cells, 0);
+    for (guint i = 0; i < w->refs->len; i++) {
+        const struct job_ref *ref = &g_array_index(w->refs, struct job_ref, i);
+        const struct hconn_cell *cell = &g_array_index(rows->cells,
+                                                       struct hconn_cell,
+                                                       ref->cell);
+        guint klen;
+        const uint8_t *key = job_key_data(w, ref->row, &klen);
+
+        if (w->out_rows->len > 0 &&
+            (ref->ts != ts ||
+             (ref->row != last_row && size >= j->opts.batch_bytes))) {
+            if (!job_flush(w, ts, error))
+                return FALSE;
+            size = 0;
+        }
+        ts = ref->ts;
+        if (w->out_rows->len == 0 || ref->row != last_row) {
+            struct hconn_row out = { key, klen, w->out_cells->len, 0 };
+
+            g_array_append_val(w->out_rows, out);
+            last_row = ref->row;
+            size += klen;
+        }
+        g_array_append_val(w->out_cells, *cell);
+        g_array_index(w->out_rows, struct hconn_row, w->out_rows->len - 1).n++;
+        size += cell->col_len + cell->val_len;
+        *bytes += klen + cell->col_len + cell->val_len;
+    }
+    return job_flush(w, ts, error);
+}
+
+/* ---- one unit -------------------------------------------------------- */
+
+static char *
+job_unit_label(const struct unit *u)
+{
+    g_autofree char *text = unit_format(u);
+
+    return g_strdup(text + (u->side == UNIT_SOURCE ? 7 : 5));
+}
+
+static gboolean
+job_interrupted(struct job *j, GError **error)
+{
+    if (!g_atomic_int_get(&j->stop))
+        return FALSE;
+    g_set_error(error, JOB_ERROR, JOB_ERROR_INTERRUPTED,
+                "interrupted: stopped after the last acknowledged batch");
+    return TRUE;
+}
+
+static GBytes *
+job_after_key(const struct ckpt_entry *e)
+{
+    gsize len;
+    const uint8_t *p;
+    uint8_t *k;
+
+    if (e->after == NULL)
+        return g_bytes_ref(e->unit.start);
+    /* the first key after 'after': after || 0x00 */
+    p = g_bytes_get_data(e->after, &len);
+    k = g_malloc(len + 1);
+    memcpy(k, p, len);
+    k[len] = 0;
+    return g_bytes_new_take(k, len + 1);
+}
+
+static gboolean
+job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
+{
+    struct job *j = w->j;
+    g_autoptr(GBytes) start = job_after_key(e);
+    gsize slen, elen;
+    const uint8_t *sp = g_bytes_get_data(start, &slen);
+    const uint8_t *ep = g_bytes_get_data(e->unit.end, &elen);
+    int32_t id;
+    gboolean ok = TRUE;
+
+    if (!hconn_scanner_open(w->c, j->opts.from, sp, slen, ep, elen,
+                            (int32_t)j->opts.batch_rows, &id, error))
+        return FALSE;
+    for (;;) {
+        const struct hconn_rows *rows = &w->batch;
+        const struct hconn_row *last;
+        guint64 bytes = 0, cells;
+        guint n;
+
+        if (job_interrupted(j, error)) {
+            ok = FALSE;
+            break;
+        }
+        hconn_rows_clear(&w->batch);
+        if (!hconn_scanner_get_list(w->c, id, (int32_t)j->opts.batch_rows,
+                                    &w->batch, error))
+            return FALSE; /* the scanner is lost with the call */
+        n = w->batch.rows->len;
+        if (n == 0)
+            break;
+        if (j->opts.all_versions) {
+            if (!job_fetch_versions(w, j->opts.from, error))
+                return FALSE;
+            rows = &w->vers;
+        }
+        if (!job_map_rows(w, j->src, j->dst, rows, NULL, error)) {
+            ok = FALSE;
+            break;
+        }
+        cells = rows->cells->len;
+        if (j->opts.dry_run) {
+            for (guint i = 0; i < rows->cells->len; i++) {
+                const struct hconn_cell *c = &g_array_index(rows->cells,
+                                                            struct hconn_cell,
+                                                            i);
+
+                bytes += c->col_len + c->val_len;
+            }
+            bytes += w->arena->len;
+        } else {
+            job_rate_wait(j, n);
+            if (!job_write(w, rows, &bytes, error))
+                return FALSE;
+        }
+        /* Every call of the batch is acknowledged: its last row is the
+         * new resume point. */
+        last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
+        g_mutex_lock(&j->lock);
+        if (e->after != NULL)
+            g_bytes_unref(e->after);
+        e->after = g_bytes_new(last->key, last->key_len);
+        e->rows += n;
+        e->cells += cells;
+        e->bytes += bytes;
+        ok = ckpt_save(j->ck, error);
+        g_mutex_unlock(&j->lock);
+        if (!ok) {
+            g_prefix_error(error, "checkpoint: ");
+            break;
+        }
+        progress_slot_add(j->prog, w->slot, n, bytes,
+                          unit_fraction(&e->unit, last->key, last->key_len));
+    }
+    {
+        g_autoptr(GError) close_err = NULL;
+
+        if (!hconn_scanner_close(w->c, id, &close_err) && ok) {
+            g_propagate_error(error, g_steal_pointer(&close_err));
+            return FALSE;
+        }
+    }
+    if (!ok)
+        return FALSE;
+    g_mutex_lock(&j->lock);
+    e->done = TRUE;
+    ok = ckpt_save(j->ck, error);
+    g_mutex_unlock(&j->lock);
+    return ok;
+}
+
+/* ---- verify ---------------------------------------------------------- */
+
+static void
+job_diff(struct job *j, guint64 *diffs, const char *fmt, ...)
+{
+    va_list ap;
+
+    (*diffs)++;
+    g_mutex_lock(&j->lock);
+    if (j->diffs_printed < j->opts.max_diffs) {
+        g_autofree char *text = NULL;
+
+        va_start(ap, fmt);
+        text = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+        fprintf(j->diffs, "differ: %s\n", text);
+        fflush(j->diffs);
+        j->diffs_printed++;
+        if (j->diffs_printed == j->opts.max_diffs)
+            fprintf(j->diffs, "differ: (no more differences printed; see "
+                              "--max-diffs)\n");
+    }
+    g_mutex_unlock(&j->lock);
+}
+
+static int
+job_bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    /* an empty GBytes has no data pointer: memcmp must not see it */
+    int c = MIN(alen, blen) > 0 ? memcmp(a, b, MIN(alen, blen)) : 0;
+
+    if (c != 0 || alen == blen)
+        return c;
+    return alen < blen ? -1 : 1;
+}
+
+/* Cells by column, then newest first. */
+static gint
+job_cell_cmp(gconstpointer a, gconstpointer b)
+{
+    const struct hconn_cell *x = a, *y = b;
+    int c = job_bytes_cmp(x->col, x->col_len, y->col, y->col_len);
+
+    if (c != 0)
+        return c;
+    return x->ts > y->ts ? -1 : x->ts < y->ts;
+}
+
+static GArray *
+job_sorted_cells(const struct hconn_rows *rows, guint first, guint n)
+{
+    GArray *a = g_array_sized_new(FALSE, FALSE, sizeof(struct hconn_cell), n);
+
+    g_array_append_vals(a,
+                        &g_array_index(rows->cells, struct hconn_cell, first),
+                        n);
+    g_array_sort(a, job_cell_cmp);
+    return a;
+}
+
+/* Compares two sorted cell lists; one difference per cell that is not
+ * in both with the same value. */
+static void
+job_compare_cells(struct job *j, const char *row, GArray *src, GArray *dst,
+                  guint64 *diffs)
+{
+    guint a = 0, b = 0;
+
+    while (a < src->len || b < dst->len) {
+        const struct hconn_cell *x = a < src->len
+                                         ? &g_array_index(src,
+                                                          struct hconn_cell, a)
+                                         : NULL;
+        const struct hconn_cell *y = b < dst->len
+                                         ? &g_array_index(dst,
+                                                          struct hconn_cell, b)
+                                         : NULL;
+        int c = x == NULL ? 1 : y == NULL ? -1 : job_cell_cmp(x, y);
+        const struct hconn_cell *z = c <= 0 ? x : y;
+        g_autofree char *col = salt_escape(z->col, z->col_len);
+
+        if (c == 0) {
+            if (job_bytes_cmp(x->val, x->val_len, y->val, y->val_len) != 0) {
+                g_autofree char *v1 = salt_escape(x->val, x->val_len);
+                g_autofree char *v2 = salt_escape(y->val, y->val_len);
+
+                job_diff(j, diffs,
+                         "row '%s' column '%s' ts %" G_GINT64_FORMAT
+                         ": value '%s' in source, '%s' in destination",
+                         row, col, x->ts, v1, v2);
+            }
+            a++;
+            b++;
+        } else if (c < 0) {
+            job_diff(j, diffs,
+                     "row '%s' column '%s' ts %" G_GINT64_FORMAT
+                     ": in source only",
+                     row, col, x->ts);
+            a++;
+        } else {
+            job_diff(j, diffs,
+                     "row '%s' column '%s' ts %" G_GINT64_FORMAT
+                     ": in destination only",
+                     row, col, y->ts);
+            b++;
+        }
+    }
+}
+
+/* Every version of the columns of two rows, into w->cmp: the source's
+ * row cells first (*nsrc of them), then the destination's. */
+static gboolean
+job_versions_pair(struct job_worker *w, const struct hconn_row *s,
+                  const struct hconn_row *d, guint *nsrc, GError **error)
+{
+    struct job *j = w->j;
+    g_autoptr(GHashTable) cols = g_hash_table_new(g_bytes_hash, g_bytes_equal);
+    g_autoptr(GPtrArray) list =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    const struct hconn_rows *owners[2] = { &w->batch, &w->other };
+    const struct hconn_row *rows[2] = { s, d };
+
+    for (guint side = 0; side < 2; side++) {
+        for (guint k = 0; k < rows[side]->n; k++) {
+            const struct hconn_cell *c = &g_array_index(owners[side]->cells,
+                                                        struct hconn_cell,
+                                                        rows[side]->first + k);
+            GBytes *b = g_bytes_new(c->col, c->col_len);
+
+            if (g_hash_table_add(cols, b))
+                g_ptr_array_add(list, b);
+            else
+                g_bytes_unref(b);
+        }
+    }
+    hconn_rows_clear(&w->cmp);
+    for (guint side = 0; side < 2; side++) {
+        const char *table = side == 0 ? j->opts.from : j->opts.to;
+
+        for (guint i = 0; i < list->len; i++) {
+            gsize len;
+            const uint8_t *col = g_bytes_get_data(list->pdata[i], &len);
+
+            if (!hconn_get_ver(w->c, table, rows[side]->key,
+                               rows[side]->key_len, col, len, JOB_ALL_VERSIONS,
+                               &w->cmp, error))
+                return FALSE;
+        }
+        if (side == 0)
+            *nsrc = w->cmp.cells->len;
+    }
+    /* the column names point into 'list': copy them into a reply */
+    {
+        GByteArray *names = g_byte_array_new();
+        GBytes *owner;
+
+        for (guint i = 0; i < w->cmp.cells->len; i++) {
+            struct hconn_cell *c = &g_array_index(w->cmp.cells,
+                                                  struct hconn_cell, i);
+            guint off = names->len;
+
+            g_byte_array_append(names, c->col, c->col_len);
+            c->col = GUINT_TO_POINTER(off);
+        }
+        owner = g_byte_array_free_to_bytes(names);
+        for (guint i = 0; i < w->cmp.cells->len; i++) {
+            struct hconn_cell *c = &g_array_index(w->cmp.cells,
+                                                  struct hconn_cell, i);
+
+            c->col = (const uint8_t *)g_bytes_get_data(owner, NULL) +
+                     GPOINTER_TO_UINT(c->col);
+        }
+        g_ptr_array_add(w->cmp.replies, owner);
+    }
+    return TRUE;
+}
+
+/* Source rows against the destination: every row there, with the same
+ * cells (and, with --all-versions, the same versions). */
+static gboolean
+job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
+{
+    struct job *j = w->j;
+    gsize slen, elen;
+    const uint8_t *sp = g_bytes_get_data(e->unit.start, &slen);
+    const uint8_t *ep = g_bytes_get_data(e->unit.end, &elen);
+    int32_t id;
+
+    if (!hconn_scanner_open(w->c, j->opts.from, sp, slen, ep, elen,
+                            (int32_t)j->opts.batch_rows, &id, error))
+        return FALSE;
+    for (;;) {
+        guint n, o = 0;
+        guint64 diffs = 0, cells = 0, bytes = 0;
+        const struct hconn_row *last;
+
+        if (job_interrupted(j, error))
+            return FALSE;
+        hconn_rows_clear(&w->batch);
+        if (!hconn_scanner_get_list(w->c, id, (int32_t)j->opts.batch_rows,
+                                    &w->batch, error))
+            return FALSE;
+        n = w->batch.rows->len;
+        if (n == 0)
+            break;
+        if (!job_map_rows(w, j->src, j->dst, &w->batch, &diffs, error))
+            return FALSE;
+        job_lookup_keys(w);
+        hconn_rows_clear(&w->other);
+        if (!hconn_get_rows(w->c, j->opts.to, w->lookup, &w->other, error))
+            return FALSE;
+        for (guint i = 0; i < n; i++) {
+            const struct hconn_row *s = &g_array_index(w->batch.rows,
+                                                       struct hconn_row, i);
+            const struct hconn_row *d = o < w->other.rows->len
+                                            ? &g_array_index(w->other.rows,
+                                                             struct hconn_row,
+                                                             o)
+                                            : NULL;
+            guint klen;
+            const uint8_t *k = job_key_data(w, i, &klen);
+            g_autofree char *name = salt_escape(s->key, s->key_len);
+
+            if (klen == JOB_KEY_NONE)
+                continue; /* counted as a difference already */
+            cells += s->n;
+            for (guint c = 0; c < s->n; c++) {
+                const struct hconn_cell *cell =
+                    &g_array_index(w->batch.cells, struct hconn_cell,
+                                   s->first + c);
+
+                bytes += cell->col_len + cell->val_len;
+            }
+            if (d == NULL || job_bytes_cmp(d->key, d->key_len, k, klen) != 0) {
+                job_diff(j, &diffs, "row '%s': missing in destination", name);
+                continue;
+            }
+            o++;
+            if (j->opts.all_versions) {
+                guint nsrc;
+                g_autoptr(GArray) a = NULL, b = NULL;
+
+                if (!job_versions_pair(w, s, d, &nsrc, error))
+                    return FALSE;
+                a = job_sorted_cells(&w->cmp, 0, nsrc);
+                b = job_sorted_cells(&w->cmp, nsrc, w->cmp.cells->len - nsrc);
+                job_compare_cells(j, name, a, b, &diffs);
+            } else {
+                g_autoptr(GArray) a = job_sorted_cells(&w->batch, s->first,
+                                                       s->n);
+                g_autoptr(GArray) b = job_sorted_cells(&w->other, d->first,
+                                                       d->n);
+
+                job_compare_cells(j, name, a, b, &diffs);
+            }
+        }
+        last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
+        g_mutex_lock(&j->lock);
+        e->rows += n;
+        e->cells += cells;
+        e->bytes += bytes;
+        j->res.diffs += diffs;
+        g_mutex_unlock(&j->lock);
+        progress_slot_add(j->prog, w->slot, n, bytes,
+                          unit_fraction(&e->unit, last->key, last->key_len));
+    }
+    if (!hconn_scanner_close(w->c, id, error))
+        return FALSE;
+    e->done = TRUE;
+    return TRUE;
+}
+
+/* Destination rows against the source: none without its source row. */
+static gboolean
+job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
+{
+    struct job *j = w->j;
+    gsize slen, elen;
+    const uint8_t *sp = g_bytes_get_data(e->unit.start, &slen);
+    const uint8_t *ep = g_bytes_get_data(e->unit.end, &elen);
+    int32_t id;
+
+    if (!hconn_scanner_open(w->c, j->opts.to, sp, slen, ep, elen,
+                            (int32_t)j->opts.batch_rows, &id, error))
+        return FALSE;
+    for (;;) {
+        guint n, o = 0;
+        guint64 diffs = 0;
+        const struct hconn_row *last;
+
+        if (job_interrupted(j, error))
+            return FALSE;
+        hconn_rows_clear(&w->batch);
+        if (!hconn_scanner_get_list(w->c, id, (int32_t)j->opts.batch_rows,
+                                    &w->batch, error))
+            return FALSE;
+        n = w->batch.rows->len;
+        if (n == 0)
+            break;
+        if (!job_map_rows(w, j->dst, j->src, &w->batch, &diffs, error))
+            return FALSE;
+        job_lookup_keys(w);
+        hconn_rows_clear(&w->other);
+        if (!hconn_get_rows(w->c, j->opts.from, w->lookup, &w->other, error))
+            return FALSE;
+        for (guint i = 0; i < n; i++) {
+            const struct hconn_row *s = o < w->other.rows->len
+                                            ? &g_array_index(w->other.rows,
+                                                             struct hconn_row,
+                                                             o)
+                                            : NULL;
+            guint klen;
+            const uint8_t *k = job_key_data(w, i, &klen);
+
+            if (klen == JOB_KEY_NONE)
+                continue; /* counted as a difference already */
+            if (s != NULL && job_bytes_cmp(s->key, s->key_len, k, klen) == 0) {
+                o++;
+                continue;
+            }
+            {
+                const struct hconn_row *d = &g_array_index(w->batch.rows,
+                                                           struct hconn_row,
+                                                           i);
+                g_autofree char *name = salt_escape(d->key, d->key_len);
+
+                job_diff(j, &diffs,
+                         "row '%s' (destination key): not in source", name);
+            }
+        }
+        last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
+        g_mutex_lock(&j->lock);
+        e->rows += n;
+        j->res.diffs += diffs;
+        g_mutex_unlock(&j->lock);
+        progress_slot_add(j->prog, w->slot, n, 0,
+                          unit_fraction(&e->unit, last->key, last->key_len));
+    }
+    if (!hconn_scanner_close(w->c, id, error))
+        return FALSE;
+    e->done = TRUE;
+    return TRUE;
+}
+
+/* ---- workers --------------------------------------------------------- */
+
+static void
+job_report(struct job *j, struct ckpt_entry *e, guint64 diffs,
+           const GError *err)
+{
+    g_autofree char *u = unit_format(&e->unit);
+
+    g_mutex_lock(&j->lock);
+    if (err != NULL) {
+        j->res.units_failed++;
+        g_printerr("hbase-salt-migrate: unit %s: %s\n", u, err->message);
+    } else {
+        j->res.units_ok++;
+    }
+    if (j->results != NULL) {
+        if (err != NULL)
+            fprintf(j->results, "%s error %s\n", u, err->message);
+        else if (diffs > 0)
+            fprintf(j->results,
+                    "%s differ rows=%" G_GUINT64_FORMAT
+                    " cells=%" G_GUINT64_FORMAT " bytes=%" G_GUINT64_FORMAT
+                    " diffs=%" G_GUINT64_FORMAT "\n",
+                    u, e->rows, e->cells, e->bytes, diffs);
+        else
+            fprintf(j->results,
+                    "%s ok rows=%" G_GUINT64_FORMAT " cells=%" G_GUINT64_FORMAT
+                    " bytes=%" G_GUINT64_FORMAT "\n",
+                    u, e->rows, e->cells, e->bytes);
+        fflush(j->results);
+    }
+    g_mutex_unlock(&j->lock);
+}
+
+static gboolean
+job_retryable(const GError *err)
+{
+    return err->domain == HCONN_ERROR ||
+           (err->domain == JOB_ERROR && err->code == JOB_ERROR_CHECKPOINT);
+}
+
+static void
+job_run_entry(struct job_worker *w, struct ckpt_entry *e)
+{
+    struct job *j = w->j;
+    g_autofree char *label = job_unit_label(&e->unit);
+    g_autoptr(GError) err = NULL;
+    guint64 diffs0;
+
+    progress_slot_begin(j->prog, w->slot, label);
+    g_mutex_lock(&j->lock);
+    diffs0 = j->res.diffs;
+    g_mutex_unlock(&j->lock);
+    for (guint attempt = 0;; attempt++) {
+        gboolean ok;
+
+        g_clear_error(&err);
+        if (w->c == NULL)
+            w->c = hconn_open(j->cfg, w->slot, &err);
+        if (w->c != NULL) {
+            if (e->unit.side == UNIT_DEST)
+                ok = job_verify_dest(w, e, &err);
+            else if (j->opts.verify)
+                ok = job_verify_source(w, e, &err);
+            else
+                ok = job_copy_unit(w, e, &err);
+            if (ok)
+                break;
+        }
+        /* A failed call may leave the connection out of step. */
+        g_clear_pointer(&w->c, hconn_free);
+        if (!job_retryable(err) || attempt >= j->opts.retries ||
+            g_atomic_int_get(&j->stop))
+            break;
+        if (j->opts.verify) {
+            /* a verify starts its unit over */
+            g_mutex_lock(&j->lock);
+            e->rows = e->cells = e->bytes = 0;
+            j->res.diffs = diffs0;
+            g_mutex_unlock(&j->lock);
+        }
+        g_printerr("hbase-salt-migrate: unit %s: %s; retrying (%u of %u) "
+                   "from the last acknowledged row\n",
+                   label, err->message, attempt + 1, j->opts.retries);
+        g_usleep(G_USEC_PER_SEC * MIN(attempt + 1, 5));
+    }
+    g_mutex_lock(&j->lock);
+    j->res.rows += e->rows;
+    j->res.cells += e->cells;
+    j->res.bytes += e->bytes;
+    diffs0 = j->res.diffs - diffs0;
+    g_mutex_unlock(&j->lock);
+    progress_slot_end(j->prog, w->slot, err == NULL);
+    job_report(j, e, diffs0, err);
+}
+
+static gpointer
+job_worker_main(gpointer data)
+{
+    struct job_worker *w = data;
+    struct job *j = w->j;
+
+    hconn_rows_init(&w->batch);
+    hconn_rows_init(&w->vers);
+    hconn_rows_init(&w->other);
+    hconn_rows_init(&w->cmp);
+    w->arena = g_byte_array_new();
+    w->keys = g_array_new(FALSE, FALSE, sizeof(struct job_key));
+    w->refs = g_array_new(FALSE, FALSE, sizeof(struct job_ref));
+    w->out_rows = g_array_new(FALSE, FALSE, sizeof(struct hconn_row));
+    w->out_cells = g_array_new(FALSE, FALSE, sizeof(struct hconn_cell));
+    w->lookup = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    for (;;) {
+        struct ckpt_entry *e = NULL;
+
+        g_mutex_lock(&j->lock);
+        if (j->next < j->todo->len && !g_atomic_int_get(&j->stop))
+            e = j->todo->pdata[j->next++];
+        g_mutex_unlock(&j->lock);
+        if (e == NULL)
+            break;
+        job_run_entry(w, e);
+    }
+    hconn_free(w->c);
+    hconn_rows_free(&w->batch);
+    hconn_rows_free(&w->vers);
+    hconn_rows_free(&w->other);
+    hconn_rows_free(&w->cmp);
+    g_byte_array_unref(w->arena);
+    g_array_unref(w->keys);
+    g_array_unref(w->refs);
+    g_array_unref(w->out_rows);
+    g_array_unref(w->out_cells);
+    g_ptr_array_unref(w->lookup);
+    return NULL;
+}
+
+gboolean
+job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
+        FILE *diffs, struct job_result *res, GError **error)
+{
+    guint nworkers;
+    struct job_worker *workers;
+    GThread **threads;
+
+    j->ck = ck;
+    j->prog = prog;
+    j->results = results;
+    j->diffs = diffs;
+    j->todo = g_ptr_array_new();
+    for (guint i = 0; i < ck->entries->len; i++) {
+        struct ckpt_entry *e = ck->entries->pdata[i];
+
+        if (e->idle)
+            continue;
+        if (e->unit.side == UNIT_DEST && !j->opts.verify) {
+            g_ptr_array_unref(j->todo);
+            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
+                        "\"dest\" units are for --verify only");
+            return FALSE;
+        }
+        if (e->done) {
+            j->res.rows += e->rows;
+            j->res.cells += e->cells;
+            j->res.bytes += e->bytes;
+            j->res.units_ok++;
+            progress_add_done(prog, 1);
+            if (results != NULL) {
+                g_autofree char *u = unit_format(&e->unit);
+
+                fprintf(results,
+                        "%s ok rows=%" G_GUINT64_FORMAT
+                        " cells=%" G_GUINT64_FORMAT " bytes=%" G_GUINT64_FORMAT
+                        " (done before)\n",
+                        u, e->rows, e->cells, e->bytes);
+            }
+            continue;
+        }
+        g_ptr_array_add(j->todo, e);
+    }
+    nworkers = MIN(j->opts.parallel, MAX(j->todo->len, 1));
+    workers = g_new0(struct job_worker, nworkers);
+    threads = g_new0(GThread *, nworkers);
+    for (guint i = 0; i < nworkers; i++) {
+        workers[i].j = j;
+        workers[i].slot = i;
+        threads[i] = g_thread_new("migrate", job_worker_main, &workers[i]);
+    }
+    for (guint i = 0; i < nworkers; i++)
+        g_thread_join(threads[i]);
+    g_free(threads);
+    g_free(workers);
+    /* units never started (interrupted) count as failed */
+    j->res.units_failed += j->todo->len - MIN(j->next, j->todo->len);
+    g_ptr_array_unref(j->todo);
+    j->todo = NULL;
+    j->res.writes = __atomic_load_n(&j->writes, __ATOMIC_RELAXED);
+    *res = j->res;
+    return TRUE;
+}

@@ -1,0 +1,797 @@
+#!/usr/bin/python3
+"""Thrift2 (THBaseService) through hbase-salt-proxy, differential.
+
+hbase-emu serves Thrift1 and Thrift2; the proxy listens for both
+([thrift2] listen) and sends Thrift2 calls to the emulator's Thrift2 port
+([backend] thrift2_servers).  The same seeded random calls go
+
+  - through the proxy's Thrift2 listener to the salted table 'salted', and
+  - straight to the emulator's Thrift2 listener on the unsalted 'ref',
+
+and every answer must be the same: values, rows of TResults (the salt
+stripped, missing rows of getMultiple as empty TResults at their place),
+booleans of exists/checkAnd*, the TDeletes deleteMultiple returns, errors
+(type and message).  Calls: put, putMultiple, get, getMultiple, exists,
+existsAll, deleteSingle, deleteMultiple, checkAndPut, checkAndDelete,
+checkAndMutate, mutateRow, increment, append, and scans (openScanner /
+getScannerRows / closeScanner and getScannerResults) with start/stop,
+reversed, caching, batchSize, limit, columns, timeRange, filterString.
+Keys include 0x00/0xFF bytes, values may be empty.  Clients speak
+binary and compact, buffered and framed, in turn.
+
+After the calls, every row of 'salted' read straight from the emulator
+must carry the salt the configuration documents (computed here,
+independently of the proxy), and hold the same logical rows as 'ref'.
+Filters come as strings (filterString) and as protobuf (filterBytes), on
+scans and gets.  Also: an unsalted table passes through unchanged,
+filterBytes HBase refuses gets HBase's answer, and /metrics keeps Thrift2's
+methods apart from Thrift1's of the same name.
+
+  /usr/bin/python3 tests/e2e/test_thrift2.py --proxy BUILD/daemon/hbase-salt-proxy \\
+      --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py \\
+      [--backend binary-buffered|binary-framed|compact-buffered|compact-framed]
+
+Environment: THRIFT2_SEED (default fixed), THRIFT2_OPS (calls per client
+variant, default 250), HSP_KEEP_LOGS=1 keeps the temp dir.
+"""
+
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_methods as tm  # noqa: E402
+from faultlib import can_connect, free_port, wait_for  # noqa: E402
+
+ARGS = None
+T = None            # hbase2.ttypes
+Service = None      # hbase2.THBaseService
+Hbase1 = None       # hbase1.Hbase, for the metrics check
+TSocket = TTransport = TBinaryProtocol = TCompactProtocol = None
+
+SEED = int(os.environ.get('THRIFT2_SEED', '20261123'))
+OPS = int(os.environ.get('THRIFT2_OPS', '250'))
+SALT = tm.Salt(16, fmt='hex', sep=b'_')
+SALTED_CONF = 'buckets = 16\nsalt_format = hex\nsalt_separator = _\n'
+FAMILIES = [b'a', b'b', b'c']   # c: increments and appends
+QUALIFIERS = [b'', b'q', b'q1', b'\x00', b'\xff']
+STAMPS = [1000, 2000, 3000, 4000]
+VARIANTS = [('binary', 'buffered'), ('compact', 'framed'),
+            ('binary', 'framed'), ('compact', 'buffered')]
+FILTERS = [
+    "PrefixFilter('u1')",
+    "RowFilter(<, 'binary:m')",
+    "RowFilter(>=, 'binary:u2')",
+    "ValueFilter(=, 'binary:v1')",
+    "KeyOnlyFilter()",
+    "FirstKeyOnlyFilter()",
+    "ColumnPrefixFilter('q')",
+    "QualifierFilter(=, 'binary:q1')",
+    "FamilyFilter(=, 'binary:a')",
+    "PageFilter(3)",
+    "SingleColumnValueFilter('a', 'q', =, 'binary:v2')",
+]
+
+
+# ---- protobuf filters (TGet/TScan.filterBytes), encoded here ------------------
+
+def pb_varint(v):
+    out = b''
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def pb_bytes(field, data):
+    return pb_varint(field << 3 | 2) + pb_varint(len(data)) + data
+
+
+def pb_int(field, v):
+    return pb_varint(field << 3) + pb_varint(v)
+
+
+def pb_filter(cls, body):
+    """hbase.pb.Filter { 1: name, 2: serialized_filter }"""
+    return (pb_bytes(1, b'org.apache.hadoop.hbase.filter.' + cls.encode())
+            + pb_bytes(2, body))
+
+
+def pb_binary(value):
+    """Comparator { BinaryComparator { ByteArrayComparable { value } } }"""
+    return (pb_bytes(1, b'org.apache.hadoop.hbase.filter.BinaryComparator')
+            + pb_bytes(2, pb_bytes(1, pb_bytes(1, value))))
+
+
+def pb_compare(cls, op, value):
+    """RowFilter/ValueFilter/...: CompareFilter { compare_op, comparator }"""
+    return pb_filter(cls, pb_bytes(1, pb_int(1, op) + pb_bytes(
+        2, pb_binary(value))))
+
+
+def pb_row_equal(value):
+    return pb_compare('RowFilter', 2, value)     # EQUAL
+
+
+PB_FILTERS = [
+    pb_filter('PrefixFilter', pb_bytes(1, b'u1')),
+    pb_filter('PrefixFilter', pb_bytes(1, b'\x00')),
+    pb_compare('RowFilter', 0, b'm'),             # LESS
+    pb_compare('RowFilter', 3, b'u1'),            # NOT_EQUAL
+    pb_compare('RowFilter', 4, b'u2'),            # GREATER_OR_EQUAL
+    pb_compare('ValueFilter', 2, b'v1'),
+    pb_filter('KeyOnlyFilter', pb_int(1, 0)),
+    pb_filter('FirstKeyOnlyFilter', b''),
+    pb_filter('PageFilter', pb_int(1, 3)),
+    pb_filter('InclusiveStopFilter', pb_bytes(1, b'u2')),
+]
+
+
+# a get's filter sees one row: row comparisons must still hold
+GET_FILTERS = FILTERS + [
+    "RowFilter(=, 'binary:u1')",
+    "RowFilter(!=, 'binary:u1')",
+    "RowFilter(=, 'binaryprefix:u')",
+    "PrefixFilter('\\x00')",
+    "InclusiveStopFilter('u2')",
+    "RowFilter(<=, 'binary:\\xff')",
+]
+
+
+def load_thrift(pydir):
+    global T, Service, Hbase1
+    global TSocket, TTransport, TBinaryProtocol, TCompactProtocol
+    sys.path.insert(0, pydir)
+    from hbase2 import THBaseService as _S, ttypes as _T
+    from hbase1 import Hbase as _H
+    from thrift.transport import TSocket as _So, TTransport as _TT
+    from thrift.protocol import TBinaryProtocol as _B, TCompactProtocol as _C
+    T, Service, Hbase1 = _T, _S, _H
+    TSocket, TTransport, TBinaryProtocol, TCompactProtocol = _So, _TT, _B, _C
+
+
+def connect(port, proto, transport, service=None):
+    sock = TSocket.TSocket('127.0.0.1', port)
+    sock.setTimeout(30000)
+    if transport == 'framed':
+        trans = TTransport.TFramedTransport(sock)
+    else:
+        trans = TTransport.TBufferedTransport(sock)
+    if proto == 'compact':
+        prot = TCompactProtocol.TCompactProtocol(trans)
+    else:
+        prot = TBinaryProtocol.TBinaryProtocol(trans)
+    c = (service or Service).Client(prot)
+    trans.open()
+    c._trans = trans
+    return c
+
+
+# ---- processes --------------------------------------------------------------
+
+class Emu(object):
+    def __init__(self, workdir, proto, transport):
+        port_file = os.path.join(workdir, 'emu.port')
+        port2_file = os.path.join(workdir, 'emu.port2')
+        self.log = open(os.path.join(workdir, 'emu.log'), 'wb')
+        cmd = [ARGS.emu, '--listen', '127.0.0.1:0', '--port-file', port_file,
+               '--thrift2-listen', '127.0.0.1:0', '--thrift2-port-file',
+               port2_file]
+        if proto == 'compact':
+            cmd.append('--compact')
+        if transport == 'framed':
+            cmd.append('--framed')
+        for t in ('salted', 'ref', 'plain'):
+            cmd += ['--create-table', '%s:a,b,c' % t]
+        self.proc = subprocess.Popen(cmd, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+
+        def read(path):
+            try:
+                with open(path) as f:
+                    return f.read().strip()
+            except OSError:
+                return ''
+        wait_for(lambda: read(port_file), 10, 'hbase-emu port')
+        self.port = int(read(port_file))
+        self.port2 = int(read(port2_file))
+        wait_for(lambda: can_connect(self.port2), 10, 'hbase-emu thrift2')
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+class Proxy(object):
+    def __init__(self, workdir, emu, proto, transport, thrift2_servers=None,
+                 name='proxy'):
+        self.port = free_port()
+        self.port2 = free_port()
+        self.admin = free_port()
+        self.conf = os.path.join(workdir, name + '.conf')
+        if thrift2_servers is None:
+            thrift2_servers = '127.0.0.1:%d' % emu.port2
+        with open(self.conf, 'w') as f:
+            f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
+                    '[backend]\nservers = 127.0.0.1:%d\n'
+                    'thrift2_servers = %s\nprotocol = %s\n'
+                    'transport = %s\nrequest_timeout_ms = 20000\n'
+                    'pool_size = 16\n[scan]\ncaching_max = 7\n'
+                    '[thrift2]\nlisten = 127.0.0.1:%d\n'
+                    '[admin]\nlisten = 127.0.0.1:%d\n'
+                    '[table:salted]\n%s'
+                    % (self.port, emu.port, thrift2_servers, proto, transport,
+                       self.port2, self.admin, SALTED_CONF))
+        self.log_path = os.path.join(workdir, name + '.log')
+        self.log = open(self.log_path, 'wb')
+        self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
+                                      '--log-level', 'warning'],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(lambda: (can_connect(self.port2) and can_connect(self.port))
+                 or self.proc.poll() is not None, 10, 'proxy listening')
+        if self.proc.poll() is not None:
+            raise AssertionError('proxy exited at start; log in '
+                                 + self.log_path)
+
+    def metrics(self):
+        url = 'http://127.0.0.1:%d/metrics' % self.admin
+        return urllib.request.urlopen(url, timeout=10).read().decode()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return 'killed'
+        finally:
+            self.log.close()
+
+
+# ---- random calls -------------------------------------------------------------
+
+def gen_keys(rnd, n):
+    keys = {b'\x00', b'\xff', b'\x00\x00', b'\xff\xff', b'\x00\xff',
+            b'\xff\x00', b'a', b'm', b'u1', b'u2', b'u10'}
+    alphabet = b'\x00\xffamuz12_#'
+    while len(keys) < n:
+        r = rnd.random()
+        if r < 0.4:
+            k = b'u%d' % rnd.randint(0, 30)
+            if rnd.random() < 0.5:
+                k += b'#' + bytes(rnd.choice(alphabet)
+                                  for _ in range(rnd.randint(0, 3)))
+        else:
+            k = bytes(rnd.choice(alphabet) for _ in range(rnd.randint(1, 6)))
+        keys.add(k)
+    return sorted(keys)
+
+
+def norm(v):
+    """A reply made comparable: server-set timestamps (cells of family c,
+    written by increment/append) are not."""
+    if isinstance(v, list):
+        return [norm(x) for x in v]
+    if isinstance(v, T.TResult):
+        cvs = []
+        for cv in v.columnValues or []:
+            cv = T.TColumnValue(**cv.__dict__)
+            if cv.family == b'c':
+                cv.timestamp = None
+            cvs.append(cv)
+        return T.TResult(row=v.row, columnValues=cvs, stale=v.stale,
+                         partial=v.partial)
+    return v
+
+
+def same_table(msg):
+    """An error message with the table's own name (and its region's)
+    made the same for 'salted' and 'ref'."""
+    return re.sub(r"\b(salted|ref)\b(,,\d+)?", 'TABLE', msg or '')
+
+
+def outcome(fn):
+    try:
+        return ('ok', norm(fn()))
+    except (T.TIOError, T.TIllegalArgument) as e:
+        return (type(e).__name__, same_table(e.message))
+    except Exception as e:  # TApplicationException and the like
+        return (type(e).__name__, same_table(str(e)))
+
+
+class Gen(object):
+    """Random THBaseService calls, each as a function of (client, table)."""
+
+    def __init__(self, rnd, keys):
+        self.rnd, self.keys = rnd, keys
+
+    def key(self):
+        if self.rnd.random() < 0.1:
+            return b'absent' + bytes([self.rnd.randrange(256)])
+        return self.rnd.choice(self.keys)
+
+    def value(self):
+        return self.rnd.choice([b'', b'v1', b'v2', b'\x00\xff',
+                                b'x' * self.rnd.randint(0, 40)])
+
+    def columns(self, fams=(b'a', b'b')):
+        r = self.rnd
+        if r.random() < 0.5:
+            return None
+        cols = []
+        for _ in range(r.randint(1, 3)):
+            f = r.choice(fams)
+            cols.append(T.TColumn(family=f) if r.random() < 0.3 else
+                        T.TColumn(family=f, qualifier=r.choice(QUALIFIERS)))
+        return cols
+
+    def put(self, row=None):
+        r = self.rnd
+        cvs = [T.TColumnValue(family=r.choice([b'a', b'b']),
+                              qualifier=r.choice(QUALIFIERS),
+                              value=self.value(),
+                              timestamp=r.choice(STAMPS))
+               for _ in range(r.randint(1, 3))]
+        return T.TPut(row=row if row is not None else self.key(),
+                      columnValues=cvs)
+
+    def delete(self, row=None):
+        r = self.rnd
+        d = T.TDelete(row=row if row is not None else self.key())
+        x = r.random()
+        if x < 0.3:
+            d.columns = [T.TColumn(family=r.choice([b'a', b'b']),
+                                   qualifier=r.choice(QUALIFIERS))]
+            d.deleteType = r.choice([T.TDeleteType.DELETE_COLUMN,
+                                     T.TDeleteType.DELETE_COLUMNS])
+            d.timestamp = r.choice(STAMPS + [None])
+        elif x < 0.5:
+            d.columns = [T.TColumn(family=r.choice([b'a', b'b']))]
+            d.deleteType = T.TDeleteType.DELETE_FAMILY
+            d.timestamp = r.choice(STAMPS)
+        elif x < 0.8:
+            d.timestamp = r.choice(STAMPS)
+        return d
+
+    def get(self):
+        r = self.rnd
+        g = T.TGet(row=self.key(), columns=self.columns())
+        if r.random() < 0.3:
+            g.maxVersions = r.randint(1, 3)
+        if r.random() < 0.2:
+            lo = r.choice(STAMPS)
+            g.timeRange = T.TTimeRange(minStamp=lo, maxStamp=lo + 1500)
+        x = r.random()
+        if x < 0.2:
+            # rewritten for the row's bucket: row comparisons included
+            g.filterString = r.choice(GET_FILTERS).encode()
+        elif x < 0.35:
+            g.filterBytes = r.choice(PB_FILTERS + [pb_row_equal(g.row)])
+        return g
+
+    def rowmut(self, row):
+        r = self.rnd
+        muts = []
+        for _ in range(r.randint(1, 3)):
+            if r.random() < 0.6:
+                muts.append(T.TMutation(put=self.put(row)))
+            else:
+                muts.append(T.TMutation(deleteSingle=self.delete(row)))
+        return T.TRowMutations(row=row, mutations=muts)
+
+    def call(self):
+        """(name, fn(client, table)) of one random point or batch call."""
+        r = self.rnd
+        x = r.randrange(16)
+        if x == 0:
+            p = self.put()
+            return 'put', lambda c, t: c.put(t, p)
+        if x == 1:
+            ps = [self.put() for _ in range(r.randint(1, 6))]
+            return 'putMultiple', lambda c, t: c.putMultiple(t, ps)
+        if x == 2:
+            g = self.get()
+            return 'get', lambda c, t: c.get(t, g)
+        if x == 3:
+            gs = [self.get() for _ in range(r.randint(1, 6))]
+            return 'getMultiple', lambda c, t: c.getMultiple(t, gs)
+        if x == 4:
+            g = self.get()
+            return 'exists', lambda c, t: c.exists(t, g)
+        if x == 5:
+            gs = [self.get() for _ in range(r.randint(1, 5))]
+            return 'existsAll', lambda c, t: c.existsAll(t, gs)
+        if x == 6:
+            d = self.delete()
+            return 'deleteSingle', lambda c, t: c.deleteSingle(t, d)
+        if x == 7:
+            ds = [self.delete() for _ in range(r.randint(1, 4))]
+            return 'deleteMultiple', lambda c, t: c.deleteMultiple(t, ds)
+        row = self.key()
+        fam = r.choice([b'a', b'b'])
+        qual = r.choice(QUALIFIERS)
+        val = r.choice([None, b'v1', b'v2', b''])
+        if x == 8:
+            p = self.put(row)
+            return 'checkAndPut', lambda c, t: c.checkAndPut(
+                t, row, fam, qual, val, p)
+        if x == 9:
+            d = self.delete(row)
+            return 'checkAndDelete', lambda c, t: c.checkAndDelete(
+                t, row, fam, qual, val, d)
+        if x == 10:
+            op = r.choice([T.TCompareOperator.EQUAL,
+                           T.TCompareOperator.NOT_EQUAL,
+                           T.TCompareOperator.LESS,
+                           T.TCompareOperator.GREATER_OR_EQUAL])
+            rm = self.rowmut(row)
+            return 'checkAndMutate', lambda c, t: c.checkAndMutate(
+                t, row, fam, qual, op, val, rm)
+        if x == 11:
+            rm = self.rowmut(row)
+            return 'mutateRow', lambda c, t: c.mutateRow(t, rm)
+        if x == 12:
+            inc = T.TIncrement(row=row, columns=[T.TColumnIncrement(
+                family=b'c', qualifier=r.choice([b'n', b'm']),
+                amount=r.randint(-5, 5))], returnResults=r.random() < 0.7)
+            return 'increment', lambda c, t: c.increment(t, inc)
+        if x == 13:
+            ap = T.TAppend(row=row, columns=[T.TColumnValue(
+                family=b'c', qualifier=b's', value=self.value())],
+                returnResults=r.random() < 0.7)
+            return 'append', lambda c, t: c.append(t, ap)
+        if x == 14:
+            g = T.TGet(row=row)
+            return 'get', lambda c, t: c.get(t, g)
+        # calls HBase refuses: its error must come back as it is
+        y = r.randrange(5)
+        bad = [T.TColumnValue(family=b'zz', qualifier=b'q', value=b'v')]
+        if y == 0:
+            p = T.TPut(row=row, columnValues=bad)
+            return 'error', lambda c, t: c.put(t, p)
+        if y == 1:
+            g = T.TGet(row=row, columns=[T.TColumn(family=b'zz')])
+            return 'error', lambda c, t: c.get(t, g)
+        if y == 2:
+            rm = T.TRowMutations(row=row, mutations=[T.TMutation(
+                put=self.put(row + b'x'))])
+            return 'error', lambda c, t: c.mutateRow(t, rm)
+        if y == 3:
+            p = self.put(row + b'x')
+            return 'error', lambda c, t: c.checkAndPut(t, row, b'a', b'q',
+                                                       None, p)
+        s = T.TScan(startRow=row, filterString=b"NoSuchFilter('x')")
+        return 'error', lambda c, t: c.getScannerResults(t, s, 3)
+
+    def scan(self):
+        """A random TScan and how to read it."""
+        r = self.rnd
+        s = T.TScan()
+        if r.random() < 0.6:
+            s.startRow = self.key()
+        if r.random() < 0.5:
+            s.stopRow = self.key()
+        s.reversed = r.random() < 0.3 or None
+        if s.reversed and s.startRow is not None and \
+                s.stopRow is not None and s.startRow < s.stopRow:
+            s.startRow, s.stopRow = s.stopRow, s.startRow
+        elif not s.reversed and s.startRow is not None and \
+                s.stopRow is not None and s.startRow > s.stopRow:
+            s.startRow, s.stopRow = s.stopRow, s.startRow
+        if r.random() < 0.5:
+            s.caching = r.randint(1, 20)
+        if r.random() < 0.3:
+            s.batchSize = r.randint(1, 3)
+        if r.random() < 0.3:
+            s.limit = r.randint(1, 15)
+        s.columns = self.columns(tuple(FAMILIES))
+        if r.random() < 0.2:
+            s.maxVersions = r.randint(1, 3)
+        if r.random() < 0.2:
+            lo = r.choice(STAMPS)
+            s.timeRange = T.TTimeRange(minStamp=lo, maxStamp=lo + 1500)
+        x = r.random()
+        if x < 0.25:
+            s.filterString = r.choice(FILTERS).encode()
+        elif x < 0.4:
+            s.filterBytes = r.choice(PB_FILTERS)
+        return s
+
+
+def read_scan(c, table, scan, sizes):
+    """The rows of an open/getScannerRows*/close sequence, batch by batch
+    (the batch boundaries must agree too)."""
+    sid = c.openScanner(table, scan)
+    out = []
+    try:
+        for n in sizes:
+            rows = c.getScannerRows(sid, n)
+            out.append(norm(rows))
+            if not rows:
+                break
+        else:
+            while True:
+                rows = c.getScannerRows(sid, 50)
+                out.append(norm(rows))
+                if not rows:
+                    break
+    finally:
+        c.closeScanner(sid)
+    return out
+
+
+# ---- the test -----------------------------------------------------------------
+
+class Thrift2Test(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = tempfile.mkdtemp(prefix='hsp-thrift2-')
+        proto, transport = ARGS.backend.split('-')
+        cls.emu = Emu(cls.workdir, proto, transport)
+        try:
+            cls.proxy = Proxy(cls.workdir, cls.emu, proto, transport)
+        except Exception:
+            cls.emu.close()
+            raise
+        cls.direct = connect(cls.emu.port2, proto, transport)
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.proxy.stop()
+        cls.emu.close()
+        if os.environ.get('HSP_KEEP_LOGS'):
+            print('logs kept in', cls.workdir)
+        else:
+            shutil.rmtree(cls.workdir, ignore_errors=True)
+        assert rc == 0, 'proxy exit status %r' % rc
+
+    def mismatch(self, what, i, name, got, want):
+        return ('%s %d (%s): through the proxy %r, directly %r'
+                % (what, i, name, got, want))
+
+    def test_1_differential(self):
+        rnd = random.Random(SEED)
+        keys = gen_keys(rnd, 120)
+        gen = Gen(rnd, keys)
+        bad = []
+        counts = {}
+        kinds = {}      # outcome kinds: ok, TIOError, ...
+        nonempty = {}   # calls per name that returned something
+        for vi, (proto, transport) in enumerate(VARIANTS):
+            via = connect(self.proxy.port2, proto, transport)
+            # fill both tables first, then random calls and scans
+            if vi == 0:
+                for k in keys:
+                    p = gen.put(k)
+                    via.put(b'salted', p)
+                    self.direct.put(b'ref', p)
+            for i in range(OPS):
+                if rnd.random() < 0.25:
+                    s = gen.scan()
+                    if rnd.random() < 0.3:
+                        n = rnd.randint(0, 30)
+                        name = 'getScannerResults'
+                        got = outcome(lambda: via.getScannerResults(
+                            b'salted', s, n))
+                        want = outcome(lambda: self.direct.getScannerResults(
+                            b'ref', s, n))
+                    else:
+                        sizes = [rnd.randint(1, 12)
+                                 for _ in range(rnd.randint(1, 4))]
+                        name = 'scan'
+                        got = outcome(lambda: read_scan(via, b'salted', s,
+                                                        sizes))
+                        want = outcome(lambda: read_scan(self.direct, b'ref',
+                                                         s, sizes))
+                    detail = '%s %r' % (name, s)
+                else:
+                    name, fn = gen.call()
+                    got = outcome(lambda: fn(via, b'salted'))
+                    want = outcome(lambda: fn(self.direct, b'ref'))
+                    detail = name
+                counts[name] = counts.get(name, 0) + 1
+                kinds[got[0]] = kinds.get(got[0], 0) + 1
+                if got[0] == 'ok' and got[1] not in (None, [], False) and \
+                        got[1] != T.TResult(columnValues=[]):
+                    nonempty[name] = nonempty.get(name, 0) + 1
+                if got != want:
+                    bad.append(self.mismatch('%s-%s call' % (proto, transport),
+                                             i, detail, got, want))
+            via._trans.close()
+        print('thrift2 differential: calls %s; outcomes %s; non-empty %s'
+              % (sorted(counts.items()), sorted(kinds.items()),
+                 sorted(nonempty.items())), file=sys.stderr)
+        # a differential of errors only would prove nothing, and one
+        # without errors would not check them
+        self.assertGreater(kinds.get('ok', 0), 0.9 * sum(kinds.values()))
+        self.assertGreater(sum(kinds.values()) - kinds.get('ok', 0), 10)
+        for name in ('get', 'getMultiple', 'scan', 'getScannerResults',
+                     'increment', 'append', 'existsAll'):
+            self.assertGreater(nonempty.get(name, 0), 0,
+                               '%s never returned anything' % name)
+        self.assertEqual(bad, [], '%d mismatches:\n%s'
+                         % (len(bad), '\n'.join(bad[:10])))
+
+    def test_2_physical_keys(self):
+        """Every row of 'salted' on the emulator carries its salt, and the
+        logical rows are those of 'ref'."""
+        scan = T.TScan(caching=1000)
+        phys = [r.row for r in
+                self.direct.getScannerResults(b'salted', scan, 100000)]
+        ref = [r.row for r in
+               self.direct.getScannerResults(b'ref', scan, 100000)]
+        self.assertTrue(phys, 'no rows written through the proxy')
+        wrong = []
+        logical = []
+        for p in phys:
+            plen = len(SALT.prefix(0))
+            k = p[plen:]
+            logical.append(k)
+            if SALT.physical(k) != p:
+                wrong.append(p)
+        self.assertEqual(wrong, [], 'rows without the documented salt')
+        self.assertEqual(sorted(logical), ref)
+        # the salt spreads them: more than one bucket holds rows
+        self.assertGreater(len({p[:len(SALT.prefix(0))] for p in phys}), 1)
+
+    def test_3_unsalted_passes_through(self):
+        via = connect(self.proxy.port2, 'compact', 'framed')
+        p = T.TPut(row=b'\x00plain\xff', columnValues=[T.TColumnValue(
+            family=b'a', qualifier=b'q', value=b'', timestamp=7)])
+        via.put(b'plain', p)
+        got = self.direct.get(b'plain', T.TGet(row=b'\x00plain\xff'))
+        self.assertEqual(got.row, b'\x00plain\xff')
+        self.assertEqual(via.get(b'plain', T.TGet(row=b'\x00plain\xff')),
+                         got)
+        # a one-shot scan of an unsalted table goes through as it came
+        self.assertEqual(
+            via.getScannerResults(b'plain', T.TScan(), 10),
+            self.direct.getScannerResults(b'plain', T.TScan(), 10))
+        via._trans.close()
+
+    def test_4_refusals_and_errors(self):
+        via = connect(self.proxy.port2, 'binary', 'buffered')
+        # filterBytes HBase refuses: the answer HBase gives (bytes that do
+        # not parse, a filter message that does not)
+        for bad in (b'\x0a', pb_filter('PrefixFilter', b'\x0a\x05')):
+            for call in (lambda c, t: c.openScanner(t, T.TScan(
+                    filterBytes=bad)),
+                    lambda c, t: c.get(t, T.TGet(row=b'u1',
+                                                 filterBytes=bad))):
+                got = outcome(lambda: call(via, b'salted'))
+                self.assertEqual(got[0], 'TIOError', bad)
+                self.assertEqual(got, outcome(lambda: call(self.direct,
+                                                           b'ref')), bad)
+        # a class the proxy does not know may read the row key: refused
+        # (HBase would say ClassNotFoundException; an IOError either way)
+        with self.assertRaises(T.TIOError) as cm:
+            via.openScanner(b'salted', T.TScan(filterBytes=b'\x0a\x03abc'))
+        self.assertIn('IllegalArgumentException', cm.exception.message)
+        # a get's filter string is rewritten for its row's bucket: a row
+        # comparison still matches the logical row
+        p = T.TPut(row=b'zfilt', columnValues=[T.TColumnValue(
+            family=b'a', qualifier=b'f', value=b'v', timestamp=9)])
+        via.put(b'salted', p)
+        self.direct.put(b'ref', p)
+        for flt, hit in ((pb_row_equal(b'zfilt'), True),
+                         (pb_row_equal(b'zfil'), False),
+                         (pb_filter('PrefixFilter', pb_bytes(1, b'zf')), True),
+                         (b"RowFilter(=, 'binary:zfilt')", True),
+                         (b"PrefixFilter('zf')", True),
+                         (b"RowFilter(!=, 'binary:zfilt')", False),
+                         (b"PrefixFilter('v')", False),
+                         (b"RowFilter(=, 'regexstring:^zfilt$')", True),
+                         (b"RowFilter(=, 'regexstring:^1')", False)):
+            if flt.startswith(b'\x0a'):
+                g = T.TGet(row=b'zfilt', filterBytes=flt)
+            else:
+                g = T.TGet(row=b'zfilt', filterString=flt)
+            got = via.get(b'salted', g)
+            self.assertEqual(got, self.direct.get(b'ref', g), flt)
+            self.assertEqual(got.row == b'zfilt', hit, flt)
+        # one salting would change is refused, never answered wrongly
+        with self.assertRaises(T.TIOError) as cm:
+            via.get(b'salted', T.TGet(
+                row=b'u1', filterString=b"RowFilter(=, 'regexstring:^u|^x')"))
+        self.assertIn('IllegalArgumentException', cm.exception.message)
+        self.assertIn('cannot be applied exactly', cm.exception.message)
+        # a missing table: the backend's error, as it gives it
+        got = outcome(lambda: via.get(b'nosuch', T.TGet(row=b'x')))
+        want = outcome(lambda: self.direct.get(b'nosuch', T.TGet(row=b'x')))
+        self.assertEqual(got, want)
+        self.assertEqual(got[0], 'TIOError')
+        # unknown scanner ids, as Thrift2 answers them
+        with self.assertRaises(T.TIllegalArgument):
+            via.getScannerRows(123456, 1)
+        via.closeScanner(123456)
+        via._trans.close()
+
+    def test_5_metrics_by_service(self):
+        via = connect(self.proxy.port2, 'binary', 'buffered')
+        via.get(b'salted', T.TGet(row=b'u1'))
+        via._trans.close()
+        one = connect(self.proxy.port, 'binary', 'buffered', Hbase1)
+        one.get(b'salted', b'u1', b'a:q', None)
+        one._trans.close()
+        text = wait_for(lambda: (lambda m: m if 'service="thrift2"' in m
+                                 else None)(self.proxy.metrics()), 10,
+                        'thrift2 metrics')
+        self.assertIn('hsp_requests_total{method="get",service="thrift2"}',
+                      text)
+        self.assertIn('hsp_requests_total{method="get"} 1', text)
+        self.assertIn('hsp_requests_total{method="getScannerRows",'
+                      'service="thrift2"}', text)
+
+
+class FailoverTest(unittest.TestCase):
+    """Thrift2 servers get Thrift1's health probes and failover: with a
+    dead server listed first, every call still succeeds on the live one,
+    and /metrics shows the dead one DOWN, the live one UP."""
+
+    def test_dead_thrift2_server(self):
+        workdir = tempfile.mkdtemp(prefix='hsp-thrift2-fo-')
+        proto, transport = ARGS.backend.split('-')
+        emu = Emu(workdir, proto, transport)
+        dead = free_port()
+        try:
+            proxy = Proxy(workdir, emu, proto, transport,
+                          '127.0.0.1:%d, 127.0.0.1:%d' % (dead, emu.port2),
+                          name='failover')
+        except Exception:
+            emu.close()
+            raise
+        try:
+            c = connect(proxy.port2, 'compact', 'buffered')
+            p = T.TPut(row=b'fo', columnValues=[T.TColumnValue(
+                family=b'a', qualifier=b'q', value=b'v', timestamp=5)])
+            for i in range(40):
+                c.put(b'salted', p)
+                self.assertEqual(c.get(b'salted', T.TGet(row=b'fo')).row,
+                                 b'fo')
+                rows = c.getScannerResults(b'salted', T.TScan(), 5)
+                self.assertEqual([r.row for r in rows], [b'fo'])
+            c._trans.close()
+
+            def states():
+                m = proxy.metrics()
+                return ('hsp_backend_up{server="127.0.0.1:%d"} 0' % dead
+                        in m and 'hsp_backend_up{server="127.0.0.1:%d"} 1'
+                        % emu.port2 in m)
+            wait_for(states, 15, 'the dead Thrift2 server DOWN, the live '
+                     'one UP')
+        finally:
+            rc = proxy.stop()
+            emu.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+        self.assertEqual(rc, 0)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--proxy', required=True)
+    ap.add_argument('--emu', required=True)
+    ap.add_argument('--pydir', required=True)
+    ap.add_argument('--backend', default='binary-buffered')
+    ARGS, rest = ap.parse_known_args()
+    tm.ARGS = ARGS
+    load_thrift(ARGS.pydir)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == '__main__':
+    main()
