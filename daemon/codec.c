@@ -9,6 +9,7 @@
 #include "hbase1.h"
 #include "legacy.h"
 #include "salt.h"
+#include "splits.h"
 #include "scanfilter.h"
 
 /*
@@ -134,6 +135,8 @@ struct codec_ctx {
                                        struct being walked applies to */
     uint32_t filter_row_len;
     gboolean has_filter_row;
+    gboolean splits_set;            /* split keys written by the proxy */
+    uint32_t splits_asked, splits_sent;
 };
 
 static gboolean
@@ -278,6 +281,80 @@ codec_repeated_field(const struct codec_ctx *c, const struct hbase1_schema *s)
     return NULL;
 }
 
+/* Skips to field fid (of type) of the struct at r; FALSE if absent. */
+static gboolean
+codec_seek_field(struct wire_reader *r, int16_t want, uint8_t want_type)
+{
+    uint8_t type;
+    int16_t fid;
+
+    for (;;) {
+        if (wire_read_field(r, &type, &fid) != WIRE_OK ||
+            type == WIRE_T_STOP) {
+            return FALSE;
+        }
+        if (fid == want && type == want_type) {
+            return TRUE;
+        }
+        if (wire_skip(r, type) != WIRE_OK) {
+            return FALSE;
+        }
+    }
+}
+
+/*
+ * The salt of the table a Thrift2 TTableName names (in a descriptor's
+ * field 1 when desc), read at r: "ns:qualifier", the default namespace
+ * (absent, empty or "default") as the bare qualifier, as the config
+ * names tables.
+ */
+static const struct salt_table *
+codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
+                      gboolean desc, gboolean *found)
+{
+    const uint8_t *ns = NULL, *q = NULL;
+    uint32_t ns_len = 0, q_len = 0;
+    const struct config_table *t;
+    uint8_t type, name[512];
+    int16_t fid;
+    size_t n = 0;
+
+    if (wire_read_struct_begin(r) != WIRE_OK) {
+        return NULL;
+    }
+    if (desc && (!codec_seek_field(r, 1, WIRE_T_STRUCT) ||
+                 wire_read_struct_begin(r) != WIRE_OK)) {
+        return NULL;
+    }
+    for (;;) {
+        if (wire_read_field(r, &type, &fid) != WIRE_OK) {
+            return NULL;
+        }
+        if (type == WIRE_T_STOP) {
+            break;
+        }
+        if (fid == 1 && type == WIRE_T_STRING) {
+            wire_read_binary(r, &ns, &ns_len);
+        } else if (fid == 2 && type == WIRE_T_STRING) {
+            wire_read_binary(r, &q, &q_len);
+        } else if (wire_skip(r, type) != WIRE_OK) {
+            return NULL;
+        }
+    }
+    if (q == NULL || (size_t)ns_len + 1 + q_len > sizeof(name)) {
+        return NULL;
+    }
+    *found = TRUE;
+    if (ns_len > 0 && !(ns_len == 7 && memcmp(ns, "default", 7) == 0)) {
+        memcpy(name, ns, ns_len);
+        name[ns_len] = ':';
+        n = (size_t)ns_len + 1;
+    }
+    memcpy(name + n, q, q_len);
+    t = config_find_table(c->cfg, name, n + q_len);
+    return t != NULL ? &t->salt : NULL;
+}
+
 /* Reads ahead, without consuming, the table named by a struct's TABLE
  * field.  The reader is a plain struct, so a copy scans ahead for free. */
 static const struct salt_table *
@@ -311,6 +388,13 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
             *found = TRUE;
             t = config_find_table(c->cfg, name, len);
             return t != NULL ? &t->salt : NULL;
+        }
+        if (f != NULL && f->type == type &&
+            (f->action == HBASE1_TABLE_NAME ||
+             f->action == HBASE1_TABLE_DESC)) {
+            return codec_peek_table_name(c, &ahead,
+                                         f->action == HBASE1_TABLE_DESC,
+                                         found);
         }
         if (wire_skip(&ahead, type) != WIRE_OK) {
             return NULL;
@@ -567,6 +651,51 @@ codec_peek_filter_row(struct codec_ctx *c, const struct hbase1_schema *s)
     }
 }
 
+/*
+ * The split keys of a salted table's createTable or
+ * isTableAvailableWithSplit: the client's keys are logical row keys, which
+ * the salt puts anywhere, so the buckets' split points (splits.h) go
+ * instead, for as many regions as the client asked (at least one per
+ * bucket).  read: the client sent the list (else it is written new, for
+ * as many regions as buckets).  The caller logs the replacement.
+ */
+static gboolean
+codec_splits(struct codec_ctx *c, const struct salt_table *salt,
+             gboolean read)
+{
+    g_autoptr(GPtrArray) points =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    uint32_t count = 0;
+    uint8_t et;
+
+    if (read) {
+        if (wire_read_list_begin(&c->r, &et, &count) != WIRE_OK) {
+            return FALSE;
+        }
+        for (uint32_t i = 0; i < count; i++) {
+            if (wire_skip(&c->r, et) != WIRE_OK) {
+                return FALSE;
+            }
+        }
+        wire_read_container_end(&c->r);
+    }
+    splits_compute(salt, count >= SPLITS_MAX_REGIONS ? SPLITS_MAX_REGIONS
+                                                     : count + 1,
+                   points);
+    wire_write_list_begin(&c->w, WIRE_T_STRING, points->len);
+    for (guint i = 0; i < points->len; i++) {
+        gsize n;
+        const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
+
+        wire_write_binary(&c->w, p, (uint32_t)n);
+    }
+    wire_write_container_end(&c->w);
+    c->splits_set = TRUE;
+    c->splits_asked = count;
+    c->splits_sent = points->len;
+    return c->r.status == WIRE_OK;
+}
+
 static gboolean
 codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
                  const struct salt_table *salt)
@@ -580,6 +709,13 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     }
     switch (f->action) {
     case HBASE1_TABLE:
+    case HBASE1_TABLE_NAME:
+    case HBASE1_TABLE_DESC:
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_SPLITS:
+        if (!c->reply && salt != NULL) {
+            return codec_splits(c, salt, TRUE);
+        }
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_FILTER_ROW:
         if (!c->reply && salt != NULL) {
@@ -685,6 +821,19 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
             }
         } else if (wire_copy(&c->r, &c->w, type) != WIRE_OK) {
             return FALSE;
+        }
+    }
+    if (!c->reply && salt != NULL && !c->passthrough) {
+        /* a salted table's createTable without split keys still gets
+         * one region per bucket */
+        for (uint8_t i = 0; i < s->nfields; i++) {
+            if (s->fields[i].action == HBASE1_SPLITS &&
+                (seen & (1u << i)) == 0) {
+                wire_write_field(&c->w, WIRE_T_LIST, s->fields[i].fid);
+                if (!codec_splits(c, salt, FALSE)) {
+                    return FALSE;
+                }
+            }
         }
     }
     wire_read_struct_end(&c->r);
@@ -797,6 +946,9 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
         }
         return CODEC_REJECT;
     }
+    call->splits_set = c->splits_set;
+    call->splits_asked = c->splits_asked;
+    call->splits_sent = c->splits_sent;
     return CODEC_OK;
 }
 

@@ -25,6 +25,10 @@ struct codec_call {
     char name[WIRE_MAX_NAME + 1];       /* method name as the client sent it */
     gboolean client_strict;             /* binary: client used versioned
                                            headers */
+    gboolean splits_set;                /* split keys of a salted table
+                                           were written by the proxy */
+    uint32_t splits_asked;              /* how many the client sent */
+    uint32_t splits_sent;               /* how many were sent instead */
 };
 
 /* Row keys sent to, and rows returned from, one bucket of a salted table. */

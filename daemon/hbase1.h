@@ -19,6 +19,14 @@ enum hbase1_action {
     HBASE1_ROW_OUT,       /* binary: a physical row key, loses its salt */
     HBASE1_STRUCT,        /* struct described by 'sub' */
     HBASE1_STRUCT_LIST,   /* list<struct>, each described by 'sub' */
+    HBASE1_TABLE_NAME,    /* struct TTableName {1: ns, 2: qualifier}: the
+                             table every row below belongs to (Thrift2) */
+    HBASE1_TABLE_DESC,    /* struct whose field 1 is a TTableName: a
+                             TTableDescriptor (Thrift2's createTable) */
+    HBASE1_SPLITS,        /* list<binary>: region split points; for a
+                             salted table replaced by the salt buckets'
+                             (splits.h), as many regions as asked, and
+                             supplied when the call sends none */
     HBASE1_REFUSE_SALTED, /* a field the proxy cannot yet rewrite for a
                              salted table (Thrift2's filterBytes): a call
                              of a salted table sending it is refused with

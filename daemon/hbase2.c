@@ -68,6 +68,18 @@ SCHEMA(t_delete_out, FALSE,
 
 #define TABLE F(1, WIRE_T_STRING, HBASE1_TABLE, NULL, "table")
 
+/* createTable (1: TTableDescriptor desc, 2: list<binary> splitKeys):
+ * the descriptor's field 1 names the table */
+SCHEMA(args_create_table, FALSE,
+       F(1, WIRE_T_STRUCT, HBASE1_TABLE_DESC, NULL, "desc"),
+       F(2, WIRE_T_LIST, HBASE1_SPLITS, NULL, "splitKeys"));
+
+/* isTableAvailableWithSplit (1: TTableName tableName, 2: list<binary>
+ * splitKeys) */
+SCHEMA(args_table_splits, FALSE,
+       F(1, WIRE_T_STRUCT, HBASE1_TABLE_NAME, NULL, "tableName"),
+       F(2, WIRE_T_LIST, HBASE1_SPLITS, NULL, "splitKeys"));
+
 /* (1: table, 2: TGet): exists, get */
 SCHEMA(args_get, FALSE, TABLE,
        F(2, WIRE_T_STRUCT, HBASE1_STRUCT, &t_get, "tget"));
@@ -220,7 +232,7 @@ static struct hbase1_method hbase2_table[] = {
     M(getTableDescriptorsByNamespace, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(getTableNamesByPattern, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(getTableNamesByNamespace, HBASE1_ADMIN, TRUE, NULL, NULL),
-    M(createTable, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(createTable, HBASE1_ADMIN, TRUE, &args_create_table, NULL),
     M(deleteTable, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(truncateTable, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(enableTable, HBASE1_ADMIN, TRUE, NULL, NULL),
@@ -228,7 +240,8 @@ static struct hbase1_method hbase2_table[] = {
     M(isTableEnabled, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(isTableDisabled, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(isTableAvailable, HBASE1_ADMIN, TRUE, NULL, NULL),
-    M(isTableAvailableWithSplit, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(isTableAvailableWithSplit, HBASE1_ADMIN, TRUE, &args_table_splits,
+      NULL),
     M(addColumnFamily, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(deleteColumnFamily, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(modifyColumnFamily, HBASE1_ADMIN, TRUE, NULL, NULL),

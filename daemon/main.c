@@ -18,6 +18,7 @@
 #include "proxy.h"
 #include "salt.h"
 #include "scan.h"
+#include "splits.h"
 
 #if HSP_HAVE_SD_NOTIFY
 #include <systemd/sd-daemon.h>
@@ -141,26 +142,18 @@ main_explain_key(const struct config *cfg, const char *table,
 }
 
 /*
- * The HBase shell SPLITS of a salted table: every salt but the lowest, in
- * key order.  Every key of a bucket starts with its salt, and no salt is
- * a prefix of another (fixed width, or bigtable-sample's closing '-'), so
- * each salt sorts after all keys of the salts below it and before or at
- * all of its own: one region per bucket, whatever the separator.  The
+ * The HBase shell SPLITS of a salted table of `regions` regions
+ * (splits_compute: every salt but the lowest, in key order, and cuts
+ * inside the buckets when more regions than buckets are asked).  The
  * values are JRuby double-quoted strings: \xNN for every byte but letters
  * and digits, so no '"', '\\' or "#{" can change their meaning.
  */
-static gint
-main_bytes_cmp(gconstpointer a, gconstpointer b)
-{
-    return g_bytes_compare(*(GBytes *const *)a, *(GBytes *const *)b);
-}
-
 static int
-main_split_keys(const struct config *cfg, const char *table)
+main_split_keys(const struct config *cfg, const char *table, gint regions)
 {
     const struct config_table *t = config_find_table(cfg, table,
                                                      strlen(table));
-    GPtrArray *salts;
+    g_autoptr(GPtrArray) points = NULL;
     GString *out;
 
     if (t == NULL) {
@@ -169,36 +162,28 @@ main_split_keys(const struct config *cfg, const char *table)
                 cfg->source != NULL ? cfg->source : "(defaults)");
         return 1;
     }
-    /* salts in key order: bucket order but for bigtable-sample's
-     * ("-1-" < "-2-" < "0-" < "1-" < "10-" < "2-") and hbasewd's odd salt */
-    salts = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
-    for (uint32_t b = 0; b < t->salt.buckets; b++) {
-        uint8_t prefix[SALT_MAX_PREFIX];
-        size_t n = salt_write_prefix(&t->salt, b, prefix);
-
-        g_ptr_array_add(salts, g_bytes_new(prefix, n));
+    if (regions < 0 || (guint)regions > SPLITS_MAX_REGIONS) {
+        fprintf(stderr, "%s: --regions must be 1..%u\n", g_get_prgname(),
+                SPLITS_MAX_REGIONS);
+        return 1;
     }
-    g_ptr_array_sort(salts, main_bytes_cmp);
+    points = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    splits_compute(&t->salt, (uint32_t)regions, points);
     out = g_string_new("SPLITS => [");
-    for (guint i = 1; i < salts->len; i++) {
+    for (guint i = 0; i < points->len; i++) {
         gsize n;
-        const uint8_t *prefix = g_bytes_get_data(salts->pdata[i], &n);
+        const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
 
-        /* the separator adds nothing to a split point: no salt is a
-         * prefix of another, so salt(i) less it still sorts after every
-         * key of salt(i - 1) */
-        n -= t->salt.sep_len;
-        g_string_append(out, i > 1 ? ", \"" : "\"");
-        for (size_t j = 0; j < n; j++) {
-            if (g_ascii_isalnum(prefix[j])) {
-                g_string_append_c(out, (char)prefix[j]);
+        g_string_append(out, i > 0 ? ", \"" : "\"");
+        for (gsize k = 0; k < n; k++) {
+            if (g_ascii_isalnum(p[k])) {
+                g_string_append_c(out, (char)p[k]);
             } else {
-                g_string_append_printf(out, "\\x%02X", prefix[j]);
+                g_string_append_printf(out, "\\x%02X", p[k]);
             }
         }
         g_string_append_c(out, '"');
     }
-    g_ptr_array_unref(salts);
     g_string_append(out, "]\n");
     fputs(out->str, stdout);
     g_string_free(out, TRUE);
@@ -566,6 +551,7 @@ main(int argc, char **argv)
     g_autofree char *log_level = NULL;
     gboolean check_config = FALSE, explain_key = FALSE, version = FALSE;
     g_autofree char *split_table = NULL;
+    gint regions = 0;
     gboolean foreground = FALSE;
     gint pid = 0;
     g_autoptr(GError) error = NULL;
@@ -579,13 +565,20 @@ main(int argc, char **argv)
           "Validate the configuration and exit", NULL },
         { "pid", 0, 0, G_OPTION_ARG_INT, &pid,
           "With --check-config: also check that the proxy running as PID "
-          "would apply the file on reload", "PID" },
+          "would apply the file on reload",
+          "PID" },
         { "explain-key", 0, 0, G_OPTION_ARG_NONE, &explain_key,
           "Print bucket and physical key of KEY in TABLE and exit "
-          "(arguments: TABLE KEY; \\xNN escapes allowed)", NULL },
+          "(arguments: TABLE KEY; \\xNN escapes allowed)",
+          NULL },
         { "split-keys", 0, 0, G_OPTION_ARG_STRING, &split_table,
           "Print the HBase shell SPLITS that put each salt bucket of "
-          "TABLE in a region of its own, and exit", "TABLE" },
+          "TABLE in a region of its own, and exit",
+          "TABLE" },
+        { "regions", 0, 0, G_OPTION_ARG_INT, &regions,
+          "With --split-keys: the regions wanted, when more than the "
+          "buckets (each bucket is cut evenly)",
+          "N" },
         { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground,
           "Run in the foreground (always the case; for systemd)", NULL },
         { "log-level", 0, 0, G_OPTION_ARG_STRING, &log_level,
@@ -667,7 +660,7 @@ main(int argc, char **argv)
         return main_explain_key(cfg, argv[1], argv[2]);
     }
     if (split_table != NULL) {
-        return main_split_keys(cfg, split_table);
+        return main_split_keys(cfg, split_table, regions);
     }
 
     main_log_advice(cfg);

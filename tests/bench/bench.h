@@ -1,4 +1,4 @@
-/* bench.h: shared types of hbase-bench, the event-driven HBase Thrift1 load generator. */
+/* bench.h: shared types of hbase-bench, the event-driven HBase Thrift load generator. */
 #pragma once
 
 #include <glib.h>
@@ -125,6 +125,7 @@ struct bench_codec {
     gboolean framed;
     struct wire_limits limits;
     int32_t seqid;
+    gboolean thrift2; /* THBaseService calls instead of Hbase's */
 };
 
 void bench_req_get_row(struct bench_codec *c, struct wire_buf *b,

@@ -32,7 +32,7 @@ static const char *const bench_workload_names[] = {
 
 static struct {
     char *target, *table, *column, *workload, *keys, *protocol, *transport;
-    char *merge, *label, *salt_format, *scan_target;
+    char *merge, *label, *salt_format, *scan_target, *service;
     int connections, value_size, multiget_keys, scan_batch, scan_rows;
     int prefix_len, salt_buckets, batch, pid, backend_pid, max_connecting;
     int pipeline, prefix_fields;
@@ -48,6 +48,8 @@ static struct {
     .seed = 1, .users = 1000, .apps = 100,
 };
 
+/* one option per line, as --help lists them */
+/* clang-format off */
 static GOptionEntry bench_entries[] = {
     { "target", 0, 0, G_OPTION_ARG_STRING, &bench_opt.target, "loopback HOST:PORT to load (required)", "ADDR" },
     { "table", 0, 0, G_OPTION_ARG_STRING, &bench_opt.table, "table (default bench)", "T" },
@@ -77,6 +79,7 @@ static GOptionEntry bench_entries[] = {
     { "scan-target", 0, 0, G_OPTION_ARG_STRING, &bench_opt.scan_target, "celebrity-user prefix scans: any (a row drawn uniformly), celebrity, others (default any)", "T" },
     { "protocol", 0, 0, G_OPTION_ARG_STRING, &bench_opt.protocol, "binary|compact (default binary)", "P" },
     { "transport", 0, 0, G_OPTION_ARG_STRING, &bench_opt.transport, "buffered|framed (default buffered)", "T" },
+    { "service", 0, 0, G_OPTION_ARG_STRING, &bench_opt.service, "thrift1 (Hbase) or thrift2 (THBaseService: get, put/putMultiple, getMultiple, openScanner/getScannerRows/closeScanner) (default thrift1)", "S" },
     { "salt-buckets", 0, 0, G_OPTION_ARG_INT, &bench_opt.salt_buckets, "client-side salting over N buckets (daemon/salt.h mapping); 0 = plain client", "N" },
     { "salt-format", 0, 0, G_OPTION_ARG_STRING, &bench_opt.salt_format, "byte|hex|decimal (default byte)", "F" },
     { "merge", 0, 0, G_OPTION_ARG_STRING, &bench_opt.merge, "client-side scans: heap (parallel) or sequential (HBaseWD)", "M" },
@@ -87,6 +90,7 @@ static GOptionEntry bench_entries[] = {
     { "label", 0, 0, G_OPTION_ARG_STRING, &bench_opt.label, "label copied to the report", "TEXT" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
 };
+/* clang-format on */
 
 /* ---- state ---- */
 
@@ -173,6 +177,7 @@ static struct {
     uint64_t load_next;
     struct bench_hist hist;
     double cpu_start, cpu_end, bcpu_start, bcpu_end;
+    double scpu_start, scpu_end; /* hbase-bench itself */
     long rss_start, rss_max, rss_end;
     struct event *ev_warm, *ev_stop, *ev_rss, *ev_abort;
     struct wire_buf out;
@@ -1021,6 +1026,7 @@ bench_finish(void)
         B.t_stop = bench_now_ns();
         B.cpu_end = bench_proc_cpu(bench_opt.pid);
         B.bcpu_end = bench_proc_cpu(bench_opt.backend_pid);
+        B.scpu_end = bench_proc_cpu(getpid());
     }
     event_base_loopexit(B.base, NULL);
 }
@@ -1034,6 +1040,7 @@ bench_measure_begin(void)
     B.t_start = bench_now_ns();
     B.cpu_start = bench_proc_cpu(bench_opt.pid);
     B.bcpu_start = bench_proc_cpu(bench_opt.backend_pid);
+    B.scpu_start = bench_proc_cpu(getpid());
     if (B.workload != BENCH_W_IDLE)
         B.rss_start = bench_proc_rss_kb(bench_opt.pid);
     if (bench_opt.duration > 0 && B.workload != BENCH_W_IDLE) {
@@ -1058,6 +1065,7 @@ bench_stop_cb(evutil_socket_t fd, short what, void *arg)
     B.t_stop = bench_now_ns();
     B.cpu_end = bench_proc_cpu(bench_opt.pid);
     B.bcpu_end = bench_proc_cpu(bench_opt.backend_pid);
+    B.scpu_end = bench_proc_cpu(getpid());
     B.rss_end = bench_proc_rss_kb(bench_opt.pid);
     B.measuring = FALSE;
     B.stopping = TRUE;
@@ -1238,6 +1246,11 @@ bench_report(void)
     double bcpu = B.bcpu_start >= 0 && B.bcpu_end >= 0 ? B.bcpu_end - B.bcpu_start : -1;
     double cpu_op = cpu >= 0 && B.ops_done ? cpu * 1e6 / (double)B.ops_done : -1;
     double bcpu_op = bcpu >= 0 && B.ops_done ? bcpu * 1e6 / (double)B.ops_done : -1;
+    double scpu = B.scpu_start >= 0 && B.scpu_end >= 0
+                      ? B.scpu_end - B.scpu_start
+                      : -1;
+    double scpu_op = scpu >= 0 && B.ops_done ? scpu * 1e6 / (double)B.ops_done
+                                             : -1;
     double p50 = (double)bench_hist_quantile(&B.hist, 0.50) / 1e3;
     double p99 = (double)bench_hist_quantile(&B.hist, 0.99) / 1e3;
     double p999 = (double)bench_hist_quantile(&B.hist, 0.999) / 1e3;
@@ -1255,20 +1268,22 @@ bench_report(void)
                            bench_workload_names[B.workload],
                            mode);
     g_string_append_printf(
-        g, ",\"target\":\"%s\",\"protocol\":\"%s\",\"transport\":\"%s\","
+        g,
+        ",\"target\":\"%s\",\"protocol\":\"%s\",\"transport\":\"%s\","
         "\"connections\":%d,\"buckets\":%u,\"ops\":%" G_GUINT64_FORMAT
         ",\"errors\":%" G_GUINT64_FORMAT ",\"rows\":%" G_GUINT64_FORMAT
         ",\"elapsed_s\":%.4f,\"ops_per_s\":%.1f,\"rows_per_s\":%.1f,"
         "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"mean_us\":%.1f,"
         "\"max_us\":%.1f,\"cpu_s\":%.3f,\"cpu_us_per_op\":%.3f,"
-        "\"backend_cpu_us_per_op\":%.3f,\"rss_start_kb\":%ld,"
+        "\"backend_cpu_us_per_op\":%.3f,\"client_cpu_us_per_op\":%.3f,"
+        "\"rss_start_kb\":%ld,"
         "\"rss_max_kb\":%ld,\"rss_end_kb\":%ld}",
         bench_opt.target, B.codec.proto == WIRE_COMPACT ? "compact" : "binary",
         B.codec.framed ? "framed" : "buffered", bench_opt.connections,
-        B.salted ? B.salt.buckets : 0, B.ops_done, B.errors, B.rows, el,
-        ops_s, el > 0 ? (double)B.rows / el : 0, p50, p99, p999, mean,
+        B.salted ? B.salt.buckets : 0, B.ops_done, B.errors, B.rows, el, ops_s,
+        el > 0 ? (double)B.rows / el : 0, p50, p99, p999, mean,
         (double)(B.hist.count ? B.hist.max : 0) / 1e3, cpu, cpu_op, bcpu_op,
-        B.rss_start, B.rss_max, B.rss_end);
+        scpu_op, B.rss_start, B.rss_max, B.rss_end);
     printf("%s\n", g->str);
     fflush(stdout);
     fprintf(stderr,
@@ -1292,8 +1307,8 @@ bench_report(void)
 int
 main(int argc, char **argv)
 {
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("- load generator for HBase Thrift1 (loopback only)");
+    g_autoptr(GOptionContext) ctx = g_option_context_new(
+        "- load generator for HBase Thrift (loopback only)");
     g_autoptr(GError) err = NULL;
     static const char *const dists[] = { "uniform", "zipf", "monotonic",
                                          "celebrity-user", "app-user-ts" };
@@ -1302,6 +1317,7 @@ main(int argc, char **argv)
     static const char *const protos[] = { "binary", "compact" };
     static const char *const transports[] = { "buffered", "framed" };
     static const char *const merges[] = { "heap", "sequential" };
+    static const char *const services[] = { "thrift1", "thrift2" };
     static const char *const formats[] = { "byte", "hex", "decimal" };
     struct rlimit rl;
     unsigned per_session, needed_keys;
@@ -1326,6 +1342,8 @@ main(int argc, char **argv)
     B.codec.limits = wire_default_limits;
     B.codec.limits.max_message = 256u << 20;
     B.codec.limits.max_string = 256u << 20;
+    B.codec.thrift2 = bench_lookup("service", bench_opt.service, services, 2,
+                                   0) == 1;
     B.sequential = bench_lookup("merge", bench_opt.merge, merges, 2, 0) == 1;
     if (bench_opt.connections < 1 || bench_opt.connections > 100000)
         bench_die("--connections must be 1..100000");
@@ -1387,6 +1405,7 @@ main(int argc, char **argv)
     B.rep.rows = g_array_new(FALSE, FALSE, sizeof(struct bench_rowref));
     bench_hist_reset(&B.hist);
     B.cpu_start = B.cpu_end = B.bcpu_start = B.bcpu_end = -1;
+    B.scpu_start = B.scpu_end = -1;
     B.rss_start = B.rss_max = bench_proc_rss_kb(bench_opt.pid);
     B.rss_end = -1;
 

@@ -1,4 +1,4 @@
-/* bench_proto.c: Thrift1 requests hbase-bench sends, and the replies it reads, via daemon/wire.h. */
+/* bench_proto.c: Thrift1 and Thrift2 requests hbase-bench sends, and the replies it reads, via daemon/wire.h. */
 #include "bench.h"
 
 #include <string.h>
@@ -34,20 +34,95 @@ bench_field_str(struct wire_writer *w, int16_t fid, const void *p, size_t n)
     wire_write_binary(w, p, (uint32_t)n);
 }
 
+/* "family:qualifier" as TColumn/TColumnValue's fields 1 and 2 (Thrift2
+ * names the two apart; a column without ':' is a whole family). */
+static void
+bench_field_column2(struct wire_writer *w, const char *column)
+{
+    const char *colon = strchr(column, ':');
+    size_t flen = colon != NULL ? (size_t)(colon - column) : strlen(column);
+
+    bench_field_str(w, 1, column, flen);
+    if (colon != NULL)
+        bench_field_str(w, 2, colon + 1, strlen(colon + 1));
+}
+
+/* TGet { 1: row, 2: columns } */
+static void
+bench_tget(struct wire_writer *w, const struct bench_key *row,
+           const char *column)
+{
+    wire_write_struct_begin(w);
+    bench_field_str(w, 1, row->k, row->len);
+    if (column != NULL) {
+        wire_write_field(w, WIRE_T_LIST, 2);
+        wire_write_list_begin(w, WIRE_T_STRUCT, 1);
+        wire_write_struct_begin(w);
+        bench_field_column2(w, column);
+        wire_write_struct_end(w);
+        wire_write_container_end(w);
+    }
+    wire_write_struct_end(w);
+}
+
 void
 bench_req_get_row(struct bench_codec *c, struct wire_buf *b,
                   const char *table, const struct bench_key *row,
                   const char *column)
 {
     struct wire_writer w;
-    size_t off = bench_req_begin(c, b, &w, "getRowWithColumns");
+    size_t off;
 
+    if (c->thrift2) {
+        off = bench_req_begin(c, b, &w, "get");
+        bench_field_str(&w, 1, table, strlen(table));
+        wire_write_field(&w, WIRE_T_STRUCT, 2);
+        bench_tget(&w, row, column);
+        bench_req_end(c, b, &w, off);
+        return;
+    }
+    off = bench_req_begin(c, b, &w, "getRowWithColumns");
     bench_field_str(&w, 1, table, strlen(table));
     bench_field_str(&w, 2, row->k, row->len);
     wire_write_field(&w, WIRE_T_LIST, 3);
     wire_write_list_begin(&w, WIRE_T_STRING, 1);
     wire_write_binary(&w, column, (uint32_t)strlen(column));
     wire_write_container_end(&w);
+    bench_req_end(c, b, &w, off);
+}
+
+/* put(table, TPut) for one row, putMultiple(table, list<TPut>) for more:
+ * TPut { 1: row, 2: list<TColumnValue { 1: family, 2: qualifier,
+ * 3: value }> } */
+static void
+bench_req_puts2(struct bench_codec *c, struct wire_buf *b, const char *table,
+                const struct bench_key *rows, unsigned n, const char *column,
+                const uint8_t *value, uint32_t vlen)
+{
+    struct wire_writer w;
+    size_t off = bench_req_begin(c, b, &w, n == 1 ? "put" : "putMultiple");
+
+    bench_field_str(&w, 1, table, strlen(table));
+    if (n == 1) {
+        wire_write_field(&w, WIRE_T_STRUCT, 2);
+    } else {
+        wire_write_field(&w, WIRE_T_LIST, 2);
+        wire_write_list_begin(&w, WIRE_T_STRUCT, n);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        wire_write_struct_begin(&w); /* TPut */
+        bench_field_str(&w, 1, rows[i].k, rows[i].len);
+        wire_write_field(&w, WIRE_T_LIST, 2);
+        wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
+        wire_write_struct_begin(&w); /* TColumnValue */
+        bench_field_column2(&w, column);
+        bench_field_str(&w, 3, value, vlen);
+        wire_write_struct_end(&w);
+        wire_write_container_end(&w);
+        wire_write_struct_end(&w);
+    }
+    if (n != 1)
+        wire_write_container_end(&w);
     bench_req_end(c, b, &w, off);
 }
 
@@ -58,7 +133,13 @@ bench_req_mutate_rows(struct bench_codec *c, struct wire_buf *b,
                       uint32_t vlen)
 {
     struct wire_writer w;
-    size_t off = bench_req_begin(c, b, &w, "mutateRows");
+    size_t off;
+
+    if (c->thrift2) {
+        bench_req_puts2(c, b, table, rows, n, column, value, vlen);
+        return;
+    }
+    off = bench_req_begin(c, b, &w, "mutateRows");
 
     bench_field_str(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_LIST, 2);
@@ -87,15 +168,19 @@ bench_req_get_rows(struct bench_codec *c, struct wire_buf *b,
                    const unsigned *idx, unsigned n)
 {
     struct wire_writer w;
-    size_t off = bench_req_begin(c, b, &w, "getRows");
+    size_t off = bench_req_begin(c, b, &w,
+                                 c->thrift2 ? "getMultiple" : "getRows");
 
     bench_field_str(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_LIST, 2);
-    wire_write_list_begin(&w, WIRE_T_STRING, n);
+    wire_write_list_begin(&w, c->thrift2 ? WIRE_T_STRUCT : WIRE_T_STRING, n);
     for (unsigned i = 0; i < n; i++) {
         const struct bench_key *k = &rows[idx != NULL ? idx[i] : i];
 
-        wire_write_binary(&w, k->k, k->len);
+        if (c->thrift2)
+            bench_tget(&w, k, NULL); /* whole rows, as getRows reads */
+        else
+            wire_write_binary(&w, k->k, k->len);
     }
     wire_write_container_end(&w);
     bench_req_end(c, b, &w, off);
@@ -108,17 +193,20 @@ bench_req_scan_open(struct bench_codec *c, struct wire_buf *b,
                     int32_t caching)
 {
     struct wire_writer w;
-    size_t off = bench_req_begin(c, b, &w, "scannerOpenWithScan");
+    size_t off = bench_req_begin(c, b, &w,
+                                 c->thrift2 ? "openScanner"
+                                            : "scannerOpenWithScan");
 
     bench_field_str(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_STRUCT, 2);
-    wire_write_struct_begin(&w);              /* TScan */
+    wire_write_struct_begin(&w); /* TScan, either service's */
     if (start_len > 0)
         bench_field_str(&w, 1, start, start_len);
     if (stop_len > 0)
         bench_field_str(&w, 2, stop, stop_len);
     if (caching > 0) {
-        wire_write_field(&w, WIRE_T_I32, 5);
+        /* Thrift1's TScan.caching is field 5, Thrift2's field 4 */
+        wire_write_field(&w, WIRE_T_I32, c->thrift2 ? 4 : 5);
         wire_write_i32(&w, caching);
     }
     wire_write_struct_end(&w);
@@ -130,7 +218,9 @@ bench_req_scan_get_list(struct bench_codec *c, struct wire_buf *b,
                         int32_t id, int32_t n)
 {
     struct wire_writer w;
-    size_t off = bench_req_begin(c, b, &w, "scannerGetList");
+    size_t off = bench_req_begin(c, b, &w,
+                                 c->thrift2 ? "getScannerRows"
+                                            : "scannerGetList");
 
     wire_write_field(&w, WIRE_T_I32, 1);
     wire_write_i32(&w, id);
@@ -143,7 +233,8 @@ void
 bench_req_scan_close(struct bench_codec *c, struct wire_buf *b, int32_t id)
 {
     struct wire_writer w;
-    size_t off = bench_req_begin(c, b, &w, "scannerClose");
+    size_t off = bench_req_begin(c, b, &w,
+                                 c->thrift2 ? "closeScanner" : "scannerClose");
 
     wire_write_field(&w, WIRE_T_I32, 1);
     wire_write_i32(&w, id);
@@ -182,32 +273,41 @@ bench_reply_length(struct bench_codec *c, struct wire_scan *scan,
     }
 }
 
-/* list<TRowResult>: keep each row key, skip the cells. */
+/* One TRowResult or TResult (both carry the row in field 1; a Thrift2
+ * TResult without it is a missing row): keep its key, skip the cells. */
+static void
+bench_reply_row(struct wire_reader *r, struct bench_reply *rep)
+{
+    struct bench_rowref ref = { NULL, 0 };
+    uint8_t t;
+    int16_t fid;
+
+    wire_read_struct_begin(r);
+    while (wire_read_field(r, &t, &fid) == WIRE_OK && t != WIRE_T_STOP) {
+        if (fid == 1 && t == WIRE_T_STRING)
+            wire_read_binary(r, &ref.p, &ref.len);
+        else
+            wire_skip(r, t);
+    }
+    wire_read_struct_end(r);
+    if (ref.p != NULL)
+        g_array_append_val(rep->rows, ref);
+}
+
+/* list<TRowResult> or list<TResult>: keep each row key, skip the cells. */
 static void
 bench_reply_rows(struct wire_reader *r, struct bench_reply *rep)
 {
-    uint8_t et, t;
+    uint8_t et;
     uint32_t n;
-    int16_t fid;
 
     if (wire_read_list_begin(r, &et, &n) != WIRE_OK)
         return;
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
-        struct bench_rowref ref = { NULL, 0 };
-
-        if (et != WIRE_T_STRUCT) {
+        if (et != WIRE_T_STRUCT)
             wire_skip(r, et);
-            continue;
-        }
-        wire_read_struct_begin(r);
-        while (wire_read_field(r, &t, &fid) == WIRE_OK && t != WIRE_T_STOP) {
-            if (fid == 1 && t == WIRE_T_STRING)
-                wire_read_binary(r, &ref.p, &ref.len);
-            else
-                wire_skip(r, t);
-        }
-        wire_read_struct_end(r);
-        g_array_append_val(rep->rows, ref);
+        else
+            bench_reply_row(r, rep);
     }
     wire_read_container_end(r);
 }
@@ -247,6 +347,9 @@ bench_reply_parse(struct bench_codec *c, const uint8_t *msg, size_t len,
     while (wire_read_field(&r, &t, &fid) == WIRE_OK && t != WIRE_T_STOP) {
         if (fid == 0 && t == WIRE_T_LIST) {
             bench_reply_rows(&r, rep);
+            got_success = TRUE;
+        } else if (fid == 0 && t == WIRE_T_STRUCT) {
+            bench_reply_row(&r, rep); /* Thrift2 get: one TResult */
             got_success = TRUE;
         } else if (fid == 0 && t == WIRE_T_I32) {
             rep->i32 = wire_read_i32(&r);

@@ -18,7 +18,7 @@ import sys
 LAYERS = [
     ('pure', ['wire', 'salt', 'legacy', 'filter', 'filterpb', 'scanfilter',
               'config', 'escape', 'hbase1', 'hbase1_table', 'hbase2',
-              'merge', 'scanargs', 'scanbatch', 'scantab', 'codec']),
+              'merge', 'scanargs', 'scanbatch', 'scantab', 'splits', 'codec']),
     ('requests', ['req', 'bell', 'sasl']),
     ('metrics', ['metrics']),
     ('engines', ['worker', 'backend', 'client', 'scan']),

@@ -217,7 +217,7 @@ class Emu(object):
 
 class Proxy(object):
     def __init__(self, workdir, emu, proto, transport, thrift2_servers=None,
-                 name='proxy'):
+                 name='proxy', extra=''):
         self.port = free_port()
         self.port2 = free_port()
         self.admin = free_port()
@@ -232,9 +232,9 @@ class Proxy(object):
                     'pool_size = 16\n[scan]\ncaching_max = 7\n'
                     '[thrift2]\nlisten = 127.0.0.1:%d\n'
                     '[admin]\nlisten = 127.0.0.1:%d\n'
-                    '[table:salted]\n%s'
+                    '[table:salted]\n%s%s'
                     % (self.port, emu.port, thrift2_servers, proto, transport,
-                       self.port2, self.admin, SALTED_CONF))
+                       self.port2, self.admin, SALTED_CONF, extra))
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'wb')
         self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
@@ -735,6 +735,88 @@ class Thrift2Test(unittest.TestCase):
         self.assertIn('hsp_requests_total{method="get"} 1', text)
         self.assertIn('hsp_requests_total{method="getScannerRows",'
                       'service="thrift2"}', text)
+
+
+class CreateTableTest(unittest.TestCase):
+    """createTable of a salted table through the proxy: the salt buckets'
+    split points replace the client's (logical keys say nothing of where
+    salted rows go), as many regions as asked and at least one per bucket;
+    isTableAvailableWithSplit is answered for the same points; unsalted
+    tables keep the client's keys."""
+
+    EXTRA = ''.join('[table:%s]\nbuckets = 4\nsalt_format = hex\n' % t
+                    for t in ('pre4', 'pre4c', 'ns1:pre4b'))
+    SALT4 = tm.Salt(4, fmt='hex')
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix='hsp-t2-create-')
+        cls.emu = Emu(cls.dir, 'binary', 'buffered')
+        cls.proxy = Proxy(cls.dir, cls.emu, 'binary', 'buffered',
+                          extra=cls.EXTRA)
+        cls.c = connect(cls.proxy.port2, 'binary', 'buffered')
+        cls.direct = connect(cls.emu.port2, 'binary', 'buffered')
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c._trans.close()
+        cls.direct._trans.close()
+        rc = cls.proxy.stop()
+        cls.emu.close()
+        if os.environ.get('HSP_KEEP_LOGS') != '1':
+            shutil.rmtree(cls.dir, ignore_errors=True)
+        assert rc == 0, 'the proxy exited %r' % (rc,)
+
+    def create(self, name, splits, ns=None):
+        desc = T.TTableDescriptor(
+            tableName=T.TTableName(ns=ns, qualifier=name),
+            columns=[T.TColumnFamilyDescriptor(name=b'a')])
+        self.c.createTable(desc, splits)
+
+    def starts(self, name):
+        locs = self.direct.getAllRegionLocations(name)
+        return sorted(l.regionInfo.startKey or b'' for l in locs)
+
+    def test_fewer_regions_than_buckets(self):
+        self.create(b'pre4', [b'k'])
+        self.assertEqual(self.starts(b'pre4'), [b'', b'1', b'2', b'3'])
+        # rows written through the proxy land in their bucket's region
+        for i in range(20):
+            row = b'user%d' % i
+            self.c.put(b'pre4', T.TPut(row=row, columnValues=[
+                T.TColumnValue(family=b'a', qualifier=b'q', value=b'v')]))
+            phys = self.SALT4.physical(row)
+            loc = self.direct.getRegionLocation(b'pre4', phys, False)
+            self.assertEqual(loc.regionInfo.startKey or b'',
+                             b'' if phys[:1] == b'0' else phys[:1])
+
+    def test_more_regions_cut_each_bucket(self):
+        asked = [b'k%d' % i for i in range(7)]      # 8 regions
+        self.direct.createNamespace(T.TNamespaceDescriptor(name='ns1'))
+        self.create(b'pre4b', asked, ns=b'ns1')
+        want = [b'', b'0\x80', b'1', b'1\x80', b'2', b'2\x80', b'3',
+                b'3\x80']
+        self.assertEqual(self.starts(b'ns1:pre4b'), want)
+        tn = T.TTableName(ns=b'ns1', qualifier=b'pre4b')
+        # the client's own keys describe its logical regions: answered for
+        # the points the proxy made of them
+        self.assertTrue(self.c.isTableAvailableWithSplit(tn, asked))
+        self.assertFalse(self.direct.isTableAvailableWithSplit(tn, asked))
+        with open(self.proxy.log_path, 'rb') as f:
+            log = f.read().decode(errors='replace')
+        self.assertIn("createTable of a salted table: the client's 7 split "
+                      "keys replaced by the salt buckets' 7 (8 regions)", log)
+
+    def test_no_split_keys_still_one_region_per_bucket(self):
+        desc = T.TTableDescriptor(
+            tableName=T.TTableName(qualifier=b'pre4c'),
+            columns=[T.TColumnFamilyDescriptor(name=b'a')])
+        self.c.createTable(desc, None)
+        self.assertEqual(self.starts(b'pre4c'), [b'', b'1', b'2', b'3'])
+
+    def test_unsalted_keeps_its_keys(self):
+        self.create(b'free', [b'm', b't'])
+        self.assertEqual(self.starts(b'free'), [b'', b'm', b't'])
 
 
 class FailoverTest(unittest.TestCase):

@@ -1,4 +1,4 @@
-// pipeline.js: a pipelining HBase Thrift1 client on npm's thrift package, for the e2e tests.
+// pipeline.js: a pipelining HBase Thrift1 or Thrift2 client on npm's thrift package, for the e2e tests.
 //
 // Sends every call of a list at once, the way a Node.js application does
 // with callbacks (the library writes each call as it is made and matches
@@ -8,9 +8,10 @@
 // connection error.
 //
 //   node pipeline.js --gen DIR --calls FILE --proxy PORT[:PROTO:TRANSPORT]
-//                    --ref PORT[:PROTO:TRANSPORT]
+//                    --ref PORT[:PROTO:TRANSPORT] [--service thrift1|thrift2]
 //
-// DIR holds `thrift --gen js:node` output for thrift/hbase.thrift; FILE is
+// DIR holds `thrift --gen js:node` output for thrift/hbase.thrift (service
+// Hbase) and thrift/hbase2.thrift (THBaseService, --service thrift2); FILE is
 // a JSON list of [method, [args...]] written by test_pipeline.py, with
 // bytes as {"b": hex}, structs as {"s": name, "f": {field: value}} and maps
 // as {"m": [[key, value], ...]}.
@@ -42,8 +43,14 @@ function parseArgs(argv) {
 }
 
 const args = parseArgs(process.argv.slice(2));
-const Hbase = require(path.resolve(args.gen, 'Hbase.js'));
-const ttypes = require(path.resolve(args.gen, 'hbase_types.js'));
+const thrift2 = (args.service || 'thrift1') === 'thrift2';
+if (!thrift2 && (args.service || 'thrift1') !== 'thrift1') {
+  usage('--service is thrift1 or thrift2');
+}
+const Service = require(path.resolve(args.gen, thrift2 ? 'THBaseService.js'
+                                                       : 'Hbase.js'));
+const ttypes = require(path.resolve(args.gen, thrift2 ? 'hbase2_types.js'
+                                                      : 'hbase_types.js'));
 
 // JSON from the test back to what the generated code takes.
 function decode(v) {
@@ -126,7 +133,7 @@ function connect(spec) {
 // Makes every call at once; resolves to the replies in call order.
 async function runAll(spec, calls) {
   const conn = await connect(spec);
-  const client = thrift.createClient(Hbase, conn);
+  const client = thrift.createClient(Service, conn);
   let failure = null;
   conn.on('error', (e) => { failure = e; });
   const replies = await Promise.all(calls.map(([name, cargs]) =>

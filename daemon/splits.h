@@ -1,0 +1,27 @@
+/* splits.h: the region split points of a salted table, pure. */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+#include "salt.h"
+
+/* At most this many regions are asked of one createTable. */
+#define SPLITS_MAX_REGIONS 65536u
+
+/*
+ * The split points (physical row keys, sorted, no duplicates) of a salted
+ * table of `regions` regions: one region per bucket at least, so every
+ * bucket's rows start on a region of their own (the bucket's salt, the
+ * separator left out: no salt is a prefix of another, so a salt less the
+ * separator still sorts after every key of the salt below it; salts are
+ * sorted, as bigtable-sample's and hbasewd's do not sort like their
+ * buckets); when more regions
+ * than buckets are asked, each bucket is cut evenly over the byte space of
+ * the logical key's first bytes (as HBase's UniformSplit does), the first
+ * regions % buckets buckets taking one region more, so the table has
+ * exactly max(regions, buckets) regions.  Appends GBytes to out (which
+ * should free them with g_bytes_unref).
+ */
+void splits_compute(const struct salt_table *t, uint32_t regions,
+                    GPtrArray *out);
