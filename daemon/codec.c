@@ -135,7 +135,7 @@ struct codec_ctx {
                                        struct being walked applies to */
     uint32_t filter_row_len;
     gboolean has_filter_row;
-    gboolean splits_set;            /* split keys written by the proxy */
+    gboolean splits_set; /* split keys written by the proxy */
     uint32_t splits_asked, splits_sent;
 };
 
@@ -660,8 +660,7 @@ codec_peek_filter_row(struct codec_ctx *c, const struct hbase1_schema *s)
  * as many regions as buckets).  The caller logs the replacement.
  */
 static gboolean
-codec_splits(struct codec_ctx *c, const struct salt_table *salt,
-             gboolean read)
+codec_splits(struct codec_ctx *c, const struct salt_table *salt, gboolean read)
 {
     g_autoptr(GPtrArray) points =
         g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
@@ -679,8 +678,9 @@ codec_splits(struct codec_ctx *c, const struct salt_table *salt,
         }
         wire_read_container_end(&c->r);
     }
-    splits_compute(salt, count >= SPLITS_MAX_REGIONS ? SPLITS_MAX_REGIONS
-                                                     : count + 1,
+    splits_compute(salt,
+                   count >= SPLITS_MAX_REGIONS ? SPLITS_MAX_REGIONS
+                                               : count + 1,
                    points);
     wire_write_list_begin(&c->w, WIRE_T_STRING, points->len);
     for (guint i = 0; i < points->len; i++) {
@@ -710,8 +710,7 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     switch (f->action) {
     case HBASE1_TABLE:
     case HBASE1_TABLE_NAME:
-    case HBASE1_TABLE_DESC:
-        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_TABLE_DESC: return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_SPLITS:
         if (!c->reply && salt != NULL) {
             return codec_splits(c, salt, TRUE);
