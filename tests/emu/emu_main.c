@@ -368,6 +368,7 @@ int main(int argc, char **argv)
     static sigset_t set;
     emu_sasl *sasl = NULL;    /* lives as long as the process */
     struct emu_http_config hc = { 0 };
+    GThread *thrift2 = NULL; /* a Thrift2 HTTP listener's loop */
     int status = 0;
     g_autofree char *host = NULL;
     int port = -1;
@@ -556,13 +557,23 @@ int main(int argc, char **argv)
                   emu_main_http2 == NULL ? ""
                   : hc.tls != NULL       ? " (https)"
                                          : " (http)");
-        g_thread_unref(
-            g_thread_new("emu-thrift2", emu_main_thrift2_thread, NULL));
+        GThread *t = g_thread_new("emu-thrift2", emu_main_thrift2_thread,
+                                  NULL);
+
+        if (emu_main_http2 != NULL)
+            thrift2 = t; /* joined below */
+        else
+            g_thread_unref(t);
     }
     if (emu_main_http != NULL)
         emu_http_run(emu_main_http);
     else
         emu_server_run(emu_main_server);
-    /* Connection threads may still run; the process exit ends them. */
+    /* The signal thread stopped a Thrift2 HTTP listener first: wait for
+     * its loops, so that none is inside OpenSSL while exit() cleans it up
+     * (an HTTPS emulator once aborted at exit that way).  Connection
+     * threads of the socket servers may still run; the exit ends them. */
+    if (thrift2 != NULL)
+        g_thread_join(thrift2);
     return 0;
 }
