@@ -569,10 +569,50 @@ config_valid_service(const char *s)
     return config_valid_krb5_part(s, strlen(s));
 }
 
+#define CONFIG_CREDENTIAL_PREFIX "credential:"
+
+/* An absolute path, or credential:NAME (a file systemd's LoadCredential=
+ * put in $CREDENTIALS_DIRECTORY; NAME has no '/'). */
 static gboolean
-config_valid_abspath(const char *s)
+config_valid_file(const char *s)
 {
-    return g_path_is_absolute(s);
+    const char *name;
+
+    if (!g_str_has_prefix(s, CONFIG_CREDENTIAL_PREFIX))
+        return g_path_is_absolute(s);
+    name = s + strlen(CONFIG_CREDENTIAL_PREFIX);
+    return name[0] != '\0' && strchr(name, '/') == NULL &&
+           strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+/*
+ * *path (valid by config_valid_file, or NULL) as the file to open.  The
+ * unit loads key files with LoadCredential=, so that they are read by
+ * systemd as root and handed to the dynamic user; the directory exists
+ * for the service's Exec*= commands only, hence resolved here, once.
+ */
+static gboolean
+config_resolve_file(struct config_ctx *c, const char *g, const char *key,
+                    char **path, GError **error)
+{
+    const char *dir, *name;
+
+    if (*path == NULL || !g_str_has_prefix(*path, CONFIG_CREDENTIAL_PREFIX))
+        return TRUE;
+    name = *path + strlen(CONFIG_CREDENTIAL_PREFIX);
+    dir = g_getenv("CREDENTIALS_DIRECTORY");
+    if (dir == NULL || !g_path_is_absolute(dir)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, key,
+                         "%s: CREDENTIALS_DIRECTORY is not set: "
+                         "credential:NAME needs LoadCredential=NAME:FILE in "
+                         "the systemd unit; or give an absolute path",
+                         *path);
+        return FALSE;
+    }
+    char *resolved = g_build_filename(dir, name, NULL);
+    g_free(*path);
+    *path = resolved;
+    return TRUE;
 }
 
 /*
@@ -618,9 +658,10 @@ config_parse_sasl(struct config_ctx *c, const char *g, GError **error)
                                  "a Kerberos principal (name[/instance]"
                                  "[@REALM])",
                                  &cfg->sasl_principal, error) ||
-        !config_take_sasl_string(c, g, "sasl_keytab", config_valid_abspath,
-                                 "an absolute path", &cfg->sasl_keytab,
-                                 error) ||
+        !config_take_sasl_string(c, g, "sasl_keytab", config_valid_file,
+                                 "an absolute path or credential:NAME",
+                                 &cfg->sasl_keytab, error) ||
+        !config_resolve_file(c, g, "sasl_keytab", &cfg->sasl_keytab, error) ||
         !config_take_sasl_string(c, g, "sasl_service", config_valid_service,
                                  "a service name (like hbase)",
                                  &cfg->sasl_service, error) ||

@@ -165,6 +165,50 @@ class CliTest(unittest.TestCase):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def test_keytab_from_credentials(self):
+        """sasl_keytab = credential:NAME is the file LoadCredential= put in
+        $CREDENTIALS_DIRECTORY; without that directory the config is
+        refused, naming the directive that provides it."""
+        d = tempfile.mkdtemp(prefix='hsp-ops-cred-')
+        try:
+            conf = os.path.join(d, 'k.conf')
+            text = opslib.proxy_conf(9090, [9091]).replace(
+                '[backend]\n',
+                '[backend]\nsasl = gssapi\n'
+                'sasl_principal = proxy/app1.example@EXAMPLE.TEST\n'
+                'sasl_keytab = credential:hbase.keytab\n', 1)
+            self.assertIn('credential:hbase.keytab', text)
+            with open(conf, 'w') as f:
+                f.write(text)
+            creds = os.path.join(d, 'creds')
+            os.mkdir(creds)
+            with open(os.path.join(creds, 'hbase.keytab'), 'wb') as f:
+                f.write(b'\x05\x02')
+            env = dict(os.environ, CREDENTIALS_DIRECTORY=creds)
+            r = subprocess.run([ARGS.proxy, '-c', conf, '--check-config'],
+                               capture_output=True, text=True, timeout=30,
+                               env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn('keytab ' + os.path.join(creds, 'hbase.keytab'),
+                          r.stdout)
+            env.pop('CREDENTIALS_DIRECTORY')
+            r = subprocess.run([ARGS.proxy, '-c', conf, '--check-config'],
+                               capture_output=True, text=True, timeout=30,
+                               env=env)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn('[backend] sasl_keytab', r.stderr)
+            self.assertIn('LoadCredential=', r.stderr)
+            for bad in ('credential:', 'credential:../x', 'keytab'):
+                with open(conf, 'w') as f:
+                    f.write(text.replace('credential:hbase.keytab', bad))
+                r = subprocess.run([ARGS.proxy, '-c', conf,
+                                    '--check-config'], capture_output=True,
+                                   text=True, timeout=30)
+                self.assertEqual(r.returncode, 1, bad)
+                self.assertIn('absolute path or credential:NAME', r.stderr)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
     def test_explain_key(self):
         d = tempfile.mkdtemp(prefix='hsp-ops-cli-')
         try:
