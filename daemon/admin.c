@@ -10,6 +10,7 @@
 #include <event2/http.h>
 
 #include "backend.h"
+#include "catalog.h"
 #include "metrics.h"
 #include "metrics_render.h"
 #include "proxy.h"
@@ -73,16 +74,30 @@ admin_http_cb(struct evhttp_request *req, void *arg)
         struct admin_health h = { 0, 0, 0 };
         gboolean probed, ok;
 
+        g_autoptr(GString) tables = g_string_new(NULL);
+        unsigned refused;
+
         backend_health_foreach(a->p->health, admin_health_cb, &h);
+        /* a salted table the catalog refuses is a table not served */
+        refused = catalog_describe_refused(a->p->gen->cfg, tables);
         /* one UP server answered is enough to be useful */
         probed = h.probed == h.total || h.up > 0;
-        ok = probed && h.up > 0;
+        ok = probed && h.up > 0 && refused == 0;
         if (!probed) {
             g_string_append(body, "starting: backends not probed yet\n");
         } else {
-            g_string_append_printf(body, "%s: %u of %u backend servers "
-                                   "answer\n", ok ? "ok" : "unavailable",
+            g_string_append_printf(body,
+                                   "%s: %u of %u backend servers "
+                                   "answer\n",
+                                   ok || h.up > 0
+                                       ? (refused > 0 ? "degraded" : "ok")
+                                       : "unavailable",
                                    h.up, h.total);
+        }
+        if (refused > 0) {
+            g_string_append_printf(body, "%u salted table%s not served:\n%s",
+                                   refused, refused == 1 ? "" : "s",
+                                   tables->str);
         }
         admin_reply(req, ok ? HTTP_OK : 503,
                     ok ? "OK" : "Service Unavailable",

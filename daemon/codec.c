@@ -137,6 +137,8 @@ struct codec_ctx {
     gboolean has_filter_row;
     gboolean splits_set; /* split keys written by the proxy */
     uint32_t splits_asked, splits_sent;
+    const char *refused; /* a table the call names is refused by the
+                            table catalog (config_table.refusal) */
 };
 
 static gboolean
@@ -156,6 +158,20 @@ codec_table_of(const struct salt_table *salt)
 {
     return (const struct config_table *)(const void *)
         ((const char *)salt - offsetof(struct config_table, salt));
+}
+
+/* A named table's salt; notes a refusal by the table catalog. */
+static const struct salt_table *
+codec_table_salt(struct codec_ctx *c, const struct config_table *t)
+{
+    const char *why;
+
+    if (t == NULL)
+        return NULL;
+    why = config_table_refusal(t);
+    if (why != NULL && c->refused == NULL)
+        c->refused = why;
+    return &t->salt;
 }
 
 /* A row HBase would take unsalted but not with the table's prefix, or
@@ -242,6 +258,17 @@ codec_refuse_unstorable(struct codec_ctx *c,
                (size_t)name_len < t->name_len ? "..." : "",
                SALT_HBASE_MAX_ROW, salt->width, sep);
     err->message = err->text;
+}
+
+/* A call naming a table the catalog refuses: the method's IOError, with
+ * the reason (which outlives the reply: the config keeps its texts). */
+static void
+codec_refuse_catalog(struct codec_ctx *c)
+{
+    c->err->app_type = WIRE_APP_INTERNAL_ERROR;
+    c->err->answer = CODEC_ANSWER_IO;
+    c->err->can_retry = 0;
+    c->err->message = c->refused;
 }
 
 /*
@@ -352,7 +379,7 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
     }
     memcpy(name + n, q, q_len);
     t = config_find_table(c->cfg, name, n + q_len);
-    return t != NULL ? &t->salt : NULL;
+    return codec_table_salt(c, t);
 }
 
 /* Reads ahead, without consuming, the table named by a struct's TABLE
@@ -387,7 +414,7 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
             }
             *found = TRUE;
             t = config_find_table(c->cfg, name, len);
-            return t != NULL ? &t->salt : NULL;
+            return codec_table_salt(c, t);
         }
         if (f != NULL && f->type == type &&
             (f->action == HBASE1_TABLE_NAME ||
@@ -906,6 +933,10 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
             err->message = c->r.error;
             return CODEC_REJECT;
         }
+        if (c->refused != NULL) {
+            codec_refuse_catalog(c);
+            return CODEC_REJECT;
+        }
         /* a one-shot scan of an unsalted table (getScannerResults) has
          * no scanner id to keep: it goes on as any other call */
         if (method->kind != HBASE1_SCAN_ONCE || call->salt != NULL) {
@@ -931,6 +962,12 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
             c->passthrough = named && call->salt == NULL;
             ok = codec_walk_struct(c, method->args, call->salt);
         }
+    }
+    if (ok && c->refused != NULL) {
+        /* nothing of it reaches HBase */
+        out->len = mark;
+        codec_refuse_catalog(c);
+        return CODEC_REJECT;
     }
     if (ok && c->unstorable != NULL && !c->too_long) {
         out->len = mark;

@@ -27,6 +27,9 @@ G_DEFINE_QUARK(config-error-quark, config_error)
 #define CONFIG_DEFAULT_SASL_SERVICE "hbase"
 #define CONFIG_DEFAULT_CACHING_MAX 1000
 #define CONFIG_DEFAULT_SCANNER_TIMEOUT_MS 60000
+#define CONFIG_DEFAULT_CATALOG_TABLE "hbase_salt_catalog"
+#define CONFIG_DEFAULT_STATE_DIR "/var/lib/hbase-salt-proxy"
+#define CONFIG_DEFAULT_CATALOG_RECHECK_MS 2000
 #define CONFIG_DEFAULT_BUCKETS 16
 
 #define CONFIG_MAX_MS ((unsigned)G_MAXINT32)
@@ -752,6 +755,64 @@ config_parse_thrift2(struct config_ctx *c, const char *g, GError **error)
                             &cfg->thrift2_enabled, error);
 }
 
+static gboolean config_valid_table_part(const char *s, size_t len,
+                                        gboolean qualifier);
+
+/*
+ * [catalog]: the HBase table holding every salted table's mapping.  On
+ * by default: several proxies with different mappings writing one table
+ * lose rows, and only a record next to the data can stop that.
+ */
+static gboolean
+config_parse_catalog(struct config_ctx *c, const char *g, GError **error)
+{
+    struct config *cfg = c->cfg;
+    g_autofree char *table = NULL;
+    g_autofree char *dir = NULL;
+    const char *sep;
+
+    g_clear_pointer(&cfg->catalog_table, g_free);
+    g_clear_pointer(&cfg->catalog_state_dir, g_free);
+    table = config_take(c, g, "table");
+    if (table == NULL) {
+        table = g_strdup(CONFIG_DEFAULT_CATALOG_TABLE);
+    } else if (table[0] != '\0') {
+        sep = strchr(table, ':');
+        if (!(sep != NULL
+                  ? config_valid_table_part(table, (size_t)(sep - table),
+                                            FALSE) &&
+                        config_valid_table_part(sep + 1, strlen(sep + 1), TRUE)
+                  : config_valid_table_part(table, strlen(table), TRUE))) {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "table",
+                             "'%s' is not an HBase table name%s", table,
+                             config_hint(table));
+            return FALSE;
+        }
+    }
+    dir = config_take(c, g, "state_dir");
+    if (dir != NULL && !g_path_is_absolute(dir)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "state_dir",
+                         "'%s' is not an absolute path", dir);
+        return FALSE;
+    }
+    if (dir == NULL) {
+        /* systemd's StateDirectory= says where it is */
+        const char *env = g_getenv("STATE_DIRECTORY");
+
+        dir = g_strdup(env != NULL && g_path_is_absolute(env)
+                           ? env
+                           : CONFIG_DEFAULT_STATE_DIR);
+    }
+    if (!config_take_uint(c, g, "recheck_ms", 100, CONFIG_MAX_MS,
+                          CONFIG_DEFAULT_CATALOG_RECHECK_MS,
+                          &cfg->catalog_recheck_ms, error))
+        return FALSE;
+    if (table[0] != '\0')
+        cfg->catalog_table = g_steal_pointer(&table);
+    cfg->catalog_state_dir = g_steal_pointer(&dir);
+    return TRUE;
+}
+
 static gboolean
 config_parse_admin(struct config_ctx *c, const char *g, GError **error)
 {
@@ -1181,6 +1242,8 @@ config_known_keys(const char *group)
         return "caching_max, scanner_timeout_ms";
     if (strcmp(group, "admin") == 0)
         return "listen";
+    if (strcmp(group, "catalog") == 0)
+        return "table, state_dir, recheck_ms";
     return "buckets, salt_format, salt_separator, hash_part, salt_mapping, "
            "legacy_component, legacy_cutoff, legacy_range_start, "
            "legacy_range_stop";
@@ -1235,12 +1298,15 @@ config_parse(struct config_ctx *c, GError **error)
             ok = config_parse_admin(c, g, error);
         else if (strcmp(g, "thrift2") == 0)
             ok = config_parse_thrift2(c, g, error);
+        else if (strcmp(g, "catalog") == 0)
+            ok = config_parse_catalog(c, g, error);
         else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX))
             ok = config_parse_table(c, g, tables, names, error);
         else {
             config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
                              "unknown group (known: [proxy], [backend], "
-                             "[scan], [admin], [thrift2], [table:NAME])");
+                             "[scan], [admin], [thrift2], [catalog], "
+                             "[table:NAME])");
             ok = FALSE;
         }
         ok = ok && config_check_leftovers(c, g, error);
@@ -1257,6 +1323,8 @@ config_parse(struct config_ctx *c, GError **error)
         ok = config_parse_admin(c, "admin", error);
     if (ok && !g_key_file_has_group(c->kf, "thrift2"))
         ok = config_parse_thrift2(c, "thrift2", error);
+    if (ok && !g_key_file_has_group(c->kf, "catalog"))
+        ok = config_parse_catalog(c, "catalog", error);
     if (ok && c->cfg->thrift2_enabled && c->cfg->n_thrift2_servers == 0) {
         /* a Thrift2 client's calls go to Thrift2 servers only: HBase
          * runs the two services as separate servers */
@@ -1365,6 +1433,10 @@ config_free(struct config *cfg)
     g_free(cfg->sasl_service);
     g_free(cfg->sasl_server_host);
     g_free(cfg->admin_listen.host);
+    g_free(cfg->catalog_table);
+    g_free(cfg->catalog_state_dir);
+    if (cfg->catalog_texts != NULL)
+        g_ptr_array_unref(cfg->catalog_texts);
     for (size_t i = 0; i < cfg->n_tables; i++)
         g_free(cfg->tables[i].name);
     g_free(cfg->tables);
@@ -1442,11 +1514,6 @@ config_legacy_to_text(GString *out, const struct legacy_rule *r)
 char *
 config_to_text(const struct config *cfg)
 {
-    static const char *const formats[] = {
-        [SALT_FORMAT_BYTE] = "byte",
-        [SALT_FORMAT_HEX] = "hex",
-        [SALT_FORMAT_DECIMAL] = "decimal",
-    };
     GString *out = g_string_new(NULL);
     g_autofree char *listen = config_addr_to_string(&cfg->listen);
     g_autofree char *frame = config_size_str(cfg->max_frame_size);
@@ -1511,42 +1578,74 @@ config_to_text(const struct config *cfg)
 
         g_string_append(out, t2);
     }
-    g_string_append_c(out, '\n');
+    g_string_append_printf(out,
+                           "\n\n[catalog]\ntable = %s\nstate_dir = %s\n"
+                           "recheck_ms = %u\n",
+                           cfg->catalog_table != NULL ? cfg->catalog_table
+                                                      : "",
+                           cfg->catalog_state_dir, cfg->catalog_recheck_ms);
     for (size_t i = 0; i < cfg->n_tables; i++) {
-        const struct salt_table *t = &cfg->tables[i].salt;
-
-        if (t->mapping != SALT_MAPPING_XXH3) {
-            /* the tool's salt: nothing else to say */
-            g_string_append_printf(out,
-                                   "\n[table:%s]\nbuckets = %u\n"
-                                   "salt_mapping = %s\n",
-                                   cfg->tables[i].name, t->modulus,
-                                   salt_mapping_name(t->mapping));
-            continue;
-        }
-        g_string_append_printf(out, "\n[table:%s]\nbuckets = %u\n"
-                               "salt_format = %s\nsalt_separator = ",
-                               cfg->tables[i].name, t->buckets,
-                               formats[t->format]);
-        escape_append(out, t->sep, t->sep_len);
-        g_string_append(out, "\nhash_part = ");
-        switch (t->hash) {
-        case SALT_HASH_LENGTH:
-            g_string_append_printf(out, "length:%u", t->hash_len);
-            break;
-        case SALT_HASH_DELIMITER:
-            g_string_append(out, "delimiter:");
-            escape_append(out, t->delim, t->delim_len);
-            g_string_append_printf(out, ":%u", t->hash_count);
-            break;
-        default:
-            g_string_append(out, "whole");
-            break;
-        }
-        g_string_append(out, "\nsalt_mapping = xxh3\n");
-        config_legacy_to_text(out, &t->legacy);
+        g_string_append_printf(out, "\n[table:%s]\n", cfg->tables[i].name);
+        config_mapping_to_text(out, &cfg->tables[i].salt);
     }
     return g_string_free(out, FALSE);
+}
+
+gboolean
+config_mapping_parse(const char *table, const char *text,
+                     struct salt_table *out, GError **error)
+{
+    g_autofree char *data =
+        g_strdup_printf("[catalog]\ntable =\n\n[table:%s]\n%s", table, text);
+    g_autofree char *what = g_strdup_printf("catalog entry of %s", table);
+    g_autoptr(config_t) cfg = config_load_data(data, strlen(data), what,
+                                               error);
+
+    if (cfg == NULL)
+        return FALSE;
+    if (cfg->n_tables != 1) {
+        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_INVALID_GROUP,
+                    "%s: holds %zu table sections", what, cfg->n_tables);
+        return FALSE;
+    }
+    *out = cfg->tables[0].salt;
+    return TRUE;
+}
+
+void
+config_mapping_to_text(GString *out, const struct salt_table *t)
+{
+    static const char *const formats[] = {
+        [SALT_FORMAT_BYTE] = "byte",
+        [SALT_FORMAT_HEX] = "hex",
+        [SALT_FORMAT_DECIMAL] = "decimal",
+    };
+
+    if (t->mapping != SALT_MAPPING_XXH3) {
+        /* the tool's salt: nothing else to say */
+        g_string_append_printf(out, "buckets = %u\nsalt_mapping = %s\n",
+                               t->modulus, salt_mapping_name(t->mapping));
+        return;
+    }
+    g_string_append_printf(out,
+                           "buckets = %u\n"
+                           "salt_format = %s\nsalt_separator = ",
+                           t->buckets, formats[t->format]);
+    escape_append(out, t->sep, t->sep_len);
+    g_string_append(out, "\nhash_part = ");
+    switch (t->hash) {
+    case SALT_HASH_LENGTH:
+        g_string_append_printf(out, "length:%u", t->hash_len);
+        break;
+    case SALT_HASH_DELIMITER:
+        g_string_append(out, "delimiter:");
+        escape_append(out, t->delim, t->delim_len);
+        g_string_append_printf(out, ":%u", t->hash_count);
+        break;
+    default: g_string_append(out, "whole"); break;
+    }
+    g_string_append(out, "\nsalt_mapping = xxh3\n");
+    config_legacy_to_text(out, &t->legacy);
 }
 
 gboolean

@@ -73,6 +73,11 @@ struct config_table {
     struct salt_table salt; /* the salt policy */
     unsigned stats_id;      /* metrics' counter slot + 1; 0 = none yet
                                (run-time bookkeeping, not configuration) */
+    gpointer refusal;       /* const char *: why calls on it are refused
+                               (the table catalog disagrees, or could not
+                               be asked), NULL: served.  Run-time state,
+                               g_atomic_pointer; set by catalog.c, the
+                               text lives in catalog_texts */
 };
 
 struct config {
@@ -116,6 +121,13 @@ struct config {
     /* [admin] */
     gboolean admin_enabled;         /* FALSE when [admin] listen is empty */
     struct config_addr admin_listen;
+    /* [catalog] */
+    char *catalog_table;         /* NULL when off (table = empty) */
+    char *catalog_state_dir;     /* the last verified catalog */
+    unsigned catalog_recheck_ms; /* while unverified or unreachable */
+    GPtrArray *catalog_texts;    /* refusal texts (catalog.c) */
+    gint catalog_unchecked;      /* tables served or refused without
+                                       HBase's word yet (catalog.c) */
 
     /* [table:NAME], sorted by name (memcmp, shorter first) */
     struct config_table *tables;
@@ -158,6 +170,23 @@ char *config_to_text(const struct config *cfg);
  * g_free. */
 char *config_sasl_server_principal(const struct config *cfg, const char *host);
 const char *config_qop_name(config_qop_t qop);
+
+/* Why calls on t are refused (config_table.refusal), or NULL. */
+static inline const char *
+config_table_refusal(const struct config_table *t)
+{
+    /* the pointer changes under readers; what it points to does not */
+    return (const char *)g_atomic_pointer_get((gpointer *)&t->refusal);
+}
+
+/* A table's mapping as the key lines of its section (buckets = ...),
+ * defaults included: the text the table catalog stores. */
+void config_mapping_to_text(GString *out, const struct salt_table *t);
+
+/* The mapping a table catalog entry holds: text as config_mapping_to_text
+ * wrote it (comment lines allowed), parsed by the same rules. */
+gboolean config_mapping_parse(const char *table, const char *text,
+                              struct salt_table *out, GError **error);
 
 /* "host:port", with brackets for IPv6.  g_free. */
 char *config_addr_to_string(const struct config_addr *addr);

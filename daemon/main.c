@@ -12,6 +12,8 @@
 
 #include "hsp-config.h"
 #include "admin.h"
+#include "backend.h"
+#include "catalog.h"
 #include "config.h"
 #include "escape.h"
 #include "metrics.h"
@@ -401,6 +403,36 @@ main_stop_cb(evutil_socket_t sig, short what, void *arg)
     event_base_loopbreak(m->base);
 }
 
+/* While the table catalog could not be asked: again, on the newest
+ * generation's configuration. */
+static void
+main_count_up(const struct backend_health_info *info, void *arg)
+{
+    *(unsigned *)arg += info->up ? 1 : 0;
+}
+
+static void
+main_catalog_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct main_ctx *m = arg;
+    /* the verdicts are run-time state of the generation's tables */
+    struct config *cfg = (struct config *)m->p->gen->cfg;
+    struct catalog_report rep;
+    unsigned up = 0;
+
+    if (!catalog_pending(cfg))
+        return;
+    /* asked again once a server answers its health probe: a server that
+     * is down, or speaks another protocol, gets no more calls from here */
+    backend_health_foreach(m->p->health, main_count_up, &up);
+    if (up == 0)
+        return;
+    if (catalog_check(cfg, &rep))
+        g_message("catalog: HBase answers again: the salted tables are "
+                  "checked");
+    catalog_report_clear(&rep);
+}
+
 /*
  * SIGHUP: the file again, as a new generation.  All or nothing: an
  * invalid file, a salt mapping change or a restart-only setting keeps
@@ -450,9 +482,16 @@ main_run(struct config *cfg, const char *config_path)
 {
     g_autoptr(GError) error = NULL;
     struct main_ctx m = { .config_path = config_path };
-    struct event *ev_term, *ev_int, *ev_hup, *ev_status;
+    struct event *ev_term, *ev_int, *ev_hup, *ev_status, *ev_catalog;
     struct timeval every = { MAIN_STATUS_MS / 1000, 0 };
+    struct timeval recheck = { cfg->catalog_recheck_ms / 1000,
+                               (cfg->catalog_recheck_ms % 1000) * 1000 };
     struct admin *admin = NULL;
+    struct catalog_report rep;
+
+    /* before any listener: no call on a salted table is served unchecked */
+    catalog_check(cfg, &rep);
+    catalog_report_clear(&rep);
 
     m.p = proxy_new(cfg, &error);
     if (m.p == NULL) {
@@ -464,6 +503,8 @@ main_run(struct config *cfg, const char *config_path)
     ev_int = evsignal_new(m.base, SIGINT, main_stop_cb, &m);
     ev_hup = evsignal_new(m.base, SIGHUP, main_hup_cb, &m);
     ev_status = event_new(m.base, -1, EV_PERSIST, main_status_cb, &m);
+    ev_catalog = event_new(m.base, -1, EV_PERSIST, main_catalog_cb, &m);
+    event_add(ev_catalog, &recheck);
     evsignal_add(ev_term, NULL);
     evsignal_add(ev_int, NULL);
     evsignal_add(ev_hup, NULL);
@@ -512,6 +553,7 @@ main_run(struct config *cfg, const char *config_path)
     signal(SIGINT, SIG_IGN);
     event_free(ev_hup);
     event_free(ev_status);
+    event_free(ev_catalog);
     event_base_free(m.base);
     g_message("stopped");
     return 0;
@@ -542,6 +584,41 @@ main_show_sasl(const struct config *cfg, const struct worker_settings *set,
                 "this user; the daemon's may differ)\n",
                 g_get_prgname(), name, cfg->sasl_keytab, g_strerror(e));
     }
+}
+
+/*
+ * --check-config: the salted tables against the table catalog, when HBase
+ * answers (a file that is fine otherwise stays fine while it does not).
+ * FALSE when a start would refuse a table.
+ */
+static gboolean
+main_check_catalog(struct config *cfg, const char *name)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+    g_autoptr(GError) error = NULL;
+    unsigned mismatches = 0;
+    g_auto(GStrv) lines = NULL;
+
+    if (!catalog_compare(cfg, out, &mismatches, &error)) {
+        fprintf(stderr,
+                "%s: warning: %s: the table catalog %s could not be asked: "
+                "%s\n",
+                g_get_prgname(), name, cfg->catalog_table, error->message);
+        return TRUE;
+    }
+    lines = g_strsplit(out->str, "\n", -1);
+    for (size_t i = 0; lines[i] != NULL; i++) {
+        if (lines[i][0] != '\0') {
+            fprintf(mismatches > 0 ? stderr : stdout, "%s: %s\n", name,
+                    lines[i]);
+        }
+    }
+    if (mismatches > 0) {
+        fprintf(stderr, "%s: %s: %u salted table%s would not be served\n",
+                g_get_prgname(), name, mismatches, mismatches == 1 ? "" : "s");
+        return FALSE;
+    }
+    return TRUE;
 }
 
 int
@@ -643,6 +720,9 @@ main(int argc, char **argv)
         }
         if (cfg->sasl == CONFIG_SASL_GSSAPI) {
             main_show_sasl(cfg, &set, name);
+        }
+        if (!main_check_catalog(cfg, name)) {
+            return 1;
         }
         if (pid != 0) {
             printf("%s: ok, the running proxy (pid %d) would apply it on "

@@ -82,6 +82,7 @@
 #include <event2/buffer.h>
 
 #include "backend.h"
+#include "catalog.h"
 #include "client.h"
 #include "config.h"
 #include "hbase1.h"
@@ -798,6 +799,13 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
         g_string_free(added, TRUE);
         return FALSE;
     }
+    {
+        /* the new file's tables are judged before any call reaches them */
+        struct catalog_report rep;
+
+        catalog_check(cfg, &rep);
+        catalog_report_clear(&rep);
+    }
     gen = proxy_gen_new(p, old->id + 1, cfg, TRUE);
     gen->set = set;
     gen->new_pool = !proxy_same_servers(&old->set, &gen->set);
@@ -806,12 +814,12 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
         const struct config_table *t = &cfg->tables[i];
 
         if (config_find_table(old->cfg, t->name, t->name_len) == NULL) {
-            g_string_append_printf(added, "%s%s", added->len > 0 ? ", " : "",
-                                   t->name);
-            /* rows it already holds were written unsalted */
-            g_warning("reload: table %s is salted from now on; rows written "
-                      "to it before, unsalted, are not found through the "
-                      "proxy any more", t->name);
+            /* rows it holds already: the catalog check refused it */
+            g_string_append_printf(added, "%s%s%s", added->len > 0 ? ", " : "",
+                                   t->name,
+                                   config_table_refusal(t) != NULL
+                                       ? " (refused)"
+                                       : "");
         }
     }
     p->gen = gen;

@@ -21,7 +21,7 @@ LAYERS = [
               'merge', 'scanargs', 'scanbatch', 'scantab', 'splits', 'codec']),
     ('requests', ['req', 'bell', 'sasl']),
     ('metrics', ['metrics']),
-    ('engines', ['worker', 'backend', 'client', 'scan']),
+    ('engines', ['worker', 'backend', 'client', 'scan', 'hconn', 'catalog']),
     ('top', ['proxy', 'main', 'admin', 'metrics_render']),
 ]
 

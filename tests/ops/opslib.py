@@ -56,7 +56,7 @@ class Emu(object):
     """hbase-emu on an ephemeral port with the tables the tests use."""
 
     def __init__(self, binary, workdir, name='emu',
-                 tables=('t:d', 'u:d', 'plain:d'), extra=()):
+                 tables=('t:d', 'u:d', 'w:d', 'plain:d'), extra=()):
         self.port_file = os.path.join(workdir, name + '.port')
         self.log = open(os.path.join(workdir, name + '.log'), 'ab')
         args = [binary, '--listen', '127.0.0.1:0', '--port-file',

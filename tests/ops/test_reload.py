@@ -105,32 +105,39 @@ class ReloadTest(unittest.TestCase):
         first = [r.row for r in c.scannerGetList(sid, 10)]
         self.assertEqual(first, keys[:10])
 
-        self.reload(self.conf(tables={'t': T_TABLE, 'u': U_TABLE}),
-                    'applied')
-        self.proxy.wait_log(r'table u is salted from now on')
+        self.reload(self.conf(tables={'t': T_TABLE, 'u': U_TABLE,
+                                      'w': U_TABLE}), 'applied')
+        # u holds a row written unsalted: salting it would hide that row,
+        # so the table catalog check refuses u; w is empty: registered
+        self.proxy.wait_log(r'table u is not served: it holds rows written '
+                            r'without this salt')
+        self.proxy.wait_log(r'registered table w in hbase_salt_catalog')
 
         # the open scanner and the connection carry on
         self.assertEqual(first + self.scan_all(c, sid), keys)
         c.scannerClose(sid)
-        # new requests on the same connection salt u: 4 decimal buckets
-        put(c, b'u', b'zq-after', b'y')
-        self.assertEqual(get(c, b'u', b'zq-after'), b'y')
-        phys = opslib.physical_rows(self.emu.port, b'u')
-        self.assertIn(b'zq-before', phys)
-        salted = [p for p in phys if p.endswith(b'zq-after')]
-        self.assertEqual(len(salted), 1, phys)
-        self.assertRegex(salted[0].decode(), r'^[0-3]zq-after$')
+        with self.assertRaises(opslib.T.IOError) as cm:
+            put(c, b'u', b'zq-after', b'y')
+        self.assertIn('legacy_', cm.exception.message)
+        self.assertEqual(opslib.physical_rows(self.emu.port, b'u'),
+                         [b'zq-before'])
+        # new requests on the same connection salt w: 4 decimal buckets
+        put(c, b'w', b'zq-after', b'y')
+        self.assertEqual(get(c, b'w', b'zq-after'), b'y')
+        phys = opslib.physical_rows(self.emu.port, b'w')
+        self.assertEqual(len(phys), 1, phys)
+        self.assertRegex(phys[0].decode(), r'^[0-3]zq-after$')
         # per-bucket counters for the new table exist
         self.assertEqual(len(opslib.series(self.proxy.metrics(),
                                            'hsp_bucket_requests_total',
-                                           table='u')), 4)
+                                           table='w')), 4)
         c._trans.close()
 
     def test_2_salt_change_refused(self):
         c = opslib.client(self.port)
         line = self.reload(self.conf(tables={
             't': T_TABLE.replace('buckets = 8', 'buckets = 16'),
-            'u': U_TABLE}), 'refused')
+            'u': U_TABLE, 'w': U_TABLE}), 'refused')
         self.assertIn('[table:t]', line)
         self.assertIn('buckets=8', line)
         self.assertIn('buckets=16', line)
@@ -138,7 +145,7 @@ class ReloadTest(unittest.TestCase):
         for t, change in (('t', T_TABLE.replace('hex', 'decimal')),
                           ('t', T_TABLE.replace('-', '_')),
                           ('u', U_TABLE + 'hash_part = length:3\n')):
-            tables = {'t': T_TABLE, 'u': U_TABLE}
+            tables = {'t': T_TABLE, 'u': U_TABLE, 'w': U_TABLE}
             tables[t] = change
             line = self.reload(self.conf(tables=tables), 'refused')
             self.assertIn('[table:%s]: the salt mapping would change' % t,
@@ -148,29 +155,30 @@ class ReloadTest(unittest.TestCase):
         c._trans.close()
 
     def test_3_removed_table_refused(self):
-        line = self.reload(self.conf(tables={'t': T_TABLE}), 'refused')
-        self.assertIn('[table:u] was removed', line)
+        line = self.reload(self.conf(tables={'t': T_TABLE, 'u': U_TABLE}),
+                           'refused')
+        self.assertIn('[table:w] was removed', line)
         self.assertIn('unreachable', line)
         c = opslib.client(self.port)
-        self.assertEqual(get(c, b'u', b'zq-after'), b'y')
+        self.assertEqual(get(c, b'w', b'zq-after'), b'y')
         c._trans.close()
 
     def test_4_invalid_file_keeps_config(self):
-        text = self.conf(tables={'t': T_TABLE, 'u': U_TABLE})
+        text = self.conf(tables={'t': T_TABLE, 'u': U_TABLE, 'w': U_TABLE})
         text = text.replace('pool_size = 2\n', 'pool_size = 2\npool_sise = 3\n')
         line = self.reload(text, 'invalid')
         lineno = text.splitlines().index('pool_sise = 3') + 1
         self.assertIn('%s:%d: [backend] pool_sise' % (self.proxy.conf,
                                                       lineno), line)
         line = self.reload(self.conf(tables={'t': 'buckets = lots\n',
-                                             'u': U_TABLE}), 'invalid')
+                                             'u': U_TABLE, 'w': U_TABLE}), 'invalid')
         self.assertIn('[table:t] buckets', line)
         c = opslib.client(self.port)
         self.assertEqual(get(c, b't', b'k002'), b'v')
         c._trans.close()
 
     def test_5_restart_only_refused(self):
-        line = self.reload(self.conf(tables={'t': T_TABLE, 'u': U_TABLE},
+        line = self.reload(self.conf(tables={'t': T_TABLE, 'u': U_TABLE, 'w': U_TABLE},
                                      extra_backend='transport = framed\n'),
                            'refused')
         self.assertIn('[backend] transport changed: that needs a restart',
@@ -182,7 +190,7 @@ class ReloadTest(unittest.TestCase):
         sid = c.scannerOpenWithScan(b't', opslib.T.TScan(caching=3), {})
         first = [r.row for r in c.scannerGetList(sid, 5)]
         self.reload(self.conf(servers=[self.emu2.port],
-                              tables={'t': T_TABLE, 'u': U_TABLE}),
+                              tables={'t': T_TABLE, 'u': U_TABLE, 'w': U_TABLE}),
                     'applied')
         # new requests, even on the old connection, go to emu2 ...
         put(c, b'plain', b'new', b'2')
@@ -209,7 +217,7 @@ class ReloadTest(unittest.TestCase):
         self.assertIn('servers = %s\n' % new, self.proxy.http('/config')[1])
 
     def test_7_limits_apply_to_new_connections(self):
-        tables = {'t': T_TABLE, 'u': U_TABLE}
+        tables = {'t': T_TABLE, 'u': U_TABLE, 'w': U_TABLE}
         servers = [self.emu2.port]
         c = opslib.client(self.port)
         put(c, b'plain', b'zq-lim', b'1')

@@ -6,6 +6,7 @@
 #include <glib/gstdio.h>
 
 #include "config.h"
+#include "salt.h"
 
 static struct config *
 load(const char *text, GError **error)
@@ -761,6 +762,91 @@ test_sasl(void)
                  CONFIG_ERROR_INVALID_KEY, "sasl_server_host", NULL);
 }
 
+/* [catalog]: defaults, off, bad values; a table's mapping text (what the
+ * catalog stores) reading back to the same mapping, comments allowed,
+ * and a different or unknown one told apart. */
+static void
+test_catalog(void)
+{
+    static const char *const sections[] = {
+        "buckets = 16\n",
+        "buckets = 8\nsalt_format = hex\nsalt_separator = -\n"
+        "hash_part = delimiter:#:2\n",
+        "buckets = 100\nsalt_format = decimal\nhash_part = length:4\n",
+        "buckets = 8\nlegacy_component = after:#:last\n"
+        "legacy_cutoff = 1710000000\n",
+        "buckets = 8\nlegacy_range_stop = 2024\n",
+        "salt_mapping = phoenix\nbuckets = 200\n",
+        "salt_mapping = bigtable-sample\nbuckets = 4\n",
+    };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = NULL;
+    g_autofree char *text = NULL;
+
+    cfg = load("", &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(cfg->catalog_table, ==, "hbase_salt_catalog");
+    g_assert_true(g_path_is_absolute(cfg->catalog_state_dir));
+    g_assert_cmpuint(cfg->catalog_recheck_ms, ==, 2000);
+    g_clear_pointer(&cfg, config_free);
+    cfg = load("[catalog]\ntable =\nstate_dir = /srv/hsp\n", &error);
+    g_assert_no_error(error);
+    g_assert_null(cfg->catalog_table);
+    g_assert_cmpstr(cfg->catalog_state_dir, ==, "/srv/hsp");
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "\n[catalog]\ntable = \n"
+                                  "state_dir = /srv/hsp\n"));
+    g_clear_pointer(&text, g_free);
+    g_clear_pointer(&cfg, config_free);
+    cfg = load("[catalog]\ntable = ops:salt_catalog\n", &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(cfg->catalog_table, ==, "ops:salt_catalog");
+    g_clear_pointer(&cfg, config_free);
+    assert_fails("[catalog]\ntable = bad/name\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[catalog] table", NULL);
+    assert_fails("[catalog]\nstate_dir = var/lib\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[catalog] state_dir", NULL);
+    assert_fails("[catalog]\ntabel = x\n", CONFIG_ERROR_INVALID_KEY,
+                 "table, state_dir, recheck_ms", NULL);
+
+    for (size_t i = 0; i < G_N_ELEMENTS(sections); i++) {
+        g_autofree char *file = g_strdup_printf("[table:t]\n%s", sections[i]);
+        g_autoptr(GString) entry = g_string_new("# registered by a test\n");
+        struct salt_table back;
+
+        cfg = load(file, &error);
+        g_assert_no_error(error);
+        config_mapping_to_text(entry, &cfg->tables[0].salt);
+        g_assert_true(config_mapping_parse("t", entry->str, &back, &error));
+        g_assert_no_error(error);
+        g_assert_true(salt_table_equal(&back, &cfg->tables[0].salt));
+        /* every other one differs */
+        for (size_t j = 0; j < G_N_ELEMENTS(sections); j++) {
+            g_autoptr(config_t) other = NULL;
+            g_autofree char *f2 = g_strdup_printf("[table:t]\n%s",
+                                                  sections[j]);
+
+            if (j == i)
+                continue;
+            other = load(f2, &error);
+            g_assert_no_error(error);
+            g_assert_false(salt_table_equal(&back, &other->tables[0].salt));
+        }
+        g_clear_pointer(&cfg, config_free);
+    }
+    /* an entry a later version wrote with a key this one lacks */
+    {
+        struct salt_table back;
+
+        g_assert_false(config_mapping_parse("t",
+                                            "buckets = 8\nsalt_rotation = 3\n",
+                                            &back, &error));
+        g_assert_error(error, CONFIG_ERROR, CONFIG_ERROR_INVALID_KEY);
+        g_assert_nonnull(strstr(error->message, "catalog entry of t"));
+        g_clear_error(&error);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -787,5 +873,6 @@ main(int argc, char **argv)
     g_test_add_func("/config/thrift2", test_thrift2);
     g_test_add_func("/config/salt-mapping", test_salt_mapping);
     g_test_add_func("/config/sasl", test_sasl);
+    g_test_add_func("/config/catalog", test_catalog);
     return g_test_run();
 }

@@ -1,4 +1,4 @@
-/* hconn.c: a blocking Thrift1 client for the few calls a copy makes. */
+/* hconn.c: a blocking Thrift1 client for the few calls the migration tool and the table catalog make. */
 #include "hconn.h"
 
 #include <errno.h>
@@ -12,6 +12,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "sasl.h"
+
 G_DEFINE_QUARK(hconn - error - quark, hconn_error)
 
 struct hconn {
@@ -23,6 +25,11 @@ struct hconn {
     struct wire_buf out;
     int32_t seqid;
     guint64 calls;
+    /* [backend] sasl = gssapi only: */
+    struct sasl_creds *creds; /* this connection's own ticket */
+    struct sasl_client *sasl; /* negotiated context */
+    GByteArray *raw;          /* received, not yet unwrapped */
+    GByteArray *wrapped;      /* the frame being sent */
 };
 
 void
@@ -99,6 +106,67 @@ hconn_connect_one(const struct addrinfo *ai, unsigned timeout_ms, int *fdp,
     return TRUE;
 }
 
+static gboolean hconn_send_raw(struct hconn *c, const uint8_t *p, size_t len,
+                               GError **error);
+static gboolean hconn_fail_io(struct hconn *c, const char *what, int err,
+                              GError **error);
+
+/*
+ * [backend] sasl = gssapi: a ticket of its own from the keytab (this
+ * runs rarely: a copy's few connections, a catalog check), then the
+ * SASL negotiation, blocking under the socket's timeouts.
+ */
+static gboolean
+hconn_sasl_negotiate(struct hconn *c, const struct config *cfg,
+                     const char *host, GError **error)
+{
+    g_autofree char *server = config_sasl_server_principal(cfg, host);
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    g_autoptr(GError) err = NULL;
+    sasl_step_t st;
+
+    c->creds = sasl_creds_new(cfg->sasl_principal, cfg->sasl_keytab);
+    if (!sasl_creds_renew(c->creds, &err)) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s", c->peer,
+                    err->message);
+        return FALSE;
+    }
+    c->raw = g_byte_array_new();
+    c->wrapped = g_byte_array_new();
+    c->sasl = sasl_client_new(c->creds, server, (sasl_qop_t)cfg->sasl_qop,
+                              cfg->max_frame_size);
+    st = sasl_client_start(c->sasl, out, &err);
+    while (st == SASL_STEP_CONTINUE) {
+        size_t used = 0;
+        guint old = c->raw->len;
+        ssize_t n;
+
+        if (out->len > 0 && !hconn_send_raw(c, out->data, out->len, error))
+            return FALSE;
+        g_byte_array_set_size(out, 0);
+        g_byte_array_set_size(c->raw, old + 4096);
+        n = recv(c->fd, c->raw->data + old, 4096, 0);
+        g_byte_array_set_size(c->raw, old + (guint)MAX(n, 0));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return hconn_fail_io(c, "SASL negotiation", n < 0 ? errno : 0,
+                                 error);
+        st = sasl_client_feed(c->sasl, c->raw->data, c->raw->len, &used, out,
+                              &err);
+        g_byte_array_remove_range(c->raw, 0, (guint)used);
+    }
+    if (st == SASL_STEP_FAILED) {
+        /* a refusal may still owe the server our last message */
+        if (out->len > 0)
+            hconn_send_raw(c, out->data, out->len, NULL);
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s", c->peer,
+                    err != NULL ? err->message : "SASL negotiation failed");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 struct hconn *
 hconn_open(const struct config *cfg, size_t index, GError **error)
 {
@@ -148,6 +216,11 @@ hconn_open(const struct config *cfg, size_t index, GError **error)
     if (c->limits.max_string > cfg->max_frame_size)
         c->limits.max_string = cfg->max_frame_size;
     wire_buf_init(&c->out);
+    if (cfg->sasl == CONFIG_SASL_GSSAPI &&
+        !hconn_sasl_negotiate(c, cfg, a->host, error)) {
+        hconn_free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -158,6 +231,12 @@ hconn_free(struct hconn *c)
         return;
     if (c->fd >= 0)
         close(c->fd);
+    sasl_client_free(c->sasl);
+    sasl_creds_free(c->creds);
+    if (c->raw != NULL)
+        g_byte_array_unref(c->raw);
+    if (c->wrapped != NULL)
+        g_byte_array_unref(c->wrapped);
     wire_buf_free(&c->out);
     g_free(c->peer);
     g_free(c);
@@ -193,26 +272,86 @@ hconn_fail_io(struct hconn *c, const char *what, int err, GError **error)
 }
 
 static gboolean
-hconn_send(struct hconn *c, GError **error)
+hconn_send_raw(struct hconn *c, const uint8_t *p, size_t len, GError **error)
 {
     size_t off = 0;
 
-    if (c->fd < 0) {
-        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO,
-                    "%s: connection lost earlier", c->peer);
-        return FALSE;
-    }
-    while (off < c->out.len) {
-        ssize_t n = send(c->fd, c->out.data + off, c->out.len - off,
-                         MSG_NOSIGNAL);
+    while (off < len) {
+        ssize_t n = send(c->fd, p + off, len - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return hconn_fail_io(c, "send", n < 0 ? errno : 0, error);
         off += (size_t)n;
     }
+    return TRUE;
+}
+
+static gboolean
+hconn_send(struct hconn *c, GError **error)
+{
+    if (c->fd < 0) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO,
+                    "%s: connection lost earlier", c->peer);
+        return FALSE;
+    }
+    if (c->sasl != NULL) {
+        g_autoptr(GError) err = NULL;
+
+        g_byte_array_set_size(c->wrapped, 0);
+        if (!sasl_client_wrap(c->sasl, c->out.data, c->out.len, c->wrapped,
+                              &err)) {
+            g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL, "%s: %s",
+                        c->peer, err->message);
+            return FALSE;
+        }
+        if (!hconn_send_raw(c, c->wrapped->data, c->wrapped->len, error))
+            return FALSE;
+    } else if (!hconn_send_raw(c, c->out.data, c->out.len, error)) {
+        return FALSE;
+    }
     c->calls++;
     return TRUE;
+}
+
+/*
+ * Appends at least one byte of the stream to in (room: how much to ask
+ * the socket for); under SASL, the payload of whole frames, unwrapped.
+ */
+static gboolean
+hconn_read_some(struct hconn *c, GByteArray *in, size_t room, GError **error)
+{
+    GByteArray *to = c->sasl != NULL ? c->raw : in;
+    guint start = in->len;
+
+    for (;;) {
+        guint old = to->len;
+        ssize_t n;
+
+        if (c->sasl != NULL && c->raw->len > 0) {
+            g_autoptr(GError) err = NULL;
+            size_t used = 0;
+
+            if (!sasl_client_unwrap(c->sasl, c->raw->data, c->raw->len, &used,
+                                    in, &err)) {
+                g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL, "%s: %s",
+                            c->peer, err->message);
+                return FALSE;
+            }
+            g_byte_array_remove_range(c->raw, 0, (guint)used);
+            if (in->len > start)
+                return TRUE;
+        }
+        g_byte_array_set_size(to, old + (guint)room);
+        n = recv(c->fd, to->data + old, room, 0);
+        g_byte_array_set_size(to, old + (guint)MAX(n, 0));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return hconn_fail_io(c, "receive", n < 0 ? errno : 0, error);
+        if (c->sasl == NULL)
+            return TRUE;
+    }
 }
 
 /* Reads one whole reply; returns the message without any frame header. */
@@ -258,23 +397,13 @@ hconn_receive(struct hconn *c, GError **error)
         }
         {
             size_t room = need > in->len ? need - in->len : 65536;
-            guint old = in->len;
-            ssize_t n;
 
             if (room < 4096)
                 room = 4096;
-            g_byte_array_set_size(in, old + (guint)room);
-            n = recv(c->fd, in->data + old, room, 0);
-            if (n < 0 && errno == EINTR) {
-                g_byte_array_set_size(in, old);
-                continue;
-            }
-            if (n <= 0) {
+            if (!hconn_read_some(c, in, room, error)) {
                 g_byte_array_unref(in);
-                hconn_fail_io(c, "receive", n < 0 ? errno : 0, error);
                 return NULL;
             }
-            g_byte_array_set_size(in, old + (guint)n);
         }
     }
     if (in->len != msg_len) {
@@ -884,4 +1013,105 @@ hconn_mutate_rows(struct hconn *c, const char *table,
                   const struct hconn_cell *cells, GError **error)
 {
     return hconn_mutate(c, table, rows, nrows, cells, FALSE, 0, error);
+}
+
+/* ---- the table catalog's calls ---------------------------------------- */
+
+gboolean
+hconn_create_table(struct hconn *c, const char *table, const char *family,
+                   gboolean *created, GError **error)
+{
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, "createTable");
+    g_autofree char *name = g_strconcat(family, ":", NULL);
+    g_autoptr(GError) err = NULL;
+
+    *created = FALSE;
+    hconn_write_string(&w, 1, table, strlen(table));
+    wire_write_field(&w, WIRE_T_LIST, 2);
+    wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
+    /* ColumnDescriptor {1: name, 2: maxVersions}: one version is all a
+     * mapping needs */
+    wire_write_struct_begin(&w);
+    hconn_write_string(&w, 1, name, strlen(name));
+    wire_write_field(&w, WIRE_T_I32, 2);
+    wire_write_i32(&w, 1);
+    wire_write_struct_end(&w);
+    wire_write_container_end(&w);
+    if (hconn_call(c, &w, frame, "createTable", NULL, NULL, &err)) {
+        *created = TRUE;
+        return TRUE;
+    }
+    /* another proxy made it first */
+    if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE) &&
+        strstr(err->message, "AlreadyExists") != NULL)
+        return TRUE;
+    g_propagate_error(error, g_steal_pointer(&err));
+    return FALSE;
+}
+
+static gboolean
+hconn_bool_read(struct wire_reader *r, uint8_t type, GBytes *reply, void *data)
+{
+    if (type != WIRE_T_BOOL)
+        return FALSE;
+    *(gboolean *)data = wire_read_bool(r);
+    return r->status == WIRE_OK;
+}
+
+gboolean
+hconn_check_and_put(struct hconn *c, const char *table, const uint8_t *row,
+                    size_t row_len, const char *column, const uint8_t *value,
+                    size_t value_len, const struct hconn_cell *cells,
+                    guint ncells, gboolean *applied, GError **error)
+{
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, "checkAndPut");
+
+    *applied = FALSE;
+    hconn_write_string(&w, 1, table, strlen(table));
+    hconn_write_string(&w, 2, row, row_len);
+    hconn_write_string(&w, 3, column, strlen(column));
+    /* no value: the check is that the column is absent */
+    if (value != NULL)
+        hconn_write_string(&w, 5, value, value_len);
+    /* Mutation {1: isDelete, 2: column, 3: value, 4: writeToWAL}; the
+     * Thrift1 checkAndPut takes one */
+    for (guint i = 0; i < ncells && i < 1; i++) {
+        wire_write_field(&w, WIRE_T_STRUCT, 6);
+        wire_write_struct_begin(&w);
+        wire_write_field(&w, WIRE_T_BOOL, 1);
+        wire_write_bool(&w, FALSE);
+        hconn_write_string(&w, 2, cells[i].col, cells[i].col_len);
+        hconn_write_string(&w, 3, cells[i].val, cells[i].val_len);
+        wire_write_field(&w, WIRE_T_BOOL, 4);
+        wire_write_bool(&w, TRUE);
+        wire_write_struct_end(&w);
+    }
+    wire_write_field(&w, WIRE_T_MAP, 7);
+    wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
+    wire_write_container_end(&w);
+    return hconn_call(c, &w, frame, "checkAndPut", hconn_bool_read, applied,
+                      error);
+}
+
+gboolean
+hconn_table_empty(struct hconn *c, const char *table, gboolean *empty,
+                  GError **error)
+{
+    struct hconn_rows rows;
+    int32_t id = -1;
+    gboolean ok;
+
+    *empty = FALSE;
+    if (!hconn_scanner_open(c, table, NULL, 0, NULL, 0, 1, &id, error))
+        return FALSE;
+    hconn_rows_init(&rows);
+    ok = hconn_scanner_get_list(c, id, 1, &rows, error);
+    if (ok)
+        *empty = rows.rows->len == 0;
+    hconn_rows_free(&rows);
+    if (!hconn_scanner_close(c, id, ok ? error : NULL))
+        ok = FALSE;
+    return ok;
 }

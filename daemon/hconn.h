@@ -1,5 +1,6 @@
 /* hconn.h: one blocking Thrift1 connection to an HBase Thrift server, and
- * the few calls a batch copy needs, written and read with wire.c. */
+ * the few calls a batch copy and the table catalog need, written and read
+ * with wire.c (with SASL GSSAPI when the config says so). */
 #pragma once
 
 #include <glib.h>
@@ -108,6 +109,25 @@ gboolean hconn_mutate_rows_ts(struct hconn *c, const char *table,
 gboolean hconn_mutate_rows(struct hconn *c, const char *table,
                            const struct hconn_row *rows, guint nrows,
                            const struct hconn_cell *cells, GError **error);
+
+/* createTable with one family keeping one version; *created FALSE when
+ * the table was there already (AlreadyExists is no error here). */
+gboolean hconn_create_table(struct hconn *c, const char *table,
+                            const char *family, gboolean *created,
+                            GError **error);
+
+/* checkAndPut: puts cells[0] (Thrift1's checkAndPut takes one mutation)
+ * if column holds value, or, value NULL, if column is absent; *applied
+ * says whether it did. */
+gboolean hconn_check_and_put(struct hconn *c, const char *table,
+                             const uint8_t *row, size_t row_len,
+                             const char *column, const uint8_t *value,
+                             size_t value_len, const struct hconn_cell *cells,
+                             guint ncells, gboolean *applied, GError **error);
+
+/* Whether a scan of the whole table finds no row at all. */
+gboolean hconn_table_empty(struct hconn *c, const char *table, gboolean *empty,
+                           GError **error);
 
 /* Calls sent since the connection opened (tests, statistics). */
 guint64 hconn_calls(const struct hconn *c);

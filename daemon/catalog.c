@@ -1,0 +1,550 @@
+/* catalog.c: the table catalog in HBase: each salted table's mapping, registered by the first proxy to serve it and checked by every other. */
+#include "catalog.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "hconn.h"
+#include "hsp-config.h"
+#include "salt.h"
+
+/*
+ * One row per salted table, keyed by its name as configured, holding one
+ * cell, m:mapping: the table's section as config_mapping_to_text writes
+ * it, after a comment line saying who registered it and when.  The
+ * proxy's own parser reads it back, so an entry is compared field by
+ * field (salt_table_equal), and an entry written by a later version with
+ * keys this one does not know is refused rather than misread.
+ *
+ * Registration is Thrift1's checkAndPut with no expected value: "put if
+ * the column is absent", atomic in HBase, so of proxies racing on a new
+ * table exactly one writes and the others read what it wrote.
+ */
+
+/* How many rows of a non-empty, unregistered table are looked at to tell
+ * rows salted by this very mapping (a proxy that served the table before
+ * the catalog existed) from rows written unsalted. */
+#define CATALOG_SAMPLE_ROWS 64
+
+/* Guards every config's catalog_texts. */
+static GMutex catalog_lock;
+
+void
+catalog_report_clear(struct catalog_report *r)
+{
+    g_free(r->error);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Sets t's refusal to text (NULL: served); the text lives with cfg, as a
+ * request may still point at it. */
+static void
+catalog_set_refusal(struct config *cfg, struct config_table *t, char *text)
+{
+    if (text != NULL) {
+        g_mutex_lock(&catalog_lock);
+        if (cfg->catalog_texts == NULL)
+            cfg->catalog_texts = g_ptr_array_new_with_free_func(g_free);
+        g_ptr_array_add(cfg->catalog_texts, text);
+        g_mutex_unlock(&catalog_lock);
+    }
+    g_atomic_pointer_set(&t->refusal, text);
+}
+
+/* A mapping on one line, for messages: "buckets = 16, salt_format = ...". */
+static char *
+catalog_mapping_line(const struct salt_table *salt)
+{
+    GString *s = g_string_new(NULL);
+
+    config_mapping_to_text(s, salt);
+    while (s->len > 0 && s->str[s->len - 1] == '\n')
+        g_string_truncate(s, s->len - 1);
+    for (gsize i = 0; i < s->len; i++) {
+        if (s->str[i] == '\n') {
+            g_string_insert_c(s, i, ',');
+            s->str[i + 1] = ' ';
+        }
+    }
+    return g_string_free(s, FALSE);
+}
+
+/* The cell's text: who registered it, then the section's keys. */
+static char *
+catalog_entry_text(const struct salt_table *salt)
+{
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    g_autofree char *when = g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
+    GString *s = g_string_new(NULL);
+
+    g_string_append_printf(s,
+                           "# registered %s by hbase-salt-proxy %s on %s "
+                           "(pid %ld)\n",
+                           when, HSP_VERSION, g_get_host_name(),
+                           (long)getpid());
+    config_mapping_to_text(s, salt);
+    return g_string_free(s, FALSE);
+}
+
+/* The "# registered ..." line of an entry, without the "# ", or "". */
+static char *
+catalog_entry_origin(const char *text)
+{
+    const char *nl;
+
+    if (!g_str_has_prefix(text, "# "))
+        return g_strdup("");
+    nl = strchr(text, '\n');
+    return g_strndup(text + 2,
+                     nl != NULL ? (gsize)(nl - text - 2) : strlen(text + 2));
+}
+
+/* The entry of table, if the catalog holds one: *text NULL if not. */
+static gboolean
+catalog_read(struct hconn *c, const char *catalog, const char *table,
+             char **text, GError **error)
+{
+    g_autoptr(GPtrArray) keys =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    struct hconn_rows rows;
+    gboolean ok;
+
+    *text = NULL;
+    g_ptr_array_add(keys, g_bytes_new(table, strlen(table)));
+    hconn_rows_init(&rows);
+    ok = hconn_get_rows(c, catalog, keys, &rows, error);
+    for (guint i = 0; ok && i < rows.cells->len; i++) {
+        const struct hconn_cell *cell = &g_array_index(rows.cells,
+                                                       struct hconn_cell, i);
+
+        if (cell->col_len == strlen(CATALOG_COLUMN) &&
+            memcmp(cell->col, CATALOG_COLUMN, cell->col_len) == 0) {
+            g_free(*text);
+            *text = g_strndup((const char *)cell->val, cell->val_len);
+        }
+    }
+    hconn_rows_free(&rows);
+    return ok;
+}
+
+/*
+ * Whether the rows a table holds already were written by this mapping:
+ * every sampled row carries a valid salt naming its logical key's bucket.
+ * Unsalted rows pass that by chance about once in `buckets`, each.
+ */
+static gboolean
+catalog_rows_salted(struct hconn *c, const struct config_table *t,
+                    gboolean *salted, GError **error)
+{
+    struct hconn_rows rows;
+    int32_t id = -1;
+    gboolean ok;
+
+    *salted = FALSE;
+    if (!hconn_scanner_open(c, t->name, NULL, 0, NULL, 0, CATALOG_SAMPLE_ROWS,
+                            &id, error))
+        return FALSE;
+    hconn_rows_init(&rows);
+    ok = hconn_scanner_get_list(c, id, CATALOG_SAMPLE_ROWS, &rows, error);
+    if (ok) {
+        *salted = rows.rows->len > 0;
+        for (guint i = 0; *salted && i < rows.rows->len; i++) {
+            const struct hconn_row *r = &g_array_index(rows.rows,
+                                                       struct hconn_row, i);
+            const uint8_t *logical;
+            size_t logical_len;
+            uint32_t bucket;
+
+            *salted = salt_strip(&t->salt, r->key, r->key_len, &logical,
+                                 &logical_len, &bucket) &&
+                      salt_bucket(&t->salt, logical, logical_len) == bucket;
+        }
+    }
+    hconn_rows_free(&rows);
+    if (!hconn_scanner_close(c, id, ok ? error : NULL))
+        ok = FALSE;
+    return ok;
+}
+
+/*
+ * Whether an unregistered table may be registered: it is empty, or its
+ * section says what its rows are (a forward-looking rule keeps them
+ * where they are; an adopted mapping reads them as the other tool wrote
+ * them), or they are salted by this very mapping.  Else *why says what
+ * serving it would do.
+ */
+static gboolean
+catalog_may_register(struct hconn *c, const struct config_table *t, char **why,
+                     GError **error)
+{
+    gboolean exists, empty, salted;
+
+    *why = NULL;
+    if (t->salt.legacy.kind != LEGACY_NONE ||
+        t->salt.mapping != SALT_MAPPING_XXH3)
+        return TRUE;
+    if (!hconn_table_exists(c, t->name, &exists, error))
+        return FALSE;
+    if (!exists)
+        return TRUE;
+    if (!hconn_table_empty(c, t->name, &empty, error))
+        return FALSE;
+    if (empty)
+        return TRUE;
+    if (!catalog_rows_salted(c, t, &salted, error))
+        return FALSE;
+    if (salted) {
+        g_message("catalog: table %s holds rows already, each of those "
+                  "sampled salted by its configured mapping: registering "
+                  "it",
+                  t->name);
+        return TRUE;
+    }
+    *why = g_strdup_printf(
+        "hbase-salt-proxy: table %s is not served: it holds rows written "
+        "without this salt, which salting would hide from every read; add "
+        "a legacy_* rule (forward-looking salting) or copy them with "
+        "hbase-salt-migrate (README: Salting an existing table)",
+        t->name);
+    return TRUE;
+}
+
+typedef enum {
+    CATALOG_SERVED,
+    CATALOG_REGISTERED,
+    CATALOG_REFUSED,
+} catalog_verdict_t;
+
+/* The verdict on one table given its entry; sets the refusal. */
+static catalog_verdict_t
+catalog_judge(struct config *cfg, struct config_table *t, const char *entry)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *ours = catalog_mapping_line(&t->salt);
+    g_autofree char *origin = catalog_entry_origin(entry);
+    struct salt_table theirs;
+    char *why;
+
+    if (!config_mapping_parse(t->name, entry, &theirs, &err)) {
+        why = g_strdup_printf(
+            "hbase-salt-proxy: table %s is not served: its entry in the "
+            "table catalog %s (%s) is not one this version reads (%s); this "
+            "proxy's mapping: %s",
+            t->name, cfg->catalog_table, origin, err->message, ours);
+    } else if (!salt_table_equal(&theirs, &t->salt)) {
+        g_autofree char *line = catalog_mapping_line(&theirs);
+
+        why = g_strdup_printf(
+            "hbase-salt-proxy: table %s is not served: the table catalog %s "
+            "holds its mapping as {%s} (%s), this proxy is configured with "
+            "{%s}; rows written under one are not found under the other",
+            t->name, cfg->catalog_table, line, origin, ours);
+    } else {
+        catalog_set_refusal(cfg, t, NULL);
+        return CATALOG_SERVED;
+    }
+    g_warning("%s", why);
+    catalog_set_refusal(cfg, t, why);
+    return CATALOG_REFUSED;
+}
+
+/* One table against the catalog. */
+static gboolean
+catalog_check_table(struct hconn *c, struct config *cfg,
+                    struct config_table *t, catalog_verdict_t *verdict,
+                    GError **error)
+{
+    g_autofree char *entry = NULL;
+    g_autofree char *why = NULL;
+    g_autofree char *text = NULL;
+    struct hconn_cell cell;
+    gboolean applied;
+
+    if (!catalog_read(c, cfg->catalog_table, t->name, &entry, error))
+        return FALSE;
+    if (entry != NULL) {
+        *verdict = catalog_judge(cfg, t, entry);
+        return TRUE;
+    }
+    if (!catalog_may_register(c, t, &why, error))
+        return FALSE;
+    if (why != NULL) {
+        g_warning("%s", why);
+        catalog_set_refusal(cfg, t, g_steal_pointer(&why));
+        *verdict = CATALOG_REFUSED;
+        return TRUE;
+    }
+    text = catalog_entry_text(&t->salt);
+    cell = (struct hconn_cell){ .col = (const uint8_t *)CATALOG_COLUMN,
+                                .col_len = (uint32_t)strlen(CATALOG_COLUMN),
+                                .val = (const uint8_t *)text,
+                                .val_len = (uint32_t)strlen(text) };
+    if (!hconn_check_and_put(c, cfg->catalog_table, (const uint8_t *)t->name,
+                             t->name_len, CATALOG_COLUMN, NULL, 0, &cell, 1,
+                             &applied, error))
+        return FALSE;
+    if (applied) {
+        g_autofree char *line = catalog_mapping_line(&t->salt);
+
+        g_message("catalog: registered table %s in %s: %s", t->name,
+                  cfg->catalog_table, line);
+        catalog_set_refusal(cfg, t, NULL);
+        *verdict = CATALOG_REGISTERED;
+        return TRUE;
+    }
+    /* another proxy registered it meanwhile: its entry decides */
+    if (!catalog_read(c, cfg->catalog_table, t->name, &entry, error))
+        return FALSE;
+    if (entry == NULL) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
+                    "%s: checkAndPut on %s failed, yet no entry is there",
+                    cfg->catalog_table, t->name);
+        return FALSE;
+    }
+    *verdict = catalog_judge(cfg, t, entry);
+    return TRUE;
+}
+
+static char *
+catalog_state_path(const struct config *cfg)
+{
+    return g_build_filename(cfg->catalog_state_dir, CATALOG_STATE_FILE, NULL);
+}
+
+/* The served tables' entries, for a start while HBase is unreachable. */
+static void
+catalog_state_write(const struct config *cfg)
+{
+    g_autofree char *path = catalog_state_path(cfg);
+    g_autoptr(GError) err = NULL;
+    GString *s = g_string_new(NULL);
+
+    g_string_append_printf(s,
+                           "# hbase-salt-proxy: the mappings last "
+                           "verified against the table catalog %s.\n"
+                           "# Written by the proxy; read only while HBase "
+                           "cannot be reached at start.\n",
+                           cfg->catalog_table);
+    for (size_t i = 0; i < cfg->n_tables; i++) {
+        const struct config_table *t = &cfg->tables[i];
+
+        if (config_table_refusal(t) != NULL)
+            continue;
+        g_string_append_printf(s, "\n[table:%s]\n", t->name);
+        config_mapping_to_text(s, &t->salt);
+    }
+    /* written aside and renamed: a crash leaves the old or the new */
+    if (g_mkdir_with_parents(cfg->catalog_state_dir, 0700) != 0 ||
+        !g_file_set_contents(path, s->str, (gssize)s->len, &err)) {
+        g_warning("catalog: cannot keep the verified mappings in %s: %s "
+                  "(a start while HBase is down will not serve the salted "
+                  "tables)",
+                  path, err != NULL ? err->message : g_strerror(errno));
+    }
+    g_string_free(s, TRUE);
+}
+
+/* HBase cannot be asked: the state file decides, until it can. */
+static void
+catalog_from_state(struct config *cfg, struct catalog_report *report)
+{
+    g_autofree char *path = catalog_state_path(cfg);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(config_t) state = config_load(path, &err);
+
+    if (state == NULL &&
+        !g_error_matches(err, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND)) {
+        g_warning("catalog: the state file is unusable: %s", err->message);
+    }
+    for (size_t i = 0; i < cfg->n_tables; i++) {
+        struct config_table *t = &cfg->tables[i];
+        const struct config_table *s = state != NULL
+                                           ? config_find_table(state, t->name,
+                                                               t->name_len)
+                                           : NULL;
+
+        if (s != NULL && salt_table_equal(&s->salt, &t->salt)) {
+            report->from_state++;
+            catalog_set_refusal(cfg, t, NULL);
+            continue;
+        }
+        report->unverified++;
+        catalog_set_refusal(
+            cfg, t,
+            g_strdup_printf("hbase-salt-proxy: table %s is not served yet: "
+                            "its mapping could not be checked against the "
+                            "table catalog %s (%s), and %s holds no "
+                            "verified entry equal to it",
+                            t->name, cfg->catalog_table, report->error, path));
+    }
+    g_warning("catalog: HBase could not be asked (%s): %u salted table%s "
+              "served by the mappings last verified (%s), %u not served "
+              "until it can be; trying again every %u ms",
+              report->error, report->from_state,
+              report->from_state == 1 ? "" : "s", path, report->unverified,
+              cfg->catalog_recheck_ms);
+}
+
+/* The first server that answers. */
+static struct hconn *
+catalog_connect(const struct config *cfg, GError **error)
+{
+    g_autoptr(GString) why = g_string_new(NULL);
+
+    for (size_t i = 0; i < cfg->n_servers; i++) {
+        g_autoptr(GError) err = NULL;
+        struct hconn *c = hconn_open(cfg, i, &err);
+
+        if (c != NULL)
+            return c;
+        g_string_append_printf(why, "%s%s", why->len > 0 ? "; " : "",
+                               err->message);
+    }
+    g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s", why->str);
+    return NULL;
+}
+
+gboolean
+catalog_check(struct config *cfg, struct catalog_report *report)
+{
+    g_autoptr(GError) err = NULL;
+    struct hconn *c = NULL;
+    gboolean created;
+    size_t i;
+
+    memset(report, 0, sizeof(*report));
+    report->reached = TRUE;
+    if (cfg->catalog_table == NULL || cfg->n_tables == 0) {
+        for (i = 0; i < cfg->n_tables; i++)
+            catalog_set_refusal(cfg, &cfg->tables[i], NULL);
+        g_atomic_int_set(&cfg->catalog_unchecked, 0);
+        return TRUE;
+    }
+    c = catalog_connect(cfg, &err);
+    if (c != NULL && !hconn_create_table(c, cfg->catalog_table, CATALOG_FAMILY,
+                                         &created, &err)) {
+        g_clear_pointer(&c, hconn_free);
+    } else if (c != NULL && created) {
+        g_message("catalog: created the table catalog %s", cfg->catalog_table);
+    }
+    for (i = 0; c != NULL && i < cfg->n_tables; i++) {
+        catalog_verdict_t v;
+
+        if (!catalog_check_table(c, cfg, &cfg->tables[i], &v, &err)) {
+            g_clear_pointer(&c, hconn_free);
+            break;
+        }
+        report->served += v == CATALOG_SERVED ? 1 : 0;
+        report->registered += v == CATALOG_REGISTERED ? 1 : 0;
+        report->refused += v == CATALOG_REFUSED ? 1 : 0;
+    }
+    if (c == NULL) {
+        report->reached = FALSE;
+        report->served = report->registered = report->refused = 0;
+        report->error = g_strdup(err != NULL ? err->message : "?");
+        catalog_from_state(cfg, report);
+        g_atomic_int_set(&cfg->catalog_unchecked, 1);
+        return FALSE;
+    }
+    hconn_free(c);
+    g_atomic_int_set(&cfg->catalog_unchecked, 0);
+    catalog_state_write(cfg);
+    g_message("catalog: %zu salted table%s checked against %s: %u served, "
+              "%u registered now, %u refused",
+              cfg->n_tables, cfg->n_tables == 1 ? "" : "s", cfg->catalog_table,
+              report->served, report->registered, report->refused);
+    return TRUE;
+}
+
+gboolean
+catalog_pending(const struct config *cfg)
+{
+    return g_atomic_int_get(&cfg->catalog_unchecked) != 0;
+}
+
+unsigned
+catalog_describe_refused(const struct config *cfg, GString *out)
+{
+    unsigned n = 0;
+
+    for (size_t i = 0; i < cfg->n_tables; i++) {
+        const char *why = config_table_refusal(&cfg->tables[i]);
+
+        if (why != NULL) {
+            g_string_append_printf(out, "%s\n", why);
+            n++;
+        }
+    }
+    return n;
+}
+
+gboolean
+catalog_compare(struct config *cfg, GString *out, unsigned *mismatches,
+                GError **error)
+{
+    struct hconn *c;
+    gboolean ok = TRUE;
+
+    *mismatches = 0;
+    if (cfg->catalog_table == NULL || cfg->n_tables == 0)
+        return TRUE;
+    gboolean exists = FALSE;
+
+    c = catalog_connect(cfg, error);
+    if (c == NULL)
+        return FALSE;
+    if (!hconn_table_exists(c, cfg->catalog_table, &exists, error)) {
+        hconn_free(c);
+        return FALSE;
+    }
+    for (size_t i = 0; ok && i < cfg->n_tables; i++) {
+        const struct config_table *t = &cfg->tables[i];
+        g_autofree char *entry = NULL;
+        g_autofree char *why = NULL;
+        g_autofree char *ours = catalog_mapping_line(&t->salt);
+        g_autoptr(GError) err = NULL;
+        struct salt_table theirs;
+
+        /* no catalog yet: the first start makes it */
+        ok = !exists ||
+             catalog_read(c, cfg->catalog_table, t->name, &entry, error);
+        if (!ok)
+            break;
+        if (entry == NULL) {
+            ok = catalog_may_register(c, t, &why, error);
+            if (ok && why != NULL)
+                (*mismatches)++;
+            if (ok)
+                g_string_append_printf(
+                    out, "table %s: not in the catalog %s yet: %s\n", t->name,
+                    cfg->catalog_table,
+                    why != NULL ? why : "the proxy registers it at start");
+        } else if (!config_mapping_parse(t->name, entry, &theirs, &err)) {
+            (*mismatches)++;
+            g_string_append_printf(out,
+                                   "table %s: the catalog's entry is not "
+                                   "one this version reads: %s\n",
+                                   t->name, err->message);
+        } else if (!salt_table_equal(&theirs, &t->salt)) {
+            g_autofree char *line = catalog_mapping_line(&theirs);
+            g_autofree char *origin = catalog_entry_origin(entry);
+
+            (*mismatches)++;
+            g_string_append_printf(out,
+                                   "table %s: MISMATCH: the catalog %s holds "
+                                   "{%s} (%s), this file says {%s}\n",
+                                   t->name, cfg->catalog_table, line, origin,
+                                   ours);
+        } else {
+            g_string_append_printf(out,
+                                   "table %s: equal to its entry in the "
+                                   "catalog %s\n",
+                                   t->name, cfg->catalog_table);
+        }
+    }
+    hconn_free(c);
+    return ok;
+}

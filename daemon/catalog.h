@@ -1,0 +1,51 @@
+/* catalog.h: the table catalog in HBase: each salted table's mapping, registered by the first proxy to serve it and checked by every other. */
+#pragma once
+
+#include <glib.h>
+
+#include "config.h"
+
+/* The one column a catalog row holds: the mapping as text. */
+#define CATALOG_FAMILY "m"
+#define CATALOG_COLUMN "m:mapping"
+/* The last verified entries, under [catalog] state_dir. */
+#define CATALOG_STATE_FILE "catalog.conf"
+
+/* What one check found. */
+struct catalog_report {
+    gboolean reached;    /* HBase answered every question asked */
+    unsigned served;     /* entry present and equal */
+    unsigned registered; /* entry absent, registered now */
+    unsigned refused;    /* another mapping, or rows it would hide */
+    unsigned unverified; /* HBase not asked: not served */
+    unsigned from_state; /* HBase not asked: served by the state file */
+    char *error;         /* why HBase could not be asked, or NULL */
+};
+
+void catalog_report_clear(struct catalog_report *r);
+
+/*
+ * Checks every salted table of cfg against the catalog table (blocking:
+ * one connection to a [backend] server, under its timeouts), registering
+ * the tables it does not hold yet, and sets each table's refusal
+ * (config_table.refusal) for the request path.  When HBase cannot be
+ * asked, the tables whose mapping equals the last verified one (the
+ * state file) are served and the others refused until a later check.
+ * Writes the state file after a complete check.  Returns report->reached.
+ */
+gboolean catalog_check(struct config *cfg, struct catalog_report *report);
+
+/*
+ * --check-config: the same comparison, writing nothing: one line per
+ * table appended to out, *mismatches counting the tables a start would
+ * refuse.  FALSE when HBase cannot be asked.
+ */
+gboolean catalog_compare(struct config *cfg, GString *out,
+                         unsigned *mismatches, GError **error);
+
+/* Whether any table of cfg waits for a check that reached HBase. */
+gboolean catalog_pending(const struct config *cfg);
+
+/* The refused tables of cfg, one line each, appended to out; their
+ * number. */
+unsigned catalog_describe_refused(const struct config *cfg, GString *out);
