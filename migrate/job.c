@@ -156,7 +156,21 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
     size_t llen = len;
     uint32_t bucket;
 
-    if (from != NULL) {
+    if (from != NULL && from->legacy.kind != LEGACY_NONE) {
+        /* forward-looking: the rule says whose row it is, as the proxy's
+         * scans do (a legacy key's row is its own key, unsalted) */
+        if (salt_owner(from, key, len, &logical, &llen, &bucket) ==
+            LEGACY_OWNER_NONE) {
+            g_autofree char *k = salt_escape(key, len);
+
+            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
+                        "row '%s' is neither a legacy key of its table's "
+                        "rule nor salted by its mapping (written around "
+                        "the proxy?)",
+                        k);
+            return FALSE;
+        }
+    } else if (from != NULL) {
         if (!salt_strip(from, key, len, &logical, &llen, &bucket) ||
             salt_bucket(from, logical, llen) != bucket) {
             g_autofree char *k = salt_escape(key, len);
@@ -169,6 +183,25 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
         }
     }
     out->off = arena->len;
+    if (to != NULL && to->legacy.kind != LEGACY_NONE) {
+        legacy_route_t route = salt_route(to, logical, llen);
+
+        if (route == LEGACY_ROUTE_CLASH) {
+            g_autofree char *k = salt_escape(logical, llen);
+
+            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
+                        "row '%s' cannot be stored in the destination: its "
+                        "rule keeps it unsalted, where it would read as a "
+                        "salted key's row",
+                        k);
+            return FALSE;
+        }
+        if (route == LEGACY_ROUTE_LEGACY) {
+            g_byte_array_append(arena, logical, (guint)llen);
+            out->len = (guint)llen;
+            return TRUE;
+        }
+    }
     if (to == NULL) {
         g_byte_array_append(arena, logical, (guint)llen);
         out->len = (guint)llen;

@@ -252,24 +252,6 @@ main(int argc, char **argv)
             return MIGRATE_EXIT_FAILED;
         }
     }
-    /* a table with a forward-looking rule keeps some keys unsalted and
-     * owns rows by the rule (salt_route, salt_owner); the copy loop maps
-     * every key with the salt alone, so it would write legacy keys where
-     * the proxy never reads them: refused until it routes by the rule */
-    for (int i = 0; i < 2; i++) {
-        const char *name = i == 0 ? from : to;
-        const struct config_table *t =
-            config_find_table(cfg, name, strlen(name));
-
-        if (t != NULL && t->salt.legacy.kind != LEGACY_NONE) {
-            migrate_say("table '%s' has a forward-looking rule (legacy_*): "
-                        "hbase-salt-migrate does not copy such tables yet; "
-                        "copy from or into a section without the rule",
-                        name);
-            return MIGRATE_EXIT_FAILED;
-        }
-    }
-
     opts.from = from;
     opts.to = to;
     opts.parallel = (guint)parallel;

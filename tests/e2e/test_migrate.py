@@ -40,6 +40,10 @@ TABLES = {
     # another tool's salt (README, "Adopting tables salted by other tools")
     'phx': 'buckets = 4\nsalt_mapping = phoenix\n',
     'bts': 'buckets = 4\nsalt_mapping = bigtable-sample\n',
+    # forward-looking: keys below 0x80 stay unsalted, where the salted
+    # ones ('0-'..'3-') lie too
+    'fwd': 'buckets = 4\nsalt_format = hex\nsalt_separator = -\n'
+           'legacy_range_stop = \\x80\n',
 }
 PLAIN = ['src', 'plain', 'src_small']
 FAMILIES = 'd,e'
@@ -299,26 +303,36 @@ class MigrateTest(unittest.TestCase):
                       "no salt", p.stdout.decode())
         self.assertIn('1 difference(s)', p.stderr.decode())
 
-    def test_forward_looking_table_refused(self):
-        """A table with a legacy rule keeps some keys unsalted: the tool
-        refuses it rather than write those keys salted, where the proxy
-        would never read them; nothing is written."""
-        conf = os.path.join(self.workdir, 'legacy.conf')
-        with open(self.procs.conf) as f:
-            text = f.read()
-        with open(conf, 'w') as f:
-            f.write(text + '[table:fwd]\nbuckets = 4\n'
-                    'legacy_component = after:#:last\n'
-                    'legacy_cutoff = 5\n')
-        for args in (('--from-table', 'src', '--to-table', 'fwd'),
-                     ('--from-table', 'fwd', '--to-table', 'dst')):
-            p = subprocess.run([ARGS.migrate, '-c', conf] + list(args),
-                               stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, timeout=60)
-            self.assertEqual(p.returncode, 2, p.stderr.decode())
-            self.assertIn("table 'fwd' has a forward-looking rule",
-                          p.stderr.decode())
-        self.assertEqual(scan_rows(self.emu, 'dst'), [])
+    def test_forward_looking_table(self):
+        """A table with a legacy rule, as destination and as source: legacy
+        keys stay where they are, new ones are salted, the rows of both
+        read back through the proxy; then the whole table moves into a
+        plainly salted one (the cut-over of a forward-looking table)."""
+        self.migrate('--from-table', 'src', '--to-table', 'fwd',
+                     '--all-versions')
+        self.assertEqual(self.through_proxy('fwd', True), self.src_all)
+        phys = set(r.row for r in scan_rows(self.emu, 'fwd'))
+        legacy = [k for k in self.keys if k < b'\x80']
+        self.assertTrue(legacy)
+        self.assertTrue(set(legacy) <= phys)
+        self.assertEqual(len(phys), ROWS)
+        for k in self.keys:
+            if k >= b'\x80':
+                self.assertNotIn(k, phys)
+        self.migrate('--from-table', 'src', '--to-table', 'fwd',
+                     '--verify', '--all-versions')
+        # out of it: every row, legacy or salted, into the plain mapping
+        self.migrate('--from-table', 'fwd', '--to-table', 'dst_d',
+                     '--all-versions')
+        self.assertEqual(self.through_proxy('dst_d', True), self.src_all)
+        self.migrate('--from-table', 'fwd', '--to-table', 'dst_d',
+                     '--verify', '--all-versions')
+        # a row neither legacy by the rule nor salted by the mapping
+        put(self.emu, 'fwd', b'\x90stray', b'd:a', b'x', 5)
+        p = self.migrate('--from-table', 'fwd', '--to-table', 'dst_b',
+                         expect=2)
+        self.assertIn("is neither a legacy key of its table's rule nor "
+                      "salted by its mapping", p.stderr.decode())
 
     # ---- interruption ----------------------------------------------------
 
