@@ -8,11 +8,15 @@
 #include <netinet/tcp.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "backend.h"
 #include "metrics.h"
 #include "scan.h"
+#include "tls.h"
 
 /* Stop reading a client whose unsent replies exceed this... */
 #define CLIENT_OUT_HIGH (4u << 20)
@@ -32,6 +36,9 @@ static gboolean client_partial_check(struct client *c, gboolean partial,
 static void client_read_cb(evutil_socket_t fd, short what, void *arg);
 static void client_write_cb(struct bufferevent *bev, void *arg);
 static void client_event_cb(struct bufferevent *bev, short what, void *arg);
+static void client_tls_read_cb(struct bufferevent *bev, void *arg);
+static void client_tls_event_cb(struct bufferevent *bev, short what,
+                                void *arg);
 
 static void
 client_peer_name(const struct sockaddr *sa, char *out, size_t outlen)
@@ -103,13 +110,22 @@ client_update_reading(struct client *c)
          * message: its deadline starts again with our reading */
         c->partial_since = 0;
         client_read_on(c);
-        if (evbuffer_get_length(c->in) > 0) {
+        if (c->tls) {
+            bufferevent_enable(c->bev, EV_READ);
+        }
+        if (evbuffer_get_length(c->in) > 0 ||
+            (c->tls &&
+             evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)) {
             /* from the loop, never re-entered from here */
             event_active(c->rev, EV_READ, 0);
         }
     } else if (!want && c->reading) {
         c->reading = 0;
         event_del(c->rev);
+        if (c->tls && c->tls_done) {
+            /* back-pressure: no more records off the socket either */
+            bufferevent_disable(c->bev, EV_READ);
+        }
     }
 }
 
@@ -123,7 +139,7 @@ client_apply_limits(struct client *c)
 
 void
 client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
-              int salen, const struct hbase1_service *svc)
+              int salen, const struct hbase1_service *svc, SSL_CTX *tls)
 {
     const struct worker_settings *set = &w->gen->set;
     struct client *c;
@@ -154,17 +170,36 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
     TAILQ_INIT(&c->reqs);
     wire_buf_init(&c->park);
     g_strlcpy(c->peer, peer, sizeof(c->peer));
-    c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE
-                                                 | BEV_OPT_DEFER_CALLBACKS);
+    if (tls != NULL) {
+        SSL *ssl = SSL_new(tls);
+
+        c->tls = 1;
+        c->bev =
+            ssl == NULL
+                ? NULL
+                : bufferevent_openssl_socket_new(w->base, fd, ssl,
+                                                 BUFFEREVENT_SSL_ACCEPTING,
+                                                 BEV_OPT_CLOSE_ON_FREE |
+                                                     BEV_OPT_DEFER_CALLBACKS);
+        if (c->bev == NULL && ssl != NULL) {
+            SSL_free(ssl);
+        }
+    } else {
+        c->bev = bufferevent_socket_new(w->base, fd,
+                                        BEV_OPT_CLOSE_ON_FREE |
+                                            BEV_OPT_DEFER_CALLBACKS);
+    }
     if (c->bev == NULL) {
-        g_warning("client %s: refused: bufferevent_socket_new failed", peer);
+        g_warning("client %s: refused: cannot set up its socket buffer", peer);
         evutil_closesocket(fd);
         g_atomic_int_add(w->nconns, -1);
         g_free(c);
         return;
     }
     c->in = evbuffer_new();
-    c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, client_read_cb, c);
+    /* TLS: not the socket's, which OpenSSL's bufferevent reads */
+    c->rev = event_new(w->base, c->tls ? -1 : fd, EV_READ | EV_PERSIST,
+                       client_read_cb, c);
     if (c->in == NULL || c->rev == NULL) {
         g_warning("client %s: refused: out of memory", peer);
         if (c->rev != NULL) {
@@ -178,15 +213,28 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
         g_free(c);
         return;
     }
-    bufferevent_setcb(c->bev, NULL, client_write_cb, client_event_cb, c);
     client_apply_limits(c);
     bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_LOW, 0);
     TAILQ_INSERT_TAIL(&w->clients, c, link);
     w->nclients++;
     METRICS_ADD(w->metrics->accepted, 1);
     c->reading = 1;
-    /* reading is ours (client_read_cb): the bufferevent only writes */
-    bufferevent_enable(c->bev, EV_WRITE);
+    if (c->tls) {
+        unsigned ms = set->tls_handshake_ms;
+        struct timeval hs = { ms / 1000, (ms % 1000) * 1000 };
+
+        bufferevent_setcb(c->bev, client_tls_read_cb, client_write_cb,
+                          client_tls_event_cb, c);
+        /* what one client may make OpenSSL hold for us */
+        bufferevent_setwatermark(c->bev, EV_READ, 0, c->in_max);
+        /* a client silent in its handshake is closed: no idle slot */
+        bufferevent_set_timeouts(c->bev, &hs, NULL);
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    } else {
+        bufferevent_setcb(c->bev, NULL, client_write_cb, client_event_cb, c);
+        /* reading is ours (client_read_cb): the bufferevent only writes */
+        bufferevent_enable(c->bev, EV_WRITE);
+    }
     client_read_on(c);
     g_debug("client %s: connected (worker %u, %d open)", peer, w->id, n);
 }
@@ -259,8 +307,15 @@ client_flush(struct client *c)
             iov[n].iov_len = req->reply.len;
             n++;
         }
-        /* replies already in order: one call, queued only if it falls short */
-        req_write(c->bev, iov, n);
+        if (c->tls) {
+            /* OpenSSL's bufferevent encrypts what its output holds */
+            for (int i = 0; i < n; i++) {
+                bufferevent_write(c->bev, iov[i].iov_base, iov[i].iov_len);
+            }
+        } else {
+            /* replies in order: one call, queued only if it falls short */
+            req_write(c->bev, iov, n);
+        }
         for (int i = 0; i < n; i++) {
             req = done[i];
             if (req->reply.len > 0) {
@@ -728,7 +783,13 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
         client_close_why(c, "idle timeout");
         return;
     }
-    if (c->reading && have < c->in_max) {
+    if (c->tls) {
+        if (c->reading && have < c->in_max) {
+            /* moves the decrypted chains, no copy */
+            evbuffer_remove_buffer(bufferevent_get_input(c->bev), c->in,
+                                   c->in_max - have);
+        }
+    } else if (c->reading && have < c->in_max) {
         ssize_t n = req_read(c->worker->rbuf, fd, c->in, c->in_max - have);
 
         if (n == 0) {
@@ -769,6 +830,92 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
                   (what & BEV_EVENT_ERROR)
                       ? evutil_socket_error_to_string(err)
                       : "connection closed while we wrote");
+        client_close(c);
+    }
+}
+
+/* OpenSSL's bufferevent decrypted more: on to client_read_cb, restarting
+ * the idle timeout as a socket read does. */
+static void
+client_tls_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct client *c = arg;
+
+    if (!c->reading) {
+        return;
+    }
+    client_read_on(c);
+    client_read_cb(-1, EV_READ, c);
+}
+
+/* Handshake done, or failed; a TLS client's errors and end. */
+static void
+client_tls_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct client *c = arg;
+    struct worker *w = c->worker;
+    char why[256];
+
+    if (what & BEV_EVENT_CONNECTED) {
+        const SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+        c->tls_done = 1;
+        METRICS_ADD(w->metrics->tls_handshakes, 1);
+        bufferevent_set_timeouts(bev, NULL, NULL);
+        g_debug("client %s: TLS %s, %s", c->peer, SSL_get_version(ssl),
+                SSL_get_cipher_name(ssl));
+        return;
+    }
+    if (!c->tls_done) {
+        unsigned long e = bufferevent_get_openssl_error(bev);
+        SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+        if (e == 0 && (what & BEV_EVENT_EOF) && ssl != NULL &&
+            BIO_number_read(SSL_get_rbio(ssl)) == 0) {
+            /* connected and left without a byte: a port check */
+            g_debug("client %s: closed before its TLS handshake", c->peer);
+            client_close(c);
+            return;
+        }
+
+        if (e != 0) {
+            ERR_error_string_n(e, why, sizeof(why));
+        } else if (what & BEV_EVENT_TIMEOUT) {
+            g_snprintf(why, sizeof(why), "no handshake within %u ms",
+                       w->gen->set.tls_handshake_ms);
+        } else if (what & BEV_EVENT_EOF) {
+            g_strlcpy(why, "closed during the handshake", sizeof(why));
+        } else {
+            g_strlcpy(why,
+                      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
+                      sizeof(why));
+        }
+        while (bufferevent_get_openssl_error(bev) != 0) {
+        }
+        METRICS_ADD(w->metrics->tls_failures, 1);
+        g_warning("client %s: TLS handshake failed: %s", c->peer, why);
+        client_close(c);
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        g_debug("client %s: closed by peer (%u requests in flight)", c->peer,
+                c->nreqs);
+        client_close(c);
+        return;
+    }
+    if (what & BEV_EVENT_ERROR) {
+        unsigned long e = bufferevent_get_openssl_error(bev);
+
+        if (e != 0) {
+            ERR_error_string_n(e, why, sizeof(why));
+        } else {
+            g_strlcpy(why,
+                      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
+                      sizeof(why));
+        }
+        while (bufferevent_get_openssl_error(bev) != 0) {
+        }
+        g_message("client %s: closing: %s", c->peer, why);
         client_close(c);
     }
 }

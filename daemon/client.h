@@ -60,12 +60,20 @@ struct client {
     struct event *partial_timer;    /* fires at partial_since + the idle
                                        timeout; NULL until first needed */
     char peer[64];                  /* "addr:port" for logs */
+    /* TLS clients ([tls] listen): bev is an OpenSSL bufferevent, which
+     * reads and writes; rev is then a plain event that client_read_cb
+     * runs on, taking what bev decrypted. */
+    unsigned tls:1;
+    unsigned tls_done:1; /* the handshake finished */
 };
 
-/* Takes over an accepted socket. */
+struct ssl_ctx_st;
+
+/* Takes over an accepted socket; tls: the TLS listener's context (the
+ * client takes its own reference), NULL for a plain one. */
 void client_accept(struct worker *w, evutil_socket_t fd,
                    const struct sockaddr *sa, int salen,
-                   const struct hbase1_service *svc);
+                   const struct hbase1_service *svc, struct ssl_ctx_st *tls);
 
 /* A request of c that was sent on was answered (req->reply is ready):
  * write every finished head reply (at worker_replies_release while

@@ -30,6 +30,7 @@ G_DEFINE_QUARK(config-error-quark, config_error)
 #define CONFIG_DEFAULT_CATALOG_TABLE "hbase_salt_catalog"
 #define CONFIG_DEFAULT_STATE_DIR "/var/lib/hbase-salt-proxy"
 #define CONFIG_DEFAULT_CATALOG_RECHECK_MS 2000
+#define CONFIG_DEFAULT_TLS_HANDSHAKE_MS 10000
 #define CONFIG_DEFAULT_BUCKETS 16
 
 #define CONFIG_MAX_MS ((unsigned)G_MAXINT32)
@@ -759,6 +760,46 @@ static gboolean config_valid_table_part(const char *s, size_t len,
                                         gboolean qualifier);
 
 /*
+ * [tls]: a second Thrift1 listener, TLS, for clients on other hosts.  The
+ * files are only named here; proxy.c builds the context (and refuses a
+ * start or reload whose files do not make one).
+ */
+static gboolean
+config_parse_tls(struct config_ctx *c, const char *g, GError **error)
+{
+    static const char *const files[] = { "cert", "key", "client_ca" };
+    struct config *cfg = c->cfg;
+    char **outs[] = { &cfg->tls_cert, &cfg->tls_key, &cfg->tls_client_ca };
+
+    g_clear_pointer(&cfg->tls_listen.host, g_free);
+    if (!config_take_addr(c, g, "listen", "", TRUE, &cfg->tls_listen,
+                          &cfg->tls_enabled, error) ||
+        !config_take_uint(c, g, "handshake_timeout_ms", 100, CONFIG_MAX_MS,
+                          CONFIG_DEFAULT_TLS_HANDSHAKE_MS,
+                          &cfg->tls_handshake_timeout_ms, error))
+        return FALSE;
+    for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+        g_clear_pointer(outs[i], g_free);
+        if (!config_take_sasl_string(c, g, files[i], config_valid_file,
+                                     "an absolute path or credential:NAME",
+                                     outs[i], error) ||
+            !config_resolve_file(c, g, files[i], outs[i], error))
+            return FALSE;
+        if (*outs[i] != NULL && !cfg->tls_enabled) {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_KEY, g, files[i],
+                             "goes with a [tls] listen address only");
+            return FALSE;
+        }
+    }
+    if (cfg->tls_enabled && (cfg->tls_cert == NULL || cfg->tls_key == NULL)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "listen",
+                         "a TLS listener needs cert and key");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/*
  * [catalog]: the HBase table holding every salted table's mapping.  On
  * by default: several proxies with different mappings writing one table
  * lose rows, and only a record next to the data can stop that.
@@ -1244,6 +1285,8 @@ config_known_keys(const char *group)
         return "listen";
     if (strcmp(group, "catalog") == 0)
         return "table, state_dir, recheck_ms";
+    if (strcmp(group, "tls") == 0)
+        return "listen, cert, key, client_ca, handshake_timeout_ms";
     return "buckets, salt_format, salt_separator, hash_part, salt_mapping, "
            "legacy_component, legacy_cutoff, legacy_range_start, "
            "legacy_range_stop";
@@ -1300,13 +1343,15 @@ config_parse(struct config_ctx *c, GError **error)
             ok = config_parse_thrift2(c, g, error);
         else if (strcmp(g, "catalog") == 0)
             ok = config_parse_catalog(c, g, error);
+        else if (strcmp(g, "tls") == 0)
+            ok = config_parse_tls(c, g, error);
         else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX))
             ok = config_parse_table(c, g, tables, names, error);
         else {
             config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
                              "unknown group (known: [proxy], [backend], "
                              "[scan], [admin], [thrift2], [catalog], "
-                             "[table:NAME])");
+                             "[tls], [table:NAME])");
             ok = FALSE;
         }
         ok = ok && config_check_leftovers(c, g, error);
@@ -1325,6 +1370,8 @@ config_parse(struct config_ctx *c, GError **error)
         ok = config_parse_thrift2(c, "thrift2", error);
     if (ok && !g_key_file_has_group(c->kf, "catalog"))
         ok = config_parse_catalog(c, "catalog", error);
+    if (ok && !g_key_file_has_group(c->kf, "tls"))
+        ok = config_parse_tls(c, "tls", error);
     if (ok && c->cfg->thrift2_enabled && c->cfg->n_thrift2_servers == 0) {
         /* a Thrift2 client's calls go to Thrift2 servers only: HBase
          * runs the two services as separate servers */
@@ -1435,6 +1482,10 @@ config_free(struct config *cfg)
     g_free(cfg->admin_listen.host);
     g_free(cfg->catalog_table);
     g_free(cfg->catalog_state_dir);
+    g_free(cfg->tls_listen.host);
+    g_free(cfg->tls_cert);
+    g_free(cfg->tls_key);
+    g_free(cfg->tls_client_ca);
     if (cfg->catalog_texts != NULL)
         g_ptr_array_unref(cfg->catalog_texts);
     for (size_t i = 0; i < cfg->n_tables; i++)
@@ -1584,6 +1635,20 @@ config_to_text(const struct config *cfg)
                            cfg->catalog_table != NULL ? cfg->catalog_table
                                                       : "",
                            cfg->catalog_state_dir, cfg->catalog_recheck_ms);
+    g_string_append(out, "\n[tls]\nlisten = ");
+    if (cfg->tls_enabled) {
+        g_autofree char *tl = config_addr_to_string(&cfg->tls_listen);
+
+        g_string_append_printf(out, "%s\ncert = %s\nkey = %s\n", tl,
+                               cfg->tls_cert, cfg->tls_key);
+        if (cfg->tls_client_ca != NULL)
+            g_string_append_printf(out, "client_ca = %s\n",
+                                   cfg->tls_client_ca);
+    } else {
+        g_string_append_c(out, '\n');
+    }
+    g_string_append_printf(out, "handshake_timeout_ms = %u\n",
+                           cfg->tls_handshake_timeout_ms);
     for (size_t i = 0; i < cfg->n_tables; i++) {
         g_string_append_printf(out, "\n[table:%s]\n", cfg->tables[i].name);
         config_mapping_to_text(out, &cfg->tables[i].salt);
@@ -1723,6 +1788,16 @@ config_reload_check(const struct config *old, const struct config *cfg,
         b = config_addr_to_string(&cfg->thrift2_listen);
     }
     CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[thrift2] listen")
+    g_clear_pointer(&a, g_free);
+    g_clear_pointer(&b, g_free);
+    if (old->tls_enabled) {
+        a = config_addr_to_string(&old->tls_listen);
+    }
+    if (cfg->tls_enabled) {
+        b = config_addr_to_string(&cfg->tls_listen);
+    }
+    /* the certificate, key and client CA are read again on every reload */
+    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[tls] listen")
 #undef CONFIG_RESTART_ONLY
     return TRUE;
 }

@@ -121,6 +121,13 @@ struct config {
     /* [admin] */
     gboolean admin_enabled;         /* FALSE when [admin] listen is empty */
     struct config_addr admin_listen;
+    /* [tls] */
+    gboolean tls_enabled;          /* FALSE when [tls] listen is empty */
+    struct config_addr tls_listen; /* where TLS clients connect */
+    char *tls_cert;                /* PEM chain, leaf first */
+    char *tls_key;                 /* its PEM private key */
+    char *tls_client_ca;           /* NULL: no client certificate asked */
+    unsigned tls_handshake_timeout_ms;
     /* [catalog] */
     char *catalog_table;         /* NULL when off (table = empty) */
     char *catalog_state_dir;     /* the last verified catalog */

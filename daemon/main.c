@@ -21,6 +21,7 @@
 #include "salt.h"
 #include "scan.h"
 #include "splits.h"
+#include "tls.h"
 
 #if HSP_HAVE_SD_NOTIFY
 #include <systemd/sd-daemon.h>
@@ -586,6 +587,27 @@ main_show_sasl(const struct config *cfg, const struct worker_settings *set,
     }
 }
 
+/* --check-config with [tls]: the files make a context (readable here:
+ * the daemon reads them as the same user, or from systemd's copy). */
+static gboolean
+main_check_tls(const struct config *cfg, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    SSL_CTX *ctx = tls_server_ctx_new(cfg->tls_cert, cfg->tls_key,
+                                      cfg->tls_client_ca, &error);
+    g_autofree char *what = NULL;
+
+    if (ctx == NULL) {
+        fprintf(stderr, "%s: %s: %s\n", g_get_prgname(), name, error->message);
+        return FALSE;
+    }
+    what = tls_ctx_describe(ctx);
+    printf("%s: TLS listener certificate: %s%s\n", name, what,
+           cfg->tls_client_ca != NULL ? "; client certificates required" : "");
+    SSL_CTX_free(ctx);
+    return TRUE;
+}
+
 /*
  * --check-config: the salted tables against the table catalog, when HBase
  * answers (a file that is fine otherwise stays fine while it does not).
@@ -720,6 +742,9 @@ main(int argc, char **argv)
         }
         if (cfg->sasl == CONFIG_SASL_GSSAPI) {
             main_show_sasl(cfg, &set, name);
+        }
+        if (cfg->tls_enabled && !main_check_tls(cfg, name)) {
+            return 1;
         }
         if (!main_check_catalog(cfg, name)) {
             return 1;

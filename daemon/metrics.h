@@ -44,6 +44,9 @@ struct metrics_worker {
     struct metrics_method *methods;         /* by hbase1 method index */
     guint64 accepted;                       /* client connections taken */
     guint64 refused;                        /* over max_connections etc. */
+    guint64 tls_handshakes;                 /* TLS clients that finished
+                                               the handshake */
+    guint64 tls_failures;                   /* that failed it or timed out */
     guint64 bytes_in;                       /* client request bytes */
     guint64 bytes_out;                      /* client reply bytes */
     guint64 scans;                          /* scanners opened */

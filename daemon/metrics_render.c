@@ -295,6 +295,8 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
 
         sum.accepted += METRICS_GET(mw->accepted);
         sum.refused += METRICS_GET(mw->refused);
+        sum.tls_handshakes += METRICS_GET(mw->tls_handshakes);
+        sum.tls_failures += METRICS_GET(mw->tls_failures);
         sum.bytes_in += METRICS_GET(mw->bytes_in);
         sum.bytes_out += METRICS_GET(mw->bytes_out);
         sum.scans += METRICS_GET(mw->scans);
@@ -366,6 +368,12 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
         out, "hsp_client_connections_refused_total", "counter",
         "Client connections refused (max_connections, shutdown).",
         sum.refused);
+    metrics_render_one(out, "hsp_tls_handshakes_total", "counter",
+                       "TLS client handshakes completed ([tls] listen).",
+                       sum.tls_handshakes);
+    metrics_render_one(out, "hsp_tls_handshake_failures_total", "counter",
+                       "TLS client handshakes that failed or timed out.",
+                       sum.tls_failures);
     metrics_render_one(out, "hsp_client_received_bytes_total", "counter",
                        "Bytes of whole client requests read.", sum.bytes_in);
     metrics_render_one(out, "hsp_client_sent_bytes_total", "counter",

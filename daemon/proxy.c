@@ -88,6 +88,7 @@
 #include "hbase1.h"
 #include "metrics.h"
 #include "scan.h"
+#include "tls.h"
 
 /* Shutdown: how often quiet clients are looked for. */
 #define PROXY_DRAIN_POLL_MS 20
@@ -157,6 +158,19 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
             return FALSE;
         }
     }
+    if (cfg->tls_enabled) {
+        set->tls_enabled = TRUE;
+        g_strlcpy(set->tls_host,
+                  cfg->tls_listen.host != NULL ? cfg->tls_listen.host : "",
+                  sizeof(set->tls_host));
+        set->tls_port = cfg->tls_listen.port;
+        if (!proxy_resolve(set->tls_host, set->tls_port, TRUE, &set->tls_addr,
+                           &set->tls_addrlen, error)) {
+            g_prefix_error(error, "[tls] listen: ");
+            return FALSE;
+        }
+    }
+    set->tls_handshake_ms = cfg->tls_handshake_timeout_ms;
     set->workers = cfg->workers != 0 ? cfg->workers
                                      : (unsigned)g_get_num_processors();
     if (set->workers == 0) {
@@ -269,6 +283,7 @@ proxy_bell_cb(evutil_socket_t fd, short what, void *arg)
 struct proxy_accepted {
     evutil_socket_t fd;
     const struct hbase1_service *svc; /* of the listener that took it */
+    SSL_CTX *tls;                     /* a reference, or NULL: plain */
     struct sockaddr_storage sa;
     int salen;
 };
@@ -279,7 +294,11 @@ proxy_accepted_cb(struct worker *w, void *arg)
 {
     struct proxy_accepted *a = arg;
 
-    client_accept(w, a->fd, (struct sockaddr *)&a->sa, a->salen, a->svc);
+    client_accept(w, a->fd, (struct sockaddr *)&a->sa, a->salen, a->svc,
+                  a->tls);
+    if (a->tls != NULL) {
+        SSL_CTX_free(a->tls);
+    }
     g_free(a);
 }
 
@@ -292,20 +311,26 @@ proxy_accepted_cb(struct worker *w, void *arg)
  */
 static void
 proxy_accept(struct worker *w, evutil_socket_t fd, struct sockaddr *sa,
-             int salen, const struct hbase1_service *svc)
+             int salen, const struct hbase1_service *svc, gboolean tls)
 {
     struct proxy *p = w->proxy;
     struct worker *to = &p->workers[p->next_worker];
     struct proxy_accepted *a;
+    /* the context of the moment: a reload may replace it meanwhile */
+    SSL_CTX *ctx = tls ? proxy_tls_ctx(p) : NULL;
 
     p->next_worker = (p->next_worker + 1) % p->nworkers;
     if (to == w || salen < 0 || (size_t)salen > sizeof(a->sa)) {
-        client_accept(w, fd, sa, salen, svc);
+        client_accept(w, fd, sa, salen, svc, ctx);
+        if (ctx != NULL) {
+            SSL_CTX_free(ctx);
+        }
         return;
     }
     a = g_new(struct proxy_accepted, 1);
     a->fd = fd;
     a->svc = svc;
+    a->tls = ctx;
     memcpy(&a->sa, sa, (size_t)salen);
     a->salen = salen;
     worker_post(to, proxy_accepted_cb, a);
@@ -315,7 +340,17 @@ static void
 proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
                 struct sockaddr *sa, int salen, void *arg)
 {
-    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT1));
+    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT1),
+                 FALSE);
+}
+
+/* The TLS listener: Thrift1 clients on other hosts. */
+static void
+proxy_accept_tls_cb(struct evconnlistener *l, evutil_socket_t fd,
+                    struct sockaddr *sa, int salen, void *arg)
+{
+    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT1),
+                 TRUE);
 }
 
 /* The Thrift2 listener: the same workers, the other method table. */
@@ -323,7 +358,8 @@ static void
 proxy_accept2_cb(struct evconnlistener *l, evutil_socket_t fd,
                  struct sockaddr *sa, int salen, void *arg)
 {
-    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT2));
+    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT2),
+                 FALSE);
 }
 
 static void
@@ -391,6 +427,10 @@ proxy_stop_cb(struct worker *w)
     if (w->listener2 != NULL) {
         evconnlistener_free(w->listener2);
         w->listener2 = NULL;
+    }
+    if (w->listener_tls != NULL) {
+        evconnlistener_free(w->listener_tls);
+        w->listener_tls = NULL;
     }
     w->stop_deadline = req_now() +
                        (gint64)w->gen->set.shutdown_timeout_ms * 1000;
@@ -658,6 +698,25 @@ proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
         }
         evconnlistener_set_error_cb(w->listener2, proxy_accept_error_cb);
     }
+    if (id == 0 && p->set.tls_enabled) {
+        w->listener_tls =
+            evconnlistener_new_bind(w->base, proxy_accept_tls_cb, w,
+                                    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+                                        LEV_OPT_CLOSE_ON_EXEC,
+                                    1024, (struct sockaddr *)&p->set.tls_addr,
+                                    (int)p->set.tls_addrlen);
+        if (w->listener_tls == NULL) {
+            int err = EVUTIL_SOCKET_ERROR();
+
+            g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
+                        "[tls] listen: cannot listen on %s:%u: %s",
+                        p->set.tls_host[0] != '\0' ? p->set.tls_host : "*",
+                        (unsigned)p->set.tls_port,
+                        evutil_socket_error_to_string(err));
+            return FALSE;
+        }
+        evconnlistener_set_error_cb(w->listener_tls, proxy_accept_error_cb);
+    }
     w->pool = backend_pool_new(w, w->gen);
     return TRUE;
 }
@@ -682,6 +741,10 @@ proxy_worker_deinit(struct worker *w)
     if (w->listener2 != NULL) {
         evconnlistener_free(w->listener2);
         w->listener2 = NULL;
+    }
+    if (w->listener_tls != NULL) {
+        evconnlistener_free(w->listener_tls);
+        w->listener_tls = NULL;
     }
     if (w->drain_ev != NULL) {
         event_free(w->drain_ev);
@@ -788,6 +851,7 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
     struct worker_gen *old = p->gen, *gen;
     struct worker_settings set;
     GString *added = g_string_new(NULL);
+    SSL_CTX *tls = NULL;
 
     if (!config_reload_check(old->cfg, cfg, error)) {
         config_free(cfg);
@@ -798,6 +862,17 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
         config_free(cfg);
         g_string_free(added, TRUE);
         return FALSE;
+    }
+    if (cfg->tls_enabled) {
+        /* the files again: a renewed certificate is what a reload is for;
+         * one that does not load keeps the old one and the old config */
+        tls = tls_server_ctx_new(cfg->tls_cert, cfg->tls_key,
+                                 cfg->tls_client_ca, error);
+        if (tls == NULL) {
+            config_free(cfg);
+            g_string_free(added, TRUE);
+            return FALSE;
+        }
     }
     {
         /* the new file's tables are judged before any call reaches them */
@@ -824,6 +899,20 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
     }
     p->gen = gen;
     g_atomic_pointer_set(&p->cfg, cfg);
+    if (tls != NULL) {
+        g_autofree char *what = tls_ctx_describe(tls);
+        SSL_CTX *was;
+
+        /* new connections get it; open ones keep theirs */
+        g_mutex_lock(&p->tls_lock);
+        was = p->tls_ctx;
+        p->tls_ctx = tls;
+        g_mutex_unlock(&p->tls_lock);
+        if (was != NULL) {
+            SSL_CTX_free(was);
+        }
+        g_message("reload: TLS listener certificate: %s", what);
+    }
     /* before the workers make pools of the new servers */
     backend_health_use(p->health, &gen->set);
     for (unsigned i = 0; i < p->nworkers; i++) {
@@ -841,6 +930,20 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
                               "drain)" : "");
     g_string_free(added, TRUE);
     return TRUE;
+}
+
+SSL_CTX *
+proxy_tls_ctx(struct proxy *p)
+{
+    SSL_CTX *ctx;
+
+    g_mutex_lock(&p->tls_lock);
+    ctx = p->tls_ctx;
+    if (ctx != NULL) {
+        SSL_CTX_up_ref(ctx);
+    }
+    g_mutex_unlock(&p->tls_lock);
+    return ctx;
 }
 
 unsigned
@@ -862,10 +965,20 @@ proxy_new(struct config *cfg, GError **error)
     p->scans = scan_table_new();
     g_mutex_init(&p->gens_lock);
     g_mutex_init(&p->pools_lock);
+    g_mutex_init(&p->tls_lock);
     p->gens = g_ptr_array_new();
     if (!proxy_settings_load(&p->set, cfg, error)) {
         proxy_free(p);
         return NULL;
+    }
+    if (cfg->tls_enabled) {
+        /* read before anything runs (and before any privilege is gone) */
+        p->tls_ctx = tls_server_ctx_new(cfg->tls_cert, cfg->tls_key,
+                                        cfg->tls_client_ca, error);
+        if (p->tls_ctx == NULL) {
+            proxy_free(p);
+            return NULL;
+        }
     }
     p->gen = proxy_gen_new(p, 1, cfg, FALSE);
     p->gen->set = p->set;
@@ -887,6 +1000,12 @@ proxy_new(struct config *cfg, GError **error)
             proxy_free(p);
             return NULL;
         }
+    }
+    if (p->set.tls_enabled && p->workers[0].listener_tls != NULL) {
+        p->port_tls = p->set.tls_port != 0
+                          ? p->set.tls_port
+                          : proxy_bound_port(evconnlistener_get_fd(
+                                p->workers[0].listener_tls));
     }
     p->port2 = p->set.thrift2_port;
     if (p->set.thrift2_enabled && p->port2 == 0 &&
@@ -942,6 +1061,16 @@ proxy_start(struct proxy *p, GError **error)
               (unsigned)p->port, p->nworkers, p->nworkers == 1 ? "" : "s",
               p->set.nservers, p->set.nservers == 1 ? "" : "s",
               p->set.pool_size);
+    if (p->set.tls_enabled) {
+        g_autofree char *what = tls_ctx_describe(p->tls_ctx);
+
+        g_message("listening for TLS clients on %s:%u (%s%s)",
+                  p->set.tls_host[0] != '\0' ? p->set.tls_host : "*",
+                  (unsigned)p->port_tls, what,
+                  p->gen->cfg->tls_client_ca != NULL
+                      ? "; client certificates required"
+                      : "");
+    }
     if (p->set.thrift2_enabled) {
         g_message("listening for Thrift2 clients on %s:%u",
                   p->set.thrift2_host[0] != '\0' ? p->set.thrift2_host : "*",
@@ -993,6 +1122,10 @@ proxy_free(struct proxy *p)
     }
     g_mutex_clear(&p->gens_lock);
     g_mutex_clear(&p->pools_lock);
+    if (p->tls_ctx != NULL) {
+        SSL_CTX_free(p->tls_ctx);
+    }
+    g_mutex_clear(&p->tls_lock);
     metrics_free(p->metrics);
     g_free(p);
 }

@@ -54,7 +54,15 @@ struct proxy {
     GPtrArray *gens;                /* every generation not freed yet */
     GMutex pools_lock;              /* a worker unlinking a retired pool
                                        against the scrape walking them */
+    GMutex tls_lock;                /* guards tls_ctx */
+    struct ssl_ctx_st *tls_ctx;     /* the TLS listener's context (SSL_CTX),
+                                       replaced on reload; NULL: none */
+    uint16_t port_tls;              /* the TLS listener's bound port */
 };
+
+/* The TLS listener's current context, a reference (SSL_CTX_free it), or
+ * NULL without one. */
+struct ssl_ctx_st *proxy_tls_ctx(struct proxy *p);
 
 /* host:port to one socket address ("" host: any); passive for a listen
  * address.  Blocks on DNS: startup, reload and --check-config only. */

@@ -64,6 +64,12 @@ struct worker_settings {
     uint16_t thrift2_port;    /* 0 = pick one (tests) */
     struct sockaddr_storage thrift2_addr;
     socklen_t thrift2_addrlen;
+    gboolean tls_enabled; /* [tls] listen is set */
+    char tls_host[128];   /* TLS clients' address, "" = any */
+    uint16_t tls_port;    /* 0 = pick one (tests) */
+    struct sockaddr_storage tls_addr;
+    socklen_t tls_addrlen;
+    unsigned tls_handshake_ms; /* close a client not through by then */
     unsigned workers;  /* threads, >= 1 after load */
     unsigned nservers; /* backend servers: Thrift1's, then Thrift2's */
     struct worker_server servers[WORKER_MAX_BACKENDS];
@@ -146,6 +152,7 @@ struct worker {
                                        the process; others NULL */
     struct evconnlistener *listener2; /* worker 0: Thrift2's, when
                                        [thrift2] listen is set */
+    struct evconnlistener *listener_tls; /* worker 0: [tls] listen's */
     gint stop_asked;                  /* set by the main thread (atomic),
                                        then the bell rings */
     struct event *drain_ev;           /* shutdown: polls for quiet clients */

@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/ssl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -32,7 +34,7 @@ static const char *const bench_workload_names[] = {
 
 static struct {
     char *target, *table, *column, *workload, *keys, *protocol, *transport;
-    char *merge, *label, *salt_format, *scan_target, *service;
+    char *merge, *label, *salt_format, *scan_target, *service, *tls_ca;
     int connections, value_size, multiget_keys, scan_batch, scan_rows;
     int prefix_len, salt_buckets, batch, pid, backend_pid, max_connecting;
     int pipeline, prefix_fields;
@@ -88,6 +90,7 @@ static GOptionEntry bench_entries[] = {
     { "max-connecting", 0, 0, G_OPTION_ARG_INT, &bench_opt.max_connecting, "connects in flight at once (default 256)", "N" },
     { "seed", 0, 0, G_OPTION_ARG_INT64, &bench_opt.seed, "random seed (default 1)", "N" },
     { "label", 0, 0, G_OPTION_ARG_STRING, &bench_opt.label, "label copied to the report", "TEXT" },
+    { "tls-ca", 0, 0, G_OPTION_ARG_STRING, &bench_opt.tls_ca, "connect over TLS, verifying the server against this PEM CA (TLS 1.2+, no session reuse: every connection does a full handshake)", "FILE" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
 };
 /* clang-format on */
@@ -186,6 +189,7 @@ static struct {
     const char *table_name;
     gboolean idle_holding;
     bench_target_t scan_target;
+    SSL_CTX *tls; /* --tls-ca */
 } B;
 
 static uint64_t
@@ -1148,7 +1152,16 @@ bench_connect_next(void)
            B.next_connect - B.connected < (unsigned)bench_opt.max_connecting) {
         struct bench_conn *c = g_ptr_array_index(B.conns, B.next_connect++);
 
-        c->bev = bufferevent_socket_new(B.base, -1, BEV_OPT_CLOSE_ON_FREE);
+        if (B.tls != NULL) {
+            SSL *ssl = SSL_new(B.tls);
+
+            /* the handshake ends in BEV_EVENT_CONNECTED, as a connect */
+            c->bev = bufferevent_openssl_socket_new(B.base, -1, ssl,
+                                                    BUFFEREVENT_SSL_CONNECTING,
+                                                    BEV_OPT_CLOSE_ON_FREE);
+        } else {
+            c->bev = bufferevent_socket_new(B.base, -1, BEV_OPT_CLOSE_ON_FREE);
+        }
         /* libevent reads 4 KiB at a time by default: a 150 KB scan reply in
          * buffered transport would be re-walked from its start 40 times */
         bufferevent_set_max_single_read(c->bev, 1 << 20);
@@ -1326,6 +1339,13 @@ main(int argc, char **argv)
     if (!g_option_context_parse(ctx, &argc, &argv, &err))
         bench_die("%s", err->message);
     bench_parse_target(bench_opt.target);
+    if (bench_opt.tls_ca != NULL) {
+        B.tls = SSL_CTX_new(TLS_client_method());
+        SSL_CTX_set_min_proto_version(B.tls, TLS1_2_VERSION);
+        if (SSL_CTX_load_verify_locations(B.tls, bench_opt.tls_ca, NULL) != 1)
+            bench_die("--tls-ca %s: cannot load it", bench_opt.tls_ca);
+        SSL_CTX_set_verify(B.tls, SSL_VERIFY_PEER, NULL);
+    }
     if (bench_opt.table == NULL)
         bench_opt.table = g_strdup("bench");
     if (bench_opt.column == NULL)

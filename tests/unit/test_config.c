@@ -762,6 +762,61 @@ test_sasl(void)
                  CONFIG_ERROR_INVALID_KEY, "sasl_server_host", NULL);
 }
 
+/* [tls]: off by default; listen needs cert and key; files as paths or
+ * credentials; keys without a listener refused; the listener's address
+ * is restart-only, its files are not. */
+static void
+test_tls(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = NULL;
+    g_autoptr(config_t) other = NULL;
+    g_autofree char *text = NULL;
+
+    cfg = load("", &error);
+    g_assert_no_error(error);
+    g_assert_false(cfg->tls_enabled);
+    g_assert_cmpuint(cfg->tls_handshake_timeout_ms, ==, 10000);
+    g_clear_pointer(&cfg, config_free);
+    cfg = load("[tls]\nlisten = 0.0.0.0:9443\ncert = /etc/t.pem\n"
+               "key = /etc/t.key\nclient_ca = /etc/ca.pem\n",
+               &error);
+    g_assert_no_error(error);
+    g_assert_true(cfg->tls_enabled);
+    g_assert_cmpuint(cfg->tls_listen.port, ==, 9443);
+    g_assert_cmpstr(cfg->tls_key, ==, "/etc/t.key");
+    g_assert_cmpstr(cfg->tls_client_ca, ==, "/etc/ca.pem");
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "\n[tls]\nlisten = 0.0.0.0:9443\n"
+                                  "cert = /etc/t.pem\nkey = /etc/t.key\n"
+                                  "client_ca = /etc/ca.pem\n"));
+    other = load("[tls]\nlisten = 0.0.0.0:9443\ncert = /etc/u.pem\n"
+                 "key = /etc/u.key\n",
+                 &error);
+    g_assert_no_error(error);
+    g_assert_true(config_reload_check(cfg, other, &error));
+    g_clear_pointer(&other, config_free);
+    other = load("[tls]\nlisten = 0.0.0.0:9444\ncert = /etc/t.pem\n"
+                 "key = /etc/t.key\n",
+                 &error);
+    g_assert_no_error(error);
+    g_assert_false(config_reload_check(cfg, other, &error));
+    g_assert_nonnull(strstr(error->message, "[tls] listen"));
+    g_clear_error(&error);
+    assert_fails("[tls]\nlisten = 127.0.0.1:9443\ncert = /c.pem\n",
+                 CONFIG_ERROR_INVALID_VALUE, "needs cert and key", NULL);
+    assert_fails("[tls]\ncert = /c.pem\n", CONFIG_ERROR_INVALID_KEY,
+                 "[tls] cert", "listen address only", NULL);
+    assert_fails("[tls]\nlisten = 127.0.0.1:9443\ncert = c.pem\n"
+                 "key = /k\n",
+                 CONFIG_ERROR_INVALID_VALUE, "absolute path or credential",
+                 NULL);
+    assert_fails("[tls]\nlisten = 127.0.0.1:9443\ncert = /c\nkey = /k\n"
+                 "certificate = /c\n",
+                 CONFIG_ERROR_INVALID_KEY,
+                 "listen, cert, key, client_ca, handshake_timeout_ms", NULL);
+}
+
 /* [catalog]: defaults, off, bad values; a table's mapping text (what the
  * catalog stores) reading back to the same mapping, comments allowed,
  * and a different or unknown one told apart. */
@@ -874,5 +929,6 @@ main(int argc, char **argv)
     g_test_add_func("/config/salt-mapping", test_salt_mapping);
     g_test_add_func("/config/sasl", test_sasl);
     g_test_add_func("/config/catalog", test_catalog);
+    g_test_add_func("/config/tls", test_tls);
     return g_test_run();
 }
