@@ -53,6 +53,8 @@ Hbase = T = None
 TSocket = TTransport = TBinaryProtocol = TCompactProtocol = None
 TApplicationException = None
 
+SASL_SERVER = 'hbase/localhost'
+SASL_CLIENT = 'app'
 DEFAULT_SEED = 20240917
 DEFAULT_SCANS = 3000
 NROWS = 3000
@@ -107,9 +109,11 @@ def load_thrift(pydir):
 # ---- processes ------------------------------------------------------------
 
 class Emu(object):
-    def __init__(self, workdir, proto, transport, tables):
-        port_file = os.path.join(workdir, 'emu.port')
-        self.log_path = os.path.join(workdir, 'emu.log')
+    def __init__(self, workdir, proto, transport, tables, name='emu',
+                 sasl=None):
+        """sasl: (realm, qop, server keytab): HBase's SASL GSSAPI mode."""
+        port_file = os.path.join(workdir, name + '.port')
+        self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'wb')
         cmd = [ARGS.emu, '--listen', '127.0.0.1:0', '--port-file', port_file]
         if proto == 'compact':
@@ -119,7 +123,13 @@ class Emu(object):
         fams = ','.join(f.decode() for f in FAMILIES)
         for t in tables:
             cmd += ['--create-table', '%s:%s' % (t, fams)]
-        self.proc = subprocess.Popen(cmd, stdout=self.log,
+        env = None
+        if sasl is not None:
+            realm, qop, keytab = sasl
+            cmd += ['--sasl-qop', qop, '--keytab', keytab, '--principal',
+                    realm.qualify(SASL_SERVER)]
+            env = realm.env()
+        self.proc = subprocess.Popen(cmd, stdout=self.log, env=env,
                                      stderr=subprocess.STDOUT)
 
         def read_port():
@@ -143,22 +153,32 @@ class Emu(object):
 
 class Proxy(object):
     def __init__(self, workdir, backend_port, proto, transport, caching_max,
-                 tables):
+                 tables, sasl=None):
+        """sasl: (realm, qop, the proxy's keytab)."""
         self.port = free_port()
         self.conf = os.path.join(workdir, 'proxy.conf')
+        env = None
         with open(self.conf, 'w') as f:
             f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
                     '[backend]\nservers = 127.0.0.1:%d\nprotocol = %s\n'
                     'transport = %s\nrequest_timeout_ms = 20000\n'
-                    'pool_size = 4\n[scan]\ncaching_max = %d\n'
-                    % (self.port, backend_port, proto, transport,
-                       caching_max))
+                    'pool_size = 4\n'
+                    % (self.port, backend_port, proto, transport))
+            if sasl is not None:
+                realm, qop, keytab = sasl
+                f.write('sasl = gssapi\nsasl_principal = %s\n'
+                        'sasl_keytab = %s\nsasl_qop = %s\n'
+                        'sasl_server_host = localhost\n'
+                        % (realm.qualify(SASL_CLIENT), keytab, qop))
+                # no ticket cache of anyone's: the proxy uses its keytab
+                env = realm.env(ccache=realm.path('nobody.ccache'))
+            f.write('[scan]\ncaching_max = %d\n' % caching_max)
             for name, lines in tables:
                 f.write('[table:%s]\n%s' % (name, lines))
         self.log_path = os.path.join(workdir, 'proxy.log')
         self.log = open(self.log_path, 'wb')
         self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
-                                      '--log-level', 'warning'],
+                                      '--log-level', 'warning'], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(lambda: can_connect(self.port) or self.proc.poll() is not None,
                  10, 'proxy listening')
@@ -918,6 +938,12 @@ def main():
     ap.add_argument('--pydir', required=True)
     ap.add_argument('--part', type=int, default=0)
     ap.add_argument('--parts', type=int, default=len(PARTS))
+    ap.add_argument('--sasl-qop', default=None,
+                    help='the proxy reaches the salted tables over SASL '
+                         'GSSAPI with this QOP, on an emulator of their own '
+                         'in HBase\'s SASL mode, against a throwaway MIT KDC '
+                         '(tests/secure/krb5lib.py); the unsalted reference '
+                         'stays on a plain emulator')
     ARGS = ap.parse_args()
     load_thrift(ARGS.pydir)
     seed = os.environ.get('SCAN_ORACLE_SEED', str(DEFAULT_SEED))
@@ -934,12 +960,34 @@ def main():
           flush=True)
 
     workdir = tempfile.mkdtemp(prefix='hsp-e2e-scan-oracle-')
+    realm = None
+    emu2 = None
+    if ARGS.sasl_qop is not None:
+        # SASL is unframed only, as HBase enforces
+        transport = 'buffered'
+        sys.path.insert(0, os.path.join(os.path.dirname(
+            os.path.abspath(__file__)), '..', 'secure'))
+        import krb5lib
+        realm = krb5lib.Realm()
+        realm.start()
+        realm.add_principals(SASL_SERVER, SASL_CLIENT)
+        server_kt = realm.export(SASL_SERVER, realm.path('server.keytab'))
+        app_kt = realm.export(SASL_CLIENT, realm.path('app.keytab'))
+        print('scan oracle: salted tables over SASL %s (KDC on port %d)'
+              % (ARGS.sasl_qop, realm.port), flush=True)
     emu = Emu(workdir, proto, transport, ['ref'] + [t for t, _ in tables])
     proxy = None
     ok = False
     try:
-        proxy = Proxy(workdir, emu.port, proto, transport, caching_max,
-                      tables)
+        backend = emu
+        if realm is not None:
+            emu2 = Emu(workdir, proto, transport, [t for t, _ in tables],
+                       name='emu-sasl',
+                       sasl=(realm, ARGS.sasl_qop, server_kt))
+            backend = emu2
+        proxy = Proxy(workdir, backend.port, proto, transport, caching_max,
+                      tables, sasl=None if realm is None
+                      else (realm, ARGS.sasl_qop, app_kt))
         direct = client(emu.port, proto, transport)
         via = [client(proxy.port, 'binary', 'buffered'),
                client(proxy.port, 'compact', 'framed')]
@@ -999,6 +1047,10 @@ def main():
             pass
         rc = proxy.stop() if proxy is not None and proxy.alive() else None
         emu.close()
+        if emu2 is not None:
+            emu2.close()
+        if realm is not None:
+            realm.stop()
         if rc not in (None, 0):
             print('proxy exit: %r' % (rc,))
             ok = False
