@@ -759,6 +759,21 @@ config_parse_thrift2(struct config_ctx *c, const char *g, GError **error)
 static gboolean config_valid_table_part(const char *s, size_t len,
                                         gboolean qualifier);
 
+/* [http]: Thrift over HTTP POST for clients (HBase's -http mode), for
+ * Thrift1 and, separately, Thrift2. */
+static gboolean
+config_parse_http(struct config_ctx *c, const char *g, GError **error)
+{
+    struct config *cfg = c->cfg;
+
+    g_clear_pointer(&cfg->http_listen.host, g_free);
+    g_clear_pointer(&cfg->http2_listen.host, g_free);
+    return config_take_addr(c, g, "listen", "", TRUE, &cfg->http_listen,
+                            &cfg->http_enabled, error) &&
+           config_take_addr(c, g, "thrift2_listen", "", TRUE,
+                            &cfg->http2_listen, &cfg->http2_enabled, error);
+}
+
 /*
  * [tls]: a second Thrift1 listener, TLS, for clients on other hosts.  The
  * files are only named here; proxy.c builds the context (and refuses a
@@ -1285,6 +1300,8 @@ config_known_keys(const char *group)
         return "listen";
     if (strcmp(group, "catalog") == 0)
         return "table, state_dir, recheck_ms";
+    if (strcmp(group, "http") == 0)
+        return "listen, thrift2_listen";
     if (strcmp(group, "tls") == 0)
         return "listen, cert, key, client_ca, handshake_timeout_ms";
     return "buckets, salt_format, salt_separator, hash_part, salt_mapping, "
@@ -1345,13 +1362,15 @@ config_parse(struct config_ctx *c, GError **error)
             ok = config_parse_catalog(c, g, error);
         else if (strcmp(g, "tls") == 0)
             ok = config_parse_tls(c, g, error);
+        else if (strcmp(g, "http") == 0)
+            ok = config_parse_http(c, g, error);
         else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX))
             ok = config_parse_table(c, g, tables, names, error);
         else {
             config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
                              "unknown group (known: [proxy], [backend], "
                              "[scan], [admin], [thrift2], [catalog], "
-                             "[tls], [table:NAME])");
+                             "[tls], [http], [table:NAME])");
             ok = FALSE;
         }
         ok = ok && config_check_leftovers(c, g, error);
@@ -1372,6 +1391,15 @@ config_parse(struct config_ctx *c, GError **error)
         ok = config_parse_catalog(c, "catalog", error);
     if (ok && !g_key_file_has_group(c->kf, "tls"))
         ok = config_parse_tls(c, "tls", error);
+    if (ok && !g_key_file_has_group(c->kf, "http"))
+        ok = config_parse_http(c, "http", error);
+    if (ok && c->cfg->http2_enabled && c->cfg->n_thrift2_servers == 0) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, "http",
+                         "thrift2_listen",
+                         "needs [backend] thrift2_servers, the HBase "
+                         "Thrift2 servers its clients' calls go to");
+        ok = FALSE;
+    }
     if (ok && c->cfg->thrift2_enabled && c->cfg->n_thrift2_servers == 0) {
         /* a Thrift2 client's calls go to Thrift2 servers only: HBase
          * runs the two services as separate servers */
@@ -1483,6 +1511,8 @@ config_free(struct config *cfg)
     g_free(cfg->catalog_table);
     g_free(cfg->catalog_state_dir);
     g_free(cfg->tls_listen.host);
+    g_free(cfg->http_listen.host);
+    g_free(cfg->http2_listen.host);
     g_free(cfg->tls_cert);
     g_free(cfg->tls_key);
     g_free(cfg->tls_client_ca);
@@ -1649,6 +1679,19 @@ config_to_text(const struct config *cfg)
     }
     g_string_append_printf(out, "handshake_timeout_ms = %u\n",
                            cfg->tls_handshake_timeout_ms);
+    {
+        g_autofree char *h1 = cfg->http_enabled
+                                  ? config_addr_to_string(&cfg->http_listen)
+                                  : g_strdup("");
+        g_autofree char *h2 = cfg->http2_enabled
+                                  ? config_addr_to_string(&cfg->http2_listen)
+                                  : g_strdup("");
+
+        g_string_append_printf(out,
+                               "\n[http]\nlisten = %s\n"
+                               "thrift2_listen = %s\n",
+                               h1, h2);
+    }
     for (size_t i = 0; i < cfg->n_tables; i++) {
         g_string_append_printf(out, "\n[table:%s]\n", cfg->tables[i].name);
         config_mapping_to_text(out, &cfg->tables[i].salt);
@@ -1798,6 +1841,16 @@ config_reload_check(const struct config *old, const struct config *cfg,
     }
     /* the certificate, key and client CA are read again on every reload */
     CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[tls] listen")
+    g_clear_pointer(&a, g_free);
+    g_clear_pointer(&b, g_free);
+    a = old->http_enabled ? config_addr_to_string(&old->http_listen) : NULL;
+    b = cfg->http_enabled ? config_addr_to_string(&cfg->http_listen) : NULL;
+    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[http] listen")
+    g_clear_pointer(&a, g_free);
+    g_clear_pointer(&b, g_free);
+    a = old->http2_enabled ? config_addr_to_string(&old->http2_listen) : NULL;
+    b = cfg->http2_enabled ? config_addr_to_string(&cfg->http2_listen) : NULL;
+    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[http] thrift2_listen")
 #undef CONFIG_RESTART_ONLY
     return TRUE;
 }

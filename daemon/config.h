@@ -121,6 +121,11 @@ struct config {
     /* [admin] */
     gboolean admin_enabled;         /* FALSE when [admin] listen is empty */
     struct config_addr admin_listen;
+    /* [http] */
+    gboolean http_enabled; /* Thrift1 over HTTP: listen is set */
+    struct config_addr http_listen;
+    gboolean http2_enabled; /* Thrift2 over HTTP: thrift2_listen */
+    struct config_addr http2_listen;
     /* [tls] */
     gboolean tls_enabled;          /* FALSE when [tls] listen is empty */
     struct config_addr tls_listen; /* where TLS clients connect */

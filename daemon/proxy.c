@@ -86,6 +86,7 @@
 #include "client.h"
 #include "config.h"
 #include "hbase1.h"
+#include "httpd.h"
 #include "metrics.h"
 #include "scan.h"
 #include "tls.h"
@@ -171,6 +172,22 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
         }
     }
     set->tls_handshake_ms = cfg->tls_handshake_timeout_ms;
+    for (int h = 0; h < 2; h++) {
+        const struct config_addr *a = h == 0 ? &cfg->http_listen
+                                             : &cfg->http2_listen;
+
+        set->http_enabled[h] = h == 0 ? cfg->http_enabled : cfg->http2_enabled;
+        if (!set->http_enabled[h]) {
+            continue;
+        }
+        set->http_port[h] = a->port;
+        if (!proxy_resolve(a->host != NULL ? a->host : "", a->port, TRUE,
+                           &set->http_addr[h], &set->http_addrlen[h], error)) {
+            g_prefix_error(error, "[http] %s: ",
+                           h == 0 ? "listen" : "thrift2_listen");
+            return FALSE;
+        }
+    }
     set->workers = cfg->workers != 0 ? cfg->workers
                                      : (unsigned)g_get_num_processors();
     if (set->workers == 0) {
@@ -344,6 +361,24 @@ proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
                  FALSE);
 }
 
+/* An HTTP connection's bridge: an ordinary client to the workers. */
+static void
+proxy_http_handoff(void *arg, evutil_socket_t fd, const struct sockaddr *peer,
+                   int peerlen, const struct hbase1_service *svc)
+{
+    struct sockaddr_storage sa;
+    int salen = peerlen;
+
+    memset(&sa, 0, sizeof(sa));
+    if (peer == NULL || peerlen <= 0 || (size_t)peerlen > sizeof(sa)) {
+        sa.ss_family = AF_UNIX;
+        salen = (int)sizeof(sa_family_t);
+    } else {
+        memcpy(&sa, peer, (size_t)peerlen);
+    }
+    proxy_accept(arg, fd, (struct sockaddr *)&sa, salen, svc, FALSE);
+}
+
 /* The TLS listener: Thrift1 clients on other hosts. */
 static void
 proxy_accept_tls_cb(struct evconnlistener *l, evutil_socket_t fd,
@@ -431,6 +466,9 @@ proxy_stop_cb(struct worker *w)
     if (w->listener_tls != NULL) {
         evconnlistener_free(w->listener_tls);
         w->listener_tls = NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        g_clear_pointer(&w->httpd[i], httpd_free);
     }
     w->stop_deadline = req_now() +
                        (gint64)w->gen->set.shutdown_timeout_ms * 1000;
@@ -717,6 +755,23 @@ proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
         }
         evconnlistener_set_error_cb(w->listener_tls, proxy_accept_error_cb);
     }
+    for (int i = 0; id == 0 && i < 2; i++) {
+        if (!p->set.http_enabled[i]) {
+            continue;
+        }
+        w->httpd[i] =
+            httpd_new(w->base, (struct sockaddr *)&p->set.http_addr[i],
+                      p->set.http_addrlen[i],
+                      hbase1_service(i == 0 ? HBASE1_SERVICE_THRIFT1
+                                            : HBASE1_SERVICE_THRIFT2),
+                      p->set.max_frame_size, proxy_http_handoff, w, error);
+        if (w->httpd[i] == NULL) {
+            g_prefix_error(error, "[http] %s: cannot listen on port %u: ",
+                           i == 0 ? "listen" : "thrift2_listen",
+                           (unsigned)p->set.http_port[i]);
+            return FALSE;
+        }
+    }
     w->pool = backend_pool_new(w, w->gen);
     return TRUE;
 }
@@ -745,6 +800,9 @@ proxy_worker_deinit(struct worker *w)
     if (w->listener_tls != NULL) {
         evconnlistener_free(w->listener_tls);
         w->listener_tls = NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        g_clear_pointer(&w->httpd[i], httpd_free);
     }
     if (w->drain_ev != NULL) {
         event_free(w->drain_ev);
@@ -1070,6 +1128,13 @@ proxy_start(struct proxy *p, GError **error)
                   p->gen->cfg->tls_client_ca != NULL
                       ? "; client certificates required"
                       : "");
+    }
+    for (int h = 0; h < 2; h++) {
+        if (p->workers[0].httpd[h] != NULL) {
+            g_message("listening for %s clients over HTTP on port %u",
+                      h == 0 ? "Thrift1" : "Thrift2",
+                      httpd_port(p->workers[0].httpd[h]));
+        }
     }
     if (p->set.thrift2_enabled) {
         g_message("listening for Thrift2 clients on %s:%u",

@@ -70,6 +70,10 @@ struct worker_settings {
     struct sockaddr_storage tls_addr;
     socklen_t tls_addrlen;
     unsigned tls_handshake_ms; /* close a client not through by then */
+    gboolean http_enabled[2];  /* [http] listen, thrift2_listen set */
+    uint16_t http_port[2];
+    struct sockaddr_storage http_addr[2];
+    socklen_t http_addrlen[2];
     unsigned workers;  /* threads, >= 1 after load */
     unsigned nservers; /* backend servers: Thrift1's, then Thrift2's */
     struct worker_server servers[WORKER_MAX_BACKENDS];
@@ -153,6 +157,7 @@ struct worker {
     struct evconnlistener *listener2; /* worker 0: Thrift2's, when
                                        [thrift2] listen is set */
     struct evconnlistener *listener_tls; /* worker 0: [tls] listen's */
+    struct httpd *httpd[2]; /* worker 0: [http] listen, thrift2_listen */
     gint stop_asked;                  /* set by the main thread (atomic),
                                        then the bell rings */
     struct event *drain_ev;           /* shutdown: polls for quiet clients */

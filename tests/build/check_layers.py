@@ -21,7 +21,8 @@ LAYERS = [
               'merge', 'scanargs', 'scanbatch', 'scantab', 'splits', 'codec']),
     ('requests', ['req', 'bell', 'sasl', 'tls']),
     ('metrics', ['metrics']),
-    ('engines', ['worker', 'backend', 'client', 'scan', 'hconn', 'catalog']),
+    ('engines', ['worker', 'backend', 'client', 'scan', 'hconn', 'catalog',
+                 'httpd']),
     ('top', ['proxy', 'main', 'admin', 'metrics_render']),
 ]
 

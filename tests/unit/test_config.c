@@ -811,6 +811,22 @@ test_tls(void)
                  "key = /k\n",
                  CONFIG_ERROR_INVALID_VALUE, "absolute path or credential",
                  NULL);
+    g_clear_pointer(&cfg, config_free);
+    g_clear_pointer(&other, config_free);
+    /* [http] */
+    cfg = load("[http]\nlisten = 127.0.0.1:9092\n", &error);
+    g_assert_no_error(error);
+    g_assert_true(cfg->http_enabled);
+    g_assert_false(cfg->http2_enabled);
+    other = load("[http]\nlisten = 127.0.0.1:9094\n", &error);
+    g_assert_no_error(error);
+    g_assert_false(config_reload_check(cfg, other, &error));
+    g_assert_nonnull(strstr(error->message, "[http] listen"));
+    g_clear_error(&error);
+    assert_fails("[http]\nthrift2_listen = 127.0.0.1:9093\n",
+                 CONFIG_ERROR_INVALID_VALUE, "thrift2_servers", NULL);
+    assert_fails("[http]\npath = /x\n", CONFIG_ERROR_INVALID_KEY,
+                 "listen, thrift2_listen", NULL);
     assert_fails("[tls]\nlisten = 127.0.0.1:9443\ncert = /c\nkey = /k\n"
                  "certificate = /c\n",
                  CONFIG_ERROR_INVALID_KEY,
