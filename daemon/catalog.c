@@ -140,15 +140,11 @@ catalog_rows_salted(struct hconn *c, const struct config_table *t,
                     gboolean *salted, GError **error)
 {
     struct hconn_rows rows;
-    int32_t id = -1;
     gboolean ok;
 
     *salted = FALSE;
-    if (!hconn_scanner_open(c, t->name, NULL, 0, NULL, 0, CATALOG_SAMPLE_ROWS,
-                            &id, error))
-        return FALSE;
     hconn_rows_init(&rows);
-    ok = hconn_scanner_get_list(c, id, CATALOG_SAMPLE_ROWS, &rows, error);
+    ok = hconn_scan_first(c, t->name, CATALOG_SAMPLE_ROWS, &rows, error);
     if (ok) {
         *salted = rows.rows->len > 0;
         for (guint i = 0; *salted && i < rows.rows->len; i++) {
@@ -164,8 +160,6 @@ catalog_rows_salted(struct hconn *c, const struct config_table *t,
         }
     }
     hconn_rows_free(&rows);
-    if (!hconn_scanner_close(c, id, ok ? error : NULL))
-        ok = FALSE;
     return ok;
 }
 
@@ -388,15 +382,19 @@ catalog_from_state(struct config *cfg, struct catalog_report *report)
               cfg->catalog_recheck_ms);
 }
 
-/* The first server that answers. */
+/* The first server that answers: a Thrift1 one, else (a cluster that
+ * runs only `hbase thrift2`) a Thrift2 one. */
 static struct hconn *
 catalog_connect(const struct config *cfg, GError **error)
 {
     g_autoptr(GString) why = g_string_new(NULL);
 
-    for (size_t i = 0; i < cfg->n_servers; i++) {
+    for (size_t i = 0; i < cfg->n_servers + cfg->n_thrift2_servers; i++) {
         g_autoptr(GError) err = NULL;
-        struct hconn *c = hconn_open(cfg, i, &err);
+        struct hconn *c = i < cfg->n_servers
+                              ? hconn_open(cfg, i, &err)
+                              : hconn_open_thrift2(cfg, i - cfg->n_servers,
+                                                   &err);
 
         if (c != NULL)
             return c;

@@ -25,6 +25,7 @@ struct hconn {
     struct wire_buf out;
     int32_t seqid;
     guint64 calls;
+    gboolean thrift2; /* THBaseService (hbase thrift2), not Hbase */
     /* [backend] sasl = gssapi only: */
     struct sasl_creds *creds; /* this connection's own ticket */
     struct sasl_client *sasl; /* negotiated context */
@@ -167,10 +168,10 @@ hconn_sasl_negotiate(struct hconn *c, const struct config *cfg,
     return TRUE;
 }
 
-struct hconn *
-hconn_open(const struct config *cfg, size_t index, GError **error)
+static struct hconn *
+hconn_open_addr(const struct config *cfg, const struct config_addr *a,
+                gboolean thrift2, GError **error)
 {
-    const struct config_addr *a = &cfg->servers[index % cfg->n_servers];
     struct addrinfo hints = { 0 }, *res = NULL;
     char port[8];
     int rc, fd = -1;
@@ -216,12 +217,33 @@ hconn_open(const struct config *cfg, size_t index, GError **error)
     if (c->limits.max_string > cfg->max_frame_size)
         c->limits.max_string = cfg->max_frame_size;
     wire_buf_init(&c->out);
+    c->thrift2 = thrift2;
     if (cfg->sasl == CONFIG_SASL_GSSAPI &&
         !hconn_sasl_negotiate(c, cfg, a->host, error)) {
         hconn_free(c);
         return NULL;
     }
     return c;
+}
+
+struct hconn *
+hconn_open(const struct config *cfg, size_t index, GError **error)
+{
+    return hconn_open_addr(cfg, &cfg->servers[index % cfg->n_servers], FALSE,
+                           error);
+}
+
+struct hconn *
+hconn_open_thrift2(const struct config *cfg, size_t index, GError **error)
+{
+    if (cfg->n_thrift2_servers == 0) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO,
+                    "no [backend] thrift2_servers");
+        return NULL;
+    }
+    return hconn_open_addr(
+        cfg, &cfg->thrift2_servers[index % cfg->n_thrift2_servers], TRUE,
+        error);
 }
 
 void
@@ -447,6 +469,28 @@ hconn_write_string(struct wire_writer *w, int16_t fid, const void *p,
     wire_write_field(w, WIRE_T_STRING, fid);
     wire_write_binary(w, p, (uint32_t)len);
 }
+
+/* TTableName {1: ns, 2: qualifier} of "ns:qualifier" or "qualifier". */
+static void
+hconn_write_table_name(struct wire_writer *w, const char *table)
+{
+    const char *colon = strchr(table, ':');
+
+    wire_write_struct_begin(w);
+    if (colon != NULL) {
+        hconn_write_string(w, 1, table, (size_t)(colon - table));
+        table = colon + 1;
+    }
+    hconn_write_string(w, 2, table, strlen(table));
+    wire_write_struct_end(w);
+}
+
+static gboolean hconn_bool_read(struct wire_reader *r, uint8_t type,
+                                GBytes *reply, void *data);
+static gboolean hconn_tresults_read(struct wire_reader *r, uint8_t type,
+                                    GBytes *reply, void *data);
+static gboolean hconn_tresult_read(struct wire_reader *r, uint8_t type,
+                                   GBytes *reply, void *data);
 
 /* Reads the success field (id 0) of a reply; the reader is at its value. */
 typedef gboolean (*hconn_success_fn)(struct wire_reader *r, uint8_t type,
@@ -693,10 +737,18 @@ hconn_table_exists(struct hconn *c, const char *table, gboolean *exists,
                    GError **error)
 {
     struct wire_writer w;
-    size_t frame = hconn_begin(c, &w, "getColumnDescriptors");
+    size_t frame;
     g_autoptr(GError) err = NULL;
 
     *exists = FALSE;
+    if (c->thrift2) {
+        frame = hconn_begin(c, &w, "tableExists");
+        wire_write_field(&w, WIRE_T_STRUCT, 1);
+        hconn_write_table_name(&w, table);
+        return hconn_call(c, &w, frame, "tableExists", hconn_bool_read, exists,
+                          error);
+    }
+    frame = hconn_begin(c, &w, "getColumnDescriptors");
     hconn_write_string(&w, 1, table, strlen(table));
     if (hconn_call(c, &w, frame, "getColumnDescriptors", hconn_families_read,
                    exists, &err))
@@ -879,8 +931,27 @@ hconn_get_rows(struct hconn *c, const char *table, const GPtrArray *keys,
                struct hconn_rows *out, GError **error)
 {
     struct wire_writer w;
-    size_t frame = hconn_begin(c, &w, "getRows");
+    size_t frame;
 
+    if (c->thrift2) {
+        /* get per key (TGet {1: row}): a TResult without a row is absent */
+        for (guint i = 0; i < keys->len; i++) {
+            gsize len;
+            const void *p = g_bytes_get_data(keys->pdata[i], &len);
+
+            frame = hconn_begin(c, &w, "get");
+            hconn_write_string(&w, 1, table, strlen(table));
+            wire_write_field(&w, WIRE_T_STRUCT, 2);
+            wire_write_struct_begin(&w);
+            hconn_write_string(&w, 1, p, len);
+            wire_write_struct_end(&w);
+            if (!hconn_call(c, &w, frame, "get", hconn_tresult_read, out,
+                            error))
+                return FALSE;
+        }
+        return TRUE;
+    }
+    frame = hconn_begin(c, &w, "getRows");
     hconn_write_string(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_LIST, 2);
     wire_write_list_begin(&w, WIRE_T_STRING, keys->len);
@@ -1027,24 +1098,43 @@ hconn_create_table(struct hconn *c, const char *table, const char *family,
     g_autoptr(GError) err = NULL;
 
     *created = FALSE;
-    hconn_write_string(&w, 1, table, strlen(table));
-    wire_write_field(&w, WIRE_T_LIST, 2);
-    wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
-    /* ColumnDescriptor {1: name, 2: maxVersions}: one version is all a
-     * mapping needs */
-    wire_write_struct_begin(&w);
-    hconn_write_string(&w, 1, name, strlen(name));
-    wire_write_field(&w, WIRE_T_I32, 2);
-    wire_write_i32(&w, 1);
-    wire_write_struct_end(&w);
-    wire_write_container_end(&w);
+    if (c->thrift2) {
+        /* TTableDescriptor {1: TTableName, 2: list<TColumnFamilyDescriptor
+         * {1: name, 10: maxVersions}>} */
+        wire_write_field(&w, WIRE_T_STRUCT, 1);
+        wire_write_struct_begin(&w);
+        wire_write_field(&w, WIRE_T_STRUCT, 1);
+        hconn_write_table_name(&w, table);
+        wire_write_field(&w, WIRE_T_LIST, 2);
+        wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
+        wire_write_struct_begin(&w);
+        hconn_write_string(&w, 1, family, strlen(family));
+        wire_write_field(&w, WIRE_T_I32, 10);
+        wire_write_i32(&w, 1);
+        wire_write_struct_end(&w);
+        wire_write_container_end(&w);
+        wire_write_struct_end(&w);
+    } else {
+        hconn_write_string(&w, 1, table, strlen(table));
+        wire_write_field(&w, WIRE_T_LIST, 2);
+        wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
+        /* ColumnDescriptor {1: name, 2: maxVersions}: one version is all
+         * a mapping needs */
+        wire_write_struct_begin(&w);
+        hconn_write_string(&w, 1, name, strlen(name));
+        wire_write_field(&w, WIRE_T_I32, 2);
+        wire_write_i32(&w, 1);
+        wire_write_struct_end(&w);
+        wire_write_container_end(&w);
+    }
     if (hconn_call(c, &w, frame, "createTable", NULL, NULL, &err)) {
         *created = TRUE;
         return TRUE;
     }
-    /* another proxy made it first */
+    /* another proxy made it first (Thrift2 says so in a TIOError) */
     if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE) &&
-        strstr(err->message, "AlreadyExists") != NULL)
+        (strstr(err->message, "AlreadyExists") != NULL ||
+         strstr(err->message, "TableExistsException") != NULL))
         return TRUE;
     g_propagate_error(error, g_steal_pointer(&err));
     return FALSE;
@@ -1069,6 +1159,45 @@ hconn_check_and_put(struct hconn *c, const char *table, const uint8_t *row,
     size_t frame = hconn_begin(c, &w, "checkAndPut");
 
     *applied = FALSE;
+    if (c->thrift2) {
+        const char *colon = strchr(column, ':');
+        size_t flen = colon != NULL ? (size_t)(colon - column)
+                                    : strlen(column);
+        const char *qual = colon != NULL ? colon + 1 : "";
+
+        hconn_write_string(&w, 1, table, strlen(table));
+        hconn_write_string(&w, 2, row, row_len);
+        hconn_write_string(&w, 3, column, flen);
+        hconn_write_string(&w, 4, qual, strlen(qual));
+        /* no value: the check is that the cell is absent */
+        if (value != NULL)
+            hconn_write_string(&w, 5, value, value_len);
+        /* TPut {1: row, 2: list<TColumnValue {1: family, 2: qualifier,
+         * 3: value}>} */
+        wire_write_field(&w, WIRE_T_STRUCT, 6);
+        wire_write_struct_begin(&w);
+        hconn_write_string(&w, 1, row, row_len);
+        wire_write_field(&w, WIRE_T_LIST, 2);
+        wire_write_list_begin(&w, WIRE_T_STRUCT, ncells);
+        for (guint i = 0; i < ncells; i++) {
+            const uint8_t *cc = memchr(cells[i].col, ':', cells[i].col_len);
+            uint32_t cf = cc != NULL ? (uint32_t)(cc - cells[i].col)
+                                     : cells[i].col_len;
+
+            wire_write_struct_begin(&w);
+            hconn_write_string(&w, 1, cells[i].col, cf);
+            hconn_write_string(&w, 2,
+                               cells[i].col + MIN(cf + 1, cells[i].col_len),
+                               cells[i].col_len -
+                                   MIN(cf + 1, cells[i].col_len));
+            hconn_write_string(&w, 3, cells[i].val, cells[i].val_len);
+            wire_write_struct_end(&w);
+        }
+        wire_write_container_end(&w);
+        wire_write_struct_end(&w);
+        return hconn_call(c, &w, frame, "checkAndPut", hconn_bool_read,
+                          applied, error);
+    }
     hconn_write_string(&w, 1, table, strlen(table));
     hconn_write_string(&w, 2, row, row_len);
     hconn_write_string(&w, 3, column, strlen(column));
@@ -1096,22 +1225,158 @@ hconn_check_and_put(struct hconn *c, const char *table, const uint8_t *row,
 }
 
 gboolean
+hconn_scan_first(struct hconn *c, const char *table, int32_t n,
+                 struct hconn_rows *out, GError **error)
+{
+    int32_t id = -1;
+    gboolean ok;
+
+    if (c->thrift2) {
+        /* getScannerResults(table, TScan {}, numRows): one shot */
+        struct wire_writer w;
+        size_t frame = hconn_begin(c, &w, "getScannerResults");
+
+        hconn_write_string(&w, 1, table, strlen(table));
+        wire_write_field(&w, WIRE_T_STRUCT, 2);
+        wire_write_struct_begin(&w);
+        wire_write_struct_end(&w);
+        wire_write_field(&w, WIRE_T_I32, 3);
+        wire_write_i32(&w, n);
+        return hconn_call(c, &w, frame, "getScannerResults",
+                          hconn_tresults_read, out, error);
+    }
+    if (!hconn_scanner_open(c, table, NULL, 0, NULL, 0, n, &id, error))
+        return FALSE;
+    ok = hconn_scanner_get_list(c, id, n, out, error);
+    if (!hconn_scanner_close(c, id, ok ? error : NULL))
+        ok = FALSE;
+    return ok;
+}
+
+gboolean
 hconn_table_empty(struct hconn *c, const char *table, gboolean *empty,
                   GError **error)
 {
     struct hconn_rows rows;
-    int32_t id = -1;
     gboolean ok;
 
     *empty = FALSE;
-    if (!hconn_scanner_open(c, table, NULL, 0, NULL, 0, 1, &id, error))
-        return FALSE;
     hconn_rows_init(&rows);
-    ok = hconn_scanner_get_list(c, id, 1, &rows, error);
+    ok = hconn_scan_first(c, table, 1, &rows, error);
     if (ok)
         *empty = rows.rows->len == 0;
     hconn_rows_free(&rows);
-    if (!hconn_scanner_close(c, id, ok ? error : NULL))
-        ok = FALSE;
     return ok;
+}
+
+/* One TResult {1: row, 2: list<TColumnValue {1: family, 2: qualifier,
+ * 3: value, 4: timestamp}>} into out; the "family:qualifier" names are
+ * made here, kept with the replies.  A result without a row is none. */
+static gboolean
+hconn_tresult_one(struct wire_reader *r, GBytes *reply, struct hconn_rows *out)
+{
+    struct hconn_row row = { NULL, 0, out->cells->len, 0 };
+    GString *names = g_string_new(NULL);
+    GArray *offs = g_array_new(FALSE, FALSE, sizeof(guint));
+    guint first = out->cells->len;
+    uint8_t ft;
+    int16_t fid;
+
+    wire_read_struct_begin(r);
+    while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
+        if (fid == 1 && ft == WIRE_T_STRING) {
+            wire_read_binary(r, &row.key, &row.key_len);
+        } else if (fid == 2 && ft == WIRE_T_LIST) {
+            uint8_t et;
+            uint32_t n;
+
+            if (wire_read_list_begin(r, &et, &n) != WIRE_OK ||
+                et != WIRE_T_STRUCT)
+                break;
+            for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
+                struct hconn_cell cell = { NULL, 0, NULL, 0, 0 };
+                const uint8_t *fam = NULL, *qual = NULL;
+                uint32_t fam_len = 0, qual_len = 0;
+                uint8_t ct;
+                int16_t cid;
+                guint off = (guint)names->len;
+
+                wire_read_struct_begin(r);
+                while (wire_read_field(r, &ct, &cid) == WIRE_OK &&
+                       ct != WIRE_T_STOP) {
+                    if (cid == 1 && ct == WIRE_T_STRING)
+                        wire_read_binary(r, &fam, &fam_len);
+                    else if (cid == 2 && ct == WIRE_T_STRING)
+                        wire_read_binary(r, &qual, &qual_len);
+                    else if (cid == 3 && ct == WIRE_T_STRING)
+                        wire_read_binary(r, &cell.val, &cell.val_len);
+                    else if (cid == 4 && ct == WIRE_T_I64)
+                        cell.ts = wire_read_i64(r);
+                    else
+                        wire_skip(r, ct);
+                }
+                wire_read_struct_end(r);
+                g_string_append_len(names, (const char *)fam, fam_len);
+                g_string_append_c(names, ':');
+                g_string_append_len(names, (const char *)qual, qual_len);
+                cell.col_len = fam_len + 1 + qual_len;
+                g_array_append_val(offs, off);
+                g_array_append_val(out->cells, cell);
+            }
+            wire_read_container_end(r);
+        } else {
+            wire_skip(r, ft);
+        }
+    }
+    wire_read_struct_end(r);
+    if (r->status == WIRE_OK && row.key != NULL) {
+        GBytes *b = g_string_free_to_bytes(names);
+        const uint8_t *base = g_bytes_get_data(b, NULL);
+
+        for (guint i = 0; i < offs->len; i++) {
+            g_array_index(out->cells, struct hconn_cell, first + i).col =
+                base + g_array_index(offs, guint, i);
+        }
+        g_ptr_array_add(out->replies, b);
+        row.n = out->cells->len - first;
+        g_array_append_val(out->rows, row);
+    } else {
+        g_string_free(names, TRUE);
+        g_array_set_size(out->cells, first);
+    }
+    g_array_unref(offs);
+    (void)reply;
+    return r->status == WIRE_OK;
+}
+
+static gboolean
+hconn_tresult_read(struct wire_reader *r, uint8_t type, GBytes *reply,
+                   void *data)
+{
+    struct hconn_rows *out = data;
+
+    if (type != WIRE_T_STRUCT)
+        return FALSE;
+    g_ptr_array_add(out->replies, g_bytes_ref(reply));
+    return hconn_tresult_one(r, reply, out);
+}
+
+static gboolean
+hconn_tresults_read(struct wire_reader *r, uint8_t type, GBytes *reply,
+                    void *data)
+{
+    struct hconn_rows *out = data;
+    uint8_t et;
+    uint32_t n;
+
+    if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
+        et != WIRE_T_STRUCT)
+        return FALSE;
+    g_ptr_array_add(out->replies, g_bytes_ref(reply));
+    for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
+        if (!hconn_tresult_one(r, reply, out))
+            return FALSE;
+    }
+    wire_read_container_end(r);
+    return r->status == WIRE_OK;
 }

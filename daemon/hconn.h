@@ -61,6 +61,12 @@ struct hconn;
  * n_servers] with its protocol, transport and timeouts. */
 struct hconn *hconn_open(const struct config *cfg, size_t index,
                          GError **error) G_GNUC_WARN_UNUSED_RESULT;
+/* The same to [backend] thrift2_servers[index % n], speaking Thrift2
+ * (THBaseService) for the calls below that the table catalog makes:
+ * hconn_table_exists, hconn_create_table, hconn_get_rows,
+ * hconn_check_and_put, hconn_scan_first, hconn_table_empty. */
+struct hconn *hconn_open_thrift2(const struct config *cfg, size_t index,
+                                 GError **error) G_GNUC_WARN_UNUSED_RESULT;
 void hconn_free(struct hconn *c);
 const char *hconn_peer(const struct hconn *c);
 
@@ -124,6 +130,10 @@ gboolean hconn_check_and_put(struct hconn *c, const char *table,
                              const char *column, const uint8_t *value,
                              size_t value_len, const struct hconn_cell *cells,
                              guint ncells, gboolean *applied, GError **error);
+
+/* The first n rows of a scan of the whole table, appended to out. */
+gboolean hconn_scan_first(struct hconn *c, const char *table, int32_t n,
+                          struct hconn_rows *out, GError **error);
 
 /* Whether a scan of the whole table finds no row at all. */
 gboolean hconn_table_empty(struct hconn *c, const char *table, gboolean *empty,

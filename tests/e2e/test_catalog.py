@@ -94,10 +94,13 @@ def healthz(port):
 
 
 class Emu(object):
-    def __init__(self, workdir, tables, port=None):
+    def __init__(self, workdir, tables, port=None, thrift2=False):
         self.port = port or free_port()
         self.log = open(os.path.join(workdir, 'emu-%d.log' % self.port), 'ab')
         cmd = [ARGS.emu, '--listen', '127.0.0.1:%d' % self.port]
+        if thrift2:
+            self.port2 = free_port()
+            cmd += ['--thrift2-listen', '127.0.0.1:%d' % self.port2]
         for t in tables:
             cmd += ['--create-table', t + ':d']
         self.proc = subprocess.Popen(cmd, stdout=self.log,
@@ -115,21 +118,27 @@ class Proxy(object):
     """One proxy with its own config file, log and state directory."""
 
     def __init__(self, workdir, name, emu_port, tables, catalog=True,
-                 state_dir=None, start=True):
+                 state_dir=None, start=True, thrift2_port=None):
         self.name = name
         self.port = free_port()
         self.admin = free_port()
         self.state_dir = state_dir or os.path.join(workdir, 'state-' + name)
         self.conf = os.path.join(workdir, name + '.conf')
         with open(self.conf, 'w') as f:
+            t2 = ''
+            if thrift2_port is not None:
+                # Thrift2 clients, and the servers their calls go to
+                self.port2 = free_port()
+                t2 = ('thrift2_servers = 127.0.0.1:%d\n[thrift2]\n'
+                      'listen = 127.0.0.1:%d\n' % (thrift2_port, self.port2))
             f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 1\n'
-                    '[backend]\nservers = 127.0.0.1:%d\n'
-                    'connect_timeout_ms = 300\npool_size = 2\n'
                     '[admin]\nlisten = 127.0.0.1:%d\n'
                     '[catalog]\ntable = %s\nstate_dir = %s\n'
                     'recheck_ms = 200\n'
-                    % (self.port, emu_port, self.admin,
-                       CATALOG if catalog else '', self.state_dir))
+                    '[backend]\nservers = 127.0.0.1:%d\n'
+                    'connect_timeout_ms = 300\npool_size = 2\n%s'
+                    % (self.port, self.admin, CATALOG if catalog else '',
+                       self.state_dir, emu_port, t2))
             for t, lines in tables.items():
                 f.write('[table:%s]\n%s' % (t, lines))
         self.logpath = os.path.join(workdir, name + '.log')
@@ -178,8 +187,8 @@ class CatalogTest(unittest.TestCase):
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def emu(self, tables, port=None):
-        e = Emu(self.workdir, tables, port)
+    def emu(self, tables, port=None, thrift2=False):
+        e = Emu(self.workdir, tables, port, thrift2)
         self.procs.append(e)
         return e
 
@@ -319,6 +328,47 @@ class CatalogTest(unittest.TestCase):
             self.assertEqual(len(raw_rows(direct, table)), n_winners)
             for p in ps:
                 p.stop()
+
+    def test_thrift2_only_cluster(self):
+        """No Thrift1 server answers (a cluster that runs only `hbase
+        thrift2`): the catalog is kept through the Thrift2 servers."""
+        emu = self.emu(['t'], thrift2=True)
+        nothing = free_port()
+        p1 = self.proxy('t2a', nothing, {'t': 'buckets = 8\n'},
+                        thrift2_port=emu.port2)
+        self.assertIn('registered table t', p1.text())
+        p2 = self.proxy('t2b', nothing, {'t': 'buckets = 16\n'},
+                        thrift2_port=emu.port2)
+        self.assertIn('t is not served', p2.text())
+        direct = client(emu.port)
+        entries = self.catalog_entries(direct, 't')
+        self.assertEqual(len(entries), 1)
+        self.assertIn('buckets = 8', entries[0])
+        sys.path.insert(0, ARGS.pydir)
+        from hbase2 import THBaseService, ttypes as T2
+
+        def t2client(port):
+            sock = TSocket.TSocket('127.0.0.1', port)
+            sock.setTimeout(20000)
+            trans = TTransport.TBufferedTransport(sock)
+            c = THBaseService.Client(TBinaryProtocol.TBinaryProtocol(trans))
+            trans.open()
+            return c
+        put2 = T2.TPut(row=b'r1', columnValues=[T2.TColumnValue(
+            family=b'd', qualifier=b'q', value=b'v')])
+        t2client(p1.port2).put(b't', put2)
+        with self.assertRaises(T2.TIOError) as cm:
+            t2client(p2.port2).put(b't', put2)
+        self.assertIn('buckets = 16', str(cm.exception.message))
+        self.assertEqual(len(raw_rows(direct, 't')), 1)
+        # the entry gone (an operator's deleteall), the table's rows are
+        # sampled through getScannerResults: salted by this mapping, so
+        # it is registered again
+        direct.deleteAllRow(CATALOG.encode(), b't', {})
+        p3 = self.proxy('t2c', nothing, {'t': 'buckets = 8\n'},
+                        thrift2_port=emu.port2)
+        self.assertIn('salted by its configured mapping', p3.text())
+        self.assertIn('registered table t', p3.text())
 
     def test_hbase_down_at_start(self):
         emu = self.emu(['t', 'u'])
