@@ -97,6 +97,7 @@ struct backend_health {
     GMutex lock;                    /* guards why, down_at, sasl_logged */
     char why[384];                  /* the last failure */
     char sasl_server[256];          /* its principal (under table lock) */
+    struct httpc_target http;       /* transport = http (under lock) */
     char sasl_logged[384];          /* the SASL failure last logged, "" if
                                        none since the last success */
     struct sasl_client *probe_sasl; /* the probe's context, negotiating or
@@ -133,6 +134,7 @@ struct backend_health_table {
     pthread_t thread;
     gboolean running;
     int32_t seqid;
+    gboolean http;           /* transport = http: probes via httpc */
     struct sasl_creds *sasl; /* the process's tickets; NULL: no SASL */
     sasl_qop_t sasl_qop;
     uint32_t sasl_max;    /* max_reply_size (restart-only) */
@@ -605,17 +607,39 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
     struct worker *w = backend_worker(conn);
     const struct worker_server *srv = conn->server->srv;
 
-    conn->bev = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE
-                                                    | BEV_OPT_DEFER_CALLBACKS);
+    evutil_socket_t fd = -1;
+
+    if (backend_settings(conn)->backend_http) {
+        g_autoptr(GError) err = NULL;
+
+        /* HTTP mode: a socket to a bridge that POSTs each call */
+        fd = httpc_bridge_open(w->base, &srv->http, backend_sasl_creds(conn),
+                               &err);
+        if (fd < 0) {
+            g_snprintf(why, whylen, "HTTP: %s", err->message);
+            return FALSE;
+        }
+    }
+    conn->bev = bufferevent_socket_new(w->base, fd,
+                                       BEV_OPT_CLOSE_ON_FREE |
+                                           BEV_OPT_DEFER_CALLBACKS);
     if (conn->bev == NULL) {
+        if (fd >= 0) {
+            evutil_closesocket(fd);
+        }
         g_snprintf(why, whylen, "connect: cannot create a socket buffer");
         return FALSE;
     }
     /* the bufferevent connects and writes; reading is backend_read_cb's */
     bufferevent_setcb(conn->bev, NULL, NULL, backend_event_cb, conn);
     bufferevent_enable(conn->bev, EV_WRITE);
-    if (bufferevent_socket_connect(conn->bev, (struct sockaddr *)&srv->addr,
-                                   (int)srv->addrlen) < 0) {
+    if (fd >= 0) {
+        /* connected already: the usual path, from the loop */
+        bufferevent_trigger_event(conn->bev, BEV_EVENT_CONNECTED,
+                                  BEV_TRIG_DEFER_CALLBACKS);
+    } else if (bufferevent_socket_connect(conn->bev,
+                                          (struct sockaddr *)&srv->addr,
+                                          (int)srv->addrlen) < 0) {
         int err = EVUTIL_SOCKET_ERROR();
 
         g_snprintf(why, whylen, "connect: %s",
@@ -624,7 +648,8 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
         conn->bev = NULL;
         return FALSE;
     }
-    if (backend_settings(conn)->backend_sasl) {
+    if (backend_settings(conn)->backend_sasl &&
+        !backend_settings(conn)->backend_http) {
         /* nothing goes out before the negotiation, so requests wait
          * here rather than in the bufferevent */
         conn->sasl_held = evbuffer_new();
@@ -1548,6 +1573,7 @@ backend_health_new(const struct worker_settings *startup)
     t->entries = g_ptr_array_new();
     t->proto = startup->backend_proto;
     t->framed = startup->backend_framed;
+    t->http = startup->backend_http;
     if (startup->backend_sasl) {
         t->sasl = sasl_creds_new(startup->sasl_principal,
                                  startup->sasl_keytab);
@@ -1577,6 +1603,7 @@ backend_health_use(struct backend_health_table *t,
         g_atomic_int_set(&h->service, set->servers[i].service);
         g_strlcpy(h->sasl_server, set->servers[i].sasl_server,
                   sizeof(h->sasl_server));
+        h->http = set->servers[i].http;
         g_atomic_int_set(&h->current, 1);
     }
     t->request_timeout_ms = set->request_timeout_ms;
@@ -1812,8 +1839,10 @@ backend_probe_event_cb(struct bufferevent *bev, short what, void *arg)
          * what HBase does with a message in another protocol or framing
          * ("Bad version in readMessageBegin", "Read a negative frame
          * size", "Expected protocol id") */
-        gboolean silent = evbuffer_get_length(bufferevent_get_input(bev))
-                          == 0;
+        /* (in HTTP mode the bridge closes for a failed connection, and
+         * has logged why) */
+        gboolean silent = !h->table->http &&
+                          evbuffer_get_length(bufferevent_get_input(bev)) == 0;
 
         backend_probe_finish(h, FALSE, silent ? "connection closed without "
                                                 "a reply to getTableNames"
@@ -1861,11 +1890,26 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
     struct wire_writer wr;
     size_t off = 0;
 
+    struct httpc_target http;
+    evutil_socket_t fd = -1;
+
     g_mutex_lock(&t->lock);
     memcpy(&addr, &h->addr, sizeof(addr));
     addrlen = h->addrlen;
+    http = h->http;
     g_mutex_unlock(&t->lock);
-    h->probe = bufferevent_socket_new(t->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (t->http) {
+        g_autoptr(GError) err = NULL;
+        char why[BACKEND_MSG_MAX];
+
+        fd = httpc_bridge_open(t->base, &http, t->sasl, &err);
+        if (fd < 0) {
+            g_snprintf(why, sizeof(why), "HTTP: %s", err->message);
+            backend_probe_finish(h, FALSE, why, FALSE);
+            return;
+        }
+    }
+    h->probe = bufferevent_socket_new(t->base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (h->probe == NULL) {
         backend_probe_finish(h, FALSE, "cannot create a socket buffer",
                              FALSE);
@@ -1888,7 +1932,7 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
     if (t->framed) {
         wire_frame_end(&buf, off);
     }
-    if (t->sasl != NULL) {
+    if (t->sasl != NULL && !t->http) {
         g_autoptr(GByteArray) out = g_byte_array_new();
         g_autoptr(GError) error = NULL;
         char why[BACKEND_MSG_MAX];
@@ -1912,8 +1956,9 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
         bufferevent_write(h->probe, buf.data, buf.len);
         wire_buf_free(&buf);
     }
-    h->probe_connected = FALSE;
-    if (bufferevent_socket_connect(h->probe, (struct sockaddr *)&addr,
+    h->probe_connected = fd >= 0;
+    if (fd < 0 &&
+        bufferevent_socket_connect(h->probe, (struct sockaddr *)&addr,
                                    (int)addrlen) < 0) {
         __atomic_add_fetch(&h->probe_connect_failures, 1, __ATOMIC_RELAXED);
         backend_probe_finish(h, FALSE, "connect failed", FALSE);

@@ -674,6 +674,19 @@ config_parse_sasl(struct config_ctx *c, const char *g, GError **error)
                                  &cfg->sasl_server_host, error) ||
         !config_take_enum(c, g, "sasl_qop", qops, 0, &qop, error))
         return FALSE;
+    if (cfg->transport == CONFIG_TRANSPORT_HTTP) {
+        /* HTTP mode: the same Kerberos keys make SPNEGO tokens; HBase's
+         * SPNEGO principal is HTTP/host (hbase.thrift.spnego.principal) */
+        if (config_line(c, g, "sasl_qop") > 0) {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_KEY, g, "sasl_qop",
+                             "goes with the socket transport: HTTP mode "
+                             "authenticates each request with SPNEGO "
+                             "(protect it with https = true)");
+            return FALSE;
+        }
+        if (cfg->sasl_service == NULL)
+            cfg->sasl_service = g_strdup("HTTP");
+    }
     if (cfg->sasl_principal == NULL || cfg->sasl_keytab == NULL) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "sasl",
                          "gssapi needs sasl_principal and sasl_keytab");
@@ -702,11 +715,89 @@ config_sasl_server_principal(const struct config *cfg, const char *host)
                            h, at != NULL ? at : "");
 }
 
+/*
+ * transport = http (HBase's `hbase thrift -http`): its keys, refused with
+ * another transport.  HBase's HTTP mode speaks the binary protocol only.
+ */
+static gboolean
+config_parse_backend_http(struct config_ctx *c, const char *g, GError **error)
+{
+    static const char *const keys[] = {
+        "http_path",           "http_doas", "https",  "tls_ca",
+        "tls_verify_hostname", "tls_cert",  "tls_key"
+    };
+    static const char *const bools[] = { "false", "true", NULL };
+    struct config *cfg = c->cfg;
+    unsigned https, verify;
+    char **files[] = { &cfg->backend_tls_ca, &cfg->backend_tls_cert,
+                       &cfg->backend_tls_key };
+    static const char *const file_keys[] = { "tls_ca", "tls_cert", "tls_key" };
+
+    if (cfg->transport != CONFIG_TRANSPORT_HTTP) {
+        for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+            g_autofree char *v = config_take(c, g, keys[i]);
+
+            if (v != NULL) {
+                config_set_error(c, error, CONFIG_ERROR_INVALID_KEY, g,
+                                 keys[i], "goes with transport = http only");
+                return FALSE;
+            }
+        }
+        return TRUE;
+    }
+    if (cfg->protocol != CONFIG_PROTOCOL_BINARY) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "protocol",
+                         "HBase's HTTP mode speaks binary only");
+        return FALSE;
+    }
+    cfg->http_path = config_take(c, g, "http_path");
+    if (cfg->http_path == NULL) {
+        cfg->http_path = g_strdup("/");
+    } else if (cfg->http_path[0] != '/' ||
+               strpbrk(cfg->http_path, " \t\r\n") != NULL) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "http_path",
+                         "'%s' is not a path starting with /", cfg->http_path);
+        return FALSE;
+    }
+    cfg->http_doas = config_take(c, g, "http_doas");
+    if (cfg->http_doas != NULL && (cfg->http_doas[0] == '\0' ||
+                                   strpbrk(cfg->http_doas, "\r\n") != NULL)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "http_doas",
+                         "not a user name");
+        return FALSE;
+    }
+    if (!config_take_enum(c, g, "https", bools, 0, &https, error) ||
+        !config_take_enum(c, g, "tls_verify_hostname", bools, 1, &verify,
+                          error))
+        return FALSE;
+    cfg->https = https == 1;
+    cfg->backend_tls_verify_hostname = verify == 1;
+    for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+        if (!config_take_sasl_string(c, g, file_keys[i], config_valid_file,
+                                     "an absolute path or credential:NAME",
+                                     files[i], error) ||
+            !config_resolve_file(c, g, file_keys[i], files[i], error))
+            return FALSE;
+        if (*files[i] != NULL && !cfg->https) {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_KEY, g,
+                             file_keys[i], "goes with https = true only");
+            return FALSE;
+        }
+    }
+    if ((cfg->backend_tls_cert == NULL) != (cfg->backend_tls_key == NULL)) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "tls_cert",
+                         "a client certificate needs tls_cert and tls_key");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 config_parse_backend(struct config_ctx *c, const char *g, GError **error)
 {
     static const char *const protocols[] = {"binary", "compact", NULL};
-    static const char *const transports[] = {"buffered", "framed", NULL};
+    static const char *const transports[] = { "buffered", "framed", "http",
+                                              NULL };
     struct config *cfg = c->cfg;
     unsigned protocol, transport;
 
@@ -730,7 +821,8 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
         return FALSE;
     cfg->protocol = (config_protocol_t)protocol;
     cfg->transport = (config_transport_t)transport;
-    return config_parse_sasl(c, g, error);
+    return config_parse_backend_http(c, g, error) &&
+           config_parse_sasl(c, g, error);
 }
 
 static gboolean
@@ -1291,7 +1383,8 @@ config_known_keys(const char *group)
         return "servers, thrift2_servers, protocol, transport, "
                "connect_timeout_ms, request_timeout_ms, pool_size, sasl, "
                "sasl_principal, sasl_keytab, sasl_service, sasl_qop, "
-               "sasl_server_host";
+               "sasl_server_host, http_path, http_doas, https, tls_ca, "
+               "tls_verify_hostname, tls_cert, tls_key";
     if (strcmp(group, "thrift2") == 0)
         return "listen";
     if (strcmp(group, "scan") == 0)
@@ -1507,6 +1600,11 @@ config_free(struct config *cfg)
     g_free(cfg->sasl_keytab);
     g_free(cfg->sasl_service);
     g_free(cfg->sasl_server_host);
+    g_free(cfg->http_path);
+    g_free(cfg->http_doas);
+    g_free(cfg->backend_tls_ca);
+    g_free(cfg->backend_tls_cert);
+    g_free(cfg->backend_tls_key);
     g_free(cfg->admin_listen.host);
     g_free(cfg->catalog_table);
     g_free(cfg->catalog_state_dir);
@@ -1624,19 +1722,39 @@ config_to_text(const struct config *cfg)
                            "pool_size = %u\n",
                            cfg->protocol == CONFIG_PROTOCOL_COMPACT ? "compact"
                                                                     : "binary",
-                           cfg->transport == CONFIG_TRANSPORT_FRAMED
+                           cfg->transport == CONFIG_TRANSPORT_HTTP ? "http"
+                           : cfg->transport == CONFIG_TRANSPORT_FRAMED
                                ? "framed"
                                : "buffered",
                            cfg->connect_timeout_ms, cfg->request_timeout_ms,
                            cfg->pool_size);
+    if (cfg->transport == CONFIG_TRANSPORT_HTTP) {
+        g_string_append_printf(out, "http_path = %s\nhttps = %s\n",
+                               cfg->http_path, cfg->https ? "true" : "false");
+        if (cfg->http_doas != NULL)
+            g_string_append_printf(out, "http_doas = %s\n", cfg->http_doas);
+        if (cfg->https) {
+            g_string_append_printf(out, "tls_verify_hostname = %s\n",
+                                   cfg->backend_tls_verify_hostname ? "true"
+                                                                    : "false");
+            if (cfg->backend_tls_ca != NULL)
+                g_string_append_printf(out, "tls_ca = %s\n",
+                                       cfg->backend_tls_ca);
+            if (cfg->backend_tls_cert != NULL)
+                g_string_append_printf(out, "tls_cert = %s\ntls_key = %s\n",
+                                       cfg->backend_tls_cert,
+                                       cfg->backend_tls_key);
+        }
+    }
     if (cfg->sasl == CONFIG_SASL_GSSAPI) {
         g_string_append_printf(out,
                                "sasl = gssapi\nsasl_principal = %s\n"
-                               "sasl_keytab = %s\nsasl_service = %s\n"
-                               "sasl_qop = %s\n",
+                               "sasl_keytab = %s\nsasl_service = %s\n",
                                cfg->sasl_principal, cfg->sasl_keytab,
-                               cfg->sasl_service,
-                               config_qop_name(cfg->sasl_qop));
+                               cfg->sasl_service);
+        if (cfg->transport != CONFIG_TRANSPORT_HTTP)
+            g_string_append_printf(out, "sasl_qop = %s\n",
+                                   config_qop_name(cfg->sasl_qop));
         if (cfg->sasl_server_host != NULL)
             g_string_append_printf(out, "sasl_server_host = %s\n",
                                    cfg->sasl_server_host);
@@ -1813,6 +1931,18 @@ config_reload_check(const struct config *old, const struct config *cfg,
             old->sasl_qop != cfg->sasl_qop ||
             g_strcmp0(old->sasl_server_host, cfg->sasl_server_host) != 0,
         "[backend] sasl or a sasl_* key")
+    CONFIG_RESTART_ONLY(g_strcmp0(old->http_path, cfg->http_path) != 0 ||
+                            g_strcmp0(old->http_doas, cfg->http_doas) != 0 ||
+                            old->https != cfg->https ||
+                            g_strcmp0(old->backend_tls_ca,
+                                      cfg->backend_tls_ca) != 0 ||
+                            old->backend_tls_verify_hostname !=
+                                cfg->backend_tls_verify_hostname ||
+                            g_strcmp0(old->backend_tls_cert,
+                                      cfg->backend_tls_cert) != 0 ||
+                            g_strcmp0(old->backend_tls_key,
+                                      cfg->backend_tls_key) != 0,
+                        "[backend] an http_*, https or tls_* key")
     g_clear_pointer(&a, g_free);
     g_clear_pointer(&b, g_free);
     if (old->admin_enabled) {

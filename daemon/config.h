@@ -45,6 +45,7 @@ typedef enum {
 typedef enum {
     CONFIG_TRANSPORT_BUFFERED = 0,
     CONFIG_TRANSPORT_FRAMED = 1,
+    CONFIG_TRANSPORT_HTTP = 2, /* HBase's -http mode: a POST per message */
 } config_transport_t;
 
 /* SASL toward the backend.  The QOP values equal sasl_qop_t's (RFC 4752's
@@ -108,6 +109,14 @@ struct config {
     char *sasl_service;             /* first part of the server principal */
     config_qop_t sasl_qop;          /* what the servers require */
     char *sasl_server_host;         /* NULL: each server's own host */
+    /* transport = http only: */
+    char *http_path;                      /* the servlet's path, "/" */
+    char *http_doas;                      /* doAs header, NULL: none */
+    gboolean https;                       /* TLS to the servers */
+    char *backend_tls_ca;                 /* CA file; NULL: the system's */
+    gboolean backend_tls_verify_hostname; /* the name in servers, checked */
+    char *backend_tls_cert;               /* client certificate, or NULL */
+    char *backend_tls_key;
 
     /* [scan] */
     unsigned scan_caching_max;      /* cap on rows per bucket fetch */

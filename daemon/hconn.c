@@ -12,6 +12,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
+#include "httpc.h"
 #include "sasl.h"
 
 G_DEFINE_QUARK(hconn - error - quark, hconn_error)
@@ -26,6 +29,9 @@ struct hconn {
     int32_t seqid;
     guint64 calls;
     gboolean thrift2; /* THBaseService (hbase thrift2), not Hbase */
+    struct event_base *http_base; /* transport = http: runs the bridge
+                                     while a call waits */
+    unsigned timeout_ms;
     /* [backend] sasl = gssapi only: */
     struct sasl_creds *creds; /* this connection's own ticket */
     struct sasl_client *sasl; /* negotiated context */
@@ -168,6 +174,10 @@ hconn_sasl_negotiate(struct hconn *c, const struct config *cfg,
     return TRUE;
 }
 
+static struct hconn *hconn_open_http(const struct config *cfg,
+                                     const struct config_addr *a,
+                                     gboolean thrift2, GError **error);
+
 static struct hconn *
 hconn_open_addr(const struct config *cfg, const struct config_addr *a,
                 gboolean thrift2, GError **error)
@@ -179,6 +189,8 @@ hconn_open_addr(const struct config *cfg, const struct config_addr *a,
     g_autoptr(GError) last = NULL;
     struct hconn *c;
 
+    if (cfg->transport == CONFIG_TRANSPORT_HTTP)
+        return hconn_open_http(cfg, a, thrift2, error);
     hints.ai_socktype = SOCK_STREAM;
     g_snprintf(port, sizeof(port), "%u", a->port);
     rc = getaddrinfo(a->host, port, &hints, &res);
@@ -226,6 +238,67 @@ hconn_open_addr(const struct config *cfg, const struct config_addr *a,
     return c;
 }
 
+/* HBase's HTTP mode: the same calls through an httpc bridge on a loop
+ * of this connection's own, run while a call waits. */
+static struct hconn *
+hconn_open_http(const struct config *cfg, const struct config_addr *a,
+                gboolean thrift2, GError **error)
+{
+    struct addrinfo hints = { 0 }, *res = NULL;
+    struct sockaddr_storage ss;
+    struct httpc_target t;
+    char port[8];
+    struct hconn *c;
+    int rc;
+
+    hints.ai_socktype = SOCK_STREAM;
+    g_snprintf(port, sizeof(port), "%u", a->port);
+    rc = getaddrinfo(a->host, port, &hints, &res);
+    if (rc != 0) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s:%u: %s", a->host,
+                    a->port, gai_strerror(rc));
+        return NULL;
+    }
+    memset(&ss, 0, sizeof(ss));
+    memcpy(&ss, res->ai_addr, MIN((size_t)res->ai_addrlen, sizeof(ss)));
+    freeaddrinfo(res);
+    if (!httpc_init(cfg, error))
+        return NULL;
+    httpc_target_init(&t, cfg, a, &ss);
+    c = g_new0(struct hconn, 1);
+    c->fd = -1;
+    c->peer = config_addr_to_string(a);
+    c->proto = WIRE_BINARY;
+    c->framed = FALSE;
+    c->thrift2 = thrift2;
+    c->timeout_ms = cfg->request_timeout_ms;
+    c->limits = wire_default_limits;
+    c->limits.max_message = cfg->max_frame_size;
+    if (c->limits.max_string > cfg->max_frame_size)
+        c->limits.max_string = cfg->max_frame_size;
+    wire_buf_init(&c->out);
+    c->http_base = event_base_new();
+    if (cfg->sasl == CONFIG_SASL_GSSAPI) {
+        g_autoptr(GError) err = NULL;
+
+        c->creds = sasl_creds_new(cfg->sasl_principal, cfg->sasl_keytab);
+        if (!sasl_creds_renew(c->creds, &err)) {
+            g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s", c->peer,
+                        err->message);
+            hconn_free(c);
+            return NULL;
+        }
+    }
+    c->fd = c->http_base != NULL
+                ? httpc_bridge_open(c->http_base, &t, c->creds, error)
+                : -1;
+    if (c->fd < 0) {
+        hconn_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 struct hconn *
 hconn_open(const struct config *cfg, size_t index, GError **error)
 {
@@ -253,6 +326,14 @@ hconn_free(struct hconn *c)
         return;
     if (c->fd >= 0)
         close(c->fd);
+    if (c->http_base != NULL) {
+        /* the bridge sees the close and frees itself */
+        struct timeval tv = { 1, 0 };
+
+        event_base_loopexit(c->http_base, &tv);
+        event_base_dispatch(c->http_base);
+        event_base_free(c->http_base);
+    }
     sasl_client_free(c->sasl);
     sasl_creds_free(c->creds);
     if (c->raw != NULL)
@@ -336,6 +417,27 @@ hconn_send(struct hconn *c, GError **error)
     return TRUE;
 }
 
+/* transport = http: runs the bridge until the reply is readable. */
+static gboolean
+hconn_http_wait(struct hconn *c, GError **error)
+{
+    gint64 deadline = g_get_monotonic_time() +
+                      (gint64)MAX(c->timeout_ms, 1000u) * 1000;
+    struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+    while (poll(&p, 1, 0) == 0) {
+        struct timeval tv = { 0, 100 * 1000 };
+
+        if (g_get_monotonic_time() > deadline) {
+            return hconn_fail_io(c, "receive", EAGAIN, error);
+        }
+        /* wakes at least every 100 ms, whatever the bridge waits for */
+        event_base_loopexit(c->http_base, &tv);
+        event_base_loop(c->http_base, EVLOOP_ONCE);
+    }
+    return TRUE;
+}
+
 /*
  * Appends at least one byte of the stream to in (room: how much to ask
  * the socket for); under SASL, the payload of whole frames, unwrapped.
@@ -349,6 +451,9 @@ hconn_read_some(struct hconn *c, GByteArray *in, size_t room, GError **error)
     for (;;) {
         guint old = to->len;
         ssize_t n;
+
+        if (c->http_base != NULL && !hconn_http_wait(c, error))
+            return FALSE;
 
         if (c->sasl != NULL && c->raw->len > 0) {
             g_autoptr(GError) err = NULL;

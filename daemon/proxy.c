@@ -249,10 +249,17 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
                                       : "[backend] servers: ");
             return FALSE;
         }
+        if (cfg->transport == CONFIG_TRANSPORT_HTTP) {
+            httpc_target_init(&s->http, cfg, a, &s->addr);
+        }
     }
     set->backend_proto = cfg->protocol == CONFIG_PROTOCOL_COMPACT
                              ? WIRE_COMPACT : WIRE_BINARY;
     set->backend_framed = cfg->transport == CONFIG_TRANSPORT_FRAMED;
+    set->backend_http = cfg->transport == CONFIG_TRANSPORT_HTTP;
+    if (set->backend_http && !httpc_init(cfg, error)) {
+        return FALSE;
+    }
     set->pool_size = cfg->pool_size != 0 ? cfg->pool_size : 4;
     set->connect_timeout_ms = cfg->connect_timeout_ms;
     set->request_timeout_ms = cfg->request_timeout_ms;

@@ -307,8 +307,10 @@ sasl_ticket_get(const char *principal, const char *keytab, const char *ccache,
                                          { "ccache", ccache } };
     gss_key_value_set_desc store = { 2, el };
     gss_buffer_desc nb = { strlen(principal), (void *)principal };
-    gss_OID_desc mech = *gss_mech_krb5;
-    gss_OID_set_desc mechs = { 1, &mech };
+    /* Kerberos for SASL, SPNEGO (1.3.6.1.5.5.2) for HBase's HTTP mode */
+    gss_OID_desc oids[2] = { *gss_mech_krb5,
+                             { 6, (void *)"\x2b\x06\x01\x05\x05\x02" } };
+    gss_OID_set_desc mechs = { 2, oids };
     gss_name_t name = GSS_C_NO_NAME;
     gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
     OM_uint32 major, minor, min2, life = 0;
@@ -900,4 +902,47 @@ sasl_client_unwrap(struct sasl_client *c, const uint8_t *data, size_t len,
         *used = pos;
     }
     return TRUE;
+}
+
+/* ---------------------------------------------------------------------
+ * SPNEGO, for HBase's HTTP mode
+ */
+
+char *
+sasl_spnego_token(struct sasl_creds *creds, const char *server, GError **error)
+{
+    /* SPNEGO's OID, 1.3.6.1.5.5.2 */
+    static gss_OID_desc spnego = { 6, (void *)"\x2b\x06\x01\x05\x05\x02" };
+    gss_buffer_desc nb = { strlen(server), (void *)server };
+    gss_buffer_desc ob = GSS_C_EMPTY_BUFFER;
+    gss_name_t target = GSS_C_NO_NAME;
+    gss_ctx_id_t ctx = GSS_C_NO_CONTEXT;
+    OM_uint32 major, minor, min2;
+    struct sasl_ticket *t = sasl_creds_take(creds, error);
+    char *b64 = NULL;
+
+    if (t == NULL)
+        return NULL;
+    major = gss_import_name(&minor, &nb, GSS_KRB5_NT_PRINCIPAL_NAME, &target);
+    if (!GSS_ERROR(major))
+        major = gss_init_sec_context(&minor, t->cred, &ctx, target, &spnego,
+                                     GSS_C_REPLAY_FLAG | GSS_C_SEQUENCE_FLAG,
+                                     0, GSS_C_NO_CHANNEL_BINDINGS,
+                                     GSS_C_NO_BUFFER, NULL, &ob, NULL, NULL);
+    gss_release_name(&min2, &target);
+    /* one token per request: the server's answer is not waited for */
+    gss_delete_sec_context(&min2, &ctx, GSS_C_NO_BUFFER);
+    if (GSS_ERROR(major)) {
+        g_autofree char *what =
+            g_strdup_printf("cannot authenticate to %s as %s", server,
+                            creds->principal);
+
+        gss_release_buffer(&min2, &ob);
+        sasl_set_gss_error(error, SASL_ERROR_CONTEXT, what, major, minor);
+    } else {
+        b64 = g_base64_encode(ob.value, ob.length);
+        gss_release_buffer(&min2, &ob);
+    }
+    sasl_ticket_unref(t);
+    return b64;
 }

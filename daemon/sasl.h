@@ -139,3 +139,11 @@ gboolean sasl_client_frame_size(const struct sasl_client *c,
 gboolean sasl_client_unwrap(struct sasl_client *c, const uint8_t *data,
                             size_t len, size_t *used, GByteArray *out,
                             GError **error);
+
+/*
+ * A SPNEGO token (base64, for "Authorization: Negotiate ...") for the
+ * server principal server (HTTP/host@REALM), from creds' ticket: HBase's
+ * HTTP mode asks one of every request.  g_free; NULL with the reason.
+ */
+char *sasl_spnego_token(struct sasl_creds *creds, const char *server,
+                        GError **error);

@@ -2,6 +2,7 @@
  * generation, its request objects, and calls between threads. */
 #pragma once
 
+#include "httpc.h"
 #include <glib.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -48,6 +49,8 @@ struct worker_server {
     socklen_t addrlen;
     /* its Kerberos principal with SASL (service/host@REALM), else "" */
     char sasl_server[256];
+    /* [backend] transport = http: how the bridge dials it */
+    struct httpc_target http;
 };
 
 /*
@@ -87,6 +90,8 @@ struct worker_settings {
     uint32_t max_frame_size;         /* one client message, bytes */
     uint32_t max_reply_size;         /* one backend reply, bytes */
     unsigned shutdown_timeout_ms;    /* SIGTERM: wait this long for replies */
+    gboolean backend_http;           /* transport = http (httpc.h): SASL
+                                        keys, if any, make SPNEGO tokens */
     gboolean backend_sasl;           /* SASL GSSAPI to the backends (then
                                         the three below are set; all are
                                         restart-only) */

@@ -110,8 +110,9 @@ def load_thrift(pydir):
 
 class Emu(object):
     def __init__(self, workdir, proto, transport, tables, name='emu',
-                 sasl=None):
-        """sasl: (realm, qop, server keytab): HBase's SASL GSSAPI mode."""
+                 sasl=None, https=None):
+        """sasl: (realm, qop, server keytab): HBase's SASL GSSAPI mode;
+        https: (cert, key): HBase's HTTP mode over TLS."""
         port_file = os.path.join(workdir, name + '.port')
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'wb')
@@ -124,6 +125,9 @@ class Emu(object):
         for t in tables:
             cmd += ['--create-table', '%s:%s' % (t, fams)]
         env = None
+        if https is not None:
+            cmd += ['--http', '--https-cert', https[0], '--https-key',
+                    https[1]]
         if sasl is not None:
             realm, qop, keytab = sasl
             cmd += ['--sasl-qop', qop, '--keytab', keytab, '--principal',
@@ -153,17 +157,22 @@ class Emu(object):
 
 class Proxy(object):
     def __init__(self, workdir, backend_port, proto, transport, caching_max,
-                 tables, sasl=None):
-        """sasl: (realm, qop, the proxy's keytab)."""
+                 tables, sasl=None, https_ca=None):
+        """sasl: (realm, qop, the proxy's keytab); https_ca: the backend is
+        in HBase's HTTP mode over TLS, its certificate signed by this CA."""
         self.port = free_port()
         self.conf = os.path.join(workdir, 'proxy.conf')
         env = None
         with open(self.conf, 'w') as f:
             f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
-                    '[backend]\nservers = 127.0.0.1:%d\nprotocol = %s\n'
+                    '[backend]\nservers = %s:%d\nprotocol = %s\n'
                     'transport = %s\nrequest_timeout_ms = 20000\n'
                     'pool_size = 4\n'
-                    % (self.port, backend_port, proto, transport))
+                    % (self.port, '127.0.0.1' if https_ca is None
+                       else 'localhost', backend_port, proto,
+                       'http' if https_ca is not None else transport))
+            if https_ca is not None:
+                f.write('https = true\ntls_ca = %s\n' % https_ca)
             if sasl is not None:
                 realm, qop, keytab = sasl
                 f.write('sasl = gssapi\nsasl_principal = %s\n'
@@ -938,6 +947,11 @@ def main():
     ap.add_argument('--pydir', required=True)
     ap.add_argument('--part', type=int, default=0)
     ap.add_argument('--parts', type=int, default=len(PARTS))
+    ap.add_argument('--backend-https', action='store_true',
+                    help='the proxy reaches the salted tables over HBase\'s '
+                         'HTTP mode with TLS (certificates made per run with '
+                         'the openssl CLI), on an emulator of their own; the '
+                         'unsalted reference stays on a plain emulator')
     ap.add_argument('--sasl-qop', default=None,
                     help='the proxy reaches the salted tables over SASL '
                          'GSSAPI with this QOP, on an emulator of their own '
@@ -975,11 +989,28 @@ def main():
         app_kt = realm.export(SASL_CLIENT, realm.path('app.keytab'))
         print('scan oracle: salted tables over SASL %s (KDC on port %d)'
               % (ARGS.sasl_qop, realm.port), flush=True)
+    pki = None
+    if ARGS.backend_https:
+        # HBase's HTTP mode is binary only, one message per POST
+        proto, transport = 'binary', 'buffered'
+        sys.path.insert(0, os.path.join(os.path.dirname(
+            os.path.abspath(__file__)), '..', 'secure'))
+        import test_tls_listener as tlsl
+        pki = os.path.join(workdir, 'pki')
+        os.makedirs(pki)
+        tlsl.make_pki(pki)
+        print('scan oracle: salted tables over HTTPS', flush=True)
     emu = Emu(workdir, proto, transport, ['ref'] + [t for t, _ in tables])
     proxy = None
     ok = False
     try:
         backend = emu
+        if pki is not None:
+            emu2 = Emu(workdir, proto, transport, [t for t, _ in tables],
+                       name='emu-https',
+                       https=(os.path.join(pki, 'srv1.pem'),
+                              os.path.join(pki, 'srv1.key')))
+            backend = emu2
         if realm is not None:
             emu2 = Emu(workdir, proto, transport, [t for t, _ in tables],
                        name='emu-sasl',
@@ -987,7 +1018,9 @@ def main():
             backend = emu2
         proxy = Proxy(workdir, backend.port, proto, transport, caching_max,
                       tables, sasl=None if realm is None
-                      else (realm, ARGS.sasl_qop, app_kt))
+                      else (realm, ARGS.sasl_qop, app_kt),
+                      https_ca=None if pki is None
+                      else os.path.join(pki, 'ca.pem'))
         direct = client(emu.port, proto, transport)
         via = [client(proxy.port, 'binary', 'buffered'),
                client(proxy.port, 'compact', 'framed')]

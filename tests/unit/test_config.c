@@ -405,64 +405,64 @@ test_error_value(void)
         const char *group, *key, *value;
     } bad[] = {
         /* addresses */
-        {"proxy", "listen", ""},
-        {"proxy", "listen", "127.0.0.1"},
-        {"proxy", "listen", "127.0.0.1:0"},
-        {"proxy", "listen", "127.0.0.1:65536"},
-        {"proxy", "listen", "127.0.0.1:http"},
-        {"proxy", "listen", "::1:9090"},
-        {"proxy", "listen", "[::1]9090"},
-        {"proxy", "listen", "[::g]:9090"},
-        {"proxy", "listen", "300.1.1.1:9090"},
-        {"proxy", "listen", "bad host:9090"},
-        {"proxy", "listen", ":9090"},
-        {"proxy", "listen", "127.0.0.1:9090 # loopback"},
-        {"admin", "listen", "9100"},
-        {"backend", "servers", ""},
-        {"backend", "servers", "a:1,,b:2"},
-        {"backend", "servers", "a:1, b"},
-        {"backend", "servers", "a:1, A:1"},
+        { "proxy", "listen", "" },
+        { "proxy", "listen", "127.0.0.1" },
+        { "proxy", "listen", "127.0.0.1:0" },
+        { "proxy", "listen", "127.0.0.1:65536" },
+        { "proxy", "listen", "127.0.0.1:http" },
+        { "proxy", "listen", "::1:9090" },
+        { "proxy", "listen", "[::1]9090" },
+        { "proxy", "listen", "[::g]:9090" },
+        { "proxy", "listen", "300.1.1.1:9090" },
+        { "proxy", "listen", "bad host:9090" },
+        { "proxy", "listen", ":9090" },
+        { "proxy", "listen", "127.0.0.1:9090 # loopback" },
+        { "admin", "listen", "9100" },
+        { "backend", "servers", "" },
+        { "backend", "servers", "a:1,,b:2" },
+        { "backend", "servers", "a:1, b" },
+        { "backend", "servers", "a:1, A:1" },
         /* integers and ranges */
-        {"proxy", "workers", "-1"},
-        {"proxy", "workers", "1025"},
-        {"proxy", "workers", "two"},
-        {"proxy", "workers", "0x10"},
-        {"proxy", "workers", "99999999999999999999999"},
-        {"proxy", "max_connections", "0"},
-        {"proxy", "client_idle_timeout_ms", "2147483648"},
-        {"backend", "connect_timeout_ms", "0"},
-        {"backend", "request_timeout_ms", ""},
-        {"backend", "pool_size", "0"},
-        {"scan", "caching_max", "0"},
-        {"scan", "scanner_timeout_ms", "999"},
+        { "proxy", "workers", "-1" },
+        { "proxy", "workers", "1025" },
+        { "proxy", "workers", "two" },
+        { "proxy", "workers", "0x10" },
+        { "proxy", "workers", "99999999999999999999999" },
+        { "proxy", "max_connections", "0" },
+        { "proxy", "client_idle_timeout_ms", "2147483648" },
+        { "backend", "connect_timeout_ms", "0" },
+        { "backend", "request_timeout_ms", "" },
+        { "backend", "pool_size", "0" },
+        { "scan", "caching_max", "0" },
+        { "scan", "scanner_timeout_ms", "999" },
         /* sizes */
-        {"proxy", "max_frame_size", "16MB"},
-        {"proxy", "max_frame_size", "16 mib"},
-        {"proxy", "max_frame_size", "1023"},
-        {"proxy", "max_frame_size", "2GiB"},
-        {"proxy", "max_frame_size", "MiB"},
-        {"proxy", "max_frame_size", "99999999999999GiB"},
+        { "proxy", "max_frame_size", "16MB" },
+        { "proxy", "max_frame_size", "16 mib" },
+        { "proxy", "max_frame_size", "1023" },
+        { "proxy", "max_frame_size", "2GiB" },
+        { "proxy", "max_frame_size", "MiB" },
+        { "proxy", "max_frame_size", "99999999999999GiB" },
         /* enums */
-        {"backend", "protocol", "json"},
-        {"backend", "protocol", "Binary"},
-        {"backend", "transport", "http"},
-        {"table:t", "salt_format", "base64"},
+        { "backend", "protocol", "json" },
+        { "backend", "protocol", "Binary" },
+        { "backend", "transport", "websocket" },
+        { "table:t", "salt_format", "base64" },
         /* salt */
-        {"table:t", "buckets", "0"},
-        {"table:t", "buckets", "65537"},
-        {"table:t", "salt_separator", "0123456789abcdefg"},
-        {"table:t", "salt_separator", "\\q"},
-        {"table:t", "salt_separator", "\\x4"},
-        {"table:t", "hash_part", "prefix"},
-        {"table:t", "hash_part", "length:0"},
-        {"table:t", "hash_part", "length:"},
-        {"table:t", "hash_part", "length:32768"},
-        {"table:t", "hash_part", "delimiter:#"},
-        {"table:t", "hash_part", "delimiter::1"},
-        {"table:t", "hash_part", "delimiter:#:0"},
-        {"table:t", "hash_part", "delimiter:#:x"},
-        {"table:t", "hash_part", "delimiter:\\x:1"},
-        {"table:t", "hash_part", "delimiter:0123456789abcdefg:1"},
+        { "table:t", "buckets", "0" },
+        { "table:t", "buckets", "65537" },
+        { "table:t", "salt_separator", "0123456789abcdefg" },
+        { "table:t", "salt_separator", "\\q" },
+        { "table:t", "salt_separator", "\\x4" },
+        { "table:t", "hash_part", "prefix" },
+        { "table:t", "hash_part", "length:0" },
+        { "table:t", "hash_part", "length:" },
+        { "table:t", "hash_part", "length:32768" },
+        { "table:t", "hash_part", "delimiter:#" },
+        { "table:t", "hash_part", "delimiter::1" },
+        { "table:t", "hash_part", "delimiter:#:0" },
+        { "table:t", "hash_part", "delimiter:#:x" },
+        { "table:t", "hash_part", "delimiter:\\x:1" },
+        { "table:t", "hash_part", "delimiter:0123456789abcdefg:1" },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -813,6 +813,33 @@ test_tls(void)
                  NULL);
     g_clear_pointer(&cfg, config_free);
     g_clear_pointer(&other, config_free);
+    /* [backend] transport = http */
+    cfg = load("[backend]\ntransport = http\nhttps = true\n"
+               "tls_ca = /etc/ca.pem\nhttp_doas = alice\nsasl = gssapi\n"
+               "sasl_principal = app@R\nsasl_keytab = /k\n",
+               &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(cfg->transport, ==, CONFIG_TRANSPORT_HTTP);
+    g_assert_true(cfg->https && cfg->backend_tls_verify_hostname);
+    g_assert_cmpstr(cfg->http_path, ==, "/");
+    /* SPNEGO's server principal is HTTP/host */
+    g_assert_cmpstr(cfg->sasl_service, ==, "HTTP");
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "transport = http\nconnect_timeout_ms"));
+    g_assert_nonnull(strstr(text, "http_path = /\nhttps = true\n"
+                                  "http_doas = alice\n"));
+    g_clear_pointer(&text, g_free);
+    g_clear_pointer(&cfg, config_free);
+    assert_fails("[backend]\ntransport = buffered\nhttps = true\n",
+                 CONFIG_ERROR_INVALID_KEY, "goes with transport = http", NULL);
+    assert_fails("[backend]\ntransport = http\nprotocol = compact\n",
+                 CONFIG_ERROR_INVALID_VALUE, "binary only", NULL);
+    assert_fails("[backend]\ntransport = http\ntls_ca = /ca\n",
+                 CONFIG_ERROR_INVALID_KEY, "https = true only", NULL);
+    assert_fails("[backend]\ntransport = http\nsasl = gssapi\n"
+                 "sasl_principal = a\nsasl_keytab = /k\n"
+                 "sasl_qop = auth\n",
+                 CONFIG_ERROR_INVALID_KEY, "SPNEGO", NULL);
     /* [http] */
     cfg = load("[http]\nlisten = 127.0.0.1:9092\n", &error);
     g_assert_no_error(error);

@@ -1,0 +1,289 @@
+"""The proxy with [backend] transport = http in front of hbase-emu's HTTP
+mode (HBase's `hbase thrift -http`): plain HTTP, HTTPS verified against a
+per-run CA (a wrong CA and a wrong host name refused), SPNEGO with the
+proxy's keytab against a throwaway MIT KDC (a stale keytab refused with
+the cause), and doAs with and without the server's proxyuser support.
+
+  /usr/bin/python3 tests/secure/test_http_proxy.py --proxy BUILD/daemon/hbase-salt-proxy \\
+      --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'e2e'))
+from faultlib import can_connect, free_port, wait_for  # noqa: E402
+import krb5lib  # noqa: E402
+import test_tls_listener as tlsl  # noqa: E402
+
+ARGS = None
+Hbase = T = TSocket = TTransport = TBinaryProtocol = None
+REALM = None
+KT = {}
+
+
+def load_thrift(pydir):
+    global Hbase, T, TSocket, TTransport, TBinaryProtocol
+    sys.path.insert(0, pydir)
+    from hbase1 import Hbase as _H, ttypes as _T
+    from thrift.transport import TSocket as _S, TTransport as _TT
+    from thrift.protocol import TBinaryProtocol as _B
+    Hbase, T, TSocket, TTransport, TBinaryProtocol = _H, _T, _S, _TT, _B
+    tlsl.load_thrift(pydir)
+
+
+def client(port):
+    sock = TSocket.TSocket('127.0.0.1', port)
+    sock.setTimeout(20000)
+    trans = TTransport.TBufferedTransport(sock)
+    c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(trans))
+    trans.open()
+    c._trans = trans
+    return c
+
+
+def put(c, row, value):
+    c.mutateRow(b't', row, [T.Mutation(column=b'd:q', value=value)], {})
+
+
+def text_of(e):
+    m = getattr(e, 'message', None) or str(e)
+    return m.decode() if isinstance(m, bytes) else str(m)
+
+
+class Case(object):
+    """An emulator in HTTP mode and a proxy in front of it."""
+
+    def __init__(self, workdir, emu_args=(), backend='', host='127.0.0.1',
+                 kerberos=False):
+        self.workdir = workdir
+        self.procs = []
+        self.emu_port = free_port()
+        env = REALM.env() if kerberos else None
+        self.spawn('emu', [ARGS.emu, '--listen', '127.0.0.1:%d'
+                           % self.emu_port, '--http', '--create-table', 't:d']
+                   + list(emu_args), self.emu_port, env)
+        self.port = free_port()
+        self.conf = os.path.join(workdir, 'proxy.conf')
+        with open(self.conf, 'w') as f:
+            f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
+                    '[backend]\nservers = %s:%d\ntransport = http\n'
+                    'connect_timeout_ms = 1000\nrequest_timeout_ms = 5000\n'
+                    'pool_size = 4\n%s'
+                    '[catalog]\nstate_dir = %s\n'
+                    '[table:t]\nbuckets = 8\n'
+                    % (self.port, host, self.emu_port, backend,
+                       os.path.join(workdir, 'state')))
+        penv = REALM.env(ccache=REALM.path('nobody.ccache')) \
+            if kerberos else None
+        self.log_path = os.path.join(workdir, 'proxy.log')
+        self.spawn('proxy', [ARGS.proxy, '-c', self.conf], self.port, penv)
+
+    def spawn(self, name, argv, port, env):
+        log = open(os.path.join(self.workdir, name + '.log'), 'ab')
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                             env=env)
+        self.procs.append((p, log))
+        wait_for(lambda: can_connect(port) or p.poll() is not None, 15,
+                 name + ' listening')
+        assert p.poll() is None, '%s exited at start' % name
+
+    def text(self, name='proxy'):
+        with open(os.path.join(self.workdir, name + '.log'),
+                  errors='replace') as f:
+            return f.read()
+
+    def close(self):
+        alive = all(p.poll() is None for p, _ in self.procs)
+        for p, log in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            log.close()
+        return alive
+
+
+class HttpBackendTest(unittest.TestCase):
+    def setUp(self):
+        self.workdir = tempfile.mkdtemp(prefix='hsp-http-backend-')
+        self.case = None
+
+    def tearDown(self):
+        if self.case is not None:
+            self.assertTrue(self.case.close(), 'a process died; logs in '
+                            + self.workdir)
+        if not os.environ.get('HSP_KEEP_LOGS'):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def roundtrip(self):
+        c = client(self.case.port)
+        keys = [b'k%03d' % i for i in range(40)]
+        for k in keys:
+            put(c, k, b'v-' + k)
+        sid = c.scannerOpenWithScan(b't', T.TScan(caching=5), {})
+        rows = []
+        while True:
+            b = c.scannerGetList(sid, 7)
+            if not b:
+                break
+            rows += [r.row for r in b]
+        c.scannerClose(sid)
+        self.assertEqual(rows, keys)
+        self.assertEqual(c.getRow(b't', b'k007', {})[0].columns[b'd:q'].value,
+                         b'v-k007')
+        return c
+
+    def stored(self, scheme='http'):
+        """The emulator's own rows of t, read straight over HTTP."""
+        from thrift.transport import THttpClient
+        import ssl
+        tr = THttpClient.THttpClient('%s://localhost:%d/'
+                                     % (scheme, self.case.emu_port),
+                                     cafile=tlsl.p('ca.pem')
+                                     if scheme == 'https' else None)
+        c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(tr))
+        tr.open()
+        sid = c.scannerOpenWithScan(b't', T.TScan(), {})
+        rows = [r.row for r in c.scannerGetList(sid, 1000)]
+        del ssl
+        return rows
+
+    def test_http(self):
+        self.case = Case(self.workdir)
+        self.roundtrip()
+        stored = self.stored()
+        self.assertEqual(len(stored), 40)
+        self.assertNotIn(b'k007', stored)
+        self.assertIn('registered table t', self.case.text())
+
+    def test_https_verified(self):
+        tls = ['--https-cert', tlsl.p('srv1.pem'),
+               '--https-key', tlsl.p('srv1.key')]
+        self.case = Case(self.workdir, tls,
+                         'https = true\ntls_ca = %s\n' % tlsl.p('ca.pem'),
+                         host='localhost')
+        self.roundtrip()
+        self.assertEqual(len(self.stored('https')), 40)
+
+    def test_https_wrong_ca_refused(self):
+        tls = ['--https-cert', tlsl.p('srv1.pem'),
+               '--https-key', tlsl.p('srv1.key')]
+        self.case = Case(self.workdir, tls,
+                         'https = true\ntls_ca = %s\n' % tlsl.p('other.pem'),
+                         host='localhost')
+        c = client(self.case.port)
+        with self.assertRaises(Exception):
+            put(c, b'x', b'1')
+        wait_for(lambda: 'certificate verify failed' in self.case.text(),
+                 10, 'the TLS cause in the log')
+
+    def test_https_wrong_name_refused(self):
+        # the certificate names localhost only, the proxy dials 127.0.0.1
+        tls = ['--https-cert', tlsl.p('dnsonly.pem'),
+               '--https-key', tlsl.p('dnsonly.key')]
+        self.case = Case(self.workdir, tls,
+                         'https = true\ntls_ca = %s\n' % tlsl.p('ca.pem'),
+                         host='127.0.0.1')
+        c = client(self.case.port)
+        with self.assertRaises(Exception):
+            put(c, b'x', b'1')
+        wait_for(lambda: 'certificate verify failed' in self.case.text(),
+                 10, 'the TLS cause in the log')
+
+    def test_https_name_check_off(self):
+        tls = ['--https-cert', tlsl.p('dnsonly.pem'),
+               '--https-key', tlsl.p('dnsonly.key')]
+        self.case = Case(self.workdir, tls,
+                         'https = true\ntls_ca = %s\n'
+                         'tls_verify_hostname = false\n' % tlsl.p('ca.pem'),
+                         host='127.0.0.1')
+        self.roundtrip()
+
+    def test_spnego(self):
+        spn = ['--spnego-principal', REALM.qualify('HTTP/localhost'),
+               '--spnego-keytab', KT['http']]
+        self.case = Case(self.workdir, spn,
+                         'sasl = gssapi\nsasl_principal = %s\n'
+                         'sasl_keytab = %s\n' % (REALM.qualify('app'),
+                                                 KT['app']),
+                         host='localhost', kerberos=True)
+        self.roundtrip()
+        self.assertIn('effective user: app', self.case.text('emu'))
+
+    def test_spnego_stale_keytab(self):
+        spn = ['--spnego-principal', REALM.qualify('HTTP/localhost'),
+               '--spnego-keytab', KT['http']]
+        self.case = Case(self.workdir, spn,
+                         'sasl = gssapi\nsasl_principal = %s\n'
+                         'sasl_keytab = %s\n' % (REALM.qualify('app'),
+                                                 KT['app_stale']),
+                         host='localhost', kerberos=True)
+        with self.assertRaises(Exception) as cm:
+            put(client(self.case.port), b'x', b'1')
+        self.assertIn("keys are not the KDC's current ones",
+                      text_of(cm.exception))
+
+    def test_doas(self):
+        self.case = Case(self.workdir, ['--http-proxyuser'],
+                         'http_doas = alice\n')
+        self.roundtrip()
+        self.assertIn('effective user: alice', self.case.text('emu'))
+
+    def test_doas_without_proxyuser(self):
+        self.case = Case(self.workdir, (), 'http_doas = alice\n')
+        with self.assertRaises(Exception) as cm:
+            put(client(self.case.port), b'x', b'1')
+        msg = text_of(cm.exception)
+        self.assertIn('answered 500', msg)
+        self.assertIn('proxyuser', msg)
+
+
+def main():
+    global ARGS, REALM
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--proxy', required=True)
+    ap.add_argument('--emu', required=True)
+    ap.add_argument('--pydir', required=True)
+    ARGS, rest = ap.parse_known_args()
+    load_thrift(ARGS.pydir)
+    pki = tempfile.mkdtemp(prefix='hsp-http-pki-')
+    tlsl.PKI = tlsl.make_pki(pki)
+    # a server certificate for the name localhost alone
+    with open(os.path.join(pki, 'ext.cnf'), 'a') as f:
+        f.write('[dnsonly]\nsubjectAltName = DNS:localhost\n')
+    tlsl.openssl('req', '-newkey', 'ec', '-pkeyopt',
+                 'ec_paramgen_curve:P-256', '-nodes', '-subj', '/CN=localhost',
+                 '-keyout', 'dnsonly.key', '-out', 'dnsonly.csr', cwd=pki)
+    tlsl.openssl('x509', '-req', '-in', 'dnsonly.csr', '-CA', 'ca.pem',
+                 '-CAkey', 'ca.key', '-set_serial', '0x4001', '-days', '2',
+                 '-extfile', 'ext.cnf', '-extensions', 'dnsonly',
+                 '-out', 'dnsonly.pem', cwd=pki)
+    try:
+        with krb5lib.Realm() as realm:
+            REALM = realm
+            realm.add_principals('HTTP/localhost', 'app')
+            KT['http'] = realm.export('HTTP/localhost',
+                                      realm.path('http.keytab'))
+            KT['app_stale'] = realm.export('app', realm.path('stale.keytab'))
+            KT['app'] = realm.export('app', realm.path('app.keytab'))
+            prog = unittest.main(argv=[sys.argv[0]] + rest, verbosity=2,
+                                 exit=False)
+            return 0 if prog.result.wasSuccessful() else 1
+    finally:
+        shutil.rmtree(pki, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
