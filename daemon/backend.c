@@ -2163,6 +2163,10 @@ backend_health_free(struct backend_health_table *t)
     if (t->renew != NULL) {
         event_free(t->renew);
     }
+    if (t->base != NULL) {
+        /* HTTP mode: the probes' bridges */
+        httpc_base_done(t->base);
+    }
     sasl_creds_free(t->sasl);
     bell_free(&t->bell);
     if (t->base != NULL) {

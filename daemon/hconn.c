@@ -327,11 +327,8 @@ hconn_free(struct hconn *c)
     if (c->fd >= 0)
         close(c->fd);
     if (c->http_base != NULL) {
-        /* the bridge sees the close and frees itself */
-        struct timeval tv = { 1, 0 };
-
-        event_base_loopexit(c->http_base, &tv);
-        event_base_dispatch(c->http_base);
+        /* its loop runs no more: the bridge goes with it */
+        httpc_base_done(c->http_base);
         event_base_free(c->http_base);
     }
     sasl_client_free(c->sasl);

@@ -38,6 +38,11 @@
 
 G_DEFINE_QUARK(httpc - error - quark, httpc_error)
 
+/* Every bridge, so a loop that ends frees its own (a bridge closing
+ * frees itself from the loop, which may not run again). */
+static GMutex httpc_lock;
+static GPtrArray *httpc_bridges;
+
 static struct {
     gboolean ready;
     char path[256];
@@ -155,6 +160,11 @@ httpc_call_free(void *p)
 static void
 httpc_bridge_free(struct httpc_bridge *b)
 {
+    g_mutex_lock(&httpc_lock);
+    if (httpc_bridges != NULL) {
+        g_ptr_array_remove_fast(httpc_bridges, b);
+    }
+    g_mutex_unlock(&httpc_lock);
     if (b->evcon != NULL) {
         /* no close callback from our own free */
         evhttp_connection_set_closecb(b->evcon, NULL, NULL);
@@ -503,5 +513,31 @@ httpc_bridge_open(struct event_base *base, const struct httpc_target *t,
     evhttp_connection_set_closecb(b->evcon, httpc_evcon_closed, b);
     bufferevent_setcb(b->bev, httpc_read_cb, NULL, httpc_event_cb, b);
     bufferevent_enable(b->bev, EV_READ | EV_WRITE);
+    g_mutex_lock(&httpc_lock);
+    if (httpc_bridges == NULL) {
+        httpc_bridges = g_ptr_array_new();
+    }
+    g_ptr_array_add(httpc_bridges, b);
+    g_mutex_unlock(&httpc_lock);
     return sv[1];
+}
+
+void
+httpc_base_done(struct event_base *base)
+{
+    GPtrArray *mine = g_ptr_array_new();
+
+    g_mutex_lock(&httpc_lock);
+    for (guint i = 0; httpc_bridges != NULL && i < httpc_bridges->len; i++) {
+        struct httpc_bridge *b = g_ptr_array_index(httpc_bridges, i);
+
+        if (b->base == base) {
+            g_ptr_array_add(mine, b);
+        }
+    }
+    g_mutex_unlock(&httpc_lock);
+    for (guint i = 0; i < mine->len; i++) {
+        httpc_bridge_free(g_ptr_array_index(mine, i));
+    }
+    g_ptr_array_free(mine, TRUE);
 }

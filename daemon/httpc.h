@@ -50,3 +50,7 @@ void httpc_target_init(struct httpc_target *t, const struct config *cfg,
 evutil_socket_t httpc_bridge_open(struct event_base *base,
                                   const struct httpc_target *t,
                                   struct sasl_creds *creds, GError **error);
+
+/* Frees the bridges of base, whose loop will not run again: before
+ * event_base_free. */
+void httpc_base_done(struct event_base *base);

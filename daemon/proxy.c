@@ -86,6 +86,7 @@
 #include "client.h"
 #include "config.h"
 #include "hbase1.h"
+#include "httpc.h"
 #include "httpd.h"
 #include "metrics.h"
 #include "scan.h"
@@ -848,6 +849,8 @@ proxy_worker_deinit(struct worker *w)
     g_free(w->rbuf);
     w->rbuf = NULL;
     if (w->base != NULL) {
+        /* HTTP mode: the bridges of its backend connections */
+        httpc_base_done(w->base);
         event_base_free(w->base);
     }
     memset(w, 0, sizeof(*w));

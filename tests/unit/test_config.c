@@ -790,6 +790,7 @@ test_tls(void)
     g_assert_nonnull(strstr(text, "\n[tls]\nlisten = 0.0.0.0:9443\n"
                                   "cert = /etc/t.pem\nkey = /etc/t.key\n"
                                   "client_ca = /etc/ca.pem\n"));
+    g_clear_pointer(&text, g_free);
     other = load("[tls]\nlisten = 0.0.0.0:9443\ncert = /etc/u.pem\n"
                  "key = /etc/u.key\n",
                  &error);
