@@ -1,0 +1,256 @@
+"""hsptest: what every Python test shares: ports, waiting, the generated
+Thrift modules, and the HBase a test talks to, either the in-tree emulator
+(hbase-emu, the fast default) or real HBase (tests/hbase/hbase-mini: HBase's
+own Thrift servers on an in-process cluster).  Run with Debian's
+/usr/bin/python3 (python3-thrift).
+
+A test picks its backend with --backend-kind emu|real (add_backend_args);
+start_backend() then gives an object with .port (Thrift1), .port2 (Thrift2,
+when asked for), .kind, .alive(), .close() and .log_text(), whichever it is.
+"""
+
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC_ROOT = os.path.dirname(os.path.dirname(HERE))
+HBASE_MINI = os.path.join(SRC_ROOT, 'tests', 'hbase', 'hbase-mini')
+
+# seconds real HBase may take to print its ready line: a cold JVM on a
+# loaded 2-core machine, plus Maven's first resolution when the cache is cold
+REAL_READY_TIMEOUT = float(os.environ.get('HSP_REAL_READY_TIMEOUT', '600'))
+
+
+# ---- ports and waiting ---------------------------------------------------
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, timeout, what):
+    end = time.time() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.time() > end:
+            raise AssertionError('timed out waiting for ' + what)
+        time.sleep(0.02)
+
+
+def can_connect(port, host='127.0.0.1'):
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+# ---- the generated Thrift modules ----------------------------------------
+
+class Thrift(object):
+    """The generated modules and python3-thrift's classes, in one place."""
+
+    def __init__(self, pydir):
+        if pydir not in sys.path:
+            sys.path.insert(0, pydir)
+        from hbase1 import Hbase, ttypes
+        from hbase2 import THBaseService, ttypes as ttypes2
+        from thrift.transport import TSocket, TTransport
+        from thrift.protocol import TBinaryProtocol, TCompactProtocol
+        from thrift.Thrift import TApplicationException
+        self.Hbase, self.T = Hbase, ttypes
+        self.THBaseService, self.T2 = THBaseService, ttypes2
+        self.TSocket, self.TTransport = TSocket, TTransport
+        self.TBinaryProtocol = TBinaryProtocol
+        self.TCompactProtocol = TCompactProtocol
+        self.TApplicationException = TApplicationException
+
+    def _protocol(self, port, proto, transport, timeout):
+        sock = self.TSocket.TSocket('127.0.0.1', port)
+        sock.setTimeout(int(timeout * 1000))
+        if transport == 'framed':
+            trans = self.TTransport.TFramedTransport(sock)
+        else:
+            trans = self.TTransport.TBufferedTransport(sock)
+        if proto == 'compact':
+            prot = self.TCompactProtocol.TCompactProtocol(trans)
+        else:
+            prot = self.TBinaryProtocol.TBinaryProtocol(trans)
+        trans.open()
+        return trans, prot
+
+    def client1(self, port, proto='binary', transport='buffered',
+                timeout=30.0):
+        trans, prot = self._protocol(port, proto, transport, timeout)
+        c = self.Hbase.Client(prot)
+        c.transport = trans
+        return c
+
+    def client2(self, port, proto='binary', transport='buffered',
+                timeout=30.0):
+        trans, prot = self._protocol(port, proto, transport, timeout)
+        c = self.THBaseService.Client(prot)
+        c.transport = trans
+        return c
+
+
+# ---- backends --------------------------------------------------------------
+
+def add_backend_args(parser):
+    parser.add_argument('--backend-kind', choices=('emu', 'real'),
+                        default=os.environ.get('HSP_BACKEND_KIND', 'emu'),
+                        help='the HBase behind the proxy and as reference: '
+                             'hbase-emu (default) or real HBase '
+                             '(tests/hbase/hbase-mini)')
+
+
+class EmuBackend(object):
+    """hbase-emu on a port of its own, serving Thrift1 (and Thrift2 on
+    port2 when asked), tables made at start."""
+
+    kind = 'emu'
+
+    def __init__(self, binary, workdir, proto='binary', transport='buffered',
+                 tables=None, thrift2=False, extra=(), name='emu'):
+        self.port = free_port()
+        self.port2 = free_port() if thrift2 else None
+        self.log_path = os.path.join(workdir, name + '.log')
+        self.log = open(self.log_path, 'ab')
+        cmd = [binary, '--listen', '127.0.0.1:%d' % self.port]
+        if self.port2:
+            cmd += ['--thrift2-listen', '127.0.0.1:%d' % self.port2]
+        if proto == 'compact':
+            cmd.append('--compact')
+        if transport == 'framed':
+            cmd.append('--framed')
+        for t, fams in sorted((tables or {}).items()):
+            cmd += ['--create-table', '%s:%s' % (t, ','.join(fams))]
+        cmd += list(extra)
+        self.proc = subprocess.Popen(cmd, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        wait_for(lambda: can_connect(self.port) or self.proc.poll() is not None,
+                 10, 'hbase-emu listening')
+        if self.proc.poll() is not None:
+            raise AssertionError('hbase-emu exited at start; log in '
+                                 + self.log_path)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def log_text(self):
+        with open(self.log_path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+class RealBackend(object):
+    """Real HBase: tests/hbase/hbase-mini, one Thrift1 server (and a Thrift2
+    one when asked) of the given protocol and transport; tables are made
+    through Thrift1 createTable, as an application would."""
+
+    kind = 'real'
+
+    def __init__(self, workdir, proto='binary', transport='buffered',
+                 tables=None, thrift2=False, thrift=None, extra=(),
+                 name='hbase'):
+        self.log_path = os.path.join(workdir, name + '.log')
+        self.log = open(self.log_path, 'ab')
+        self.proto, self.transport = proto, transport
+        cmd = [HBASE_MINI, '--thrift1', '127.0.0.1:0',
+               '--protocol', proto, '--transport', transport]
+        if thrift2:
+            cmd += ['--thrift2', '127.0.0.1:0']
+        cmd += list(extra)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                     stdin=subprocess.PIPE,
+                                     stderr=self.log, start_new_session=True)
+        line = self._read_line(REAL_READY_TIMEOUT)
+        m = re.match(r'ready thrift1=127\.0\.0\.1:(\d+)'
+                     r'(?: thrift2=127\.0\.0\.1:(\d+))?$', line)
+        if not m:
+            self.close()
+            raise AssertionError('hbase-mini did not start (%r); log in %s:\n%s'
+                                 % (line, self.log_path,
+                                    self.log_text()[-3000:]))
+        self.port = int(m.group(1))
+        self.port2 = int(m.group(2)) if m.group(2) else None
+        if tables:
+            self.create_tables(thrift, tables)
+
+    def _read_line(self, timeout):
+        end = time.time() + timeout
+        buf = b''
+        fd = self.proc.stdout.fileno()
+        while time.time() < end:
+            r, _, _ = select.select([fd], [], [], 1.0)
+            if r:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    return buf.decode('utf-8', 'replace').strip()
+                buf += chunk
+                if b'\n' in buf:
+                    return buf.split(b'\n', 1)[0].decode().strip()
+            elif self.proc.poll() is not None:
+                break
+        return buf.decode('utf-8', 'replace').strip()
+
+    def create_tables(self, thrift, tables):
+        c = thrift.client1(self.port, self.proto, self.transport, 120.0)
+        try:
+            for t, fams in sorted(tables.items()):
+                c.createTable(t.encode(), [
+                    thrift.T.ColumnDescriptor(name=f.encode() + b':')
+                    for f in fams])
+        finally:
+            c.transport.close()
+
+    def control(self, command):
+        """'stop HOST:PORT' / 'start HOST:PORT' a Thrift server."""
+        self.proc.stdin.write(command.encode() + b'\n')
+        self.proc.stdin.flush()
+        return self._read_line(120)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def log_text(self):
+        with open(self.log_path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def close(self):
+        if self.proc.poll() is None:
+            # the JVM's shutdown hook stops the cluster and removes its data
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.log.close()
+
+
+def start_backend(kind, workdir, emu=None, **kw):
+    """The backend a test asked for: kind 'emu' (emu = the hbase-emu
+    binary) or 'real'."""
+    if kind == 'real':
+        kw.pop('extra', None)
+        return RealBackend(workdir, extra=kw.pop('real_extra', ()), **kw)
+    kw.pop('real_extra', None)
+    kw.pop('thrift', None)
+    return EmuBackend(emu, workdir, **kw)
