@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "ckpt.h"
 #include "config.h"
 #include "hconn.h"
@@ -105,6 +106,62 @@ migrate_region_units(struct hconn *c, const char *table, unit_side_t side,
         g_array_append_val(units, u);
     }
     hconn_regions_free(regions);
+    return TRUE;
+}
+
+/*
+ * The core library's log lines (the table catalog's, in the words a proxy
+ * logs them) as the tool's own: "hbase-salt-migrate: MESSAGE" on stderr,
+ * info and debug left out.
+ */
+static GLogWriterOutput
+migrate_log_writer(GLogLevelFlags level, const GLogField *fields, gsize n,
+                   gpointer data)
+{
+    if ((level & G_LOG_LEVEL_MASK) > G_LOG_LEVEL_MESSAGE)
+        return G_LOG_WRITER_HANDLED;
+    for (gsize i = 0; i < n; i++) {
+        if (strcmp(fields[i].key, "MESSAGE") == 0) {
+            fprintf(stderr, "hbase-salt-migrate: %s\n",
+                    (const char *)fields[i].value);
+            break;
+        }
+    }
+    return G_LOG_WRITER_HANDLED;
+}
+
+/*
+ * Both tables against the table catalog, by the proxy's own check, before
+ * a single row is read or written: a mapping the catalog does not hold
+ * would write rows where no proxy looks.  The destination of a copy is
+ * registered when the catalog does not hold it yet, as a proxy would.
+ */
+static gboolean
+migrate_check_catalog(struct hconn *c, config_t *cfg, const char *from,
+                      const char *to, gboolean write, GError **error)
+{
+    const char *tables[2] = { from, to };
+
+    for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
+        g_autofree char *refusal = NULL;
+
+        if (!catalog_check_copy(c, cfg, tables[i], write && i == 1, &refusal,
+                                error)) {
+            g_prefix_error(error, "the table catalog %s could not be asked: ",
+                           cfg->catalog_table);
+            return FALSE;
+        }
+        if (refusal != NULL) {
+            g_set_error(error, UNIT_ERROR, 0,
+                        "nothing read or written: the table catalog %s "
+                        "refuses %s table %s (above); the configuration "
+                        "file must say what every proxy says (README: The "
+                        "table catalog)",
+                        cfg->catalog_table, i == 0 ? "source" : "destination",
+                        tables[i]);
+            return FALSE;
+        }
+    }
     return TRUE;
 }
 
@@ -208,6 +265,7 @@ main(int argc, char **argv)
              "--verify found differences,\n2 a unit failed or the run "
              "could not start.");
     g_option_context_add_main_entries(ctx, entries, NULL);
+    g_log_set_writer_func(migrate_log_writer, NULL, NULL);
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         migrate_say("%s", err->message);
         return MIGRATE_EXIT_FAILED;
@@ -371,13 +429,17 @@ main(int argc, char **argv)
         }
         migrate_say("resuming from %s", checkpoint);
     }
+    if (c == NULL)
+        c = hconn_open(cfg, 0, &err);
+    if (c == NULL) {
+        migrate_say("%s", err->message);
+        goto out;
+    }
     if (!dry_run && !verify) {
         g_autoptr(GError) e2 = NULL;
         gboolean exists = FALSE;
 
-        if (c == NULL)
-            c = hconn_open(cfg, 0, &e2);
-        if (c == NULL || !hconn_table_exists(c, to, &exists, &e2)) {
+        if (!hconn_table_exists(c, to, &exists, &e2)) {
             migrate_say("%s", e2->message);
             goto out;
         }
@@ -388,6 +450,10 @@ main(int argc, char **argv)
                         to);
             goto out;
         }
+    }
+    if (!migrate_check_catalog(c, cfg, from, to, !dry_run && !verify, &err)) {
+        migrate_say("%s", err->message);
+        goto out;
     }
     hconn_free(g_steal_pointer(&c));
 

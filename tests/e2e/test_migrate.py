@@ -44,7 +44,10 @@ TABLES = {
     # ones ('0-'..'3-') lie too
     'fwd': 'buckets = 4\nsalt_format = hex\nsalt_separator = -\n'
            'legacy_range_stop = \\x80\n',
+    # registered in the table catalog by the proxy at its start
+    'cat16': 'buckets = 16\n',
 }
+CATALOG = 'hbase_salt_catalog'
 PLAIN = ['src', 'plain', 'src_small']
 FAMILIES = 'd,e'
 ROWS = 240
@@ -203,10 +206,10 @@ class MigrateTest(unittest.TestCase):
                 self.emu.deleteAllRow(name.encode(), r.row, {})
             self.emu.majorCompact(name.encode())
 
-    def migrate(self, *args, env=None, stdin=None, expect=0):
+    def migrate(self, *args, env=None, stdin=None, expect=0, conf=None):
         e = dict(os.environ)
         e.update(env or {})
-        p = subprocess.run([ARGS.migrate, '-c', self.procs.conf] +
+        p = subprocess.run([ARGS.migrate, '-c', conf or self.procs.conf] +
                            list(args), env=e, input=stdin,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=120)
@@ -333,6 +336,115 @@ class MigrateTest(unittest.TestCase):
                          expect=2)
         self.assertIn("is neither a legacy key of its table's rule nor "
                       "salted by its mapping", p.stderr.decode())
+
+    # ---- the table catalog -----------------------------------------------
+
+    def conf_with(self, name, replace=None, add=''):
+        """The proxy's file with one [table:...] section replaced (None:
+        removed) and text added: the file an operator got wrong."""
+        with open(self.procs.conf) as f:
+            text = f.read()
+        if replace is not None:
+            head = '[table:%s]\n' % replace
+            start = text.index(head)
+            end = text.find('[table:', start + len(head))
+            text = text[:start] + text[end if end >= 0 else len(text):]
+        path = os.path.join(self.workdir, name)
+        with open(path, 'w') as f:
+            f.write(text + add)
+        return path
+
+    def catalog_entry(self, table):
+        rows = self.emu.getRow(CATALOG.encode(), table.encode(), {})
+        return rows[0].columns[b'm:mapping'].value.decode() if rows else None
+
+    def test_catalog_mismatch_refused_before_any_row(self):
+        """The catalog holds cat16 with 16 buckets (the proxy registered
+        it); a file saying 8 copies nothing and says what the proxy says."""
+        self.assertIn('buckets = 16', self.catalog_entry('cat16'))
+        conf8 = self.conf_with('cat8.conf', replace='cat16',
+                               add='[table:cat16]\nbuckets = 8\n')
+        for extra in ([], ['--dry-run'], ['--verify']):
+            p = self.migrate('--from-table', 'src', '--to-table', 'cat16',
+                             *extra, conf=conf8, expect=2)
+            err = p.stderr.decode()
+            # the proxy's own refusal, word for word
+            self.assertIn('hbase-salt-proxy: table cat16 is not served: the '
+                          'table catalog %s holds its mapping as {buckets = '
+                          '16, ' % CATALOG, err)
+            self.assertIn('this proxy is configured with {buckets = 8, ', err)
+            self.assertIn('rows written under one are not found under the '
+                          'other', err)
+            self.assertIn('nothing read or written', err)
+            self.assertNotIn('copied', err)
+        self.assertEqual(scan_rows(self.emu, 'cat16'), [])
+        # as a source too
+        p = self.migrate('--from-table', 'cat16', '--to-table', 'plain',
+                         conf=conf8, expect=2)
+        self.assertIn('table cat16 is not served', p.stderr.decode())
+        self.assertEqual(scan_rows(self.emu, 'plain'), [])
+        # a file without the section would copy into it unsalted
+        nosec = self.conf_with('nosec.conf', replace='cat16')
+        p = self.migrate('--from-table', 'src', '--to-table', 'cat16',
+                         conf=nosec, expect=2)
+        self.assertIn('table cat16 has no [table:cat16] section',
+                      p.stderr.decode())
+        self.assertEqual(scan_rows(self.emu, 'cat16'), [])
+        # the catalog is as it was
+        self.assertIn('buckets = 16', self.catalog_entry('cat16'))
+
+    def test_catalog_registers_the_destination(self):
+        """A destination the catalog does not hold yet is registered by the
+        tool, as a proxy's start would; a proxy with another mapping then
+        refuses it, and so does the tool."""
+        fresh = 'fresh%d' % random.randrange(1 << 30)
+        self.emu.createTable(fresh.encode(),
+                             [T.ColumnDescriptor(name=b'd:', maxVersions=3),
+                              T.ColumnDescriptor(name=b'e:', maxVersions=3)])
+        self.assertIsNone(self.catalog_entry(fresh))
+        conf = self.conf_with('fresh8.conf',
+                              add='[table:%s]\nbuckets = 8\n' % fresh)
+        # a dry run and a verify write nothing, the catalog neither
+        self.migrate('--from-table', 'src', '--to-table', fresh, '--dry-run',
+                     conf=conf)
+        self.assertIsNone(self.catalog_entry(fresh))
+        p = self.migrate('--from-table', 'src', '--to-table', fresh,
+                         conf=conf)
+        self.assertIn('catalog: registered table %s in %s: buckets = 8, '
+                      % (fresh, CATALOG), p.stderr.decode())
+        self.assertIn('buckets = 8\n', self.catalog_entry(fresh))
+        # a proxy configured with 16 buckets serves nothing of it
+        conf16 = self.conf_with('fresh16.conf',
+                                add='[table:%s]\nbuckets = 16\n' % fresh)
+        with open(conf16) as f:
+            text = f.read()
+        port = free_port()
+        text = re.sub(r'listen = 127\.0\.0\.1:\d+',
+                      'listen = 127.0.0.1:%d' % port, text)
+        with open(conf16, 'w') as f:
+            f.write(text)
+        log = open(os.path.join(self.workdir, 'proxy16.log'), 'wb')
+        proxy = subprocess.Popen([ARGS.proxy, '-c', conf16], stdout=log,
+                                 stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: can_connect(port) or proxy.poll() is not None,
+                     10, 'proxy listening')
+            c = client(port)
+            with self.assertRaises(T.IOError) as cm:
+                c.getRow(fresh.encode(), self.keys[1], {})
+            msg = cm.exception.message
+            msg = msg.decode() if isinstance(msg, bytes) else msg
+            self.assertIn('table %s is not served' % fresh, msg)
+            c._trans.close()
+        finally:
+            proxy.send_signal(signal.SIGTERM)
+            proxy.wait(10)
+            log.close()
+        # and so does the tool with that file
+        p = self.migrate('--from-table', 'src', '--to-table', fresh,
+                         conf=conf16, expect=2)
+        self.assertIn('holds its mapping as {buckets = 8, ',
+                      p.stderr.decode())
 
     # ---- interruption ----------------------------------------------------
 
