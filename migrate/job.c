@@ -141,16 +141,15 @@ job_interrupt(struct job *j)
 /* ---- keys ------------------------------------------------------------ */
 
 /*
- * The key a physical row of one table has in the other: its salt (if
- * any) checked and stripped, the other mapping's salt (if any) added.
- * FALSE with a JOB_ERROR_DATA error for a row the source mapping did not
- * write (wrong or no salt, or a bucket its hash does not give) or one too
- * long for the destination.
+ * The logical key of a physical row of a table salted by from (NULL:
+ * unsalted): its salt checked and stripped, or, under a forward-looking
+ * rule, the key itself for a legacy row.  FALSE with a JOB_ERROR_DATA
+ * error for a row the mapping did not write (wrong or no salt, or a
+ * bucket its hash does not give).
  */
 static gboolean
-job_map_key(const struct salt_table *from, const struct salt_table *to,
-            const uint8_t *key, size_t len, GByteArray *arena,
-            struct job_key *out, GError **error)
+job_unsalt(const struct salt_table *from, const uint8_t *key, size_t len,
+           const uint8_t **logical_out, size_t *llen_out, GError **error)
 {
     const uint8_t *logical = key;
     size_t llen = len;
@@ -182,6 +181,27 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
             return FALSE;
         }
     }
+    *logical_out = logical;
+    *llen_out = llen;
+    return TRUE;
+}
+
+/*
+ * The key a physical row of one table has in the other: its salt (if
+ * any) checked and stripped (job_unsalt), the other mapping's salt (if
+ * any) added.  FALSE with a JOB_ERROR_DATA error for a row the source
+ * mapping did not write or one the destination's cannot hold.
+ */
+static gboolean
+job_map_key(const struct salt_table *from, const struct salt_table *to,
+            const uint8_t *key, size_t len, GByteArray *arena,
+            struct job_key *out, GError **error)
+{
+    const uint8_t *logical;
+    size_t llen;
+
+    if (!job_unsalt(from, key, len, &logical, &llen, error))
+        return FALSE;
     out->off = arena->len;
     if (to != NULL && to->legacy.kind != LEGACY_NONE) {
         legacy_route_t route = salt_route(to, logical, llen);
@@ -237,6 +257,30 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
 
 static void job_diff(struct job *j, guint64 *diffs, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4);
+
+/*
+ * How a difference names a row: *name is its logical key, as the
+ * application knows it (escaped); *where, when the table stores it under
+ * another key, " (SIDE key 'STORED')", else "" (both g_free).
+ */
+static void
+job_row_names(const struct salt_table *t, const char *side, const uint8_t *key,
+              size_t len, char **name, char **where)
+{
+    const uint8_t *logical;
+    size_t llen;
+
+    if (!job_unsalt(t, key, len, &logical, &llen, NULL) ||
+        (llen == len && (len == 0 || memcmp(logical, key, len) == 0))) {
+        *name = salt_escape(key, len);
+        *where = g_strdup("");
+    } else {
+        g_autofree char *stored = salt_escape(key, len);
+
+        *name = salt_escape(logical, llen);
+        *where = g_strdup_printf(" (%s key '%s')", side, stored);
+    }
+}
 
 /* A row job_map_rows could not map (verify only). */
 #define JOB_KEY_NONE G_MAXUINT
@@ -794,10 +838,11 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
                                             : NULL;
             guint klen;
             const uint8_t *k = job_key_data(w, i, &klen);
-            g_autofree char *name = salt_escape(s->key, s->key_len);
+            g_autofree char *name = NULL, *where = NULL;
 
             if (klen == JOB_KEY_NONE)
                 continue; /* counted as a difference already */
+            job_row_names(j->src, "source", s->key, s->key_len, &name, &where);
             cells += s->n;
             for (guint c = 0; c < s->n; c++) {
                 const struct hconn_cell *cell =
@@ -807,7 +852,8 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
                 bytes += cell->col_len + cell->val_len;
             }
             if (d == NULL || job_bytes_cmp(d->key, d->key_len, k, klen) != 0) {
-                job_diff(j, &diffs, "row '%s': missing in destination", name);
+                job_diff(j, &diffs, "row '%s'%s: missing in destination", name,
+                         where);
                 continue;
             }
             o++;
@@ -860,7 +906,7 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
         return FALSE;
     for (;;) {
         guint n, o = 0;
-        guint64 diffs = 0;
+        guint64 diffs = 0, only = 0;
         const struct hconn_row *last;
 
         if (job_interrupted(j, error))
@@ -887,8 +933,10 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
             guint klen;
             const uint8_t *k = job_key_data(w, i, &klen);
 
-            if (klen == JOB_KEY_NONE)
+            if (klen == JOB_KEY_NONE) {
+                only++;   /* no source row can match it */
                 continue; /* counted as a difference already */
+            }
             if (s != NULL && job_bytes_cmp(s->key, s->key_len, k, klen) == 0) {
                 o++;
                 continue;
@@ -897,16 +945,19 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
                 const struct hconn_row *d = &g_array_index(w->batch.rows,
                                                            struct hconn_row,
                                                            i);
-                g_autofree char *name = salt_escape(d->key, d->key_len);
+                g_autofree char *name = NULL, *where = NULL;
 
-                job_diff(j, &diffs,
-                         "row '%s' (destination key): not in source", name);
+                job_row_names(j->dst, "destination", d->key, d->key_len, &name,
+                              &where);
+                job_diff(j, &diffs, "row '%s'%s: not in source", name, where);
+                only++;
             }
         }
         last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
         g_mutex_lock(&j->lock);
         e->rows += n;
         j->res.diffs += diffs;
+        j->res.dest_only += only;
         g_mutex_unlock(&j->lock);
         progress_slot_add(j->prog, w->slot, n, 0,
                           unit_fraction(&e->unit, last->key, last->key_len));
@@ -921,13 +972,16 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
 
 static void
 job_report(struct job *j, struct ckpt_entry *e, guint64 diffs,
-           const GError *err)
+           const GError *err, gboolean interrupted)
 {
     g_autofree char *u = unit_format(&e->unit);
 
     g_mutex_lock(&j->lock);
     if (err != NULL) {
-        j->res.units_failed++;
+        if (interrupted)
+            j->res.units_interrupted++;
+        else
+            j->res.units_failed++;
         g_printerr("hbase-salt-migrate: unit %s: %s\n", u, err->message);
     } else {
         j->res.units_ok++;
@@ -964,11 +1018,13 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e)
     struct job *j = w->j;
     g_autofree char *label = job_unit_label(&e->unit);
     g_autoptr(GError) err = NULL;
-    guint64 diffs0;
+    guint64 diffs0, only0;
+    gboolean interrupted;
 
     progress_slot_begin(j->prog, w->slot, label);
     g_mutex_lock(&j->lock);
     diffs0 = j->res.diffs;
+    only0 = j->res.dest_only;
     g_mutex_unlock(&j->lock);
     for (guint attempt = 0;; attempt++) {
         gboolean ok;
@@ -996,6 +1052,7 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e)
             g_mutex_lock(&j->lock);
             e->rows = e->cells = e->bytes = 0;
             j->res.diffs = diffs0;
+            j->res.dest_only = only0;
             g_mutex_unlock(&j->lock);
         }
         g_printerr("hbase-salt-migrate: unit %s: %s; retrying (%u of %u) "
@@ -1003,14 +1060,22 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e)
                    label, err->message, attempt + 1, j->opts.retries);
         g_usleep(G_USEC_PER_SEC * MIN(attempt + 1, 5));
     }
+    /* a call cut by the signal, not only a stop between batches, is
+     * the interruption's doing; a row the mappings cannot carry is not */
+    interrupted = err != NULL &&
+                  (g_error_matches(err, JOB_ERROR, JOB_ERROR_INTERRUPTED) ||
+                   (g_atomic_int_get(&j->stop) && job_retryable(err)));
     g_mutex_lock(&j->lock);
-    j->res.rows += e->rows;
+    if (e->unit.side == UNIT_DEST)
+        j->res.dest_rows += e->rows;
+    else
+        j->res.rows += e->rows;
     j->res.cells += e->cells;
     j->res.bytes += e->bytes;
     diffs0 = j->res.diffs - diffs0;
     g_mutex_unlock(&j->lock);
     progress_slot_end(j->prog, w->slot, err == NULL);
-    job_report(j, e, diffs0, err);
+    job_report(j, e, diffs0, err, interrupted);
 }
 
 static gpointer
@@ -1079,7 +1144,10 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
             return FALSE;
         }
         if (e->done) {
-            j->res.rows += e->rows;
+            if (e->unit.side == UNIT_DEST)
+                j->res.dest_rows += e->rows;
+            else
+                j->res.rows += e->rows;
             j->res.cells += e->cells;
             j->res.bytes += e->bytes;
             j->res.units_ok++;
@@ -1109,8 +1177,8 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
         g_thread_join(threads[i]);
     g_free(threads);
     g_free(workers);
-    /* units never started (interrupted) count as failed */
-    j->res.units_failed += j->todo->len - MIN(j->next, j->todo->len);
+    /* units never started: the run was interrupted before them */
+    j->res.units_interrupted += j->todo->len - MIN(j->next, j->todo->len);
     g_ptr_array_unref(j->todo);
     j->todo = NULL;
     j->res.writes = __atomic_load_n(&j->writes, __ATOMIC_RELAXED);

@@ -29,7 +29,10 @@ struct job_opts {
 /* What a run did. */
 struct job_result {
     guint units_ok, units_failed;
-    guint64 rows, cells, bytes, diffs;
+    guint units_interrupted; /* stopped by SIGINT/SIGTERM, or never begun */
+    guint64 rows, cells, bytes, diffs; /* rows: of the source units */
+    guint64 dest_rows; /* --verify: rows of the destination units */
+    guint64 dest_only; /* --verify: of those, rows with no source row */
     guint64 writes; /* mutateRowsTs calls acknowledged in this run */
 };
 

@@ -507,23 +507,44 @@ main(int argc, char **argv)
         double secs;
 
         progress_totals(prog, &r, &b, &secs);
-        migrate_say("%s %" G_GUINT64_FORMAT " rows, %" G_GUINT64_FORMAT
-                    " cells, %" G_GUINT64_FORMAT " bytes in all; this run "
-                    "%" G_GUINT64_FORMAT " rows in %.1f s (%.0f rows/s), "
-                    "%" G_GUINT64_FORMAT " write calls; units ok %u, "
-                    "failed %u",
-                    verify    ? "compared"
-                    : dry_run ? "would copy"
-                              : "copied",
-                    res.rows, res.cells, res.bytes, r, secs,
-                    secs > 0 ? r / secs : 0.0, res.writes, res.units_ok,
-                    res.units_failed);
+        if (verify) {
+            /* a logical row once: the source's, and the destination's
+             * that have no source row */
+            migrate_say("compared %" G_GUINT64_FORMAT
+                        " rows (%" G_GUINT64_FORMAT
+                        " in source, %" G_GUINT64_FORMAT " in destination), "
+                        "%" G_GUINT64_FORMAT " cells, %" G_GUINT64_FORMAT
+                        " bytes in source, in %.1f s; units ok %u, failed "
+                        "%u, interrupted %u",
+                        res.rows + res.dest_only, res.rows, res.dest_rows,
+                        res.cells, res.bytes, secs, res.units_ok,
+                        res.units_failed, res.units_interrupted);
+        } else {
+            migrate_say("%s %" G_GUINT64_FORMAT " rows, %" G_GUINT64_FORMAT
+                        " cells, %" G_GUINT64_FORMAT " bytes in all; this "
+                        "run %" G_GUINT64_FORMAT " rows in %.1f s (%.0f "
+                        "rows/s), %" G_GUINT64_FORMAT " write calls; units "
+                        "ok %u, failed %u, interrupted %u",
+                        dry_run ? "would copy" : "copied", res.rows, res.cells,
+                        res.bytes, r, secs, secs > 0 ? r / secs : 0.0,
+                        res.writes, res.units_ok, res.units_failed,
+                        res.units_interrupted);
+        }
     }
-    if (res.units_failed > 0) {
+    if (res.units_failed > 0 || res.units_interrupted > 0) {
+        if (res.units_interrupted > 0)
+            migrate_say("interrupted (SIGINT or SIGTERM): %u unit(s) "
+                        "stopped after their last acknowledged batch or "
+                        "never begun",
+                        res.units_interrupted);
         if (checkpoint != NULL && !dry_run)
             migrate_say("incomplete: run the same command again to resume "
                         "from %s",
                         checkpoint);
+        else if (!verify && !dry_run)
+            migrate_say("incomplete: without --checkpoint, a new run copies "
+                        "every unit again (the same cells at the same "
+                        "timestamps)");
         rc = MIGRATE_EXIT_FAILED;
     } else if (verify && res.diffs > 0) {
         migrate_say("%" G_GUINT64_FORMAT " difference(s)", res.diffs);

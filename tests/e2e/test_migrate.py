@@ -243,6 +243,9 @@ class MigrateTest(unittest.TestCase):
         v = self.migrate('--from-table', 'src', '--to-table', 'dst',
                          '--verify')
         self.assertIn('no differences', v.stderr.decode())
+        # every logical row counted once, and per side
+        self.assertIn('compared %d rows (%d in source, %d in destination)'
+                      % (ROWS, ROWS, ROWS), v.stderr.decode())
         # without --all-versions the older versions are missing: a verify
         # of every version says so
         v = self.migrate('--from-table', 'src', '--to-table', 'dst',
@@ -501,19 +504,30 @@ class MigrateTest(unittest.TestCase):
         args = [ARGS.migrate, '-c', self.procs.conf, '--from-table', 'src',
                 '--to-table', 'dst_b', '--batch-rows', '5',
                 '--max-rows-per-second', '100', '--checkpoint', ck]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
         def written():
             try:
                 with open(ck) as f:
                     return 'after=' in f.read()
             except OSError:
                 return False
-        wait_for(written, 20, 'a batch written')
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        self.assertEqual(proc.returncode, 2, err.decode())
-        self.assertIn('run the same command again to resume', err.decode())
+        # SIGTERM, then SIGINT on the resumed run: each says it was
+        # interrupted, no unit failed, and a run resumes
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            proc = subprocess.Popen(args, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+            before, _ = self.checkpoint_rows(ck) if written() else (0, '')
+            wait_for(lambda: written() and
+                     self.checkpoint_rows(ck)[0] > before, 20,
+                     'a batch written')
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=30)
+            err = err.decode()
+            self.assertEqual(proc.returncode, 2, err)
+            self.assertRegex(err, r'units ok \d+, failed 0, interrupted '
+                             r'[1-9]')
+            self.assertIn('interrupted (SIGINT or SIGTERM)', err)
+            self.assertNotIn('failed 1', err)
+            self.assertIn('run the same command again to resume', err)
         self.migrate(*args[3:])
         self.assertEqual(self.through_proxy('dst_b', True), self.src_new)
 
@@ -538,9 +552,23 @@ class MigrateTest(unittest.TestCase):
         self.assertIn("row 'r1' column 'd:a' ts 10: in destination only",
                       out)
         self.assertIn("row 'r2': missing in destination", out)
-        self.assertIn('not in source', out)
-        self.assertIn('r9', out)
+        # named by its logical key, as the other lines, and where it is
+        # stored
+        self.assertRegex(out, r"differ: row 'r9' \(destination key "
+                         r"'[0-7]-r9'\): not in source")
         self.assertIn('4 difference(s)', p.stderr.decode())
+        self.assertIn('compared 4 rows (3 in source, 3 in destination)',
+                      p.stderr.decode())
+        # a salted source names its rows by their logical keys too
+        self.migrate('--from-table', 'src_small', '--to-table', 'dst_b')
+        self.proxy.deleteAllRow(b'dst_b', b'r3', {})
+        p = self.migrate('--from-table', 'dst', '--to-table', 'dst_b',
+                         '--verify', expect=1)
+        out = p.stdout.decode()
+        self.assertRegex(out, r"differ: row 'r3' \(source key '[0-7]-r3'\): "
+                         r"missing in destination")
+        self.assertRegex(out, r"differ: row 'r2' \(destination key "
+                         r"'\\x0[0-3]r2'\): not in source")
 
     def test_verify_value_change(self):
         self.migrate('--from-table', 'src', '--to-table', 'dst_d')
