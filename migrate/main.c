@@ -207,7 +207,10 @@ main(int argc, char **argv)
         { "batch-kib", 0, 0, G_OPTION_ARG_INT, &batch_kib,
           "Most KiB of one mutateRowsTs call (default 4096)", "KIB" },
         { "all-versions", 0, 0, G_OPTION_ARG_NONE, &all_versions,
-          "Copy every version of every cell (one getVer call per cell)",
+          "Copy every version of every cell, not only the newest: one "
+          "getVer call per column of every row, several times slower; "
+          "only for families keeping VERSIONS > 1 whose older versions "
+          "the application reads",
           NULL },
         { "max-rows-per-second", 0, 0, G_OPTION_ARG_DOUBLE, &max_rps,
           "Copy at most this many rows per second, all workers together",
