@@ -29,6 +29,7 @@ struct job {
     GMutex lock; /* the fields below */
     struct ckpt *ck;
     GPtrArray *todo; /* struct ckpt_entry *, not owned */
+    GArray *todo_idx; /* guint: each todo entry's place in ck->entries */
     guint next;
     struct progress *prog;
     FILE *results;
@@ -597,8 +598,8 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
             g_prefix_error(error, "checkpoint: ");
             break;
         }
-        progress_slot_add(j->prog, w->slot, n, bytes,
-                          unit_fraction(&e->unit, last->key, last->key_len));
+        progress_slot_add(j->prog, w->slot, n, bytes, last->key,
+                          last->key_len);
     }
     {
         g_autoptr(GError) close_err = NULL;
@@ -882,8 +883,8 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
         e->bytes += bytes;
         j->res.diffs += diffs;
         g_mutex_unlock(&j->lock);
-        progress_slot_add(j->prog, w->slot, n, bytes,
-                          unit_fraction(&e->unit, last->key, last->key_len));
+        progress_slot_add(j->prog, w->slot, n, bytes, last->key,
+                          last->key_len);
     }
     if (!hconn_scanner_close(w->c, id, error))
         return FALSE;
@@ -959,8 +960,7 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
         j->res.diffs += diffs;
         j->res.dest_only += only;
         g_mutex_unlock(&j->lock);
-        progress_slot_add(j->prog, w->slot, n, 0,
-                          unit_fraction(&e->unit, last->key, last->key_len));
+        progress_slot_add(j->prog, w->slot, n, 0, last->key, last->key_len);
     }
     if (!hconn_scanner_close(w->c, id, error))
         return FALSE;
@@ -1013,7 +1013,7 @@ job_retryable(const GError *err)
 }
 
 static void
-job_run_entry(struct job_worker *w, struct ckpt_entry *e)
+job_run_entry(struct job_worker *w, struct ckpt_entry *e, guint idx)
 {
     struct job *j = w->j;
     g_autofree char *label = job_unit_label(&e->unit);
@@ -1021,7 +1021,6 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e)
     guint64 diffs0, only0;
     gboolean interrupted;
 
-    progress_slot_begin(j->prog, w->slot, label);
     g_mutex_lock(&j->lock);
     diffs0 = j->res.diffs;
     only0 = j->res.dest_only;
@@ -1030,6 +1029,9 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e)
         gboolean ok;
 
         g_clear_error(&err);
+        /* each attempt from where the unit's rows done end (a verify's
+         * from its start) */
+        progress_slot_begin(j->prog, w->slot, idx, label, e->rows, e->after);
         if (w->c == NULL)
             w->c = hconn_open(j->cfg, w->slot, &err);
         if (w->c != NULL) {
@@ -1096,14 +1098,17 @@ job_worker_main(gpointer data)
     w->lookup = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     for (;;) {
         struct ckpt_entry *e = NULL;
+        guint idx = 0;
 
         g_mutex_lock(&j->lock);
-        if (j->next < j->todo->len && !g_atomic_int_get(&j->stop))
+        if (j->next < j->todo->len && !g_atomic_int_get(&j->stop)) {
+            idx = g_array_index(j->todo_idx, guint, j->next);
             e = j->todo->pdata[j->next++];
+        }
         g_mutex_unlock(&j->lock);
         if (e == NULL)
             break;
-        job_run_entry(w, e);
+        job_run_entry(w, e, idx);
     }
     hconn_free(w->c);
     hconn_rows_free(&w->batch);
@@ -1119,6 +1124,124 @@ job_worker_main(gpointer data)
     return NULL;
 }
 
+/* ---- the progress estimate ---------------------------------------------- */
+
+/*
+ * What a unit holds, for the progress estimate: its first keys and, when
+ * it holds more than those, its last key (a reversed scan from its end:
+ * HBase's takes the end row itself, which is the next unit's).  Only keys
+ * travel (FirstKeyOnlyFilter, KeyOnlyFilter).
+ */
+static gboolean
+job_sample_unit(struct job *j, struct hconn *c, guint idx,
+                const struct unit *u, GError **error)
+{
+    const char *table = u->side == UNIT_DEST ? j->opts.to : j->opts.from;
+    gsize slen, elen;
+    const uint8_t *sp = g_bytes_get_data(u->start, &slen);
+    const uint8_t *ep = g_bytes_get_data(u->end, &elen);
+    g_autoptr(GPtrArray) keys =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    g_autoptr(GBytes) last = NULL;
+    struct hconn_rows fwd, rev;
+    gboolean ok, whole = FALSE;
+
+    hconn_rows_init(&fwd);
+    hconn_rows_init(&rev);
+    ok = hconn_sample_keys(c, table, sp, slen, ep, elen, FALSE,
+                           PROGRESS_SAMPLE_ROWS, &fwd, error);
+    if (ok) {
+        for (guint i = 0; i < fwd.rows->len; i++) {
+            const struct hconn_row *r = &g_array_index(fwd.rows,
+                                                       struct hconn_row, i);
+
+            g_ptr_array_add(keys, g_bytes_new(r->key, r->key_len));
+        }
+        whole = fwd.rows->len < PROGRESS_SAMPLE_ROWS;
+    }
+    if (ok && !whole)
+        ok = hconn_sample_keys(c, table, ep, elen, sp, slen, TRUE, 2, &rev,
+                               error);
+    for (guint i = 0; ok && !whole && i < rev.rows->len; i++) {
+        const struct hconn_row *r = &g_array_index(rev.rows, struct hconn_row,
+                                                   i);
+        gsize fl;
+        const uint8_t *f = g_bytes_get_data(keys->pdata[keys->len - 1], &fl);
+
+        int cmp = unit_key_cmp(r->key, r->key_len, f, fl);
+
+        if (elen > 0 && unit_key_cmp(r->key, r->key_len, ep, elen) >= 0)
+            continue; /* the next unit's first row */
+        if (cmp == 0)
+            whole = TRUE; /* the sample ended at the unit's last row */
+        else if (cmp > 0)
+            last = g_bytes_new(r->key, r->key_len);
+        break; /* (a server that ignores `reversed` answers lower keys) */
+    }
+    if (ok)
+        progress_unit_sample(j->prog, idx, keys, whole, last);
+    hconn_rows_free(&fwd);
+    hconn_rows_free(&rev);
+    return ok;
+}
+
+struct job_sampler {
+    struct job *j;
+    guint slot;
+    guint *next; /* under j->lock */
+};
+
+static gpointer
+job_sample_main(gpointer data)
+{
+    struct job_sampler *s = data;
+    struct job *j = s->j;
+    struct hconn *c = NULL;
+
+    for (;;) {
+        g_autoptr(GError) err = NULL;
+        const struct ckpt_entry *e = NULL;
+        guint idx = 0;
+
+        g_mutex_lock(&j->lock);
+        if (*s->next < j->todo->len && !g_atomic_int_get(&j->stop)) {
+            idx = g_array_index(j->todo_idx, guint, *s->next);
+            e = j->todo->pdata[(*s->next)++];
+        }
+        g_mutex_unlock(&j->lock);
+        if (e == NULL)
+            break;
+        if (c == NULL)
+            c = hconn_open(j->cfg, s->slot, &err);
+        /* a unit without a sample is estimated as the others: the copy
+         * itself says what went wrong, if anything did */
+        if (c != NULL && !job_sample_unit(j, c, idx, &e->unit, &err))
+            g_clear_pointer(&c, hconn_free);
+        if (err != NULL)
+            g_debug("progress sample of a unit: %s", err->message);
+    }
+    hconn_free(c);
+    return NULL;
+}
+
+/* Samples every unit to do, nworkers at once, before any is run. */
+static void
+job_sample(struct job *j, guint nworkers)
+{
+    struct job_sampler *s = g_new0(struct job_sampler, nworkers);
+    GThread **threads = g_new0(GThread *, nworkers);
+    guint next = 0;
+
+    for (guint i = 0; i < nworkers; i++) {
+        s[i] = (struct job_sampler){ j, i, &next };
+        threads[i] = g_thread_new("sample", job_sample_main, &s[i]);
+    }
+    for (guint i = 0; i < nworkers; i++)
+        g_thread_join(threads[i]);
+    g_free(threads);
+    g_free(s);
+}
+
 gboolean
 job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
         FILE *diffs, struct job_result *res, GError **error)
@@ -1132,13 +1255,16 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
     j->results = results;
     j->diffs = diffs;
     j->todo = g_ptr_array_new();
+    j->todo_idx = g_array_new(FALSE, FALSE, sizeof(guint));
     for (guint i = 0; i < ck->entries->len; i++) {
         struct ckpt_entry *e = ck->entries->pdata[i];
 
+        progress_unit_set(prog, i, &e->unit, e->idle);
         if (e->idle)
             continue;
         if (e->unit.side == UNIT_DEST && !j->opts.verify) {
             g_ptr_array_unref(j->todo);
+            g_array_unref(j->todo_idx);
             g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
                         "\"dest\" units are for --verify only");
             return FALSE;
@@ -1151,7 +1277,7 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
             j->res.cells += e->cells;
             j->res.bytes += e->bytes;
             j->res.units_ok++;
-            progress_add_done(prog, 1);
+            progress_add_done(prog, i, e->rows);
             if (results != NULL) {
                 g_autofree char *u = unit_format(&e->unit);
 
@@ -1164,8 +1290,11 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
             continue;
         }
         g_ptr_array_add(j->todo, e);
+        g_array_append_val(j->todo_idx, i);
     }
     nworkers = MIN(j->opts.parallel, MAX(j->todo->len, 1));
+    if (j->opts.sample)
+        job_sample(j, nworkers);
     workers = g_new0(struct job_worker, nworkers);
     threads = g_new0(GThread *, nworkers);
     for (guint i = 0; i < nworkers; i++) {
@@ -1180,7 +1309,9 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
     /* units never started: the run was interrupted before them */
     j->res.units_interrupted += j->todo->len - MIN(j->next, j->todo->len);
     g_ptr_array_unref(j->todo);
+    g_array_unref(j->todo_idx);
     j->todo = NULL;
+    j->todo_idx = NULL;
     j->res.writes = __atomic_load_n(&j->writes, __ATOMIC_RELAXED);
     *res = j->res;
     return TRUE;

@@ -24,6 +24,7 @@ struct job_opts {
     guint retries;              /* attempts per unit after the first */
     guint max_diffs;            /* differences printed (all are counted) */
     gboolean units_mode;        /* print a result line per unit */
+    gboolean sample;            /* sample each unit's keys for progress */
 };
 
 /* What a run did. */

@@ -325,6 +325,7 @@ main(int argc, char **argv)
     opts.retries = (guint)retries;
     opts.max_diffs = (guint)max_diffs;
     opts.units_mode = units_path != NULL;
+    opts.sample = !no_progress;
     migrate_job = job_new(cfg, &opts);
     base_job = job_describe(migrate_job);
     job_text = shard != NULL ? g_strdup_printf("%s shard=%u/%u", base_job,
@@ -489,7 +490,8 @@ main(int argc, char **argv)
     }
     if (interval < 0)
         interval = tty ? 0.5 : 10;
-    prog = progress_new((guint)parallel, nunits, stderr, tty, interval,
+    prog = progress_new((guint)parallel, ck->entries->len, stderr, tty,
+                        interval,
                         verify    ? "verify"
                         : dry_run ? "dry-run"
                                   : "copy");

@@ -48,7 +48,7 @@ TABLES = {
     'cat16': 'buckets = 16\n',
 }
 CATALOG = 'hbase_salt_catalog'
-PLAIN = ['src', 'plain', 'src_small']
+PLAIN = ['src', 'plain', 'src_small', 'text']
 FAMILIES = 'd,e'
 ROWS = 240
 
@@ -690,6 +690,38 @@ class MigrateTest(unittest.TestCase):
         self.assertIn('ETA', lines[0])
         self.assertTrue(lines[-1].endswith('(end)'))
         self.assertIn('units 4/4, rows %d' % ROWS, lines[-1])
+
+
+    def test_progress_by_rows_for_text_keys(self):
+        """Text keys: 110 rows '0000'.. in the first region, 990 'user0000'..
+        in the second, the last two empty.  The percent follows the rows
+        (it said 'units 3/4 ... 96 %' at a tenth of the work)."""
+        small = [b'%04d' % i for i in range(110)]
+        big = [b'user%04d' % i for i in range(990)]
+        for keys in (small, big):
+            self.emu.mutateRows(b'text', [
+                T.BatchMutation(row=k, mutations=[
+                    T.Mutation(column=b'd:a', value=b'v')]) for k in keys],
+                {})
+        total = len(small) + len(big)
+        p = self.migrate('--from-table', 'text', '--to-table', 'plain',
+                         '--batch-rows', '10', '--max-rows-per-second',
+                         '2500', '--progress-interval', '0.05')
+        lines = [x for x in p.stderr.decode().split('\n')
+                 if x.startswith('copy: units ') and '(end)' not in x]
+        self.assertGreater(len(lines), 5, p.stderr.decode())
+        checked = 0
+        for line in lines:
+            m = re.search(r'rows (\d+) of ~(\d+), .* (\d+)%, ETA', line)
+            self.assertTrue(m, line)
+            rows, est, pct = (int(x) for x in m.groups())
+            # the sample estimates the rows in all before any is copied
+            self.assertLess(abs(est - total), total * 0.1, line)
+            if rows >= 200:
+                self.assertLess(abs(pct - 100.0 * rows / total), 10, line)
+                checked += 1
+        self.assertGreater(checked, 3, lines)
+        self.assertEqual(len(scan_rows(self.emu, 'plain')), total)
 
 
 class CompactFramedTest(unittest.TestCase):
