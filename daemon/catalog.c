@@ -80,11 +80,13 @@ catalog_entry_text(const struct salt_table *salt)
     g_autofree char *when = g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
     GString *s = g_string_new(NULL);
 
-    g_string_append_printf(s,
-                           "# registered %s by hbase-salt-proxy %s on %s "
-                           "(pid %ld)\n",
-                           when, HSP_VERSION, g_get_host_name(),
-                           (long)getpid());
+    /* the program: a proxy, or hbase-salt-migrate registering the table
+     * it copies into */
+    g_string_append_printf(s, "# registered %s by %s %s on %s (pid %ld)\n",
+                           when,
+                           g_get_prgname() != NULL ? g_get_prgname()
+                                                   : "hbase-salt-proxy",
+                           HSP_VERSION, g_get_host_name(), (long)getpid());
     config_mapping_to_text(s, salt);
     return g_string_free(s, FALSE);
 }

@@ -416,6 +416,8 @@ class MigrateTest(unittest.TestCase):
         self.assertIn('catalog: registered table %s in %s: buckets = 8, '
                       % (fresh, CATALOG), p.stderr.decode())
         self.assertIn('buckets = 8\n', self.catalog_entry(fresh))
+        # who registered it, for the proxies' refusals
+        self.assertIn(' by hbase-salt-migrate ', self.catalog_entry(fresh))
         # a proxy configured with 16 buckets serves nothing of it
         conf16 = self.conf_with('fresh16.conf',
                                 add='[table:%s]\nbuckets = 16\n' % fresh)
@@ -438,6 +440,7 @@ class MigrateTest(unittest.TestCase):
             msg = cm.exception.message
             msg = msg.decode() if isinstance(msg, bytes) else msg
             self.assertIn('table %s is not served' % fresh, msg)
+            self.assertIn('by hbase-salt-migrate', msg)
             c._trans.close()
         finally:
             proxy.send_signal(signal.SIGTERM)
