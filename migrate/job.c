@@ -1159,9 +1159,19 @@ job_sample_unit(struct job *j, struct hconn *c, guint idx,
         }
         whole = fwd.rows->len < PROGRESS_SAMPLE_ROWS;
     }
-    if (ok && !whole)
-        ok = hconn_sample_keys(c, table, ep, elen, sp, slen, TRUE, 2, &rev,
-                               error);
+    if (ok && !whole) {
+        g_autoptr(GError) err = NULL;
+
+        /* a server that refuses a reversed scan answered in step: the
+         * range's end stands for the last row */
+        if (!hconn_sample_keys(c, table, ep, elen, sp, slen, TRUE, 2, &rev,
+                               &err) &&
+            !g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE) &&
+            !g_error_matches(err, HCONN_ERROR, HCONN_ERROR_APP)) {
+            g_propagate_error(error, g_steal_pointer(&err));
+            ok = FALSE;
+        }
+    }
     for (guint i = 0; ok && !whole && i < rev.rows->len; i++) {
         const struct hconn_row *r = &g_array_index(rev.rows, struct hconn_row,
                                                    i);

@@ -265,8 +265,8 @@ main(int argc, char **argv)
         ctx, "Copies --from-table into --to-table through HBase's Thrift1 "
              "server, each\ntable salted as the proxy's configuration says "
              "(or not at all).\nExit status: 0 done (no differences), 1 "
-             "--verify found differences,\n2 a unit failed or the run "
-             "could not start.");
+             "--verify found differences,\n2 a unit failed, the run was "
+             "interrupted (SIGINT, SIGTERM) or could not\nstart.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_log_set_writer_func(migrate_log_writer, NULL, NULL);
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
