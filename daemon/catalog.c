@@ -80,11 +80,13 @@ catalog_entry_text(const struct salt_table *salt)
     g_autofree char *when = g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
     GString *s = g_string_new(NULL);
 
-    g_string_append_printf(s,
-                           "# registered %s by hbase-salt-proxy %s on %s "
-                           "(pid %ld)\n",
-                           when, HSP_VERSION, g_get_host_name(),
-                           (long)getpid());
+    /* the program: a proxy, or hbase-salt-migrate registering the table
+     * it copies into */
+    g_string_append_printf(s, "# registered %s by %s %s on %s (pid %ld)\n",
+                           when,
+                           g_get_prgname() != NULL ? g_get_prgname()
+                                                   : "hbase-salt-proxy",
+                           HSP_VERSION, g_get_host_name(), (long)getpid());
     config_mapping_to_text(s, salt);
     return g_string_free(s, FALSE);
 }
@@ -545,4 +547,75 @@ catalog_compare(struct config *cfg, GString *out, unsigned *mismatches,
     }
     hconn_free(c);
     return ok;
+}
+
+/* A table the file leaves unsalted yet the catalog holds: a refusal. */
+static char *
+catalog_unsalted_refusal(const struct config *cfg, const char *table,
+                         const char *entry)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *origin = catalog_entry_origin(entry);
+    g_autofree char *line = NULL;
+    struct salt_table theirs;
+
+    if (config_mapping_parse(table, entry, &theirs, &err))
+        line = catalog_mapping_line(&theirs);
+    return g_strdup_printf(
+        "table %s has no [table:%s] section in this configuration file, "
+        "yet the table catalog %s holds its mapping as {%s} (%s): the "
+        "proxies salt its rows, and read or written unsalted they are not "
+        "where the proxies look; add its section",
+        table, table, cfg->catalog_table, line != NULL ? line : err->message,
+        origin);
+}
+
+gboolean
+catalog_check_copy(struct hconn *c, struct config *cfg, const char *table,
+                   gboolean write, char **refusal, GError **error)
+{
+    const struct config_table *found = config_find_table(cfg, table,
+                                                         strlen(table));
+    struct config_table *t = found != NULL ? &cfg->tables[found - cfg->tables]
+                                           : NULL;
+    const char *name = t != NULL ? t->name : table;
+    g_autofree char *entry = NULL;
+    gboolean exists = FALSE, created = FALSE;
+    catalog_verdict_t v;
+
+    *refusal = NULL;
+    if (cfg->catalog_table == NULL)
+        return TRUE;
+    if (t != NULL && write) {
+        /* exactly a proxy's start, for this one table */
+        if (!hconn_create_table(c, cfg->catalog_table, CATALOG_FAMILY,
+                                &created, error))
+            return FALSE;
+        if (created)
+            g_message("catalog: created the table catalog %s",
+                      cfg->catalog_table);
+        if (!catalog_check_table(c, cfg, t, &v, error))
+            return FALSE;
+        *refusal = g_strdup(config_table_refusal(t));
+        return TRUE;
+    }
+    /* read only: compared, never registered (as --check-config) */
+    if (g_str_has_prefix(name, "default:"))
+        name += strlen("default:");
+    if (!hconn_table_exists(c, cfg->catalog_table, &exists, error))
+        return FALSE;
+    if (!exists)
+        return TRUE; /* no catalog yet: nothing registered */
+    if (!catalog_read(c, cfg->catalog_table, name, &entry, error))
+        return FALSE;
+    if (entry == NULL)
+        return TRUE;
+    if (t != NULL) {
+        catalog_judge(cfg, t, entry);
+        *refusal = g_strdup(config_table_refusal(t));
+    } else {
+        *refusal = catalog_unsalted_refusal(cfg, name, entry);
+        g_warning("%s", *refusal);
+    }
+    return TRUE;
 }

@@ -49,3 +49,20 @@ gboolean catalog_pending(const struct config *cfg);
 /* The refused tables of cfg, one line each, appended to out; their
  * number. */
 unsigned catalog_describe_refused(const struct config *cfg, GString *out);
+
+struct hconn;
+
+/*
+ * hbase-salt-migrate's check of one table it reads (write FALSE) or
+ * writes, on c, made with the proxy's own code before a single row
+ * moves: a table with a section in cfg is judged as a proxy's start
+ * judges it and, with write, registered by the proxy's rules when the
+ * catalog does not hold it yet; a table without a section must have no
+ * entry (read or written unsalted, its rows would not be where the
+ * proxies salt them).  *refusal: why the table must not be used, as the
+ * proxy words and logs it (g_warning), NULL when it may.  FALSE when
+ * HBase could not be asked.
+ */
+gboolean catalog_check_copy(struct hconn *c, struct config *cfg,
+                            const char *table, gboolean write, char **refusal,
+                            GError **error);

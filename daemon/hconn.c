@@ -873,10 +873,14 @@ hconn_i32_read(struct wire_reader *r, uint8_t type, GBytes *reply, void *data)
     return r->status == WIRE_OK;
 }
 
-gboolean
-hconn_scanner_open(struct hconn *c, const char *table, const uint8_t *start,
-                   size_t start_len, const uint8_t *stop, size_t stop_len,
-                   int32_t caching, int32_t *id, GError **error)
+/* scannerOpenWithScan with a TScan of these fields (filter NULL: none;
+ * reversed sent only when set, for servers older than the field). */
+static gboolean
+hconn_scanner_open_scan(struct hconn *c, const char *table,
+                        const uint8_t *start, size_t start_len,
+                        const uint8_t *stop, size_t stop_len, int32_t caching,
+                        const char *filter, gboolean reversed, int32_t *id,
+                        GError **error)
 {
     struct wire_writer w;
     size_t frame = hconn_begin(c, &w, "scannerOpenWithScan");
@@ -890,14 +894,29 @@ hconn_scanner_open(struct hconn *c, const char *table, const uint8_t *start,
         hconn_write_string(&w, 2, stop, stop_len);
     wire_write_field(&w, WIRE_T_I32, 5);
     wire_write_i32(&w, caching);
+    if (filter != NULL)
+        hconn_write_string(&w, 6, filter, strlen(filter));
     wire_write_field(&w, WIRE_T_BOOL, 8);
     wire_write_bool(&w, TRUE);
+    if (reversed) {
+        wire_write_field(&w, WIRE_T_BOOL, 9);
+        wire_write_bool(&w, TRUE);
+    }
     wire_write_struct_end(&w);
     wire_write_field(&w, WIRE_T_MAP, 3);
     wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
     wire_write_container_end(&w);
     return hconn_call(c, &w, frame, "scannerOpenWithScan", hconn_i32_read, id,
                       error);
+}
+
+gboolean
+hconn_scanner_open(struct hconn *c, const char *table, const uint8_t *start,
+                   size_t start_len, const uint8_t *stop, size_t stop_len,
+                   int32_t caching, int32_t *id, GError **error)
+{
+    return hconn_scanner_open_scan(c, table, start, start_len, stop, stop_len,
+                                   caching, NULL, FALSE, id, error);
 }
 
 /* One TCell {1: value, 2: timestamp}, the column given. */
@@ -1024,6 +1043,32 @@ hconn_scanner_close(struct hconn *c, int32_t id, GError **error)
     wire_write_field(&w, WIRE_T_I32, 1);
     wire_write_i32(&w, id);
     return hconn_call(c, &w, frame, "scannerClose", NULL, NULL, error);
+}
+
+gboolean
+hconn_sample_keys(struct hconn *c, const char *table, const uint8_t *start,
+                  size_t start_len, const uint8_t *stop, size_t stop_len,
+                  gboolean reversed, int32_t n, struct hconn_rows *out,
+                  GError **error)
+{
+    int32_t id = -1;
+    gboolean ok;
+
+    if (c->thrift2) {
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
+                    "%s: key samples are read through Thrift1 only",
+                    hconn_peer(c));
+        return FALSE;
+    }
+    /* one cell a row, no value: the keys are all that travel */
+    if (!hconn_scanner_open_scan(c, table, start, start_len, stop, stop_len, n,
+                                 "FirstKeyOnlyFilter() AND KeyOnlyFilter()",
+                                 reversed, &id, error))
+        return FALSE;
+    ok = hconn_scanner_get_list(c, id, n, out, error);
+    if (!hconn_scanner_close(c, id, ok ? error : NULL))
+        ok = FALSE;
+    return ok;
 }
 
 /* ---- reads ----------------------------------------------------------- */

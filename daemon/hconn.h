@@ -86,6 +86,16 @@ gboolean hconn_scanner_open(struct hconn *c, const char *table,
                             const uint8_t *start, size_t start_len,
                             const uint8_t *stop, size_t stop_len,
                             int32_t caching, int32_t *id, GError **error);
+/* The keys of the first n rows of [start, stop) (one cell a row, values
+ * empty), appended to out: a cheap sample of where a range's rows lie.
+ * reversed: the last n rows, start then the larger bound (inclusive, as
+ * HBase's reversed scans take it) and stop the smaller (exclusive).
+ * Thrift1 only. */
+gboolean hconn_sample_keys(struct hconn *c, const char *table,
+                           const uint8_t *start, size_t start_len,
+                           const uint8_t *stop, size_t stop_len,
+                           gboolean reversed, int32_t n,
+                           struct hconn_rows *out, GError **error);
 /* scannerGetList: appends the rows to out; none at the end of the scan. */
 gboolean hconn_scanner_get_list(struct hconn *c, int32_t id, int32_t nrows,
                                 struct hconn_rows *out, GError **error);

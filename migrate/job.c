@@ -29,6 +29,7 @@ struct job {
     GMutex lock; /* the fields below */
     struct ckpt *ck;
     GPtrArray *todo; /* struct ckpt_entry *, not owned */
+    GArray *todo_idx; /* guint: each todo entry's place in ck->entries */
     guint next;
     struct progress *prog;
     FILE *results;
@@ -141,16 +142,15 @@ job_interrupt(struct job *j)
 /* ---- keys ------------------------------------------------------------ */
 
 /*
- * The key a physical row of one table has in the other: its salt (if
- * any) checked and stripped, the other mapping's salt (if any) added.
- * FALSE with a JOB_ERROR_DATA error for a row the source mapping did not
- * write (wrong or no salt, or a bucket its hash does not give) or one too
- * long for the destination.
+ * The logical key of a physical row of a table salted by from (NULL:
+ * unsalted): its salt checked and stripped, or, under a forward-looking
+ * rule, the key itself for a legacy row.  FALSE with a JOB_ERROR_DATA
+ * error for a row the mapping did not write (wrong or no salt, or a
+ * bucket its hash does not give).
  */
 static gboolean
-job_map_key(const struct salt_table *from, const struct salt_table *to,
-            const uint8_t *key, size_t len, GByteArray *arena,
-            struct job_key *out, GError **error)
+job_unsalt(const struct salt_table *from, const uint8_t *key, size_t len,
+           const uint8_t **logical_out, size_t *llen_out, GError **error)
 {
     const uint8_t *logical = key;
     size_t llen = len;
@@ -182,6 +182,27 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
             return FALSE;
         }
     }
+    *logical_out = logical;
+    *llen_out = llen;
+    return TRUE;
+}
+
+/*
+ * The key a physical row of one table has in the other: its salt (if
+ * any) checked and stripped (job_unsalt), the other mapping's salt (if
+ * any) added.  FALSE with a JOB_ERROR_DATA error for a row the source
+ * mapping did not write or one the destination's cannot hold.
+ */
+static gboolean
+job_map_key(const struct salt_table *from, const struct salt_table *to,
+            const uint8_t *key, size_t len, GByteArray *arena,
+            struct job_key *out, GError **error)
+{
+    const uint8_t *logical;
+    size_t llen;
+
+    if (!job_unsalt(from, key, len, &logical, &llen, error))
+        return FALSE;
     out->off = arena->len;
     if (to != NULL && to->legacy.kind != LEGACY_NONE) {
         legacy_route_t route = salt_route(to, logical, llen);
@@ -237,6 +258,30 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
 
 static void job_diff(struct job *j, guint64 *diffs, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4);
+
+/*
+ * How a difference names a row: *name is its logical key, as the
+ * application knows it (escaped); *where, when the table stores it under
+ * another key, " (SIDE key 'STORED')", else "" (both g_free).
+ */
+static void
+job_row_names(const struct salt_table *t, const char *side, const uint8_t *key,
+              size_t len, char **name, char **where)
+{
+    const uint8_t *logical;
+    size_t llen;
+
+    if (!job_unsalt(t, key, len, &logical, &llen, NULL) ||
+        (llen == len && (len == 0 || memcmp(logical, key, len) == 0))) {
+        *name = salt_escape(key, len);
+        *where = g_strdup("");
+    } else {
+        g_autofree char *stored = salt_escape(key, len);
+
+        *name = salt_escape(logical, llen);
+        *where = g_strdup_printf(" (%s key '%s')", side, stored);
+    }
+}
 
 /* A row job_map_rows could not map (verify only). */
 #define JOB_KEY_NONE G_MAXUINT
@@ -553,8 +598,8 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
             g_prefix_error(error, "checkpoint: ");
             break;
         }
-        progress_slot_add(j->prog, w->slot, n, bytes,
-                          unit_fraction(&e->unit, last->key, last->key_len));
+        progress_slot_add(j->prog, w->slot, n, bytes, last->key,
+                          last->key_len);
     }
     {
         g_autoptr(GError) close_err = NULL;
@@ -794,10 +839,11 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
                                             : NULL;
             guint klen;
             const uint8_t *k = job_key_data(w, i, &klen);
-            g_autofree char *name = salt_escape(s->key, s->key_len);
+            g_autofree char *name = NULL, *where = NULL;
 
             if (klen == JOB_KEY_NONE)
                 continue; /* counted as a difference already */
+            job_row_names(j->src, "source", s->key, s->key_len, &name, &where);
             cells += s->n;
             for (guint c = 0; c < s->n; c++) {
                 const struct hconn_cell *cell =
@@ -807,7 +853,8 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
                 bytes += cell->col_len + cell->val_len;
             }
             if (d == NULL || job_bytes_cmp(d->key, d->key_len, k, klen) != 0) {
-                job_diff(j, &diffs, "row '%s': missing in destination", name);
+                job_diff(j, &diffs, "row '%s'%s: missing in destination", name,
+                         where);
                 continue;
             }
             o++;
@@ -836,8 +883,8 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
         e->bytes += bytes;
         j->res.diffs += diffs;
         g_mutex_unlock(&j->lock);
-        progress_slot_add(j->prog, w->slot, n, bytes,
-                          unit_fraction(&e->unit, last->key, last->key_len));
+        progress_slot_add(j->prog, w->slot, n, bytes, last->key,
+                          last->key_len);
     }
     if (!hconn_scanner_close(w->c, id, error))
         return FALSE;
@@ -860,7 +907,7 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
         return FALSE;
     for (;;) {
         guint n, o = 0;
-        guint64 diffs = 0;
+        guint64 diffs = 0, only = 0;
         const struct hconn_row *last;
 
         if (job_interrupted(j, error))
@@ -887,8 +934,10 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
             guint klen;
             const uint8_t *k = job_key_data(w, i, &klen);
 
-            if (klen == JOB_KEY_NONE)
+            if (klen == JOB_KEY_NONE) {
+                only++;   /* no source row can match it */
                 continue; /* counted as a difference already */
+            }
             if (s != NULL && job_bytes_cmp(s->key, s->key_len, k, klen) == 0) {
                 o++;
                 continue;
@@ -897,19 +946,21 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
                 const struct hconn_row *d = &g_array_index(w->batch.rows,
                                                            struct hconn_row,
                                                            i);
-                g_autofree char *name = salt_escape(d->key, d->key_len);
+                g_autofree char *name = NULL, *where = NULL;
 
-                job_diff(j, &diffs,
-                         "row '%s' (destination key): not in source", name);
+                job_row_names(j->dst, "destination", d->key, d->key_len, &name,
+                              &where);
+                job_diff(j, &diffs, "row '%s'%s: not in source", name, where);
+                only++;
             }
         }
         last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
         g_mutex_lock(&j->lock);
         e->rows += n;
         j->res.diffs += diffs;
+        j->res.dest_only += only;
         g_mutex_unlock(&j->lock);
-        progress_slot_add(j->prog, w->slot, n, 0,
-                          unit_fraction(&e->unit, last->key, last->key_len));
+        progress_slot_add(j->prog, w->slot, n, 0, last->key, last->key_len);
     }
     if (!hconn_scanner_close(w->c, id, error))
         return FALSE;
@@ -921,13 +972,16 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
 
 static void
 job_report(struct job *j, struct ckpt_entry *e, guint64 diffs,
-           const GError *err)
+           const GError *err, gboolean interrupted)
 {
     g_autofree char *u = unit_format(&e->unit);
 
     g_mutex_lock(&j->lock);
     if (err != NULL) {
-        j->res.units_failed++;
+        if (interrupted)
+            j->res.units_interrupted++;
+        else
+            j->res.units_failed++;
         g_printerr("hbase-salt-migrate: unit %s: %s\n", u, err->message);
     } else {
         j->res.units_ok++;
@@ -959,21 +1013,25 @@ job_retryable(const GError *err)
 }
 
 static void
-job_run_entry(struct job_worker *w, struct ckpt_entry *e)
+job_run_entry(struct job_worker *w, struct ckpt_entry *e, guint idx)
 {
     struct job *j = w->j;
     g_autofree char *label = job_unit_label(&e->unit);
     g_autoptr(GError) err = NULL;
-    guint64 diffs0;
+    guint64 diffs0, only0;
+    gboolean interrupted;
 
-    progress_slot_begin(j->prog, w->slot, label);
     g_mutex_lock(&j->lock);
     diffs0 = j->res.diffs;
+    only0 = j->res.dest_only;
     g_mutex_unlock(&j->lock);
     for (guint attempt = 0;; attempt++) {
         gboolean ok;
 
         g_clear_error(&err);
+        /* each attempt from where the unit's rows done end (a verify's
+         * from its start) */
+        progress_slot_begin(j->prog, w->slot, idx, label, e->rows, e->after);
         if (w->c == NULL)
             w->c = hconn_open(j->cfg, w->slot, &err);
         if (w->c != NULL) {
@@ -996,6 +1054,7 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e)
             g_mutex_lock(&j->lock);
             e->rows = e->cells = e->bytes = 0;
             j->res.diffs = diffs0;
+            j->res.dest_only = only0;
             g_mutex_unlock(&j->lock);
         }
         g_printerr("hbase-salt-migrate: unit %s: %s; retrying (%u of %u) "
@@ -1003,14 +1062,22 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e)
                    label, err->message, attempt + 1, j->opts.retries);
         g_usleep(G_USEC_PER_SEC * MIN(attempt + 1, 5));
     }
+    /* a call cut by the signal, not only a stop between batches, is
+     * the interruption's doing; a row the mappings cannot carry is not */
+    interrupted = err != NULL &&
+                  (g_error_matches(err, JOB_ERROR, JOB_ERROR_INTERRUPTED) ||
+                   (g_atomic_int_get(&j->stop) && job_retryable(err)));
     g_mutex_lock(&j->lock);
-    j->res.rows += e->rows;
+    if (e->unit.side == UNIT_DEST)
+        j->res.dest_rows += e->rows;
+    else
+        j->res.rows += e->rows;
     j->res.cells += e->cells;
     j->res.bytes += e->bytes;
     diffs0 = j->res.diffs - diffs0;
     g_mutex_unlock(&j->lock);
     progress_slot_end(j->prog, w->slot, err == NULL);
-    job_report(j, e, diffs0, err);
+    job_report(j, e, diffs0, err, interrupted);
 }
 
 static gpointer
@@ -1031,14 +1098,17 @@ job_worker_main(gpointer data)
     w->lookup = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     for (;;) {
         struct ckpt_entry *e = NULL;
+        guint idx = 0;
 
         g_mutex_lock(&j->lock);
-        if (j->next < j->todo->len && !g_atomic_int_get(&j->stop))
+        if (j->next < j->todo->len && !g_atomic_int_get(&j->stop)) {
+            idx = g_array_index(j->todo_idx, guint, j->next);
             e = j->todo->pdata[j->next++];
+        }
         g_mutex_unlock(&j->lock);
         if (e == NULL)
             break;
-        job_run_entry(w, e);
+        job_run_entry(w, e, idx);
     }
     hconn_free(w->c);
     hconn_rows_free(&w->batch);
@@ -1054,6 +1124,134 @@ job_worker_main(gpointer data)
     return NULL;
 }
 
+/* ---- the progress estimate ---------------------------------------------- */
+
+/*
+ * What a unit holds, for the progress estimate: its first keys and, when
+ * it holds more than those, its last key (a reversed scan from its end:
+ * HBase's takes the end row itself, which is the next unit's).  Only keys
+ * travel (FirstKeyOnlyFilter, KeyOnlyFilter).
+ */
+static gboolean
+job_sample_unit(struct job *j, struct hconn *c, guint idx,
+                const struct unit *u, GError **error)
+{
+    const char *table = u->side == UNIT_DEST ? j->opts.to : j->opts.from;
+    gsize slen, elen;
+    const uint8_t *sp = g_bytes_get_data(u->start, &slen);
+    const uint8_t *ep = g_bytes_get_data(u->end, &elen);
+    g_autoptr(GPtrArray) keys =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    g_autoptr(GBytes) last = NULL;
+    struct hconn_rows fwd, rev;
+    gboolean ok, whole = FALSE;
+
+    hconn_rows_init(&fwd);
+    hconn_rows_init(&rev);
+    ok = hconn_sample_keys(c, table, sp, slen, ep, elen, FALSE,
+                           PROGRESS_SAMPLE_ROWS, &fwd, error);
+    if (ok) {
+        for (guint i = 0; i < fwd.rows->len; i++) {
+            const struct hconn_row *r = &g_array_index(fwd.rows,
+                                                       struct hconn_row, i);
+
+            g_ptr_array_add(keys, g_bytes_new(r->key, r->key_len));
+        }
+        whole = fwd.rows->len < PROGRESS_SAMPLE_ROWS;
+    }
+    if (ok && !whole) {
+        g_autoptr(GError) err = NULL;
+
+        /* a server that refuses a reversed scan answered in step: the
+         * range's end stands for the last row */
+        if (!hconn_sample_keys(c, table, ep, elen, sp, slen, TRUE, 2, &rev,
+                               &err) &&
+            !g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE) &&
+            !g_error_matches(err, HCONN_ERROR, HCONN_ERROR_APP)) {
+            g_propagate_error(error, g_steal_pointer(&err));
+            ok = FALSE;
+        }
+    }
+    for (guint i = 0; ok && !whole && i < rev.rows->len; i++) {
+        const struct hconn_row *r = &g_array_index(rev.rows, struct hconn_row,
+                                                   i);
+        gsize fl;
+        const uint8_t *f = g_bytes_get_data(keys->pdata[keys->len - 1], &fl);
+
+        int cmp = unit_key_cmp(r->key, r->key_len, f, fl);
+
+        if (elen > 0 && unit_key_cmp(r->key, r->key_len, ep, elen) >= 0)
+            continue; /* the next unit's first row */
+        if (cmp == 0)
+            whole = TRUE; /* the sample ended at the unit's last row */
+        else if (cmp > 0)
+            last = g_bytes_new(r->key, r->key_len);
+        break; /* (a server that ignores `reversed` answers lower keys) */
+    }
+    if (ok)
+        progress_unit_sample(j->prog, idx, keys, whole, last);
+    hconn_rows_free(&fwd);
+    hconn_rows_free(&rev);
+    return ok;
+}
+
+struct job_sampler {
+    struct job *j;
+    guint slot;
+    guint *next; /* under j->lock */
+};
+
+static gpointer
+job_sample_main(gpointer data)
+{
+    struct job_sampler *s = data;
+    struct job *j = s->j;
+    struct hconn *c = NULL;
+
+    for (;;) {
+        g_autoptr(GError) err = NULL;
+        const struct ckpt_entry *e = NULL;
+        guint idx = 0;
+
+        g_mutex_lock(&j->lock);
+        if (*s->next < j->todo->len && !g_atomic_int_get(&j->stop)) {
+            idx = g_array_index(j->todo_idx, guint, *s->next);
+            e = j->todo->pdata[(*s->next)++];
+        }
+        g_mutex_unlock(&j->lock);
+        if (e == NULL)
+            break;
+        if (c == NULL)
+            c = hconn_open(j->cfg, s->slot, &err);
+        /* a unit without a sample is estimated as the others: the copy
+         * itself says what went wrong, if anything did */
+        if (c != NULL && !job_sample_unit(j, c, idx, &e->unit, &err))
+            g_clear_pointer(&c, hconn_free);
+        if (err != NULL)
+            g_debug("progress sample of a unit: %s", err->message);
+    }
+    hconn_free(c);
+    return NULL;
+}
+
+/* Samples every unit to do, nworkers at once, before any is run. */
+static void
+job_sample(struct job *j, guint nworkers)
+{
+    struct job_sampler *s = g_new0(struct job_sampler, nworkers);
+    GThread **threads = g_new0(GThread *, nworkers);
+    guint next = 0;
+
+    for (guint i = 0; i < nworkers; i++) {
+        s[i] = (struct job_sampler){ j, i, &next };
+        threads[i] = g_thread_new("sample", job_sample_main, &s[i]);
+    }
+    for (guint i = 0; i < nworkers; i++)
+        g_thread_join(threads[i]);
+    g_free(threads);
+    g_free(s);
+}
+
 gboolean
 job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
         FILE *diffs, struct job_result *res, GError **error)
@@ -1067,23 +1265,29 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
     j->results = results;
     j->diffs = diffs;
     j->todo = g_ptr_array_new();
+    j->todo_idx = g_array_new(FALSE, FALSE, sizeof(guint));
     for (guint i = 0; i < ck->entries->len; i++) {
         struct ckpt_entry *e = ck->entries->pdata[i];
 
+        progress_unit_set(prog, i, &e->unit, e->idle);
         if (e->idle)
             continue;
         if (e->unit.side == UNIT_DEST && !j->opts.verify) {
             g_ptr_array_unref(j->todo);
+            g_array_unref(j->todo_idx);
             g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
                         "\"dest\" units are for --verify only");
             return FALSE;
         }
         if (e->done) {
-            j->res.rows += e->rows;
+            if (e->unit.side == UNIT_DEST)
+                j->res.dest_rows += e->rows;
+            else
+                j->res.rows += e->rows;
             j->res.cells += e->cells;
             j->res.bytes += e->bytes;
             j->res.units_ok++;
-            progress_add_done(prog, 1);
+            progress_add_done(prog, i, e->rows);
             if (results != NULL) {
                 g_autofree char *u = unit_format(&e->unit);
 
@@ -1096,8 +1300,11 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
             continue;
         }
         g_ptr_array_add(j->todo, e);
+        g_array_append_val(j->todo_idx, i);
     }
     nworkers = MIN(j->opts.parallel, MAX(j->todo->len, 1));
+    if (j->opts.sample)
+        job_sample(j, nworkers);
     workers = g_new0(struct job_worker, nworkers);
     threads = g_new0(GThread *, nworkers);
     for (guint i = 0; i < nworkers; i++) {
@@ -1109,10 +1316,12 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
         g_thread_join(threads[i]);
     g_free(threads);
     g_free(workers);
-    /* units never started (interrupted) count as failed */
-    j->res.units_failed += j->todo->len - MIN(j->next, j->todo->len);
+    /* units never started: the run was interrupted before them */
+    j->res.units_interrupted += j->todo->len - MIN(j->next, j->todo->len);
     g_ptr_array_unref(j->todo);
+    g_array_unref(j->todo_idx);
     j->todo = NULL;
+    j->todo_idx = NULL;
     j->res.writes = __atomic_load_n(&j->writes, __ATOMIC_RELAXED);
     *res = j->res;
     return TRUE;

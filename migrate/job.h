@@ -24,12 +24,16 @@ struct job_opts {
     guint retries;              /* attempts per unit after the first */
     guint max_diffs;            /* differences printed (all are counted) */
     gboolean units_mode;        /* print a result line per unit */
+    gboolean sample;            /* sample each unit's keys for progress */
 };
 
 /* What a run did. */
 struct job_result {
     guint units_ok, units_failed;
-    guint64 rows, cells, bytes, diffs;
+    guint units_interrupted; /* stopped by SIGINT/SIGTERM, or never begun */
+    guint64 rows, cells, bytes, diffs; /* rows: of the source units */
+    guint64 dest_rows; /* --verify: rows of the destination units */
+    guint64 dest_only; /* --verify: of those, rows with no source row */
     guint64 writes; /* mutateRowsTs calls acknowledged in this run */
 };
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "ckpt.h"
 #include "config.h"
 #include "hconn.h"
@@ -108,6 +109,62 @@ migrate_region_units(struct hconn *c, const char *table, unit_side_t side,
     return TRUE;
 }
 
+/*
+ * The core library's log lines (the table catalog's, in the words a proxy
+ * logs them) as the tool's own: "hbase-salt-migrate: MESSAGE" on stderr,
+ * info and debug left out.
+ */
+static GLogWriterOutput
+migrate_log_writer(GLogLevelFlags level, const GLogField *fields, gsize n,
+                   gpointer data)
+{
+    if ((level & G_LOG_LEVEL_MASK) > G_LOG_LEVEL_MESSAGE)
+        return G_LOG_WRITER_HANDLED;
+    for (gsize i = 0; i < n; i++) {
+        if (strcmp(fields[i].key, "MESSAGE") == 0) {
+            fprintf(stderr, "hbase-salt-migrate: %s\n",
+                    (const char *)fields[i].value);
+            break;
+        }
+    }
+    return G_LOG_WRITER_HANDLED;
+}
+
+/*
+ * Both tables against the table catalog, by the proxy's own check, before
+ * a single row is read or written: a mapping the catalog does not hold
+ * would write rows where no proxy looks.  The destination of a copy is
+ * registered when the catalog does not hold it yet, as a proxy would.
+ */
+static gboolean
+migrate_check_catalog(struct hconn *c, config_t *cfg, const char *from,
+                      const char *to, gboolean write, GError **error)
+{
+    const char *tables[2] = { from, to };
+
+    for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
+        g_autofree char *refusal = NULL;
+
+        if (!catalog_check_copy(c, cfg, tables[i], write && i == 1, &refusal,
+                                error)) {
+            g_prefix_error(error, "the table catalog %s could not be asked: ",
+                           cfg->catalog_table);
+            return FALSE;
+        }
+        if (refusal != NULL) {
+            g_set_error(error, UNIT_ERROR, 0,
+                        "nothing read or written: the table catalog %s "
+                        "refuses %s table %s (above); the configuration "
+                        "file must say what every proxy says (README: The "
+                        "table catalog)",
+                        cfg->catalog_table, i == 0 ? "source" : "destination",
+                        tables[i]);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static void migrate_say(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 
 static void
@@ -150,7 +207,10 @@ main(int argc, char **argv)
         { "batch-kib", 0, 0, G_OPTION_ARG_INT, &batch_kib,
           "Most KiB of one mutateRowsTs call (default 4096)", "KIB" },
         { "all-versions", 0, 0, G_OPTION_ARG_NONE, &all_versions,
-          "Copy every version of every cell (one getVer call per cell)",
+          "Copy every version of every cell, not only the newest: one "
+          "getVer call per column of every row, several times slower; "
+          "only for families keeping VERSIONS > 1 whose older versions "
+          "the application reads",
           NULL },
         { "max-rows-per-second", 0, 0, G_OPTION_ARG_DOUBLE, &max_rps,
           "Copy at most this many rows per second, all workers together",
@@ -205,9 +265,10 @@ main(int argc, char **argv)
         ctx, "Copies --from-table into --to-table through HBase's Thrift1 "
              "server, each\ntable salted as the proxy's configuration says "
              "(or not at all).\nExit status: 0 done (no differences), 1 "
-             "--verify found differences,\n2 a unit failed or the run "
-             "could not start.");
+             "--verify found differences,\n2 a unit failed, the run was "
+             "interrupted (SIGINT, SIGTERM) or could not\nstart.");
     g_option_context_add_main_entries(ctx, entries, NULL);
+    g_log_set_writer_func(migrate_log_writer, NULL, NULL);
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         migrate_say("%s", err->message);
         return MIGRATE_EXIT_FAILED;
@@ -264,6 +325,7 @@ main(int argc, char **argv)
     opts.retries = (guint)retries;
     opts.max_diffs = (guint)max_diffs;
     opts.units_mode = units_path != NULL;
+    opts.sample = !no_progress;
     migrate_job = job_new(cfg, &opts);
     base_job = job_describe(migrate_job);
     job_text = shard != NULL ? g_strdup_printf("%s shard=%u/%u", base_job,
@@ -371,13 +433,17 @@ main(int argc, char **argv)
         }
         migrate_say("resuming from %s", checkpoint);
     }
+    if (c == NULL)
+        c = hconn_open(cfg, 0, &err);
+    if (c == NULL) {
+        migrate_say("%s", err->message);
+        goto out;
+    }
     if (!dry_run && !verify) {
         g_autoptr(GError) e2 = NULL;
         gboolean exists = FALSE;
 
-        if (c == NULL)
-            c = hconn_open(cfg, 0, &e2);
-        if (c == NULL || !hconn_table_exists(c, to, &exists, &e2)) {
+        if (!hconn_table_exists(c, to, &exists, &e2)) {
             migrate_say("%s", e2->message);
             goto out;
         }
@@ -388,6 +454,10 @@ main(int argc, char **argv)
                         to);
             goto out;
         }
+    }
+    if (!migrate_check_catalog(c, cfg, from, to, !dry_run && !verify, &err)) {
+        migrate_say("%s", err->message);
+        goto out;
     }
     hconn_free(g_steal_pointer(&c));
 
@@ -420,7 +490,8 @@ main(int argc, char **argv)
     }
     if (interval < 0)
         interval = tty ? 0.5 : 10;
-    prog = progress_new((guint)parallel, nunits, stderr, tty, interval,
+    prog = progress_new((guint)parallel, ck->entries->len, stderr, tty,
+                        interval,
                         verify    ? "verify"
                         : dry_run ? "dry-run"
                                   : "copy");
@@ -441,23 +512,44 @@ main(int argc, char **argv)
         double secs;
 
         progress_totals(prog, &r, &b, &secs);
-        migrate_say("%s %" G_GUINT64_FORMAT " rows, %" G_GUINT64_FORMAT
-                    " cells, %" G_GUINT64_FORMAT " bytes in all; this run "
-                    "%" G_GUINT64_FORMAT " rows in %.1f s (%.0f rows/s), "
-                    "%" G_GUINT64_FORMAT " write calls; units ok %u, "
-                    "failed %u",
-                    verify    ? "compared"
-                    : dry_run ? "would copy"
-                              : "copied",
-                    res.rows, res.cells, res.bytes, r, secs,
-                    secs > 0 ? r / secs : 0.0, res.writes, res.units_ok,
-                    res.units_failed);
+        if (verify) {
+            /* a logical row once: the source's, and the destination's
+             * that have no source row */
+            migrate_say("compared %" G_GUINT64_FORMAT
+                        " rows (%" G_GUINT64_FORMAT
+                        " in source, %" G_GUINT64_FORMAT " in destination), "
+                        "%" G_GUINT64_FORMAT " cells, %" G_GUINT64_FORMAT
+                        " bytes in source, in %.1f s; units ok %u, failed "
+                        "%u, interrupted %u",
+                        res.rows + res.dest_only, res.rows, res.dest_rows,
+                        res.cells, res.bytes, secs, res.units_ok,
+                        res.units_failed, res.units_interrupted);
+        } else {
+            migrate_say("%s %" G_GUINT64_FORMAT " rows, %" G_GUINT64_FORMAT
+                        " cells, %" G_GUINT64_FORMAT " bytes in all; this "
+                        "run %" G_GUINT64_FORMAT " rows in %.1f s (%.0f "
+                        "rows/s), %" G_GUINT64_FORMAT " write calls; units "
+                        "ok %u, failed %u, interrupted %u",
+                        dry_run ? "would copy" : "copied", res.rows, res.cells,
+                        res.bytes, r, secs, secs > 0 ? r / secs : 0.0,
+                        res.writes, res.units_ok, res.units_failed,
+                        res.units_interrupted);
+        }
     }
-    if (res.units_failed > 0) {
+    if (res.units_failed > 0 || res.units_interrupted > 0) {
+        if (res.units_interrupted > 0)
+            migrate_say("interrupted (SIGINT or SIGTERM): %u unit(s) "
+                        "stopped after their last acknowledged batch or "
+                        "never begun",
+                        res.units_interrupted);
         if (checkpoint != NULL && !dry_run)
             migrate_say("incomplete: run the same command again to resume "
                         "from %s",
                         checkpoint);
+        else if (!verify && !dry_run)
+            migrate_say("incomplete: without --checkpoint, a new run copies "
+                        "every unit again (the same cells at the same "
+                        "timestamps)");
         rc = MIGRATE_EXIT_FAILED;
     } else if (verify && res.diffs > 0) {
         migrate_say("%" G_GUINT64_FORMAT " difference(s)", res.diffs);

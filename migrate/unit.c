@@ -127,7 +127,7 @@ unit_format(const struct unit *u)
     return g_string_free(s, FALSE);
 }
 
-static int
+int
 unit_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
     /* an empty GBytes has no data pointer: memcmp must not see it */

@@ -51,6 +51,9 @@ gboolean unit_parse(const char *line, struct unit *u, gboolean *skip,
 /* "SIDE START END" (g_free). */
 char *unit_format(const struct unit *u);
 
+/* Keys in HBase's order: bytewise, a prefix first. */
+int unit_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
 /* Whether a key lies in [start, end). */
 gboolean unit_contains(const struct unit *u, const uint8_t *key, size_t len);
 

@@ -44,8 +44,11 @@ TABLES = {
     # ones ('0-'..'3-') lie too
     'fwd': 'buckets = 4\nsalt_format = hex\nsalt_separator = -\n'
            'legacy_range_stop = \\x80\n',
+    # registered in the table catalog by the proxy at its start
+    'cat16': 'buckets = 16\n',
 }
-PLAIN = ['src', 'plain', 'src_small']
+CATALOG = 'hbase_salt_catalog'
+PLAIN = ['src', 'plain', 'src_small', 'text']
 FAMILIES = 'd,e'
 ROWS = 240
 
@@ -203,10 +206,10 @@ class MigrateTest(unittest.TestCase):
                 self.emu.deleteAllRow(name.encode(), r.row, {})
             self.emu.majorCompact(name.encode())
 
-    def migrate(self, *args, env=None, stdin=None, expect=0):
+    def migrate(self, *args, env=None, stdin=None, expect=0, conf=None):
         e = dict(os.environ)
         e.update(env or {})
-        p = subprocess.run([ARGS.migrate, '-c', self.procs.conf] +
+        p = subprocess.run([ARGS.migrate, '-c', conf or self.procs.conf] +
                            list(args), env=e, input=stdin,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=120)
@@ -240,6 +243,9 @@ class MigrateTest(unittest.TestCase):
         v = self.migrate('--from-table', 'src', '--to-table', 'dst',
                          '--verify')
         self.assertIn('no differences', v.stderr.decode())
+        # every logical row counted once, and per side
+        self.assertIn('compared %d rows (%d in source, %d in destination)'
+                      % (ROWS, ROWS, ROWS), v.stderr.decode())
         # without --all-versions the older versions are missing: a verify
         # of every version says so
         v = self.migrate('--from-table', 'src', '--to-table', 'dst',
@@ -334,6 +340,118 @@ class MigrateTest(unittest.TestCase):
         self.assertIn("is neither a legacy key of its table's rule nor "
                       "salted by its mapping", p.stderr.decode())
 
+    # ---- the table catalog -----------------------------------------------
+
+    def conf_with(self, name, replace=None, add=''):
+        """The proxy's file with one [table:...] section replaced (None:
+        removed) and text added: the file an operator got wrong."""
+        with open(self.procs.conf) as f:
+            text = f.read()
+        if replace is not None:
+            head = '[table:%s]\n' % replace
+            start = text.index(head)
+            end = text.find('[table:', start + len(head))
+            text = text[:start] + text[end if end >= 0 else len(text):]
+        path = os.path.join(self.workdir, name)
+        with open(path, 'w') as f:
+            f.write(text + add)
+        return path
+
+    def catalog_entry(self, table):
+        rows = self.emu.getRow(CATALOG.encode(), table.encode(), {})
+        return rows[0].columns[b'm:mapping'].value.decode() if rows else None
+
+    def test_catalog_mismatch_refused_before_any_row(self):
+        """The catalog holds cat16 with 16 buckets (the proxy registered
+        it); a file saying 8 copies nothing and says what the proxy says."""
+        self.assertIn('buckets = 16', self.catalog_entry('cat16'))
+        conf8 = self.conf_with('cat8.conf', replace='cat16',
+                               add='[table:cat16]\nbuckets = 8\n')
+        for extra in ([], ['--dry-run'], ['--verify']):
+            p = self.migrate('--from-table', 'src', '--to-table', 'cat16',
+                             *extra, conf=conf8, expect=2)
+            err = p.stderr.decode()
+            # the proxy's own refusal, word for word
+            self.assertIn('hbase-salt-proxy: table cat16 is not served: the '
+                          'table catalog %s holds its mapping as {buckets = '
+                          '16, ' % CATALOG, err)
+            self.assertIn('this proxy is configured with {buckets = 8, ', err)
+            self.assertIn('rows written under one are not found under the '
+                          'other', err)
+            self.assertIn('nothing read or written', err)
+            self.assertNotIn('copied', err)
+        self.assertEqual(scan_rows(self.emu, 'cat16'), [])
+        # as a source too
+        p = self.migrate('--from-table', 'cat16', '--to-table', 'plain',
+                         conf=conf8, expect=2)
+        self.assertIn('table cat16 is not served', p.stderr.decode())
+        self.assertEqual(scan_rows(self.emu, 'plain'), [])
+        # a file without the section would copy into it unsalted
+        nosec = self.conf_with('nosec.conf', replace='cat16')
+        p = self.migrate('--from-table', 'src', '--to-table', 'cat16',
+                         conf=nosec, expect=2)
+        self.assertIn('table cat16 has no [table:cat16] section',
+                      p.stderr.decode())
+        self.assertEqual(scan_rows(self.emu, 'cat16'), [])
+        # the catalog is as it was
+        self.assertIn('buckets = 16', self.catalog_entry('cat16'))
+
+    def test_catalog_registers_the_destination(self):
+        """A destination the catalog does not hold yet is registered by the
+        tool, as a proxy's start would; a proxy with another mapping then
+        refuses it, and so does the tool."""
+        fresh = 'fresh%d' % random.randrange(1 << 30)
+        self.emu.createTable(fresh.encode(),
+                             [T.ColumnDescriptor(name=b'd:', maxVersions=3),
+                              T.ColumnDescriptor(name=b'e:', maxVersions=3)])
+        self.assertIsNone(self.catalog_entry(fresh))
+        conf = self.conf_with('fresh8.conf',
+                              add='[table:%s]\nbuckets = 8\n' % fresh)
+        # a dry run and a verify write nothing, the catalog neither
+        self.migrate('--from-table', 'src', '--to-table', fresh, '--dry-run',
+                     conf=conf)
+        self.assertIsNone(self.catalog_entry(fresh))
+        p = self.migrate('--from-table', 'src', '--to-table', fresh,
+                         conf=conf)
+        self.assertIn('catalog: registered table %s in %s: buckets = 8, '
+                      % (fresh, CATALOG), p.stderr.decode())
+        self.assertIn('buckets = 8\n', self.catalog_entry(fresh))
+        # who registered it, for the proxies' refusals
+        self.assertIn(' by hbase-salt-migrate ', self.catalog_entry(fresh))
+        # a proxy configured with 16 buckets serves nothing of it
+        conf16 = self.conf_with('fresh16.conf',
+                                add='[table:%s]\nbuckets = 16\n' % fresh)
+        with open(conf16) as f:
+            text = f.read()
+        port = free_port()
+        text = re.sub(r'listen = 127\.0\.0\.1:\d+',
+                      'listen = 127.0.0.1:%d' % port, text)
+        with open(conf16, 'w') as f:
+            f.write(text)
+        log = open(os.path.join(self.workdir, 'proxy16.log'), 'wb')
+        proxy = subprocess.Popen([ARGS.proxy, '-c', conf16], stdout=log,
+                                 stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: can_connect(port) or proxy.poll() is not None,
+                     10, 'proxy listening')
+            c = client(port)
+            with self.assertRaises(T.IOError) as cm:
+                c.getRow(fresh.encode(), self.keys[1], {})
+            msg = cm.exception.message
+            msg = msg.decode() if isinstance(msg, bytes) else msg
+            self.assertIn('table %s is not served' % fresh, msg)
+            self.assertIn('by hbase-salt-migrate', msg)
+            c._trans.close()
+        finally:
+            proxy.send_signal(signal.SIGTERM)
+            proxy.wait(10)
+            log.close()
+        # and so does the tool with that file
+        p = self.migrate('--from-table', 'src', '--to-table', fresh,
+                         conf=conf16, expect=2)
+        self.assertIn('holds its mapping as {buckets = 8, ',
+                      p.stderr.decode())
+
     # ---- interruption ----------------------------------------------------
 
     def checkpoint_rows(self, path):
@@ -389,19 +507,30 @@ class MigrateTest(unittest.TestCase):
         args = [ARGS.migrate, '-c', self.procs.conf, '--from-table', 'src',
                 '--to-table', 'dst_b', '--batch-rows', '5',
                 '--max-rows-per-second', '100', '--checkpoint', ck]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
         def written():
             try:
                 with open(ck) as f:
                     return 'after=' in f.read()
             except OSError:
                 return False
-        wait_for(written, 20, 'a batch written')
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        self.assertEqual(proc.returncode, 2, err.decode())
-        self.assertIn('run the same command again to resume', err.decode())
+        # SIGTERM, then SIGINT on the resumed run: each says it was
+        # interrupted, no unit failed, and a run resumes
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            proc = subprocess.Popen(args, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+            before, _ = self.checkpoint_rows(ck) if written() else (0, '')
+            wait_for(lambda: written() and
+                     self.checkpoint_rows(ck)[0] > before, 20,
+                     'a batch written')
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=30)
+            err = err.decode()
+            self.assertEqual(proc.returncode, 2, err)
+            self.assertRegex(err, r'units ok \d+, failed 0, interrupted '
+                             r'[1-9]')
+            self.assertIn('interrupted (SIGINT or SIGTERM)', err)
+            self.assertNotIn('failed 1', err)
+            self.assertIn('run the same command again to resume', err)
         self.migrate(*args[3:])
         self.assertEqual(self.through_proxy('dst_b', True), self.src_new)
 
@@ -426,9 +555,23 @@ class MigrateTest(unittest.TestCase):
         self.assertIn("row 'r1' column 'd:a' ts 10: in destination only",
                       out)
         self.assertIn("row 'r2': missing in destination", out)
-        self.assertIn('not in source', out)
-        self.assertIn('r9', out)
+        # named by its logical key, as the other lines, and where it is
+        # stored
+        self.assertRegex(out, r"differ: row 'r9' \(destination key "
+                         r"'[0-7]-r9'\): not in source")
         self.assertIn('4 difference(s)', p.stderr.decode())
+        self.assertIn('compared 4 rows (3 in source, 3 in destination)',
+                      p.stderr.decode())
+        # a salted source names its rows by their logical keys too
+        self.migrate('--from-table', 'src_small', '--to-table', 'dst_b')
+        self.proxy.deleteAllRow(b'dst_b', b'r3', {})
+        p = self.migrate('--from-table', 'dst', '--to-table', 'dst_b',
+                         '--verify', expect=1)
+        out = p.stdout.decode()
+        self.assertRegex(out, r"differ: row 'r3' \(source key '[0-7]-r3'\): "
+                         r"missing in destination")
+        self.assertRegex(out, r"differ: row 'r2' \(destination key "
+                         r"'\\x0[0-3]r2'\): not in source")
 
     def test_verify_value_change(self):
         self.migrate('--from-table', 'src', '--to-table', 'dst_d')
@@ -550,6 +693,38 @@ class MigrateTest(unittest.TestCase):
         self.assertIn('ETA', lines[0])
         self.assertTrue(lines[-1].endswith('(end)'))
         self.assertIn('units 4/4, rows %d' % ROWS, lines[-1])
+
+
+    def test_progress_by_rows_for_text_keys(self):
+        """Text keys: 110 rows '0000'.. in the first region, 990 'user0000'..
+        in the second, the last two empty.  The percent follows the rows
+        (it said 'units 3/4 ... 96 %' at a tenth of the work)."""
+        small = [b'%04d' % i for i in range(110)]
+        big = [b'user%04d' % i for i in range(990)]
+        for keys in (small, big):
+            self.emu.mutateRows(b'text', [
+                T.BatchMutation(row=k, mutations=[
+                    T.Mutation(column=b'd:a', value=b'v')]) for k in keys],
+                {})
+        total = len(small) + len(big)
+        p = self.migrate('--from-table', 'text', '--to-table', 'plain',
+                         '--batch-rows', '10', '--max-rows-per-second',
+                         '2500', '--progress-interval', '0.05')
+        lines = [x for x in p.stderr.decode().split('\n')
+                 if x.startswith('copy: units ') and '(end)' not in x]
+        self.assertGreater(len(lines), 5, p.stderr.decode())
+        checked = 0
+        for line in lines:
+            m = re.search(r'rows (\d+) of ~(\d+), .* (\d+)%, ETA', line)
+            self.assertTrue(m, line)
+            rows, est, pct = (int(x) for x in m.groups())
+            # the sample estimates the rows in all before any is copied
+            self.assertLess(abs(est - total), total * 0.1, line)
+            if rows >= 200:
+                self.assertLess(abs(pct - 100.0 * rows / total), 10, line)
+                checked += 1
+        self.assertGreater(checked, 3, lines)
+        self.assertEqual(len(scan_rows(self.emu, 'plain')), total)
 
 
 class CompactFramedTest(unittest.TestCase):

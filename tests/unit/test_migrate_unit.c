@@ -7,6 +7,7 @@
 #include <glib/gstdio.h>
 
 #include "ckpt.h"
+#include "progress.h"
 #include "unit.h"
 
 static struct unit
@@ -135,6 +136,148 @@ test_fraction(void)
     unit_clear(&open);
 }
 
+/* n keys PREFIX000000, PREFIX000001..., as GBytes. */
+static GPtrArray *
+text_keys(const char *prefix, guint n)
+{
+    GPtrArray *keys =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+
+    for (guint i = 0; i < n; i++) {
+        char *k = g_strdup_printf("%s%06u", prefix, i);
+
+        g_ptr_array_add(keys, g_bytes_new_take(k, strlen(k)));
+    }
+    return keys;
+}
+
+static GBytes *
+key(const char *text)
+{
+    return g_bytes_new(text, strlen(text));
+}
+
+static void
+add_rows(struct progress *p, guint unit, guint64 rows, const char *last,
+         gboolean done)
+{
+    progress_slot_begin(p, 0, unit, "unit", 0, NULL);
+    if (rows > 0)
+        progress_slot_add(p, 0, rows, rows * 10, (const uint8_t *)last,
+                          strlen(last));
+    if (done)
+        progress_slot_end(p, 0, TRUE);
+}
+
+/*
+ * Test: progress by rows, not units.  Four units as hbase-emu splits a
+ * table (at 40, 80, c0): 100 000 rows "000000".."099999" in the first
+ * (10 %), 900 000 text keys "user000000".."user899999" in the second
+ * (90 %), the last two empty.  The estimate of unit counts said 96 %
+ * with the first three done and the second a ninth through ("units 3/4",
+ * 'u' lying 0.83 through 40..80); the truth is 20 %.
+ */
+static void
+test_progress_uneven_text_keys(void)
+{
+    static const char *const bounds[] = { "", "\x40", "\x80", "\xc0", "" };
+    FILE *null = fopen("/dev/null", "w");
+    struct progress *p = progress_new(1, 4, null, FALSE, 10, "copy");
+    g_autoptr(GPtrArray) k0 = text_keys("", PROGRESS_SAMPLE_ROWS);
+    g_autoptr(GPtrArray) k1 = text_keys("user", PROGRESS_SAMPLE_ROWS);
+    g_autoptr(GPtrArray) none = text_keys("", 0);
+    g_autoptr(GBytes) l0 = key("099999");
+    g_autoptr(GBytes) l1 = key("user899999");
+    double total, f;
+
+    g_assert_nonnull(null);
+    for (guint i = 0; i < 4; i++) {
+        struct unit u = { UNIT_SOURCE, key(bounds[i]), key(bounds[i + 1]) };
+
+        progress_unit_set(p, i, &u, FALSE);
+        unit_clear(&u);
+    }
+    progress_unit_sample(p, 0, k0, FALSE, l0);
+    progress_unit_sample(p, 1, k1, FALSE, l1);
+    progress_unit_sample(p, 2, none, TRUE, NULL);
+    progress_unit_sample(p, 3, none, TRUE, NULL);
+
+    /* the samples alone: about a million rows, none done */
+    f = progress_fraction(p, &total);
+    g_assert_cmpfloat(f, ==, 0);
+    g_assert_cmpfloat(total, >, 0.9e6);
+    g_assert_cmpfloat(total, <, 1.1e6);
+
+    /* the empty units finish at once: no work done */
+    add_rows(p, 2, 0, "", TRUE);
+    add_rows(p, 3, 0, "", TRUE);
+    g_assert_cmpfloat(progress_fraction(p, NULL), <, 0.001);
+
+    /* just past the sample of the large unit: 1 000 of its rows */
+    add_rows(p, 1, 1000, "user000999", FALSE);
+    g_assert_cmpfloat_with_epsilon(progress_fraction(p, NULL), 0.001, 0.001);
+
+    /* the small unit done, the large one a ninth through: 20 % */
+    add_rows(p, 0, 100000, "099999", TRUE);
+    add_rows(p, 1, 100000, "user099999", FALSE);
+    f = progress_fraction(p, &total);
+    g_assert_cmpfloat_with_epsilon(f, 0.2, 0.02);
+    g_assert_cmpfloat_with_epsilon(total, 1e6, 0.05e6);
+
+    /* two thirds of the large unit: 70 % */
+    add_rows(p, 1, 600000, "user599999", FALSE);
+    g_assert_cmpfloat_with_epsilon(progress_fraction(p, NULL), 0.7, 0.02);
+
+    /* all of it */
+    add_rows(p, 1, 900000, "user899999", TRUE);
+    g_assert_cmpfloat_with_epsilon(progress_fraction(p, NULL), 1, 1e-9);
+    progress_free(p);
+    fclose(null);
+}
+
+/* Test: binary keys and a unit resumed from a checkpoint: rows done
+ * before the run count as done, and the rest by where the resume point
+ * lies. */
+static void
+test_progress_binary_resumed(void)
+{
+    FILE *null = fopen("/dev/null", "w");
+    struct progress *p = progress_new(1, 2, null, FALSE, 10, "copy");
+    g_autoptr(GPtrArray) k =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    g_autoptr(GBytes) last = NULL;
+    g_autoptr(GBytes) after = NULL;
+    uint8_t b[2];
+
+    g_assert_nonnull(null);
+    /* unit 0: 65 536 two-byte keys 0000..ffff; unit 1 done before: 1 000 */
+    for (guint i = 0; i < 2; i++) {
+        struct unit u = { UNIT_SOURCE, g_bytes_new(NULL, 0),
+                          g_bytes_new(NULL, 0) };
+
+        progress_unit_set(p, i, &u, FALSE);
+        unit_clear(&u);
+    }
+    for (guint i = 0; i < PROGRESS_SAMPLE_ROWS; i++) {
+        b[0] = (uint8_t)(i >> 8);
+        b[1] = (uint8_t)i;
+        g_ptr_array_add(k, g_bytes_new(b, 2));
+    }
+    b[0] = b[1] = 0xff;
+    last = g_bytes_new(b, 2);
+    progress_unit_sample(p, 0, k, FALSE, last);
+    progress_add_done(p, 1, 1000);
+    /* resumed at 8000: half its rows done before this run */
+    b[0] = 0x80;
+    b[1] = 0x00;
+    after = g_bytes_new(b, 2);
+    progress_slot_begin(p, 0, 0, "unit", 32768, after);
+    g_assert_cmpfloat_with_epsilon(progress_fraction(p, NULL),
+                                   (32768.0 + 1000) / (65536 + 1000), 0.01);
+    progress_free(p);
+    fclose(null);
+}
+
 /* Test: a checkpoint reads back as written; a missing file is no
  * checkpoint; a damaged one is refused. */
 static void
@@ -211,6 +354,10 @@ main(int argc, char **argv)
     g_test_add_func("/migrate/unit/contains", test_contains);
     g_test_add_func("/migrate/unit/shard", test_shard);
     g_test_add_func("/migrate/unit/fraction", test_fraction);
+    g_test_add_func("/migrate/progress/uneven_text_keys",
+                    test_progress_uneven_text_keys);
+    g_test_add_func("/migrate/progress/binary_resumed",
+                    test_progress_binary_resumed);
     g_test_add_func("/migrate/checkpoint", test_checkpoint);
     return g_test_run();
 }
