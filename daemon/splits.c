@@ -125,7 +125,7 @@ splits_prefix_end(uint8_t *p, size_t len)
 
 uint32_t
 splits_buckets_per_region(const struct salt_table *t, const GPtrArray *starts,
-                          guint *fullest, GPtrArray *missing)
+                          GBytes **fullest, GPtrArray *missing)
 {
     g_autoptr(GPtrArray) bounds =
         g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
@@ -134,6 +134,7 @@ splits_buckets_per_region(const struct salt_table *t, const GPtrArray *starts,
     g_autofree gint64 *diff = NULL;
     gint64 run = 0;
     uint32_t most = 0;
+    guint top = 0;
 
     for (guint i = 0; i < starts->len; i++) {
         if (g_bytes_get_size(g_ptr_array_index(starts, i)) > 0)
@@ -157,14 +158,15 @@ splits_buckets_per_region(const struct salt_table *t, const GPtrArray *starts,
         diff[first]++;
         diff[MAX(first, last) + 1]--;
     }
-    *fullest = 0;
     for (guint r = 0; r <= bounds->len; r++) {
         run += diff[r];
         if (run > (gint64)most) {
             most = (uint32_t)run;
-            *fullest = r;
+            top = r;
         }
     }
+    *fullest = top > 0 ? g_bytes_ref(g_ptr_array_index(bounds, top - 1))
+                       : g_bytes_new(NULL, 0);
     splits_compute(t, t->buckets, points);
     for (guint i = 0; i < points->len; i++) {
         gsize n;

@@ -35,7 +35,7 @@ void splits_shell_string(GString *out, const uint8_t *p, size_t n);
  * How a table's existing regions hold its buckets, given every region's
  * start key (GBytes, any order; the table's first region starts at the
  * empty key): the most buckets whose keys one region holds, with the
- * index of that region in start order in *fullest (the first if several).
+ * start of that region in *fullest (the first if several; g_bytes_unref).
  * Appends to missing (GBytes, freed by its owner) the split points of
  * splits_compute(t, t->buckets) that no region starts at: the HBase
  * shell `split`s that give every bucket regions of its own.  Buckets
@@ -43,5 +43,5 @@ void splits_shell_string(GString *out, const uint8_t *p, size_t n);
  * per-bucket counts say.
  */
 uint32_t splits_buckets_per_region(const struct salt_table *t,
-                                   const GPtrArray *starts, guint *fullest,
+                                   const GPtrArray *starts, GBytes **fullest,
                                    GPtrArray *missing);

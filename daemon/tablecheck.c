@@ -43,13 +43,14 @@ tablecheck_distance(const char *a, const char *b)
 }
 
 /* The existing table whose name is nearest to name, if near enough to be
- * a misspelling of it (a third of the name's length, at least one edit),
- * or NULL; never the proxy's own catalog. */
+ * a misspelling of it (a quarter of the name's length, at least one edit:
+ * not events for a new events_v2), or NULL; never the proxy's own
+ * catalog. */
 static const char *
 tablecheck_closest(const char *name, const GPtrArray *names,
                    const char *catalog)
 {
-    size_t best = MAX(strlen(name) / 3, 1) + 1;
+    size_t best = MAX(strlen(name) / 4, 1) + 1;
     const char *found = NULL;
 
     for (guint i = 0; i < names->len; i++) {
@@ -78,10 +79,10 @@ tablecheck_regions(struct hconn *c, struct config_table *t,
     g_autoptr(GPtrArray) missing =
         g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     GArray *regions = hconn_get_table_regions(c, t->name, error);
+    g_autoptr(GBytes) fullest = NULL;
     g_autofree char *where = NULL;
+    uint32_t most = 0;
     GString *s;
-    guint fullest;
-    uint32_t most;
 
     if (regions == NULL)
         return FALSE;
@@ -89,17 +90,12 @@ tablecheck_regions(struct hconn *c, struct config_table *t,
         g_ptr_array_add(starts,
                         g_array_index(regions, struct hconn_region, i).start);
     /* a table dropped between the two questions has no regions */
-    most = regions->len > 0
-               ? splits_buckets_per_region(&t->salt, starts, &fullest, missing)
-               : 0;
-    if (most > 1) {
-        gsize n;
-        const uint8_t *p = g_bytes_get_data(
-            g_array_index(regions, struct hconn_region, fullest).start, &n);
-
-        where = n > 0 ? salt_escape(p, n) : NULL;
-    }
+    if (regions->len > 0)
+        most = splits_buckets_per_region(&t->salt, starts, &fullest, missing);
     hconn_regions_free(regions);
+    if (most > 1 && g_bytes_get_size(fullest) > 0)
+        where = salt_escape(g_bytes_get_data(fullest, NULL),
+                            g_bytes_get_size(fullest));
     g_atomic_int_set(&t->region_buckets, (gint)most);
     if (most <= 1)
         return TRUE;

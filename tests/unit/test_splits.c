@@ -133,6 +133,7 @@ static uint32_t
 shared(const struct salt_table *t, const char *starts, guint *fullest,
        char **missing)
 {
+    g_autoptr(GBytes) first = NULL;
     g_autoptr(GPtrArray) in =
         g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     g_autoptr(GPtrArray) out =
@@ -151,7 +152,11 @@ shared(const struct salt_table *t, const char *starts, guint *fullest,
         if (b != NULL)
             g_ptr_array_add(in, b);
     }
-    most = splits_buckets_per_region(t, in, fullest, out);
+    most = splits_buckets_per_region(t, in, &first, out);
+    /* the region's index in start order */
+    *fullest = 0;
+    for (guint i = 1; i < in->len; i++)
+        *fullest += g_bytes_compare(in->pdata[i], first) <= 0 ? 1 : 0;
     for (guint i = 0; i < out->len; i++) {
         gsize n;
         const uint8_t *p = g_bytes_get_data(out->pdata[i], &n);
