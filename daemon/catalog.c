@@ -419,8 +419,8 @@ catalog_advise(struct hconn *c, struct config *cfg)
     for (guint i = 0; i < warnings->len; i++)
         g_warning("%s", (const char *)g_ptr_array_index(warnings, i));
     if (!ok)
-        g_warning("catalog: the salted tables' regions could not be "
-                  "checked: %s",
+        g_warning("catalog: the salted tables' existence and regions "
+                  "could not be checked: %s",
                   err->message);
 }
 
