@@ -14,6 +14,7 @@
 #include "metrics.h"
 #include "metrics_render.h"
 #include "proxy.h"
+#include "tablecheck.h"
 
 G_DEFINE_QUARK(admin-error-quark, admin_error)
 
@@ -96,6 +97,16 @@ admin_http_cb(struct evhttp_request *req, void *arg)
         }
         if (refused > 0) {
             g_string_append_printf(body, "%u salted table%s not served:\n%s",
+                                   refused, refused == 1 ? "" : "s",
+                                   tables->str);
+        }
+        /* served, only not spread: a warning, not a failed check */
+        g_string_truncate(tables, 0);
+        refused = tablecheck_describe(a->p->gen->cfg, tables);
+        if (refused > 0) {
+            g_string_append_printf(body,
+                                   "warning: %u salted table%s not spread "
+                                   "over regions:\n%s",
                                    refused, refused == 1 ? "" : "s",
                                    tables->str);
         }

@@ -10,6 +10,7 @@
 #include "hconn.h"
 #include "hsp-config.h"
 #include "salt.h"
+#include "tablecheck.h"
 
 /*
  * One row per salted table, keyed by its name as configured, holding one
@@ -407,6 +408,40 @@ catalog_connect(const struct config *cfg, GError **error)
     return NULL;
 }
 
+/* What is worth a warning about the tables as HBase holds them (a table
+ * that does not exist, buckets sharing a region), to the log, once per
+ * check: it changes nothing of what is served. */
+static void
+catalog_advise(struct hconn *c, struct config *cfg)
+{
+    g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GError) err = NULL;
+    gboolean ok = tablecheck_run(c, cfg, warnings, &err);
+
+    for (guint i = 0; i < warnings->len; i++)
+        g_warning("%s", (const char *)g_ptr_array_index(warnings, i));
+    if (!ok)
+        g_warning("catalog: the salted tables' existence and regions "
+                  "could not be checked: %s",
+                  err->message);
+}
+
+gboolean
+catalog_advice(struct config *cfg, GPtrArray *warnings, GError **error)
+{
+    struct hconn *c;
+    gboolean ok;
+
+    if (cfg->n_tables == 0)
+        return TRUE;
+    c = catalog_connect(cfg, error);
+    if (c == NULL)
+        return FALSE;
+    ok = tablecheck_run(c, cfg, warnings, error);
+    hconn_free(c);
+    return ok;
+}
+
 gboolean
 catalog_check(struct config *cfg, struct catalog_report *report)
 {
@@ -449,6 +484,7 @@ catalog_check(struct config *cfg, struct catalog_report *report)
         g_atomic_int_set(&cfg->catalog_unchecked, 1);
         return FALSE;
     }
+    catalog_advise(c, cfg);
     hconn_free(c);
     g_atomic_int_set(&cfg->catalog_unchecked, 0);
     catalog_state_write(cfg);

@@ -43,6 +43,16 @@ gboolean catalog_check(struct config *cfg, struct catalog_report *report);
 gboolean catalog_compare(struct config *cfg, GString *out,
                          unsigned *mismatches, GError **error);
 
+/*
+ * --check-config: what a start would warn about the tables as HBase holds
+ * them (tablecheck_run: a table that does not exist, buckets sharing a
+ * region), one line each appended to warnings (char *), through the
+ * server the catalog is kept through, with or without a catalog.  FALSE
+ * when HBase cannot be asked.
+ */
+gboolean catalog_advice(struct config *cfg, GPtrArray *warnings,
+                        GError **error);
+
 /* Whether any table of cfg waits for a check that reached HBase. */
 gboolean catalog_pending(const struct config *cfg);
 

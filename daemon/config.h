@@ -79,6 +79,9 @@ struct config_table {
                                be asked), NULL: served.  Run-time state,
                                g_atomic_pointer; set by catalog.c, the
                                text lives in catalog_texts */
+    gint region_buckets;    /* the most of its buckets one of its regions
+                               held at the last check (tablecheck.c), 0:
+                               not known.  Run-time state, g_atomic_int */
 };
 
 struct config {

@@ -729,11 +729,47 @@ bad:
 
 /* ---- getTableRegions ------------------------------------------------- */
 
+/* One region's start and end keys, fields start_fid and end_fid of the
+ * struct the reader is at (Thrift1's TRegionInfo: 1 and 2; Thrift2's
+ * THRegionInfo: 3 and 4); an unset key is the table's start or end. */
+static void
+hconn_region_info_read(struct wire_reader *r, int16_t start_fid,
+                       int16_t end_fid, struct hconn_region *reg)
+{
+    uint8_t ft;
+    int16_t fid;
+
+    wire_read_struct_begin(r);
+    while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
+        const uint8_t *p;
+        uint32_t len;
+
+        if ((fid == start_fid || fid == end_fid) && ft == WIRE_T_STRING &&
+            wire_read_binary(r, &p, &len) == WIRE_OK) {
+            GBytes **slot = fid == start_fid ? &reg->start : &reg->end;
+
+            if (*slot != NULL)
+                g_bytes_unref(*slot);
+            *slot = g_bytes_new(p, len);
+        } else {
+            wire_skip(r, ft);
+        }
+    }
+    wire_read_struct_end(r);
+}
+
+/* list<TRegionInfo> (Thrift1), or list<THRegionLocation {1: serverName,
+ * 2: THRegionInfo}> (Thrift2's getAllRegionLocations). */
+struct hconn_regions_reply {
+    GArray *regions;
+    gboolean locations;
+};
+
 static gboolean
 hconn_regions_read(struct wire_reader *r, uint8_t type, GBytes *reply,
                    void *data)
 {
-    GArray *regions = data;
+    struct hconn_regions_reply *rr = data;
     uint8_t et, ft;
     uint32_t n;
     int16_t fid;
@@ -744,28 +780,24 @@ hconn_regions_read(struct wire_reader *r, uint8_t type, GBytes *reply,
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
         struct hconn_region reg = { NULL, NULL };
 
-        wire_read_struct_begin(r);
-        while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
-            const uint8_t *p;
-            uint32_t len;
-
-            if ((fid == 1 || fid == 2) && ft == WIRE_T_STRING &&
-                wire_read_binary(r, &p, &len) == WIRE_OK) {
-                GBytes **slot = fid == 1 ? &reg.start : &reg.end;
-
-                if (*slot != NULL)
-                    g_bytes_unref(*slot);
-                *slot = g_bytes_new(p, len);
-            } else {
-                wire_skip(r, ft);
+        if (!rr->locations) {
+            hconn_region_info_read(r, 1, 2, &reg);
+        } else {
+            wire_read_struct_begin(r);
+            while (wire_read_field(r, &ft, &fid) == WIRE_OK &&
+                   ft != WIRE_T_STOP) {
+                if (fid == 2 && ft == WIRE_T_STRUCT)
+                    hconn_region_info_read(r, 3, 4, &reg);
+                else
+                    wire_skip(r, ft);
             }
+            wire_read_struct_end(r);
         }
-        wire_read_struct_end(r);
         if (reg.start == NULL)
             reg.start = g_bytes_new(NULL, 0);
         if (reg.end == NULL)
             reg.end = g_bytes_new(NULL, 0);
-        g_array_append_val(regions, reg);
+        g_array_append_val(rr->regions, reg);
     }
     wire_read_container_end(r);
     return r->status == WIRE_OK;
@@ -798,19 +830,90 @@ hconn_region_cmp(gconstpointer a, gconstpointer b)
 GArray *
 hconn_get_table_regions(struct hconn *c, const char *table, GError **error)
 {
+    /* Thrift2 has no getTableRegions: the same keys come with each
+     * region's location */
+    const char *method = c->thrift2 ? "getAllRegionLocations"
+                                    : "getTableRegions";
     struct wire_writer w;
-    size_t frame = hconn_begin(c, &w, "getTableRegions");
-    GArray *regions = g_array_new(FALSE, FALSE, sizeof(struct hconn_region));
+    size_t frame = hconn_begin(c, &w, method);
+    struct hconn_regions_reply rr = {
+        g_array_new(FALSE, FALSE, sizeof(struct hconn_region)), c->thrift2
+    };
 
-    g_array_set_clear_func(regions, hconn_region_clear);
+    g_array_set_clear_func(rr.regions, hconn_region_clear);
     hconn_write_string(&w, 1, table, strlen(table));
-    if (!hconn_call(c, &w, frame, "getTableRegions", hconn_regions_read,
-                    regions, error)) {
-        g_array_unref(regions);
+    if (!hconn_call(c, &w, frame, method, hconn_regions_read, &rr, error)) {
+        g_array_unref(rr.regions);
         return NULL;
     }
-    g_array_sort(regions, hconn_region_cmp);
-    return regions;
+    g_array_sort(rr.regions, hconn_region_cmp);
+    return rr.regions;
+}
+
+/* ---- getTableNames --------------------------------------------------- */
+
+/* list<Text> (Thrift1), or list<TTableName {1: ns, 2: qualifier}>
+ * (Thrift2), as "ns:table", the default namespace left out. */
+static gboolean
+hconn_names_read(struct wire_reader *r, uint8_t type, GBytes *reply,
+                 void *data)
+{
+    GPtrArray *names = data;
+    uint8_t et, ft;
+    uint32_t n, len;
+    int16_t fid;
+    const uint8_t *p;
+
+    if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
+        (n > 0 && et != WIRE_T_STRING && et != WIRE_T_STRUCT))
+        return FALSE;
+    for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
+        g_autofree char *ns = NULL, *qualifier = NULL;
+
+        if (et == WIRE_T_STRING) {
+            if (wire_read_binary(r, &p, &len) == WIRE_OK)
+                g_ptr_array_add(names, g_strndup((const char *)p, len));
+            continue;
+        }
+        wire_read_struct_begin(r);
+        while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
+            char **slot = fid == 1 ? &ns : fid == 2 ? &qualifier : NULL;
+
+            if (slot != NULL && ft == WIRE_T_STRING &&
+                wire_read_binary(r, &p, &len) == WIRE_OK) {
+                g_free(*slot);
+                *slot = g_strndup((const char *)p, len);
+            } else {
+                wire_skip(r, ft);
+            }
+        }
+        wire_read_struct_end(r);
+        if (qualifier == NULL)
+            continue;
+        if (ns != NULL && ns[0] != '\0' && strcmp(ns, "default") != 0)
+            g_ptr_array_add(names, g_strconcat(ns, ":", qualifier, NULL));
+        else
+            g_ptr_array_add(names, g_steal_pointer(&qualifier));
+    }
+    wire_read_container_end(r);
+    return r->status == WIRE_OK;
+}
+
+gboolean
+hconn_table_names(struct hconn *c, GPtrArray *names, GError **error)
+{
+    const char *method = c->thrift2 ? "getTableNamesByPattern"
+                                    : "getTableNames";
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, method);
+
+    if (c->thrift2) {
+        /* every user table: Java's matches() takes the whole name */
+        hconn_write_string(&w, 1, ".*", 2);
+        wire_write_field(&w, WIRE_T_BOOL, 2);
+        wire_write_bool(&w, FALSE);
+    }
+    return hconn_call(c, &w, frame, method, hconn_names_read, names, error);
 }
 
 /* ---- getColumnDescriptors -------------------------------------------- */

@@ -64,17 +64,24 @@ struct hconn *hconn_open(const struct config *cfg, size_t index,
 /* The same to [backend] thrift2_servers[index % n], speaking Thrift2
  * (THBaseService) for the calls below that the table catalog makes:
  * hconn_table_exists, hconn_create_table, hconn_get_rows,
- * hconn_check_and_put, hconn_scan_first, hconn_table_empty. */
+ * hconn_check_and_put, hconn_scan_first, hconn_table_empty,
+ * hconn_get_table_regions, hconn_table_names. */
 struct hconn *hconn_open_thrift2(const struct config *cfg, size_t index,
                                  GError **error) G_GNUC_WARN_UNUSED_RESULT;
 void hconn_free(struct hconn *c);
 const char *hconn_peer(const struct hconn *c);
 
-/* getTableRegions: regions in key order (struct hconn_region, freed with
- * the array). */
+/* getTableRegions (Thrift2: getAllRegionLocations): regions in key order
+ * (struct hconn_region, freed with the array); none for a table Thrift1
+ * does not find, an error from Thrift2. */
 GArray *hconn_get_table_regions(struct hconn *c, const char *table,
                                 GError **error);
 void hconn_regions_free(GArray *regions);
+
+/* getTableNames (Thrift2: getTableNamesByPattern ".*"): every user
+ * table's name, "ns:table" outside the default namespace, appended to
+ * names (char *). */
+gboolean hconn_table_names(struct hconn *c, GPtrArray *names, GError **error);
 
 /* getColumnDescriptors: whether the table exists (it has families). */
 gboolean hconn_table_exists(struct hconn *c, const char *table,

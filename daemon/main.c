@@ -147,9 +147,8 @@ main_explain_key(const struct config *cfg, const char *table,
 /*
  * The HBase shell SPLITS of a salted table of `regions` regions
  * (splits_compute: every salt but the lowest, in key order, and cuts
- * inside the buckets when more regions than buckets are asked).  The
- * values are JRuby double-quoted strings: \xNN for every byte but letters
- * and digits, so no '"', '\\' or "#{" can change their meaning.
+ * inside the buckets when more regions than buckets are asked), as
+ * JRuby double-quoted strings (splits_shell_string).
  */
 static int
 main_split_keys(const struct config *cfg, const char *table, gint regions)
@@ -177,15 +176,9 @@ main_split_keys(const struct config *cfg, const char *table, gint regions)
         gsize n;
         const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
 
-        g_string_append(out, i > 0 ? ", \"" : "\"");
-        for (gsize k = 0; k < n; k++) {
-            if (g_ascii_isalnum(p[k])) {
-                g_string_append_c(out, (char)p[k]);
-            } else {
-                g_string_append_printf(out, "\\x%02X", p[k]);
-            }
-        }
-        g_string_append_c(out, '"');
+        if (i > 0)
+            g_string_append(out, ", ");
+        splits_shell_string(out, p, n);
     }
     g_string_append(out, "]\n");
     fputs(out->str, stdout);
@@ -608,6 +601,22 @@ main_check_tls(const struct config *cfg, const char *name)
     return TRUE;
 }
 
+/* --check-config: the warnings a start would log about the tables as
+ * HBase holds them; none when it cannot be asked (said already, or no
+ * catalog is kept and the file is checked alone). */
+static void
+main_check_tables(struct config *cfg, const char *name)
+{
+    g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+
+    /* a failure says nothing more: the lines so far are what is known */
+    (void)catalog_advice(cfg, warnings, NULL);
+    for (guint i = 0; i < warnings->len; i++) {
+        fprintf(stderr, "%s: warning: %s: %s\n", g_get_prgname(), name,
+                (const char *)g_ptr_array_index(warnings, i));
+    }
+}
+
 /*
  * --check-config: the salted tables against the table catalog, when HBase
  * answers (a file that is fine otherwise stays fine while it does not).
@@ -640,6 +649,7 @@ main_check_catalog(struct config *cfg, const char *name)
                 g_get_prgname(), name, mismatches, mismatches == 1 ? "" : "s");
         return FALSE;
     }
+    main_check_tables(cfg, name);
     return TRUE;
 }
 

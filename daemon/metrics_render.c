@@ -154,6 +154,30 @@ metrics_render_tables(struct metrics *m, GString *out)
     }
 }
 
+/* How the salted tables' regions hold their buckets, at the last check
+ * (tablecheck.c), as a count or as a share of the buckets: tables not
+ * known yet (absent, HBase not asked) have no series. */
+static void
+metrics_render_regions(const struct config *cfg, GString *out,
+                       const char *name, gboolean share, const char *help)
+{
+    metrics_render_head(out, name, "gauge", help);
+    for (size_t i = 0; i < cfg->n_tables; i++) {
+        const struct config_table *t = &cfg->tables[i];
+        gint most = g_atomic_int_get((gint *)&t->region_buckets);
+
+        if (most <= 0)
+            continue;
+        g_string_append_printf(out, "%s{table=\"", name);
+        metrics_render_label(out, t->name);
+        if (share)
+            g_string_append_printf(out, "\"} %g\n",
+                                   (double)most / t->salt.buckets);
+        else
+            g_string_append_printf(out, "\"} %d\n", most);
+    }
+}
+
 /* One backend server's numbers summed over workers and pools. */
 struct metrics_render_server {
     const char *name;
@@ -321,6 +345,18 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
 
     metrics_render_methods(m, out);
     metrics_render_tables(m, out);
+    metrics_render_regions(p->gen->cfg, out, "hsp_table_region_buckets_max",
+                           FALSE,
+                           "The most salt buckets of the table that one of "
+                           "its regions holds (1: every bucket has regions "
+                           "of its own; more: split the table at the bucket "
+                           "points).");
+    metrics_render_regions(p->gen->cfg, out,
+                           "hsp_table_fullest_region_bucket_ratio", TRUE,
+                           "The share of the table's salt buckets in its "
+                           "fullest region (1/buckets when split at the "
+                           "bucket points, 1 when one region holds them "
+                           "all).");
     metrics_render_one(out, "hsp_unsalted_rows_total", "counter",
                        "Rows of salted tables returned as stored because they "
                        "carry no valid salt (written around the proxy).",

@@ -74,3 +74,110 @@ splits_compute(const struct salt_table *t, uint32_t regions, GPtrArray *out)
     }
     g_ptr_array_sort(out, splits_cmp);
 }
+
+void
+splits_shell_string(GString *out, const uint8_t *p, size_t n)
+{
+    g_string_append_c(out, '"');
+    for (size_t k = 0; k < n; k++) {
+        if (g_ascii_isalnum(p[k])) {
+            g_string_append_c(out, (char)p[k]);
+        } else {
+            g_string_append_printf(out, "\\x%02X", p[k]);
+        }
+    }
+    g_string_append_c(out, '"');
+}
+
+/* How many of the sorted bounds sort before key (or at it, with_equal). */
+static guint
+splits_count_below(const GPtrArray *bounds, const uint8_t *key, size_t len,
+                   gboolean with_equal)
+{
+    g_autoptr(GBytes) k = g_bytes_new_static(key, len);
+    guint lo = 0, hi = bounds->len;
+
+    while (lo < hi) {
+        guint mid = lo + (hi - lo) / 2;
+        gint c = g_bytes_compare(g_ptr_array_index(bounds, mid), k);
+
+        if (c < 0 || (c == 0 && with_equal)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* The first key after every key that starts with p[0..len): p with its
+ * last byte below 0xFF incremented and what follows dropped; 0 when
+ * there is none (every byte 0xFF: the keys run to the table's end). */
+static size_t
+splits_prefix_end(uint8_t *p, size_t len)
+{
+    while (len > 0 && p[len - 1] == 0xFF)
+        len--;
+    if (len > 0)
+        p[len - 1]++;
+    return len;
+}
+
+uint32_t
+splits_buckets_per_region(const struct salt_table *t, const GPtrArray *starts,
+                          GBytes **fullest, GPtrArray *missing)
+{
+    g_autoptr(GPtrArray) bounds =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    g_autoptr(GPtrArray) points =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    g_autofree gint64 *diff = NULL;
+    gint64 run = 0;
+    uint32_t most = 0;
+    guint top = 0;
+
+    for (guint i = 0; i < starts->len; i++) {
+        if (g_bytes_get_size(g_ptr_array_index(starts, i)) > 0)
+            g_ptr_array_add(bounds, g_bytes_ref(starts->pdata[i]));
+    }
+    g_ptr_array_sort(bounds, splits_cmp);
+    /* region r holds the keys from bounds[r - 1] (the table's start for
+     * r = 0) up to bounds[r]: a bucket's keys [prefix, prefix end) touch
+     * the regions from the one holding its prefix to the one holding the
+     * last key before its end; diff counts them as a running sum */
+    diff = g_new0(gint64, bounds->len + 2);
+    for (uint32_t b = 0; b < t->buckets; b++) {
+        uint8_t buf[SALT_MAX_PREFIX];
+        size_t len = salt_write_prefix(t, b, buf);
+        guint first = splits_count_below(bounds, buf, len, TRUE);
+        size_t end_len = splits_prefix_end(buf, len);
+        guint last = end_len > 0
+                         ? splits_count_below(bounds, buf, end_len, FALSE)
+                         : bounds->len;
+
+        diff[first]++;
+        diff[MAX(first, last) + 1]--;
+    }
+    for (guint r = 0; r <= bounds->len; r++) {
+        run += diff[r];
+        if (run > (gint64)most) {
+            most = (uint32_t)run;
+            top = r;
+        }
+    }
+    *fullest = top > 0 ? g_bytes_ref(g_ptr_array_index(bounds, top - 1))
+                       : g_bytes_new(NULL, 0);
+    splits_compute(t, t->buckets, points);
+    for (guint i = 0; i < points->len; i++) {
+        gsize n;
+        const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
+        guint below = splits_count_below(bounds, p, n, TRUE);
+
+        /* bounds[below - 1] is the last one at or before the point */
+        if (below == 0 || !g_bytes_equal(g_ptr_array_index(bounds, below - 1),
+                                         points->pdata[i])) {
+            g_ptr_array_add(missing, g_bytes_ref(points->pdata[i]));
+        }
+    }
+    return most;
+}

@@ -25,3 +25,23 @@
  */
 void splits_compute(const struct salt_table *t, uint32_t regions,
                     GPtrArray *out);
+
+/* Appends bytes as an HBase shell (JRuby) double-quoted string: \xNN for
+ * every byte but letters and digits, so no '"', '\\' or "#{" can change
+ * its meaning. */
+void splits_shell_string(GString *out, const uint8_t *p, size_t n);
+
+/*
+ * How a table's existing regions hold its buckets, given every region's
+ * start key (GBytes, any order; the table's first region starts at the
+ * empty key): the most buckets whose keys one region holds, with the
+ * start of that region in *fullest (the first if several; g_bytes_unref).
+ * Appends to missing (GBytes, freed by its owner) the split points of
+ * splits_compute(t, t->buckets) that no region starts at: the HBase
+ * shell `split`s that give every bucket regions of its own.  Buckets
+ * sharing a region share its one region server, whatever the
+ * per-bucket counts say.
+ */
+uint32_t splits_buckets_per_region(const struct salt_table *t,
+                                   const GPtrArray *starts, GBytes **fullest,
+                                   GPtrArray *missing);

@@ -22,7 +22,7 @@ LAYERS = [
     ('requests', ['req', 'bell', 'sasl', 'tls']),
     ('metrics', ['metrics']),
     ('engines', ['worker', 'backend', 'client', 'scan', 'hconn', 'catalog',
-                 'httpd', 'httpc']),
+                 'tablecheck', 'httpd', 'httpc']),
     ('top', ['proxy', 'main', 'admin', 'metrics_render']),
 ]
 

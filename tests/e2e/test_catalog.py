@@ -16,7 +16,13 @@ each, [catalog] state_dir in a temp dir):
   - proxies started at once on a new table, with two mappings, leave
     exactly one entry; each proxy serves or refuses by that entry;
   - a proxy started while HBase is down serves the tables its state file
-    verified, refuses the others, and serves them once HBase answers.
+    verified, refuses the others, and serves them once HBase answers;
+  - (issue 20) a table whose buckets share a region (a forward-looking
+    table's existing regions: every salt sorts before the old keys) is
+    served with one warning naming the HBase shell splits, on /metrics
+    and /healthz, until it is split at the bucket points and reloaded;
+    a section whose table does not exist (misspelt) is named, with the
+    closest existing table, by --check-config and once in the log.
 
   /usr/bin/python3 tests/e2e/test_catalog.py --proxy BUILD/daemon/hbase-salt-proxy \\
       --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py
@@ -24,6 +30,7 @@ each, [catalog] state_dir in a temp dir):
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -40,14 +47,17 @@ from faultlib import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
 Hbase = T = TSocket = TTransport = TBinaryProtocol = None
+THBaseService = T2 = None
 
 CATALOG = 'hbase_salt_catalog'
 
 
 def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol
+    global Hbase, T, TSocket, TTransport, TBinaryProtocol, THBaseService, T2
     sys.path.insert(0, pydir)
     from hbase1 import Hbase as _H, ttypes as _T
+    from hbase2 import THBaseService as _H2, ttypes as _T2
+    THBaseService, T2 = _H2, _T2
     from thrift.transport import TSocket as _S, TTransport as _TT
     from thrift.protocol import TBinaryProtocol as _B
     Hbase, T, TSocket, TTransport, TBinaryProtocol = _H, _T, _S, _TT, _B
@@ -60,6 +70,15 @@ def client(port):
     c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(trans))
     trans.open()
     c._trans = trans
+    return c
+
+
+def t2client(port):
+    sock = TSocket.TSocket('127.0.0.1', port)
+    sock.setTimeout(20000)
+    trans = TTransport.TBufferedTransport(sock)
+    c = THBaseService.Client(TBinaryProtocol.TBinaryProtocol(trans))
+    trans.open()
     return c
 
 
@@ -91,6 +110,21 @@ def healthz(port):
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
+
+
+def metrics(port):
+    with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port,
+                                timeout=5) as r:
+        return r.read().decode()
+
+
+def shell_bytes(text):
+    """The bytes of an HBase shell double-quoted string as the proxy
+    writes them: \\xNN, letters and digits."""
+    out = b''
+    for hexa, char in re.findall(r'\\x([0-9A-F]{2})|([A-Za-z0-9])', text):
+        out += bytes([int(hexa, 16)]) if hexa else char.encode()
+    return out
 
 
 class Emu(object):
@@ -174,7 +208,9 @@ class Proxy(object):
             self.log.close()
 
 
-class CatalogTest(unittest.TestCase):
+class CatalogCase(unittest.TestCase):
+    """Emulators and proxies started in a temp dir, stopped after."""
+
     def setUp(self):
         self.workdir = tempfile.mkdtemp(prefix='hsp-catalog-')
         self.procs = []
@@ -199,6 +235,8 @@ class CatalogTest(unittest.TestCase):
             p.wait_listening()
         return p
 
+
+class CatalogTest(CatalogCase):
     def assertRefused(self, c, table, *texts):
         with self.assertRaises(T.IOError) as cm:
             put(c, table, b'row-x')
@@ -344,16 +382,6 @@ class CatalogTest(unittest.TestCase):
         entries = self.catalog_entries(direct, 't')
         self.assertEqual(len(entries), 1)
         self.assertIn('buckets = 8', entries[0])
-        sys.path.insert(0, ARGS.pydir)
-        from hbase2 import THBaseService, ttypes as T2
-
-        def t2client(port):
-            sock = TSocket.TSocket('127.0.0.1', port)
-            sock.setTimeout(20000)
-            trans = TTransport.TBufferedTransport(sock)
-            c = THBaseService.Client(TBinaryProtocol.TBinaryProtocol(trans))
-            trans.open()
-            return c
         put2 = T2.TPut(row=b'r1', columnValues=[T2.TColumnValue(
             family=b'd', qualifier=b'q', value=b'v')])
         t2client(p1.port2).put(b't', put2)
@@ -417,6 +445,140 @@ class CatalogTest(unittest.TestCase):
                 return False
         wait_for(lambda: works('u', b'y'), 15, 'a put to u')
         wait_for(lambda: works('t', b'z'), 15, 'a put to t')
+
+
+class TableCheckTest(CatalogCase):
+    """Issue 20: what HBase says of a salted table that is worth a warning
+    while the table is served all the same."""
+
+    SHARED = 'salt buckets share one region'
+
+    def split(self, emu, table, points):
+        """The shell's `split` at each point, as the emulator can: the
+        table made again with those regions and every stored row put
+        back where it was (no Thrift call splits a region)."""
+        direct = client(emu.port)
+        sid = direct.scannerOpenWithScan(b(table), T.TScan(), {})
+        rows = []
+        while True:
+            got = direct.scannerGetList(sid, 100)
+            if not got:
+                break
+            rows += got
+        direct.scannerClose(sid)
+        direct.disableTable(b(table))
+        direct.deleteTable(b(table))
+        c2 = t2client(emu.port2)
+        c2.createTable(T2.TTableDescriptor(
+            tableName=T2.TTableName(qualifier=b(table)),
+            columns=[T2.TColumnFamilyDescriptor(name=b'd')]), points)
+        direct.mutateRows(b(table), [T.BatchMutation(row=r.row, mutations=[
+            T.Mutation(column=col, value=cell.value)
+            for col, cell in r.columns.items()]) for r in rows], {})
+        return len(rows)
+
+    def regions_of_salted_rows(self, direct, table):
+        """Which region (by start key) holds each row written salted by a
+        16-bucket byte salt (first byte below 16)."""
+        starts = sorted(r.startKey for r in direct.getTableRegions(b(table)))
+        out = {}
+        for key in raw_rows(direct, table):
+            if key[0] < 16:
+                region = max(s for s in starts if s <= key)
+                out[region] = out.get(region, 0) + 1
+        return out
+
+    def test_forward_looking_table_not_split(self):
+        emu = self.emu(['events'], thrift2=True)
+        direct = client(emu.port)
+        for i in range(50):
+            put(direct, 'events', b'user%02d#1700000000' % i)
+        rule = ('buckets = 16\nlegacy_component = after:#:last\n'
+                'legacy_cutoff = 1710000000\n')
+        p = self.proxy('fwd', emu.port, {'events': rule})
+        # served, with one warning naming the splits that fix it
+        lines = [ln for ln in p.text().splitlines() if self.SHARED in ln]
+        self.assertEqual(len(lines), 1, p.text())
+        self.assertTrue(lines[0].startswith('warning: table events: 16 of '
+                                            'its 16 salt buckets'), lines[0])
+        cmds = re.findall(r"split 'events', \"([^\"]*)\"", lines[0])
+        points = [shell_bytes(x) for x in cmds]
+        self.assertEqual(points, [bytes([i]) for i in range(1, 16)],
+                         lines[0])
+        self.assertIn('--split-keys events', lines[0])
+        c = client(p.port)
+        for i in range(200):
+            put(c, 'events', b'user%03d#1720000000' % i)
+        self.assertEqual(list(self.regions_of_salted_rows(direct, 'events')
+                              .values()), [200])
+        m = metrics(p.admin)
+        self.assertIn('hsp_table_region_buckets_max{table="events"} 16\n', m)
+        self.assertIn('hsp_table_fullest_region_bucket_ratio{table="events"}'
+                      ' 1\n', m)
+        code, body = healthz(p.admin)
+        self.assertEqual(code, 200, body)
+        self.assertIn('table events: 16 of its 16 ' + self.SHARED, body)
+        r = p.check_config()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('warning: %s: table events: 16 of its 16 %s'
+                      % (p.conf, self.SHARED), r.stderr)
+
+        # split as the warning says, reload: the warning clears
+        self.assertEqual(self.split(emu, 'events', points), 250)
+        p.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: 'applied configuration generation 2' in p.text(),
+                 15, 'the reload')
+        self.assertEqual(p.text().count(self.SHARED), 1, p.text())
+        m = metrics(p.admin)
+        self.assertIn('hsp_table_region_buckets_max{table="events"} 1\n', m)
+        self.assertIn('hsp_table_fullest_region_bucket_ratio{table="events"}'
+                      ' 0.0625\n', m)
+        code, body = healthz(p.admin)
+        self.assertEqual(code, 200, body)
+        self.assertNotIn(self.SHARED, body)
+        spread = self.regions_of_salted_rows(direct, 'events')
+        self.assertEqual(len(spread), 16, spread)
+        self.assertEqual(sum(spread.values()), 200)
+        # the legacy rows are where they were, read through the rule
+        self.assertEqual(len(c.getRow(b'events', b'user07#1700000000', {})),
+                         1)
+        r = p.check_config()
+        self.assertNotIn(self.SHARED, r.stderr)
+
+    def test_thrift2_only_cluster_regions(self):
+        """The regions come from getAllRegionLocations when only Thrift2
+        servers answer."""
+        emu = self.emu(['t'], thrift2=True)
+        p = self.proxy('t2', free_port(), {'t': 'buckets = 8\n'},
+                       thrift2_port=emu.port2)
+        self.assertEqual(p.text().count('table t: 8 of its 8 ' +
+                                        self.SHARED), 1, p.text())
+        self.assertIn('hsp_table_region_buckets_max{table="t"} 8\n',
+                      metrics(p.admin))
+
+    def test_misspelt_table(self):
+        emu = self.emu(['events', 'users'])
+        p = self.proxy('typo', emu.port, {'evnets': 'buckets = 8\n',
+                                          'events_v2': 'buckets = 8\n'},
+                       start=False)
+        said = 'table evnets does not exist in HBase; did you mean events?'
+        r = p.check_config()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('warning: %s: %s' % (p.conf, said), r.stderr)
+        # a new table about to be created (a cut-over's) is no misspelling
+        self.assertIn('warning: %s: table events_v2 does not exist in HBase '
+                      '(it is served' % p.conf, r.stderr)
+        self.assertIn(p.conf + ': ok', r.stdout)
+        p.start()
+        p.wait_listening()
+        self.assertEqual(p.text().count(said), 1, p.text())
+        # a warning only: the table is served once created
+        direct = client(emu.port)
+        direct.createTable(b'evnets', [T.ColumnDescriptor(name=b'd:')])
+        c = client(p.port)
+        put(c, 'evnets', b'r1')
+        self.assertEqual(len(c.getRow(b'evnets', b'r1', {})), 1)
+        self.assertNotEqual(raw_rows(direct, 'evnets'), [b'r1'])
 
 
 def main():

@@ -368,7 +368,11 @@ def run_renewal(args):
                   log[-3000:])
             check(users >= 3, 'expected the proxy to redial on new '
                   'tickets, the emulator saw %d connections' % users)
-            check('WARNING' not in log and 'warning' not in log,
+            # but the one at start about the emulator's table: one region
+            # for its 8 buckets
+            rest = '\n'.join(ln for ln in log.splitlines()
+                             if 'salt buckets share one region' not in ln)
+            check('WARNING' not in rest and 'warning' not in rest,
                   'warnings during renewal:\n' + log[-3000:])
             print('ok   renewal')
         except Exception:  # noqa: BLE001
