@@ -23,6 +23,7 @@ import org.apache.hadoop.hbase.LocalHBaseCluster;
 import org.apache.hadoop.hbase.master.HMaster;
 import org.apache.hadoop.hbase.regionserver.HRegionServer;
 import org.apache.hadoop.hbase.zookeeper.MiniZooKeeperCluster;
+import sun.misc.Signal;
 
 public final class HBaseMini {
   /** One Thrift server of ours to start: which service, where. */
@@ -237,7 +238,14 @@ public final class HBaseMini {
     }
   }
 
-  void shutdown() {
+  private boolean down;
+
+  /** Stops the Thrift servers, the cluster and ZooKeeper; once. */
+  synchronized void shutdown() {
+    if (down) {
+      return;
+    }
+    down = true;
     for (Endpoint e : endpoints) {
       if (e.runner != null) {
         e.runner.shutdown();
@@ -299,14 +307,24 @@ public final class HBaseMini {
       usage("cannot create --data-dir " + mini.dataDir);
     }
     CountDownLatch stop = new CountDownLatch(1);
-    Thread hook =
-        new Thread(
-            () -> {
-              stop.countDown();
-              mini.shutdown();
-            },
-            "hbase-mini-shutdown");
-    Runtime.getRuntime().addShutdownHook(hook);
+    // any other exit still stops what did start and removes the data dir
+    Runtime.getRuntime().addShutdownHook(new Thread(mini::shutdown, "hbase-mini-hook"));
+    // SIGTERM and SIGINT are the way to stop it: a clean shutdown, exit 0
+    for (String sig : new String[] {"TERM", "INT"}) {
+      Signal.handle(
+          new Signal(sig),
+          s -> {
+            stop.countDown();
+            new Thread(
+                    () -> {
+                      mini.shutdown();
+                      System.err.println("hbase-mini: stopped on SIG" + sig);
+                      System.exit(0);
+                    },
+                    "hbase-mini-stop")
+                .start();
+          });
+    }
     long t0 = System.nanoTime();
     try {
       Configuration conf = mini.clusterConf();
