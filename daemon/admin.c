@@ -27,6 +27,8 @@ struct admin {
 /* /healthz: the backend health the proxy routes by (backend.c). */
 struct admin_health {
     unsigned up, total, probed;
+    GString *misplaced; /* a line per server listed under the wrong
+                               key */
 };
 
 static void
@@ -38,6 +40,10 @@ admin_health_cb(const struct backend_health_info *info, void *arg)
     h->up += info->up ? 1 : 0;
     /* a DOWN server has been judged, probed or not */
     h->probed += info->probed || !info->up ? 1 : 0;
+    if (info->misplaced[0] != '\0') {
+        g_string_append_printf(h->misplaced, "misconfigured: %s\n",
+                               info->misplaced);
+    }
 }
 
 /* ---- HTTP --------------------------------------------------------------- */
@@ -71,7 +77,8 @@ admin_http_cb(struct evhttp_request *req, void *arg)
                     "text/plain; version=0.0.4; charset=utf-8", body->str,
                     body->len);
     } else if (g_strcmp0(path, "/healthz") == 0) {
-        struct admin_health h = { 0, 0, 0 };
+        g_autoptr(GString) misplaced = g_string_new(NULL);
+        struct admin_health h = { 0, 0, 0, misplaced };
         gboolean probed, ok;
 
         g_autoptr(GString) tables = g_string_new(NULL);
@@ -90,10 +97,13 @@ admin_http_cb(struct evhttp_request *req, void *arg)
                                    "%s: %u of %u backend servers "
                                    "answer\n",
                                    ok || h.up > 0
-                                       ? (refused > 0 ? "degraded" : "ok")
+                                       ? (refused > 0 || h.misplaced->len > 0
+                                              ? "degraded"
+                                              : "ok")
                                        : "unavailable",
                                    h.up, h.total);
         }
+        g_string_append(body, misplaced->str);
         if (refused > 0) {
             g_string_append_printf(body, "%u salted table%s not served:\n%s",
                                    refused, refused == 1 ? "" : "s",

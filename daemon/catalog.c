@@ -391,13 +391,13 @@ catalog_connect(const struct config *cfg, GError **error)
 
     for (size_t i = 0; i < cfg->n_servers + cfg->n_thrift2_servers; i++) {
         g_autoptr(GError) err = NULL;
-        struct hconn *c = i < cfg->n_servers
-                              ? hconn_open(cfg, i, &err)
-                              : hconn_open_thrift2(cfg, i - cfg->n_servers,
-                                                   &err);
+        struct hconn *c = hconn_open_listed(cfg, i, &err);
 
-        if (c != NULL)
+        /* a server listed under the wrong key would misread the
+         * catalog's calls (and HBase log each one): the next one */
+        if (c != NULL && hconn_check_service(c, &err))
             return c;
+        g_clear_pointer(&c, hconn_free);
         g_string_append_printf(why, "%s%s", why->len > 0 ? "; " : "",
                                err->message);
     }

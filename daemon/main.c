@@ -16,6 +16,7 @@
 #include "catalog.h"
 #include "config.h"
 #include "escape.h"
+#include "hconn.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "salt.h"
@@ -609,6 +610,33 @@ main_check_tls(const struct config *cfg, const char *name)
 }
 
 /*
+ * --check-config: each server that answers speaks the service it is
+ * listed for.  One listed under the wrong key answers the proxy's health
+ * probe all the same, so nothing else would say it; a server that cannot
+ * be reached is left to the catalog check's warning.
+ */
+static gboolean
+main_check_services(const struct config *cfg, const char *name)
+{
+    gboolean ok = TRUE;
+
+    for (size_t i = 0; i < cfg->n_servers + cfg->n_thrift2_servers; i++) {
+        g_autoptr(GError) err = NULL;
+        struct hconn *c = hconn_open_listed(cfg, i, &err);
+
+        if (c != NULL && !hconn_check_service(c, &err) &&
+            g_error_matches(err, HCONN_ERROR, HCONN_ERROR_MISPLACED)) {
+            fprintf(stderr, "%s: %s: [backend] %s: %s\n", g_get_prgname(),
+                    name, i < cfg->n_servers ? "servers" : "thrift2_servers",
+                    err->message);
+            ok = FALSE;
+        }
+        hconn_free(c);
+    }
+    return ok;
+}
+
+/*
  * --check-config: the salted tables against the table catalog, when HBase
  * answers (a file that is fine otherwise stays fine while it does not).
  * FALSE when a start would refuse a table.
@@ -746,7 +774,8 @@ main(int argc, char **argv)
         if (cfg->tls_enabled && !main_check_tls(cfg, name)) {
             return 1;
         }
-        if (!main_check_catalog(cfg, name)) {
+        if (!main_check_services(cfg, name) ||
+            !main_check_catalog(cfg, name)) {
             return 1;
         }
         if (pid != 0) {
