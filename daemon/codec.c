@@ -139,6 +139,7 @@ struct codec_ctx {
     uint32_t splits_asked, splits_sent;
     const char *refused; /* a table the call names is refused by the
                             table catalog (config_table.refusal) */
+    gboolean refused_retry; /* and whether that clears by itself */
 };
 
 static gboolean
@@ -169,8 +170,10 @@ codec_table_salt(struct codec_ctx *c, const struct config_table *t)
     if (t == NULL)
         return NULL;
     why = config_table_refusal(t);
-    if (why != NULL && c->refused == NULL)
+    if (why != NULL && c->refused == NULL) {
         c->refused = why;
+        c->refused_retry = config_table_refusal_retry(t);
+    }
     return &t->salt;
 }
 
@@ -267,7 +270,7 @@ codec_refuse_catalog(struct codec_ctx *c)
 {
     c->err->app_type = WIRE_APP_INTERNAL_ERROR;
     c->err->answer = CODEC_ANSWER_IO;
-    c->err->can_retry = 0;
+    c->err->can_retry = c->refused_retry ? 1 : 0;
     c->err->message = c->refused;
 }
 
