@@ -208,6 +208,52 @@ class CheckConfigTest(SetupCase):
         self.assertEqual(p.stop(), 0)
         self.assertFalse(os.path.exists(published))
 
+    def test_pid_outside_systemd(self):
+        """A proxy started by hand, checked from a shell: neither has
+        RUNTIME_DIRECTORY, the PID alone finds the running configuration
+        (the process's memfd, through /proc/PID/fd)."""
+        port = opslib.free_port()
+        none = {'RUNTIME_DIRECTORY': ''}
+        text = opslib.proxy_conf(port, [self.emu.port], tables={'t': T_TABLE})
+        p = self.start(text, port, env=none)
+        pid = str(p.proc.pid)
+        allowed = text + '[table:u]\nbuckets = 4\n'
+        # published just after the listeners are bound
+        r = opslib.wait_for(lambda: (lambda r: r if 'publishes none' not in
+                                     r.stderr else None)(
+            self.check(allowed, '--pid', pid, env=none)), 10,
+            'the running configuration published')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('ok, the running proxy (pid %s) would apply it' % pid,
+                      r.stdout)
+        changed = opslib.proxy_conf(port, [self.emu.port], tables={
+            't': 'buckets = 16\nsalt_format = hex\nsalt_separator = -\n'})
+        r = self.check(changed, '--pid', pid, env=none)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn('a reload would be refused by the running proxy (pid '
+                      '%s): [table:t]: the salt mapping would change' % pid,
+                      r.stderr)
+        self.assertNotIn('RUNTIME_DIRECTORY', r.stderr)
+        # a reload replaces what it compares with
+        p.write_conf(allowed)
+        at = p.log_size()
+        p.hup()
+        p.wait_log(r'reload: applied configuration generation 2', after=at)
+        r = self.check(text, '--pid', pid, env=none)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn('[table:u] was removed', r.stderr)
+        # a process that is no proxy, and one that is gone
+        r = self.check(text, '--pid', str(self.emu.proc.pid), env=none)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('--pid %d: cannot read the running configuration: '
+                      'process %d publishes none' % (self.emu.proc.pid,
+                                                     self.emu.proc.pid),
+                      r.stderr)
+        self.assertEqual(p.stop(), 0)
+        r = self.check(text, '--pid', pid, env=none)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('(no such process)', r.stderr)
+
     def test_pid_without_published_configuration(self):
         r = self.check(opslib.proxy_conf(opslib.free_port(), [self.emu.port]),
                        '--pid', '1', env={'RUNTIME_DIRECTORY': self.dir})
