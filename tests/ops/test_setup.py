@@ -141,6 +141,24 @@ class CheckConfigTest(SetupCase):
         r = self.check(opslib.proxy_conf(port, [self.emu.port]))
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def check_allowed_and_refused(self, port, pid, allowed, env):
+        """allowed passes the check against pid; a change of t's salt
+        mapping (returned) is refused."""
+        r = self.check(allowed, '--pid', pid, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('ok, the running proxy (pid %s) would apply it' % pid,
+                      r.stdout)
+        # a refused one: the salt mapping of t changes
+        changed = opslib.proxy_conf(port, [self.emu.port], tables={
+            't': 'buckets = 16\nsalt_format = hex\nsalt_separator = -\n'})
+        r = self.check(changed, '--pid', pid, env=env)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn('a reload would be refused by the running proxy (pid '
+                      '%s): [table:t]: the salt mapping would change' % pid,
+                      r.stderr)
+        self.assertNotIn('RUNTIME_DIRECTORY', r.stderr)
+        return changed
+
     def test_against_running_proxy(self):
         port = opslib.free_port()
         rundir = os.path.join(self.dir, 'run')
@@ -158,19 +176,7 @@ class CheckConfigTest(SetupCase):
         allowed = opslib.proxy_conf(port, [self.emu.port], tables={
             't': T_TABLE, 'u': 'buckets = 4\n'},
             extra_backend='pool_size = 8\n').replace('pool_size = 2\n', '')
-        r = self.check(allowed, '--pid', pid, env=env)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn('ok, the running proxy (pid %s) would apply it' % pid,
-                      r.stdout)
-
-        # a refused one: the salt mapping of t changes
-        changed = opslib.proxy_conf(port, [self.emu.port], tables={
-            't': 'buckets = 16\nsalt_format = hex\nsalt_separator = -\n'})
-        r = self.check(changed, '--pid', pid, env=env)
-        self.assertEqual(r.returncode, 1, r.stdout)
-        self.assertIn('a reload would be refused by the running proxy (pid '
-                      '%s): [table:t]: the salt mapping would change' % pid,
-                      r.stderr)
+        changed = self.check_allowed_and_refused(port, pid, allowed, env)
         # without --pid the file alone is valid, but HBase answers and its
         # table catalog holds t with 8 buckets: a start would refuse t
         r = self.check(changed)
@@ -219,21 +225,10 @@ class CheckConfigTest(SetupCase):
         pid = str(p.proc.pid)
         allowed = text + '[table:u]\nbuckets = 4\n'
         # published just after the listeners are bound
-        r = opslib.wait_for(lambda: (lambda r: r if 'publishes none' not in
-                                     r.stderr else None)(
-            self.check(allowed, '--pid', pid, env=none)), 10,
+        opslib.wait_for(lambda: 'publishes none' not in self.check(
+            allowed, '--pid', pid, env=none).stderr, 10,
             'the running configuration published')
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn('ok, the running proxy (pid %s) would apply it' % pid,
-                      r.stdout)
-        changed = opslib.proxy_conf(port, [self.emu.port], tables={
-            't': 'buckets = 16\nsalt_format = hex\nsalt_separator = -\n'})
-        r = self.check(changed, '--pid', pid, env=none)
-        self.assertEqual(r.returncode, 1, r.stdout)
-        self.assertIn('a reload would be refused by the running proxy (pid '
-                      '%s): [table:t]: the salt mapping would change' % pid,
-                      r.stderr)
-        self.assertNotIn('RUNTIME_DIRECTORY', r.stderr)
+        self.check_allowed_and_refused(port, pid, allowed, none)
         # a reload replaces what it compares with
         p.write_conf(allowed)
         at = p.log_size()
