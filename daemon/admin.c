@@ -46,6 +46,27 @@ admin_health_cb(const struct backend_health_info *info, void *arg)
     }
 }
 
+/*
+ * /config with workers = 0 (one per core) in the file: the number in
+ * use, which is what an operator looks there for.  The published running
+ * configuration keeps the 0, as a reload compares it with the file.
+ * NULL when nothing is to change.
+ */
+static char *
+admin_effective_workers(const struct proxy *p, const char *text)
+{
+    static const char zero[] = "\nworkers = 0\n";
+    const char *at = strstr(text, zero);
+
+    if (p->gen->cfg->workers != 0 || at == NULL) {
+        return NULL;
+    }
+    return g_strdup_printf("%.*s\n# workers = 0 in the file: one per CPU "
+                           "core\nworkers = %u\n%s",
+                           (int)(at - text), text, p->nworkers,
+                           at + strlen(zero));
+}
+
 /* ---- HTTP --------------------------------------------------------------- */
 
 static void
@@ -114,9 +135,11 @@ admin_http_cb(struct evhttp_request *req, void *arg)
                     "text/plain; charset=utf-8", body->str, body->len);
     } else if (g_strcmp0(path, "/config") == 0) {
         g_autofree char *text = config_to_text(a->p->gen->cfg);
+        g_autofree char *fixed = admin_effective_workers(a->p, text);
 
         g_string_append_printf(body, "# generation %u\n%s",
-                               proxy_generation(a->p), text);
+                               proxy_generation(a->p),
+                               fixed != NULL ? fixed : text);
         admin_reply(req, HTTP_OK, "OK", "text/plain; charset=utf-8",
                     body->str, body->len);
     } else {

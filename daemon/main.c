@@ -675,24 +675,32 @@ main_show_sasl(const struct config *cfg, const struct worker_settings *set,
 }
 
 /* --check-config with [tls]: the files make a context (readable here:
- * the daemon reads them as the same user, or from systemd's copy). */
-static gboolean
+ * the daemon reads them as the same user, or from systemd's copy).  The
+ * listener's line, as main_print_services prints the others; NULL when
+ * the files do not load (said on stderr). */
+static char *
 main_check_tls(const struct config *cfg, const char *name)
 {
     g_autoptr(GError) error = NULL;
     SSL_CTX *ctx = tls_server_ctx_new(cfg->tls_cert, cfg->tls_key,
                                       cfg->tls_client_ca, &error);
     g_autofree char *what = NULL;
+    g_autofree char *listen = config_addr_to_string(&cfg->tls_listen);
+    char *line;
 
     if (ctx == NULL) {
         fprintf(stderr, "%s: %s: %s\n", g_get_prgname(), name, error->message);
-        return FALSE;
+        return NULL;
     }
     what = tls_ctx_describe(ctx);
-    printf("%s: TLS listener certificate: %s%s\n", name, what,
-           cfg->tls_client_ca != NULL ? "; client certificates required" : "");
     SSL_CTX_free(ctx);
-    return TRUE;
+    line = g_strdup_printf(
+        "tls: listen %s (thrift1), cert %s (%s), key %s, client_ca %s%s\n",
+        listen, cfg->tls_cert, what, cfg->tls_key,
+        cfg->tls_client_ca != NULL ? cfg->tls_client_ca : "none",
+        cfg->tls_client_ca != NULL ? " (client certificates required)"
+                                   : " (any client)");
+    return line;
 }
 
 /*
@@ -840,6 +848,7 @@ main(int argc, char **argv)
         const char *name = config_path != NULL ? config_path : "(defaults)";
         struct worker_settings set;
         g_auto(GStrv) advice = config_advice(cfg);
+        g_autofree char *tls_line = NULL;
 
         /* also what only the I/O core checks: addresses resolve, limits */
         if (!proxy_settings_load(&set, cfg, &error)
@@ -857,7 +866,8 @@ main(int argc, char **argv)
         if (cfg->sasl == CONFIG_SASL_GSSAPI) {
             main_show_sasl(cfg, &set, name);
         }
-        if (cfg->tls_enabled && !main_check_tls(cfg, name)) {
+        if (cfg->tls_enabled &&
+            (tls_line = main_check_tls(cfg, name)) == NULL) {
             return 1;
         }
         if (!main_check_services(cfg, name) ||
@@ -870,9 +880,13 @@ main(int argc, char **argv)
         } else {
             printf("%s: ok\n", name);
         }
-        if (cfg->thrift2_enabled || cfg->n_thrift2_servers > 0) {
-            /* the one-line answer stays as it was without Thrift2 */
+        if (cfg->thrift2_enabled || cfg->n_thrift2_servers > 0 ||
+            tls_line != NULL) {
+            /* the one-line answer stays as it was without Thrift2 or TLS */
             main_print_services(cfg);
+        }
+        if (tls_line != NULL) {
+            fputs(tls_line, stdout);
         }
         return 0;
     }

@@ -426,6 +426,10 @@ class ServiceMismatchTest(SetupCase):
                     % self.t2port)
         status, body = self.run_case(conf, sentence)
         self.assertEqual(status, 503, body)
+        # README quotes the log line as it is
+        doc = opslib.readme_quote('backend 127.0.0.1:9092 is')
+        self.assertTrue(doc.replace('9092', str(self.t2port)).startswith(
+            'backend ' + sentence + '; '), doc)
         # a client is told the same at once, not "Invalid method name"
         c = opslib.client(self.port)
         try:
