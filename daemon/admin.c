@@ -28,6 +28,8 @@ struct admin {
 /* /healthz: the backend health the proxy routes by (backend.c). */
 struct admin_health {
     unsigned up, total, probed;
+    GString *misplaced; /* a line per server listed under the wrong
+                               key */
 };
 
 static void
@@ -39,6 +41,31 @@ admin_health_cb(const struct backend_health_info *info, void *arg)
     h->up += info->up ? 1 : 0;
     /* a DOWN server has been judged, probed or not */
     h->probed += info->probed || !info->up ? 1 : 0;
+    if (info->misplaced[0] != '\0') {
+        g_string_append_printf(h->misplaced, "misconfigured: %s\n",
+                               info->misplaced);
+    }
+}
+
+/*
+ * /config with workers = 0 (one per core) in the file: the number in
+ * use, which is what an operator looks there for.  The published running
+ * configuration keeps the 0, as a reload compares it with the file.
+ * NULL when nothing is to change.
+ */
+static char *
+admin_effective_workers(const struct proxy *p, const char *text)
+{
+    static const char zero[] = "\nworkers = 0\n";
+    const char *at = strstr(text, zero);
+
+    if (p->gen->cfg->workers != 0 || at == NULL) {
+        return NULL;
+    }
+    return g_strdup_printf("%.*s\n# workers = 0 in the file: one per CPU "
+                           "core\nworkers = %u\n%s",
+                           (int)(at - text), text, p->nworkers,
+                           at + strlen(zero));
 }
 
 /* ---- HTTP --------------------------------------------------------------- */
@@ -72,7 +99,8 @@ admin_http_cb(struct evhttp_request *req, void *arg)
                     "text/plain; version=0.0.4; charset=utf-8", body->str,
                     body->len);
     } else if (g_strcmp0(path, "/healthz") == 0) {
-        struct admin_health h = { 0, 0, 0 };
+        g_autoptr(GString) misplaced = g_string_new(NULL);
+        struct admin_health h = { 0, 0, 0, misplaced };
         gboolean probed, ok;
 
         g_autoptr(GString) tables = g_string_new(NULL);
@@ -91,10 +119,13 @@ admin_http_cb(struct evhttp_request *req, void *arg)
                                    "%s: %u of %u backend servers "
                                    "answer\n",
                                    ok || h.up > 0
-                                       ? (refused > 0 ? "degraded" : "ok")
+                                       ? (refused > 0 || h.misplaced->len > 0
+                                              ? "degraded"
+                                              : "ok")
                                        : "unavailable",
                                    h.up, h.total);
         }
+        g_string_append(body, misplaced->str);
         if (refused > 0) {
             g_string_append_printf(body, "%u salted table%s not served:\n%s",
                                    refused, refused == 1 ? "" : "s",
@@ -115,9 +146,11 @@ admin_http_cb(struct evhttp_request *req, void *arg)
                     "text/plain; charset=utf-8", body->str, body->len);
     } else if (g_strcmp0(path, "/config") == 0) {
         g_autofree char *text = config_to_text(a->p->gen->cfg);
+        g_autofree char *fixed = admin_effective_workers(a->p, text);
 
         g_string_append_printf(body, "# generation %u\n%s",
-                               proxy_generation(a->p), text);
+                               proxy_generation(a->p),
+                               fixed != NULL ? fixed : text);
         admin_reply(req, HTTP_OK, "OK", "text/plain; charset=utf-8",
                     body->str, body->len);
     } else {

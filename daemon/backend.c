@@ -111,6 +111,9 @@ struct backend_health {
     unsigned mismatch_ms;           /* probe interval while the server
                                        seems to speak another protocol or
                                        transport; 0 = it does not */
+    const char *probe_method;       /* the call the probe waits on */
+    char misplaced[256];            /* why it speaks the other service
+                                       (under lock), "" if it does not */
     guint64 probe_connect_failures; /* probes that could not connect
                                        (atomic: the scrape reads it) */
     guint64 retired_requests;       /* counters of freed pools (under
@@ -1600,6 +1603,10 @@ backend_health_use(struct backend_health_table *t,
 
         memcpy(&h->addr, &set->servers[i].addr, set->servers[i].addrlen);
         h->addrlen = set->servers[i].addrlen;
+        if (g_atomic_int_get(&h->service) != set->servers[i].service) {
+            /* listed under the other key now: ask it again at once */
+            g_atomic_int_set(&h->probe_now, 1);
+        }
         g_atomic_int_set(&h->service, set->servers[i].service);
         g_strlcpy(h->sasl_server, set->servers[i].sasl_server,
                   sizeof(h->sasl_server));
@@ -1640,8 +1647,21 @@ backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
     g_clear_pointer(&h->probe_sasl, sasl_client_free);
     g_clear_pointer(&h->probe_in, evbuffer_free);
     wire_buf_clear(&h->probe_call);
+    if (ok && h->misplaced[0] != '\0') {
+        g_mutex_lock(&h->lock);
+        h->misplaced[0] = '\0';
+        g_mutex_unlock(&h->lock);
+        h->mismatch_ms = 0;
+        g_message("backend %s: answers as a %s server now", h->name,
+                  g_atomic_int_get(&h->service) == HBASE1_SERVICE_THRIFT2
+                      ? "Thrift2 (THBaseService)"
+                      : "Thrift1 (Hbase)");
+    }
     if (mismatch) {
-        if (h->mismatch_ms == 0) {
+        if (h->mismatch_ms == 0 && h->misplaced[0] != '\0') {
+            /* backend_probe_misplaced said why */
+            h->mismatch_ms = BACKEND_PROBE_MISMATCH_FIRST_MS;
+        } else if (h->mismatch_ms == 0) {
             h->mismatch_ms = BACKEND_PROBE_MISMATCH_FIRST_MS;
             /* once per episode: the reason does not change probe to probe */
             g_warning("backend %s: %s: it likely speaks another protocol or "
@@ -1783,6 +1803,147 @@ backend_probe_sasl(struct backend_health *h, struct bufferevent *bev)
     return evbuffer_get_length(h->probe_in) > 0;
 }
 
+/* The call a probe of h sends: one without arguments, cheap for HBase,
+ * in the service h speaks (Thrift2 has no getTableNames). */
+static const char *
+backend_probe_method(struct backend_health *h)
+{
+    return g_atomic_int_get(&h->service) == HBASE1_SERVICE_THRIFT2
+               ? "getThriftServerType"
+               : "getTableNames";
+}
+
+/* The probe's call of method (no arguments) into buf, which it
+ * initializes; h waits on it from now. */
+static void
+backend_probe_call(struct backend_health *h, const char *method,
+                   struct wire_buf *buf)
+{
+    struct backend_health_table *t = h->table;
+    struct wire_writer wr;
+    size_t off = 0;
+
+    wire_buf_init(buf);
+    if (t->framed) {
+        off = wire_frame_begin(buf);
+    }
+    wire_writer_init(&wr, t->proto, buf);
+    t->seqid = t->seqid == G_MAXINT32 ? 1 : t->seqid + 1;
+    wire_write_msg_begin(&wr, (const uint8_t *)method, strlen(method),
+                         WIRE_CALL, t->seqid);
+    wire_write_struct_begin(&wr);
+    wire_write_struct_end(&wr);
+    if (t->framed) {
+        wire_frame_end(buf, off);
+    }
+    h->probe_method = method;
+}
+
+/* A further call on the probe's connection, once the first answered
+ * (SASL negotiated by then). */
+static void
+backend_probe_send(struct backend_health *h, struct bufferevent *bev,
+                   const char *method)
+{
+    struct wire_buf buf;
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    g_autoptr(GError) error = NULL;
+    char why[BACKEND_MSG_MAX];
+
+    backend_probe_call(h, method, &buf);
+    if (h->probe_sasl != NULL) {
+        if (!sasl_client_wrap(h->probe_sasl, buf.data, buf.len, out, &error)) {
+            wire_buf_free(&buf);
+            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
+            backend_probe_finish(h, FALSE, why, FALSE);
+            return;
+        }
+        bufferevent_write(bev, out->data, out->len);
+    } else {
+        bufferevent_write(bev, buf.data, buf.len);
+    }
+    wire_buf_free(&buf);
+}
+
+/* The probe found h speaking the other service (text says so): DOWN
+ * at once, whatever the failure count, as no call of ours can succeed
+ * there (the table catalog asks only while a server is UP), and probed
+ * at the mismatch pace until the configuration lists it right. */
+static void
+backend_probe_misplaced(struct backend_health *h, const char *text)
+{
+    gboolean first;
+
+    g_mutex_lock(&h->lock);
+    first = strcmp(h->misplaced, text) != 0;
+    g_strlcpy(h->misplaced, text, sizeof(h->misplaced));
+    if (g_atomic_int_compare_and_exchange(&h->state, BACKEND_UP,
+                                          BACKEND_DOWN)) {
+        h->down_at = req_now();
+    }
+    g_mutex_unlock(&h->lock);
+    if (first) {
+        g_warning("backend %s; it gets no requests and the table "
+                  "catalog is not asked through it; probing it every %u "
+                  "to %u s until it answers as the service it is listed "
+                  "for",
+                  text, BACKEND_PROBE_MISMATCH_FIRST_MS / 1000,
+                  BACKEND_PROBE_MISMATCH_MAX_MS / 1000);
+    }
+    backend_probe_finish(h, FALSE, text, TRUE);
+}
+
+/*
+ * A whole reply to the probe's call: the server answers.  Unless it
+ * answers as the other service: a Thrift1 server's getTableNames is an
+ * unknown method to a Thrift2 one, whose getThriftServerType then says
+ * TWO; a Thrift2 probe's getThriftServerType says ONE on a Thrift1 one.
+ * (A server without getThriftServerType, HBase 1.x, is taken as it is
+ * listed.)
+ */
+static void
+backend_probe_reply(struct backend_health *h, struct bufferevent *bev,
+                    struct evbuffer *in, const uint8_t *msg, size_t len)
+{
+    hbase1_service_id_t listed = g_atomic_int_get(&h->service);
+    size_t hdr = h->table->framed ? 4 : 0;
+    hbase1_kind_t kind;
+    g_autofree char *text = NULL;
+
+    if (len < hdr ||
+        !hbase1_kind_of_reply((int)h->table->proto, msg + hdr, len - hdr,
+                              h->probe_method, &kind)) {
+        /* a whole message all the same: someone answers */
+        backend_probe_finish(h, TRUE, NULL, FALSE);
+        return;
+    }
+    evbuffer_drain(in, len);
+    if (listed == HBASE1_SERVICE_THRIFT1 &&
+        kind == HBASE1_KIND_UNKNOWN_METHOD &&
+        strcmp(h->probe_method, "getTableNames") == 0) {
+        /* which service then: ask it, on the same connection */
+        backend_probe_send(h, bev, "getThriftServerType");
+        return;
+    }
+    if (listed == HBASE1_SERVICE_THRIFT1 &&
+        strcmp(h->probe_method, "getThriftServerType") == 0) {
+        text = kind == HBASE1_KIND_THRIFT2
+                   ? hbase1_kind_misplaced(h->name, listed)
+                   : g_strdup_printf("%s answers getTableNames with "
+                                     "\"Invalid method name\": it is no "
+                                     "Thrift1 (Hbase) server",
+                                     h->name);
+    } else if (listed == HBASE1_SERVICE_THRIFT2 &&
+               kind == HBASE1_KIND_THRIFT1) {
+        text = hbase1_kind_misplaced(h->name, listed);
+    }
+    if (text != NULL) {
+        backend_probe_misplaced(h, text);
+    } else {
+        backend_probe_finish(h, TRUE, NULL, FALSE);
+    }
+}
+
 static void
 backend_probe_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -1802,7 +1963,7 @@ backend_probe_read_cb(struct bufferevent *bev, void *arg)
     st = req_msg_next(in, h->table->proto, h->table->framed,
                       &wire_default_limits, &msg, &len, &why);
     if (st == WIRE_OK) {
-        backend_probe_finish(h, TRUE, NULL, FALSE);
+        backend_probe_reply(h, bev, in, msg, len);
     } else if (st == WIRE_ERROR) {
         char text[128];
 
@@ -1863,16 +2024,6 @@ backend_probe_event_cb(struct bufferevent *bev, short what, void *arg)
     }
 }
 
-/* The call a probe of h sends: one without arguments, cheap for HBase,
- * in the service h speaks (Thrift2 has no getTableNames). */
-static const char *
-backend_probe_method(struct backend_health *h)
-{
-    return g_atomic_int_get(&h->service) == HBASE1_SERVICE_THRIFT2
-               ? "getThriftServerType"
-               : "getTableNames";
-}
-
 /* Connects to h and sends getTableNames (Thrift2: getThriftServerType):
  * a reply proves the server speaks Thrift, not just that a port is
  * open. */
@@ -1887,9 +2038,6 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
     struct sockaddr_storage addr;
     socklen_t addrlen;
     struct wire_buf buf;
-    struct wire_writer wr;
-    size_t off = 0;
-
     struct httpc_target http;
     evutil_socket_t fd = -1;
 
@@ -1919,19 +2067,7 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
                       backend_probe_event_cb, h);
     bufferevent_set_timeouts(h->probe, &tv, &tv);
     bufferevent_enable(h->probe, EV_READ | EV_WRITE);
-    wire_buf_init(&buf);
-    if (t->framed) {
-        off = wire_frame_begin(&buf);
-    }
-    wire_writer_init(&wr, t->proto, &buf);
-    t->seqid = t->seqid == G_MAXINT32 ? 1 : t->seqid + 1;
-    wire_write_msg_begin(&wr, (const uint8_t *)backend_probe_method(h),
-                         strlen(backend_probe_method(h)), WIRE_CALL, t->seqid);
-    wire_write_struct_begin(&wr);
-    wire_write_struct_end(&wr);
-    if (t->framed) {
-        wire_frame_end(&buf, off);
-    }
+    backend_probe_call(h, backend_probe_method(h), &buf);
     if (t->sasl != NULL && !t->http) {
         g_autoptr(GByteArray) out = g_byte_array_new();
         g_autoptr(GError) error = NULL;
@@ -2196,6 +2332,9 @@ backend_health_foreach(struct backend_health_table *t, backend_health_fn fn,
                 .retired_connect_failures = h->retired_connect_failures,
             };
 
+            g_mutex_lock(&h->lock);
+            g_strlcpy(info.misplaced, h->misplaced, sizeof(info.misplaced));
+            g_mutex_unlock(&h->lock);
             fn(&info, arg);
         }
     }

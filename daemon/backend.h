@@ -176,6 +176,8 @@ struct backend_health_info {
     guint64 retired_requests;       /* counters of freed pools */
     guint64 retired_failures;
     guint64 retired_connect_failures;
+    char misplaced[256]; /* why it speaks the other service
+                                       than it is listed for, or "" */
 };
 
 /* Calls fn for every current server.  Any thread. */

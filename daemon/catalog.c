@@ -41,9 +41,11 @@ catalog_report_clear(struct catalog_report *r)
 }
 
 /* Sets t's refusal to text (NULL: served); the text lives with cfg, as a
- * request may still point at it. */
+ * request may still point at it.  retry: it clears by itself, a client
+ * is told it may retry (config_table_refusal_retry). */
 static void
-catalog_set_refusal(struct config *cfg, struct config_table *t, char *text)
+catalog_set_refusal_retry(struct config *cfg, struct config_table *t,
+                          char *text, gboolean retry)
 {
     if (text != NULL) {
         g_mutex_lock(&catalog_lock);
@@ -52,7 +54,15 @@ catalog_set_refusal(struct config *cfg, struct config_table *t, char *text)
         g_ptr_array_add(cfg->catalog_texts, text);
         g_mutex_unlock(&catalog_lock);
     }
+    g_atomic_int_set(&t->refusal_retry, retry ? 1 : 0);
     g_atomic_pointer_set(&t->refusal, text);
+}
+
+/* A refusal only an operator clears (a mapping that disagrees). */
+static void
+catalog_set_refusal(struct config *cfg, struct config_table *t, char *text)
+{
+    catalog_set_refusal_retry(cfg, t, text, FALSE);
 }
 
 /* A mapping on one line, for messages: "buckets = 16, salt_format = ...". */
@@ -369,13 +379,14 @@ catalog_from_state(struct config *cfg, struct catalog_report *report)
             continue;
         }
         report->unverified++;
-        catalog_set_refusal(
+        catalog_set_refusal_retry(
             cfg, t,
             g_strdup_printf("hbase-salt-proxy: table %s is not served yet: "
                             "its mapping could not be checked against the "
                             "table catalog %s (%s), and %s holds no "
                             "verified entry equal to it",
-                            t->name, cfg->catalog_table, report->error, path));
+                            t->name, cfg->catalog_table, report->error, path),
+            TRUE);
     }
     g_warning("catalog: HBase could not be asked (%s): %u salted table%s "
               "served by the mappings last verified (%s), %u not served "
@@ -394,13 +405,13 @@ catalog_connect(const struct config *cfg, GError **error)
 
     for (size_t i = 0; i < cfg->n_servers + cfg->n_thrift2_servers; i++) {
         g_autoptr(GError) err = NULL;
-        struct hconn *c = i < cfg->n_servers
-                              ? hconn_open(cfg, i, &err)
-                              : hconn_open_thrift2(cfg, i - cfg->n_servers,
-                                                   &err);
+        struct hconn *c = hconn_open_listed(cfg, i, &err);
 
-        if (c != NULL)
+        /* a server listed under the wrong key would misread the
+         * catalog's calls (and HBase log each one): the next one */
+        if (c != NULL && hconn_check_service(c, &err))
             return c;
+        g_clear_pointer(&c, hconn_free);
         g_string_append_printf(why, "%s%s", why->len > 0 ? "; " : "",
                                err->message);
     }

@@ -602,10 +602,9 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
         return CLIENT_TOOK;
     }
     if (st == CODEC_OK && req->call.splits_set) {
-        g_warning("%s of a salted table: the client's %u split keys "
-                  "replaced by the salt buckets' %u (%u regions)",
-                  req->call.name, req->call.splits_asked,
-                  req->call.splits_sent, req->call.splits_sent + 1);
+        g_autofree char *line = codec_splits_describe(&req->call);
+
+        g_warning("%s", line);
     }
     if (st == CODEC_SCAN) {
         /* the scan engine answers it, maybe from another worker */

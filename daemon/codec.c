@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "escape.h"
 #include "filterpb.h"
 #include "hbase1.h"
 #include "legacy.h"
@@ -139,6 +140,7 @@ struct codec_ctx {
     uint32_t splits_asked, splits_sent;
     const char *refused; /* a table the call names is refused by the
                             table catalog (config_table.refusal) */
+    gboolean refused_retry; /* and whether that clears by itself */
 };
 
 static gboolean
@@ -169,8 +171,10 @@ codec_table_salt(struct codec_ctx *c, const struct config_table *t)
     if (t == NULL)
         return NULL;
     why = config_table_refusal(t);
-    if (why != NULL && c->refused == NULL)
+    if (why != NULL && c->refused == NULL) {
         c->refused = why;
+        c->refused_retry = config_table_refusal_retry(t);
+    }
     return &t->salt;
 }
 
@@ -267,7 +271,7 @@ codec_refuse_catalog(struct codec_ctx *c)
 {
     c->err->app_type = WIRE_APP_INTERNAL_ERROR;
     c->err->answer = CODEC_ANSWER_IO;
-    c->err->can_retry = 0;
+    c->err->can_retry = c->refused_retry ? 1 : 0;
     c->err->message = c->refused;
 }
 
@@ -678,6 +682,13 @@ codec_peek_filter_row(struct codec_ctx *c, const struct hbase1_schema *s)
     }
 }
 
+/* The regions asked by a client that sent count split keys. */
+static uint32_t
+codec_splits_regions(uint32_t count)
+{
+    return count >= SPLITS_MAX_REGIONS ? SPLITS_MAX_REGIONS : count + 1;
+}
+
 /*
  * The split keys of a salted table's createTable or
  * isTableAvailableWithSplit: the client's keys are logical row keys, which
@@ -705,10 +716,7 @@ codec_splits(struct codec_ctx *c, const struct salt_table *salt, gboolean read)
         }
         wire_read_container_end(&c->r);
     }
-    splits_compute(salt,
-                   count >= SPLITS_MAX_REGIONS ? SPLITS_MAX_REGIONS
-                                               : count + 1,
-                   points);
+    splits_compute(salt, codec_splits_regions(count), points);
     wire_write_list_begin(&c->w, WIRE_T_STRING, points->len);
     for (guint i = 0; i < points->len; i++) {
         gsize n;
@@ -721,6 +729,36 @@ codec_splits(struct codec_ctx *c, const struct salt_table *salt, gboolean read)
     c->splits_asked = count;
     c->splits_sent = points->len;
     return c->r.status == WIRE_OK;
+}
+
+char *
+codec_splits_describe(const struct codec_call *call)
+{
+    const struct config_table *t = codec_table_of(call->salt);
+    g_autoptr(GPtrArray) points =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    GString *out = g_string_new(NULL);
+
+    /* the same points codec_splits sent: splits_compute is a function
+     * of the mapping and the region count */
+    splits_compute(call->salt, codec_splits_regions(call->splits_asked),
+                   points);
+    g_string_append_printf(out,
+                           "%.*s of salted table %s: the client's %u split "
+                           "keys replaced by the salt buckets' %u (%u "
+                           "regions): ",
+                           (int)call->name_len, call->name, t->name,
+                           call->splits_asked, points->len, points->len + 1);
+    for (guint i = 0; i < points->len; i++) {
+        gsize n;
+        const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
+
+        if (i > 0) {
+            g_string_append(out, ", ");
+        }
+        escape_append(out, p, n);
+    }
+    return g_string_free(out, FALSE);
 }
 
 static gboolean

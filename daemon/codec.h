@@ -31,6 +31,11 @@ struct codec_call {
     uint32_t splits_sent;               /* how many were sent instead */
 };
 
+/* The log line of a call whose split keys the codec replaced
+ * (splits_set): the table, the counts, and the split points sent, each
+ * in the escape syntax (escape.h), ", " between them. */
+char *codec_splits_describe(const struct codec_call *call);
+
 /* Row keys sent to, and rows returned from, one bucket of a salted table. */
 struct codec_bucket_count {
     const struct salt_table *salt; /* the table's mapping */

@@ -82,6 +82,8 @@ struct config_table {
     gint region_buckets;    /* the most of its buckets one of its regions
                                held at the last check (tablecheck.c), 0:
                                not known.  Run-time state, g_atomic_int */
+    gint refusal_retry;     /* the refusal clears by itself (the catalog
+                               could not be asked yet): IOError canRetry */
 };
 
 struct config {
@@ -201,6 +203,17 @@ config_table_refusal(const struct config_table *t)
 {
     /* the pointer changes under readers; what it points to does not */
     return (const char *)g_atomic_pointer_get((gpointer *)&t->refusal);
+}
+
+/* Whether a client may retry a call config_table_refusal refused: TRUE
+ * while the catalog could not be asked (it clears once HBase answers),
+ * FALSE for a mapping that disagrees (only an operator clears it).
+ * Two words, not one: a call racing the catalog's change of a table's
+ * verdict may get the hint of the other verdict, once. */
+static inline gboolean
+config_table_refusal_retry(const struct config_table *t)
+{
+    return g_atomic_int_get(&t->refusal_retry) != 0;
 }
 
 /* A table's mapping as the key lines of its section (buckets = ...),

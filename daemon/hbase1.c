@@ -394,3 +394,91 @@ hbase1_schema_role(const struct hbase1_schema *s, uint8_t role)
     }
     return NULL;
 }
+
+/* ---- which service a server speaks ------------------------------------ */
+
+/* TApplicationException's type for a method the service does not have. */
+#define HBASE1_APP_UNKNOWN_METHOD 1
+
+/* TThriftServerType, as both IDLs number it. */
+#define HBASE1_SERVER_TYPE_ONE 1
+#define HBASE1_SERVER_TYPE_TWO 2
+
+/* The i32 field fid of the struct the reader is at, or -1 if absent. */
+static int32_t
+hbase1_kind_i32(struct wire_reader *r, int16_t want)
+{
+    int32_t value = -1;
+    uint8_t ft;
+    int16_t fid;
+
+    wire_read_struct_begin(r);
+    while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
+        if (fid == want && ft == WIRE_T_I32) {
+            value = wire_read_i32(r);
+        } else {
+            wire_skip(r, ft);
+        }
+    }
+    wire_read_struct_end(r);
+    return r->status == WIRE_OK ? value : -1;
+}
+
+gboolean
+hbase1_kind_of_reply(int proto, const uint8_t *msg, size_t len,
+                     const char *method, hbase1_kind_t *kind)
+{
+    struct wire_reader r;
+    struct wire_msg m;
+    int32_t v;
+
+    *kind = HBASE1_KIND_KNOWN;
+    wire_reader_init(&r, (wire_proto_t)proto, msg, len, TRUE,
+                     &wire_default_limits);
+    if (wire_read_msg_begin(&r, &m) != WIRE_OK ||
+        m.name_len != strlen(method) ||
+        memcmp(m.name, method, m.name_len) != 0) {
+        return FALSE;
+    }
+    if (m.type == WIRE_EXCEPTION) {
+        /* TApplicationException { 1: message, 2: type } */
+        v = hbase1_kind_i32(&r, 2);
+        if (r.status != WIRE_OK) {
+            return FALSE;
+        }
+        if (v == HBASE1_APP_UNKNOWN_METHOD) {
+            *kind = HBASE1_KIND_UNKNOWN_METHOD;
+        }
+        return TRUE;
+    }
+    if (m.type != WIRE_REPLY) {
+        return FALSE;
+    }
+    if (strcmp(method, "getThriftServerType") != 0) {
+        return TRUE;
+    }
+    /* the result struct: field 0, the enum */
+    v = hbase1_kind_i32(&r, 0);
+    if (r.status != WIRE_OK) {
+        return FALSE;
+    }
+    if (v == HBASE1_SERVER_TYPE_ONE) {
+        *kind = HBASE1_KIND_THRIFT1;
+    } else if (v == HBASE1_SERVER_TYPE_TWO) {
+        *kind = HBASE1_KIND_THRIFT2;
+    }
+    return TRUE;
+}
+
+char *
+hbase1_kind_misplaced(const char *server, hbase1_service_id_t listed)
+{
+    if (listed == HBASE1_SERVICE_THRIFT2) {
+        return g_strdup_printf("%s is a Thrift1 (Hbase) server; list it "
+                               "under servers, not thrift2_servers",
+                               server);
+    }
+    return g_strdup_printf("%s is a Thrift2 (THBaseService) server; list it "
+                           "under thrift2_servers, not servers",
+                           server);
+}

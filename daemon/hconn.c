@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "hbase1.h"
 #include "httpc.h"
 #include "sasl.h"
 
@@ -319,6 +320,14 @@ hconn_open_thrift2(const struct config *cfg, size_t index, GError **error)
         error);
 }
 
+struct hconn *
+hconn_open_listed(const struct config *cfg, size_t index, GError **error)
+{
+    return index < cfg->n_servers
+               ? hconn_open(cfg, index, error)
+               : hconn_open_thrift2(cfg, index - cfg->n_servers, error);
+}
+
 void
 hconn_free(struct hconn *c)
 {
@@ -587,6 +596,8 @@ hconn_write_table_name(struct wire_writer *w, const char *table)
     wire_write_struct_end(w);
 }
 
+static gboolean hconn_i32_read(struct wire_reader *r, uint8_t type,
+                               GBytes *reply, void *data);
 static gboolean hconn_bool_read(struct wire_reader *r, uint8_t type,
                                 GBytes *reply, void *data);
 static gboolean hconn_tresults_read(struct wire_reader *r, uint8_t type,
@@ -725,6 +736,40 @@ bad:
                 "%s: %s: malformed reply: %s", c->peer, method,
                 r.error != NULL ? r.error : "unexpected content");
     return FALSE;
+}
+
+/* ---- which service ----------------------------------------------------- */
+
+gboolean
+hconn_check_service(struct hconn *c, GError **error)
+{
+    struct wire_writer w;
+    size_t frame = hconn_begin(c, &w, "getThriftServerType");
+    g_autoptr(GError) err = NULL;
+    g_autofree char *text = NULL;
+    int32_t type = 0;
+    hbase1_kind_t kind;
+
+    if (!hconn_call(c, &w, frame, "getThriftServerType", hconn_i32_read, &type,
+                    &err)) {
+        if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_APP))
+            return TRUE; /* older than the method: cannot tell */
+        g_propagate_error(error, g_steal_pointer(&err));
+        return FALSE;
+    }
+    /* TThriftServerType: ONE = 1, TWO = 2 */
+    kind = type == 1   ? HBASE1_KIND_THRIFT1
+           : type == 2 ? HBASE1_KIND_THRIFT2
+                       : HBASE1_KIND_KNOWN;
+    if ((c->thrift2 && kind == HBASE1_KIND_THRIFT1) ||
+        (!c->thrift2 && kind == HBASE1_KIND_THRIFT2)) {
+        text = hbase1_kind_misplaced(c->peer, c->thrift2
+                                                  ? HBASE1_SERVICE_THRIFT2
+                                                  : HBASE1_SERVICE_THRIFT1);
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_MISPLACED, "%s", text);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 /* ---- getTableRegions ------------------------------------------------- */

@@ -14,10 +14,11 @@
 GQuark hconn_error_quark(void);
 
 typedef enum {
-    HCONN_ERROR_IO,       /* connect, send, receive, timeout: retry helps */
-    HCONN_ERROR_PROTOCOL, /* a reply that is not what the call returns */
-    HCONN_ERROR_REMOTE,   /* the server's IOError / IllegalArgument */
-    HCONN_ERROR_APP,      /* a TApplicationException */
+    HCONN_ERROR_IO,        /* connect, send, receive, timeout: retry helps */
+    HCONN_ERROR_PROTOCOL,  /* a reply that is not what the call returns */
+    HCONN_ERROR_REMOTE,    /* the server's IOError / IllegalArgument */
+    HCONN_ERROR_APP,       /* a TApplicationException */
+    HCONN_ERROR_MISPLACED, /* the server speaks the other service */
 } hconn_error_t;
 
 /* One cell as read: pointers into a reply kept by the hconn_rows that
@@ -68,8 +69,18 @@ struct hconn *hconn_open(const struct config *cfg, size_t index,
  * hconn_get_table_regions, hconn_table_names. */
 struct hconn *hconn_open_thrift2(const struct config *cfg, size_t index,
                                  GError **error) G_GNUC_WARN_UNUSED_RESULT;
+/* The index-th of [backend] servers then thrift2_servers, each in its
+ * own service (index below n_servers + n_thrift2_servers). */
+struct hconn *hconn_open_listed(const struct config *cfg, size_t index,
+                                GError **error) G_GNUC_WARN_UNUSED_RESULT;
 void hconn_free(struct hconn *c);
 const char *hconn_peer(const struct hconn *c);
+
+/* Whether the server speaks the service c was opened for, by its
+ * getThriftServerType (both services of HBase 2.x have it): FALSE with
+ * HCONN_ERROR_MISPLACED and the sentence for the operator when it is
+ * the other one.  A server without the method (HBase 1.x) passes. */
+gboolean hconn_check_service(struct hconn *c, GError **error);
 
 /* getTableRegions (Thrift2: getAllRegionLocations): regions in key order
  * (struct hconn_region, freed with the array); none for a table Thrift1

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -16,6 +18,7 @@
 #include "catalog.h"
 #include "config.h"
 #include "escape.h"
+#include "hconn.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "salt.h"
@@ -190,6 +193,9 @@ main_split_keys(const struct config *cfg, const char *table, gint regions)
  * The running configuration, published for --check-config --pid: the
  * file systemd's RuntimeDirectory= gives the service ($RUNTIME_DIRECTORY,
  * the first one if several), one per process.  NULL when there is none.
+ * It is also kept in a memfd of the process (main_publish_memfd), found
+ * from the PID alone: a shell outside the unit has no RUNTIME_DIRECTORY,
+ * and a proxy started by hand has none either.
  */
 static char *
 main_running_path(long pid)
@@ -206,6 +212,52 @@ main_running_path(long pid)
     return g_build_filename(dir, name, NULL);
 }
 
+/* The name of the memfd, as /proc/PID/fd/N links to it: "/memfd:NAME
+ * (deleted)". */
+#define MAIN_RUNNING_MEMFD "hbase-salt-proxy-running.conf"
+
+/* The memfd holding the running configuration, -1 before the first. */
+static int main_running_fd = -1;
+
+/* data into a new memfd, put in place of the old one with dup3: a
+ * reader opening /proc/PID/fd/N gets the old or the new, never half.
+ * only: it is the only copy (a failure is worth a warning then; a unit's
+ * SystemCallFilter= may refuse memfd_create). */
+static void
+main_publish_memfd(const char *data, gboolean only)
+{
+    size_t len = strlen(data), off = 0;
+    int fd = memfd_create(MAIN_RUNNING_MEMFD, MFD_CLOEXEC);
+
+    while (fd >= 0 && off < len) {
+        ssize_t n = write(fd, data + off, len - off);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            close(fd);
+            fd = -1;
+            break;
+        }
+        off += (size_t)n;
+    }
+    if (fd < 0) {
+        if (only) {
+            g_warning("cannot keep the running configuration for "
+                      "--check-config --pid: %s",
+                      g_strerror(errno));
+        }
+        return;
+    }
+    if (main_running_fd < 0) {
+        main_running_fd = fd;
+    } else {
+        dup3(fd, main_running_fd, O_CLOEXEC);
+        close(fd);
+    }
+}
+
 /* Writes cfg as this process's running configuration (start, reload). */
 static void
 main_publish(const struct config *cfg, unsigned gen)
@@ -215,13 +267,14 @@ main_publish(const struct config *cfg, unsigned gen)
     g_autofree char *data = NULL;
     g_autoptr(GError) error = NULL;
 
-    if (path == NULL) {
-        return;
-    }
     text = config_to_text(cfg);
     data = g_strdup_printf("# running configuration of hbase-salt-proxy, "
                            "pid %ld, generation %u\n%s", (long)getpid(), gen,
                            text);
+    main_publish_memfd(data, path == NULL);
+    if (path == NULL) {
+        return;
+    }
     /* a temporary file and a rename: a reader never sees half of it */
     if (!g_file_set_contents(path, data, -1, &error)) {
         g_warning("cannot write the running configuration for "
@@ -239,6 +292,48 @@ main_unpublish(void)
     }
 }
 
+/* The running configuration of pid from its memfd, through /proc. */
+static gboolean
+main_read_memfd(long pid, char **data, gsize *len, GError **error)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%ld/fd", pid);
+    g_autoptr(GError) ierror = NULL;
+    g_autoptr(GDir) d = g_dir_open(dir, 0, &ierror);
+    const char *entry;
+
+    if (d == NULL) {
+        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND,
+                    "--pid %ld: cannot read the running configuration: %s%s",
+                    pid, ierror->message,
+                    g_error_matches(ierror, G_FILE_ERROR, G_FILE_ERROR_NOENT)
+                        ? " (no such process)"
+                        : " (run the check as the proxy's user, or root)");
+        return FALSE;
+    }
+    while ((entry = g_dir_read_name(d)) != NULL) {
+        g_autofree char *fd = g_build_filename(dir, entry, NULL);
+        g_autofree char *target = g_file_read_link(fd, NULL);
+
+        if (target != NULL &&
+            g_str_has_prefix(target, "/memfd:" MAIN_RUNNING_MEMFD " ")) {
+            if (g_file_get_contents(fd, data, len, &ierror)) {
+                return TRUE;
+            }
+            g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND,
+                        "--pid %ld: cannot read the running configuration: "
+                        "%s",
+                        pid, ierror->message);
+            return FALSE;
+        }
+    }
+    g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND,
+                "--pid %ld: cannot read the running configuration: process "
+                "%ld publishes none (is it a hbase-salt-proxy, started and "
+                "listening?)",
+                pid, pid);
+    return FALSE;
+}
+
 /* Whether the process pid would apply cfg on SIGHUP, by the rule the
  * daemon itself applies (config_reload_check). */
 static gboolean
@@ -251,18 +346,10 @@ main_check_running(const struct config *cfg, long pid, GError **error)
     g_autoptr(GError) ierror = NULL;
     gsize len = 0;
 
-    if (path == NULL) {
-        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND,
-                    "--pid %ld: RUNTIME_DIRECTORY is not set, so there is "
-                    "no running configuration to compare with (the proxy "
-                    "publishes it there: systemd's RuntimeDirectory=)", pid);
-        return FALSE;
-    }
-    if (!g_file_get_contents(path, &data, &len, &ierror)) {
-        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND,
-                    "--pid %ld: cannot read the running configuration: %s "
-                    "(is pid %ld a hbase-salt-proxy with the same "
-                    "RUNTIME_DIRECTORY?)", pid, ierror->message, pid);
+    /* the unit's file when this runs with its RUNTIME_DIRECTORY (the
+     * unit's ExecReload), else the process's own copy */
+    if ((path == NULL || !g_file_get_contents(path, &data, &len, NULL)) &&
+        !main_read_memfd(pid, &data, &len, error)) {
         return FALSE;
     }
     name = g_strdup_printf("running configuration of pid %ld", pid);
@@ -581,24 +668,59 @@ main_show_sasl(const struct config *cfg, const struct worker_settings *set,
 }
 
 /* --check-config with [tls]: the files make a context (readable here:
- * the daemon reads them as the same user, or from systemd's copy). */
-static gboolean
+ * the daemon reads them as the same user, or from systemd's copy).  The
+ * listener's line, as main_print_services prints the others; NULL when
+ * the files do not load (said on stderr). */
+static char *
 main_check_tls(const struct config *cfg, const char *name)
 {
     g_autoptr(GError) error = NULL;
     SSL_CTX *ctx = tls_server_ctx_new(cfg->tls_cert, cfg->tls_key,
                                       cfg->tls_client_ca, &error);
     g_autofree char *what = NULL;
+    g_autofree char *listen = config_addr_to_string(&cfg->tls_listen);
+    char *line;
 
     if (ctx == NULL) {
         fprintf(stderr, "%s: %s: %s\n", g_get_prgname(), name, error->message);
-        return FALSE;
+        return NULL;
     }
     what = tls_ctx_describe(ctx);
-    printf("%s: TLS listener certificate: %s%s\n", name, what,
-           cfg->tls_client_ca != NULL ? "; client certificates required" : "");
     SSL_CTX_free(ctx);
-    return TRUE;
+    line = g_strdup_printf(
+        "tls: listen %s (thrift1), cert %s (%s), key %s, client_ca %s%s\n",
+        listen, cfg->tls_cert, what, cfg->tls_key,
+        cfg->tls_client_ca != NULL ? cfg->tls_client_ca : "none",
+        cfg->tls_client_ca != NULL ? " (client certificates required)"
+                                   : " (any client)");
+    return line;
+}
+
+/*
+ * --check-config: each server that answers speaks the service it is
+ * listed for.  One listed under the wrong key answers the proxy's health
+ * probe all the same, so nothing else would say it; a server that cannot
+ * be reached is left to the catalog check's warning.
+ */
+static gboolean
+main_check_services(const struct config *cfg, const char *name)
+{
+    gboolean ok = TRUE;
+
+    for (size_t i = 0; i < cfg->n_servers + cfg->n_thrift2_servers; i++) {
+        g_autoptr(GError) err = NULL;
+        struct hconn *c = hconn_open_listed(cfg, i, &err);
+
+        if (c != NULL && !hconn_check_service(c, &err) &&
+            g_error_matches(err, HCONN_ERROR, HCONN_ERROR_MISPLACED)) {
+            fprintf(stderr, "%s: %s: [backend] %s: %s\n", g_get_prgname(),
+                    name, i < cfg->n_servers ? "servers" : "thrift2_servers",
+                    err->message);
+            ok = FALSE;
+        }
+        hconn_free(c);
+    }
+    return ok;
 }
 
 /* --check-config: the warnings a start would log about the tables as
@@ -736,6 +858,7 @@ main(int argc, char **argv)
         const char *name = config_path != NULL ? config_path : "(defaults)";
         struct worker_settings set;
         g_auto(GStrv) advice = config_advice(cfg);
+        g_autofree char *tls_line = NULL;
 
         /* also what only the I/O core checks: addresses resolve, limits */
         if (!proxy_settings_load(&set, cfg, &error)
@@ -753,10 +876,12 @@ main(int argc, char **argv)
         if (cfg->sasl == CONFIG_SASL_GSSAPI) {
             main_show_sasl(cfg, &set, name);
         }
-        if (cfg->tls_enabled && !main_check_tls(cfg, name)) {
+        if (cfg->tls_enabled &&
+            (tls_line = main_check_tls(cfg, name)) == NULL) {
             return 1;
         }
-        if (!main_check_catalog(cfg, name)) {
+        if (!main_check_services(cfg, name) ||
+            !main_check_catalog(cfg, name)) {
             return 1;
         }
         if (pid != 0) {
@@ -765,9 +890,13 @@ main(int argc, char **argv)
         } else {
             printf("%s: ok\n", name);
         }
-        if (cfg->thrift2_enabled || cfg->n_thrift2_servers > 0) {
-            /* the one-line answer stays as it was without Thrift2 */
+        if (cfg->thrift2_enabled || cfg->n_thrift2_servers > 0 ||
+            tls_line != NULL) {
+            /* the one-line answer stays as it was without Thrift2 or TLS */
             main_print_services(cfg);
+        }
+        if (tls_line != NULL) {
+            fputs(tls_line, stdout);
         }
         return 0;
     }

@@ -486,6 +486,10 @@ scan_sub_reply(struct scanner *sc, struct req *sub, struct wire_reader *r,
         uint8_t t2;
         int16_t f2;
 
+        /* what a client reading HBase's own exception sees: canRetry
+         * when the IOError says so, else false (an IllegalArgument, an
+         * IOError of a server older than the field) */
+        *can_retry = FALSE;
         if (m.type == WIRE_EXCEPTION) {
             /* already inside the exception struct */
             t2 = *type;

@@ -242,6 +242,8 @@ class CatalogTest(CatalogCase):
             put(c, table, b'row-x')
         msg = cm.exception.message
         msg = msg.decode() if isinstance(msg, bytes) else msg
+        # only an operator clears a refusal: retrying is no use
+        self.assertFalse(cm.exception.canRetry, msg)
         for t in texts:
             self.assertIn(t, msg)
         for call in (lambda: c.getRow(b(table), b'row-x', {}),
@@ -388,6 +390,7 @@ class CatalogTest(CatalogCase):
         with self.assertRaises(T2.TIOError) as cm:
             t2client(p2.port2).put(b't', put2)
         self.assertIn('buckets = 16', str(cm.exception.message))
+        self.assertFalse(cm.exception.canRetry)
         self.assertEqual(len(raw_rows(direct, 't')), 1)
         # the entry gone (an operator's deleteall), the table's rows are
         # sampled through getScannerResults: salted by this mapping, so
@@ -411,7 +414,8 @@ class CatalogTest(CatalogCase):
 
         # t was verified here before: served from the state file; u was not
         both = {'t': 'buckets = 8\n', 'u': 'buckets = 8\n'}
-        again = self.proxy('again', port, both, state_dir=state)
+        again = self.proxy('again', port, both, state_dir=state,
+                           thrift2_port=free_port())
         wait_for(lambda: 'served by the mappings last verified'
                  in again.text(), 10, 'the state file fallback')
         body = healthz(again.admin)[1]
@@ -421,6 +425,21 @@ class CatalogTest(CatalogCase):
         with self.assertRaises(T.IOError) as cm:
             put(c, 'u', b'x')
         self.assertIn('could not be checked', str(cm.exception.message))
+        # it clears by itself once HBase answers: worth retrying
+        self.assertTrue(cm.exception.canRetry)
+        sys.path.insert(0, ARGS.pydir)
+        from hbase2 import THBaseService, ttypes as T2
+        sock = TSocket.TSocket('127.0.0.1', again.port2)
+        sock.setTimeout(20000)
+        trans = TTransport.TBufferedTransport(sock)
+        c2 = THBaseService.Client(TBinaryProtocol.TBinaryProtocol(trans))
+        trans.open()
+        with self.assertRaises(T2.TIOError) as cm:
+            c2.put(b'u', T2.TPut(row=b'x', columnValues=[T2.TColumnValue(
+                family=b'd', qualifier=b'q', value=b'v')]))
+        self.assertIn('could not be checked', str(cm.exception.message))
+        self.assertTrue(cm.exception.canRetry)
+        trans.close()
         with self.assertRaises(T.IOError) as cm:
             put(c, 't', b'x')
         # t is served: the call fails only because HBase is down

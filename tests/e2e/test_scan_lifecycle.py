@@ -797,6 +797,9 @@ class BucketFailureTest(_Base):
                                   % (20 + len(got), len(want)))
             self.assertIn('scan of s failed in bucket', err.message)
             self.assertIn(INVALID, err.message)
+            # HBase's IllegalArgument: the scanner is gone, a retry of
+            # the call cannot help (the client opens a new one)
+            self.assertFalse(err.canRetry, err.message)
             self.assertEqual(want[20:20 + len(got)], got)
             self.assertLess(took, 5)
             # failed for good: every further read is the same IOError

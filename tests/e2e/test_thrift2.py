@@ -804,8 +804,12 @@ class CreateTableTest(unittest.TestCase):
         self.assertFalse(self.direct.isTableAvailableWithSplit(tn, asked))
         with open(self.proxy.log_path, 'rb') as f:
             log = f.read().decode(errors='replace')
-        self.assertIn("createTable of a salted table: the client's 7 split "
-                      "keys replaced by the salt buckets' 7 (8 regions)", log)
+        # the table and the points, in the escape syntax (as hbase-emu
+        # --split-keys and the config take them)
+        self.assertIn("createTable of salted table ns1:pre4b: the client's 7 "
+                      "split keys replaced by the salt buckets' 7 (8 "
+                      "regions): 0\\x80, 1, 1\\x80, 2, 2\\x80, 3, 3\\x80\n",
+                      log)
 
     def test_no_split_keys_still_one_region_per_bucket(self):
         desc = T.TTableDescriptor(

@@ -26,6 +26,18 @@ def load_thrift(pydir):
     TSocket, TTransport, TBinaryProtocol = _S, _TT, _B
 
 
+def readme_quote(start):
+    """The `...` span of README.md that starts with start, its line breaks
+    and indentation folded to single spaces, as a reader sees it."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                        '..', 'README.md')
+    with open(path) as f:
+        text = re.sub(r'\s*\n\s*', ' ', f.read())
+    m = re.search('`(' + re.escape(start) + '[^`]*)`', text)
+    assert m, 'README.md quotes no message starting with %r' % start
+    return m.group(1)
+
+
 def free_port():
     s = socket.socket()
     s.bind(('127.0.0.1', 0))

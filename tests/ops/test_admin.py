@@ -30,6 +30,17 @@ W_TABLE = ('buckets = 300\nsalt_format = decimal\n'
            'hash_part = delimiter:\\x3a\\s#:2\n')
 
 
+def check_loads(test, workdir, body):
+    """body (from /config) passes --check-config; its path."""
+    path = os.path.join(workdir, 'effective.conf')
+    with open(path, 'w') as f:
+        f.write(body)
+    r = subprocess.run([ARGS.proxy, '-c', path, '--check-config'],
+                       capture_output=True, text=True)
+    test.assertEqual(r.returncode, 0, r.stderr)
+    return path
+
+
 class AdminTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -193,12 +204,7 @@ class AdminTest(unittest.TestCase):
                       'salt_separator = -\nhash_part = whole\n', body)
         self.assertIn('servers = 127.0.0.1:%d\n' % self.emu.port, body)
         # the effective config is a file the proxy loads
-        path = os.path.join(self.dir, 'effective.conf')
-        with open(path, 'w') as f:
-            f.write(body)
-        r = subprocess.run([ARGS.proxy, '-c', path, '--check-config'],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        path = check_loads(self, self.dir, body)
         # ... with the same salt policies, odd bytes included
         for conf in (self.proxy.conf, path):
             out = subprocess.run([ARGS.proxy, '-c', conf, '--explain-key',
@@ -240,6 +246,68 @@ class HealthDownTest(unittest.TestCase):
             self.assertEqual(proxy.stop(), 0)
             if not os.environ.get('HSP_KEEP_LOGS'):
                 shutil.rmtree(d, ignore_errors=True)
+
+
+class DefaultsTest(unittest.TestCase):
+    """A file that leaves workers out, with every server down: what
+    /config and a client are told is what the docs say."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix='hsp-ops-defaults-')
+        cls.dead = [opslib.free_port(), opslib.free_port()]
+        port, admin = opslib.free_port(), opslib.free_port()
+        text = opslib.proxy_conf(port, cls.dead, admin_port=admin)
+        cls.proxy = opslib.Proxy(ARGS.proxy, cls.dir,
+                                 text.replace('workers = 2\n', ''),
+                                 port, admin_port=admin)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            assert cls.proxy.stop() == 0
+        finally:
+            if not os.environ.get('HSP_KEEP_LOGS'):
+                shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_config_shows_workers_in_use(self):
+        status, body = self.proxy.http('/config')
+        self.assertEqual(status, 200)
+        n = len(os.sched_getaffinity(0))
+        self.assertIn('\nworkers = %d\n' % n, body)
+        self.assertIn('# workers = 0 in the file: one per CPU core\n', body)
+        self.assertIn('listening on 127.0.0.1:%d with %d worker'
+                      % (self.proxy.port, n), self.proxy.log_text())
+        check_loads(self, self.dir, body)
+
+    def test_readme_no_backend_message(self):
+        """README's example of the message is the message."""
+        wait_for(lambda: 'unavailable' in self.proxy.http('/healthz')[1],
+                 10, 'every server down')
+        c = opslib.client(self.proxy.port)
+        try:
+            with self.assertRaises(opslib.T.IOError) as cm:
+                c.getTableNames()
+        finally:
+            c._trans.close()
+        got = cm.exception.message
+        self.assertTrue(cm.exception.canRetry)
+        doc = opslib.readme_quote('hbase-salt-proxy: no backend server '
+                                  'available: ')
+        head = 'hbase-salt-proxy: no backend server available: '
+        self.assertTrue(got.startswith(head), got)
+        doc_parts = doc[len(head):].split('; ')
+        got_parts = got[len(head):].split('; ')
+        self.assertEqual(len(got_parts), 2, got)
+        # a refused server reads exactly as the first example does
+        addr = re.match(r'(\S+:\d+): ', doc_parts[0]).group(1)
+        self.assertEqual(got_parts[0],
+                         doc_parts[0].replace(addr, '127.0.0.1:%d'
+                                              % self.dead[0]))
+        # and every server part has the example's shape
+        shape = re.compile(r'^\S+:\d+: down: (probe: )?\S.*$')
+        for part in doc_parts + got_parts:
+            self.assertRegex(part, shape)
 
 
 class PresplitTest(unittest.TestCase):

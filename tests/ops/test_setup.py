@@ -35,8 +35,11 @@ class SetupCase(unittest.TestCase):
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix='hsp-ops-setup-')
-        self.emu = opslib.Emu(ARGS.emu, self.dir, extra=self.emu_extra)
+        self.emu = opslib.Emu(ARGS.emu, self.dir, extra=self.emu_args())
         self.proxies = []
+
+    def emu_args(self):
+        return self.emu_extra
 
     def tearDown(self):
         try:
@@ -138,6 +141,24 @@ class CheckConfigTest(SetupCase):
         r = self.check(opslib.proxy_conf(port, [self.emu.port]))
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def check_allowed_and_refused(self, port, pid, allowed, env):
+        """allowed passes the check against pid; a change of t's salt
+        mapping (returned) is refused."""
+        r = self.check(allowed, '--pid', pid, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('ok, the running proxy (pid %s) would apply it' % pid,
+                      r.stdout)
+        # a refused one: the salt mapping of t changes
+        changed = opslib.proxy_conf(port, [self.emu.port], tables={
+            't': 'buckets = 16\nsalt_format = hex\nsalt_separator = -\n'})
+        r = self.check(changed, '--pid', pid, env=env)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn('a reload would be refused by the running proxy (pid '
+                      '%s): [table:t]: the salt mapping would change' % pid,
+                      r.stderr)
+        self.assertNotIn('RUNTIME_DIRECTORY', r.stderr)
+        return changed
+
     def test_against_running_proxy(self):
         port = opslib.free_port()
         rundir = os.path.join(self.dir, 'run')
@@ -155,19 +176,7 @@ class CheckConfigTest(SetupCase):
         allowed = opslib.proxy_conf(port, [self.emu.port], tables={
             't': T_TABLE, 'u': 'buckets = 4\n'},
             extra_backend='pool_size = 8\n').replace('pool_size = 2\n', '')
-        r = self.check(allowed, '--pid', pid, env=env)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn('ok, the running proxy (pid %s) would apply it' % pid,
-                      r.stdout)
-
-        # a refused one: the salt mapping of t changes
-        changed = opslib.proxy_conf(port, [self.emu.port], tables={
-            't': 'buckets = 16\nsalt_format = hex\nsalt_separator = -\n'})
-        r = self.check(changed, '--pid', pid, env=env)
-        self.assertEqual(r.returncode, 1, r.stdout)
-        self.assertIn('a reload would be refused by the running proxy (pid '
-                      '%s): [table:t]: the salt mapping would change' % pid,
-                      r.stderr)
+        changed = self.check_allowed_and_refused(port, pid, allowed, env)
         # without --pid the file alone is valid, but HBase answers and its
         # table catalog holds t with 8 buckets: a start would refuse t
         r = self.check(changed)
@@ -204,6 +213,41 @@ class CheckConfigTest(SetupCase):
         self.assertIn('[table:u] was removed', r.stderr)
         self.assertEqual(p.stop(), 0)
         self.assertFalse(os.path.exists(published))
+
+    def test_pid_outside_systemd(self):
+        """A proxy started by hand, checked from a shell: neither has
+        RUNTIME_DIRECTORY, the PID alone finds the running configuration
+        (the process's memfd, through /proc/PID/fd)."""
+        port = opslib.free_port()
+        none = {'RUNTIME_DIRECTORY': ''}
+        text = opslib.proxy_conf(port, [self.emu.port], tables={'t': T_TABLE})
+        p = self.start(text, port, env=none)
+        pid = str(p.proc.pid)
+        allowed = text + '[table:u]\nbuckets = 4\n'
+        # published just after the listeners are bound
+        opslib.wait_for(lambda: 'publishes none' not in self.check(
+            allowed, '--pid', pid, env=none).stderr, 10,
+            'the running configuration published')
+        self.check_allowed_and_refused(port, pid, allowed, none)
+        # a reload replaces what it compares with
+        p.write_conf(allowed)
+        at = p.log_size()
+        p.hup()
+        p.wait_log(r'reload: applied configuration generation 2', after=at)
+        r = self.check(text, '--pid', pid, env=none)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn('[table:u] was removed', r.stderr)
+        # a process that is no proxy, and one that is gone
+        r = self.check(text, '--pid', str(self.emu.proc.pid), env=none)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('--pid %d: cannot read the running configuration: '
+                      'process %d publishes none' % (self.emu.proc.pid,
+                                                     self.emu.proc.pid),
+                      r.stderr)
+        self.assertEqual(p.stop(), 0)
+        r = self.check(text, '--pid', pid, env=none)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('(no such process)', r.stderr)
 
     def test_pid_without_published_configuration(self):
         r = self.check(opslib.proxy_conf(opslib.free_port(), [self.emu.port]),
@@ -322,6 +366,100 @@ class ProbeMismatchTest(unittest.TestCase):
         text, closes = self.run_case((), '')
         self.assertNotIn('another protocol', text)
         self.assertEqual(closes, 0)
+
+
+class ServiceMismatchTest(SetupCase):
+    """A Thrift2 port listed under servers (or a Thrift1 one under
+    thrift2_servers) answers a probe all the same: --check-config fails
+    with the sentence that fixes it, /healthz names it, and neither the
+    probes nor the table catalog's rechecks send it calls it misreads
+    (each one a line in HBase's log)."""
+
+    def emu_args(self):
+        return ('--thrift2-listen', '127.0.0.1:0', '--thrift2-port-file',
+                os.path.join(self.dir, 'emu.t2port'))
+
+    def setUp(self):
+        super().setUp()
+        with open(os.path.join(self.dir, 'emu.t2port')) as f:
+            self.t2port = int(f.read().strip())
+        self.emu_log = os.path.join(self.dir, 'emu.log')
+
+    def emu_lines(self):
+        with open(self.emu_log) as f:
+            return f.read().splitlines()
+
+    def run_case(self, conf, sentence):
+        r = self.run_proxy('-c', self.write('x.conf', conf), '--check-config')
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(sentence, r.stderr)
+        self.assertNotIn(': ok', r.stdout)
+
+        port, admin = self.port, self.admin
+        p = self.start(conf, port, admin_port=admin)
+        opslib.wait_for(lambda: sentence in p.http('/healthz')[1],
+                        10, '/healthz naming the server')
+        status, body = p.http('/healthz')
+        self.assertIn('misconfigured: ' + sentence, body)
+        self.assertFalse(body.startswith('ok'), body)
+        # once in the log, not once a probe
+        p.wait_log(re.escape('backend ' + sentence))
+        at = len(self.emu_lines())
+        # several recheck periods (500 ms) and mismatch probe periods
+        time.sleep(4)
+        text = p.log_text()
+        self.assertEqual(text.count('backend ' + sentence), 1, text)
+        new = self.emu_lines()[at:]
+        self.assertEqual([l for l in self.emu_lines()
+                          if 'past the end of the message' in l], [])
+        self.assertLessEqual(len(new), 3, new)
+        return status, body
+
+    def test_thrift2_port_under_servers(self):
+        self.port, self.admin = opslib.free_port(), opslib.free_port()
+        conf = opslib.proxy_conf(self.port, [self.t2port],
+                                 admin_port=self.admin,
+                                 tables={'t': T_TABLE})
+        conf += '[catalog]\nrecheck_ms = 500\n'
+        sentence = ('127.0.0.1:%d is a Thrift2 (THBaseService) server; '
+                    'list it under thrift2_servers, not servers'
+                    % self.t2port)
+        status, body = self.run_case(conf, sentence)
+        self.assertEqual(status, 503, body)
+        # README quotes the log line as it is
+        doc = opslib.readme_quote('backend 127.0.0.1:9092 is')
+        self.assertTrue(doc.replace('9092', str(self.t2port)).startswith(
+            'backend ' + sentence + '; '), doc)
+        # a client is told the same at once, not "Invalid method name"
+        c = opslib.client(self.port)
+        try:
+            with self.assertRaises(opslib.T.IOError) as e:
+                c.getTableNames()
+            self.assertIn(sentence, e.exception.message)
+        finally:
+            c._trans.close()
+
+    def test_thrift1_port_under_thrift2_servers(self):
+        self.port, self.admin = opslib.free_port(), opslib.free_port()
+        other = opslib.Emu(ARGS.emu, self.dir, name='emu1')
+        try:
+            conf = opslib.proxy_conf(
+                self.port, [self.emu.port], admin_port=self.admin,
+                tables={'t': T_TABLE},
+                extra_backend='thrift2_servers = 127.0.0.1:%d\n'
+                              % other.port)
+            conf += ('[thrift2]\nlisten = 127.0.0.1:%d\n'
+                     '[catalog]\nrecheck_ms = 500\n' % opslib.free_port())
+            sentence = ('127.0.0.1:%d is a Thrift1 (Hbase) server; list it '
+                        'under servers, not thrift2_servers' % other.port)
+            status, body = self.run_case(conf, sentence)
+            # the Thrift1 server still serves Thrift1 clients
+            self.assertEqual(status, 200, body)
+            self.assertTrue(body.startswith('degraded: 1 of 2'), body)
+            with open(os.path.join(self.dir, 'emu1.log')) as f:
+                self.assertNotIn('past the end', f.read())
+        finally:
+            other.close()
 
 
 class ProbeConnectFailureTest(unittest.TestCase):

@@ -163,7 +163,8 @@ class Suite:
     def another_proxy(self, **kw):
         kw.setdefault('qop', self.qop)
         kw.setdefault('keytab', self.app_kt)
-        p = Proxy(self.args.proxy, self.r, self.emu.port,
+        port = kw.pop('emu_port', self.emu.port)
+        p = Proxy(self.args.proxy, self.r, port,
                   name='proxy%d' % len(self.others), **kw)
         self.others.append(p)
         return p
@@ -285,6 +286,20 @@ class Suite:
             ['requires SASL protection %s' % self.qop,
              'the proxy asks for %s' % other],
             ['requires SASL protection'], qop=other)
+
+    def test_thrift2_port_under_servers(self):
+        # the probe's second call (getThriftServerType, after getTableNames
+        # is an unknown method) goes over the negotiated SASL session too
+        p = self.another_proxy(emu_port=self.emu.port2)
+        sentence = ('127.0.0.1:%d is a Thrift2 (THBaseService) server; list '
+                    'it under thrift2_servers, not servers' % self.emu.port2)
+        wait_for(lambda: sentence in p.log_text(), 15,
+                 'the probe naming the Thrift2 server')
+        c, tr = client(p.port)
+        expect_ioerror(lambda: c.getRow(b't', b'user001', {}), sentence)
+        tr.close()
+        check(p.log_text().count('backend ' + sentence) == 1,
+              'expected the warning once: ' + p.log_text()[-2000:])
 
     def test_recovers(self):
         # the first proxy was never disturbed by the failing ones

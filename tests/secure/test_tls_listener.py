@@ -221,6 +221,40 @@ class TlsListenerTest(unittest.TestCase):
         if not os.environ.get('HSP_KEEP_LOGS'):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def test_check_config_prints_the_listener(self):
+        """--check-config names the TLS listener as it names the others:
+        address, cert (its subject and serial), key, client CA; and a key
+        that is not the certificate's fails it."""
+        conf = os.path.join(self.workdir, 'check.conf')
+        tls = free_port()
+
+        def check(key, ca):
+            with open(conf, 'w') as f:
+                f.write('[proxy]\nlisten = 127.0.0.1:%d\n'
+                        '[backend]\nservers = 127.0.0.1:%d\n'
+                        '[catalog]\ntable =\n'
+                        '[tls]\nlisten = 127.0.0.1:%d\ncert = %s\n'
+                        'key = %s\n%s'
+                        % (free_port(), free_port(), tls, p('srv1.pem'),
+                           p(key), 'client_ca = %s\n' % p(ca) if ca else ''))
+            return subprocess.run([ARGS.proxy, '-c', conf, '--check-config'],
+                                  capture_output=True, text=True, timeout=30)
+        r = check('srv1.key', None)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('\ntls: listen 127.0.0.1:%d (thrift1), cert %s '
+                      '(/CN=localhost, serial 1001), key %s, client_ca none '
+                      '(any client)\n' % (tls, p('srv1.pem'), p('srv1.key')),
+                      r.stdout)
+        self.assertIn('\nthrift1: listen 127.0.0.1:', r.stdout)
+        r = check('srv1.key', 'ca.pem')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(', client_ca %s (client certificates required)\n'
+                      % p('ca.pem'), r.stdout)
+        r = check('lone.key', None)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertNotIn('tls: listen', r.stdout)
+        self.assertIn('lone.key', r.stderr)
+
     def test_salted_calls_over_tls_beside_plain(self):
         self.s = Setup(self.workdir)
         c = tls_client(self.s.tls)
