@@ -1055,22 +1055,24 @@ scan_fetch_sink(struct worker *w, struct req *sub)
             if (g_str_has_prefix(inner, "hbase-salt-proxy: ")) {
                 inner += strlen("hbase-salt-proxy: ");
             }
+            char where[48];
+
+            /* the legacy range's index is one past the last bucket: no
+             * bucket the operator can find in --explain-key */
             if (b->legacy) {
-                sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
-                                            "failed in its legacy "
-                                            "(unsalted) range: %s",
-                                            sc->table, inner);
+                g_strlcpy(where, "its legacy (unsalted) range", sizeof(where));
             } else {
-                sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
-                                            "failed in bucket %u: %s",
-                                            sc->table, b->bucket, inner);
+                g_snprintf(where, sizeof(where), "bucket %u", b->bucket);
             }
+            sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
+                                        "failed in %s: %s",
+                                        sc->table, where, inner);
             sc->error_retry = retry;
             sc->state = SCAN_FAILED;
             /* the reason may quote the backend, and so row data: only at
              * debug; the client gets it in full */
-            g_warning("scanner %d on %s failed in bucket %u", sc->item.id,
-                      sc->table, b->bucket);
+            g_warning("scanner %d on %s failed in %s", sc->item.id, sc->table,
+                      where);
             g_debug("%s", sc->error);
         }
         scan_sub_return(sc, sub);
