@@ -767,9 +767,9 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
         } else {
             b->bucket = single ? only : i;
             scanbatch_init(&b->rows, sc->salt, b->bucket, sc->calls->key);
-            metrics_bucket_request(sc->item.owner->metrics, sc->salt,
-                                   b->bucket, 1);
         }
+        metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket,
+                               1);
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
         sub = scan_sub_begin(sc, scan_open_sink, i, sc->calls->open, &wr,
@@ -1111,10 +1111,8 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
         return;
     }
     b->fetching = 1;
-    if (!b->legacy) {
-        metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket,
-                               1);
-    }
+    /* the legacy range counts as bucket = buckets: bucket="legacy" */
+    metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket, 1);
     scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
                      sc->calls->fetch, b->backend_id, (int32_t)b->fetch);
 }
@@ -1216,10 +1214,8 @@ scan_pump(struct scanner *sc)
             }
             wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
             if (scanbatch_copy_head(&b->rows, from, &wr)) {
-                if (!b->legacy) {
-                    metrics_bucket_row(sc->item.owner->metrics, sc->salt,
-                                       b->bucket, 1);
-                }
+                metrics_bucket_row(sc->item.owner->metrics, sc->salt,
+                                   b->bucket, 1);
             } else {
                 /* it reports the rows it unsalts, to be counted */
                 wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,
