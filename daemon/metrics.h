@@ -56,6 +56,7 @@ struct metrics_worker {
     guint64 tls_handshakes;                 /* TLS clients that finished
                                                the handshake */
     guint64 tls_failures;                   /* that failed it or timed out */
+    guint64 tls_plain;                      /* of which spoke plain Thrift */
     guint64 bytes_in;                       /* client request bytes */
     guint64 bytes_out;                      /* client reply bytes */
     guint64 scans;                          /* scanners opened */

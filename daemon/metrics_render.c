@@ -323,6 +323,7 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
         sum.refused += METRICS_GET(mw->refused);
         sum.tls_handshakes += METRICS_GET(mw->tls_handshakes);
         sum.tls_failures += METRICS_GET(mw->tls_failures);
+        sum.tls_plain += METRICS_GET(mw->tls_plain);
         sum.bytes_in += METRICS_GET(mw->bytes_in);
         sum.bytes_out += METRICS_GET(mw->bytes_out);
         sum.scans += METRICS_GET(mw->scans);
@@ -400,6 +401,11 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
     metrics_render_one(out, "hsp_tls_handshake_failures_total", "counter",
                        "TLS client handshakes that failed or timed out.",
                        sum.tls_failures);
+    metrics_render_one(out, "hsp_tls_plain_clients_total", "counter",
+                       "Of the failed handshakes, clients that spoke plain "
+                       "Thrift to the TLS listener (answered with a "
+                       "TApplicationException that says so).",
+                       sum.tls_plain);
     metrics_render_one(out, "hsp_client_received_bytes_total", "counter",
                        "Bytes of whole client requests read.", sum.bytes_in);
     metrics_render_one(out, "hsp_client_sent_bytes_total", "counter",
