@@ -281,6 +281,34 @@ class AdminTest(unittest.TestCase):
         c._trans.close()
 
 
+    def test_7_readme_lists_every_metric(self):
+        """README's metrics table names every metric /metrics has, with
+        its type, and none it lacks: the two cannot drift apart."""
+        status, body = self.proxy.http('/metrics')
+        self.assertEqual(status, 200)
+        served = dict(re.findall(r'^# TYPE (\S+) (\S+)$', body, re.M))
+        readme = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              '..', '..', 'README.md')
+        with open(readme) as f:
+            text = f.read()
+        section = text.split('## Metrics, health and the effective '
+                             'configuration', 1)[1].split('\n## ', 1)[0]
+        documented = {}
+        for line in section.splitlines():
+            cells = [c.strip() for c in line.strip().strip('|').split('|')]
+            if len(cells) < 2 or not cells[0].startswith('`hsp_'):
+                continue
+            for name in re.findall(r'`(hsp_\w+)`', cells[0]):
+                documented[name] = cells[1]
+        self.assertGreater(len(documented), 20, section)
+        self.assertEqual(sorted(set(served) - set(documented)), [],
+                         'served by /metrics, missing from README.md')
+        self.assertEqual(sorted(set(documented) - set(served)), [],
+                         'in README.md, not served by /metrics')
+        self.assertEqual({n: documented[n] for n in served}, served,
+                         'types in README.md')
+
+
 class HealthDownTest(unittest.TestCase):
     """/healthz is 503 while no backend answers, 200 once one does."""
 
