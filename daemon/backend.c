@@ -10,6 +10,7 @@
 #include <event2/buffer.h>
 
 #include "hbase1.h"
+#include "lograte.h"
 #include "metrics.h"
 #include "sasl.h"
 
@@ -479,6 +480,20 @@ backend_conn_arm(struct backend_conn *conn)
     conn->timer_at = at;
 }
 
+/* Whether a connection's failure of server for why is logged in full
+ * (the first of a burst: lograte.h) or only counted. */
+static gboolean
+backend_log_note(const struct backend_server *s, GLogLevelFlags level,
+                 const char *why, unsigned failed)
+{
+    char head[BACKEND_MSG_MAX];
+    char tail[BACKEND_MSG_MAX];
+
+    g_snprintf(head, sizeof(head), "backend %s", s->srv->name);
+    g_snprintf(tail, sizeof(tail), ": %s", why);
+    return lograte_note(level, head, tail, NULL, failed);
+}
+
 /*
  * Fails every request pending on conn and closes it.  The oldest request
  * gets head_why, the others rest_why (a timeout is the head's; those
@@ -508,6 +523,12 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
         g_debug("backend %s: conn %u: %s (%u request%s failed)",
                 conn->server->srv->name, conn->index, head_why, n,
                 n == 1 ? "" : "s");
+    } else if (!backend_log_note(conn->server,
+                                 n > 0 ? G_LOG_LEVEL_WARNING
+                                       : G_LOG_LEVEL_MESSAGE,
+                                 head_why, n)) {
+        /* counted: a frozen server fails every connection at once, and
+         * one line a period says how many */
     } else if (n > 0) {
         g_warning("backend %s: conn %u: %s (%u request%s failed)",
                   conn->server->srv->name, conn->index, head_why, n,
@@ -969,7 +990,10 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
         s->retry_at = now + (gint64)BACKEND_RETRY_MS * 1000;
         METRICS_ADD(s->stats.connect_failures, 1);
         g_strlcpy(s->last_error, why, sizeof(s->last_error));
-        g_warning("backend %s: conn %u: %s", s->srv->name, conn->index, why);
+        if (backend_log_note(s, G_LOG_LEVEL_WARNING, why, 0)) {
+            g_warning("backend %s: conn %u: %s", s->srv->name, conn->index,
+                      why);
+        }
         backend_health_failed(s->health, why);
         avoid = (int)(s - pool->servers);
         conn = NULL;

@@ -14,6 +14,7 @@
 #include <openssl/ssl.h>
 
 #include "backend.h"
+#include "lograte.h"
 #include "metrics.h"
 #include "scan.h"
 #include "tls.h"
@@ -174,6 +175,9 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
         SSL *ssl = SSL_new(tls);
 
         c->tls = 1;
+        if (ssl != NULL) {
+            tls_head_watch(ssl, &c->tls_head);
+        }
         c->bev =
             ssl == NULL
                 ? NULL
@@ -847,6 +851,42 @@ client_tls_read_cb(struct bufferevent *bev, void *arg)
     client_read_cb(-1, EV_READ, c);
 }
 
+/*
+ * A handshake failed: if the client sent plain Thrift, count it, say so
+ * (one line a period however many: lograte.h) and answer it in its own
+ * protocol, so it reads an exception that says what to do instead of
+ * EOF.  OpenSSL sent nothing on such bytes (no alert for what does not
+ * look like TLS), so the answer is the first thing the client reads;
+ * one small write to an empty socket buffer, not waited for.
+ */
+static gboolean
+client_tls_plain(struct client *c)
+{
+    wire_proto_t proto;
+    gboolean framed;
+    struct wire_buf out;
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+
+    if (!tls_head_is_thrift(&c->tls_head, &proto, &framed)) {
+        return FALSE;
+    }
+    METRICS_ADD(c->worker->metrics->tls_plain, 1);
+    if (lograte_note(G_LOG_LEVEL_WARNING, "plain Thrift on the TLS listener",
+                     "; " TLS_PLAIN_ADVICE, c->peer, 0)) {
+        g_warning(
+            "plain Thrift on the TLS listener from %s; " TLS_PLAIN_ADVICE,
+            c->peer);
+    }
+    wire_buf_init(&out);
+    tls_plain_answer(proto, framed, &out);
+    if (fd >= 0) {
+        /* best effort: the connection closes next either way */
+        (void)send(fd, out.data, out.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+    wire_buf_free(&out);
+    return TRUE;
+}
+
 /* Handshake done, or failed; a TLS client's errors and end. */
 static void
 client_tls_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -859,6 +899,7 @@ client_tls_event_cb(struct bufferevent *bev, short what, void *arg)
         const SSL *ssl = bufferevent_openssl_get_ssl(bev);
 
         c->tls_done = 1;
+        tls_head_unwatch((SSL *)ssl);
         METRICS_ADD(w->metrics->tls_handshakes, 1);
         bufferevent_set_timeouts(bev, NULL, NULL);
         g_debug("client %s: TLS %s, %s", c->peer, SSL_get_version(ssl),
@@ -892,7 +933,9 @@ client_tls_event_cb(struct bufferevent *bev, short what, void *arg)
         while (bufferevent_get_openssl_error(bev) != 0) {
         }
         METRICS_ADD(w->metrics->tls_failures, 1);
-        g_warning("client %s: TLS handshake failed: %s", c->peer, why);
+        if (!client_tls_plain(c)) {
+            g_warning("client %s: TLS handshake failed: %s", c->peer, why);
+        }
         client_close(c);
         return;
     }

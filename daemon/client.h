@@ -8,6 +8,7 @@
 #include <event2/bufferevent.h>
 #include <event2/util.h>
 
+#include "tls.h"
 #include "worker.h"
 
 struct hbase1_service;
@@ -65,6 +66,7 @@ struct client {
      * runs on, taking what bev decrypted. */
     unsigned tls:1;
     unsigned tls_done:1; /* the handshake finished */
+    struct tls_head tls_head; /* the first record header, until then */
 };
 
 struct ssl_ctx_st;

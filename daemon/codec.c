@@ -46,10 +46,12 @@ codec_tally_free(struct codec_tally *t)
     codec_tally_init(t);
 }
 
-/* One more row key (requests) or row (rows) of bucket. */
+/* One more row key (requests, of which writes) or row (rows) of
+ * bucket. */
 static void
 codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
-                uint32_t bucket, uint32_t requests, uint32_t rows)
+                uint32_t bucket, uint32_t requests, uint32_t writes,
+                uint32_t rows)
 {
     struct codec_bucket_count *e;
 
@@ -60,6 +62,7 @@ codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
         e = &t->v[t->n - 1];
         if (e->salt == salt && e->bucket == bucket) {
             e->requests += requests;
+            e->writes += writes;
             e->rows += rows;
             return;
         }
@@ -72,13 +75,14 @@ codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
     e->salt = salt;
     e->bucket = bucket;
     e->requests = requests;
+    e->writes = writes;
     e->rows = rows;
 }
 
 /* Where a tally stood before a walk, to take the walk back. */
 struct codec_tally_mark {
     uint32_t n;
-    uint32_t last_requests, last_rows; /* of entry n - 1 */
+    uint32_t last_requests, last_writes, last_rows; /* of entry n - 1 */
     guint64 unsalted;
 };
 
@@ -93,6 +97,7 @@ codec_tally_mark(const struct codec_tally *t, struct codec_tally_mark *m)
     m->unsalted = t->unsalted;
     if (t->n > 0) {
         m->last_requests = t->v[t->n - 1].requests;
+        m->last_writes = t->v[t->n - 1].writes;
         m->last_rows = t->v[t->n - 1].rows;
     }
 }
@@ -109,6 +114,7 @@ codec_tally_rewind(struct codec_tally *t, const struct codec_tally_mark *m)
     t->unsalted = m->unsalted;
     if (t->n > 0) {
         t->v[t->n - 1].requests = m->last_requests;
+        t->v[t->n - 1].writes = m->last_writes;
         t->v[t->n - 1].rows = m->last_rows;
     }
 }
@@ -121,6 +127,8 @@ struct codec_ctx {
     struct codec_error *err;
     gboolean reply;                 /* walking a reply (unsalting) */
     struct codec_tally *tally;      /* what the walk did, or NULL */
+    gboolean write;                 /* the call is a mutation: its keys
+                                       count as writes */
     gboolean passthrough;           /* table not salted: copy rows, only
                                        check the fields routing reads */
     const struct salt_table *unstorable; /* table of the first row too
@@ -457,7 +465,9 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     }
     route = salt_route(salt, key, len);
     if (route == LEGACY_ROUTE_LEGACY) {
-        /* kept where it always was: unsalted */
+        /* kept where it always was: unsalted; counted as the legacy
+         * range, the index past the last bucket */
+        codec_tally_add(c->tally, salt, salt->buckets, 1, c->write, 0);
         wire_write_binary(&c->w, key, len);
         return;
     }
@@ -472,7 +482,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
     bucket = salt_bucket(salt, key, len);
-    codec_tally_add(c->tally, salt, bucket, 1, 0);
+    codec_tally_add(c->tally, salt, bucket, 1, c->write, 0);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }
@@ -556,11 +566,12 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     }
     switch (salt_owner(salt, phys, len, &logical, &logical_len, &bucket)) {
     case LEGACY_OWNER_SALTED:
-        codec_tally_add(c->tally, salt, bucket, 0, 1);
+        codec_tally_add(c->tally, salt, bucket, 0, 0, 1);
         wire_write_binary(&c->w, logical, (uint32_t)logical_len);
         return TRUE;
     case LEGACY_OWNER_LEGACY:
         /* a legacy row: stored as its logical key */
+        codec_tally_add(c->tally, salt, salt->buckets, 0, 0, 1);
         wire_write_binary(&c->w, phys, len);
         return TRUE;
     default:
@@ -952,6 +963,7 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
         return CODEC_REJECT;
     }
     method = call->method;
+    c->write = method != NULL && method->kind == HBASE1_WRITE;
     if (method != NULL && method->kind >= HBASE1_SCAN_OPEN) {
         gboolean named = FALSE;
 

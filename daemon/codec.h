@@ -39,9 +39,11 @@ char *codec_splits_describe(const struct codec_call *call);
 /* Row keys sent to, and rows returned from, one bucket of a salted table. */
 struct codec_bucket_count {
     const struct salt_table *salt; /* the table's mapping */
-    uint32_t bucket;
-    uint32_t requests; /* row keys salted into it */
-    uint32_t rows;     /* rows unsalted from it */
+    uint32_t bucket;               /* salt->buckets: a forward-looking
+                                      table's legacy (unsalted) keys */
+    uint32_t requests;             /* row keys salted into it */
+    uint32_t writes;               /* of those, keys of mutations */
+    uint32_t rows;                 /* rows unsalted from it */
 };
 
 /*

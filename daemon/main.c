@@ -7,6 +7,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -19,6 +21,7 @@
 #include "config.h"
 #include "escape.h"
 #include "hconn.h"
+#include "lograte.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "salt.h"
@@ -35,8 +38,53 @@
 
 /* Messages at or above this level are written (lower is more severe). */
 static GLogLevelFlags main_log_max = G_LOG_LEVEL_MESSAGE;
-/* stderr is the journal (started by systemd): send structured entries. */
+/* stderr is the journal (started by systemd): send structured entries,
+ * and no timestamps on lines (journald stamps each). */
 static gboolean main_journald;
+
+/*
+ * Whether stderr is the journal stream systemd set up: JOURNAL_STREAM
+ * holds its "device:inode", which systemd documents as the test
+ * (systemd.exec(5)); an fd merely inherited from such a process by
+ * another one (a shell redirect) no longer matches.
+ */
+static gboolean
+main_stderr_is_journal(void)
+{
+    const char *env = g_getenv("JOURNAL_STREAM");
+    guint64 dev, ino;
+    char *end;
+    struct stat st;
+
+    if (env == NULL || fstat(fileno(stderr), &st) != 0) {
+        return FALSE;
+    }
+    dev = g_ascii_strtoull(env, &end, 10);
+    if (end == env || *end != ':') {
+        return FALSE;
+    }
+    env = end + 1;
+    ino = g_ascii_strtoull(env, &end, 10);
+    if (end == env || *end != '\0') {
+        return FALSE;
+    }
+    return dev == (guint64)st.st_dev && ino == (guint64)st.st_ino;
+}
+
+/* "2026-11-27T03:25:43.123Z": UTC with milliseconds, for a line read
+ * away from the journal (a file, a terminal, a container's log). */
+static void
+main_log_stamp(char *buf, size_t size)
+{
+    struct timespec ts;
+    struct tm tm;
+    size_t n;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+    g_snprintf(buf + n, size - n, ".%03ldZ ", ts.tv_nsec / 1000000);
+}
 
 /*
  * GLib's structured logging writer: entries go to journald with their
@@ -48,6 +96,7 @@ main_log_writer(GLogLevelFlags level, const GLogField *fields, gsize n,
                 gpointer data)
 {
     const char *tag, *message = NULL;
+    char stamp[32] = "";
 
     if ((level & G_LOG_LEVEL_MASK) > main_log_max
         && !(level & (G_LOG_FLAG_FATAL | G_LOG_LEVEL_ERROR))) {
@@ -82,8 +131,11 @@ main_log_writer(GLogLevelFlags level, const GLogField *fields, gsize n,
         tag = "debug";
         break;
     }
+    if (!main_journald) {
+        main_log_stamp(stamp, sizeof(stamp));
+    }
     /* one fprintf per line: stdio locks, so threads do not interleave */
-    fprintf(stderr, "%s: %s\n", tag, message != NULL ? message : "");
+    fprintf(stderr, "%s%s: %s\n", stamp, tag, message != NULL ? message : "");
     return G_LOG_WRITER_HANDLED;
 }
 
@@ -472,6 +524,13 @@ main_status_cb(evutil_socket_t fd, short what, void *arg)
     main_status(arg);
 }
 
+/* Bursts of like lines (lograte.h) end with their count. */
+static void
+main_lograte_cb(evutil_socket_t fd, short what, void *arg)
+{
+    lograte_flush(FALSE);
+}
+
 /* SIGTERM, SIGINT: leave the loop; main stops the workers. */
 static void
 main_stop_cb(evutil_socket_t sig, short what, void *arg)
@@ -564,7 +623,9 @@ main_run(struct config *cfg, const char *config_path)
     g_autoptr(GError) error = NULL;
     struct main_ctx m = { .config_path = config_path };
     struct event *ev_term, *ev_int, *ev_hup, *ev_status, *ev_catalog;
+    struct event *ev_lograte;
     struct timeval every = { MAIN_STATUS_MS / 1000, 0 };
+    struct timeval second = { 1, 0 };
     struct timeval recheck = { cfg->catalog_recheck_ms / 1000,
                                (cfg->catalog_recheck_ms % 1000) * 1000 };
     struct admin *admin = NULL;
@@ -586,6 +647,8 @@ main_run(struct config *cfg, const char *config_path)
     ev_status = event_new(m.base, -1, EV_PERSIST, main_status_cb, &m);
     ev_catalog = event_new(m.base, -1, EV_PERSIST, main_catalog_cb, &m);
     event_add(ev_catalog, &recheck);
+    ev_lograte = event_new(m.base, -1, EV_PERSIST, main_lograte_cb, NULL);
+    event_add(ev_lograte, &second);
     evsignal_add(ev_term, NULL);
     evsignal_add(ev_int, NULL);
     evsignal_add(ev_hup, NULL);
@@ -635,7 +698,10 @@ main_run(struct config *cfg, const char *config_path)
     event_free(ev_hup);
     event_free(ev_status);
     event_free(ev_catalog);
+    event_free(ev_lograte);
     event_base_free(m.base);
+    /* the workers are gone: no burst grows any more */
+    lograte_flush(TRUE);
     g_message("stopped");
     return 0;
 }
@@ -820,7 +886,8 @@ main(int argc, char **argv)
     };
 
     g_set_prgname("hbase-salt-proxy");
-    main_journald = g_log_writer_is_journald(fileno(stderr));
+    main_journald = main_stderr_is_journal() ||
+                    g_log_writer_is_journald(fileno(stderr));
     g_log_set_writer_func(main_log_writer, NULL, NULL);
     ctx = g_option_context_new("- salting proxy for HBase Thrift1 clients");
     g_option_context_add_main_entries(ctx, entries, NULL);

@@ -85,6 +85,8 @@ metrics_add_config(struct metrics *m, struct config *cfg)
             t = g_ptr_array_index(m->tables, GPOINTER_TO_UINT(id) - 1);
             if (t->buckets == ct->salt.buckets) {
                 ct->stats_id = GPOINTER_TO_UINT(id);
+                /* read only by the main thread, which renders */
+                t->legacy = t->legacy || ct->salt.legacy.kind != LEGACY_NONE;
             }
             continue;
         }
@@ -94,6 +96,7 @@ metrics_add_config(struct metrics *m, struct config *cfg)
         t = g_new0(struct metrics_table, 1);
         t->name = g_strdup(ct->name);
         t->buckets = ct->salt.buckets;
+        t->legacy = ct->salt.legacy.kind != LEGACY_NONE;
         g_ptr_array_add(m->tables, t);
         ct->stats_id = m->tables->len;
         g_hash_table_insert(m->table_ids, t->name,
@@ -102,7 +105,8 @@ metrics_add_config(struct metrics *m, struct config *cfg)
          * orders these stores before their first increment */
         for (unsigned w = 0; w < m->nworkers; w++) {
             m->workers[w].tables[ct->stats_id - 1] =
-                g_new0(guint64, 2 * (size_t)t->buckets);
+                g_new0(guint64,
+                       metrics_table_at(t->buckets, METRICS_TABLE_KINDS, 0));
         }
     }
 }
@@ -172,8 +176,13 @@ metrics_take_tally(struct metrics_worker *mw, struct codec_tally *t)
     for (uint32_t i = 0; i < t->n; i++) {
         const struct codec_bucket_count *e = &t->v[i];
 
-        if (e->requests > 0) {
-            metrics_bucket_request(mw, e->salt, e->bucket, e->requests);
+        if (e->requests > e->writes) {
+            metrics_bucket_request(mw, e->salt, e->bucket,
+                                   e->requests - e->writes);
+        }
+        if (e->writes > 0) {
+            metrics_bucket_add(mw, e->salt, METRICS_TABLE_WRITES, e->bucket,
+                               e->writes);
         }
         if (e->rows > 0) {
             metrics_bucket_row(mw, e->salt, e->bucket, e->rows);

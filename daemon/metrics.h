@@ -31,6 +31,15 @@ struct hbase1_method;
 /* Salted tables with per-bucket counters; later ones are not counted. */
 #define METRICS_MAX_TABLES 4096
 
+/* What a table's per-bucket counters count, one run of each. */
+enum metrics_table_kind {
+    METRICS_TABLE_READS = 0, /* row keys read (gets, scanner opens and
+                                fetches) */
+    METRICS_TABLE_WRITES,    /* row keys of mutations */
+    METRICS_TABLE_ROWS,      /* rows returned */
+    METRICS_TABLE_KINDS
+};
+
 /* One Thrift method's counters on one worker. */
 struct metrics_method {
     guint64 requests;                       /* replies written */
@@ -47,6 +56,7 @@ struct metrics_worker {
     guint64 tls_handshakes;                 /* TLS clients that finished
                                                the handshake */
     guint64 tls_failures;                   /* that failed it or timed out */
+    guint64 tls_plain;                      /* of which spoke plain Thrift */
     guint64 bytes_in;                       /* client request bytes */
     guint64 bytes_out;                      /* client reply bytes */
     guint64 scans;                          /* scanners opened */
@@ -55,9 +65,10 @@ struct metrics_worker {
                                                handed back as stored */
     guint64 fanout[METRICS_FANOUT_BUCKETS + 1]; /* scans by width */
     guint64 fanout_sum;                     /* buckets over all scans */
-    /* per salted table (stats_id - 1): 2 * buckets counters, requests of
-     * each bucket then rows of each bucket; allocated by the main thread
-     * before any config naming the table reaches a worker */
+    /* per salted table (stats_id - 1): METRICS_TABLE_KINDS runs of
+     * buckets + 1 counters (metrics_table_at), the last of each run the
+     * legacy range of a forward-looking table; allocated by the main
+     * thread before any config naming the table reaches a worker */
     guint64 *tables[METRICS_MAX_TABLES];
 };
 
@@ -69,7 +80,18 @@ extern const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS];
 struct metrics_table {
     char *name;
     uint32_t buckets;
+    gboolean legacy; /* forward-looking in some generation: its legacy
+                        range has series too */
 };
+
+/* The counter of kind and bucket (buckets: the legacy range) in a table's
+ * block. */
+static inline size_t
+metrics_table_at(uint32_t buckets, enum metrics_table_kind kind,
+                 uint32_t bucket)
+{
+    return (size_t)kind * (buckets + 1) + bucket;
+}
 
 /* The process's metrics; created with the proxy, main thread only.  The
  * scrape reads them (metrics_render.c). */
@@ -131,18 +153,27 @@ metrics_table_block(struct metrics_worker *mw, const struct salt_table *salt)
     return t->stats_id != 0 ? mw->tables[t->stats_id - 1] : NULL;
 }
 
-/* n row keys of a salted table went to bucket (a salted point request,
+/* n of a salted table's counters of kind at bucket (salt->buckets: the
+ * legacy range of a forward-looking table). */
+static inline void
+metrics_bucket_add(struct metrics_worker *mw, const struct salt_table *salt,
+                   enum metrics_table_kind kind, uint32_t bucket, guint64 n)
+{
+    guint64 *blk = metrics_table_block(mw, salt);
+
+    if (blk != NULL) {
+        METRICS_ADD(blk[metrics_table_at(salt->buckets, kind, bucket)], n);
+    }
+}
+
+/* n row keys of a salted table went to bucket to be read (a point read,
  * or one bucket's scanner open or fetch). */
 static inline void
 metrics_bucket_request(struct metrics_worker *mw,
                        const struct salt_table *salt, uint32_t bucket,
                        guint64 n)
 {
-    guint64 *blk = metrics_table_block(mw, salt);
-
-    if (blk != NULL) {
-        METRICS_ADD(blk[bucket], n);
-    }
+    metrics_bucket_add(mw, salt, METRICS_TABLE_READS, bucket, n);
 }
 
 /* n rows of a salted table came back from bucket. */
@@ -150,11 +181,7 @@ static inline void
 metrics_bucket_row(struct metrics_worker *mw, const struct salt_table *salt,
                    uint32_t bucket, guint64 n)
 {
-    guint64 *blk = metrics_table_block(mw, salt);
-
-    if (blk != NULL) {
-        METRICS_ADD(blk[salt->buckets + bucket], n);
-    }
+    metrics_bucket_add(mw, salt, METRICS_TABLE_ROWS, bucket, n);
 }
 
 /* Adds what the codec reported in t to mw's counters, and empties t. */

@@ -117,41 +117,67 @@ metrics_render_methods(struct metrics *m, GString *out)
     }
 }
 
+/* One per-bucket series: the sum of the kinds in mask (bits of enum
+ * metrics_table_kind) over workers, for every table and bucket, the
+ * legacy range as bucket="legacy" where a table has one. */
+static void
+metrics_render_table_series(struct metrics *m, GString *out, const char *name,
+                            const char *help, unsigned mask)
+{
+    metrics_render_head(out, name, "counter", help);
+    for (guint t = 0; t < m->tables->len; t++) {
+        const struct metrics_table *mt = g_ptr_array_index(m->tables, t);
+        uint32_t n = mt->buckets + (mt->legacy ? 1 : 0);
+
+        for (uint32_t b = 0; b < n; b++) {
+            guint64 v = 0;
+
+            for (unsigned w = 0; w < m->nworkers; w++) {
+                for (unsigned k = 0; k < METRICS_TABLE_KINDS; k++) {
+                    if (mask & (1u << k)) {
+                        v += METRICS_GET(m->workers[w]
+                                             .tables[t][metrics_table_at(
+                                                 mt->buckets, k, b)]);
+                    }
+                }
+            }
+            g_string_append_printf(out, "%s{table=\"", name);
+            metrics_render_label(out, mt->name);
+            if (b == mt->buckets) {
+                g_string_append(out, "\",bucket=\"legacy");
+            } else {
+                g_string_append_printf(out, "\",bucket=\"%u", b);
+            }
+            g_string_append_printf(out, "\"} %" G_GUINT64_FORMAT "\n", v);
+        }
+    }
+}
+
 static void
 metrics_render_tables(struct metrics *m, GString *out)
 {
-    static const char *const names[2] = {
-        "hsp_bucket_requests_total",
-        "hsp_bucket_rows_total",
-    };
-    static const char *const helps[2] = {
-        "Row keys of salted tables sent to each salt bucket: one per "
-        "salted row of a point request, one per bucket scanner open or "
-        "fetch.",
-        "Rows of salted tables returned from each salt bucket.",
-    };
-
-    for (unsigned kind = 0; kind < 2; kind++) {
-        metrics_render_head(out, names[kind], "counter", helps[kind]);
-        for (guint t = 0; t < m->tables->len; t++) {
-            const struct metrics_table *mt = g_ptr_array_index(m->tables, t);
-
-            for (uint32_t b = 0; b < mt->buckets; b++) {
-                guint64 v = 0;
-
-                for (unsigned w = 0; w < m->nworkers; w++) {
-                    v += METRICS_GET(m->workers[w]
-                                         .tables[t][kind * mt->buckets + b]);
-                }
-                g_string_append_printf(out, "%s{table=\"", names[kind]);
-                metrics_render_label(out, mt->name);
-                g_string_append_printf(out,
-                                       "\",bucket=\"%u\"} %" G_GUINT64_FORMAT
-                                       "\n",
-                                       b, v);
-            }
-        }
-    }
+    metrics_render_table_series(
+        m, out, "hsp_bucket_requests_total",
+        "Row keys of salted tables sent to each salt bucket, reads and "
+        "writes: one per salted row of a point request, one per bucket "
+        "scanner open or fetch; bucket=\"legacy\": a forward-looking "
+        "table's unsalted keys.",
+        (1u << METRICS_TABLE_READS) | (1u << METRICS_TABLE_WRITES));
+    metrics_render_table_series(
+        m, out, "hsp_bucket_reads_total",
+        "Of hsp_bucket_requests_total, the reads: gets, scanner opens and "
+        "fetches.",
+        1u << METRICS_TABLE_READS);
+    metrics_render_table_series(
+        m, out, "hsp_bucket_writes_total",
+        "Of hsp_bucket_requests_total, the writes: row keys of mutations "
+        "(put, delete, increment, append, checkAnd*).",
+        1u << METRICS_TABLE_WRITES);
+    metrics_render_table_series(m, out, "hsp_bucket_rows_total",
+                                "Rows of salted tables returned from each "
+                                "salt bucket (bucket=\"legacy\": from a "
+                                "forward-looking table's unsalted keys).",
+                                1u << METRICS_TABLE_ROWS);
 }
 
 /* How the salted tables' regions hold their buckets, at the last check
@@ -321,6 +347,7 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
         sum.refused += METRICS_GET(mw->refused);
         sum.tls_handshakes += METRICS_GET(mw->tls_handshakes);
         sum.tls_failures += METRICS_GET(mw->tls_failures);
+        sum.tls_plain += METRICS_GET(mw->tls_plain);
         sum.bytes_in += METRICS_GET(mw->bytes_in);
         sum.bytes_out += METRICS_GET(mw->bytes_out);
         sum.scans += METRICS_GET(mw->scans);
@@ -410,6 +437,11 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
     metrics_render_one(out, "hsp_tls_handshake_failures_total", "counter",
                        "TLS client handshakes that failed or timed out.",
                        sum.tls_failures);
+    metrics_render_one(out, "hsp_tls_plain_clients_total", "counter",
+                       "Of the failed handshakes, clients that spoke plain "
+                       "Thrift to the TLS listener (answered with a "
+                       "TApplicationException that says so).",
+                       sum.tls_plain);
     metrics_render_one(out, "hsp_client_received_bytes_total", "counter",
                        "Bytes of whole client requests read.", sum.bytes_in);
     metrics_render_one(out, "hsp_client_sent_bytes_total", "counter",

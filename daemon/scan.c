@@ -771,9 +771,9 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
         } else {
             b->bucket = single ? only : i;
             scanbatch_init(&b->rows, sc->salt, b->bucket, sc->calls->key);
-            metrics_bucket_request(sc->item.owner->metrics, sc->salt,
-                                   b->bucket, 1);
         }
+        metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket,
+                               1);
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
         sub = scan_sub_begin(sc, scan_open_sink, i, sc->calls->open, &wr,
@@ -1059,22 +1059,24 @@ scan_fetch_sink(struct worker *w, struct req *sub)
             if (g_str_has_prefix(inner, "hbase-salt-proxy: ")) {
                 inner += strlen("hbase-salt-proxy: ");
             }
+            char where[48];
+
+            /* the legacy range's index is one past the last bucket: no
+             * bucket the operator can find in --explain-key */
             if (b->legacy) {
-                sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
-                                            "failed in its legacy "
-                                            "(unsalted) range: %s",
-                                            sc->table, inner);
+                g_strlcpy(where, "its legacy (unsalted) range", sizeof(where));
             } else {
-                sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
-                                            "failed in bucket %u: %s",
-                                            sc->table, b->bucket, inner);
+                g_snprintf(where, sizeof(where), "bucket %u", b->bucket);
             }
+            sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
+                                        "failed in %s: %s",
+                                        sc->table, where, inner);
             sc->error_retry = retry;
             sc->state = SCAN_FAILED;
             /* the reason may quote the backend, and so row data: only at
              * debug; the client gets it in full */
-            g_warning("scanner %d on %s failed in bucket %u", sc->item.id,
-                      sc->table, b->bucket);
+            g_warning("scanner %d on %s failed in %s", sc->item.id, sc->table,
+                      where);
             g_debug("%s", sc->error);
         }
         scan_sub_return(sc, sub);
@@ -1113,10 +1115,8 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
         return;
     }
     b->fetching = 1;
-    if (!b->legacy) {
-        metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket,
-                               1);
-    }
+    /* the legacy range counts as bucket = buckets: bucket="legacy" */
+    metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket, 1);
     scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
                      sc->calls->fetch, b->backend_id, (int32_t)b->fetch);
 }
@@ -1218,10 +1218,8 @@ scan_pump(struct scanner *sc)
             }
             wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
             if (scanbatch_copy_head(&b->rows, from, &wr)) {
-                if (!b->legacy) {
-                    metrics_bucket_row(sc->item.owner->metrics, sc->salt,
-                                       b->bucket, 1);
-                }
+                metrics_bucket_row(sc->item.owner->metrics, sc->salt,
+                                   b->bucket, 1);
             } else {
                 /* it reports the rows it unsalts, to be counted */
                 wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,

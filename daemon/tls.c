@@ -2,6 +2,7 @@
 #include "tls.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -133,4 +134,84 @@ tls_ctx_describe(SSL_CTX *ctx)
         BN_free(bn);
     }
     return g_strdup_printf("%s, serial %s", subject, serial);
+}
+
+/* ---- plain Thrift on the TLS listener ---------------------------------- */
+
+static void
+tls_head_cb(int write_p, int version, int content_type, const void *buf,
+            size_t len, SSL *ssl, void *arg)
+{
+    struct tls_head *head = arg;
+
+    if (!write_p && content_type == SSL3_RT_HEADER && len >= 5 &&
+        head->len == 0) {
+        memcpy(head->b, buf, 5);
+        head->len = 5;
+    }
+}
+
+void
+tls_head_watch(SSL *ssl, struct tls_head *head)
+{
+    head->len = 0;
+    SSL_set_msg_callback_arg(ssl, head);
+    SSL_set_msg_callback(ssl, tls_head_cb);
+}
+
+void
+tls_head_unwatch(SSL *ssl)
+{
+    /* a call per record otherwise, for the connection's life */
+    SSL_set_msg_callback(ssl, NULL);
+    SSL_set_msg_callback_arg(ssl, NULL);
+}
+
+gboolean
+tls_head_is_thrift(const struct tls_head *head, wire_proto_t *proto,
+                   gboolean *framed)
+{
+    const uint8_t *b = head->b;
+
+    if (head->len < 5) {
+        return FALSE;
+    }
+    *framed = FALSE;
+    if (b[0] == 0x00 && (b[4] == 0x80 || b[4] == 0x82)) {
+        /* a frame's length (under 16 MiB), then a message: no TLS record
+         * starts with 0 */
+        *framed = TRUE;
+        *proto = b[4] == 0x82 ? WIRE_COMPACT : WIRE_BINARY;
+        return TRUE;
+    }
+    if (b[0] == 0x80 && b[1] == 0x01) {
+        *proto = WIRE_BINARY;
+        return TRUE;
+    }
+    if (b[0] == 0x82) {
+        *proto = WIRE_COMPACT;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+void
+tls_plain_answer(wire_proto_t proto, gboolean framed, struct wire_buf *out)
+{
+    struct wire_writer w;
+    size_t at = 0;
+
+    if (framed) {
+        at = wire_frame_begin(out);
+    }
+    wire_writer_init(&w, proto, out);
+    /* no name or sequence id to echo (only the record header was kept):
+     * clients raise an exception reply before comparing either */
+    wire_write_app_exception(
+        &w, (const uint8_t *)"", 0, 0, WIRE_APP_PROTOCOL_ERROR,
+        "hbase-salt-proxy: this port is the TLS "
+        "listener and the client spoke plain Thrift: " TLS_PLAIN_ADVICE);
+    if (framed) {
+        wire_frame_end(out, at);
+    }
 }

@@ -8,6 +8,8 @@ checks an unknown method and garbage input, over buffered binary and
 framed compact.  The full conformance suite lives in tests/conformance.
 """
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -15,11 +17,12 @@ import tempfile
 import time
 
 
-def start(emu, extra):
+def start(emu, extra, stderr=None):
     tmp = tempfile.mkdtemp(prefix='emu-smoke-')
     port_file = os.path.join(tmp, 'port')
     proc = subprocess.Popen([emu, '--listen', '127.0.0.1:0',
-                             '--port-file', port_file] + extra)
+                             '--port-file', port_file] + extra,
+                            stderr=stderr)
     for _ in range(200):
         if os.path.exists(port_file) and open(port_file).read().endswith('\n'):
             return proc, int(open(port_file).read())
@@ -145,9 +148,51 @@ def garbage(port):
         s.close()
 
 
+def read_stats(path, want):
+    """The text at path once it holds want (bytes), or what it holds."""
+    text = b''
+    for _ in range(250):
+        if os.path.exists(path):
+            with open(path, 'rb') as f:
+                text = f.read()
+            if want in text:
+                break
+        time.sleep(0.02)
+    return text
+
+
+def stats_nul_split(emu):
+    """SIGUSR1 stats list every region even when a split key holds a NUL
+    byte, written \\x00: a raw NUL ended the text there on stderr."""
+    tmp = tempfile.mkdtemp(prefix='emu-smoke-stats-')
+    split = ['--create-table', 'n:d', '--split-keys', 'a\\x00b,m\\x00,z']
+    try:
+        stats = os.path.join(tmp, 'stats.txt')
+        err_path = os.path.join(tmp, 'stderr.txt')
+        with open(err_path, 'wb') as err:
+            for path, extra in ((stats, ['--stats-file', stats]),
+                                (err_path, [])):
+                proc, port = start(emu, split + extra, stderr=err)
+                try:
+                    proc.send_signal(signal.SIGUSR1)
+                    text = read_stats(path, b'\ntotal ')
+                finally:
+                    proc.terminate()
+                    proc.wait(10)
+                check(b'\0' not in text, 'raw NUL in stats: %r' % text)
+                regions = [ln for ln in text.decode().splitlines()
+                           if ln.startswith('region table=n ')]
+                check(len(regions) == 4, 'want 4 regions of n: %r' % text)
+                check(' start=a\\x00b end=m\\x00 ' in regions[1],
+                      regions[1])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     emu, pydir = sys.argv[1], sys.argv[2]
     sys.path.insert(0, pydir)
+    stats_nul_split(emu)
     for framed, compact in ((False, False), (True, True)):
         extra = (['--framed'] if framed else []) + \
                 (['--compact'] if compact else [])

@@ -1762,7 +1762,9 @@ static void emu_store_append_stat_bytes(GString *out, const uint8_t *p,
                                         size_t len)
 {
     for (size_t i = 0; i < len; i++) {
-        if (g_ascii_isalnum(p[i]) || strchr("._:-", p[i]) != NULL)
+        /* memchr, not strchr: strchr finds NUL, the terminator, and a
+         * raw NUL would end the stats text there */
+        if (g_ascii_isalnum(p[i]) || memchr("._:-", p[i], 4) != NULL)
             g_string_append_c(out, (char)p[i]);
         else
             g_string_append_printf(out, "\\x%02X", p[i]);

@@ -278,3 +278,19 @@ def physical_rows(port, table):
         return rows
     finally:
         c._trans.close()
+
+
+def run_tests():
+    """Parses --proxy, --emu, --pydir, loads Thrift, runs the caller's
+    unittest cases with the other arguments; returns the parsed ones."""
+    import argparse
+    import unittest
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--proxy', required=True)
+    ap.add_argument('--emu', required=True)
+    ap.add_argument('--pydir', required=True)
+    args, rest = ap.parse_known_args()
+    load_thrift(args.pydir)
+    main = sys.modules['__main__']
+    main.ARGS = args
+    unittest.main(module=main, argv=[sys.argv[0]] + rest, verbosity=2)

@@ -28,6 +28,10 @@ T_TABLE = 'buckets = 8\nsalt_format = hex\nsalt_separator = -\n'
 W_TABLE = ('buckets = 300\nsalt_format = decimal\n'
            'salt_separator = \\x00:\\s\\\\\n'
            'hash_part = delimiter:\\x3a\\s#:2\n')
+# forward-looking: keys in ["a", "m") stay unsalted (legacy)
+LG_TABLE = ('buckets = 4\nsalt_format = decimal\n'
+            'legacy_range_start = a\nlegacy_range_stop = m\n')
+LG_BUCKETS = 4
 
 
 def check_loads(test, workdir, body):
@@ -45,12 +49,14 @@ class AdminTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix='hsp-ops-admin-')
-        cls.emu = opslib.Emu(ARGS.emu, cls.dir)
+        cls.emu = opslib.Emu(ARGS.emu, cls.dir,
+                             tables=('t:d', 'plain:d', 'lg:d'))
         port, admin = opslib.free_port(), opslib.free_port()
         cls.proxy = opslib.Proxy(
             ARGS.proxy, cls.dir,
             opslib.proxy_conf(port, [cls.emu.port], admin_port=admin,
-                              tables={'t': T_TABLE, 'ns:w': W_TABLE}),
+                              tables={'t': T_TABLE, 'ns:w': W_TABLE,
+                                      'lg': LG_TABLE}),
             port, admin_port=admin)
 
     @classmethod
@@ -222,6 +228,98 @@ class AdminTest(unittest.TestCase):
                       % self.proxy.admin_port, log)
         self.assertNotIn('user00', log)
         self.assertNotIn('debug:', log)
+
+
+    def lg_counts(self, name):
+        """{bucket label: value} of name for table lg."""
+        return {dict(k)['bucket']: v for k, v in
+                series(self.proxy.metrics(), name, table='lg').items()}
+
+    def test_6_legacy_range_reads_and_writes(self):
+        """A forward-looking table's legacy keys count under
+        bucket="legacy", salted ones under their bucket; reads and writes
+        each in a series of their own, summing to requests."""
+        names = ('hsp_bucket_requests_total', 'hsp_bucket_reads_total',
+                 'hsp_bucket_writes_total', 'hsp_bucket_rows_total')
+        before = {n: self.lg_counts(n) for n in names}
+        labels = [str(b) for b in range(LG_BUCKETS)] + ['legacy']
+        for n in names:
+            self.assertEqual(sorted(before[n]), sorted(labels), n)
+        legacy = [b'b%03d' % i for i in range(10)]
+        new = [b'x%03d' % i for i in range(12)]
+        want_writes = dict.fromkeys(labels, 0)
+        want_reads = dict.fromkeys(labels, 0)
+        want_writes['legacy'] = len(legacy)
+        want_reads['legacy'] = 5
+        for k in new:
+            out = subprocess.run([ARGS.proxy, '-c', self.proxy.conf,
+                                  '--explain-key', 'lg', k.decode()],
+                                 capture_output=True, text=True).stdout
+            b = out.split('bucket:')[1].split()[0]
+            want_writes[b] += 1
+            if k in new[:3]:
+                want_reads[b] += 1
+        c = opslib.client(self.proxy.port)
+        for k in legacy + new:
+            opslib.put(c, b'lg', k, b'v')
+        for k in legacy[:5] + new[:3]:
+            self.assertEqual(opslib.get(c, b'lg', k), b'v')
+        after = {n: self.lg_counts(n) for n in names}
+        delta = {n: {b: after[n][b] - before[n][b] for b in labels}
+                 for n in names}
+        self.assertEqual(delta['hsp_bucket_writes_total'], want_writes)
+        self.assertEqual(delta['hsp_bucket_reads_total'], want_reads)
+        self.assertEqual(delta['hsp_bucket_requests_total'],
+                         {b: want_reads[b] + want_writes[b] for b in labels})
+        # every get found its row, where it lives
+        self.assertEqual(delta['hsp_bucket_rows_total'], want_reads)
+        # a scan of the legacy range alone reads it, and its rows count
+        # there too
+        sid = c.scannerOpenWithScan(b'lg', opslib.T.TScan(
+            startRow=b'b', stopRow=b'c', caching=100), {})
+        got = c.scannerGetList(sid, 100)
+        c.scannerClose(sid)
+        self.assertEqual([r.row for r in got], legacy)
+        scanned = self.lg_counts('hsp_bucket_rows_total')
+        self.assertEqual(scanned['legacy'] - after[
+            'hsp_bucket_rows_total']['legacy'], len(legacy))
+        self.assertGreater(self.lg_counts('hsp_bucket_reads_total')['legacy'],
+                           after['hsp_bucket_reads_total']['legacy'])
+        # the unsalted table has no per-bucket series, t has no legacy one
+        m = self.proxy.metrics()
+        self.assertEqual(series(m, 'hsp_bucket_reads_total', table='plain'),
+                         {})
+        self.assertEqual(series(m, 'hsp_bucket_writes_total', table='t',
+                                bucket='legacy'), {})
+        c._trans.close()
+
+
+    def test_7_readme_lists_every_metric(self):
+        """README's metrics table names every metric /metrics has, with
+        its type, and none it lacks: the two cannot drift apart."""
+        status, body = self.proxy.http('/metrics')
+        self.assertEqual(status, 200)
+        served = dict(re.findall(r'^# TYPE (\S+) (\S+)$', body, re.M))
+        readme = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              '..', '..', 'README.md')
+        with open(readme) as f:
+            text = f.read()
+        section = text.split('## Metrics, health and the effective '
+                             'configuration', 1)[1].split('\n## ', 1)[0]
+        documented = {}
+        for line in section.splitlines():
+            cells = [c.strip() for c in line.strip().strip('|').split('|')]
+            if len(cells) < 2 or not cells[0].startswith('`hsp_'):
+                continue
+            for name in re.findall(r'`(hsp_\w+)`', cells[0]):
+                documented[name] = cells[1]
+        self.assertGreater(len(documented), 20, section)
+        self.assertEqual(sorted(set(served) - set(documented)), [],
+                         'served by /metrics, missing from README.md')
+        self.assertEqual(sorted(set(documented) - set(served)), [],
+                         'in README.md, not served by /metrics')
+        self.assertEqual({n: documented[n] for n in served}, served,
+                         'types in README.md')
 
 
 class HealthDownTest(unittest.TestCase):

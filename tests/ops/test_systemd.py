@@ -11,6 +11,7 @@ the config under sysconfdir/hbase-salt-proxy and the man page; the CLI.
 """
 
 import argparse
+import calendar
 import json
 import os
 import shutil
@@ -225,11 +226,13 @@ class CliTest(unittest.TestCase):
 class JournalTest(unittest.TestCase):
     """Under systemd stderr is the journal (JOURNAL_STREAM names it) and
     entries go to journald's socket; where that socket is missing the
-    daemon must still log, one line each, to stderr."""
+    daemon must still log, one line each, to stderr, bare: journald stamps
+    each line.  Elsewhere each line carries its UTC time, to the ms."""
 
-    def test_journal_stream_without_journald(self):
-        if os.path.exists('/run/systemd/journal/socket'):
-            self.skipTest('a real journald is running here')
+    def run_proxy(self, journal):
+        """The proxy's stderr lines from start to stop, with
+        JOURNAL_STREAM naming that stderr (as systemd does) when
+        journal."""
         d = tempfile.mkdtemp(prefix='hsp-ops-journal-')
         try:
             conf = os.path.join(d, 'x.conf')
@@ -238,10 +241,12 @@ class JournalTest(unittest.TestCase):
                 f.write(opslib.proxy_conf(port, [opslib.free_port()]))
             log = os.path.join(d, 'stderr.log')
             with open(log, 'wb') as err:
-                st = os.fstat(err.fileno())
-                env = dict(os.environ,
-                           JOURNAL_STREAM='%d:%d' % (st.st_dev, st.st_ino))
+                env = dict(os.environ)
                 env.pop('NOTIFY_SOCKET', None)
+                env.pop('JOURNAL_STREAM', None)
+                if journal:
+                    st = os.fstat(err.fileno())
+                    env['JOURNAL_STREAM'] = '%d:%d' % (st.st_dev, st.st_ino)
                 p = subprocess.Popen([ARGS.proxy, '-c', conf], stderr=err,
                                      env=env)
                 try:
@@ -251,11 +256,30 @@ class JournalTest(unittest.TestCase):
                     p.terminate()
                     self.assertEqual(p.wait(15), 0)
             with open(log) as f:
-                text = f.read()
-            self.assertIn('info: hbase-salt-proxy ', text)
-            self.assertIn('info: stopped\n', text)
+                return f.read()
         finally:
             shutil.rmtree(d, ignore_errors=True)
+
+    def test_journal_stream_without_journald(self):
+        if os.path.exists('/run/systemd/journal/socket'):
+            self.skipTest('a real journald is running here')
+        text = self.run_proxy(True)
+        self.assertIn('info: hbase-salt-proxy ', text)
+        self.assertIn('info: stopped\n', text)
+        for ln in text.splitlines():
+            self.assertRegex(ln, r'^(info|warning|critical|error|debug): ')
+
+    def test_stamped_without_journald(self):
+        before = time.time()
+        lines = self.run_proxy(False).splitlines()
+        self.assertTrue(any(ln.endswith(' info: stopped') for ln in lines),
+                        lines)
+        for ln in lines:
+            self.assertRegex(ln, r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z '
+                             r'(info|warning|critical|error|debug): ')
+        stamp = calendar.timegm(time.strptime(lines[0][:19],
+                                              '%Y-%m-%dT%H:%M:%S'))
+        self.assertLess(abs(stamp - before), 5, lines[0])
 
 
 class CliSplitTest(unittest.TestCase):

@@ -324,6 +324,51 @@ class TlsListenerTest(unittest.TestCase):
         stall.close()
         self.assertEqual(get(good, b'g'), b'49')
 
+    def test_plain_thrift_client_is_told(self):
+        """A client that forgot TLS gets a TApplicationException in its
+        own protocol and framing saying so (not EOF, which python3-thrift
+        reports as "unexpected exception"); the log says it once, however
+        many come, and a counter counts them all."""
+        from thrift.Thrift import TApplicationException
+        from thrift.protocol import TCompactProtocol
+        self.s = Setup(self.workdir)
+        kinds = [(TTransport.TBufferedTransport,
+                  TBinaryProtocol.TBinaryProtocol),
+                 (TTransport.TFramedTransport,
+                  TCompactProtocol.TCompactProtocol),
+                 (TTransport.TFramedTransport,
+                  TBinaryProtocol.TBinaryProtocol),
+                 (TTransport.TBufferedTransport,
+                  TCompactProtocol.TCompactProtocol)]
+        for transport, protocol in kinds * 2:
+            sock = TSocket.TSocket('127.0.0.1', self.s.tls)
+            sock.setTimeout(10000)
+            trans = transport(sock)
+            c = Hbase.Client(protocol(trans))
+            trans.open()
+            with self.assertRaises(TApplicationException) as cm:
+                c.getTableNames()
+            trans.close()
+            self.assertEqual(cm.exception.type,
+                             TApplicationException.PROTOCOL_ERROR)
+            self.assertIn('connect with TLS or use the plain listener',
+                          cm.exception.message)
+        wait_for(lambda: metric(self.s.admin,
+                                'hsp_tls_plain_clients_total') == 8,
+                 10, 'eight plain clients counted')
+        self.assertEqual(
+            metric(self.s.admin, 'hsp_tls_handshake_failures_total'), 8)
+        text = self.s.text()
+        lines = [ln for ln in text.splitlines()
+                 if 'plain Thrift on the TLS listener' in ln]
+        self.assertEqual(len(lines), 1, text)
+        self.assertRegex(lines[0], r'warning: plain Thrift on the TLS '
+                         r'listener from 127\.0\.0\.1:\d+; connect with '
+                         r'TLS or use the plain listener$')
+        self.assertNotIn('wrong version number', text)
+        # TLS clients are still served
+        self.assertEqual(get(tls_client(self.s.tls), b'nope'), None)
+
     def test_sighup_replaces_the_certificate(self):
         self.s = Setup(self.workdir)
         self.assertEqual(served_serial(self.s.tls), '1001')
