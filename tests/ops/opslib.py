@@ -3,6 +3,7 @@ processes, Thrift clients, the admin endpoint, Prometheus text parsing.
 Run with Debian's /usr/bin/python3 (python3-thrift)."""
 
 import os
+import shutil
 import re
 import signal
 import socket
@@ -94,6 +95,18 @@ class Emu(object):
             self.proc.wait()
             self.proc = None
         self.log.close()
+
+
+def stop_all(proxy, emu, workdir):
+    """tearDownClass: the proxy stops cleanly, the emulator goes, the
+    work directory too unless HSP_KEEP_LOGS."""
+    try:
+        if proxy.alive():
+            assert proxy.stop() == 0
+    finally:
+        emu.close()
+    if not os.environ.get('HSP_KEEP_LOGS'):
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def proxy_conf(port, servers, admin_port=None, tables=None, extra_proxy='',

@@ -1,0 +1,186 @@
+"""The key visualizer end to end: a skewed workload through the proxy (a
+celebrity with 30 % of the writes, monotonic timestamps in its keys, and
+a uniform background) shows in /keyviz.json and /hotkeys.json: the
+celebrity's range is the hottest, its hash_part value leads the hot
+values with a count inside the stated bound, and the bucket bars show
+the bucket it lands in.
+
+  /usr/bin/python3 tests/ops/test_keyviz.py --proxy BUILD/daemon/hbase-salt-proxy \\
+      --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py [unittest args]
+"""
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import opslib  # noqa: E402
+
+ARGS = None
+BUCKETS = 8
+# a user's rows share a bucket: the hash_part is the user
+EV_TABLE = ('buckets = %d\nsalt_format = hex\nsalt_separator = -\n'
+            'hash_part = delimiter:#:1\n' % BUCKETS)
+W_TABLE = 'buckets = 4\nsalt_format = decimal\n'
+CELEB = b'celeb'
+
+
+class KeyvizTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix='hsp-ops-keyviz-')
+        cls.emu = opslib.Emu(ARGS.emu, cls.dir, tables=('ev:d', 'w:d'))
+        port, admin = opslib.free_port(), opslib.free_port()
+        conf = opslib.proxy_conf(port, [cls.emu.port], admin_port=admin,
+                                 tables={'ev': EV_TABLE, 'w': W_TABLE})
+        conf += '[keyviz]\ninterval_s = 1\nranges = 64\nhot_keys = 16\n'
+        cls.proxy = opslib.Proxy(ARGS.proxy, cls.dir, conf, port,
+                                 admin_port=admin)
+        cls.celeb_writes = 0
+        cls.writes = 0
+        cls.run_workload()
+
+    @classmethod
+    def run_workload(cls, seconds=6.0):
+        """Writes for a few intervals: 30 % the celebrity, the rest 500
+        users drawn uniformly; timestamps in the keys only grow."""
+        rnd = random.Random(24)
+        c = opslib.client(cls.proxy.port)
+        ts = 10 ** 12
+        end = time.time() + seconds
+        while time.time() < end:
+            for _ in range(50):
+                ts += 1
+                if rnd.random() < 0.3:
+                    row = CELEB + b'#%d' % ts
+                    cls.celeb_writes += 1
+                else:
+                    row = b'user%04d#%d' % (rnd.randrange(500), ts)
+                opslib.put(c, b'ev', row, b'v')
+                cls.writes += 1
+            opslib.put(c, b'w', b'k%d' % rnd.randrange(100), b'v')
+        c._trans.close()
+        # every interval written in harvested: one second after its end
+        time.sleep(2.5)
+
+    @classmethod
+    def tearDownClass(cls):
+        opslib.stop_all(cls.proxy, cls.emu, cls.dir)
+
+    def json(self, path):
+        status, body = self.proxy.http(path)
+        self.assertEqual(status, 200, body)
+        return json.loads(body)
+
+    def intervals(self):
+        return [iv for iv in self.json('/keyviz.json?table=ev&metric=writes')
+                ['intervals'] if iv['total'] > 0]
+
+    def test_1_every_write_counted_once(self):
+        ivs = self.intervals()
+        self.assertGreaterEqual(len(ivs), 4, ivs)
+        self.assertEqual(sum(iv['total'] for iv in ivs), self.writes)
+        doc = self.json('/keyviz.json?table=ev&metric=reads')
+        self.assertEqual(sum(iv['total'] for iv in doc['intervals']), 0)
+        self.assertEqual(doc['tables'], ['ev', 'w'])
+
+    def test_2_celebrity_range_is_hottest(self):
+        # the boundaries follow the keys from the third interval on: look
+        # at the last full interval
+        iv = self.intervals()[-2]
+        top = max(iv['ranges'], key=lambda r: r['value'])
+        self.assertEqual(top['start'], 'celeb', iv)
+        share = top['value'] / iv['total']
+        self.assertTrue(0.22 < share < 0.40, (share, iv))
+        # the ranges cover the key space in order, without gaps
+        self.assertEqual(iv['ranges'][0]['start'], '')
+        self.assertIsNone(iv['ranges'][-1]['end'])
+        for a, b in zip(iv['ranges'], iv['ranges'][1:]):
+            self.assertEqual(a['end'], b['start'])
+
+    def test_3_celebrity_leads_hot_values_within_bound(self):
+        count = err = ops = 0
+        explain = subprocess.run([ARGS.proxy, '-c', self.proxy.conf,
+                                  '--explain-key', 'ev', 'celeb#1'],
+                                 capture_output=True, text=True).stdout
+        bucket = int(explain.split('bucket:')[1].split()[0])
+        for iv in self.intervals():
+            hot = self.json('/hotkeys.json?table=ev&at=%d' % iv['start'])
+            self.assertEqual(hot['hot_parts'][0]['key'], 'celeb', hot)
+            first = hot['hot_parts'][0]
+            self.assertEqual(first['bucket'], bucket)
+            self.assertLessEqual(first['error'], hot['error_bound'])
+            count += first['count']
+            err += first['error']
+            ops += hot['ops']
+            # the bucket bars: the celebrity's bucket carries the most
+            bars = [b for b in hot['buckets'] if b['bucket'] != 'legacy']
+            self.assertEqual(len(bars), BUCKETS)
+            top = max(bars, key=lambda b: b['writes'])
+            self.assertEqual(top['bucket'], bucket, bars)
+            self.assertEqual(hot['advice']['hottest_bucket'], bucket)
+        self.assertEqual(ops, self.writes)
+        # never under, at most the bound over
+        self.assertLessEqual(count - err, self.celeb_writes)
+        self.assertGreaterEqual(count, self.celeb_writes)
+
+    def test_4_advice_names_the_hot_prefix(self):
+        hot = self.json('/hotkeys.json?table=ev')
+        adv = hot['advice']
+        self.assertEqual(adv['hash_part'], 'delimiter:#:1')
+        self.assertGreater(adv['hottest_bucket_share'], 0.3)
+        text = ' '.join(adv['notes'])
+        self.assertIn('every row sharing a hash_part value lands in one '
+                      'bucket', text)
+        pred = {(p['buckets'], p['hash_part']): p['fullest_share']
+                for p in adv['predicted']}
+        # whole keys spread the celebrity's rows; its prefix cannot be
+        self.assertGreater(pred[(8, 'delimiter:#:1')], 0.28)
+        self.assertLess(pred[(8, 'whole')], 0.25)
+
+    def test_5_strict_parameters(self):
+        for q, code in (('table=ev&metric=nope', 400),
+                        ('table=ev&since=-1', 400),
+                        ('table=ev&since=1x', 400),
+                        ('table=ev&bogus=1', 400),
+                        ('table=ev&table=w', 400),
+                        ('table=nope', 404)):
+            status, body = self.proxy.http('/keyviz.json?' + q)
+            self.assertEqual(status, code, (q, body))
+        status, body = self.proxy.http('/hotkeys.json?table=ev&metric=rows')
+        self.assertEqual(status, 400, body)
+        now = int(time.time())
+        doc = self.json('/keyviz.json?table=ev&since=%d' % (now + 10))
+        self.assertEqual(doc['intervals'], [])
+
+    def test_6_keys_hash_and_hide(self):
+        # keys = hash|hide takes effect on reload
+        with open(self.proxy.conf) as f:
+            text = f.read()
+        gen = self.proxy.generation()
+        for mode in ('hash', 'hide'):
+            self.proxy.write_conf(text + 'keys = %s\n' % mode)
+            self.proxy.hup()
+            gen += 1
+            self.proxy.wait_generation(gen)
+            hot = self.json('/hotkeys.json?table=ev')
+            key = hot['hot_parts'][0]['key']
+            if mode == 'hash':
+                self.assertRegex(key, r'^#[0-9a-f]{16}$')
+            else:
+                self.assertIsNone(key)
+            body = self.proxy.http('/keyviz.json?table=ev')[1]
+            self.assertNotIn('celeb', body)
+            self.assertNotIn('user0', body)
+        self.proxy.write_conf(text)
+        self.proxy.hup()
+        self.proxy.wait_generation(gen + 1)
+
+
+if __name__ == '__main__':
+    ARGS = opslib.run_tests()
