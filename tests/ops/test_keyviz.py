@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import opslib  # noqa: E402
@@ -180,6 +181,22 @@ class KeyvizTest(unittest.TestCase):
         self.proxy.write_conf(text)
         self.proxy.hup()
         self.proxy.wait_generation(gen + 1)
+
+    def test_7_page_is_self_contained(self):
+        url = 'http://127.0.0.1:%d/keyviz' % self.proxy.admin_port
+        with urllib.request.urlopen(url, timeout=10) as r:
+            self.assertEqual(r.status, 200)
+            self.assertEqual(r.headers['Content-Type'],
+                             'text/html; charset=utf-8')
+            self.assertIn("default-src 'self'",
+                          r.headers['Content-Security-Policy'])
+            page = r.read().decode()
+        self.assertIn('<canvas id="heatmap"', page)
+        # nothing fetched from elsewhere: no absolute URL, no external
+        # script, style or font
+        self.assertNotRegex(page, r'(?i)(https?:)?//[a-z0-9.-]+[./:]')
+        self.assertNotRegex(page, r'(?i)<(script|link|img)[^>]*(src|href)=')
+        self.assertIn("'/keyviz.json?metric='", page)
 
 
 if __name__ == '__main__':
