@@ -1068,6 +1068,18 @@ keyviz_hash_part_text(const struct salt_table *s)
     }
 }
 
+/* Whether advice lists that bucket count anyway. */
+static gboolean
+keyviz_candidate(uint32_t buckets)
+{
+    for (int i = 0; i < KEYVIZ_NCAND; i++) {
+        if (keyviz_candidates[i] == buckets) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
 static void
 keyviz_json_hot(GString *out, unsigned keys, const struct keyviz_hot *h,
                 uint32_t n, guint64 ops)
@@ -1149,7 +1161,8 @@ keyviz_json_detail(GString *out, const struct keyviz *kv, unsigned keys,
         g_autoptr(GString) note = g_string_new(NULL);
         gboolean any = FALSE;
 
-        if (iv->nhot > 0 && iv->ops > 0) {
+        /* a single key worth a word: 5 % of the load or more */
+        if (iv->nhot > 0 && iv->ops > 0 && iv->hot[0].count * 20 >= iv->ops) {
             const struct keyviz_hot *h = &iv->hot[0];
 
             g_string_printf(note,
@@ -1211,6 +1224,9 @@ keyviz_json_detail(GString *out, const struct keyviz *kv, unsigned keys,
 
         if (p < 0) {
             break;
+        }
+        if (i == KEYVIZ_NCAND && keyviz_candidate(nb)) {
+            break; /* listed already */
         }
         g_string_append_printf(out, "%s{\"buckets\":%u,\"hash_part\":",
                                i > 0 ? "," : "", b);
