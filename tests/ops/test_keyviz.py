@@ -31,11 +31,17 @@ W_TABLE = 'buckets = 4\nsalt_format = decimal\n'
 CELEB = b'celeb'
 
 
+def migrate_path():
+    """hbase-salt-migrate of the same build as the proxy."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(ARGS.proxy)))
+    return os.path.join(build, 'migrate', 'hbase-salt-migrate')
+
+
 class KeyvizTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix='hsp-ops-keyviz-')
-        cls.emu = opslib.Emu(ARGS.emu, cls.dir, tables=('ev:d', 'w:d'))
+        cls.emu = opslib.Emu(ARGS.emu, cls.dir, tables=('ev:d', 'w:d', 'ev2:d'))
         port, admin = opslib.free_port(), opslib.free_port()
         conf = opslib.proxy_conf(port, [cls.emu.port], admin_port=admin,
                                  tables={'ev': EV_TABLE, 'w': W_TABLE})
@@ -47,10 +53,10 @@ class KeyvizTest(unittest.TestCase):
         cls.run_workload()
 
     @classmethod
-    def run_workload(cls, seconds=6.0):
+    def run_workload(cls, seconds=6.0, table=b'ev', seed=24):
         """Writes for a few intervals: 30 % the celebrity, the rest 500
         users drawn uniformly; timestamps in the keys only grow."""
-        rnd = random.Random(24)
+        rnd = random.Random(seed)
         c = opslib.client(cls.proxy.port)
         ts = 10 ** 12
         end = time.time() + seconds
@@ -59,15 +65,35 @@ class KeyvizTest(unittest.TestCase):
                 ts += 1
                 if rnd.random() < 0.3:
                     row = CELEB + b'#%d' % ts
-                    cls.celeb_writes += 1
+                    cls.celeb_writes += table == b'ev'
                 else:
                     row = b'user%04d#%d' % (rnd.randrange(500), ts)
-                opslib.put(c, b'ev', row, b'v')
-                cls.writes += 1
+                opslib.put(c, table, row, b'v')
+                cls.writes += table == b'ev'
             opslib.put(c, b'w', b'k%d' % rnd.randrange(100), b'v')
         c._trans.close()
         # every interval written in harvested: one second after its end
         time.sleep(2.5)
+
+    def measured_fullest(self, table):
+        """The share of the writes in table's fullest bucket, over every
+        interval the proxy counted."""
+        total = {}
+        doc = self.json('/keyviz.json?table=%s' % table)
+        for iv in doc['intervals']:
+            hot = self.json('/hotkeys.json?table=%s&at=%d'
+                            % (table, iv['start']))
+            for b in hot['buckets']:
+                total[b['bucket']] = total.get(b['bucket'], 0) + b['writes']
+        return max(total.values()) / sum(total.values())
+
+    def analyze(self, table):
+        r = subprocess.run([migrate_path(),
+                            '-c', self.proxy.conf, '--analyze',
+                            '--from-table', table, '--json'],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
 
     @classmethod
     def tearDownClass(cls):
@@ -198,6 +224,50 @@ class KeyvizTest(unittest.TestCase):
         self.assertNotRegex(page, r'(?i)<(script|link|img)[^>]*'
                                   r'(src|href)="(?!data:)')
         self.assertIn("'/keyviz.json?metric='", page)
+
+    def test_8_analyze_predicts_what_the_proxy_measures(self):
+        doc = self.analyze('ev')
+        self.assertTrue(doc['complete'], doc)
+        self.assertEqual(doc['rows_read'], self.writes)
+        choices = {c['hash_part']: c for c in doc['choices']}
+        self.assertEqual(sorted(choices), ['delimiter:#:1', 'whole'])
+        # the table's own mapping: the prediction is what the proxy saw
+        own = [f['fullest_share'] for f in choices['delimiter:#:1']
+               ['fullest'] if f['buckets'] == 8][0]
+        measured = self.measured_fullest('ev')
+        self.assertLess(abs(own - measured) / measured, 0.10,
+                        (own, measured))
+        # the celebrity is the largest group under its hash_part
+        top = choices['delimiter:#:1']['largest_groups'][0]
+        self.assertEqual(top['key'], 'celeb')
+        self.assertAlmostEqual(top['share'],
+                               self.celeb_writes / self.writes, places=3)
+        # it keeps 30 % in one bucket: whole keys are proposed
+        prop = doc['proposed']
+        self.assertEqual((prop['buckets'], prop['hash_part']), (8, 'whole'))
+        self.assertIn('[table:ev]\nbuckets = 8\n', prop['section'])
+        self.assertIn('hash_part = whole\n', prop['section'])
+        # ... and a table salted so measures what it predicted
+        with open(self.proxy.conf) as f:
+            text = f.read()
+        gen = self.proxy.generation()
+        self.proxy.write_conf(text + prop['section'].replace('[table:ev]',
+                                                             '[table:ev2]'))
+        self.proxy.hup()
+        self.proxy.wait_generation(gen + 1)
+        type(self).run_workload(seconds=4.0, table=b'ev2', seed=25)
+        measured = self.measured_fullest('ev2')
+        self.assertLess(abs(prop['fullest_share'] - measured) / measured,
+                        0.10, (prop, measured))
+        # the text report says the same
+        r = subprocess.run([migrate_path(),
+                            '-c', self.proxy.conf, '--analyze',
+                            '--from-table', 'ev'],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('delimiter:#:1 (', r.stdout)
+        self.assertIn(' celeb %.1f%%' % (100 * top['share']), r.stdout)
+        self.assertIn('proposed (fullest bucket', r.stdout)
 
 
 if __name__ == '__main__':
