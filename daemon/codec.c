@@ -58,10 +58,13 @@ codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
                     codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
                     size_t len)
 {
-    size_t part = salt_hashed_len(salt, key, len);
+    /* a row handed back is counted by range and bucket only: the hot
+     * keys and the key sample are of reads and writes */
+    size_t part = kind == CODEC_KEY_ROW ? len
+                                        : salt_hashed_len(salt, key, len);
 
     n->salt = salt;
-    n->key_hash = XXH3_64bits(key, len);
+    n->key_hash = kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, len);
     n->part_hash = part == len ? n->key_hash : XXH3_64bits(key, part);
     n->len = (uint32_t)len;
     n->part_len = (uint32_t)part;

@@ -66,8 +66,9 @@ typedef enum {
  */
 struct codec_key_note {
     const struct salt_table *salt; /* the table's mapping */
-    guint64 key_hash;              /* XXH3 of the whole key */
-    guint64 part_hash;             /* XXH3 of its hash_part */
+    guint64 key_hash;              /* XXH3 of the whole key (0 for a
+                                      CODEC_KEY_ROW: not needed) */
+    guint64 part_hash;             /* XXH3 of its hash_part (the same) */
     uint32_t len;                  /* bytes of the whole key */
     uint32_t part_len;             /* bytes of its hash_part */
     uint32_t bucket;               /* where it went (salt->buckets:

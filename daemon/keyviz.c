@@ -48,13 +48,17 @@ struct keyviz_bounds {
     int refs;     /* main thread only */
     uint32_t n;   /* boundaries: n + 1 ranges */
     uint32_t cap; /* boundaries allocated */
+    guint64 *pfx; /* each boundary's first 8 bytes, big-endian,
+                     zero-padded: most comparisons end there */
+    uint16_t by_byte[257]; /* boundaries whose first byte is below i: a
+                              key starting with byte f lies between
+                              by_byte[f] and by_byte[f + 1] */
     struct keyviz_key b[];
 };
 
 /* One space-saving counter. */
 struct keyviz_entry {
     guint64 hash; /* XXH3 of the whole key (or hash_part) */
-    guint64 count;
     guint64 err;  /* what it may overcount */
     uint32_t len; /* bytes of the whole key */
     uint32_t bucket;
@@ -62,17 +66,20 @@ struct keyviz_entry {
 };
 
 /*
- * A space-saving sketch of cap counters: the counters sit in a min-heap
- * by count (the smallest is the one to give away) and an open-addressing
- * index by hash finds a key's counter.  No allocation once made.
+ * A space-saving sketch of cap counters.  The counters are kept sorted by
+ * count, smallest first (ord), so the one to give away is ord[0], and a
+ * counter going up by one swaps with the last of its equal counts (found
+ * by binary search) and stays in order; an open-addressing index by hash
+ * finds a key's counter.  No allocation once made.
  */
 struct keyviz_sketch {
     uint32_t cap, n;
     uint32_t mask;          /* index size - 1 (2 x cap, a power of 2) */
     guint64 total;          /* operations offered */
     struct keyviz_entry *e; /* cap */
-    uint32_t *heap;         /* entry indexes, smallest count first */
-    uint32_t *pos;          /* entry -> heap position */
+    uint32_t *ord;          /* entry indexes, by count ascending */
+    guint64 *cnt;           /* the counts, by place in ord */
+    uint32_t *pos;          /* entry -> its place in ord */
     int32_t *index;         /* hash slot -> entry, -1 empty */
 };
 
@@ -177,16 +184,37 @@ keyviz_key_set(struct keyviz_key *k, const uint8_t *p, size_t len)
     memcpy(k->key, p, k->kept);
 }
 
+/* A key's first 8 bytes as a big-endian number, zero-padded.  When two
+ * keys' prefixes differ, the numbers order them as their bytes do (a
+ * shorter key's padding is below any byte the longer one has there, or
+ * equal to it); only equal prefixes need the bytes compared. */
+static inline guint64
+keyviz_prefix(const uint8_t *key, size_t len)
+{
+    guint64 v = 0;
+
+    memcpy(&v, key, MIN(len, sizeof(v)));
+    return GUINT64_FROM_BE(v);
+}
+
 /* The range of key: how many boundaries are <= it. */
 static uint32_t
 keyviz_range_of(const struct keyviz_bounds *b, const uint8_t *key, size_t len)
 {
-    uint32_t lo = 0, hi = b->n;
+    uint32_t lo, hi;
+    guint64 kp = keyviz_prefix(key, len);
+
+    if (len == 0) {
+        return 0; /* below every boundary: none is empty */
+    }
+    lo = b->by_byte[key[0]];
+    hi = b->by_byte[key[0] + 1];
 
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
 
-        if (keyviz_key_cmp(&b->b[mid], key, len) <= 0) {
+        if (b->pfx[mid] < kp ||
+            (b->pfx[mid] == kp && keyviz_key_cmp(&b->b[mid], key, len) <= 0)) {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -222,13 +250,33 @@ keyviz_bounds_new(struct keyviz *kv, uint32_t n, gint64 epoch)
     b->cap = n;
     b->epoch = epoch;
     b->refs = 1;
+    b->pfx = keyviz_alloc(kv, MAX(n, 1u) * sizeof(guint64));
     return b;
+}
+
+/* The boundaries are set: their prefixes too. */
+static void
+keyviz_bounds_seal(struct keyviz_bounds *b)
+{
+    uint32_t i = 0;
+
+    for (i = 0; i < b->n; i++) {
+        b->pfx[i] = keyviz_prefix(b->b[i].key, b->b[i].kept);
+    }
+    i = 0;
+    for (unsigned v = 0; v <= 256; v++) {
+        while (i < b->n && b->b[i].key[0] < v) {
+            i++;
+        }
+        b->by_byte[v] = (uint16_t)i;
+    }
 }
 
 static void
 keyviz_bounds_unref(struct keyviz *kv, struct keyviz_bounds *b)
 {
     if (b != NULL && --b->refs == 0) {
+        keyviz_release(kv, b->pfx, MAX(b->cap, 1u) * sizeof(guint64));
         keyviz_release(kv, b, sizeof(*b) + b->cap * sizeof(struct keyviz_key));
     }
 }
@@ -244,6 +292,7 @@ keyviz_bounds_initial(struct keyviz *kv, unsigned ranges)
         b->b[i].kept = 1;
         b->b[i].key[0] = (uint8_t)((i + 1) * 256 / (n + 1));
     }
+    keyviz_bounds_seal(b);
     return b;
 }
 
@@ -252,7 +301,8 @@ keyviz_bounds_initial(struct keyviz *kv, unsigned ranges)
 static size_t
 keyviz_sketch_size(uint32_t cap)
 {
-    return cap * (sizeof(struct keyviz_entry) + 2 * sizeof(uint32_t)) +
+    return cap * (sizeof(struct keyviz_entry) + 2 * sizeof(uint32_t) +
+                  sizeof(guint64)) +
            2 * cap * sizeof(int32_t);
 }
 
@@ -270,7 +320,8 @@ keyviz_sketch_init(struct keyviz *kv, struct keyviz_sketch *s, uint32_t cap)
     s->cap = cap;
     s->mask = 2 * cap - 1;
     s->e = keyviz_alloc(kv, cap * sizeof(struct keyviz_entry));
-    s->heap = keyviz_alloc(kv, cap * sizeof(uint32_t));
+    s->ord = keyviz_alloc(kv, cap * sizeof(uint32_t));
+    s->cnt = keyviz_alloc(kv, cap * sizeof(guint64));
     s->pos = keyviz_alloc(kv, cap * sizeof(uint32_t));
     s->index = keyviz_alloc(kv, 2 * cap * sizeof(int32_t));
     keyviz_sketch_reset(s);
@@ -280,55 +331,41 @@ static void
 keyviz_sketch_clear(struct keyviz *kv, struct keyviz_sketch *s)
 {
     keyviz_release(kv, s->e, s->cap * sizeof(struct keyviz_entry));
-    keyviz_release(kv, s->heap, s->cap * sizeof(uint32_t));
+    keyviz_release(kv, s->ord, s->cap * sizeof(uint32_t));
+    keyviz_release(kv, s->cnt, s->cap * sizeof(guint64));
     keyviz_release(kv, s->pos, s->cap * sizeof(uint32_t));
     keyviz_release(kv, s->index, 2 * s->cap * sizeof(int32_t));
 }
 
-static void
-keyviz_heap_swap(struct keyviz_sketch *s, uint32_t i, uint32_t j)
+/* Entry ei's count goes up by one: it swaps with the last counter of its
+ * count (a binary search over the dense counts), so ord stays sorted. */
+static inline void
+keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
 {
-    uint32_t a = s->heap[i], b = s->heap[j];
+    uint32_t p = s->pos[ei], lo, hi, other;
+    guint64 c = s->cnt[p];
 
-    s->heap[i] = b;
-    s->heap[j] = a;
-    s->pos[b] = i;
-    s->pos[a] = j;
-}
-
-/* A counter grew: it moves toward the leaves. */
-static void
-keyviz_heap_down(struct keyviz_sketch *s, uint32_t i)
-{
-    for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-
-        if (l < s->n && s->e[s->heap[l]].count < s->e[s->heap[m]].count) {
-            m = l;
-        }
-        if (r < s->n && s->e[s->heap[r]].count < s->e[s->heap[m]].count) {
-            m = r;
-        }
-        if (m == i) {
-            return;
-        }
-        keyviz_heap_swap(s, i, m);
-        i = m;
+    if (p + 1 == s->n || s->cnt[p + 1] != c) {
+        s->cnt[p] = c + 1; /* the last of its count already */
+        return;
     }
-}
+    lo = p + 1;
+    hi = s->n - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
 
-static void
-keyviz_heap_up(struct keyviz_sketch *s, uint32_t i)
-{
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-
-        if (s->e[s->heap[p]].count <= s->e[s->heap[i]].count) {
-            return;
+        if (s->cnt[mid] == c) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
         }
-        keyviz_heap_swap(s, i, p);
-        i = p;
     }
+    other = s->ord[lo];
+    s->ord[lo] = ei;
+    s->ord[p] = other;
+    s->pos[other] = p;
+    s->pos[ei] = lo;
+    s->cnt[lo] = c + 1;
 }
 
 /* The index slot holding hash, or the empty slot where it would go. */
@@ -379,39 +416,38 @@ keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
 
     s->total++;
     if (s->index[slot] >= 0) {
-        ei = (uint32_t)s->index[slot];
-        s->e[ei].count++;
-        keyviz_heap_down(s, s->pos[ei]);
+        keyviz_sketch_bump(s, (uint32_t)s->index[slot]);
         return;
     }
     if (s->n < s->cap) {
+        /* a new counter at 0, first in order: cap times an interval */
         ei = s->n;
-        e = &s->e[ei];
-        e->count = 1;
-        e->err = 0;
-        s->heap[s->n] = ei;
-        s->pos[ei] = s->n;
+        memmove(&s->ord[1], &s->ord[0], s->n * sizeof(s->ord[0]));
+        memmove(&s->cnt[1], &s->cnt[0], s->n * sizeof(s->cnt[0]));
+        for (uint32_t i = 1; i <= s->n; i++) {
+            s->pos[s->ord[i]] = i;
+        }
+        s->ord[0] = ei;
+        s->pos[ei] = 0;
         s->n++;
+        s->cnt[0] = 0;
+        e = &s->e[ei];
+        e->err = 0;
     } else {
         /* the smallest counter changes hands: its count is the most the
          * newcomer can have had before */
-        ei = s->heap[0];
+        ei = s->ord[0];
         e = &s->e[ei];
         keyviz_index_remove(s, keyviz_index_find(s, e->hash));
         slot = keyviz_index_find(s, hash);
-        e->err = e->count;
-        e->count++;
+        e->err = s->cnt[0];
     }
     e->hash = hash;
     e->len = len;
     e->bucket = bucket;
     keyviz_key_set(&e->k, kept, kept_len);
     s->index[slot] = (int32_t)ei;
-    if (s->pos[ei] == 0 && s->n == s->cap) {
-        keyviz_heap_down(s, 0);
-    } else {
-        keyviz_heap_up(s, s->pos[ei]);
-    }
+    keyviz_sketch_bump(s, ei);
 }
 
 /* The smallest counter of a full sketch (what any key it lacks may have
@@ -419,7 +455,7 @@ keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
 static guint64
 keyviz_sketch_floor(const struct keyviz_sketch *s)
 {
-    return s->n == s->cap ? s->e[s->heap[0]].count : 0;
+    return s->n == s->cap ? s->cnt[0] : 0;
 }
 
 /* ---- the hot path ------------------------------------------------------- */
@@ -475,6 +511,15 @@ keyviz_slot_enter(struct keyviz *kv, const struct keyviz_table *t,
     __atomic_store_n(&sl->epoch, epoch, __ATOMIC_RELEASE);
 }
 
+static inline void
+keyviz_sample_set(struct keyviz_sampled *s, const struct codec_key_note *n)
+{
+    s->key_hash = n->key_hash;
+    s->part_hash = n->part_hash;
+    s->part_kept = (uint8_t)MIN(n->part_len, n->kept);
+    keyviz_key_set(&s->k, n->key, n->kept);
+}
+
 void
 keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
 {
@@ -499,37 +544,27 @@ keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
     }
     c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, n->key, n->kept) *
                     KEYVIZ_METRICS];
-    switch (n->kind) {
-    case CODEC_KEY_READ:
-    case CODEC_KEY_WRITE:
-        c[n->kind == CODEC_KEY_READ ? KEYVIZ_READS : KEYVIZ_WRITES]++;
-        c[KEYVIZ_BYTES_IN] += n->bytes;
-        sl->bcounts[(size_t)n->bucket * KEYVIZ_BUCKET_KINDS +
-                    (n->kind == CODEC_KEY_READ ? 0 : 1)]++;
-        keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->kept, n->len,
-                          n->bucket);
-        if (n->part_len != n->len || n->salt->hash != SALT_HASH_WHOLE) {
-            keyviz_sketch_add(&sl->parts, n->part_hash, n->key,
-                              MIN(n->part_len, n->kept), n->part_len,
-                              n->bucket);
-        }
-        break;
-    default:
+    if (n->kind == CODEC_KEY_ROW) {
         c[KEYVIZ_ROWS]++;
         c[KEYVIZ_BYTES_OUT] += n->bytes;
         sl->bcounts[(size_t)n->bucket * KEYVIZ_BUCKET_KINDS + 2]++;
-        break;
+        return;
     }
-    /* reservoir sampling (Algorithm R): each key met is in the sample
-     * with the same chance */
+    c[n->kind == CODEC_KEY_READ ? KEYVIZ_READS : KEYVIZ_WRITES]++;
+    c[KEYVIZ_BYTES_IN] += n->bytes;
+    sl->bcounts[(size_t)n->bucket * KEYVIZ_BUCKET_KINDS +
+                (n->kind == CODEC_KEY_READ ? 0 : 1)]++;
+    keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->kept, n->len,
+                      n->bucket);
+    if (n->salt->hash != SALT_HASH_WHOLE) {
+        keyviz_sketch_add(&sl->parts, n->part_hash, n->key,
+                          MIN(n->part_len, n->kept), n->part_len, n->bucket);
+    }
+    /* reservoir sampling (Algorithm R): each key read or written is in
+     * the sample with the same chance */
     sl->seen++;
     if (sl->nsample < KEYVIZ_SAMPLE) {
-        struct keyviz_sampled *s = &sl->sample[sl->nsample++];
-
-        s->key_hash = n->key_hash;
-        s->part_hash = n->part_hash;
-        s->part_kept = (uint8_t)MIN(n->part_len, n->kept);
-        keyviz_key_set(&s->k, n->key, n->kept);
+        keyviz_sample_set(&sl->sample[sl->nsample++], n);
     } else {
         guint64 x = wt->rng;
 
@@ -539,12 +574,7 @@ keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
         wt->rng = x;
         x %= sl->seen;
         if (x < KEYVIZ_SAMPLE) {
-            struct keyviz_sampled *s = &sl->sample[x];
-
-            s->key_hash = n->key_hash;
-            s->part_hash = n->part_hash;
-            s->part_kept = (uint8_t)MIN(n->part_len, n->kept);
-            keyviz_key_set(&s->k, n->key, n->kept);
+            keyviz_sample_set(&sl->sample[x], n);
         }
     }
 }
@@ -684,7 +714,7 @@ keyviz_memory_bound(const struct keyviz *kv, uint32_t buckets)
                   2 * keyviz_sketch_size(kv->sketch_cap) +
                   KEYVIZ_SAMPLE * sizeof(struct keyviz_sampled);
     size_t bounds = sizeof(struct keyviz_bounds) +
-                    ranges * sizeof(struct keyviz_key);
+                    ranges * (sizeof(struct keyviz_key) + sizeof(guint64));
     size_t interval = sizeof(struct keyviz_interval) + bounds +
                       ranges * KEYVIZ_METRICS * 8 +
                       (size_t)(buckets + 1) * KEYVIZ_BUCKET_KINDS * 8 +
@@ -758,7 +788,7 @@ keyviz_merge_sketches(struct keyviz *kv, struct keyviz_slot **slots,
                 uint32_t at = keyviz_index_find(o, e->hash);
 
                 if (o->index[at] >= 0) {
-                    h.count += o->e[o->index[at]].count;
+                    h.count += o->cnt[o->pos[o->index[at]]];
                     h.err += o->e[o->index[at]].err;
                 } else {
                     h.count += keyviz_sketch_floor(o);
@@ -834,6 +864,7 @@ keyviz_bounds_from(struct keyviz *kv, struct keyviz_weighted *ws, size_t n,
     }
     /* fewer distinct keys than ranges: fewer ranges */
     b->n = got;
+    keyviz_bounds_seal(b);
     return b;
 }
 

@@ -6,7 +6,8 @@ visualizer on and off, under callgrind (README, "Seeing hotspots").
       --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py [--ops N]
 
 The proxy runs under valgrind --tool=callgrind with one worker; a Python
-client sends N puts and N gets of distinct keys to a salted table; the
+client sends N puts and N gets to a salted table (every key new: the
+worst case of the hot-key sketch; --keys K cycles through K keys); the
 instructions of a run with no operations are subtracted, so what is left
 is per operation.  Prints one line per mode and the difference.
 """
@@ -22,6 +23,7 @@ import opslib  # noqa: E402
 
 
 def run(args, top, keyviz, ops):
+    distinct = args.keys or max(ops, 1)
     workdir = os.path.join(top, '%s-%d' % (keyviz, ops))
     os.mkdir(workdir)
     emu = opslib.Emu(args.emu, workdir, tables=('t:d',))
@@ -44,8 +46,8 @@ def run(args, top, keyviz, ops):
                     and opslib.can_connect(admin), 60, 'proxy')
     c = opslib.client(port, timeout=60)
     for i in range(ops):
-        opslib.put(c, b't', b'user%08d' % i, b'v')
-        opslib.get(c, b't', b'user%08d' % i)
+        opslib.put(c, b't', b'user%08d' % (i % distinct), b'v')
+        opslib.get(c, b't', b'user%08d' % (i % distinct))
     c._trans.close()
     proc.terminate()
     proc.wait(120)
@@ -63,6 +65,8 @@ def main():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     ap.add_argument('--ops', type=int, default=2000)
+    ap.add_argument('--keys', type=int, default=0,
+                    help='distinct keys, cycled (default: every key new)')
     ap.add_argument('--keep', help='directory to keep the callgrind files in')
     args = ap.parse_args()
     opslib.load_thrift(args.pydir)

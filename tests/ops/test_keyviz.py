@@ -12,6 +12,7 @@ the bucket it lands in.
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -266,7 +267,10 @@ class KeyvizTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn('delimiter:#:1 (', r.stdout)
-        self.assertIn(' celeb %.1f%%' % (100 * top['share']), r.stdout)
+        shown = re.search(r' celeb (\d+\.\d)%', r.stdout)
+        self.assertIsNotNone(shown, r.stdout)
+        self.assertAlmostEqual(float(shown.group(1)), 100 * top['share'],
+                               delta=0.06)
         self.assertIn('proposed (fullest bucket', r.stdout)
 
 
