@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "lograte.h"
+#include "keyviz.h"
 #include "metrics.h"
 #include "scan.h"
 #include "tls.h"
@@ -324,16 +325,19 @@ client_flush(struct client *c)
             req = done[i];
             if (req->reply.len > 0) {
                 size_t hdr = req->client_framed ? 4 : 0;
+                gboolean error = req->reply.len > hdr &&
+                                 metrics_reply_is_error(req->client_proto,
+                                                        req->reply.data + hdr,
+                                                        req->reply.len - hdr);
 
                 c->reply_max = MAX(c->reply_max, req->reply.len);
                 METRICS_ADD(c->worker->metrics->bytes_out, req->reply.len);
-                metrics_request_done(
-                    c->worker->metrics, req->call.method,
-                    req_now() - req->started,
-                    req->reply.len > hdr &&
-                        metrics_reply_is_error(req->client_proto,
-                                               req->reply.data + hdr,
-                                               req->reply.len - hdr));
+                metrics_request_done(c->worker->metrics, req->call.method,
+                                     req_now() - req->started, error);
+                if (error && req->call.first_key.salt != NULL &&
+                    c->worker->metrics->kv != NULL) {
+                    keyviz_error(c->worker->metrics->kv, &req->call.first_key);
+                }
             }
             worker_req_put(c->worker, req);
         }

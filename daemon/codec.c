@@ -92,6 +92,25 @@ codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
     codec_key_note_fill(&t->notes[t->nnotes++], salt, kind, bucket, key, len);
 }
 
+/* The call remembers its first noted key (since the mark's count), for
+ * an error its reply may carry. */
+static void
+codec_tally_first(const struct codec_tally *t, uint32_t since,
+                  struct codec_call *call)
+{
+    const struct codec_key_note *n;
+
+    call->first_key.salt = NULL;
+    if (t == NULL || t->nnotes <= since) {
+        return;
+    }
+    n = &t->notes[since];
+    call->first_key.salt = n->salt;
+    call->first_key.bucket = n->bucket;
+    call->first_key.kept = n->kept;
+    memcpy(call->first_key.key, n->key, n->kept);
+}
+
 /* Shares a message's len bytes among the keys it noted since the mark's
  * count (an even share, the rest on the first). */
 static void
@@ -1007,6 +1026,7 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
     call->service = svc;
     call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
+    call->first_key.salt = NULL;
 }
 
 static codec_status_t
@@ -1173,6 +1193,7 @@ codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
     } else {
         codec_tally_bytes(tally, tm.nnotes, len);
     }
+    codec_tally_first(tally, tm.nnotes, call);
     return st;
 }
 
@@ -1219,6 +1240,7 @@ codec_request_stream_svc(const struct config *cfg,
     }
     if (st == CODEC_OK || st == CODEC_CLOSE) {
         codec_tally_bytes(tally, tm.nnotes, *msg_len);
+        codec_tally_first(tally, tm.nnotes, call);
         return st;
     }
     if (st == CODEC_REJECT) {

@@ -11,6 +11,10 @@ struct hbase1_method;
 struct hbase1_service;
 struct hbase1_scanner;
 
+/* Bytes of a logical key a note keeps: boundaries and hot keys are shown
+ * by this prefix (the hashes cover the whole key). */
+#define CODEC_NOTE_KEY_MAX 48
+
 /*
  * What a reply needs to know about its request.  Filled by
  * codec_request, kept by the I/O layer with the pending request, handed
@@ -29,6 +33,14 @@ struct codec_call {
                                            were written by the proxy */
     uint32_t splits_asked;              /* how many the client sent */
     uint32_t splits_sent;               /* how many were sent instead */
+    struct codec_key_note_ref {
+        const struct salt_table *salt; /* NULL: no key noted */
+        uint32_t bucket;
+        uint8_t kept;
+        uint8_t key[CODEC_NOTE_KEY_MAX];
+    } first_key; /* the call's first noted key,
+                                           which its error counts against
+                                           (tally keys_on only) */
 };
 
 /* The log line of a call whose split keys the codec replaced
@@ -53,9 +65,6 @@ typedef enum {
     CODEC_KEY_ROW = 2,   /* a row handed back (get, scan) */
 } codec_key_kind_t;
 
-/* Bytes of a logical key a note keeps: boundaries and hot keys are shown
- * by this prefix (the hashes cover the whole key). */
-#define CODEC_NOTE_KEY_MAX 48
 /* Notes one batch keeps at most: a larger batch notes its first ones. */
 #define CODEC_NOTE_MAX 16384
 

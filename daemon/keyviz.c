@@ -10,7 +10,7 @@
 #include "salt.h"
 
 static const char *const keyviz_metric_names[KEYVIZ_METRICS] = {
-    "reads", "writes", "rows", "bytes_in", "bytes_out",
+    "reads", "writes", "rows", "bytes_in", "bytes_out", "errors",
 };
 
 const uint32_t keyviz_candidates[KEYVIZ_NCAND] = { 4, 8, 16, 32, 64 };
@@ -520,27 +520,44 @@ keyviz_sample_set(struct keyviz_sampled *s, const struct codec_key_note *n)
     keyviz_key_set(&s->k, n->key, n->kept);
 }
 
-void
-keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
+/* The worker's slot of salt's table for the current interval, entered
+ * if new; NULL when the table is not counted (or nothing ticks yet). */
+static inline struct keyviz_slot *
+keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
+               struct keyviz_wtable **wt_out)
 {
+    /* every salt the codec notes lives in a config (as metrics.h) */
     const struct config_table *ct =
-        (const struct config_table *)((const char *)n->salt -
+        (const struct config_table *)((const char *)salt -
                                       G_STRUCT_OFFSET(struct config_table,
                                                       salt));
     struct keyviz *kv = w->kv;
     gint64 epoch = __atomic_load_n(&kv->epoch, __ATOMIC_RELAXED);
     struct keyviz_wtable *wt;
     struct keyviz_slot *sl;
-    guint64 *c;
 
     if (epoch < 0 || ct->stats_id == 0 || ct->keyviz_off ||
         ct->stats_id > KEYVIZ_MAX_TABLES ||
         (wt = w->tables[ct->stats_id - 1]) == NULL) {
-        return;
+        return NULL;
     }
     sl = &wt->slot[epoch % KEYVIZ_SLOTS];
     if (sl->epoch != epoch) {
         keyviz_slot_enter(kv, kv->tables[ct->stats_id - 1], sl, epoch);
+    }
+    *wt_out = wt;
+    return sl;
+}
+
+void
+keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
+{
+    struct keyviz_wtable *wt;
+    struct keyviz_slot *sl = keyviz_slot_of(w, n->salt, &wt);
+    guint64 *c;
+
+    if (sl == NULL) {
+        return;
     }
     c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, n->key, n->kept) *
                     KEYVIZ_METRICS];
@@ -577,6 +594,20 @@ keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
             keyviz_sample_set(&sl->sample[x], n);
         }
     }
+}
+
+void
+keyviz_error(struct keyviz_worker *w, const struct codec_key_note_ref *key)
+{
+    struct keyviz_wtable *wt;
+    struct keyviz_slot *sl = keyviz_slot_of(w, key->salt, &wt);
+
+    if (sl == NULL) {
+        return;
+    }
+    sl->counts[(size_t)keyviz_range_of(sl->bounds, key->key, key->kept) *
+                   KEYVIZ_METRICS +
+               KEYVIZ_ERRORS]++;
 }
 
 /* ---- setup -------------------------------------------------------------- */
@@ -1298,7 +1329,8 @@ keyviz_json(const struct keyviz *kv, const struct config *cfg,
     keyviz_json_str(out, t->name);
     g_string_append_printf(out,
                            ",\"metric\":\"%s\",\"metrics\":[\"reads\","
-                           "\"writes\",\"rows\",\"bytes_in\",\"bytes_out\"],"
+                           "\"writes\",\"rows\",\"bytes_in\",\"bytes_out\","
+                           "\"errors\"],"
                            "\"interval_s\":%u,\"keys\":\"%s\",\"tables\":",
                            keyviz_metric_name(metric), kv->set.interval_s,
                            keys == CONFIG_KEYVIZ_HIDE   ? "hide"

@@ -43,9 +43,9 @@
  * interval not begun.
  *
  * MEMORY, per table, independent of how many distinct keys it sees:
- *   workers x 4 slots x (ranges x 5 + (buckets + 1) x 3 counters of 8
+ *   workers x 4 slots x (ranges x 6 + (buckets + 1) x 3 counters of 8
  *   bytes, 2 sketches x m x ~110 bytes, KEYVIZ_SAMPLE x ~90 bytes)
- * + retain_s / interval_s intervals x (ranges x (5 x 8 + 49) bytes
+ * + retain_s / interval_s intervals x (ranges x (6 x 8 + 57) bytes
  *   + (buckets + 1) x 3 x 8 + 2 x hot_keys x ~80 bytes)
  * keyviz_memory_bound says it for one table; keyviz_memory counts it.
  */
@@ -62,13 +62,15 @@ enum keyviz_metric {
     KEYVIZ_ROWS,      /* rows handed back (gets and scans) */
     KEYVIZ_BYTES_IN,  /* request bytes, shared among the call's keys */
     KEYVIZ_BYTES_OUT, /* reply bytes, shared among the reply's rows */
+    KEYVIZ_ERRORS,    /* calls answered with an exception, by their first
+                         key */
     KEYVIZ_METRICS
 };
 
 /* The per-bucket counters: reads, writes, rows. */
 #define KEYVIZ_BUCKET_KINDS 3
 
-/* "reads", "writes", "rows", "bytes_in", "bytes_out". */
+/* "reads", "writes", "rows", "bytes_in", "bytes_out", "errors". */
 const char *keyviz_metric_name(unsigned metric);
 /* The metric of a name, or -1. */
 int keyviz_metric_parse(const char *name);
@@ -95,6 +97,11 @@ void keyviz_add_table(struct keyviz *kv, unsigned id, const char *name,
 
 /* Counts one noted key (hot path, the worker's thread). */
 void keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n);
+
+/* A call whose first noted key was key failed (its reply is an
+ * exception): counted against that key's range (worker's thread). */
+void keyviz_error(struct keyviz_worker *w,
+                  const struct codec_key_note_ref *key);
 
 /* Harvests what ended; now_us is wall-clock time.  Main thread, about
  * once a second (the admin endpoint arms the timer). */

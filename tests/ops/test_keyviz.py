@@ -273,6 +273,27 @@ class KeyvizTest(unittest.TestCase):
                                delta=0.06)
         self.assertIn('proposed (fullest bucket', r.stdout)
 
+    def test_9_errors_count_against_the_key(self):
+        c = opslib.client(self.proxy.port)
+        failed = 0
+        for i in range(40):
+            try:
+                c.mutateRow(b'w', b'k%d' % (i % 4), [opslib.T.Mutation(
+                    column=b'nosuch:a', value=b'v')], {})
+            except opslib.T.IOError:
+                failed += 1
+        c._trans.close()
+        self.assertEqual(failed, 40)
+        time.sleep(2.5)
+        doc = self.json('/keyviz.json?table=w&metric=errors')
+        ranges = [r for iv in doc['intervals'] for r in iv['ranges']
+                  if r['value'] > 0]
+        self.assertEqual(sum(r['value'] for r in ranges), 40)
+        for r in ranges:
+            # the range holds one of the failing keys k0..k3
+            self.assertLessEqual(r['start'], 'k3', r)
+            self.assertTrue(r['end'] is None or r['end'] > 'k0', r)
+
 
 if __name__ == '__main__':
     ARGS = opslib.run_tests()
