@@ -14,8 +14,6 @@ the page asks any address but the proxy's.
 import argparse
 import json
 import os
-import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,21 +53,11 @@ class KeyvizBrowserTest(unittest.TestCase):
         opslib.stop_all(self.proxy, self.emu, self.dir)
 
     def workload(self, seconds):
-        rnd = random.Random(24)
-        c = opslib.client(self.proxy.port)
-        ts = 10 ** 12
-        end = time.time() + seconds
-        while time.time() < end:
-            for _ in range(40):
-                ts += 1
-                if rnd.random() < 0.3:
-                    row = b'celeb#%d' % ts
-                else:
-                    row = b'user%04d#%d' % (rnd.randrange(300), ts)
-                opslib.put(c, b'ev', row, b'v')
+        def w_table(c, rnd):
             opslib.put(c, b'w', b'w-%d' % rnd.randrange(20), b'v')
             opslib.get(c, b'w', b'w-%d' % rnd.randrange(20))
-        c._trans.close()
+        opslib.skewed_writes(self.proxy.port, b'ev', seconds, users=300,
+                             also=w_table)
 
     def test_page_in_chromium(self):
         self.workload(5.0)

@@ -11,7 +11,6 @@ the bucket it lands in.
 
 import json
 import os
-import random
 import re
 import subprocess
 import sys
@@ -29,7 +28,6 @@ BUCKETS = 8
 EV_TABLE = ('buckets = %d\nsalt_format = hex\nsalt_separator = -\n'
             'hash_part = delimiter:#:1\n' % BUCKETS)
 W_TABLE = 'buckets = 4\nsalt_format = decimal\n'
-CELEB = b'celeb'
 
 
 def migrate_path():
@@ -42,7 +40,8 @@ class KeyvizTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix='hsp-ops-keyviz-')
-        cls.emu = opslib.Emu(ARGS.emu, cls.dir, tables=('ev:d', 'w:d', 'ev2:d'))
+        cls.emu = opslib.Emu(ARGS.emu, cls.dir,
+                             tables=('ev:d', 'w:d', 'ev2:d'))
         port, admin = opslib.free_port(), opslib.free_port()
         conf = opslib.proxy_conf(port, [cls.emu.port], admin_port=admin,
                                  tables={'ev': EV_TABLE, 'w': W_TABLE})
@@ -55,24 +54,15 @@ class KeyvizTest(unittest.TestCase):
 
     @classmethod
     def run_workload(cls, seconds=6.0, table=b'ev', seed=24):
-        """Writes for a few intervals: 30 % the celebrity, the rest 500
-        users drawn uniformly; timestamps in the keys only grow."""
-        rnd = random.Random(seed)
-        c = opslib.client(cls.proxy.port)
-        ts = 10 ** 12
-        end = time.time() + seconds
-        while time.time() < end:
-            for _ in range(50):
-                ts += 1
-                if rnd.random() < 0.3:
-                    row = CELEB + b'#%d' % ts
-                    cls.celeb_writes += table == b'ev'
-                else:
-                    row = b'user%04d#%d' % (rnd.randrange(500), ts)
-                opslib.put(c, table, row, b'v')
-                cls.writes += table == b'ev'
+        """Writes for a few intervals (opslib.skewed_writes), a write to
+        w every 50."""
+        def w_table(c, rnd):
             opslib.put(c, b'w', b'k%d' % rnd.randrange(100), b'v')
-        c._trans.close()
+        writes, celeb = opslib.skewed_writes(cls.proxy.port, table, seconds,
+                                             seed, also=w_table)
+        if table == b'ev':
+            cls.writes += writes
+            cls.celeb_writes += celeb
         # every interval written in harvested: one second after its end
         time.sleep(2.5)
 
