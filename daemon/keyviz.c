@@ -146,6 +146,8 @@ struct keyviz_table {
     struct salt_table salt;
     struct keyviz_bounds *initial; /* by first byte; never freed early */
     struct keyviz_bounds *ring[4]; /* published, by epoch & 3 */
+    struct keyviz_bounds *retired[4]; /* what ring[i] held before: a
+                                         worker may still be reading it */
     struct keyviz_interval **hist; /* ring of nhist */
     uint32_t hist_head, hist_n;    /* oldest, count */
 };
@@ -716,6 +718,7 @@ keyviz_free(struct keyviz *kv)
         }
         for (int i = 0; i < 4; i++) {
             keyviz_bounds_unref(kv, t->ring[i]);
+            keyviz_bounds_unref(kv, t->retired[i]);
         }
         keyviz_bounds_unref(kv, t->initial);
         keyviz_release(kv, t->hist, kv->nhist * sizeof(t->hist[0]));
@@ -751,11 +754,11 @@ keyviz_memory_bound(const struct keyviz *kv, uint32_t buckets)
                       (size_t)(buckets + 1) * KEYVIZ_BUCKET_KINDS * 8 +
                       2 * (size_t)kv->set.hot_keys * sizeof(struct keyviz_hot);
 
-    /* the workers' slots, the table, its initial and published
+    /* the workers' slots, the table, its initial, published and retired
      * boundaries, and its history */
     return kv->nworkers *
                (sizeof(struct keyviz_wtable) + KEYVIZ_SLOTS * slot) +
-           sizeof(struct keyviz_table) + 5 * bounds +
+           sizeof(struct keyviz_table) + 9 * bounds +
            kv->nhist * (sizeof(struct keyviz_interval *) + interval);
 }
 
@@ -901,7 +904,7 @@ keyviz_bounds_from(struct keyviz *kv, struct keyviz_weighted *ws, size_t n,
 
 static void
 keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
-                     gint64 epoch)
+                     gint64 epoch, gboolean publish)
 {
     g_autofree struct keyviz_slot **slots = g_new0(struct keyviz_slot *,
                                                    kv->nworkers);
@@ -984,14 +987,18 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
 
     /* the boundaries of the next interval not begun: the workers take
      * them when they enter it */
-    if (nw > 0) {
+    if (nw > 0 && publish) {
         struct keyviz_bounds *nb;
         gint64 target = kv->epoch + 1;
         int slot = (int)(target & 3);
 
         qsort(ws, nw, sizeof(ws[0]), keyviz_weighted_cmp);
         nb = keyviz_bounds_from(kv, ws, nw, total, target);
-        keyviz_bounds_unref(kv, t->ring[slot]);
+        /* the bounds replaced are freed only at the next replacement,
+         * four intervals on: a worker entering an interval just now may
+         * have loaded the pointer before the store */
+        keyviz_bounds_unref(kv, t->retired[slot]);
+        t->retired[slot] = t->ring[slot];
         __atomic_store_n(&t->ring[slot], nb, __ATOMIC_RELEASE);
     }
 
@@ -1029,7 +1036,9 @@ keyviz_tick(struct keyviz *kv, gint64 now_us)
         kv->harvested++;
         for (unsigned id = 0; id < KEYVIZ_MAX_TABLES; id++) {
             if (kv->tables[id] != NULL) {
-                keyviz_harvest_table(kv, kv->tables[id], id, kv->harvested);
+                /* one publication a tick: the newest interval's */
+                keyviz_harvest_table(kv, kv->tables[id], id, kv->harvested,
+                                     kv->harvested == ready);
             }
         }
     }
