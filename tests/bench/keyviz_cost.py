@@ -31,7 +31,10 @@ def run(args, top, keyviz, ops):
     conf = opslib.proxy_conf(port, [emu.port], admin_port=admin,
                              tables={'t': 'buckets = 16\n'})
     conf = conf.replace('workers = 2', 'workers = 1')
-    conf += '[keyviz]\nenabled = %s\n' % ('true' if keyviz else 'false')
+    # one interval an hour: no harvest (a main-thread job once an
+    # interval, not a cost per operation) falls inside a run
+    conf += ('[keyviz]\nenabled = %s\ninterval_s = 3600\n'
+             % ('true' if keyviz else 'false'))
     path = os.path.join(workdir, 'p.conf')
     with open(path, 'w') as f:
         f.write(conf)
