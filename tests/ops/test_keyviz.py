@@ -284,6 +284,27 @@ class KeyvizTest(unittest.TestCase):
             self.assertLessEqual(r['start'], 'k3', r)
             self.assertTrue(r['end'] is None or r['end'] > 'k0', r)
 
+    def test_10_scanned_rows_count_in_their_ranges(self):
+        c = opslib.client(self.proxy.port)
+        sid = c.scannerOpenWithScan(b'w', opslib.T.TScan(caching=7), {})
+        rows = []
+        while True:
+            batch = c.scannerGetList(sid, 10)
+            if not batch:
+                break
+            rows += [r.row for r in batch]
+        c.scannerClose(sid)
+        got = opslib.get(c, b'w', rows[0])
+        c._trans.close()
+        self.assertEqual(got, b'v')
+        time.sleep(2.5)
+        doc = self.json('/keyviz.json?table=w&metric=rows')
+        # every row the merged scan handed back, and the get's one row
+        self.assertEqual(sum(iv['total'] for iv in doc['intervals']),
+                         len(rows) + 1)
+        doc = self.json('/keyviz.json?table=w&metric=bytes_out')
+        self.assertGreater(sum(iv['total'] for iv in doc['intervals']), 0)
+
 
 if __name__ == '__main__':
     ARGS = opslib.run_tests()
