@@ -60,7 +60,7 @@ class KeyvizBrowserTest(unittest.TestCase):
                              also=w_table)
 
     def test_page_in_chromium(self):
-        self.workload(5.0)
+        self.workload(6.0)
         time.sleep(2.2)
         shot = ARGS.screenshot or os.path.join(self.dir, 'keyviz.png')
         profile = os.path.join(self.dir, 'chromium-profile')

@@ -108,9 +108,9 @@ class KeyvizTest(unittest.TestCase):
         self.assertEqual(doc['tables'], ['ev', 'w'])
 
     def test_2_celebrity_range_is_hottest(self):
-        # the boundaries follow the keys from the third interval on: look
-        # at the last full interval
-        iv = self.intervals()[-2]
+        # the boundaries follow the keys from the fourth interval on: look
+        # at the busiest of the later ones
+        iv = max(self.intervals()[4:], key=lambda iv: iv['total'])
         top = max(iv['ranges'], key=lambda r: r['value'])
         self.assertEqual(top['start'], 'celeb', iv)
         share = top['value'] / iv['total']
@@ -129,13 +129,23 @@ class KeyvizTest(unittest.TestCase):
         bucket = int(explain.split('bucket:')[1].split()[0])
         for iv in self.intervals():
             hot = self.json('/hotkeys.json?table=ev&at=%d' % iv['start'])
-            self.assertEqual(hot['hot_parts'][0]['key'], 'celeb', hot)
+            ops += hot['ops']
+            celeb = [h for h in hot['hot_parts'] if h['key'] == 'celeb']
+            if hot['ops'] < 200:
+                # the workload's first or last moments: too few to rank,
+                # but counted all the same (a sketch not full is exact)
+                if celeb:
+                    count += celeb[0]['count']
+                    err += celeb[0]['error']
+                else:
+                    self.assertLess(len(hot['hot_parts']), 16, hot)
+                continue
             first = hot['hot_parts'][0]
+            self.assertEqual(first['key'], 'celeb', hot)
             self.assertEqual(first['bucket'], bucket)
             self.assertLessEqual(first['error'], hot['error_bound'])
             count += first['count']
             err += first['error']
-            ops += hot['ops']
             # the bucket bars: the celebrity's bucket carries the most
             bars = [b for b in hot['buckets'] if b['bucket'] != 'legacy']
             self.assertEqual(len(bars), BUCKETS)
@@ -148,7 +158,9 @@ class KeyvizTest(unittest.TestCase):
         self.assertGreaterEqual(count, self.celeb_writes)
 
     def test_4_advice_names_the_hot_prefix(self):
-        hot = self.json('/hotkeys.json?table=ev')
+        # the busiest interval: the newest may hold the last few writes
+        busiest = max(self.intervals(), key=lambda iv: iv['total'])
+        hot = self.json('/hotkeys.json?table=ev&at=%d' % busiest['start'])
         adv = hot['advice']
         self.assertEqual(adv['hash_part'], 'delimiter:#:1')
         self.assertGreater(adv['hottest_bucket_share'], 0.3)

@@ -45,16 +45,22 @@ async function main() {
       }
       return n;
     });
-    // hover the hottest cell of the newest column: its tooltip names its
-    // key range (the first columns split by first byte, before the
-    // boundaries follow the keys)
+    // hover the hottest cell of the busiest column whose boundaries
+    // follow the keys (the first columns split by first byte and hold
+    // the whole workload in two cells): its tooltip names its key range
     const cell = await page.evaluate(() => {
-      let last = 0, best = null;
+      const total = [], used = [];
       for (const c of window.keyvizCells) {
-        if (c.value > 0) last = Math.max(last, c.iv);
+        total[c.iv] = (total[c.iv] || 0) + c.value;
+        used[c.iv] = (used[c.iv] || 0) + (c.value > 0 ? 1 : 0);
       }
+      let col = -1;
+      for (let i = 0; i < total.length; i++) {
+        if (used[i] > 4 && (col < 0 || total[i] > total[col])) col = i;
+      }
+      let best = null;
       for (const c of window.keyvizCells) {
-        if (c.iv === last && (best === null || c.value > best.value)) {
+        if (c.iv === col && (best === null || c.value > best.value)) {
           best = c;
         }
       }
