@@ -644,7 +644,9 @@ codec_filter_row(struct codec_ctx *c, const struct hbase1_field *field,
         return TRUE;
     }
     f = pb ? scanfilter_new_pb(text, len, salt, FALSE, &error)
-           : scanfilter_new(text, len, salt, FALSE, &error);
+           : scanfilter_new(text, len, salt, FALSE,
+                            (const char *const *)c->cfg->custom_filters,
+                            &error);
     if (f == NULL) {
         gboolean retry = FALSE;
 

@@ -254,3 +254,39 @@ def start_backend(kind, workdir, emu=None, **kw):
     kw.pop('real_extra', None)
     kw.pop('thrift', None)
     return EmuBackend(emu, workdir, **kw)
+
+
+# ---- the proxy -------------------------------------------------------------
+
+class Proxy(object):
+    """hbase-salt-proxy on conf_text (a configuration file's text), waited
+    for on every port in ports; .close() stops it with SIGTERM."""
+
+    def __init__(self, binary, workdir, conf_text, ports, name='proxy'):
+        conf = os.path.join(workdir, name + '.conf')
+        with open(conf, 'w') as f:
+            f.write(conf_text)
+        self.log_path = os.path.join(workdir, name + '.log')
+        self.log = open(self.log_path, 'wb')
+        self.proc = subprocess.Popen([binary, '-c', conf, '--log-level',
+                                      'info'],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(lambda: all(can_connect(p) for p in ports)
+                 or self.proc.poll() is not None, 30, name + ' listening')
+        if self.proc.poll() is not None:
+            raise AssertionError('%s exited at start; log in %s:\n%s'
+                                 % (name, self.log_path, self.log_text()))
+
+    def log_text(self):
+        with open(self.log_path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()

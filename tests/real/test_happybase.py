@@ -14,7 +14,6 @@ this test.  The virtual environment and the sdist are made once in --venv
 import argparse
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -126,37 +125,17 @@ def run_suite(workdir, name, port, keep_table=False):
     return res, out
 
 
-class Proxy(object):
-    def __init__(self, workdir, backend_port):
-        self.port = hsptest.free_port()
-        self.conf = os.path.join(workdir, 'proxy.conf')
-        with open(self.conf, 'w') as f:
-            f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
-                    '[backend]\nservers = 127.0.0.1:%d\n'
-                    'request_timeout_ms = 60000\npool_size = 8\n'
-                    '[table:%s]\nbuckets = %d\n'
-                    % (self.port, backend_port, SUITE_TABLE, BUCKETS))
-        self.log_path = os.path.join(workdir, 'proxy.log')
-        self.log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
-                                      '--log-level', 'info'],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        hsptest.wait_for(lambda: hsptest.can_connect(self.port)
-                         or self.proc.poll() is not None, 30,
-                         'proxy listening')
-        if self.proc.poll() is not None:
-            raise AssertionError('proxy exited at start; log in '
-                                 + self.log_path)
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+def start_proxy(workdir, backend_port):
+    port = hsptest.free_port()
+    proxy = hsptest.Proxy(
+        ARGS.proxy, workdir,
+        '[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
+        '[backend]\nservers = 127.0.0.1:%d\n'
+        'request_timeout_ms = 60000\npool_size = 8\n'
+        '[table:%s]\nbuckets = %d\n'
+        % (port, backend_port, SUITE_TABLE, BUCKETS), [port])
+    proxy.port = port
+    return proxy
 
 
 class HappybaseTest(unittest.TestCase):
@@ -178,7 +157,7 @@ class HappybaseTest(unittest.TestCase):
             straight, out1 = run_suite(self.dir, 'straight', hb.port)
             print('--- happybase straight on %s HBase:\n%s'
                   % (hb.kind, out1[-4000:]))
-            proxy = Proxy(self.dir, hb.port)
+            proxy = start_proxy(self.dir, hb.port)
             salted, out2 = run_suite(self.dir, 'proxy', proxy.port,
                                      keep_table=True)
             print('--- happybase through the proxy:\n%s' % out2[-4000:])

@@ -239,7 +239,7 @@ string_bucket(const char *text, uint32_t bucket)
 {
     g_autoptr(GError) error = NULL;
     struct scanfilter *f = scanfilter_new((const uint8_t *)text, strlen(text),
-                                          &hex16, FALSE, &error);
+                                          &hex16, FALSE, NULL, &error);
     const uint8_t *out;
     size_t n;
     char *s;
