@@ -289,6 +289,15 @@ def main():
     for i, f in enumerate(filters):
         write('fuzz_filter', 'filter-%02d' % i,
               bytes([(i * 5) & 0x1f]) + f.encode())
+    # bit 5: UnknownFilter and MyFilter declared custom filters
+    custom = [
+        "PrefixFilter('abc') AND MyFilter('v', 3, >=, true)",
+        "WHILE UnknownFilter() OR RowFilter(=, 'binary:k')",
+        "PageFilter(2) AND MyFilter() AND NotDeclared('x')",
+    ]
+    for i, f in enumerate(custom):
+        write('fuzz_filter', 'filter-custom-%02d' % i,
+              bytes([0x20 | (i * 5) & 0x1f]) + f.encode())
 
     filterpb_seeds()
 
