@@ -693,7 +693,10 @@ codec_filter_row(struct codec_ctx *c, const struct hbase1_field *field,
         wire_write_binary(&c->w, text, len);
         return TRUE;
     }
-    f = pb ? scanfilter_new_pb(text, len, salt, FALSE, &error)
+    f = pb ? scanfilter_new_pb(text, len, salt, FALSE,
+                               (const char *const *)
+                                   c->cfg->custom_filter_classes,
+                               &error)
            : scanfilter_new(text, len, salt, FALSE,
                             (const char *const *)c->cfg->custom_filters,
                             &error);

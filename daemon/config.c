@@ -809,6 +809,7 @@ config_parse_custom_filters(struct config_ctx *c, const char *g,
     g_auto(GStrv) parts = NULL;
     GPtrArray *names = g_ptr_array_new();
     GPtrArray *specs = g_ptr_array_new();
+    GPtrArray *classes = g_ptr_array_new();
 
     if (value != NULL && value[0] != '\0')
         parts = g_strsplit(value, ",", -1);
@@ -847,17 +848,23 @@ config_parse_custom_filters(struct config_ctx *c, const char *g,
                              spec, bad);
             g_ptr_array_free(names, TRUE);
             g_ptr_array_free(specs, TRUE);
+            g_ptr_array_free(classes, TRUE);
             return FALSE;
         }
         g_ptr_array_add(names, g_strndup(spec, nlen));
         g_ptr_array_add(specs, g_strdup(spec));
+        if (colon != NULL)
+            g_ptr_array_add(classes, g_strdup(colon + 1));
     }
     g_ptr_array_add(names, NULL);
     g_ptr_array_add(specs, NULL);
+    g_ptr_array_add(classes, NULL);
     g_strfreev(c->cfg->custom_filters);
     g_strfreev(c->cfg->custom_filter_specs);
+    g_strfreev(c->cfg->custom_filter_classes);
     c->cfg->custom_filters = (char **)g_ptr_array_free(names, FALSE);
     c->cfg->custom_filter_specs = (char **)g_ptr_array_free(specs, FALSE);
+    c->cfg->custom_filter_classes = (char **)g_ptr_array_free(classes, FALSE);
     return TRUE;
 }
 
@@ -1667,6 +1674,7 @@ config_free(struct config *cfg)
     config_addrs_free(cfg->thrift2_servers, cfg->n_thrift2_servers);
     g_strfreev(cfg->custom_filters);
     g_strfreev(cfg->custom_filter_specs);
+    g_strfreev(cfg->custom_filter_classes);
     g_free(cfg->thrift2_listen.host);
     g_free(cfg->sasl_principal);
     g_free(cfg->sasl_keytab);

@@ -127,6 +127,7 @@ struct config {
                                        empty when none; NULL only before a
                                        [backend] group is read */
     char **custom_filter_specs; /* the same as written, with classes */
+    char **custom_filter_classes; /* the classes given, NULL-ended */
 
     /* [scan] */
     unsigned scan_caching_max;      /* cap on rows per bucket fetch */

@@ -587,13 +587,15 @@ scanfilter_new(const uint8_t *text, size_t len, const struct salt_table *t,
 
 struct scanfilter *
 scanfilter_new_pb(const uint8_t *pb, size_t len, const struct salt_table *t,
-                  gboolean reversed, GError **error)
+                  gboolean reversed, const char *const *custom_classes,
+                  GError **error)
 {
     struct scanfilter *f = scanfilter_alloc(pb, len, t, reversed);
     g_autofree uint8_t *probe = NULL;
     size_t n = 0;
 
-    f->pb = filterpb_decode(pb, len, FILTERPB_MODE_SALT, error);
+    f->pb = filterpb_decode_custom(pb, len, FILTERPB_MODE_SALT, custom_classes,
+                                   error);
     if (f->pb == NULL) {
         scanfilter_free(f);
         return NULL;

@@ -65,7 +65,9 @@ struct scanfilter *scanfilter_new(const uint8_t *text, size_t len,
  * the rewrite cannot follow (FuzzyRowFilter, MultiRowRangeFilter, a
  * RowFilter with a LongComparator or a JONI or MULTILINE regex...), and
  * any filter not on filterpb's allow-list of filters that never read the
- * row key.  The other functions below answer as for a string.
+ * row key, nor of custom_classes (NULL-ended, or NULL: the classes of
+ * the custom filters [backend] custom_filters declares, copied as
+ * received).  The other functions below answer as for a string.
  *
  * A TGet is a scan of one row in one bucket: scanfilter_new_pb (reversed
  * FALSE), then scanfilter_for_bucket(f, salt_bucket(row)); the page limit
@@ -74,7 +76,9 @@ struct scanfilter *scanfilter_new(const uint8_t *text, size_t len,
  */
 struct scanfilter *scanfilter_new_pb(const uint8_t *pb, size_t len,
                                      const struct salt_table *t,
-                                     gboolean reversed, GError **error);
+                                     gboolean reversed,
+                                     const char *const *custom_classes,
+                                     GError **error);
 void scanfilter_free(struct scanfilter *f);
 
 /* The filter string (or filterBytes) for one bucket; valid until the

@@ -38,6 +38,17 @@ CUSTOM = 'ValuePass:hsp.ValuePassFilter'
 ROWS = {b'abc1': b'v1', b'abc2': b'x2', b'abc3': b'v3', b'abd1': b'v4',
         b'ab': b'v5', b'zzz': b'v6', b'abc': b'v7', b'abc\xff': b'x8'}
 FILTER = b"PrefixFilter('abc') AND ValuePass('v')"
+
+
+pb_field, pb_filter = hsptest.pb_field, hsptest.pb_filter
+# FILTER as Thrift2 filterBytes: FilterList(MUST_PASS_ALL, PrefixFilter,
+# ValuePass): the custom filter by its class and its toByteArray
+FILTER_PB = pb_filter(
+    b'org.apache.hadoop.hbase.filter.FilterList',
+    pb_field(1, 1)
+    + pb_field(2, pb_filter(b'org.apache.hadoop.hbase.filter.PrefixFilter',
+                            pb_field(1, b'abc')))
+    + pb_field(2, pb_filter(b'hsp.ValuePassFilter', b'v')))
 # what FILTER keeps: rows starting abc, cells whose value starts with v
 WANT = sorted(k for k, v in ROWS.items() if k.startswith(b'abc')
               and v.startswith(b'v'))
@@ -104,12 +115,13 @@ def cells2(r):
                           for x in r.columnValues or []))
 
 
-def scan2(port, table, filt):
-    """Thrift2 getScannerResults with a filter string."""
+def scan2(port, table, filt=None, pb=None):
+    """Thrift2 getScannerResults with a filter string or filterBytes."""
     c = TH.client2(port, timeout=120.0)
     try:
         return outcome(lambda: [cells2(r) for r in c.getScannerResults(
-            table.encode(), TH.T2.TScan(filterString=filt), 100)])
+            table.encode(), TH.T2.TScan(filterString=filt, filterBytes=pb),
+            100)])
     finally:
         c.transport.close()
 
@@ -173,6 +185,23 @@ class CustomFilterTest(unittest.TestCase):
             # the name, which the proxy sent on as written
             self.assertEqual(want1[0], 'IOError')
             self.assertIn('ValuePass', want1[1])
+
+    def test_declared_filter_bytes(self):
+        """The same filter as Thrift2 filterBytes, the custom filter named
+        by its class (the part after ':' in custom_filters): through the
+        proxy as straight; undeclared, refused."""
+        want = scan2(self.hb.port2, PLAIN, pb=FILTER_PB)
+        self.assertEqual(scan2(self.declared.port2, SALTED, pb=FILTER_PB),
+                         want)
+        if self.hb.kind == 'real':
+            self.assertEqual([r for r, _ in want[1]], WANT)
+        else:
+            self.assertEqual(want[0], 'TIOError', want)
+        got = scan2(self.undeclared.port2, SALTED, pb=FILTER_PB)
+        self.assertEqual(got[0], 'TIOError', got)
+        self.assertIn('hsp.ValuePassFilter, which the proxy does not know',
+                      got[1])
+        self.assertIs(got[2], False)
 
     def test_undeclared_refused(self):
         """A filter name the config does not declare, one HBase knows or

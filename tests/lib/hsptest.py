@@ -256,6 +256,28 @@ def start_backend(kind, workdir, emu=None, **kw):
     return EmuBackend(emu, workdir, **kw)
 
 
+# ---- protobuf Filters (Thrift2 filterBytes) -------------------------------
+
+def pb_field(num, value):
+    """A protobuf field: a varint for an int, else length-delimited."""
+    def varint(v):
+        out = b''
+        while True:
+            b = v & 0x7f
+            v >>= 7
+            if not v:
+                return out + bytes([b])
+            out += bytes([b | 0x80])
+    if isinstance(value, int):
+        return varint(num << 3) + varint(value)
+    return varint((num << 3) | 2) + varint(len(value)) + value
+
+
+def pb_filter(cls, ser):
+    """Filter { name = cls (bytes, a full class name), serialized_filter }."""
+    return pb_field(1, cls) + pb_field(2, ser)
+
+
 # ---- the proxy -------------------------------------------------------------
 
 class Proxy(object):

@@ -507,6 +507,9 @@ test_custom_filters(void)
     g_assert_cmpuint(g_strv_length(cfg->custom_filters), ==, 2);
     g_assert_cmpstr(cfg->custom_filters[0], ==, "ValuePass");
     g_assert_cmpstr(cfg->custom_filters[1], ==, "Other$1");
+    /* the classes Thrift2's filterBytes name them by */
+    g_assert_cmpuint(g_strv_length(cfg->custom_filter_classes), ==, 1);
+    g_assert_cmpstr(cfg->custom_filter_classes[0], ==, "hsp.ValuePassFilter");
     text = config_to_text(cfg);
     g_assert_nonnull(strstr(text, "custom_filters = "
                                   "ValuePass:hsp.ValuePassFilter, Other$1\n"));

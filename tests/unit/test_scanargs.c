@@ -345,7 +345,7 @@ test_thrift2_open(void)
     g_assert_true(a.has_caching && a.caching == 70);
     wire_writer_init(&w, WIRE_BINARY, &out);
     b.filter = f = scanfilter_new_pb(a.filter_bytes, a.filter_bytes_len,
-                                     &hex16, FALSE, NULL);
+                                     &hex16, FALSE, NULL, NULL);
     g_assert_nonnull(f);
     scanargs_write_open(&a, m->scanner, &b, &w);
     scanfilter_free(f);
