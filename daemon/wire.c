@@ -565,15 +565,9 @@ wire_read_binary_len(struct wire_reader *r)
         n = (int32_t)wire_be32(r->pos);
         r->pos += 4;
     }
-    if (r->status != WIRE_OK) {
-        return 0;
-    }
-    if (n < 0) {
-        wire_reader_fail(r, "negative size");
-        return 0;
-    }
-    if ((uint64_t)n > r->limits->max_string) {
-        wire_reader_fail(r, "string larger than the limit");
+    /* no bytes asked for (min_elem 0): only the sign and the limit */
+    if (!wire_check_size(r, n, r->limits->max_string, 0,
+                         "string larger than the limit")) {
         return 0;
     }
     return (uint32_t)n;
