@@ -212,7 +212,7 @@ wire_unzigzag(uint64_t v)
  * resumable scan asks this too of a string it passes in pieces, so that
  * both scans fail the same way whatever has arrived.
  */
-static gboolean
+static inline gboolean
 wire_check_room(struct wire_reader *r, uint64_t need)
 {
     if (need > (uint64_t)(r->end - r->pos)) {
@@ -547,7 +547,7 @@ wire_read_double(struct wire_reader *r)
  * the bytes present (wire_read_binary does that next; the resumable scan
  * passes the bytes as they come).  0 unless r is still OK.
  */
-static uint32_t
+static inline uint32_t
 wire_read_binary_len(struct wire_reader *r)
 {
     int64_t n;
