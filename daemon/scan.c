@@ -401,6 +401,7 @@ scan_sub_begin(struct scanner *sc, req_sink_fn sink, uint32_t tag,
     sub->sink_arg = sc;
     sub->sink_tag = tag;
     sub->server = sc->server;
+    sub->started = req_now(); /* its wait for a connection is counted */
     sub->backend_seqid = worker_next_seqid(w);
     memcpy(sub->call.name, m->name, m->name_len + 1u);
     sub->call.name_len = m->name_len;
