@@ -509,8 +509,8 @@ backend_conn_turn(struct backend_conn *conn, gint64 now)
 {
     struct req *req = TAILQ_FIRST(&conn->pending);
 
-    if (req != NULL && !req->queued && req->started != 0
-        && conn->state == BACKEND_CONNECTED) {
+    if (req != NULL && !req->queued && req->started != 0 &&
+        conn->state == BACKEND_CONNECTED) {
         req->queued = 1;
         metrics_queue_wait(backend_worker(conn)->metrics, now - req->started);
     }

@@ -304,8 +304,8 @@ client_slow_buckets(const struct req *req, GString *out)
                                req->bucket_hi);
     }
     if (req->legacy) {
-        g_string_append(out, req->salted ? " and legacy range"
-                                         : ", legacy range");
+        g_string_append(out,
+                        req->salted ? " and legacy range" : ", legacy range");
     }
 }
 
@@ -330,8 +330,8 @@ client_slow_check(struct client *c, const struct req *req, gint64 us)
     }
     line = g_string_new(NULL);
     escape_append(line, (const uint8_t *)req->call.name, req->call.name_len);
-    if (req->call.service != NULL
-        && req->call.service->id != HBASE1_SERVICE_THRIFT1) {
+    if (req->call.service != NULL &&
+        req->call.service->id != HBASE1_SERVICE_THRIFT1) {
         g_string_append_printf(line, " (%s)", req->call.service->label);
     }
     if (req->call.table_len > 0) {
@@ -400,8 +400,8 @@ client_flush(struct client *c)
                                                   req->call.method)
                             : METRICS_ERR_NONE;
                 }
-                metrics_request_done(c->worker->metrics, req->call.method,
-                                     us, (metrics_err_t)req->err_kind);
+                metrics_request_done(c->worker->metrics, req->call.method, us,
+                                     (metrics_err_t)req->err_kind);
                 client_slow_check(c, req, us);
             }
             worker_req_put(c->worker, req);

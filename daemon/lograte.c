@@ -45,8 +45,8 @@ lograte_say(const struct lograte_kind *k)
     g_log(G_LOG_DOMAIN, k->level,
           "%s: %" G_GUINT64_FORMAT " more %s%s in the last %d s%s%s%s",
           k->head, k->count, k->noun, k->count == 1 ? "" : "s",
-          LOGRATE_PERIOD_S,
-          last != NULL ? last : "", k->tail, failed != NULL ? failed : "");
+          LOGRATE_PERIOD_S, last != NULL ? last : "", k->tail,
+          failed != NULL ? failed : "");
 }
 
 /* Ends k's period: its line when it counted events, and a new period
@@ -77,8 +77,7 @@ gboolean
 lograte_note(GLogLevelFlags level, const char *head, const char *tail,
              const char *detail, guint64 requests)
 {
-    return lograte_note_of(level, "connection", head, tail, detail,
-                           requests);
+    return lograte_note_of(level, "connection", head, tail, detail, requests);
 }
 
 gboolean

@@ -28,16 +28,15 @@ const char *const metrics_err_label[METRICS_ERR_KINDS] = {
 static int16_t
 metrics_batch_field(const struct hbase1_method *hm)
 {
-    if ((hm->kind != HBASE1_READ && hm->kind != HBASE1_WRITE)
-        || hm->args == NULL) {
+    if ((hm->kind != HBASE1_READ && hm->kind != HBASE1_WRITE) ||
+        hm->args == NULL) {
         return 0;
     }
     for (uint8_t f = 0; f < hm->args->nfields; f++) {
         const struct hbase1_field *fd = &hm->args->fields[f];
 
-        if (fd->type == WIRE_T_LIST
-            && (fd->action == HBASE1_ROWS
-                || fd->action == HBASE1_STRUCT_LIST)) {
+        if (fd->type == WIRE_T_LIST &&
+            (fd->action == HBASE1_ROWS || fd->action == HBASE1_STRUCT_LIST)) {
             return fd->fid;
         }
     }
@@ -253,13 +252,13 @@ metrics_batch(struct metrics_worker *mw, const struct hbase1_method *method,
     }
     /* the codec took the call already: only its list's header is read */
     wire_reader_init(&r, proto, msg, len, TRUE, &wire_default_limits);
-    if (wire_read_msg_begin(&r, &wm) != WIRE_OK
-        || wire_read_struct_begin(&r) != WIRE_OK) {
+    if (wire_read_msg_begin(&r, &wm) != WIRE_OK ||
+        wire_read_struct_begin(&r) != WIRE_OK) {
         return;
     }
     for (;;) {
-        if (wire_read_field(&r, &type, &fid) != WIRE_OK
-            || type == WIRE_T_STOP) {
+        if (wire_read_field(&r, &type, &fid) != WIRE_OK ||
+            type == WIRE_T_STOP) {
             return;
         }
         if (fid == want && type == WIRE_T_LIST) {

@@ -67,9 +67,9 @@ struct metrics_method {
     guint64 errors;                         /* of which exceptions */
     guint64 lat[METRICS_LAT_BUCKETS + 1];   /* per bucket, not cumulative */
     guint64 lat_sum_us;
-    guint64 slow;                           /* over slow_call_ms */
+    guint64 slow;                             /* over slow_call_ms */
     guint64 batch[METRICS_BATCH_BUCKETS + 1]; /* multi-row calls by rows */
-    guint64 batch_sum;                      /* rows over those calls */
+    guint64 batch_sum;                        /* rows over those calls */
 };
 
 /* One worker's counters: written only by that worker's thread. */
@@ -92,7 +92,7 @@ struct metrics_worker {
     guint64 queue[METRICS_LAT_BUCKETS + 1]; /* requests by time waited for
                                                a backend connection */
     guint64 queue_sum_us;
-    guint64 err_kinds[METRICS_ERR_KINDS];   /* replies by metrics_err_t */
+    guint64 err_kinds[METRICS_ERR_KINDS]; /* replies by metrics_err_t */
     /* per salted table (stats_id - 1): METRICS_TABLE_KINDS runs of
      * buckets + 1 counters (metrics_table_at), the last of each run the
      * legacy range of a forward-looking table; allocated by the main
@@ -161,8 +161,8 @@ void metrics_reload(struct metrics *m, metrics_reload_t result);
 /* A reply of method leaves for its client after us_taken; err says
  * whether it is an exception, and which (metrics_reply_error). */
 void metrics_request_done(struct metrics_worker *mw,
-                          const struct hbase1_method *method,
-                          gint64 us_taken, metrics_err_t err);
+                          const struct hbase1_method *method, gint64 us_taken,
+                          metrics_err_t err);
 
 /* What kind of reply a reply of method (NULL: unknown) is (no frame
  * header): a result, TApplicationException, or a result struct whose

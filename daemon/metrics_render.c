@@ -62,11 +62,9 @@ metrics_render_histogram(GString *out, const char *name, const char *labels,
     for (unsigned b = 0; b <= n; b++) {
         cum += counts[b];
         if (b < n) {
-            g_string_append_printf(out,
-                                   "%s_bucket{%s%sle=\"%g\"} %" G_GUINT64_FORMAT
-                                   "\n",
-                                   name, labels, sep, (double)le[b] / scale,
-                                   cum);
+            g_string_append_printf(
+                out, "%s_bucket{%s%sle=\"%g\"} %" G_GUINT64_FORMAT "\n", name,
+                labels, sep, (double)le[b] / scale, cum);
         } else {
             g_string_append_printf(out,
                                    "%s_bucket{%s%sle=\"+Inf\"} "
@@ -79,8 +77,8 @@ metrics_render_histogram(GString *out, const char *name, const char *labels,
                            *labels != '\0' ? "{" : "", labels,
                            *labels != '\0' ? "}" : "", scale != 1.0 ? 6 : 0,
                            sum);
-    g_string_append_printf(out, "%s_count%s%s%s %" G_GUINT64_FORMAT "\n",
-                           name, *labels != '\0' ? "{" : "", labels,
+    g_string_append_printf(out, "%s_count%s%s%s %" G_GUINT64_FORMAT "\n", name,
+                           *labels != '\0' ? "{" : "", labels,
                            *labels != '\0' ? "}" : "", cum);
 }
 
