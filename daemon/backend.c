@@ -880,6 +880,14 @@ backend_unavailable(struct backend_pool *pool, struct req *req)
     worker_req_finish(pool->worker, req);
 }
 
+const char *
+backend_pool_server_name(const struct backend_pool *pool, int i)
+{
+    return i >= 0 && (unsigned)i < pool->nservers
+               ? pool->servers[i].health->name
+               : NULL;
+}
+
 gboolean
 backend_conn_takes(const struct backend_pool *pool,
                    const struct backend_conn *conn)

@@ -144,6 +144,10 @@ void backend_uncork(struct worker *w);
 gboolean backend_conn_takes(const struct backend_pool *pool,
                             const struct backend_conn *conn);
 
+/* The name ("host:port") of pool's server i, or NULL; it lives as long
+ * as the process (a health entry's). */
+const char *backend_pool_server_name(const struct backend_pool *pool, int i);
+
 /* Requests still waiting on this pool's connections. */
 unsigned backend_pool_pending(const struct backend_pool *pool);
 

@@ -551,15 +551,7 @@ client_take_tally(struct worker *w, struct req *req)
     for (uint32_t i = 0; i < t->n; i++) {
         const struct codec_bucket_count *e = &t->v[i];
 
-        if (e->bucket >= e->salt->buckets) {
-            req->legacy = 1;
-        } else if (!req->salted) {
-            req->salted = 1;
-            req->bucket_lo = req->bucket_hi = e->bucket;
-        } else {
-            req->bucket_lo = MIN(req->bucket_lo, e->bucket);
-            req->bucket_hi = MAX(req->bucket_hi, e->bucket);
-        }
+        req_note_bucket(req, e->bucket, e->bucket >= e->salt->buckets);
     }
     metrics_take_tally(w->metrics, &w->tally);
 }

@@ -109,6 +109,10 @@ void req_reply_end(struct req *req, size_t frame);
  */
 void req_io_error(struct req *req, const char *message, gboolean can_retry);
 
+/* req's row keys went to bucket (legacy: to a forward-looking table's
+ * legacy range instead), for its slow-call line. */
+void req_note_bucket(struct req *req, uint32_t bucket, gboolean legacy);
+
 /*
  * Writes iov[0..n) to bev's socket at once when nothing is queued before
  * it, and queues in bev's output only what the socket did not take: the
