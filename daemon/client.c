@@ -309,6 +309,21 @@ client_slow_buckets(const struct req *req, GString *out)
     }
 }
 
+/* A name from the wire in a log line: as it is when printable ("ns:t"),
+ * else all in the escape syntax (escape.h), so no byte can forge a line. */
+static void
+client_log_name(GString *out, const char *name, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if ((uint8_t)name[i] <= ' ' || (uint8_t)name[i] >= 0x7f ||
+            name[i] == '\\') {
+            escape_append(out, (const uint8_t *)name, len);
+            return;
+        }
+    }
+    g_string_append_len(out, name, (gssize)len);
+}
+
 /*
  * A call slower than slow_call_ms (HBase's slowThriftCall): counted by
  * method, and logged naming where it went, the first of a burst in full
@@ -329,15 +344,14 @@ client_slow_check(struct client *c, const struct req *req, gint64 us)
                     1);
     }
     line = g_string_new(NULL);
-    escape_append(line, (const uint8_t *)req->call.name, req->call.name_len);
+    client_log_name(line, req->call.name, req->call.name_len);
     if (req->call.service != NULL &&
         req->call.service->id != HBASE1_SERVICE_THRIFT1) {
         g_string_append_printf(line, " (%s)", req->call.service->label);
     }
     if (req->call.table_len > 0) {
         g_string_append(line, " of table ");
-        escape_append(line, (const uint8_t *)req->call.table,
-                      req->call.table_len);
+        client_log_name(line, req->call.table, req->call.table_len);
     }
     client_slow_buckets(req, line);
     g_string_append_printf(line, ", backend %s: %" G_GINT64_FORMAT " ms",

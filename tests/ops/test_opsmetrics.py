@@ -173,6 +173,32 @@ class SlowCallTest(unittest.TestCase):
         self.assertEqual(slow, {'scannerOpenWithScan': 1,
                                 'scannerGetList': 1, 'scannerClose': 0})
 
+    def test_slow_call_line_cannot_be_forged(self):
+        """A table name from the client with a newline in it is written in
+        the escape syntax: the line stays one line.  (HBase has no such
+        table and answers at once: the call is slow because it waits on
+        the one connection behind a slow one.)"""
+        s = Setup(self, emu_extra=('--rpc-latency-us', '300000'),
+                  backend='slow_call_ms = 100\n', workers=1, pool_size=1)
+        c = s.client()
+        slow = threading.Thread(target=opslib.get, args=(c, b'plain', b'r'))
+        slow.start()
+        wait_for(lambda: s.proxy.metrics().get(
+            ('hsp_backend_inflight_requests', (('server', s.server),))), 5,
+            'the slow call sent')
+        c2 = s.client()
+        with self.assertRaises(opslib.Hbase.IOError):
+            c2.getRow(b'x\nwarning: forged', b'r', {})
+        slow.join()
+        c._trans.close()
+        c2._trans.close()
+        self.assertEqual(s.proxy.stop(), 0)
+        log = s.proxy.log_text()
+        self.assertRegex(log, r'slow call: 1 more call in the last 10 s '
+                         r'\(last getRow of table x\\x0awarning\\x3a\\x20forged, '
+                         r'backend ' + re.escape(s.server))
+        self.assertNotRegex(log, r'(?m)^warning: forged')
+
     def test_fast_calls_are_not_slow(self):
         """The default threshold (1000 ms) is above what these take."""
         s = Setup(self)
