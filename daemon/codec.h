@@ -11,14 +11,14 @@ struct hbase1_method;
 struct hbase1_service;
 struct hbase1_scanner;
 
+/* Bytes of a table name a call keeps for its log lines. */
+#define CODEC_TABLE_MAX 128
+
 /*
  * What a reply needs to know about its request.  Filled by
  * codec_request, kept by the I/O layer with the pending request, handed
  * to codec_reply.  Plain data: no allocation, nothing to free.
  */
-/* Bytes of a table name a call keeps for its log lines. */
-#define CODEC_TABLE_MAX 128
-
 struct codec_call {
     const struct hbase1_service *service; /* the connection's service */
     const struct hbase1_method *method;   /* NULL: name not in its table */
