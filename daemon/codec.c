@@ -125,6 +125,7 @@ struct codec_ctx {
     struct wire_reader r;
     struct wire_writer w;
     struct codec_error *err;
+    struct codec_call *call;        /* a request's: notes its table */
     gboolean reply;                 /* walking a reply (unsalting) */
     struct codec_tally *tally;      /* what the walk did, or NULL */
     gboolean write;                 /* the call is a mutation: its keys
@@ -341,6 +342,19 @@ codec_seek_field(struct wire_reader *r, int16_t want, uint8_t want_type)
     }
 }
 
+/* A request names its first table: kept for its log lines. */
+static void
+codec_note_table(struct codec_ctx *c, const uint8_t *name, size_t len)
+{
+    if (c->call == NULL || c->call->table_len > 0) {
+        return;
+    }
+    len = MIN(len, (size_t)CODEC_TABLE_MAX);
+    memcpy(c->call->table, name, len);
+    c->call->table[len] = '\0';
+    c->call->table_len = (uint16_t)len;
+}
+
 /*
  * The salt of the table a Thrift2 TTableName names (in a descriptor's
  * field 1 when desc), read at r: "ns:qualifier", the default namespace
@@ -390,6 +404,7 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
         n = (size_t)ns_len + 1;
     }
     memcpy(name + n, q, q_len);
+    codec_note_table(c, name, n + q_len);
     t = config_find_table(c->cfg, name, n + q_len);
     return codec_table_salt(c, t);
 }
@@ -425,6 +440,7 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
                 return NULL;
             }
             *found = TRUE;
+            codec_note_table(c, name, len);
             t = config_find_table(c->cfg, name, len);
             return codec_table_salt(c, t);
         }
@@ -1005,6 +1021,7 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
     gboolean ok;
 
     memset(call, 0, sizeof(*call));
+    c->call = call;
     /* not text[]: the message says whether it is used */
     err->app_type = 0;
     err->message = NULL;

@@ -24,6 +24,7 @@ G_DEFINE_QUARK(config-error-quark, config_error)
 #define CONFIG_DEFAULT_SERVERS "127.0.0.1:9091"
 #define CONFIG_DEFAULT_CONNECT_TIMEOUT_MS 2000
 #define CONFIG_DEFAULT_REQUEST_TIMEOUT_MS 30000
+#define CONFIG_DEFAULT_SLOW_CALL_MS 1000
 #define CONFIG_DEFAULT_POOL_SIZE 16
 #define CONFIG_DEFAULT_SASL_SERVICE "hbase"
 #define CONFIG_DEFAULT_CACHING_MAX 1000
@@ -892,6 +893,9 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
         !config_take_uint(c, g, "request_timeout_ms", 1, CONFIG_MAX_MS,
                           CONFIG_DEFAULT_REQUEST_TIMEOUT_MS,
                           &cfg->request_timeout_ms, error) ||
+        !config_take_uint(c, g, "slow_call_ms", 0, CONFIG_MAX_MS,
+                          CONFIG_DEFAULT_SLOW_CALL_MS, &cfg->slow_call_ms,
+                          error) ||
         !config_take_uint(c, g, "pool_size", 1, 1024, CONFIG_DEFAULT_POOL_SIZE,
                           &cfg->pool_size, error))
         return FALSE;
@@ -1458,7 +1462,8 @@ config_known_keys(const char *group)
                "client_idle_timeout_ms";
     if (strcmp(group, "backend") == 0)
         return "servers, thrift2_servers, protocol, transport, "
-               "connect_timeout_ms, request_timeout_ms, pool_size, sasl, "
+               "connect_timeout_ms, request_timeout_ms, slow_call_ms, "
+               "pool_size, sasl, "
                "sasl_principal, sasl_keytab, sasl_service, sasl_qop, "
                "sasl_server_host, http_path, http_doas, https, tls_ca, "
                "tls_verify_hostname, tls_cert, tls_key, custom_filters";
@@ -1799,7 +1804,7 @@ config_to_text(const struct config *cfg)
     g_string_append_printf(out,
                            "\nprotocol = %s\ntransport = %s\n"
                            "connect_timeout_ms = %u\nrequest_timeout_ms = %u\n"
-                           "pool_size = %u\n",
+                           "slow_call_ms = %u\npool_size = %u\n",
                            cfg->protocol == CONFIG_PROTOCOL_COMPACT ? "compact"
                                                                     : "binary",
                            cfg->transport == CONFIG_TRANSPORT_HTTP ? "http"
@@ -1807,7 +1812,7 @@ config_to_text(const struct config *cfg)
                                ? "framed"
                                : "buffered",
                            cfg->connect_timeout_ms, cfg->request_timeout_ms,
-                           cfg->pool_size);
+                           cfg->slow_call_ms, cfg->pool_size);
     if (cfg->custom_filter_specs != NULL && cfg->custom_filter_specs[0]) {
         g_autofree char *specs = g_strjoinv(", ", cfg->custom_filter_specs);
 

@@ -107,6 +107,8 @@ struct config {
     config_transport_t transport;
     unsigned connect_timeout_ms;
     unsigned request_timeout_ms;    /* one request, sent to reply */
+    unsigned slow_call_ms;          /* a call taking longer is slow (counted,
+                                       logged); 0 = none is */
     unsigned pool_size;             /* connections per server per worker */
     config_sasl_t sasl;             /* Kerberos toward the servers */
     char *sasl_principal;           /* ours, from sasl_keytab; NULL if off */

@@ -148,6 +148,10 @@ wire_status_t wire_message_scan(wire_proto_t proto, gboolean framed,
  * message from its first byte, as much as has arrived; each call resumes
  * where the last one stopped.  Items are taken whole or not at all (a
  * string's bytes may come in pieces), so AGAIN leaves it consistent.
+ * However the bytes are cut, its verdict is the one wire_message_scan
+ * gives of them whole (status, length, error text): it reads each item
+ * with the reader's own functions, whose checks come in one order
+ * (bytes, types, sizes, nesting last).
  */
 struct wire_scan_frame {
     uint8_t kind;                    /* WIRE_T_STRUCT, _LIST (sets too), _MAP */

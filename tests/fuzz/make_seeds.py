@@ -327,7 +327,7 @@ def main():
           b'[backend]\nservers = 127.0.0.1:9091, hbase2.example:9090\n'
           b'protocol = compact\ntransport = framed\n'
           b'connect_timeout_ms = 100\nrequest_timeout_ms = 1500\n'
-          b'pool_size = 2\n[scan]\ncaching_max = 10\n'
+          b'slow_call_ms = 250\npool_size = 2\n[scan]\ncaching_max = 10\n'
           b'scanner_timeout_ms = 1000\n[admin]\nlisten = 127.0.0.1:9100\n'
           b'[table:default:x]\nbuckets = 4\nsalt_separator = \\s\\x00\n'
           b'hash_part = delimiter:\\t:3\n')

@@ -36,6 +36,7 @@ assert_defaults(const struct config *cfg)
     g_assert_null(cfg->custom_filters[0]);
     g_assert_cmpuint(cfg->connect_timeout_ms, ==, 2000);
     g_assert_cmpuint(cfg->request_timeout_ms, ==, 30000);
+    g_assert_cmpuint(cfg->slow_call_ms, ==, 1000);
     g_assert_cmpuint(cfg->pool_size, ==, 16);
     g_assert_cmpuint(cfg->scan_caching_max, ==, 1000);
     g_assert_cmpuint(cfg->scan_scanner_timeout_ms, ==, 60000);
@@ -434,6 +435,8 @@ test_error_value(void)
         { "proxy", "client_idle_timeout_ms", "2147483648" },
         { "backend", "connect_timeout_ms", "0" },
         { "backend", "request_timeout_ms", "" },
+        { "backend", "slow_call_ms", "-1" },
+        { "backend", "slow_call_ms", "2147483648" },
         { "backend", "pool_size", "0" },
         { "scan", "caching_max", "0" },
         { "scan", "scanner_timeout_ms", "999" },
