@@ -124,6 +124,12 @@ struct config {
     gboolean backend_tls_verify_hostname; /* the name in servers, checked */
     char *backend_tls_cert;               /* client certificate, or NULL */
     char *backend_tls_key;
+    char **custom_filters;      /* filter names the servers register
+                                       (hbase.thrift.filters): NULL-ended,
+                                       empty when none; NULL only before a
+                                       [backend] group is read */
+    char **custom_filter_specs; /* the same as written, with classes */
+    char **custom_filter_classes; /* the classes given, NULL-ended */
 
     /* [scan] */
     unsigned scan_caching_max;      /* cap on rows per bucket fetch */

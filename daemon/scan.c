@@ -929,9 +929,15 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
     if (a.has_filter || a.has_filter_bytes) {
         filter = a.has_filter
                      ? scanfilter_new(a.filter, a.filter_len, sc->salt,
-                                      reversed, &error)
+                                      reversed,
+                                      (const char *const *)
+                                          w->gen->cfg->custom_filters,
+                                      &error)
                      : scanfilter_new_pb(a.filter_bytes, a.filter_bytes_len,
-                                         sc->salt, reversed, &error);
+                                         sc->salt, reversed,
+                                         (const char *const *)w->gen->cfg
+                                             ->custom_filter_classes,
+                                         &error);
         if (filter == NULL) {
             /* a filter whose meaning salting would change, or bytes HBase
              * itself refuses: answered as HBase would */

@@ -1311,16 +1311,24 @@ wire_write_double(struct wire_writer *w, double v)
 }
 
 void
-wire_write_binary2(struct wire_writer *w, const void *a, uint32_t alen,
-                   const void *b, uint32_t blen)
+wire_write_binary3(struct wire_writer *w, const void *a, uint32_t alen,
+                   const void *b, uint32_t blen, const void *c, uint32_t clen)
 {
     if (w->proto == WIRE_COMPACT) {
-        wire_put_varint(w, (uint64_t)alen + blen);
+        wire_put_varint(w, (uint64_t)alen + blen + clen);
     } else {
-        wire_put_be32(w, alen + blen);
+        wire_put_be32(w, alen + blen + clen);
     }
     wire_buf_append(w->buf, a, alen);
     wire_buf_append(w->buf, b, blen);
+    wire_buf_append(w->buf, c, clen);
+}
+
+void
+wire_write_binary2(struct wire_writer *w, const void *a, uint32_t alen,
+                   const void *b, uint32_t blen)
+{
+    wire_write_binary3(w, a, alen, b, blen, NULL, 0);
 }
 
 void

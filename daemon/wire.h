@@ -242,6 +242,11 @@ void wire_write_binary(struct wire_writer *w, const void *data, uint32_t len);
 /* A binary made of two parts, e.g. salt prefix and logical key. */
 void wire_write_binary2(struct wire_writer *w, const void *a, uint32_t alen,
                         const void *b, uint32_t blen);
+/* Of three, e.g. "table," salt "row,suffix" (a meta row); the parts'
+ * total must fit a uint32_t, as any binary read from the wire does. */
+void wire_write_binary3(struct wire_writer *w, const void *a, uint32_t alen,
+                        const void *b, uint32_t blen, const void *c,
+                        uint32_t clen);
 void wire_write_list_begin(struct wire_writer *w, uint8_t elem_type,
                            uint32_t count);
 void wire_write_set_begin(struct wire_writer *w, uint8_t elem_type,

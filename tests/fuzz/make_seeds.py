@@ -114,6 +114,19 @@ def filterpb_seeds():
     for i, pb in enumerate(seeds):
         write('fuzz_filterpb', 'filterpb-%02d' % i,
               bytes([(i * 6) & 0x1f]) + pb)
+    # bit 5: com.example.CustomFilter and PrefixFilter (no package)
+    # declared custom filter classes
+    custom = [
+        pb_filter('FilterList', pb_field(1, 1),
+                  pb_field(2, pb_filter('PrefixFilter', pb_field(1, 'u1#'))),
+                  pb_field(2, pb_filter('com.example.CustomFilter',
+                                        pb_field(1, 'x')))),
+        pb_filter('WhileMatchFilter', pb_field(1, pb_field(1, 'PrefixFilter')
+                                               + pb_field(2, 'zz'))),
+    ]
+    for i, pb in enumerate(custom):
+        write('fuzz_filterpb', 'filterpb-custom-%02d' % i,
+              bytes([0x20 | (i * 6) & 0x1f]) + pb)
 
 
 def write(target, name, data):
@@ -289,6 +302,15 @@ def main():
     for i, f in enumerate(filters):
         write('fuzz_filter', 'filter-%02d' % i,
               bytes([(i * 5) & 0x1f]) + f.encode())
+    # bit 5: UnknownFilter and MyFilter declared custom filters
+    custom = [
+        "PrefixFilter('abc') AND MyFilter('v', 3, >=, true)",
+        "WHILE UnknownFilter() OR RowFilter(=, 'binary:k')",
+        "PageFilter(2) AND MyFilter() AND NotDeclared('x')",
+    ]
+    for i, f in enumerate(custom):
+        write('fuzz_filter', 'filter-custom-%02d' % i,
+              bytes([0x20 | (i * 5) & 0x1f]) + f.encode())
 
     filterpb_seeds()
 
