@@ -14,6 +14,8 @@ struct hbase1_scanner;
 /* Bytes of a logical key a note keeps: boundaries and hot keys are shown
  * by this prefix (the hashes cover the whole key). */
 #define CODEC_NOTE_KEY_MAX 48
+/* Bytes of a table name a call keeps for its log lines. */
+#define CODEC_TABLE_MAX 128
 
 /*
  * What a reply needs to know about its request.  Filled by
@@ -33,6 +35,10 @@ struct codec_call {
                                            were written by the proxy */
     uint32_t splits_asked;              /* how many the client sent */
     uint32_t splits_sent;               /* how many were sent instead */
+    uint16_t table_len;                 /* the first table the call names,
+                                           for logs (cut at
+                                           CODEC_TABLE_MAX bytes); 0: none */
+    char table[CODEC_TABLE_MAX + 1];
     struct codec_key_note_ref {
         const struct salt_table *salt; /* NULL: no key noted */
         uint32_t bucket;
