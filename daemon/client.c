@@ -17,6 +17,7 @@
 #include "escape.h"
 #include "hbase1.h"
 #include "lograte.h"
+#include "keyviz.h"
 #include "metrics.h"
 #include "scan.h"
 #include "tls.h"
@@ -416,6 +417,12 @@ client_flush(struct client *c)
                 }
                 metrics_request_done(c->worker->metrics, req->call.method, us,
                                      (metrics_err_t)req->err_kind);
+                /* the key visualizer counts it against its first key */
+                if (req->err_kind != METRICS_ERR_NONE &&
+                    req->call.first_key.salt != NULL &&
+                    c->worker->metrics->kv != NULL) {
+                    keyviz_error(c->worker->metrics->kv, &req->call.first_key);
+                }
                 client_slow_check(c, req, us);
             }
             worker_req_put(c->worker, req);

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "config.h"
 #include "escape.h"
 #include "filterpb.h"
@@ -37,13 +39,95 @@ codec_tally_clear(struct codec_tally *t)
 {
     t->n = 0;
     t->unsalted = 0;
+    t->nnotes = 0;
 }
 
 void
 codec_tally_free(struct codec_tally *t)
 {
+    gboolean keys_on = t->keys_on;
+
     g_free(t->v);
+    g_free(t->notes);
     codec_tally_init(t);
+    t->keys_on = keys_on;
+}
+
+void
+codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
+                    codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                    size_t len)
+{
+    /* a row handed back is counted by range and bucket only: the hot
+     * keys and the key sample are of reads and writes */
+    size_t part = kind == CODEC_KEY_ROW ? len
+                                        : salt_hashed_len(salt, key, len);
+
+    n->salt = salt;
+    n->key_hash = kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, len);
+    n->part_hash = part == len ? n->key_hash : XXH3_64bits(key, part);
+    n->len = (uint32_t)len;
+    n->part_len = (uint32_t)part;
+    n->bucket = bucket;
+    n->bytes = 0;
+    n->kind = (uint8_t)kind;
+    n->kept = (uint8_t)MIN(len, CODEC_NOTE_KEY_MAX);
+    memcpy(n->key, key, n->kept);
+}
+
+/* One logical key for the key visualizer, when the owner asked.  The
+ * array grows to the most keys one batch met, then is reused. */
+static void
+codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
+                codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                size_t len)
+{
+    if (t == NULL || !t->keys_on || t->nnotes == CODEC_NOTE_MAX) {
+        return;
+    }
+    if (t->nnotes == t->notes_cap) {
+        t->notes_cap = t->notes_cap == 0 ? 16 : t->notes_cap * 2;
+        t->notes = g_renew(struct codec_key_note, t->notes, t->notes_cap);
+    }
+    codec_key_note_fill(&t->notes[t->nnotes++], salt, kind, bucket, key, len);
+}
+
+/* The call remembers its first noted key (since the mark's count), for
+ * an error its reply may carry. */
+static void
+codec_tally_first(const struct codec_tally *t, uint32_t since,
+                  struct codec_call *call)
+{
+    const struct codec_key_note *n;
+
+    call->first_key.salt = NULL;
+    if (t == NULL || t->nnotes <= since) {
+        return;
+    }
+    n = &t->notes[since];
+    call->first_key.salt = n->salt;
+    call->first_key.bucket = n->bucket;
+    call->first_key.kept = n->kept;
+    memcpy(call->first_key.key, n->key, n->kept);
+}
+
+/* Shares a message's len bytes among the keys it noted since the mark's
+ * count (an even share, the rest on the first). */
+static void
+codec_tally_bytes(struct codec_tally *t, uint32_t since, size_t len)
+{
+    uint32_t n;
+    size_t share;
+
+    if (t == NULL || t->nnotes <= since) {
+        return;
+    }
+    n = t->nnotes - since;
+    share = len / n;
+    for (uint32_t i = since; i < t->nnotes; i++) {
+        t->notes[i].bytes = (uint32_t)MIN(share, G_MAXUINT32);
+    }
+    t->notes[since].bytes += (uint32_t)MIN(len - share * n, G_MAXUINT32 / 2);
 }
 
 /* One more row key (requests, of which writes) or row (rows) of
@@ -82,6 +166,7 @@ codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
 /* Where a tally stood before a walk, to take the walk back. */
 struct codec_tally_mark {
     uint32_t n;
+    uint32_t nnotes;
     uint32_t last_requests, last_writes, last_rows; /* of entry n - 1 */
     guint64 unsalted;
 };
@@ -94,6 +179,7 @@ codec_tally_mark(const struct codec_tally *t, struct codec_tally_mark *m)
         return;
     }
     m->n = t->n;
+    m->nnotes = t->nnotes;
     m->unsalted = t->unsalted;
     if (t->n > 0) {
         m->last_requests = t->v[t->n - 1].requests;
@@ -111,6 +197,7 @@ codec_tally_rewind(struct codec_tally *t, const struct codec_tally_mark *m)
         return;
     }
     t->n = m->n;
+    t->nnotes = m->nnotes;
     t->unsalted = m->unsalted;
     if (t->n > 0) {
         t->v[t->n - 1].requests = m->last_requests;
@@ -484,6 +571,9 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         /* kept where it always was: unsalted; counted as the legacy
          * range, the index past the last bucket */
         codec_tally_add(c->tally, salt, salt->buckets, 1, c->write, 0);
+        codec_tally_key(c->tally, salt,
+                        c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ,
+                        salt->buckets, key, len);
         wire_write_binary(&c->w, key, len);
         return;
     }
@@ -499,6 +589,9 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     }
     bucket = salt_bucket(salt, key, len);
     codec_tally_add(c->tally, salt, bucket, 1, c->write, 0);
+    codec_tally_key(c->tally, salt,
+                    c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket, key,
+                    len);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }
@@ -633,11 +726,15 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     switch (salt_owner(salt, phys, len, &logical, &logical_len, &bucket)) {
     case LEGACY_OWNER_SALTED:
         codec_tally_add(c->tally, salt, bucket, 0, 0, 1);
+        codec_tally_key(c->tally, salt, CODEC_KEY_ROW, bucket, logical,
+                        logical_len);
         wire_write_binary(&c->w, logical, (uint32_t)logical_len);
         return TRUE;
     case LEGACY_OWNER_LEGACY:
         /* a legacy row: stored as its logical key */
         codec_tally_add(c->tally, salt, salt->buckets, 0, 0, 1);
+        codec_tally_key(c->tally, salt, CODEC_KEY_ROW, salt->buckets, phys,
+                        len);
         wire_write_binary(&c->w, phys, len);
         return TRUE;
     default:
@@ -1005,6 +1102,7 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
     call->service = svc;
     call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
+    call->first_key.salt = NULL;
 }
 
 static codec_status_t
@@ -1169,7 +1267,10 @@ codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
                             backend_seqid, out, call, err, limits, &rs, &used);
     if (st == CODEC_REJECT) {
         codec_tally_rewind(tally, &tm);
+    } else {
+        codec_tally_bytes(tally, tm.nnotes, len);
     }
+    codec_tally_first(tally, tm.nnotes, call);
     return st;
 }
 
@@ -1215,6 +1316,8 @@ codec_request_stream_svc(const struct config *cfg,
         return CODEC_AGAIN;
     }
     if (st == CODEC_OK || st == CODEC_CLOSE) {
+        codec_tally_bytes(tally, tm.nnotes, *msg_len);
+        codec_tally_first(tally, tm.nnotes, call);
         return st;
     }
     if (st == CODEC_REJECT) {
@@ -1314,9 +1417,13 @@ codec_reply(const struct codec_call *call, wire_proto_t from,
 {
     wire_status_t rs;
     size_t used;
+    uint32_t since = tally != NULL ? tally->nnotes : 0;
+    codec_status_t st;
 
-    return codec_reply_walk(call, from, msg, len, TRUE, tally, backend_seqid,
-                            to, out, err, limits, &rs, &used);
+    st = codec_reply_walk(call, from, msg, len, TRUE, tally, backend_seqid, to,
+                          out, err, limits, &rs, &used);
+    codec_tally_bytes(tally, since, len);
+    return st;
 }
 
 codec_status_t
@@ -1344,6 +1451,7 @@ codec_reply_stream(const struct codec_call *call, wire_proto_t from,
     if (st != CODEC_OK) {
         *msg_len = 0;
     }
+    codec_tally_bytes(tally, tm.nnotes, *msg_len);
     return st;
 }
 

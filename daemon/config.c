@@ -1052,6 +1052,36 @@ config_parse_admin(struct config_ctx *c, const char *g, GError **error)
                             &cfg->admin_enabled, error);
 }
 
+static gboolean
+config_parse_keyviz(struct config_ctx *c, const char *g, GError **error)
+{
+    static const char *const bools[] = { "false", "true", NULL };
+    static const char *const keys[] = { "show", "hash", "hide", NULL };
+    struct config_keyviz *k = &c->cfg->keyviz;
+    unsigned enabled;
+
+    if (!config_take_enum(c, g, "enabled", bools, 1, &enabled, error) ||
+        !config_take_uint(c, g, "interval_s", 1, 3600, 60, &k->interval_s,
+                          error) ||
+        !config_take_uint(c, g, "ranges", 1, 4096, 256, &k->ranges, error) ||
+        !config_take_uint(c, g, "hot_keys", 1, 1024, 32, &k->hot_keys,
+                          error) ||
+        !config_take_uint(c, g, "retain_s", 1, 7 * 86400, 6 * 3600,
+                          &k->retain_s, error) ||
+        !config_take_enum(c, g, "keys", keys, CONFIG_KEYVIZ_SHOW, &k->keys,
+                          error))
+        return FALSE;
+    k->enabled = enabled == 1;
+    if (k->retain_s < k->interval_s) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "retain_s",
+                         "%u is shorter than interval_s (%u): not one "
+                         "interval would be kept",
+                         k->retain_s, k->interval_s);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* HBase's rules: [ns:]qualifier, ns [A-Za-z0-9_]+, qualifier
  * [A-Za-z0-9_][A-Za-z0-9_.-]*. */
 static gboolean
@@ -1445,6 +1475,14 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
         return FALSE;
     if (!config_take_legacy(c, g, &table.salt, error))
         return FALSE;
+    {
+        static const char *const bools[] = { "false", "true", NULL };
+        unsigned on;
+
+        if (!config_take_enum(c, g, "keyviz", bools, 1, &on, error))
+            return FALSE;
+        table.keyviz_off = on == 0;
+    }
 
     table.name = g_strdup(name);
     table.name_len = strlen(name);
@@ -1479,9 +1517,11 @@ config_known_keys(const char *group)
         return "listen, thrift2_listen";
     if (strcmp(group, "tls") == 0)
         return "listen, cert, key, client_ca, handshake_timeout_ms";
+    if (strcmp(group, "keyviz") == 0)
+        return "enabled, interval_s, ranges, hot_keys, retain_s, keys";
     return "buckets, salt_format, salt_separator, hash_part, salt_mapping, "
            "legacy_component, legacy_cutoff, legacy_range_start, "
-           "legacy_range_stop";
+           "legacy_range_stop, keyviz";
 }
 
 /* Whatever a group parser did not consume is a typo. */
@@ -1539,13 +1579,15 @@ config_parse(struct config_ctx *c, GError **error)
             ok = config_parse_tls(c, g, error);
         else if (strcmp(g, "http") == 0)
             ok = config_parse_http(c, g, error);
+        else if (strcmp(g, "keyviz") == 0)
+            ok = config_parse_keyviz(c, g, error);
         else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX))
             ok = config_parse_table(c, g, tables, names, error);
         else {
             config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
                              "unknown group (known: [proxy], [backend], "
                              "[scan], [admin], [thrift2], [catalog], "
-                             "[tls], [http], [table:NAME])");
+                             "[tls], [http], [keyviz], [table:NAME])");
             ok = FALSE;
         }
         ok = ok && config_check_leftovers(c, g, error);
@@ -1568,6 +1610,8 @@ config_parse(struct config_ctx *c, GError **error)
         ok = config_parse_tls(c, "tls", error);
     if (ok && !g_key_file_has_group(c->kf, "http"))
         ok = config_parse_http(c, "http", error);
+    if (ok && !g_key_file_has_group(c->kf, "keyviz"))
+        ok = config_parse_keyviz(c, "keyviz", error);
     if (ok && c->cfg->http2_enabled && c->cfg->n_thrift2_servers == 0) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, "http",
                          "thrift2_listen",
@@ -1900,9 +1944,23 @@ config_to_text(const struct config *cfg)
                                "thrift2_listen = %s\n",
                                h1, h2);
     }
+    {
+        static const char *const keys[] = { "show", "hash", "hide" };
+
+        g_string_append_printf(out,
+                               "\n[keyviz]\nenabled = %s\ninterval_s = %u\n"
+                               "ranges = %u\nhot_keys = %u\nretain_s = %u\n"
+                               "keys = %s\n",
+                               cfg->keyviz.enabled ? "true" : "false",
+                               cfg->keyviz.interval_s, cfg->keyviz.ranges,
+                               cfg->keyviz.hot_keys, cfg->keyviz.retain_s,
+                               keys[cfg->keyviz.keys]);
+    }
     for (size_t i = 0; i < cfg->n_tables; i++) {
         g_string_append_printf(out, "\n[table:%s]\n", cfg->tables[i].name);
         config_mapping_to_text(out, &cfg->tables[i].salt);
+        if (cfg->tables[i].keyviz_off)
+            g_string_append(out, "keyviz = false\n");
     }
     return g_string_free(out, FALSE);
 }
@@ -2071,6 +2129,15 @@ config_reload_check(const struct config *old, const struct config *cfg,
     a = old->http2_enabled ? config_addr_to_string(&old->http2_listen) : NULL;
     b = cfg->http2_enabled ? config_addr_to_string(&cfg->http2_listen) : NULL;
     CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[http] thrift2_listen")
+    /* the counters are sized by these when the proxy starts; keys and a
+     * table's keyviz key may change */
+    CONFIG_RESTART_ONLY(old->keyviz.enabled != cfg->keyviz.enabled ||
+                            old->keyviz.interval_s != cfg->keyviz.interval_s ||
+                            old->keyviz.ranges != cfg->keyviz.ranges ||
+                            old->keyviz.hot_keys != cfg->keyviz.hot_keys ||
+                            old->keyviz.retain_s != cfg->keyviz.retain_s,
+                        "[keyviz] enabled, interval_s, ranges, hot_keys or "
+                        "retain_s")
 #undef CONFIG_RESTART_ONLY
     return TRUE;
 }

@@ -5,6 +5,7 @@
 
 #include "codec.h"
 #include "hbase1.h"
+#include "keyviz.h"
 
 const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS] = {
     100,   250,    500,    1000,   2500,    5000,    10000,   25000,
@@ -53,9 +54,11 @@ metrics_table_free(gpointer data)
 }
 
 struct metrics *
-metrics_new(unsigned nworkers)
+metrics_new(unsigned nworkers, struct keyviz *kv)
 {
     struct metrics *m = g_new0(struct metrics, 1);
+
+    m->kv = kv;
 
     m->nmethods = hbase1_method_count();
     m->labels = g_new0(char *, m->nmethods + 1);
@@ -71,6 +74,7 @@ metrics_new(unsigned nworkers)
     m->workers = g_new0(struct metrics_worker, nworkers);
     for (unsigned i = 0; i < nworkers; i++) {
         m->workers[i].methods = g_new0(struct metrics_method, m->nmethods);
+        m->workers[i].kv = kv != NULL ? keyviz_worker(kv, i) : NULL;
     }
     m->tables = g_ptr_array_new_with_free_func(metrics_table_free);
     m->table_ids = g_hash_table_new(g_str_hash, g_str_equal);
@@ -91,6 +95,7 @@ metrics_free(struct metrics *m)
         }
         g_free(m->workers[i].methods);
     }
+    keyviz_free(m->kv);
     g_strfreev(m->labels);
     g_free(m->workers);
     g_hash_table_destroy(m->table_ids);
@@ -140,6 +145,7 @@ metrics_add_config(struct metrics *m, struct config *cfg)
                 g_new0(guint64,
                        metrics_table_at(t->buckets, METRICS_TABLE_KINDS, 0));
         }
+        keyviz_add_table(m->kv, ct->stats_id, ct->name, &ct->salt);
     }
 }
 
@@ -298,6 +304,9 @@ metrics_take_tally(struct metrics_worker *mw, struct codec_tally *t)
     }
     if (t->unsalted > 0) {
         METRICS_ADD(mw->unsalted_rows, t->unsalted);
+    }
+    for (uint32_t i = 0; mw->kv != NULL && i < t->nnotes; i++) {
+        keyviz_note(mw->kv, &t->notes[i]);
     }
     codec_tally_clear(t);
 }

@@ -9,6 +9,8 @@
 
 struct codec_tally;
 struct hbase1_method;
+struct keyviz;
+struct keyviz_worker;
 
 /*
  * Every counter has one writer, the worker thread that owns it, and one
@@ -98,6 +100,8 @@ struct metrics_worker {
      * legacy range of a forward-looking table; allocated by the main
      * thread before any config naming the table reaches a worker */
     guint64 *tables[METRICS_MAX_TABLES];
+    struct keyviz_worker *kv; /* its key visualizer counters,
+                                               NULL: off */
 };
 
 /* Upper bounds of the latency buckets, in microseconds. */
@@ -138,9 +142,11 @@ struct metrics {
     gboolean last_reload_ok; /* TRUE until a reload fails */
     gint64 last_reload_time; /* wall clock us, 0 = none yet */
     gint64 start_time;       /* wall clock us */
+    struct keyviz *kv;       /* the key visualizer, NULL: off */
 };
 
-struct metrics *metrics_new(unsigned nworkers);
+/* kv: the key visualizer's counters (taken over), or NULL. */
+struct metrics *metrics_new(unsigned nworkers, struct keyviz *kv);
 void metrics_free(struct metrics *m);
 struct metrics_worker *metrics_worker(struct metrics *m, unsigned id);
 

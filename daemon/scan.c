@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "config.h"
 #include "hbase1.h"
+#include "keyviz.h"
 #include "legacy.h"
 #include "merge.h"
 #include "metrics.h"
@@ -991,6 +992,23 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
 
 /* ---- merging ------------------------------------------------------------ */
 
+/* The key visualizer's count of b's head row, handed back as it came. */
+static void
+scan_keyviz_row(struct scanner *sc, const struct scan_bucket *b)
+{
+    struct keyviz_worker *kw = sc->item.owner->metrics->kv;
+    struct codec_key_note n;
+
+    if (kw == NULL) {
+        return;
+    }
+    codec_key_note_fill(&n, sc->salt, CODEC_KEY_ROW,
+                        b->rows.legacy ? sc->salt->buckets : b->bucket,
+                        b->rows.key, b->rows.key_len);
+    n.bytes = (uint32_t)MIN(b->rows.head_len, G_MAXUINT32);
+    keyviz_note(kw, &n);
+}
+
 /* Moves b's head to its next row in cur; FALSE when it has none. */
 static gboolean
 scan_bucket_advance(struct scanner *sc, struct scan_bucket *b)
@@ -1253,6 +1271,7 @@ scan_pump(struct scanner *sc)
             if (scanbatch_copy_head(&b->rows, from, &wr)) {
                 metrics_bucket_row(sc->item.owner->metrics, sc->salt,
                                    b->bucket, 1);
+                scan_keyviz_row(sc, b);
             } else {
                 /* it reports the rows it unsalts, to be counted */
                 wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,

@@ -987,6 +987,79 @@ test_catalog(void)
     }
 }
 
+/* Test: [keyviz] and a table's keyviz key: defaults, strict values, the
+ * effective text loads back, and what a reload may change. */
+static void
+test_keyviz(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = NULL;
+    g_autoptr(config_t) back = NULL;
+    g_autoptr(config_t) other = NULL;
+    g_autofree char *text = NULL;
+
+    cfg = load("", &error);
+    g_assert_no_error(error);
+    g_assert_true(cfg->keyviz.enabled);
+    g_assert_cmpuint(cfg->keyviz.interval_s, ==, 60);
+    g_assert_cmpuint(cfg->keyviz.ranges, ==, 256);
+    g_assert_cmpuint(cfg->keyviz.hot_keys, ==, 32);
+    g_assert_cmpuint(cfg->keyviz.retain_s, ==, 21600);
+    g_assert_cmpuint(cfg->keyviz.keys, ==, CONFIG_KEYVIZ_SHOW);
+    g_clear_pointer(&cfg, config_free);
+    cfg = load("[keyviz]\nenabled = false\ninterval_s = 10\nranges = 64\n"
+               "hot_keys = 8\nretain_s = 600\nkeys = hash\n"
+               "[table:t]\nkeyviz = false\n[table:u]\nkeyviz = true\n",
+               &error);
+    g_assert_no_error(error);
+    g_assert_false(cfg->keyviz.enabled);
+    g_assert_cmpuint(cfg->keyviz.interval_s, ==, 10);
+    g_assert_cmpuint(cfg->keyviz.keys, ==, CONFIG_KEYVIZ_HASH);
+    g_assert_true(config_find_table(cfg, "t", 1)->keyviz_off);
+    g_assert_false(config_find_table(cfg, "u", 1)->keyviz_off);
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "\n[keyviz]\nenabled = false\n"
+                                  "interval_s = 10\nranges = 64\n"
+                                  "hot_keys = 8\nretain_s = 600\n"
+                                  "keys = hash\n"));
+    back = load(text, &error);
+    g_assert_no_error(error);
+    g_assert_true(config_find_table(back, "t", 1)->keyviz_off);
+    g_assert_cmpuint(back->keyviz.retain_s, ==, 600);
+    /* keys and a table's keyviz change on reload; the sizes do not */
+    other = load("[keyviz]\nenabled = false\ninterval_s = 10\nranges = 64\n"
+                 "hot_keys = 8\nretain_s = 600\nkeys = hide\n"
+                 "[table:t]\n[table:u]\nkeyviz = false\n",
+                 &error);
+    g_assert_no_error(error);
+    g_assert_true(config_reload_check(cfg, other, &error));
+    g_assert_no_error(error);
+    g_clear_pointer(&other, config_free);
+    other = load("[keyviz]\nenabled = false\ninterval_s = 20\nranges = 64\n"
+                 "hot_keys = 8\nretain_s = 600\n[table:t]\n[table:u]\n",
+                 &error);
+    g_assert_no_error(error);
+    g_assert_false(config_reload_check(cfg, other, &error));
+    g_assert_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED);
+    g_assert_nonnull(strstr(error->message, "[keyviz]"));
+    assert_fails("[keyviz]\nkeys = maybe\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[keyviz] keys", "show | hash | hide", NULL);
+    assert_fails("[keyviz]\ninterval_s = 0\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[keyviz] interval_s", "1..3600", NULL);
+    assert_fails("[keyviz]\nranges = 5000\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[keyviz] ranges", NULL);
+    assert_fails("[keyviz]\ninterval_s = 120\nretain_s = 60\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[keyviz] retain_s",
+                 "shorter than interval_s", NULL);
+    assert_fails("[keyviz]\nenabled = yes\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[keyviz] enabled", NULL);
+    assert_fails("[keyviz]\nintervals = 1\n", CONFIG_ERROR_INVALID_KEY,
+                 "enabled, interval_s, ranges, hot_keys, retain_s, keys",
+                 NULL);
+    assert_fails("[table:t]\nkeyviz = off\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[table:t] keyviz", NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1016,5 +1089,6 @@ main(int argc, char **argv)
     g_test_add_func("/config/sasl", test_sasl);
     g_test_add_func("/config/catalog", test_catalog);
     g_test_add_func("/config/tls", test_tls);
+    g_test_add_func("/config/keyviz", test_keyviz);
     return g_test_run();
 }
