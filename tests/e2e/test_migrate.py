@@ -70,8 +70,6 @@ PLAIN_SPLITS = [b'\x40', b'\x80', b'\xc0']
 REAL_TESTS = [
     'MigrateTest.test_copy_newest_then_verify',
     'MigrateTest.test_all_versions_exact',
-    'MigrateTest.test_salted_to_salted_and_back_to_plain',
-    'MigrateTest.test_forward_looking_table',
     'MigrateTest.test_verify_catches_changes',
     'MigrateTest.test_kill_and_resume',
     'MigrateTest.test_catalog_registers_the_destination',
