@@ -173,15 +173,17 @@ class RealEmu(object):
                 c.createTable(b(t), [T.ColumnDescriptor(name=b'd:')])
         c._trans.close()
 
-    def start(self):
+    @staticmethod
+    def start():
         if RealEmu.down:
-            line = REAL.control('start 127.0.0.1:%d' % self.port)
+            line = REAL.control('start 127.0.0.1:%d' % REAL.port)
             assert line.startswith('ok'), line
             RealEmu.down = False
 
-    def stop(self):
+    @staticmethod
+    def stop():
         if not RealEmu.down:
-            line = REAL.control('stop 127.0.0.1:%d' % self.port)
+            line = REAL.control('stop 127.0.0.1:%d' % REAL.port)
             assert line.startswith('ok'), line
             RealEmu.down = True
 
@@ -189,7 +191,7 @@ class RealEmu(object):
     def reset():
         """A fresh HBase for the next test, as a new emulator is: Thrift1
         up, no table (the catalog's too)."""
-        RealEmu(()).start()
+        RealEmu.start()
         c = client(REAL.port)
         for t in c.getTableNames():
             if c.isTableEnabled(t):
