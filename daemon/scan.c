@@ -451,7 +451,8 @@ scan_sub_send(struct scanner *sc, struct req *sub, size_t frame)
                    FALSE);
 }
 
-/* Sends a call on a backend scanner: its id, and rows when >= 0. */
+/* Sends a call on a backend scanner: its id, and rows when m takes a
+ * count (a close takes none: rows is -1 there). */
 static void
 scan_sub_id_call(struct scanner *sc, req_sink_fn sink, uint32_t tag,
                  const struct hbase1_method *m, int32_t backend_id,
@@ -1381,9 +1382,25 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         scan_sub_send(sc, sub, frame);
         return;
     }
+    if (op->want < 0) {
+        /* HBase's handlers call ResultScanner.next(n), which sizes a list
+         * by n: a negative one throws an exception they do not catch, a
+         * TApplicationException to the client; the scanner is as it was
+         * (getScannerResults' one-call scanner closes all the same) */
+        sc->op = NULL;
+        scan_reply_app(op, w, WIRE_APP_INTERNAL_ERROR,
+                       "Internal error processing ");
+        if (sc->once || sc->close_asked) {
+            sc->close_asked = FALSE;
+            scan_close(sc);
+            return;
+        }
+        scan_next_op(sc);
+        return;
+    }
     scan_next_begin(sc);
-    if (op->want <= 0) {
-        /* HBase: nbRows <= 0 is an empty list */
+    if (op->want == 0) {
+        /* HBase: nbRows 0 is an empty list */
         scan_next_done(sc);
         if (sc->close_asked) {
             sc->close_asked = FALSE;

@@ -40,7 +40,7 @@ INVALID = 'scanner ID is invalid'
 ROWS = 2000                 # rows in each of 's' (salted) and 'plain'
 BUCKETS = 16
 
-Hbase = T = None
+Hbase = T = TApplicationException = None
 TSocket = TTransport = TBinaryProtocol = TCompactProtocol = None
 
 
@@ -50,7 +50,9 @@ def load_thrift(pydir):
     from hbase1 import Hbase as _Hbase, ttypes as _T
     from thrift.transport import TSocket as _S, TTransport as _TT
     from thrift.protocol import TBinaryProtocol as _B, TCompactProtocol as _C
-    Hbase, T = _Hbase, _T
+    from thrift.Thrift import TApplicationException as _A
+    global TApplicationException
+    Hbase, T, TApplicationException = _Hbase, _T, _A
     TSocket, TTransport, TBinaryProtocol, TCompactProtocol = _S, _TT, _B, _C
 
 
@@ -548,6 +550,21 @@ class CoreTest(_Base):
         c._trans.close()
         d._trans.close()
 
+    def assertNegative(self, c, sid, n):
+        """nbRows 0 is an empty list; a negative one is what HBase's
+        ResultScanner.next(n) makes of it, an ArrayList of that size: an
+        unchecked exception, TApplicationException to the client, and the
+        scanner as it was."""
+        if n == 0:
+            self.assertEqual(c.scannerGetList(sid, n), [])
+            return
+        with self.assertRaises(TApplicationException) as cm:
+            c.scannerGetList(sid, n)
+        self.assertEqual(cm.exception.type,
+                         TApplicationException.INTERNAL_ERROR)
+        self.assertEqual(cm.exception.message,
+                         'Internal error processing scannerGetList')
+
     def test_06_nbrows_not_positive(self):
         c = client(self.proxy.port)
         d = client(self.proxy.port, 'compact')
@@ -557,12 +574,12 @@ class CoreTest(_Base):
                     startRow=key(20), stopRow=key(60), caching=caching), {})
                 got = []
                 for n in (0, -1, -2 ** 31, 0):
-                    self.assertEqual(d.scannerGetList(sid, n), [])
-                    self.assertEqual(c.scannerGetList(sid, n), [])
+                    for x in (d, c):
+                        self.assertNegative(x, sid, n)
                 got += keys_of(c.scannerGetList(sid, 7))
                 self.assertEqual(d.scannerGetList(sid, 0), [])
                 got += keys_of(d.scannerGet(sid))
-                self.assertEqual(c.scannerGetList(sid, -5), [])
+                self.assertNegative(c, sid, -5)
                 got += keys_of(self.drain(d, sid, 9))
                 self.assertEqual(got, expected(20, 60), table)
                 # at the end: [] for every size, and still open
@@ -617,6 +634,9 @@ class CoreTest(_Base):
             except (T.IOError, T.IllegalArgument) as e:
                 return (type(e).__name__, e.message,
                         getattr(e, 'canRetry', None))
+            except TApplicationException as e:
+                # a negative count, as HBase answers it
+                return ('TApplicationException', e.type, e.message)
 
         for name, args in opens:
             did = getattr(d, name)(*args)

@@ -722,6 +722,30 @@ class Thrift2Test(unittest.TestCase):
         via.closeScanner(123456)
         via._trans.close()
 
+    def test_6_negative_row_count(self):
+        """A negative numRows is HBase's ResultScanner.next(n) sizing a
+        list by n: TApplicationException INTERNAL_ERROR, the scanner left
+        as it was (the proxy answered [] on a salted table)."""
+        via = connect(self.proxy.port2, 'binary', 'buffered')
+        for table, ref in ((b'salted', b'ref'), (b'plain', b'plain')):
+            scan = T.TScan(startRow=b'u1', stopRow=b'u4')
+            ids = (via.openScanner(table, scan),
+                   self.direct.openScanner(ref, scan))
+            got = outcome(lambda: via.getScannerRows(ids[0], -1))
+            self.assertEqual(got, ('TApplicationException', 'Internal error '
+                                   'processing getScannerRows'), table)
+            self.assertEqual(got, outcome(
+                lambda: self.direct.getScannerRows(ids[1], -1)))
+            self.assertEqual(norm(via.getScannerRows(ids[0], 7)),
+                             norm(self.direct.getScannerRows(ids[1], 7)),
+                             table)
+            via.closeScanner(ids[0])
+            self.direct.closeScanner(ids[1])
+            got = outcome(lambda: via.getScannerResults(table, scan, -3))
+            self.assertEqual(got, ('TApplicationException', 'Internal error '
+                                   'processing getScannerResults'), table)
+        via._trans.close()
+
     def test_5_metrics_by_service(self):
         via = connect(self.proxy.port2, 'binary', 'buffered')
         via.get(b'salted', T.TGet(row=b'u1'))

@@ -1318,6 +1318,8 @@ static gboolean emu_handler2_get_scanner_rows(Hbase2THBaseServiceIf *iface,
                            "Invalid scanner Id", NULL);
         return FALSE;
     }
+    if (n < 0) /* as scannerGetList's */
+        return emu_handler2_internal(error, "getScannerRows");
     if (!emu_handler2_fetch(self, sc, n, *ret, &err))
         return emu_handler2_fail(err, "getScannerRows", io, error);
     return TRUE;
@@ -1351,8 +1353,10 @@ static gboolean emu_handler2_get_scanner_results(
                            error))
         return FALSE;
     sc = emu_scanner_get_for(id, emu_result2_add_row, NULL);
-    ok = sc != NULL && emu_handler2_fetch(self, sc, n, *ret, &err);
+    ok = sc != NULL && n >= 0 && emu_handler2_fetch(self, sc, n, *ret, &err);
     emu_scanner_close_for(id, emu_result2_add_row, NULL);
+    if (n < 0) /* as scannerGetList's, the scanner closed all the same */
+        return emu_handler2_internal(error, "getScannerResults");
     if (!ok)
         return emu_handler2_fail(err, "getScannerResults", io, error);
     return TRUE;
