@@ -1297,6 +1297,30 @@ scan_pass_sink(struct worker *w, struct req *sub)
 
 /* ---- calls on open scanners ---------------------------------------------- */
 
+/*
+ * A NEXT op asking for a negative count of rows.  HBase's handler passes
+ * the count to ResultScanner.next(int), which sizes an ArrayList by it:
+ * an IllegalArgumentException no handler catches, so the client gets
+ * TApplicationException INTERNAL_ERROR naming the method, whatever state
+ * the scanner is in, and the scanner stays as it was (getScannerResults
+ * closes its own all the same).
+ */
+static void
+scan_next_negative(struct scanner *sc, struct scan_op *op)
+{
+    char msg[96];
+
+    g_snprintf(msg, sizeof(msg), "Internal error processing %s",
+               op->req->call.name);
+    sc->op = NULL;
+    scan_reply_app(op, sc->item.owner, WIRE_APP_INTERNAL_ERROR, msg);
+    if (sc->once) {
+        scan_close(sc);
+        return;
+    }
+    scan_next_op(sc);
+}
+
 static void
 scan_op_start(struct scanner *sc, struct scan_op *op)
 {
@@ -1327,9 +1351,13 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         scan_sub_send(sc, sub, frame);
         return;
     }
+    if (op->want < 0) {
+        scan_next_negative(sc, op);
+        return;
+    }
     scan_next_begin(sc);
-    if (op->want <= 0) {
-        /* HBase: nbRows <= 0 is an empty list */
+    if (op->want == 0) {
+        /* HBase: ResultScanner.next(0) is an empty list */
         scan_next_done(sc);
         if (sc->close_asked) {
             sc->close_asked = FALSE;

@@ -290,6 +290,17 @@ class _Base(unittest.TestCase):
             fn(*args)
         self.assertEqual(cm.exception.message, INVALID)
 
+    def assertNegativeRefused(self, fn, *args):
+        """HBase's handler passes nbRows to ResultScanner.next(int), which
+        sizes an ArrayList by it: a negative count is an unchecked
+        IllegalArgumentException, INTERNAL_ERROR to the client."""
+        from thrift.Thrift import TApplicationException
+        with self.assertRaises(TApplicationException) as cm:
+            fn(*args)
+        self.assertEqual((cm.exception.type, cm.exception.message),
+                         (TApplicationException.INTERNAL_ERROR,
+                          'Internal error processing scannerGetList'))
+
     def open_watched(self, c, fn, *args):
         """Opens a proxy scanner; returns (id, backend ids it opened)."""
         a = self.probe.next_id()
@@ -556,13 +567,20 @@ class CoreTest(_Base):
                 sid = c.scannerOpenWithScan(table, T.TScan(
                     startRow=key(20), stopRow=key(60), caching=caching), {})
                 got = []
+                # 0: an empty list; below 0: HBase's INTERNAL_ERROR (real
+                # HBase 2.6, not the [] the proxy once gave), the scanner
+                # left as it was
                 for n in (0, -1, -2 ** 31, 0):
+                    if n < 0:
+                        self.assertNegativeRefused(d.scannerGetList, sid, n)
+                        self.assertNegativeRefused(c.scannerGetList, sid, n)
+                        continue
                     self.assertEqual(d.scannerGetList(sid, n), [])
                     self.assertEqual(c.scannerGetList(sid, n), [])
                 got += keys_of(c.scannerGetList(sid, 7))
                 self.assertEqual(d.scannerGetList(sid, 0), [])
                 got += keys_of(d.scannerGet(sid))
-                self.assertEqual(c.scannerGetList(sid, -5), [])
+                self.assertNegativeRefused(c.scannerGetList, sid, -5)
                 got += keys_of(self.drain(d, sid, 9))
                 self.assertEqual(got, expected(20, 60), table)
                 # at the end: [] for every size, and still open
@@ -611,12 +629,17 @@ class CoreTest(_Base):
         p = client(self.proxy.port)
         q = client(self.proxy.port, 'compact', 'framed')
 
+        from thrift.Thrift import TApplicationException
+
         def outcome(fn, *args):
             try:
                 return ('ok', fn(*args))
             except (T.IOError, T.IllegalArgument) as e:
                 return (type(e).__name__, e.message,
                         getattr(e, 'canRetry', None))
+            except TApplicationException as e:
+                # scannerGetList(-3): HBase's INTERNAL_ERROR
+                return ('TApplicationException', e.type, e.message)
 
         for name, args in opens:
             did = getattr(d, name)(*args)

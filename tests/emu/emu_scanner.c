@@ -378,7 +378,16 @@ gboolean emu_scanner_fetch(emu_scanner *sc, int32_t n, GPtrArray *out,
 {
     gboolean ok = TRUE;
 
-    if (n <= 0)
+    if (n < 0) {
+        /* ResultScanner.next(n) sizes an ArrayList by n: an unchecked
+         * IllegalArgumentException, INTERNAL_ERROR to the client */
+        g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL,
+                    "java.lang.IllegalArgumentException: Illegal Capacity: "
+                    "%d",
+                    n);
+        return FALSE;
+    }
+    if (n == 0)
         return TRUE; /* ResultScanner.next(0): nothing, read as the end */
     g_mutex_lock(&sc->lock);
     while (out->len < (guint)n) {
