@@ -348,6 +348,12 @@ class RowLengthTest(unittest.TestCase):
         'deleteAllRow': lambda c, t, r: c.deleteAllRow(t, r, {}),
         'deleteAllRowTs': lambda c, t, r: c.deleteAllRowTs(t, r, 5, {}),
     }
+    # real HBase: its handler builds no client-side Mutation for these, so
+    # a row beyond 32767 bytes is refused in the region server, whose
+    # IllegalArgumentException the client retries for minutes (as for an
+    # empty row, test_methods.py); the proxy sends such a row on as it
+    # came (unsalted), so there is nothing of the proxy's to compare
+    REAL_RETRIES = {'atomicIncrement'}
     # the methods that declare IllegalArgument
     IA = {'mutateRow', 'mutateRowTs', 'mutateRows', 'mutateRowsTs',
           'atomicIncrement', 'checkAndPut'}
@@ -385,10 +391,20 @@ class RowLengthTest(unittest.TestCase):
                 self.assertEqual(*self.both(table, fn))
             for i, (name, write) in enumerate(sorted(self.WRITES.items())):
                 for n in lengths:
+                    if (ARGS.backend_kind == 'real' and n > MAX_ROW
+                            and name in self.REAL_RETRIES):
+                        continue
                     r = key(n, fill=b'w', tag=b'%02d' % i)
                     got, want = self.both(
                         table, lambda c, t: write(c, t, r))
                     with self.subTest(table=table, method=name, length=n):
+                        if name == 'mutateRow' and n > MAX_ROW:
+                            # HBase's own limit, the one the salted
+                            # tables' limits are taken from (Put.checkRow)
+                            self.assertEqual(want, (
+                                'IllegalArgument',
+                                'java.lang.IllegalArgumentException: Row '
+                                'length %d is > 32767' % n))
                         if n <= limit or n > MAX_ROW:
                             self.assertEqual(got, want)
                         else:
