@@ -106,6 +106,8 @@ struct scan_bucket {
     unsigned last:1;                /* the backend has no rows after next */
     unsigned done:1;                /* no rows left at all */
     unsigned closed:1;              /* backend scanner closed */
+    unsigned close_owed:1;          /* closed while fetching: the close
+                                       goes when the fetch is back */
     unsigned next_ready:1;          /* next holds a fetched batch */
     unsigned legacy:1;              /* no bucket: the legacy range */
     uint32_t fetch;                 /* rows the next fetch asks for */
@@ -577,12 +579,26 @@ scan_close_sink(struct worker *w, struct req *sub)
 }
 
 static void
+scan_bucket_close_send(struct scanner *sc, struct scan_bucket *b)
+{
+    scan_sub_id_call(sc, scan_close_sink, b->bucket, sc->calls->close,
+                     b->backend_id, -1);
+}
+
+static void
 scan_bucket_close(struct scanner *sc, struct scan_bucket *b)
 {
     if (b->opened && !b->closed) {
         b->closed = 1;
-        scan_sub_id_call(sc, scan_close_sink, b->bucket, sc->calls->close,
-                         b->backend_id, -1);
+        if (b->fetching) {
+            /* HBase's ClientScanner is not thread-safe: a close run
+             * beside the read on another connection of the pool breaks
+             * that read (NullPointerException in loadCache) or hangs it.
+             * The close goes when the read is back (scan_fetch_sink). */
+            b->close_owed = 1;
+            return;
+        }
+        scan_bucket_close_send(sc, b);
     }
 }
 
@@ -1096,6 +1112,10 @@ scan_fetch_sink(struct worker *w, struct req *sub)
 
     b->fetching = 0;
     if (sc->state == SCAN_CLOSED) {
+        if (b->close_owed) {
+            b->close_owed = 0;
+            scan_bucket_close_send(sc, b);
+        }
         scan_sub_return(sc, sub);
         return;
     }

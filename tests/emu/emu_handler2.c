@@ -1293,9 +1293,11 @@ static gboolean emu_handler2_fetch(EmuHandler2 *self, emu_scanner *sc,
     struct emu_guard g;
     gboolean ok;
 
+    emu_scanner_busy(sc, TRUE);
     emu_guard_enter1(&g, &self->opts, emu_scanner_table(sc), p, plen);
     ok = emu_scanner_fetch(sc, n, out, error);
     emu_guard_leave(&g);
+    emu_scanner_busy(sc, FALSE);
     return ok;
 }
 

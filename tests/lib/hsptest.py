@@ -312,3 +312,26 @@ class Proxy(object):
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+def unittest_main_shared(argv, workdir, backend):
+    """unittest.main for a test whose classes share one real HBase cluster
+    (a JVM start costs ~30 s): backend() gives that cluster, or None if no
+    test started it; it is stopped at the end, and workdir (its log) kept
+    when a test failed or HSP_KEEP_LOGS is set.  Exits."""
+    import shutil
+    import unittest
+    t0 = time.time()
+    try:
+        prog = unittest.main(argv=argv, verbosity=2, exit=False)
+    finally:
+        b = backend()
+        if b is not None:
+            b.close()
+    ok = prog.result.wasSuccessful()
+    sys.stderr.write('run with real HBase: %.1f s\n' % (time.time() - t0))
+    if ok and not os.environ.get('HSP_KEEP_LOGS'):
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        sys.stderr.write('real HBase log kept in %s\n' % workdir)
+    sys.exit(0 if ok else 1)
