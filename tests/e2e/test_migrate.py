@@ -564,6 +564,39 @@ class MigrateTest(unittest.TestCase):
         p = self.migrate(*args)
         self.assertIn('this run 0 rows', p.stderr.decode())
 
+    def test_resumed_progress_counts_every_run(self):
+        """A resumed run's progress lines count the rows of the runs before
+        it, as its units and its percent do: it said 'rows 1000 of ~3701,
+        100%' (this run's rows, every run's estimate) and ended on this
+        run's rows only (issue 20's walk through the README)."""
+        ck = os.path.join(self.workdir, 'progress.ckpt')
+        if os.path.exists(ck):
+            os.unlink(ck)
+        args = ['--from-table', 'src', '--to-table', 'dst_b',
+                '--batch-rows', '10', '--parallel', '2', '--checkpoint', ck]
+        p = self.migrate(*args, env={'HSM_TEST_KILL_AFTER_WRITES': '77'},
+                         expect=None)
+        self.assertEqual(p.returncode, -signal.SIGKILL, p.stderr.decode())
+        before, _ = self.checkpoint_rows(ck)
+        self.assertGreater(before, 0)
+        self.assertLess(before, ROWS)
+        p = self.migrate(*args, '--max-rows-per-second', '400',
+                         '--progress-interval', '0.05')
+        err = p.stderr.decode()
+        lines = [x for x in err.split('\n') if x.startswith('copy: units ')]
+        self.assertGreater(len(lines), 2, err)
+        for line in lines:
+            m = re.search(r'rows (\d+)(?: of ~(\d+))?, .* (\d+)%', line)
+            self.assertTrue(m, line)
+            rows, pct = int(m.group(1)), int(m.group(3))
+            self.assertGreaterEqual(rows, before, line)
+            # the percent is of the same rows the line shows
+            if m.group(2):
+                self.assertLess(abs(pct - 100.0 * rows / int(m.group(2))),
+                                2, line)
+        self.assertIn('units 4/4, rows %d, ' % ROWS, lines[-1])
+        self.assertIn('this run %d rows' % (ROWS - before), err)
+
     def test_sigterm_stops_at_a_batch_and_resumes(self):
         ck = os.path.join(self.workdir, 'term.ckpt')
         if os.path.exists(ck):
