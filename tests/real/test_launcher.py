@@ -11,6 +11,7 @@ with --data-dir, a bad option refused with a clear error, and --region-servers
 import argparse
 import glob
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -59,9 +60,13 @@ class LauncherTest(unittest.TestCase):
                               for x in r.columnValues],
                              [(b'd', b'a', b'v1')])
             c2.transport.close()
-            data = set(glob.glob(os.path.join(tempfile.gettempdir(),
-                                              'hbase-mini-*'))) - before
-            self.assertEqual(len(data), 1, data)
+            # this cluster's data dir, as it names it: other clusters (a
+            # shared machine's other tests) make theirs in the same place
+            m = re.search(r'ready in [0-9.]+ s, data in (\S+)', b.log_text())
+            self.assertIsNotNone(m, b.log_text()[-2000:])
+            data = {m.group(1)}
+            self.assertEqual(data & set(glob.glob(os.path.join(
+                tempfile.gettempdir(), 'hbase-mini-*'))) - before, data)
         finally:
             b.close()
         self.assertEqual(b.proc.returncode, 0, b.log_text()[-2000:])
