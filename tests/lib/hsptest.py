@@ -159,6 +159,14 @@ class EmuBackend(object):
         self.log.close()
 
 
+def _sigterm_on_parent_death():
+    """In the child between fork and exec: prctl(PR_SET_PDEATHSIG,
+    SIGTERM), which the exec of hbase-mini's java keeps."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
 class RealBackend(object):
     """Real HBase: tests/hbase/hbase-mini, one Thrift1 server (and a Thrift2
     one when asked) of the given protocol and transport; tables are made
@@ -168,7 +176,11 @@ class RealBackend(object):
 
     def __init__(self, workdir, proto='binary', transport='buffered',
                  tables=None, thrift2=False, thrift=None, extra=(),
-                 name='hbase'):
+                 name='hbase', die_with_parent=False):
+        """die_with_parent: the JVM gets SIGTERM (a clean stop that removes
+        its data dir) when the thread that started it dies, even by
+        SIGKILL; for a long-lived caller such as run-bench, whose cluster
+        runs in a session of its own and so misses the terminal's ^C."""
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'ab')
         self.proto, self.transport = proto, transport
@@ -179,7 +191,9 @@ class RealBackend(object):
         cmd += list(extra)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                      stdin=subprocess.PIPE,
-                                     stderr=self.log, start_new_session=True)
+                                     stderr=self.log, start_new_session=True,
+                                     preexec_fn=_sigterm_on_parent_death
+                                     if die_with_parent else None)
         line = self._read_line(REAL_READY_TIMEOUT)
         m = re.match(r'ready thrift1=127\.0\.0\.1:(\d+)'
                      r'(?: thrift2=127\.0\.0\.1:(\d+))?$', line)
