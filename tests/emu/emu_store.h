@@ -153,7 +153,12 @@ gboolean emu_store_truncate_table(emu_store *s, const uint8_t *name,
 /* Namespaces: create fails if it exists, delete if it is missing, holds
  * tables or is reserved (default, hbase). */
 gboolean emu_store_create_namespace(emu_store *s, const char *ns,
-                                    GError **error);
+                                    const GHashTable *conf, GError **error);
+/* A namespace's configuration: kept as given (NULL or empty: none);
+ * the getter's copy is the caller's, NULL when there is none. */
+gboolean emu_store_set_namespace_conf(emu_store *s, const char *ns,
+                                      const GHashTable *conf);
+GHashTable *emu_store_namespace_conf(emu_store *s, const char *ns);
 gboolean emu_store_delete_namespace(emu_store *s, const char *ns,
                                     GError **error);
 gboolean emu_store_has_namespace(emu_store *s, const char *ns);
