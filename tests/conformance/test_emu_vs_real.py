@@ -887,9 +887,17 @@ def empty_rows(run):
                                        columns=[b'a:x'], values=[b'1']))
         run.run(1, 'checkAndPut', b'tA', row, b'a:x', b'1',
                 M(column=b'a:x', value=b'2'), {})
-    # the ones real HBase's client retries (deleteAllRow ~9 s; the others
-    # over a minute: not sent, KNOWN)
-    run.run(1, 'deleteAllRow', b'tA', b'', {})
+    # the deletes: answered at once here (they have been seen to retry);
+    # atomicIncrement: HBase's client retries it past the 30 s client
+    # timeout (KNOWN_RETRY), only with --slow
+    slow = [('atomicIncrement', (b'tA', b'', b'a:n', 1))] if ARGS.slow else []
+    for name, args in [('deleteAllRow', (b'tA', b'', {})),
+                       ('deleteAllRowTs', (b'tA', b'', 5, {})),
+                       ('deleteAll', (b'tA', b'', b'a:x', {})),
+                       ('deleteAllTs', (b'tA', b'', b'a:x', 5, {}))] + slow:
+        t0 = time.time()
+        run.run(1, name, *args)
+        print('  %s with an empty row: %.1f s' % (name, time.time() - t0))
 
 
 def filters(run):
@@ -979,6 +987,8 @@ def main():
     ap.add_argument('--parts', default='seed,admin1,admin2,random,filters,'
                     'empty,expiry,lazy', help='which parts, comma-separated')
     ap.add_argument('--verbose', action='store_true')
+    ap.add_argument('--slow', action='store_true',
+                    help='also the calls real HBase retries for minutes')
     ap.add_argument('--check-state', action='store_true',
                     help='compare both stores after every call')
     hsptest.add_backend_args(ap)   # accepted: the reference is always real

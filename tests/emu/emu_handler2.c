@@ -298,6 +298,8 @@ static gboolean emu_handler2_get_prepare(emu_table *t, const Hbase2TGet *tg,
             return FALSE;
         }
     }
+    if (t == NULL)
+        return TRUE; /* getFromThrift's own checks only */
     if (!emu_handler2_colspec(t, tg->__isset_columns ? tg->columns : NULL,
                               &g->cols, error))
         return FALSE;
@@ -397,11 +399,15 @@ static gboolean emu_handler2_gets(EmuHandler2 *self, const GByteArray *table,
     struct emu_guard g;
     guint ready = 0;
 
-    /* getsFromThrift builds every Get (new Get(row)) before the table is
-     * asked for anything */
-    for (guint i = 0; err == NULL && i < n; i++)
-        err = emu_handler2_check_row(
-            ((const Hbase2TGet *)g_ptr_array_index(tgets, i))->row);
+    /* getsFromThrift builds every Get (row, time range, versions, filter)
+     * before the table is asked for anything */
+    for (guint i = 0; err == NULL && i < n; i++) {
+        struct emu_get2 pre;
+
+        emu_handler2_get_prepare(NULL, g_ptr_array_index(tgets, i), &pre,
+                                 &err);
+        emu_handler2_get_clear(&pre);
+    }
     if (err == NULL)
         t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                                 TRUE, &err);
@@ -996,14 +1002,10 @@ static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
         /* checkAndMutate passes the value through byteBufferToByteArray,
          * which dereferences it: a NullPointerException */
         return emu_handler2_internal(error, method);
-    /* the client builds the mutation and CheckAndMutate checks its row
-     * before the table is looked up */
+    /* the client builds the mutation before the table is looked up */
     one = g_ptr_array_new();
     g_ptr_array_add(one, (gpointer)item);
     err = emu_handler2_puts_client_check(kind, one);
-    if (err == NULL && kind == EMU_MUT2_PUT)
-        err = emu_handler2_check_action_row(row,
-                                            ((const Hbase2TPut *)item)->row);
     if (err == NULL)
         t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                                 TRUE, &err);
@@ -1027,11 +1029,13 @@ static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
     } else if (!ok) {
         return emu_handler2_fail(err, method, io, error);
     }
-    /* deleteFromThrift's own refusals come first (the table is known to
-     * exist by now, which HBase would not have asked yet) */
-    if (kind == EMU_MUT2_DELETE) {
+    /* the region is located before CheckAndMutate's builder compares the
+     * action's row (a missing table answers first), and after
+     * deleteFromThrift's own refusals */
+    if (kind != EMU_MUT2_ROW_MUTATIONS) {
         err = emu_handler2_check_action_row(
-            row, ((const Hbase2TDelete *)item)->row);
+            row, kind == EMU_MUT2_PUT ? ((const Hbase2TPut *)item)->row
+                                      : ((const Hbase2TDelete *)item)->row);
         if (err != NULL)
             return emu_handler2_fail(err, method, io, error);
     }
