@@ -1843,6 +1843,54 @@ class T99Soak(Base):
 
 # ---------------------------------------------------------------------------
 
+class T10HeldToReal(Base):
+    """Answers real HBase 2.6.1 gave in test_emu_vs_real.py."""
+
+    def test_client_checks_first(self):
+        M = H.T.Mutation
+        # Get.readVersions refuses before the table is asked: a plain
+        # IOException, so canRetry
+        e = self.call_raises(H.T.IOError, 'getVer', b'no_such_table', b'r',
+                             b'cf:q', 0, {})
+        self.eq((e.message, e.canRetry),
+                ('java.io.IOException: versions must be positive', True))
+        # the Put's cell builder, before the table
+        e = self.call_raises(H.T.IllegalArgument, 'mutateRow',
+                             b'no_such_table', b'r', [M(column=b':q',
+                                                        value=b'v')], {})
+        self.eq(e.message, 'java.lang.IllegalArgumentException: Family '
+                'cannot be null')
+        e = self.call_raises(H.TApplicationException, 'append', H.T.TAppend(
+            table=b'no_such_table', row=b'r', columns=[b':q'],
+            values=[b'v']))
+        self.eq(e.type, H.TApplicationException.INTERNAL_ERROR)
+
+    def test_region_errors_name_their_class_twice(self):
+        mt = self.mk_table('twice')
+        e = self.call_raises(H.T.IOError, 'get', mt.name, b'r', b'nope:q',
+                             {})
+        prefix = ('org.apache.hadoop.hbase.regionserver.'
+                  'NoSuchColumnFamilyException: ')
+        self.assertTrue(e.message.startswith(prefix * 2), e.message)
+
+    def test_check_and_put_order(self):
+        M = H.T.Mutation
+        mt = self.mk_table('cap')
+        self.call('mutateRow', mt.name, b'r', [M(column=b'cf:q',
+                                                 value=b'1')], {})
+        # the Put's family is the region's to check once the condition
+        # holds: a failed condition answers false
+        self.eq(self.call('checkAndPut', mt.name, b'r', b'cf:q', b'2',
+                          M(column=b'nope:q', value=b'x'), {}), False)
+        self.call_raises(H.T.IOError, 'checkAndPut', mt.name, b'r',
+                         b'cf:q', b'1', M(column=b'nope:q', value=b'x'), {})
+        # a checked column without a qualifier: famAndQf[1]
+        e = self.call_raises(H.TApplicationException, 'checkAndPut',
+                             b'no_such_table', b'r', b'cf', b'1',
+                             M(column=b'cf:q', value=b'x'), {})
+        self.eq(e.type, H.TApplicationException.INTERNAL_ERROR)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--emu', default=CFG['emu'])

@@ -1036,6 +1036,73 @@ class T08Schema(Base):
         self.call('closeScanner', sid)
 
 
+class T09HeldToReal(Base):
+    """Answers real HBase 2.6.1 gave in test_emu_vs_real.py."""
+
+    def test_scanner_ids_per_service(self):
+        # two servers, two counters; getScannerResults takes no id
+        t = self.mk_table('ids')
+        first = self.call('openScanner', t, T2.TScan())
+        for _ in range(3):
+            self.call('scannerOpen', t, b'', [], {}, conn=self.c1)
+        self.call('getScannerResults', t, T2.TScan(), 1)
+        self.eq(self.call('openScanner', t, T2.TScan()), first + 1)
+
+    def test_missing_table_answers(self):
+        tn = T2.TTableName(qualifier=b'no_such_table')
+        self.eq(self.call('isTableAvailable', tn), False)
+        self.eq(self.call('getAllRegionLocations', b'no_such_table'), [])
+        e = self.raises(T2.TIOError, 'put', b'no_such_table', T2.TPut(
+            row=b'r', columnValues=[cv(b'cf', b'q', b'v')]))
+        self.eq(e.message, 'no_such_table')
+        # the client builds the Put first: a cell without a family is
+        # CellBuilder's IllegalArgumentException, before the table
+        e = self.raises(harness.TApplicationException, 'put',
+                        b'no_such_table', T2.TPut(
+                            row=b'r', columnValues=[cv(b'', b'q', b'v')]))
+        self.eq(e.type, harness.TApplicationException.INTERNAL_ERROR)
+
+    def test_check_and_order(self):
+        t = self.mk_table('cao')
+        self.call('put', t, T2.TPut(row=b'r', columnValues=[
+            cv(b'cf', b'q', b'1')]))
+        # a condition that fails answers false whatever the mutation's
+        # families: the region checks those only once it holds
+        bad = T2.TPut(row=b'r', columnValues=[cv(b'nope', b'q', b'x')])
+        self.eq(self.call('checkAndPut', t, b'r', b'cf', b'q', b'2', bad),
+                False)
+        e = self.raises(T2.TIOError, 'checkAndPut', t, b'r', b'cf', b'q',
+                        b'1', bad)
+        self.assertIn('NoSuchColumnFamilyException', e.message)
+        e = self.raises(T2.TIOError, 'checkAndDelete', t, b'r', b'cf', b'q',
+                        b'1', T2.TDelete(row=b'r2'))
+        self.eq(e.message, "org.apache.hadoop.hbase.DoNotRetryIOException: "
+                "The row of the action <r2> doesn't match the original "
+                "one <r>")
+        e = self.raises(harness.TApplicationException, 'checkAndMutate', t,
+                        b'r', b'cf', b'q', T2.TCompareOperator.EQUAL, None,
+                        T2.TRowMutations(row=b'r', mutations=[T2.TMutation(
+                            put=T2.TPut(row=b'r', columnValues=[
+                                cv(b'cf', b'q', b'3')]))]))
+        self.eq(e.type, harness.TApplicationException.INTERNAL_ERROR)
+
+    def test_namespace_configuration(self):
+        self.call('createNamespace', T2.TNamespaceDescriptor(
+            name='nsconf', configuration={'a': '1'}))
+        self.eq(self.call('getNamespaceDescriptor', 'nsconf').configuration,
+                {'a': '1'})
+        self.call('modifyNamespace', T2.TNamespaceDescriptor(
+            name='nsconf', configuration={'b': '2'}))
+        self.eq(self.call('getNamespaceDescriptor', 'nsconf').configuration,
+                {'b': '2'})
+        self.eq(self.call('getNamespaceDescriptor', 'default').configuration,
+                None)
+        e = self.raises(T2.TIOError, 'createNamespace',
+                        T2.TNamespaceDescriptor(name='nsconf'))
+        self.assertIn('Namespace nsconf already exists', e.message)
+        self.call('deleteNamespace', 'nsconf')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--emu', default=CFG['emu'])

@@ -140,6 +140,11 @@ def _exc_msg(out):
 
 
 # Each reason is one item of tests/emu/README.md, "Held to real HBase".
+WRITES = {'mutateRow', 'mutateRowTs', 'mutateRows', 'mutateRowsTs',
+          'atomicIncrement', 'deleteAll', 'deleteAllTs', 'deleteAllRow',
+          'deleteAllRowTs', 'increment', 'incrementRows', 'append',
+          'checkAndPut', 'put', 'putMultiple', 'deleteSingle',
+          'deleteMultiple', 'checkAndDelete', 'checkAndMutate'}
 KNOWN_DESC = 'descriptors: HBase lists every table and family attribute'
 KNOWN_BATCH = ('multi-action calls: RetriesExhaustedWithDetailsException, '
                'partial application')
@@ -149,6 +154,11 @@ KNOWN_ADMIN = 'Thrift1 admin errors: the master\'s wording'
 KNOWN_LAZY = 'scanners: HBase opens them lazily'
 KNOWN_VERSIONS = ('versions over maxVersions: HBase drops them at a flush, '
                   'a time-ranged read sees them until then')
+KNOWN_SNAPSHOT = ('open scanners: HBase fetches in batches from a fixed read '
+                  'point, the emulator reads the live store')
+KNOWN_EXPIRY = 'scanner expiry: when an idle scanner goes, near the limit'
+KNOWN_PARTIAL = ('reversed scans with batchSize: HBase marks a full batch '
+                 'partial')
 KNOWN_RETRY = "retries: HBase's client retries what the emulator refuses"
 
 
@@ -245,12 +255,24 @@ class Runner(object):
         self.ids_apart = {1: False, 2: False}
         self.state_apart = False
         self.open_args = []
+        self.opened_at = {}     # (svc, index) -> (opened, writes, used)
+        self.writes = 0
+        self.idle = 0.0         # of the scanner the current call names
 
     def run(self, svc, name, *args, expect=None, is_open=False):
         """One call on both sides; a scanner-id argument is an index into
         each side's own list ('S1:i' / 'S2:i') as ids may differ."""
         self.n += 1
         self.calls[svc].add(name)
+        if name in WRITES:
+            self.writes += 1
+        for a in args:
+            if isinstance(a, str) and a[:3] in ('S1:', 'S2:'):
+                key = (int(a[1]), int(a[3:]))
+                if key in self.opened_at:
+                    o = self.opened_at[key]
+                    self.idle = time.time() - o[2]
+                    self.opened_at[key] = (o[0], o[1], time.time())
         outs = []
         for side in self.sides:
             client = side.c1 if svc == 1 else side.c2
@@ -265,6 +287,8 @@ class Runner(object):
         if emu != real:
             reason = known(name, args + tuple(self._opened(args)), emu,
                            real)
+            if reason is None:
+                reason = self.scanner_reason(name, args, emu, real)
             if reason is None and any(
                     self._sid(self.sides[0], a) == -1 and
                     self._sid(self.sides[1], a) != -1 for a in args):
@@ -286,6 +310,33 @@ class Runner(object):
             raise AssertionError('#%d %s: both answered %s, the test expected '
                                  '%s' % (self.n, name, short(emu), expect))
         return outs
+
+    FETCHES = ('scannerGet', 'scannerGetList', 'scannerClose',
+               'getScannerRows', 'closeScanner')
+
+    def scanner_reason(self, name, args, emu, real):
+        """The reasons that depend on a scanner's history."""
+        if name not in self.FETCHES:
+            return None
+        a = args[0]
+        key = (int(a[1]), int(a[3:]))
+        opened = self.opened_at.get(key)
+        if opened is None:
+            return None
+        t_open, writes, t_last = opened
+        invalid = ('scanner ID is invalid', 'Invalid scanner Id')
+        if (_msg(emu) in invalid) != (_msg(real) in invalid):
+            idle = self.idle
+            limit = SCANNER_PERIOD_MS / 1000 * (2 if key[0] == 1 else 1)
+            if idle > 0.5 * limit:
+                return KNOWN_EXPIRY
+        if emu[0] == real[0] == 'ok':
+            if self.writes != writes:
+                return KNOWN_SNAPSHOT
+            if 'partial' in repr(emu) and re.sub(r"'partial', \w+", '', repr(
+                    emu)) == re.sub(r"'partial', \w+", '', repr(real)):
+                return KNOWN_PARTIAL
+        return None
 
     def _opened(self, args):
         """The open calls of the scanners args name."""
@@ -329,6 +380,8 @@ class Runner(object):
         if outs[0][0] != outs[1][0]:
             self.ids_apart[svc] = True
         self.open_args.append((svc, name, args))
+        n = len([o for o in self.open_args if o[0] == svc]) - 1
+        self.opened_at[(svc, n)] = (time.time(), self.writes, time.time())
         for side, out in zip(self.sides, outs):
             if out[0] == 'ok':
                 (side.scanners1 if svc == 1 else side.scanners2).append(
