@@ -125,6 +125,7 @@ struct codec_ctx {
     struct wire_reader r;
     struct wire_writer w;
     struct codec_error *err;
+    struct codec_call *call;        /* a request's: notes its table */
     gboolean reply;                 /* walking a reply (unsalting) */
     struct codec_tally *tally;      /* what the walk did, or NULL */
     gboolean write;                 /* the call is a mutation: its keys
@@ -341,6 +342,19 @@ codec_seek_field(struct wire_reader *r, int16_t want, uint8_t want_type)
     }
 }
 
+/* A request names its first table: kept for its log lines. */
+static void
+codec_note_table(struct codec_ctx *c, const uint8_t *name, size_t len)
+{
+    if (c->call == NULL || c->call->table_len > 0) {
+        return;
+    }
+    len = MIN(len, (size_t)CODEC_TABLE_MAX);
+    memcpy(c->call->table, name, len);
+    c->call->table[len] = '\0';
+    c->call->table_len = (uint16_t)len;
+}
+
 /*
  * The salt of the table a Thrift2 TTableName names (in a descriptor's
  * field 1 when desc), read at r: "ns:qualifier", the default namespace
@@ -390,6 +404,7 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
         n = (size_t)ns_len + 1;
     }
     memcpy(name + n, q, q_len);
+    codec_note_table(c, name, n + q_len);
     t = config_find_table(c->cfg, name, n + q_len);
     return codec_table_salt(c, t);
 }
@@ -425,6 +440,7 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
                 return NULL;
             }
             *found = TRUE;
+            codec_note_table(c, name, len);
             t = config_find_table(c->cfg, name, len);
             return codec_table_salt(c, t);
         }
@@ -498,6 +514,56 @@ codec_row_in(struct codec_ctx *c, const struct salt_table *salt)
         return FALSE;
     }
     codec_key_in(c, salt, key, len);
+    return TRUE;
+}
+
+/*
+ * An hbase:meta row key naming a row of a table, as getRegionInfo takes
+ * it: "table,row,suffix" (HBase reverse-scans hbase:meta from it, so the
+ * answer is the region holding row; clients write the suffix
+ * 99999999999999).  Meta keys split at the first comma (table names have
+ * none) and the last (the row may hold commas).  For a salted table the
+ * row gains its salt, so the answer is the region holding the logical
+ * row.  Anything else (no second comma, an empty row: the table's first
+ * region, a legacy row, an unsalted table) goes on as it is.
+ */
+static gboolean
+codec_meta_row_in(struct codec_ctx *c)
+{
+    const struct salt_table *salt;
+    const uint8_t *meta, *first, *last, *row;
+    uint8_t prefix[SALT_MAX_PREFIX];
+    uint32_t len, table_len, row_len, bucket;
+    size_t plen;
+
+    if (wire_read_binary(&c->r, &meta, &len) != WIRE_OK) {
+        return FALSE;
+    }
+    first = len > 0 ? memchr(meta, ',', len) : NULL;
+    last = first;
+    for (const uint8_t *p = meta + len; first != NULL && p > first + 1; p--) {
+        if (p[-1] == ',') {
+            last = p - 1;
+            break;
+        }
+    }
+    if (first == NULL || last == first) {
+        wire_write_binary(&c->w, meta, len);
+        return TRUE;
+    }
+    table_len = (uint32_t)(first - meta);
+    row = first + 1;
+    row_len = (uint32_t)(last - row);
+    salt = codec_table_salt(c, config_find_table(c->cfg, meta, table_len));
+    if (salt == NULL || row_len == 0 || row_len > SALT_HBASE_MAX_ROW ||
+        salt_route(salt, row, row_len) == LEGACY_ROUTE_LEGACY) {
+        wire_write_binary(&c->w, meta, len);
+        return TRUE;
+    }
+    bucket = salt_bucket(salt, row, row_len);
+    plen = salt_write_prefix(salt, bucket, prefix);
+    wire_write_binary3(&c->w, meta, table_len + 1, prefix, (uint32_t)plen, row,
+                       len - table_len - 1);
     return TRUE;
 }
 
@@ -643,8 +709,13 @@ codec_filter_row(struct codec_ctx *c, const struct hbase1_field *field,
         wire_write_binary(&c->w, text, len);
         return TRUE;
     }
-    f = pb ? scanfilter_new_pb(text, len, salt, FALSE, &error)
-           : scanfilter_new(text, len, salt, FALSE, &error);
+    f = pb ? scanfilter_new_pb(text, len, salt, FALSE,
+                               (const char *const *)
+                                   c->cfg->custom_filter_classes,
+                               &error)
+           : scanfilter_new(text, len, salt, FALSE,
+                            (const char *const *)c->cfg->custom_filters,
+                            &error);
     if (f == NULL) {
         gboolean retry = FALSE;
 
@@ -805,6 +876,11 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_ROW:
         return codec_row_in(c, salt);
+    case HBASE1_META_ROW:
+        if (!c->reply) {
+            return codec_meta_row_in(c);
+        }
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_ROW_OUT:
         return codec_row_out(c, salt);
     case HBASE1_STRUCT:
@@ -945,6 +1021,7 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
     gboolean ok;
 
     memset(call, 0, sizeof(*call));
+    c->call = call;
     /* not text[]: the message says whether it is used */
     err->app_type = 0;
     err->message = NULL;

@@ -11,6 +11,9 @@ struct hbase1_method;
 struct hbase1_service;
 struct hbase1_scanner;
 
+/* Bytes of a table name a call keeps for its log lines. */
+#define CODEC_TABLE_MAX 128
+
 /*
  * What a reply needs to know about its request.  Filled by
  * codec_request, kept by the I/O layer with the pending request, handed
@@ -29,6 +32,10 @@ struct codec_call {
                                            were written by the proxy */
     uint32_t splits_asked;              /* how many the client sent */
     uint32_t splits_sent;               /* how many were sent instead */
+    uint16_t table_len;                 /* the first table the call names,
+                                           for logs (cut at
+                                           CODEC_TABLE_MAX bytes); 0: none */
+    char table[CODEC_TABLE_MAX + 1];
 };
 
 /* The log line of a call whose split keys the codec replaced

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "escape.h"
+#include "filter.h"
 
 G_DEFINE_QUARK(config-error-quark, config_error)
 
@@ -23,6 +24,7 @@ G_DEFINE_QUARK(config-error-quark, config_error)
 #define CONFIG_DEFAULT_SERVERS "127.0.0.1:9091"
 #define CONFIG_DEFAULT_CONNECT_TIMEOUT_MS 2000
 #define CONFIG_DEFAULT_REQUEST_TIMEOUT_MS 30000
+#define CONFIG_DEFAULT_SLOW_CALL_MS 1000
 #define CONFIG_DEFAULT_POOL_SIZE 16
 #define CONFIG_DEFAULT_SASL_SERVICE "hbase"
 #define CONFIG_DEFAULT_CACHING_MAX 1000
@@ -792,6 +794,81 @@ config_parse_backend_http(struct config_ctx *c, const char *g, GError **error)
     return TRUE;
 }
 
+/*
+ * [backend] custom_filters: the filter names the servers' Thrift
+ * configuration registers (hbase.thrift.filters), whose value may be
+ * pasted as it is: "Name:fully.qualified.Class, ...", or names alone.
+ * The class is not needed (filter strings name the filter); a built-in
+ * name is refused, since it would turn a filter the proxy rewrites into
+ * one it passes through.
+ */
+static gboolean
+config_parse_custom_filters(struct config_ctx *c, const char *g,
+                            GError **error)
+{
+    g_autofree char *value = config_take(c, g, "custom_filters");
+    g_auto(GStrv) parts = NULL;
+    GPtrArray *names = g_ptr_array_new();
+    GPtrArray *specs = g_ptr_array_new();
+    GPtrArray *classes = g_ptr_array_new();
+
+    if (value != NULL && value[0] != '\0')
+        parts = g_strsplit(value, ",", -1);
+    for (guint i = 0; parts != NULL && parts[i] != NULL; i++) {
+        char *spec = g_strstrip(parts[i]);
+        const char *colon = strchr(spec, ':');
+        size_t nlen = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+        const char *bad = NULL;
+
+        for (size_t j = 0; j < nlen && bad == NULL; j++) {
+            if (!g_ascii_isalnum(spec[j]) && spec[j] != '_' && spec[j] != '$')
+                bad = "a name is letters, digits, _ and $";
+        }
+        if (nlen == 0)
+            bad = "an empty name";
+        else if (colon != NULL &&
+                 (colon[1] == '\0' ||
+                  strspn(colon + 1, "abcdefghijklmnopqrstuvwxyz"
+                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789_$.") != strlen(colon + 1)))
+            bad = "a class is a fully qualified Java class name";
+        else if (filter_type_from_name((const uint8_t *)spec, nlen) !=
+                 FILTER_TYPE_UNKNOWN)
+            bad = "that is a filter HBase has built in, which the proxy "
+                  "rewrites";
+        for (guint j = 0; j < names->len && bad == NULL; j++) {
+            if (strlen(names->pdata[j]) == nlen &&
+                memcmp(names->pdata[j], spec, nlen) == 0)
+                bad = "named twice";
+        }
+        if (bad != NULL) {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                             "custom_filters",
+                             "'%s': %s (Name or "
+                             "Name:fully.qualified.Class, comma separated)",
+                             spec, bad);
+            g_ptr_array_free(names, TRUE);
+            g_ptr_array_free(specs, TRUE);
+            g_ptr_array_free(classes, TRUE);
+            return FALSE;
+        }
+        g_ptr_array_add(names, g_strndup(spec, nlen));
+        g_ptr_array_add(specs, g_strdup(spec));
+        if (colon != NULL)
+            g_ptr_array_add(classes, g_strdup(colon + 1));
+    }
+    g_ptr_array_add(names, NULL);
+    g_ptr_array_add(specs, NULL);
+    g_ptr_array_add(classes, NULL);
+    g_strfreev(c->cfg->custom_filters);
+    g_strfreev(c->cfg->custom_filter_specs);
+    g_strfreev(c->cfg->custom_filter_classes);
+    c->cfg->custom_filters = (char **)g_ptr_array_free(names, FALSE);
+    c->cfg->custom_filter_specs = (char **)g_ptr_array_free(specs, FALSE);
+    c->cfg->custom_filter_classes = (char **)g_ptr_array_free(classes, FALSE);
+    return TRUE;
+}
+
 static gboolean
 config_parse_backend(struct config_ctx *c, const char *g, GError **error)
 {
@@ -816,13 +893,17 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
         !config_take_uint(c, g, "request_timeout_ms", 1, CONFIG_MAX_MS,
                           CONFIG_DEFAULT_REQUEST_TIMEOUT_MS,
                           &cfg->request_timeout_ms, error) ||
+        !config_take_uint(c, g, "slow_call_ms", 0, CONFIG_MAX_MS,
+                          CONFIG_DEFAULT_SLOW_CALL_MS, &cfg->slow_call_ms,
+                          error) ||
         !config_take_uint(c, g, "pool_size", 1, 1024, CONFIG_DEFAULT_POOL_SIZE,
                           &cfg->pool_size, error))
         return FALSE;
     cfg->protocol = (config_protocol_t)protocol;
     cfg->transport = (config_transport_t)transport;
     return config_parse_backend_http(c, g, error) &&
-           config_parse_sasl(c, g, error);
+           config_parse_sasl(c, g, error) &&
+           config_parse_custom_filters(c, g, error);
 }
 
 static gboolean
@@ -1381,10 +1462,11 @@ config_known_keys(const char *group)
                "client_idle_timeout_ms";
     if (strcmp(group, "backend") == 0)
         return "servers, thrift2_servers, protocol, transport, "
-               "connect_timeout_ms, request_timeout_ms, pool_size, sasl, "
+               "connect_timeout_ms, request_timeout_ms, slow_call_ms, "
+               "pool_size, sasl, "
                "sasl_principal, sasl_keytab, sasl_service, sasl_qop, "
                "sasl_server_host, http_path, http_doas, https, tls_ca, "
-               "tls_verify_hostname, tls_cert, tls_key";
+               "tls_verify_hostname, tls_cert, tls_key, custom_filters";
     if (strcmp(group, "thrift2") == 0)
         return "listen";
     if (strcmp(group, "scan") == 0)
@@ -1595,6 +1677,9 @@ config_free(struct config *cfg)
     g_free(cfg->listen.host);
     config_addrs_free(cfg->servers, cfg->n_servers);
     config_addrs_free(cfg->thrift2_servers, cfg->n_thrift2_servers);
+    g_strfreev(cfg->custom_filters);
+    g_strfreev(cfg->custom_filter_specs);
+    g_strfreev(cfg->custom_filter_classes);
     g_free(cfg->thrift2_listen.host);
     g_free(cfg->sasl_principal);
     g_free(cfg->sasl_keytab);
@@ -1719,7 +1804,7 @@ config_to_text(const struct config *cfg)
     g_string_append_printf(out,
                            "\nprotocol = %s\ntransport = %s\n"
                            "connect_timeout_ms = %u\nrequest_timeout_ms = %u\n"
-                           "pool_size = %u\n",
+                           "slow_call_ms = %u\npool_size = %u\n",
                            cfg->protocol == CONFIG_PROTOCOL_COMPACT ? "compact"
                                                                     : "binary",
                            cfg->transport == CONFIG_TRANSPORT_HTTP ? "http"
@@ -1727,7 +1812,12 @@ config_to_text(const struct config *cfg)
                                ? "framed"
                                : "buffered",
                            cfg->connect_timeout_ms, cfg->request_timeout_ms,
-                           cfg->pool_size);
+                           cfg->slow_call_ms, cfg->pool_size);
+    if (cfg->custom_filter_specs != NULL && cfg->custom_filter_specs[0]) {
+        g_autofree char *specs = g_strjoinv(", ", cfg->custom_filter_specs);
+
+        g_string_append_printf(out, "custom_filters = %s\n", specs);
+    }
     if (cfg->transport == CONFIG_TRANSPORT_HTTP) {
         g_string_append_printf(out, "http_path = %s\nhttps = %s\n",
                                cfg->http_path, cfg->https ? "true" : "false");

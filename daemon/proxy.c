@@ -264,6 +264,7 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
     set->pool_size = cfg->pool_size != 0 ? cfg->pool_size : 4;
     set->connect_timeout_ms = cfg->connect_timeout_ms;
     set->request_timeout_ms = cfg->request_timeout_ms;
+    set->slow_call_ms = cfg->slow_call_ms;
     set->client_idle_timeout_ms = cfg->client_idle_timeout_ms;
     set->max_connections = cfg->max_connections;
     set->max_frame_size = cfg->max_frame_size;

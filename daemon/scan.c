@@ -146,6 +146,8 @@ struct scanner {
     unsigned nopening;              /* backend opens in flight */
     char *error;                    /* why it failed; NULL: it has not */
     gboolean error_retry;
+    gboolean error_transport; /* a backend connection failed under
+                                       it (metrics: transport) */
     int32_t error_app; /* an open failed with this
                                        TApplicationException type; -1:
                                        not one */
@@ -317,6 +319,27 @@ scan_reply_io(struct scan_op *op, struct worker *w, const char *msg,
     scan_op_done(op, w);
 }
 
+/* The IOError of a failed scanner (sc->error). */
+static void
+scan_reply_failed(const struct scanner *sc, struct scan_op *op,
+                  struct worker *w)
+{
+    if (sc->error_transport) {
+        op->req->err_kind = METRICS_ERR_TRANSPORT;
+    }
+    scan_reply_io(op, w, sc->error, sc->error_retry);
+}
+
+/* What op's slow-call line needs of sc: its server and buckets. */
+static void
+scan_op_note(const struct scanner *sc, struct scan_op *op)
+{
+    op->req->backend_name = backend_pool_server_name(sc->pool, sc->server);
+    for (unsigned i = 0; i < sc->nbuckets; i++) {
+        req_note_bucket(op->req, sc->buckets[i].bucket, sc->buckets[i].legacy);
+    }
+}
+
 static void
 scan_reply_i32(struct scan_op *op, struct worker *w, int32_t v)
 {
@@ -401,6 +424,7 @@ scan_sub_begin(struct scanner *sc, req_sink_fn sink, uint32_t tag,
     sub->sink_arg = sc;
     sub->sink_tag = tag;
     sub->server = sc->server;
+    sub->started = req_now(); /* its wait for a connection is counted */
     sub->backend_seqid = worker_next_seqid(w);
     memcpy(sub->call.name, m->name, m->name_len + 1u);
     sub->call.name_len = m->name_len;
@@ -601,13 +625,14 @@ scan_opened(struct scanner *sc, struct scan_op *op)
 {
     struct worker *w = sc->item.owner;
 
+    scan_op_note(sc, op);
     if (sc->error != NULL && sc->error_app >= 0) {
         scan_reply_app(op, w, sc->error_app, sc->error);
         scan_close(sc);
         return;
     }
     if (sc->error != NULL) {
-        scan_reply_io(op, w, sc->error, sc->error_retry);
+        scan_reply_failed(sc, op, w);
         scan_close(sc);
         return;
     }
@@ -655,6 +680,7 @@ scan_open_sink(struct worker *w, struct req *sub)
     } else if (sc->error == NULL) {
         sc->error = g_steal_pointer(&why);
         sc->error_retry = retry;
+        sc->error_transport = sub->failed;
         sc->error_app = app_type;
     }
     scan_sub_return(sc, sub);
@@ -903,9 +929,15 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
     if (a.has_filter || a.has_filter_bytes) {
         filter = a.has_filter
                      ? scanfilter_new(a.filter, a.filter_len, sc->salt,
-                                      reversed, &error)
+                                      reversed,
+                                      (const char *const *)
+                                          w->gen->cfg->custom_filters,
+                                      &error)
                      : scanfilter_new_pb(a.filter_bytes, a.filter_bytes_len,
-                                         sc->salt, reversed, &error);
+                                         sc->salt, reversed,
+                                         (const char *const *)w->gen->cfg
+                                             ->custom_filter_classes,
+                                         &error);
         if (filter == NULL) {
             /* a filter whose meaning salting would change, or bytes HBase
              * itself refuses: answered as HBase would */
@@ -1072,6 +1104,7 @@ scan_fetch_sink(struct worker *w, struct req *sub)
                                         "failed in %s: %s",
                                         sc->table, where, inner);
             sc->error_retry = retry;
+            sc->error_transport = sub->failed;
             sc->state = SCAN_FAILED;
             /* the reason may quote the backend, and so row data: only at
              * debug; the client gets it in full */
@@ -1192,7 +1225,7 @@ scan_pump(struct scanner *sc)
         }
         if (sc->state == SCAN_FAILED) {
             sc->op = NULL;
-            scan_reply_io(op, sc->item.owner, sc->error, sc->error_retry);
+            scan_reply_failed(sc, op, sc->item.owner);
             sc->pump_again = TRUE;
             scan_next_op(sc);
             continue;
@@ -1274,6 +1307,7 @@ scan_pass_sink(struct worker *w, struct req *sub)
         g_autofree char *why = g_strndup((const char *)sub->raw.data,
                                          sub->raw.len);
 
+        req->err_kind = METRICS_ERR_TRANSPORT;
         scan_reply_io(op, w, why, sub->can_retry);
     } else {
         off = req_reply_begin(req);
@@ -1302,6 +1336,7 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
 {
     struct worker *w = sc->item.owner;
 
+    scan_op_note(sc, op);
     sc->last_used = req_now();
     if (op->kind == SCAN_OP_CLOSE && sc->salt == NULL) {
         /* pass-through: the backend's own answer (IllegalArgument for a

@@ -254,3 +254,61 @@ def start_backend(kind, workdir, emu=None, **kw):
     kw.pop('real_extra', None)
     kw.pop('thrift', None)
     return EmuBackend(emu, workdir, **kw)
+
+
+# ---- protobuf Filters (Thrift2 filterBytes) -------------------------------
+
+def pb_field(num, value):
+    """A protobuf field: a varint for an int, else length-delimited."""
+    def varint(v):
+        out = b''
+        while True:
+            b = v & 0x7f
+            v >>= 7
+            if not v:
+                return out + bytes([b])
+            out += bytes([b | 0x80])
+    if isinstance(value, int):
+        return varint(num << 3) + varint(value)
+    return varint((num << 3) | 2) + varint(len(value)) + value
+
+
+def pb_filter(cls, ser):
+    """Filter { name = cls (bytes, a full class name), serialized_filter }."""
+    return pb_field(1, cls) + pb_field(2, ser)
+
+
+# ---- the proxy -------------------------------------------------------------
+
+class Proxy(object):
+    """hbase-salt-proxy on conf_text (a configuration file's text), waited
+    for on every port in ports; .close() stops it with SIGTERM."""
+
+    def __init__(self, binary, workdir, conf_text, ports, name='proxy'):
+        conf = os.path.join(workdir, name + '.conf')
+        with open(conf, 'w') as f:
+            f.write(conf_text)
+        self.log_path = os.path.join(workdir, name + '.log')
+        self.log = open(self.log_path, 'wb')
+        self.proc = subprocess.Popen([binary, '-c', conf, '--log-level',
+                                      'info'],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(lambda: all(can_connect(p) for p in ports)
+                 or self.proc.poll() is not None, 30, name + ' listening')
+        if self.proc.poll() is not None:
+            raise AssertionError('%s exited at start; log in %s:\n%s'
+                                 % (name, self.log_path, self.log_text()))
+
+    def log_text(self):
+        with open(self.log_path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()

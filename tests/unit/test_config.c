@@ -32,8 +32,11 @@ assert_defaults(const struct config *cfg)
     g_assert_cmpuint(cfg->servers[0].port, ==, 9091);
     g_assert_cmpint(cfg->protocol, ==, CONFIG_PROTOCOL_BINARY);
     g_assert_cmpint(cfg->transport, ==, CONFIG_TRANSPORT_BUFFERED);
+    g_assert_nonnull(cfg->custom_filters);
+    g_assert_null(cfg->custom_filters[0]);
     g_assert_cmpuint(cfg->connect_timeout_ms, ==, 2000);
     g_assert_cmpuint(cfg->request_timeout_ms, ==, 30000);
+    g_assert_cmpuint(cfg->slow_call_ms, ==, 1000);
     g_assert_cmpuint(cfg->pool_size, ==, 16);
     g_assert_cmpuint(cfg->scan_caching_max, ==, 1000);
     g_assert_cmpuint(cfg->scan_scanner_timeout_ms, ==, 60000);
@@ -432,6 +435,8 @@ test_error_value(void)
         { "proxy", "client_idle_timeout_ms", "2147483648" },
         { "backend", "connect_timeout_ms", "0" },
         { "backend", "request_timeout_ms", "" },
+        { "backend", "slow_call_ms", "-1" },
+        { "backend", "slow_call_ms", "2147483648" },
         { "backend", "pool_size", "0" },
         { "scan", "caching_max", "0" },
         { "scan", "scanner_timeout_ms", "999" },
@@ -463,6 +468,14 @@ test_error_value(void)
         { "table:t", "hash_part", "delimiter:#:x" },
         { "table:t", "hash_part", "delimiter:\\x:1" },
         { "table:t", "hash_part", "delimiter:0123456789abcdefg:1" },
+        /* custom filters */
+        { "backend", "custom_filters", "PrefixFilter" },
+        { "backend", "custom_filters", "A:x.A, A:y.A" },
+        { "backend", "custom_filters", "My Filter" },
+        { "backend", "custom_filters", "A, , B" },
+        { "backend", "custom_filters", "A:" },
+        { "backend", "custom_filters", "A:com.x/A" },
+        { "backend", "custom_filters", "A(1)" },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -478,6 +491,34 @@ test_error_value(void)
     /* the inline-comment hint */
     assert_fails("[proxy]\nworkers = 2 # two\n", CONFIG_ERROR_INVALID_VALUE,
                  "own", NULL);
+}
+
+/* Test: [backend] custom_filters takes hbase.thrift.filters' value as it
+ * is (Name:Class, comma separated) or names alone, and survives
+ * config_to_text. */
+static void
+test_custom_filters(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = load("[backend]\ncustom_filters = "
+                                   "ValuePass:hsp.ValuePassFilter ,Other$1\n",
+                                   &error);
+    g_autoptr(config_t) again = NULL;
+    g_autofree char *text = NULL;
+
+    g_assert_no_error(error);
+    g_assert_cmpuint(g_strv_length(cfg->custom_filters), ==, 2);
+    g_assert_cmpstr(cfg->custom_filters[0], ==, "ValuePass");
+    g_assert_cmpstr(cfg->custom_filters[1], ==, "Other$1");
+    /* the classes Thrift2's filterBytes name them by */
+    g_assert_cmpuint(g_strv_length(cfg->custom_filter_classes), ==, 1);
+    g_assert_cmpstr(cfg->custom_filter_classes[0], ==, "hsp.ValuePassFilter");
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "custom_filters = "
+                                  "ValuePass:hsp.ValuePassFilter, Other$1\n"));
+    again = load(text, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstrv(again->custom_filters, cfg->custom_filters);
 }
 
 /* [thrift2] listen and [backend] thrift2_servers: off by default, the
@@ -970,6 +1011,7 @@ main(int argc, char **argv)
     g_test_add_func("/config/error/key", test_error_key);
     g_test_add_func("/config/error/value", test_error_value);
     g_test_add_func("/config/thrift2", test_thrift2);
+    g_test_add_func("/config/custom-filters", test_custom_filters);
     g_test_add_func("/config/salt-mapping", test_salt_mapping);
     g_test_add_func("/config/sasl", test_sasl);
     g_test_add_func("/config/catalog", test_catalog);
