@@ -153,9 +153,11 @@ static gboolean emu_handler_get_cells(EmuHandler *self, GPtrArray *ret,
     if (versions <= 0)
         /* Get.readVersions, before the table is looked up: a plain
          * IOException, so canRetry */
-        return emu_handler_fail(emu_handler_err(EMU_STORE_ERROR_IO,
-                                    "java.io.IOException: versions must be "
-                                    "positive"), method, io, NULL, NULL, error);
+        return emu_handler_fail(
+            emu_handler_err(EMU_STORE_ERROR_IO,
+                            "java.io.IOException: versions must be "
+                            "positive"),
+            method, io, NULL, NULL, error);
     t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                             TRUE, &err);
     if (t == NULL)
@@ -313,8 +315,8 @@ static gboolean emu_handler_mutate_row_ts(HbaseHbaseIf *iface,
     /* the Put and Delete are built (new Put(row), addImmutable) before
      * the table is asked for anything */
     err = emu_handler_check_row(row, EMU_STORE_ERROR_ILLEGAL);
-    if (err == NULL && emu_handler_parse_muts(NULL, mutations, FALSE, muts,
-                                              &err))
+    if (err == NULL &&
+        emu_handler_parse_muts(NULL, mutations, FALSE, muts, &err))
         t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                                 TRUE, &err);
     if (t == NULL)
@@ -1248,8 +1250,8 @@ static gboolean emu_handler_check_and_put(HbaseHbaseIf *iface,
     emu_table_write_unlock(t);
     emu_guard_leave(&g);
     if (match && later != NULL)
-        return emu_handler_fail(g_steal_pointer(&later), "checkAndPut", io,
-                                ia, NULL, error);
+        return emu_handler_fail(g_steal_pointer(&later), "checkAndPut", io, ia,
+                                NULL, error);
     *ret = match;
     return TRUE;
 }
@@ -1286,8 +1288,8 @@ static gboolean emu_handler_open(EmuHandler *self, HbaseScannerID *ret,
     ok = emu_scanner_open(t, spec, ret, &err);
     emu_colspec_free(spec->cols);
     emu_guard_leave(&g);
-    if (!ok && g_str_has_prefix(err->message,
-                                "java.lang.IllegalArgumentException")) {
+    if (!ok &&
+        g_str_has_prefix(err->message, "java.lang.IllegalArgumentException")) {
         /* ParseFilter's IllegalArgumentException (a bad filter string or
          * regex): scannerOpenWithScan catches only IOException */
         g_error_free(err);

@@ -59,8 +59,9 @@ static const char *emu_handler2_message(const char *msg, const char *method)
         "org.apache.hadoop.hbase.TableNotEnabledException: ",
     };
     static const char *const master[] = {
-        "disableTable", "deleteTable", "truncateTable", "addColumnFamily",
-        "deleteColumnFamily", "modifyColumnFamily", "modifyTable",
+        "disableTable",    "deleteTable",        "truncateTable",
+        "addColumnFamily", "deleteColumnFamily", "modifyColumnFamily",
+        "modifyTable",
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(master); i++)
@@ -950,7 +951,7 @@ static gboolean emu_handler2_check(emu_table *t, const GByteArray *row,
     return TRUE;
 }
 
-#define EMU_NO_SUCH_FAMILY \
+#define EMU_NO_SUCH_FAMILY                                                    \
     "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException"
 
 /* CheckAndMutate.Builder.build: the action is for the checked row. */
@@ -1590,9 +1591,9 @@ static gboolean emu_handler2_get_all_region_locations(
     emu_guard_latency(&self->opts);
     t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                             FALSE, &err);
-    if (t == NULL && g_str_has_prefix(err->message,
-                                      "org.apache.hadoop.hbase."
-                                      "TableNotFoundException")) {
+    if (t == NULL &&
+        g_str_has_prefix(err->message, "org.apache.hadoop.hbase."
+                                       "TableNotFoundException")) {
         /* RegionLocator.getAllRegionLocations scans hbase:meta for the
          * table's rows: none, an empty list */
         g_error_free(err);

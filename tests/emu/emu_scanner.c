@@ -48,8 +48,8 @@ static struct {
     GMutex lock;
     /* per service, as HBase runs Thrift1 and Thrift2 as two servers, each
      * handler with its own map and its own int counter from 0 */
-    GHashTable *scanners;       /* Thrift1: GINT_TO_POINTER(id) -> emu_scanner * */
-    GHashTable *scanners2;      /* Thrift2 */
+    GHashTable *scanners;  /* Thrift1: GINT_TO_POINTER(id) -> emu_scanner * */
+    GHashTable *scanners2; /* Thrift2 */
     guint32 next_id;
     guint32 next_id2;
     gint64 timeout_us;          /* Thrift1 scanners */

@@ -1483,7 +1483,8 @@ gboolean emu_store_create_namespace(emu_store *s, const char *ns,
     if (g_hash_table_contains(s->namespaces, ns)) {
         g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                     "org.apache.hadoop.hbase.NamespaceExistException: "
-                    "Namespace %s already exists", ns);
+                    "Namespace %s already exists",
+                    ns);
         ok = FALSE;
     } else {
         g_hash_table_insert(s->namespaces, g_strdup(ns),
