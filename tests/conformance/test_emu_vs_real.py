@@ -482,7 +482,11 @@ class Gen(object):
             s.timestamp = self.ts()
         if self.p(0.3):
             s.columns = self.cols()
-        if self.p(0.3):
+        return self.scan_common(s)
+
+    def scan_common(self, s):
+        """The fields both services' TScan have, of the same names."""
+        if self.p(0.25):
             s.filterString = self.filt().encode()
         if self.p(0.2):
             s.batchSize = self.r.randint(1, 3)
@@ -693,17 +697,9 @@ def tscan2(g):
         s.maxVersions = g.r.randint(1, 4)
     if g.p(0.2):
         s.timeRange = T2.TTimeRange(minStamp=g.ts(), maxStamp=g.ts() + 15)
-    if g.p(0.2):
-        s.filterString = g.filt().encode()
-    if g.p(0.2):
-        s.batchSize = g.r.randint(1, 3)
-    if g.p(0.2):
-        s.reversed = True
     if g.p(0.15):
         s.limit = g.r.randint(1, 3)
-    if g.p(0.2):
-        s.caching = g.r.randint(1, 5)
-    return s
+    return g.scan_common(s)
 
 
 def thrift2_op(g, run):
