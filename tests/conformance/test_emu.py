@@ -1873,6 +1873,56 @@ class T10HeldToReal(Base):
                   'NoSuchColumnFamilyException: ')
         self.assertTrue(e.message.startswith(prefix * 2), e.message)
 
+    def test_admin_wording(self):
+        P = 'org.apache.hadoop.hbase.'
+        name = self.tname('adm')
+        cds = [H.T.ColumnDescriptor(name=b'f:')]
+        self.call('createTable', name, cds)
+        n = name.decode()
+        e = self.call_raises(H.T.IOError, 'enableTable', name)
+        self.eq(e.message, P + 'TableNotDisabledException: tableName=%s, '
+                'state=ENABLED' % n)
+        e = self.call_raises(H.T.IOError, 'deleteTable', name)
+        self.eq(e.message, P + 'TableNotDisabledException: ' + P +
+                'TableNotDisabledException: Not DISABLED; tableName=%s, '
+                'state=ENABLED' % n)
+        self.call('disableTable', name)
+        e = self.call_raises(H.T.IOError, 'disableTable', name)
+        self.eq(e.message, (P + 'TableNotEnabledException: ') * 2 + n)
+        self.call('deleteTable', name)
+        e = self.call_raises(H.T.IOError, 'disableTable', name)
+        self.eq(e.message, (P + 'TableNotFoundException: ') * 2 + n)
+        e = self.call_raises(H.T.IOError, 'compact', name)
+        self.eq(e.message, P + 'TableNotFoundException: ' + n)
+        e = self.call_raises(H.T.IOError, 'createTable', name, [])
+        self.eq((e.message.split(': ')[:2], e.canRetry),
+                ([P + 'DoNotRetryIOException'] * 2, False))
+        e = self.call_raises(H.TApplicationException, 'createTable',
+                             b'bad name', cds)
+        self.eq(e.type, H.TApplicationException.INTERNAL_ERROR)
+        e = self.call_raises(H.T.IllegalArgument, 'createTable', name,
+                             cds + cds)
+        self.eq(e.message, "java.lang.IllegalArgumentException: Family 'f' "
+                "already exists so cannot be added")
+
+    def test_mutate_row_is_two_calls(self):
+        # the handler sends table.delete(delete), then table.put(put): a
+        # Put with a missing family fails after the Delete is applied
+        M = H.T.Mutation
+        mt = self.mk_table('two')
+        self.call('mutateRow', mt.name, b'r', [M(column=b'cf:a', value=b'1'),
+                                               M(column=b'cf:b', value=b'2')],
+                  {})
+        self.call_raises(H.T.IOError, 'mutateRow', mt.name, b'r', [
+            M(column=b'nope:q', value=b'x'), M(isDelete=True, column=b'cf:a')],
+            {})
+        self.eq(sorted(self.call('getRow', mt.name, b'r', {})[0].columns),
+                [b'cf:b'])
+        # of two missing families, the region names the bytewise first
+        e = self.call_raises(H.T.IOError, 'getRowWithColumns', mt.name, b'r',
+                             [b'zz:q', b'aa:q'], {})
+        self.assertIn('Column family aa does not exist', e.message)
+
     def test_check_and_put_order(self):
         M = H.T.Mutation
         mt = self.mk_table('cap')

@@ -150,7 +150,6 @@ KNOWN_BATCH = ('multi-action calls: RetriesExhaustedWithDetailsException, '
                'partial application')
 KNOWN_GRANT = "grant/revoke: HBase 2.6.1's servers do not have them"
 KNOWN_META = 'getRegionInfo: HBase answers the meta row at or before the key'
-KNOWN_ADMIN = 'Thrift1 admin errors: the master\'s wording'
 KNOWN_LAZY = 'scanners: HBase opens them lazily'
 KNOWN_VERSIONS = ('versions over maxVersions: HBase drops them at a flush, '
                   'a time-ranged read sees them until then')
@@ -192,10 +191,6 @@ def known(name, args, emu, real):
         return KNOWN_GRANT
     if name == 'getRegionInfo':
         return KNOWN_META
-    if name in ('createTable', 'deleteTable', 'enableTable', 'disableTable',
-                'compact', 'majorCompact', 'createNamespace') and \
-            emu[0] == real[0] == 'exc':
-        return KNOWN_ADMIN
     if (name.startswith('scannerOpen') or name == 'openScanner') and \
             real[0] == 'ok' and emu[0] == 'exc':
         return KNOWN_LAZY

@@ -446,6 +446,12 @@ static gboolean emu_admin2_create_table(Hbase2THBaseServiceIf *iface,
 
     if (fams == NULL)
         return emu_handler2_fail(err, "createTable", io, error);
+    if (fams->len == 0)
+        /* the master's sanity check comes before its existence check */
+        return emu_handler2_fail(
+            g_error_new_literal(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                                EMU_STORE_NO_FAMILY_MESSAGE),
+            "createTable", io, error);
     /* splitKeyFromThrift: an empty list is no split keys at all. */
     if (split_keys != NULL && split_keys->len > 0) {
         splits = g_ptr_array_new_with_free_func(

@@ -201,15 +201,17 @@ static gboolean emu_handler2_colspec(emu_table *t, const GPtrArray *tcols,
                                      emu_colspec **out, GError **error)
 {
     g_autoptr(emu_colspec) spec = NULL;
+    g_autoptr(GPtrArray) cols = NULL;
 
     *out = NULL;
     if (tcols == NULL || tcols->len == 0)
         return TRUE;
     spec = emu_colspec_new(t);
+    cols = g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
     for (guint i = 0; i < tcols->len; i++) {
         const Hbase2TColumn *c = g_ptr_array_index(tcols, i);
-        g_autoptr(GByteArray) col = emu_handler2_bytes(EMU_DATA(c->family),
-                                                       EMU_LEN(c->family));
+        GByteArray *col = emu_handler2_bytes(EMU_DATA(c->family),
+                                             EMU_LEN(c->family));
 
         /* The family cannot hold ':', so the first one splits them. */
         if (c->__isset_qualifier) {
@@ -218,9 +220,10 @@ static gboolean emu_handler2_colspec(emu_table *t, const GPtrArray *tcols,
                 g_byte_array_append(col, c->qualifier->data,
                                     c->qualifier->len);
         }
-        if (!emu_colspec_add(spec, t, col->data, col->len, error))
-            return FALSE;
+        g_ptr_array_add(cols, col);
     }
+    if (!emu_colspec_add_all(spec, t, cols, error))
+        return FALSE;
     *out = g_steal_pointer(&spec);
     return TRUE;
 }

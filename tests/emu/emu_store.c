@@ -809,6 +809,39 @@ void emu_colspec_free(emu_colspec *c)
     g_free(c);
 }
 
+gboolean emu_colspec_add_all(emu_colspec *c, const emu_table *t,
+                             const GPtrArray *cols, GError **error)
+{
+    GError *first = NULL;
+    const GByteArray *first_col = NULL;
+    size_t first_len = 0;
+
+    for (guint i = 0; cols != NULL && i < cols->len; i++) {
+        const GByteArray *col = g_ptr_array_index(cols, i);
+        const uint8_t *q;
+        size_t fl, ql;
+        GError *err = NULL;
+
+        if (emu_colspec_add(c, t, col->data, col->len, &err))
+            continue;
+        emu_store_parse_column(col->data, col->len, &fl, &q, &ql);
+        if (first == NULL ||
+            emu_store_bytes_cmp(col->data, fl, first_col->data, first_len) <
+                0) {
+            g_clear_error(&first);
+            first = err;
+            first_col = col;
+            first_len = fl;
+        } else {
+            g_error_free(err);
+        }
+    }
+    if (first == NULL)
+        return TRUE;
+    g_propagate_error(error, first);
+    return FALSE;
+}
+
 gboolean emu_colspec_add(emu_colspec *c, const emu_table *t,
                          const uint8_t *col, size_t len, GError **error)
 {
@@ -1215,7 +1248,7 @@ gboolean emu_store_create_table_split(emu_store *s, const uint8_t *name,
                 memcmp(f->name, g->name, f->name_len) == 0) {
                 g_rw_lock_writer_unlock(&s->lock);
                 g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
-                            "java.lang.IllegalArgumentException: Column family "
+                            "java.lang.IllegalArgumentException: Family "
                             "'%s' already exists so cannot be added",
                             (const char *)f->name);
                 return FALSE;

@@ -216,6 +216,10 @@ void emu_colspec_free(emu_colspec *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(emu_colspec, emu_colspec_free)
 gboolean emu_colspec_add(emu_colspec *c, const emu_table *t,
                          const uint8_t *col, size_t len, GError **error);
+/* Every column (GByteArray *) in turn; of several missing families the
+ * bytewise first is named, as HBase's region checks its sorted map. */
+gboolean emu_colspec_add_all(emu_colspec *c, const emu_table *t,
+                             const GPtrArray *cols, GError **error);
 
 /* Splits "fam:qual" at the first ':' as CellUtil.parseColumn does. */
 gboolean emu_store_parse_column(const uint8_t *col, size_t len,
