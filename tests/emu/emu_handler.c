@@ -74,10 +74,10 @@ static GError *emu_handler_admin_error(GError *err, const char *method,
                                        const GByteArray *name)
 {
     static const char *const not_found = EMU_HBASE "TableNotFoundException: ";
-    static const char *const not_enabled =
-        EMU_HBASE "TableNotEnabledException: ";
-    static const char *const not_disabled =
-        EMU_HBASE "TableNotDisabledException: ";
+    static const char *const not_enabled = EMU_HBASE
+        "TableNotEnabledException: ";
+    static const char *const not_disabled = EMU_HBASE
+        "TableNotDisabledException: ";
     const char *m = err->message;
     g_autoptr(GString) tn = g_string_new(NULL);
     GError *out = NULL;
@@ -101,8 +101,8 @@ static GError *emu_handler_admin_error(GError *err, const char *method,
     else if (strcmp(method, "compact") == 0 &&
              g_str_has_prefix(m, "java.lang.IllegalArgumentException: "
                                  "Invalid table or region name"))
-        out = g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
-                          "%s%s", not_found, tn->str);
+        out = g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY, "%s%s",
+                          not_found, tn->str);
     else if (strcmp(method, "createTable") == 0 &&
              strcmp(m, EMU_STORE_NO_FAMILY_MESSAGE) == 0)
         out = g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
@@ -485,9 +485,9 @@ static gboolean emu_handler_enable_table(HbaseHbaseIf *iface,
     emu_guard_latency(&self->opts);
     if (!emu_store_set_enabled(self->store, EMU_DATA(name), EMU_LEN(name),
                                TRUE, &err))
-        return emu_handler_fail(emu_handler_admin_error(err, "enableTable",
-                                                        name),
-                                "enableTable", io, NULL, NULL, error);
+        return emu_handler_fail(
+            emu_handler_admin_error(err, "enableTable", name), "enableTable",
+            io, NULL, NULL, error);
     return TRUE;
 }
 
@@ -501,9 +501,9 @@ static gboolean emu_handler_disable_table(HbaseHbaseIf *iface,
     emu_guard_latency(&self->opts);
     if (!emu_store_set_enabled(self->store, EMU_DATA(name), EMU_LEN(name),
                                FALSE, &err))
-        return emu_handler_fail(emu_handler_admin_error(err, "disableTable",
-                                                        name),
-                                "disableTable", io, NULL, NULL, error);
+        return emu_handler_fail(
+            emu_handler_admin_error(err, "disableTable", name), "disableTable",
+            io, NULL, NULL, error);
     return TRUE;
 }
 
@@ -538,8 +538,8 @@ static gboolean emu_handler_compact_common(HbaseHbaseIf *iface,
     if (!emu_store_compact(self->store, EMU_DATA(name), EMU_LEN(name), major,
                            &err))
         return emu_handler_fail(emu_handler_admin_error(err, "compact", name),
-                                major ? "majorCompact" : "compact", io,
-                                NULL, NULL, error);
+                                major ? "majorCompact" : "compact", io, NULL,
+                                NULL, error);
     return TRUE;
 }
 
@@ -739,9 +739,9 @@ static gboolean emu_handler_create_table(HbaseHbaseIf *iface,
     }
     if (!emu_store_create_table(self->store, EMU_DATA(name), EMU_LEN(name),
                                 fams, &err))
-        return emu_handler_fail(emu_handler_admin_error(err, "createTable",
-                                                        name),
-                                "createTable", io, ia, exist, error);
+        return emu_handler_fail(
+            emu_handler_admin_error(err, "createTable", name), "createTable",
+            io, ia, exist, error);
     return TRUE;
 }
 
@@ -755,9 +755,9 @@ static gboolean emu_handler_delete_table(HbaseHbaseIf *iface,
     emu_guard_latency(&self->opts);
     if (!emu_store_delete_table(self->store, EMU_DATA(name), EMU_LEN(name),
                                 &err))
-        return emu_handler_fail(emu_handler_admin_error(err, "deleteTable",
-                                                        name),
-                                "deleteTable", io, NULL, NULL, error);
+        return emu_handler_fail(
+            emu_handler_admin_error(err, "deleteTable", name), "deleteTable",
+            io, NULL, NULL, error);
     return TRUE;
 }
 
