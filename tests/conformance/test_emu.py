@@ -372,7 +372,7 @@ class T01Admin(Base):
                 ('get', (t, b'r', b'cf:q', {})),
                 ('getVer', (t, b'r', b'cf:q', 3, {})),
                 ('getRow', (t, b'r', {})),
-                ('getRows', (t, [b'r'], {})),
+                # (getRows: a batch, retryable: T10HeldToReal)
                 ('mutateRow', (t, b'r', [H.T.Mutation(
                     column=b'cf:q', value=b'v')], {})),
                 ('atomicIncrement', (t, b'r', b'cf:q', 1)),
@@ -1922,6 +1922,14 @@ class T10HeldToReal(Base):
         e = self.call_raises(H.T.IOError, 'getRowWithColumns', mt.name, b'r',
                              [b'zz:q', b'aa:q'], {})
         self.assertIn('Column family aa does not exist', e.message)
+
+    def test_get_rows_on_missing_table(self):
+        e = self.call_raises(H.T.IOError, 'getRows', b'no_such_table',
+                             [b'a', b'b'], {})
+        self.eq((e.message, e.canRetry),
+                ('org.apache.hadoop.hbase.client.RetriesExhaustedWithDetails'
+                 'Exception: Failed 2 actions: no_such_table: 2 times, '
+                 'servers with issues: null', True))
 
     def test_check_and_put_order(self):
         M = H.T.Mutation

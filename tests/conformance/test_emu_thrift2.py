@@ -1086,6 +1086,20 @@ class T09HeldToReal(Base):
                                 cv(b'cf', b'q', b'3')]))]))
         self.eq(e.type, harness.TApplicationException.INTERNAL_ERROR)
 
+    def test_batch_on_missing_table(self):
+        # AsyncProcess fails every action: RetriesExhaustedWithDetails
+        put = T2.TPut(row=b'r', columnValues=[cv(b'cf', b'q', b'v')])
+        e = self.raises(T2.TIOError, 'putMultiple', b'no_such_table',
+                        [put, put])
+        self.eq((e.message, e.canRetry), ('Failed 2 actions: no_such_table: '
+                                          '2 times, servers with issues: '
+                                          'null', True))
+        e = self.raises(T2.TIOError, 'mutateRow', b'no_such_table',
+                        T2.TRowMutations(row=b'r', mutations=[
+                            T2.TMutation(put=put)]))
+        self.eq(e.message, 'Failed 1 action: no_such_table: 1 time, servers '
+                'with issues: null')
+
     def test_namespace_configuration(self):
         self.call('createNamespace', T2.TNamespaceDescriptor(
             name='nsconf', configuration={'a': '1'}))

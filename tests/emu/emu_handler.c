@@ -262,7 +262,12 @@ static gboolean emu_handler_get_rows(EmuHandler *self, GPtrArray *ret,
     t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                             TRUE, &err);
     if (t == NULL)
-        return emu_handler_fail(err, method, io, NULL, NULL, error);
+        /* getRows*: table.get(List<Get>), one action a row (getRow* is
+         * one Get) */
+        return emu_handler_fail(g_str_has_prefix(method, "getRows")
+                                    ? emu_store_batch_error(err, n)
+                                    : err,
+                                method, io, NULL, NULL, error);
     spec = emu_handler_colspec(t, columns, &err);
     if (spec == NULL)
         return emu_handler_fail(err, method, io, NULL, NULL, error);

@@ -57,6 +57,7 @@ static const char *emu_handler2_message(const char *msg, const char *method)
     static const char *const local[] = {
         "org.apache.hadoop.hbase.TableNotFoundException: ",
         "org.apache.hadoop.hbase.TableNotEnabledException: ",
+        "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: ",
     };
     static const char *const master[] = {
         "disableTable",    "deleteTable",        "truncateTable",
@@ -789,10 +790,23 @@ static void emu_handler2_apply(EmuHandler2 *self, emu_table *t, GArray *rms)
 
 /* Parses every item (TPut, TDelete or TRowMutations) before writing any,
  * as the client library builds them all first, then applies them. */
+/* The actions HBase's client sends for the items. */
+static guint emu_handler2_actions(emu_mut2_kind kind, const GPtrArray *items)
+{
+    const Hbase2TRowMutations *m;
+
+    if (items == NULL)
+        return 0;
+    if (kind != EMU_MUT2_ROW_MUTATIONS)
+        return items->len;
+    m = items->len > 0 ? g_ptr_array_index(items, 0) : NULL;
+    return m != NULL && m->mutations != NULL ? m->mutations->len : 0;
+}
+
 static gboolean emu_handler2_write(EmuHandler2 *self, const GByteArray *table,
                                    emu_mut2_kind kind, const GPtrArray *items,
-                                   const char *method, Hbase2TIOError **io,
-                                   GError **error)
+                                   gboolean multi, const char *method,
+                                   Hbase2TIOError **io, GError **error)
 {
     GError *err = NULL;
     g_autoptr(emu_table) t = NULL;
@@ -802,6 +816,10 @@ static gboolean emu_handler2_write(EmuHandler2 *self, const GByteArray *table,
     if (err == NULL)
         t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                                 TRUE, &err);
+    if (t == NULL && multi)
+        /* a list of actions (putMultiple, deleteMultiple: one each; a
+         * RowMutations: one a mutation) meets the missing table */
+        err = emu_store_batch_error(err, emu_handler2_actions(kind, items));
     if (t == NULL)
         return emu_handler2_fail(err, method, io, error);
     for (guint i = 0; items != NULL && i < items->len; i++) {
@@ -841,7 +859,11 @@ static gboolean emu_handler2_write1(EmuHandler2 *self,
     g_autoptr(GPtrArray) one = g_ptr_array_new();
 
     g_ptr_array_add(one, (gpointer)item);
-    return emu_handler2_write(self, table, kind, one, method, io, error);
+    /* a RowMutations is a batch of its mutations; a TPut or TDelete one
+     * call of its own */
+    return emu_handler2_write(self, table, kind, one,
+                              kind == EMU_MUT2_ROW_MUTATIONS, method, io,
+                              error);
 }
 
 static gboolean emu_handler2_put(Hbase2THBaseServiceIf *iface,
@@ -859,7 +881,7 @@ static gboolean emu_handler2_put_multiple(Hbase2THBaseServiceIf *iface,
                                           Hbase2TIOError **io, GError **error)
 {
     return emu_handler2_write(EMU_HANDLER2(iface), table, EMU_MUT2_PUT,
-                              tputs, "putMultiple", io, error);
+                              tputs, TRUE, "putMultiple", io, error);
 }
 
 static gboolean emu_handler2_delete_single(Hbase2THBaseServiceIf *iface,
@@ -881,7 +903,7 @@ static gboolean emu_handler2_delete_multiple(Hbase2THBaseServiceIf *iface,
 {
     /* HBase answers an empty list: every delete was applied. */
     return emu_handler2_write(EMU_HANDLER2(iface), table, EMU_MUT2_DELETE,
-                              tdeletes, "deleteMultiple", io, error);
+                              tdeletes, TRUE, "deleteMultiple", io, error);
 }
 
 static gboolean emu_handler2_mutate_row(Hbase2THBaseServiceIf *iface,
@@ -1013,6 +1035,8 @@ static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
     if (err == NULL)
         t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                                 TRUE, &err);
+    if (t == NULL && kind == EMU_MUT2_ROW_MUTATIONS)
+        err = emu_store_batch_error(err, emu_handler2_actions(kind, one));
     if (t == NULL)
         return emu_handler2_fail(err, method, io, error);
     if (kind == EMU_MUT2_ROW_MUTATIONS)

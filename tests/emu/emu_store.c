@@ -1582,6 +1582,24 @@ gboolean emu_store_delete_namespace(emu_store *s, const char *ns,
     return TRUE;
 }
 
+GError *emu_store_batch_error(GError *err, guint n)
+{
+    static const char *const nf = "org.apache.hadoop.hbase."
+                                  "TableNotFoundException: ";
+    GError *out;
+
+    if (err == NULL || n == 0 || !g_str_has_prefix(err->message, nf))
+        return err;
+    out = g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO,
+                      "org.apache.hadoop.hbase.client."
+                      "RetriesExhaustedWithDetailsException: Failed %u "
+                      "action%s: %s: %u time%s, servers with issues: null",
+                      n, n == 1 ? "" : "s", err->message + strlen(nf), n,
+                      n == 1 ? "" : "s");
+    g_error_free(err);
+    return out;
+}
+
 /* A namespace's configuration, replaced whole (modifyNamespace). */
 gboolean emu_store_set_namespace_conf(emu_store *s, const char *ns,
                                       const GHashTable *conf)

@@ -162,6 +162,10 @@ GHashTable *emu_store_namespace_conf(emu_store *s, const char *ns);
 gboolean emu_store_delete_namespace(emu_store *s, const char *ns,
                                     GError **error);
 gboolean emu_store_has_namespace(emu_store *s, const char *ns);
+/* A missing table met by a batch of n actions (n > 0): HBase's
+ * AsyncProcess fails each and answers RetriesExhaustedWithDetailsException
+ * (retryable).  Takes err; returns the error to answer. */
+GError *emu_store_batch_error(GError *err, guint n);
 /* Namespace names, sorted. */
 GPtrArray *emu_store_namespace_names(emu_store *s);
 gboolean emu_store_delete_table(emu_store *s, const uint8_t *name,
