@@ -1094,6 +1094,10 @@ class T09HeldToReal(Base):
         self.eq((e.message, e.canRetry), ('Failed 2 actions: no_such_table: '
                                           '2 times, servers with issues: '
                                           'null', True))
+        e = self.raises(T2.TIOError, 'existsAll', b'no_such_table',
+                        [T2.TGet(row=b'a'), T2.TGet(row=b'b')])
+        self.eq(e.message, 'Failed 2 actions: no_such_table: 2 times, '
+                'servers with issues: null')
         e = self.raises(T2.TIOError, 'mutateRow', b'no_such_table',
                         T2.TRowMutations(row=b'r', mutations=[
                             T2.TMutation(put=put)]))

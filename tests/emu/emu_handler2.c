@@ -416,6 +416,9 @@ static gboolean emu_handler2_gets(EmuHandler2 *self, const GByteArray *table,
     if (err == NULL)
         t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                                 TRUE, &err);
+    if (t == NULL && (strcmp(method, "getMultiple") == 0 ||
+                      strcmp(method, "existsAll") == 0))
+        err = emu_store_batch_error(err, n); /* table.get(List<Get>) */
     if (t == NULL)
         return emu_handler2_fail(err, method, io, error);
     for (; ready < n; ready++) {
