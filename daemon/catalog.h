@@ -53,11 +53,24 @@ gboolean catalog_compare(struct config *cfg, GString *out,
 gboolean catalog_advice(struct config *cfg, GPtrArray *warnings,
                         GError **error);
 
+/*
+ * The catalog's entries for tables cfg has no section for (config_orphan),
+ * with one scan, published for the request path; each newly refused table
+ * logged once.  When HBase cannot be asked, the last ones found stay.
+ * catalog_check does it too; main.c every recheck_ms, so an entry another
+ * proxy or hbase-salt-migrate registers later is refused here within it.
+ */
+void catalog_check_orphans(struct config *cfg);
+
+/* A reload: the orphans old refused that cfg has no section for either,
+ * refused until cfg's own check (HBase may not answer it). */
+void catalog_inherit_orphans(struct config *cfg, const struct config *old);
+
 /* Whether any table of cfg waits for a check that reached HBase. */
 gboolean catalog_pending(const struct config *cfg);
 
 /* The refused tables of cfg, one line each, appended to out; their
- * number. */
+ * number.  Orphans (catalog_check_orphans) included. */
 unsigned catalog_describe_refused(const struct config *cfg, GString *out);
 
 struct hconn;
