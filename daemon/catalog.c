@@ -656,6 +656,29 @@ catalog_check_orphans(struct config *cfg)
     hconn_free(c);
 }
 
+/* Whether two configurations keep the same catalog on the same servers
+ * (a reload may point the proxy at another cluster). */
+static gboolean
+catalog_same_hbase(const struct config *a, const struct config *b)
+{
+    if (g_strcmp0(a->catalog_table, b->catalog_table) != 0 ||
+        a->n_servers != b->n_servers ||
+        a->n_thrift2_servers != b->n_thrift2_servers)
+        return FALSE;
+    for (size_t i = 0; i < a->n_servers + a->n_thrift2_servers; i++) {
+        const struct config_addr *x = i < a->n_servers
+                                          ? &a->servers[i]
+                                          : &a->thrift2_servers[i - a->n_servers];
+        const struct config_addr *y = i < b->n_servers
+                                          ? &b->servers[i]
+                                          : &b->thrift2_servers[i - b->n_servers];
+
+        if (strcmp(x->host, y->host) != 0 || x->port != y->port)
+            return FALSE;
+    }
+    return TRUE;
+}
+
 void
 catalog_inherit_orphans(struct config *cfg, const struct config *old)
 {
@@ -664,9 +687,10 @@ catalog_inherit_orphans(struct config *cfg, const struct config *old)
     g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func(g_free);
     struct config_orphans *set;
 
-    if (cfg->catalog_table == NULL || old->catalog_table == NULL ||
-        strcmp(cfg->catalog_table, old->catalog_table) != 0)
+    if (cfg->catalog_table == NULL || !catalog_same_hbase(cfg, old))
         return;
+    /* a reload never drops a section (config_reload_check): the orphans
+     * are the old ones less those the file has a section for now */
     for (size_t i = 0; was != NULL && i < was->n; i++) {
         if (config_find_table(cfg, was->items[i].name,
                               was->items[i].name_len) == NULL)
@@ -678,6 +702,9 @@ catalog_inherit_orphans(struct config *cfg, const struct config *old)
     if (set != NULL)
         catalog_keep(cfg, set);
     g_atomic_pointer_set(&cfg->catalog_orphans, set);
+    /* a scan that failed last: this check scans */
+    if (g_atomic_int_get(&old->catalog_scan_failed) == 0)
+        g_atomic_int_set(&cfg->catalog_orphans_known, 1);
 }
 
 /* What is worth a warning about the tables as HBase holds them (a table
@@ -729,7 +756,8 @@ catalog_check(struct config *cfg, struct catalog_report *report)
             catalog_set_refusal(cfg, &cfg->tables[i], NULL);
         g_atomic_int_set(&cfg->catalog_unchecked, 0);
         /* a file with no section may still name a salted table */
-        catalog_check_orphans(cfg);
+        if (!g_atomic_int_get(&cfg->catalog_orphans_known))
+            catalog_check_orphans(cfg);
         return TRUE;
     }
     c = catalog_connect(cfg, &err);
@@ -758,7 +786,8 @@ catalog_check(struct config *cfg, struct catalog_report *report)
         g_atomic_int_set(&cfg->catalog_unchecked, 1);
         return FALSE;
     }
-    catalog_orphans_check(c, cfg);
+    if (!g_atomic_int_get(&cfg->catalog_orphans_known))
+        catalog_orphans_check(c, cfg);
     catalog_advise(c, cfg);
     hconn_free(c);
     g_atomic_int_set(&cfg->catalog_unchecked, 0);

@@ -62,8 +62,11 @@ gboolean catalog_advice(struct config *cfg, GPtrArray *warnings,
  */
 void catalog_check_orphans(struct config *cfg);
 
-/* A reload: the orphans old refused that cfg has no section for either,
- * refused until cfg's own check (HBase may not answer it). */
+/* A reload: the orphans old refused that cfg has no section for either
+ * (a reload never drops a section), when both keep the same catalog on
+ * the same servers; catalog_check then scans no more, the next periodic
+ * check does.  Reloads cost no scan each, and HBase not answering one
+ * leaves the refusals in place. */
 void catalog_inherit_orphans(struct config *cfg, const struct config *old);
 
 /* Whether any table of cfg waits for a check that reached HBase. */

@@ -207,6 +207,9 @@ struct config {
                                     sets live in catalog_texts */
     gint catalog_scan_failed;    /* the last catalog scan failed (said
                                     once, catalog.c) */
+    gint catalog_orphans_known;  /* catalog_orphans carried over from the
+                                    generation before (catalog.c): a
+                                    reload scans no sooner than recheck_ms */
 
     /* [table:NAME], sorted by name (memcmp, shorter first) */
     struct config_table *tables;
