@@ -268,8 +268,9 @@ catalog_scan_orphans(struct hconn *c, const struct config *cfg,
             config_find_table(cfg, r->key, r->key_len) != NULL)
             continue;
         for (guint j = r->first; j < r->first + r->n; j++) {
-            const struct hconn_cell *cell =
-                &g_array_index(rows.cells, struct hconn_cell, j);
+            const struct hconn_cell *cell = &g_array_index(rows.cells,
+                                                           struct hconn_cell,
+                                                           j);
 
             if (cell->col_len == strlen(CATALOG_COLUMN) &&
                 memcmp(cell->col, CATALOG_COLUMN, cell->col_len) == 0) {
@@ -666,12 +667,12 @@ catalog_same_hbase(const struct config *a, const struct config *b)
         a->n_thrift2_servers != b->n_thrift2_servers)
         return FALSE;
     for (size_t i = 0; i < a->n_servers + a->n_thrift2_servers; i++) {
-        const struct config_addr *x = i < a->n_servers
-                                          ? &a->servers[i]
-                                          : &a->thrift2_servers[i - a->n_servers];
-        const struct config_addr *y = i < b->n_servers
-                                          ? &b->servers[i]
-                                          : &b->thrift2_servers[i - b->n_servers];
+        const struct config_addr *x =
+            i < a->n_servers ? &a->servers[i]
+                             : &a->thrift2_servers[i - a->n_servers];
+        const struct config_addr *y =
+            i < b->n_servers ? &b->servers[i]
+                             : &b->thrift2_servers[i - b->n_servers];
 
         if (strcmp(x->host, y->host) != 0 || x->port != y->port)
             return FALSE;

@@ -287,8 +287,8 @@ codec_find_table(struct codec_ctx *c, const void *name, size_t len)
     const struct config_table *t = config_find_table(c->cfg, name, len);
     const char *why;
 
-    if (t != NULL || c->reply || c->call == NULL ||
-        c->call->method == NULL || c->call->method->kind == HBASE1_ADMIN)
+    if (t != NULL || c->reply || c->call == NULL || c->call->method == NULL ||
+        c->call->method->kind == HBASE1_ADMIN)
         return t;
     why = config_orphan_refusal(c->cfg, name, len);
     if (why != NULL && c->refused == NULL) {

@@ -1774,8 +1774,10 @@ config_find_named(const void *items, size_t n, size_t stride, const void *name,
         size_t mid = lo + (hi - lo) / 2;
         const char *item = (const char *)items + mid * stride;
         const char *item_name = *(char *const *)(const void *)item;
-        size_t item_len = *(const size_t *)(const void *)(
-            item + offsetof(struct config_table, name_len));
+        size_t item_len =
+            *(const size_t *)(const void *)(item +
+                                            offsetof(struct config_table,
+                                                     name_len));
         int r = memcmp(item_name, key, MIN(item_len, len));
 
         if (r == 0)
