@@ -14,8 +14,8 @@ hbase-emu, with proxies started as an operator would (test_catalog.py's):
     tableExists) still answer; a table in neither the catalog nor the
     file passes through unsalted; with the catalog off nothing changes;
   - an entry registered while B runs (A started later) is refused by B
-    within the recheck period, and passes through again once the entry
-    is removed.
+    within the recheck period, still after a reload, and passes through
+    again once the entry is removed.
 
   /usr/bin/python3 tests/e2e/test_catalog_orphan.py \\
       --proxy BUILD/daemon/hbase-salt-proxy --emu BUILD/tests/emu/hbase-emu \\
@@ -24,6 +24,7 @@ hbase-emu, with proxies started as an operator would (test_catalog.py's):
 
 import argparse
 import os
+import signal
 import sys
 import time
 import unittest
@@ -156,6 +157,12 @@ class OrphanTest(tc.CatalogCase):
         status, body = tc.healthz(b.admin)
         self.assertEqual(status, 503, body)
         self.assertIn('table late is not served', body)
+        # a reload keeps refusing it, from its first call on
+        b.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: 'applied configuration generation 2' in b.text(),
+                 10, 'B reloaded')
+        self.assertIn('buckets = 4', self.refused1(
+            lambda: tc.put(cb, 'late', b'k')))
         # B's own table is still served
         tc.put(cb, 'events', b'e1')
         self.assertEqual(len(cb.getRow(b'events', b'e1', {})), 1)
