@@ -29,6 +29,8 @@
  * rows salted by this very mapping (a proxy that served the table before
  * the catalog existed) from rows written unsalted. */
 #define CATALOG_SAMPLE_ROWS 64
+/* The most rows one scan of the catalog reads: one per salted table. */
+#define CATALOG_SCAN_ROWS 100000
 
 /* Guards every config's catalog_texts. */
 static GMutex catalog_lock;
@@ -40,6 +42,17 @@ catalog_report_clear(struct catalog_report *r)
     memset(r, 0, sizeof(*r));
 }
 
+/* Keeps p (g_free) as long as cfg: what a request may still read. */
+static void
+catalog_keep(struct config *cfg, gpointer p)
+{
+    g_mutex_lock(&catalog_lock);
+    if (cfg->catalog_texts == NULL)
+        cfg->catalog_texts = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(cfg->catalog_texts, p);
+    g_mutex_unlock(&catalog_lock);
+}
+
 /* Sets t's refusal to text (NULL: served); the text lives with cfg, as a
  * request may still point at it.  retry: it clears by itself, a client
  * is told it may retry (config_table_refusal_retry). */
@@ -47,13 +60,8 @@ static void
 catalog_set_refusal_retry(struct config *cfg, struct config_table *t,
                           char *text, gboolean retry)
 {
-    if (text != NULL) {
-        g_mutex_lock(&catalog_lock);
-        if (cfg->catalog_texts == NULL)
-            cfg->catalog_texts = g_ptr_array_new_with_free_func(g_free);
-        g_ptr_array_add(cfg->catalog_texts, text);
-        g_mutex_unlock(&catalog_lock);
-    }
+    if (text != NULL)
+        catalog_keep(cfg, text);
     g_atomic_int_set(&t->refusal_retry, retry ? 1 : 0);
     g_atomic_pointer_set(&t->refusal, text);
 }
@@ -141,6 +149,219 @@ catalog_read(struct hconn *c, const char *catalog, const char *table,
     }
     hconn_rows_free(&rows);
     return ok;
+}
+
+/* An entry's mapping on one line, or why this version does not read
+ * it. */
+static char *
+catalog_entry_mapping(const char *table, const char *entry)
+{
+    g_autoptr(GError) err = NULL;
+    struct salt_table theirs;
+
+    if (!config_mapping_parse(table, entry, &theirs, &err))
+        return g_strdup(err->message);
+    return catalog_mapping_line(&theirs);
+}
+
+/* A proxy's refusal of a table its file leaves unsalted yet the catalog
+ * holds (config_orphan). */
+static char *
+catalog_orphan_why(const struct config *cfg, const char *table,
+                   const char *entry)
+{
+    g_autofree char *origin = catalog_entry_origin(entry);
+    g_autofree char *line = catalog_entry_mapping(table, entry);
+
+    return g_strdup_printf(
+        "hbase-salt-proxy: table %s is not served: the table catalog %s "
+        "holds it as salted {%s} (%s), and this proxy's configuration has "
+        "no [table:%s] section; add the section (the catalog's mapping, as "
+        "printed) or remove the entry once the table holds no salted rows",
+        table, cfg->catalog_table, line, origin, table);
+}
+
+/* name, then why, NUL-ended: one orphan as collected. */
+static int
+catalog_orphan_cmp(gconstpointer a, gconstpointer b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    size_t xl = strlen(x), yl = strlen(y);
+    int r = memcmp(x, y, MIN(xl, yl));
+
+    /* config_find_table's order: bytes, then the shorter first */
+    return r != 0 ? r : (xl > yl) - (xl < yl);
+}
+
+/* One allocation holding the orphans of pairs (each "name\0why\0", as
+ * catalog_orphan_pair makes them), sorted; NULL for none. */
+static struct config_orphans *
+catalog_orphans_pack(GPtrArray *pairs)
+{
+    struct config_orphans *set;
+    size_t size, n = pairs->len;
+    char *p;
+
+    if (n == 0)
+        return NULL;
+    g_ptr_array_sort(pairs, catalog_orphan_cmp);
+    size = sizeof(*set) + n * sizeof(set->items[0]);
+    for (guint i = 0; i < n; i++) {
+        const char *name = g_ptr_array_index(pairs, i);
+
+        size += strlen(name) + 1 + strlen(name + strlen(name) + 1) + 1;
+    }
+    set = g_malloc(size);
+    set->n = n;
+    p = (char *)&set->items[n];
+    for (guint i = 0; i < n; i++) {
+        const char *name = g_ptr_array_index(pairs, i);
+        size_t len = strlen(name), wlen = strlen(name + len + 1);
+
+        memcpy(p, name, len + 1 + wlen + 1);
+        set->items[i] = (struct config_orphan){ .name = p,
+                                                .name_len = len,
+                                                .why = p + len + 1 };
+        p += len + 1 + wlen + 1;
+    }
+    return set;
+}
+
+static char *
+catalog_orphan_pair(const char *name, const char *why)
+{
+    size_t len = strlen(name), wlen = strlen(why);
+    char *pair = g_malloc(len + 1 + wlen + 1);
+
+    memcpy(pair, name, len + 1);
+    memcpy(pair + len + 1, why, wlen + 1);
+    return pair;
+}
+
+/*
+ * The catalog's entries for tables cfg has no section for, as "name\0why\0"
+ * pairs appended to pairs (g_free), read with one scan: a catalog holds
+ * one row per salted table.  No catalog table: none.
+ */
+static gboolean
+catalog_scan_orphans(struct hconn *c, const struct config *cfg,
+                     GPtrArray *pairs, GError **error)
+{
+    struct hconn_rows rows;
+    gboolean exists, ok;
+
+    if (!hconn_table_exists(c, cfg->catalog_table, &exists, error))
+        return FALSE;
+    if (!exists)
+        return TRUE;
+    hconn_rows_init(&rows);
+    ok = hconn_scan_first(c, cfg->catalog_table, CATALOG_SCAN_ROWS, &rows,
+                          error);
+    for (guint i = 0; ok && i < rows.rows->len; i++) {
+        const struct hconn_row *r = &g_array_index(rows.rows, struct hconn_row,
+                                                   i);
+        g_autofree char *name = NULL;
+        g_autofree char *entry = NULL;
+
+        /* a name no client can send as a string: not a table's */
+        if (r->key_len == 0 || memchr(r->key, '\0', r->key_len) != NULL ||
+            config_find_table(cfg, r->key, r->key_len) != NULL)
+            continue;
+        for (guint j = r->first; j < r->first + r->n; j++) {
+            const struct hconn_cell *cell = &g_array_index(rows.cells,
+                                                           struct hconn_cell,
+                                                           j);
+
+            if (cell->col_len == strlen(CATALOG_COLUMN) &&
+                memcmp(cell->col, CATALOG_COLUMN, cell->col_len) == 0) {
+                g_free(entry);
+                entry = g_strndup((const char *)cell->val, cell->val_len);
+            }
+        }
+        if (entry != NULL) {
+            g_autofree char *why = NULL;
+
+            name = g_strndup((const char *)r->key, r->key_len);
+            why = catalog_orphan_why(cfg, name, entry);
+            g_ptr_array_add(pairs, catalog_orphan_pair(name, why));
+        }
+    }
+    hconn_rows_free(&rows);
+    return ok;
+}
+
+/* Whether set holds name with the reason why; why NULL: with any. */
+static gboolean
+catalog_orphans_hold(const struct config_orphans *set, const char *name,
+                     const char *why)
+{
+    for (size_t i = 0; set != NULL && i < set->n; i++) {
+        if (strcmp(set->items[i].name, name) == 0)
+            return why == NULL || strcmp(set->items[i].why, why) == 0;
+    }
+    return FALSE;
+}
+
+/*
+ * Makes set the orphans calls are refused on, each said once: a new one
+ * (or a new reason) as a warning, one gone as a message.  The set it
+ * replaces stays with cfg, as a request may still read it.
+ */
+static void
+catalog_orphans_publish(struct config *cfg, struct config_orphans *set)
+{
+    const struct config_orphans *was =
+        g_atomic_pointer_get(&cfg->catalog_orphans);
+    gboolean same = (was != NULL ? was->n : 0) == (set != NULL ? set->n : 0);
+
+    for (size_t i = 0; set != NULL && i < set->n; i++) {
+        if (!catalog_orphans_hold(was, set->items[i].name,
+                                  set->items[i].why)) {
+            g_warning("%s", set->items[i].why);
+            same = FALSE;
+        }
+    }
+    for (size_t i = 0; was != NULL && i < was->n; i++) {
+        if (!catalog_orphans_hold(set, was->items[i].name, NULL))
+            g_message("catalog: table %s has no entry in %s any more: it "
+                      "passes through unsalted",
+                      was->items[i].name, cfg->catalog_table);
+    }
+    if (same) {
+        g_free(set);
+        return;
+    }
+    if (set != NULL)
+        catalog_keep(cfg, set);
+    g_atomic_pointer_set(&cfg->catalog_orphans, set);
+}
+
+/* A scan of the catalog failed: said once until one succeeds. */
+static void
+catalog_scan_failed(struct config *cfg, const GError *err)
+{
+    if (g_atomic_int_get(&cfg->catalog_scan_failed) == 0)
+        g_warning("catalog: %s could not be scanned for tables this file "
+                  "has no section for (tried again every recheck_ms): %s",
+                  cfg->catalog_table, err->message);
+    g_atomic_int_set(&cfg->catalog_scan_failed, 1);
+}
+
+/* The orphans again, on c: published, or, when the scan fails, kept as
+ * they were (the failure said once until a scan succeeds). */
+static gboolean
+catalog_orphans_check(struct hconn *c, struct config *cfg)
+{
+    g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GError) err = NULL;
+
+    if (!catalog_scan_orphans(c, cfg, pairs, &err)) {
+        catalog_scan_failed(cfg, err);
+        return FALSE;
+    }
+    g_atomic_int_set(&cfg->catalog_scan_failed, 0);
+    catalog_orphans_publish(cfg, catalog_orphans_pack(pairs));
+    return TRUE;
 }
 
 /*
@@ -419,6 +640,74 @@ catalog_connect(const struct config *cfg, GError **error)
     return NULL;
 }
 
+void
+catalog_check_orphans(struct config *cfg)
+{
+    g_autoptr(GError) err = NULL;
+    struct hconn *c;
+
+    if (cfg->catalog_table == NULL)
+        return;
+    c = catalog_connect(cfg, &err);
+    if (c == NULL) {
+        catalog_scan_failed(cfg, err);
+        return;
+    }
+    catalog_orphans_check(c, cfg);
+    hconn_free(c);
+}
+
+/* Whether two configurations keep the same catalog on the same servers
+ * (a reload may point the proxy at another cluster). */
+static gboolean
+catalog_same_hbase(const struct config *a, const struct config *b)
+{
+    if (g_strcmp0(a->catalog_table, b->catalog_table) != 0 ||
+        a->n_servers != b->n_servers ||
+        a->n_thrift2_servers != b->n_thrift2_servers)
+        return FALSE;
+    for (size_t i = 0; i < a->n_servers + a->n_thrift2_servers; i++) {
+        const struct config_addr *x =
+            i < a->n_servers ? &a->servers[i]
+                             : &a->thrift2_servers[i - a->n_servers];
+        const struct config_addr *y =
+            i < b->n_servers ? &b->servers[i]
+                             : &b->thrift2_servers[i - b->n_servers];
+
+        if (strcmp(x->host, y->host) != 0 || x->port != y->port)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+void
+catalog_inherit_orphans(struct config *cfg, const struct config *old)
+{
+    const struct config_orphans *was =
+        g_atomic_pointer_get((gpointer *)&old->catalog_orphans);
+    g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func(g_free);
+    struct config_orphans *set;
+
+    if (cfg->catalog_table == NULL || !catalog_same_hbase(cfg, old))
+        return;
+    /* a reload never drops a section (config_reload_check): the orphans
+     * are the old ones less those the file has a section for now */
+    for (size_t i = 0; was != NULL && i < was->n; i++) {
+        if (config_find_table(cfg, was->items[i].name,
+                              was->items[i].name_len) == NULL)
+            g_ptr_array_add(pairs, catalog_orphan_pair(was->items[i].name,
+                                                       was->items[i].why));
+    }
+    /* said by the old generation already: not again */
+    set = catalog_orphans_pack(pairs);
+    if (set != NULL)
+        catalog_keep(cfg, set);
+    g_atomic_pointer_set(&cfg->catalog_orphans, set);
+    /* a scan that failed last: this check scans */
+    if (g_atomic_int_get(&old->catalog_scan_failed) == 0)
+        g_atomic_int_set(&cfg->catalog_orphans_known, 1);
+}
+
 /* What is worth a warning about the tables as HBase holds them (a table
  * that does not exist, buckets sharing a region), to the log, once per
  * check: it changes nothing of what is served. */
@@ -467,6 +756,9 @@ catalog_check(struct config *cfg, struct catalog_report *report)
         for (i = 0; i < cfg->n_tables; i++)
             catalog_set_refusal(cfg, &cfg->tables[i], NULL);
         g_atomic_int_set(&cfg->catalog_unchecked, 0);
+        /* a file with no section may still name a salted table */
+        if (!g_atomic_int_get(&cfg->catalog_orphans_known))
+            catalog_check_orphans(cfg);
         return TRUE;
     }
     c = catalog_connect(cfg, &err);
@@ -495,6 +787,8 @@ catalog_check(struct config *cfg, struct catalog_report *report)
         g_atomic_int_set(&cfg->catalog_unchecked, 1);
         return FALSE;
     }
+    if (!g_atomic_int_get(&cfg->catalog_orphans_known))
+        catalog_orphans_check(c, cfg);
     catalog_advise(c, cfg);
     hconn_free(c);
     g_atomic_int_set(&cfg->catalog_unchecked, 0);
@@ -515,6 +809,8 @@ catalog_pending(const struct config *cfg)
 unsigned
 catalog_describe_refused(const struct config *cfg, GString *out)
 {
+    const struct config_orphans *set =
+        g_atomic_pointer_get((gpointer *)&cfg->catalog_orphans);
     unsigned n = 0;
 
     for (size_t i = 0; i < cfg->n_tables; i++) {
@@ -525,7 +821,9 @@ catalog_describe_refused(const struct config *cfg, GString *out)
             n++;
         }
     }
-    return n;
+    for (size_t i = 0; set != NULL && i < set->n; i++)
+        g_string_append_printf(out, "%s\n", set->items[i].why);
+    return n + (set != NULL ? (unsigned)set->n : 0);
 }
 
 gboolean
@@ -535,12 +833,18 @@ catalog_compare(struct config *cfg, GString *out, unsigned *mismatches,
     struct hconn *c;
     gboolean ok = TRUE;
 
-    *mismatches = 0;
-    if (cfg->catalog_table == NULL || cfg->n_tables == 0)
-        return TRUE;
+    g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func(g_free);
     gboolean exists = FALSE;
 
+    *mismatches = 0;
+    if (cfg->catalog_table == NULL)
+        return TRUE;
     c = catalog_connect(cfg, error);
+    /* with no section, what HBase says only adds: silent as before */
+    if (c == NULL && cfg->n_tables == 0) {
+        g_clear_error(error);
+        return TRUE;
+    }
     if (c == NULL)
         return FALSE;
     if (!hconn_table_exists(c, cfg->catalog_table, &exists, error)) {
@@ -592,6 +896,16 @@ catalog_compare(struct config *cfg, GString *out, unsigned *mismatches,
                                    t->name, cfg->catalog_table);
         }
     }
+    /* the tables it holds that this file leaves unsalted */
+    if (ok && exists)
+        ok = catalog_scan_orphans(c, cfg, pairs, error);
+    for (guint i = 0; ok && i < pairs->len; i++) {
+        const char *name = g_ptr_array_index(pairs, i);
+
+        (*mismatches)++;
+        g_string_append_printf(out, "table %s: NOT SERVED: %s\n", name,
+                               name + strlen(name) + 1);
+    }
     hconn_free(c);
     return ok;
 }
@@ -601,20 +915,15 @@ static char *
 catalog_unsalted_refusal(const struct config *cfg, const char *table,
                          const char *entry)
 {
-    g_autoptr(GError) err = NULL;
     g_autofree char *origin = catalog_entry_origin(entry);
-    g_autofree char *line = NULL;
-    struct salt_table theirs;
+    g_autofree char *line = catalog_entry_mapping(table, entry);
 
-    if (config_mapping_parse(table, entry, &theirs, &err))
-        line = catalog_mapping_line(&theirs);
     return g_strdup_printf(
         "table %s has no [table:%s] section in this configuration file, "
         "yet the table catalog %s holds its mapping as {%s} (%s): the "
         "proxies salt its rows, and read or written unsalted they are not "
         "where the proxies look; add its section",
-        table, table, cfg->catalog_table, line != NULL ? line : err->message,
-        origin);
+        table, table, cfg->catalog_table, line, origin);
 }
 
 gboolean

@@ -53,11 +53,27 @@ gboolean catalog_compare(struct config *cfg, GString *out,
 gboolean catalog_advice(struct config *cfg, GPtrArray *warnings,
                         GError **error);
 
+/*
+ * The catalog's entries for tables cfg has no section for (config_orphan),
+ * with one scan, published for the request path; each newly refused table
+ * logged once.  When HBase cannot be asked, the last ones found stay.
+ * catalog_check does it too; main.c every recheck_ms, so an entry another
+ * proxy or hbase-salt-migrate registers later is refused here within it.
+ */
+void catalog_check_orphans(struct config *cfg);
+
+/* A reload: the orphans old refused that cfg has no section for either
+ * (a reload never drops a section), when both keep the same catalog on
+ * the same servers; catalog_check then scans no more, the next periodic
+ * check does.  Reloads cost no scan each, and HBase not answering one
+ * leaves the refusals in place. */
+void catalog_inherit_orphans(struct config *cfg, const struct config *old);
+
 /* Whether any table of cfg waits for a check that reached HBase. */
 gboolean catalog_pending(const struct config *cfg);
 
 /* The refused tables of cfg, one line each, appended to out; their
- * number. */
+ * number.  Orphans (catalog_check_orphans) included. */
 unsigned catalog_describe_refused(const struct config *cfg, GString *out);
 
 struct hconn;

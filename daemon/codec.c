@@ -274,6 +274,30 @@ codec_table_salt(struct codec_ctx *c, const struct config_table *t)
     return &t->salt;
 }
 
+/*
+ * The configured table a call names, as config_find_table.  A name the
+ * file has no section for yet the table catalog holds as salted
+ * (config_orphan_refusal) refuses a call that reads or writes rows: they
+ * would not be where the proxies salt them.  Calls on the table itself
+ * (HBASE1_ADMIN: descriptors, regions, enable) still pass.
+ */
+static const struct config_table *
+codec_find_table(struct codec_ctx *c, const void *name, size_t len)
+{
+    const struct config_table *t = config_find_table(c->cfg, name, len);
+    const char *why;
+
+    if (t != NULL || c->reply || c->call == NULL || c->call->method == NULL ||
+        c->call->method->kind == HBASE1_ADMIN)
+        return t;
+    why = config_orphan_refusal(c->cfg, name, len);
+    if (why != NULL && c->refused == NULL) {
+        c->refused = why;
+        c->refused_retry = FALSE; /* only an operator clears it */
+    }
+    return NULL;
+}
+
 /* A row HBase would take unsalted but not with the table's prefix, or
  * one the table's salt mapping cannot hold (salt_key_valid). */
 static inline gboolean
@@ -492,7 +516,7 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
     }
     memcpy(name + n, q, q_len);
     codec_note_table(c, name, n + q_len);
-    t = config_find_table(c->cfg, name, n + q_len);
+    t = codec_find_table(c, name, n + q_len);
     return codec_table_salt(c, t);
 }
 
@@ -528,7 +552,7 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
             }
             *found = TRUE;
             codec_note_table(c, name, len);
-            t = config_find_table(c->cfg, name, len);
+            t = codec_find_table(c, name, len);
             return codec_table_salt(c, t);
         }
         if (f != NULL && f->type == type &&

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "escape.h"
@@ -1751,31 +1752,65 @@ config_free(struct config *cfg)
     g_free(cfg);
 }
 
-const struct config_table *
-config_find_table(const struct config *cfg, const void *name, size_t len)
+/* Binary search of n items stride bytes apart, each starting with a
+ * name and its length (config_table, config_orphan), for name: "default:x"
+ * finds "x", as HBase treats them as one table. */
+static const void *
+config_find_named(const void *items, size_t n, size_t stride, const void *name,
+                  size_t len)
 {
-    const uint8_t *n = name;
-    size_t lo = 0, hi = cfg->n_tables;
+    const uint8_t *key = name;
+    size_t lo = 0, hi = n;
 
-    if (len > 8 && memcmp(n, "default:", 8) == 0) {
-        n += 8;
+    G_STATIC_ASSERT(offsetof(struct config_table, name) == 0 &&
+                    offsetof(struct config_orphan, name) == 0);
+    G_STATIC_ASSERT(offsetof(struct config_table, name_len) ==
+                    offsetof(struct config_orphan, name_len));
+    if (len > 8 && memcmp(key, "default:", 8) == 0) {
+        key += 8;
         len -= 8;
     }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        const struct config_table *t = &cfg->tables[mid];
-        int r = memcmp(t->name, n, MIN(t->name_len, len));
+        const char *item = (const char *)items + mid * stride;
+        const char *item_name = *(char *const *)(const void *)item;
+        size_t item_len =
+            *(const size_t *)(const void *)(item +
+                                            offsetof(struct config_table,
+                                                     name_len));
+        int r = memcmp(item_name, key, MIN(item_len, len));
 
         if (r == 0)
-            r = (t->name_len > len) - (t->name_len < len);
+            r = (item_len > len) - (item_len < len);
         if (r == 0)
-            return t;
+            return item;
         if (r < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
     return NULL;
+}
+
+const struct config_table *
+config_find_table(const struct config *cfg, const void *name, size_t len)
+{
+    return config_find_named(cfg->tables, cfg->n_tables,
+                             sizeof(struct config_table), name, len);
+}
+
+const char *
+config_orphan_refusal(const struct config *cfg, const void *name, size_t len)
+{
+    const struct config_orphans *set =
+        g_atomic_pointer_get((gpointer *)&cfg->catalog_orphans);
+    const struct config_orphan *o;
+
+    if (set == NULL)
+        return NULL;
+    o = config_find_named(set->items, set->n, sizeof(struct config_orphan),
+                          name, len);
+    return o != NULL ? o->why : NULL;
 }
 
 char *

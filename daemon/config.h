@@ -88,6 +88,24 @@ struct config_table {
                                count it */
 };
 
+/* A table the table catalog holds as salted that the file has no section
+ * for (catalog.c): read or written unsalted, its rows would not be where
+ * the proxies salt them, so calls that read or write rows are refused.
+ * name and name_len first, as in config_table (one lookup serves both). */
+struct config_orphan {
+    char *name; /* as the catalog keys it: "table" or "ns:table" */
+    size_t name_len;
+    const char *why; /* the refusal */
+};
+
+/* The orphans one catalog scan found, sorted as config_find_table sorts
+ * tables.  One allocation, never changed once published: a new scan
+ * publishes another (config.catalog_orphans). */
+struct config_orphans {
+    size_t n;
+    struct config_orphan items[];
+};
+
 /* How /keyviz shows logical keys. */
 typedef enum {
     CONFIG_KEYVIZ_SHOW = 0, /* in the escape syntax (escape.h) */
@@ -183,6 +201,15 @@ struct config {
     GPtrArray *catalog_texts;    /* refusal texts (catalog.c) */
     gint catalog_unchecked;      /* tables served or refused without
                                        HBase's word yet (catalog.c) */
+    gpointer catalog_orphans;    /* const struct config_orphans *, NULL:
+                                    none known.  Run-time state,
+                                    g_atomic_pointer, set by catalog.c; the
+                                    sets live in catalog_texts */
+    gint catalog_scan_failed;    /* the last catalog scan failed (said
+                                    once, catalog.c) */
+    gint catalog_orphans_known;  /* catalog_orphans carried over from the
+                                    generation before (catalog.c): a
+                                    reload scans no sooner than recheck_ms */
 
     /* [table:NAME], sorted by name (memcmp, shorter first) */
     struct config_table *tables;
@@ -233,6 +260,12 @@ config_table_refusal(const struct config_table *t)
     /* the pointer changes under readers; what it points to does not */
     return (const char *)g_atomic_pointer_get((gpointer *)&t->refusal);
 }
+
+/* Why calls naming a table the file has no section for are refused (the
+ * table catalog holds it as salted: config_orphan), or NULL.  name as
+ * config_find_table takes it.  One atomic load while none is known. */
+const char *config_orphan_refusal(const struct config *cfg, const void *name,
+                                  size_t len);
 
 /* Whether a client may retry a call config_table_refusal refused: TRUE
  * while the catalog could not be asked (it clears once HBase answers),

@@ -544,7 +544,8 @@ main_stop_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 /* While the table catalog could not be asked: again, on the newest
- * generation's configuration. */
+ * generation's configuration; else its entries for tables the file has
+ * no section for. */
 static void
 main_count_up(const struct backend_health_info *info, void *arg)
 {
@@ -560,13 +561,20 @@ main_catalog_cb(evutil_socket_t fd, short what, void *arg)
     struct catalog_report rep;
     unsigned up = 0;
 
-    if (!catalog_pending(cfg))
+    if (cfg->catalog_table == NULL)
         return;
     /* asked again once a server answers its health probe: a server that
      * is down, or speaks another protocol, gets no more calls from here */
     backend_health_foreach(m->p->health, main_count_up, &up);
     if (up == 0)
         return;
+    if (!catalog_pending(cfg)) {
+        /* an entry registered since, by another proxy or by
+         * hbase-salt-migrate, for a table this file has no section for:
+         * one scan of the catalog */
+        catalog_check_orphans(cfg);
+        return;
+    }
     if (catalog_check(cfg, &rep))
         g_message("catalog: HBase answers again: the salted tables are "
                   "checked");

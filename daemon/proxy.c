@@ -950,6 +950,8 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
         /* the new file's tables are judged before any call reaches them */
         struct catalog_report rep;
 
+        /* refused until HBase says otherwise, even if it does not answer */
+        catalog_inherit_orphans(cfg, old->cfg);
         catalog_check(cfg, &rep);
         catalog_report_clear(&rep);
     }

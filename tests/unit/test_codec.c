@@ -218,6 +218,79 @@ test_unsalted_passthrough(void)
     wire_buf_free(&out);
 }
 
+/* A table the catalog holds as salted and the config leaves unsalted
+ * (config_orphan): a call on its rows is refused with the reason and
+ * writes nothing; a call on the table itself passes; others pass. */
+static void
+test_orphan_refused(void)
+{
+    static const char why[] = "table plain is not served: no section";
+    HbaseHbaseMutateRowArgs *args =
+        g_object_new(HBASE_TYPE_HBASE_MUTATE_ROW_ARGS, NULL);
+    HbaseHbaseGetColumnDescriptorsArgs *desc =
+        g_object_new(HBASE_TYPE_HBASE_GET_COLUMN_DESCRIPTORS_ARGS, NULL);
+    struct config_orphans *set = g_malloc0(sizeof(*set) +
+                                           2 * sizeof(set->items[0]));
+    struct codec_call call;
+    struct codec_error err;
+    struct wire_buf out;
+    const char *tables[] = { "plain", "default:plain", "plain2" };
+
+    set->n = 2;
+    set->items[0] = (struct config_orphan){ "other", 5, "other" };
+    set->items[1] = (struct config_orphan){ "plain", 5, why };
+    g_atomic_pointer_set(&test_cfg->catalog_orphans, set);
+    wire_buf_init(&out);
+    for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
+        g_autoptr(GByteArray) msg = NULL;
+
+        args->tableName = test_bytes(tables[i], strlen(tables[i]));
+        args->__isset_tableName = TRUE;
+        args->row = test_bytes("r1", 2);
+        args->__isset_row = TRUE;
+        msg = test_encode(WIRE_BINARY, "mutateRow", T_CALL, 3, args);
+        out.len = 0;
+        if (i < 2) {
+            g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
+                                          msg->len, WIRE_BINARY, 99, &out,
+                                          &call, &err, NULL, NULL),
+                            ==, CODEC_REJECT);
+            g_assert_cmpstr(err.message, ==, why);
+            g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IO);
+            g_assert_cmpint(err.can_retry, ==, 0);
+            g_assert_cmpuint(out.len, ==, 0);
+        } else {
+            /* a name it is a prefix of: passes through */
+            g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
+                                          msg->len, WIRE_BINARY, 99, &out,
+                                          &call, &err, NULL, NULL),
+                            ==, CODEC_OK);
+        }
+        g_byte_array_unref(args->tableName);
+        g_byte_array_unref(args->row);
+    }
+    args->tableName = NULL;
+    args->row = NULL;
+    {
+        g_autoptr(GByteArray) msg = NULL;
+
+        desc->tableName = test_bytes("plain", 5);
+        desc->__isset_tableName = TRUE;
+        msg = test_encode(WIRE_BINARY, "getColumnDescriptors", T_CALL, 4,
+                          desc);
+        out.len = 0;
+        g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
+                                      msg->len, WIRE_BINARY, 99, &out, &call,
+                                      &err, NULL, NULL),
+                        ==, CODEC_OK);
+    }
+    g_atomic_pointer_set(&test_cfg->catalog_orphans, NULL);
+    g_free(set);
+    g_object_unref(args);
+    g_object_unref(desc);
+    wire_buf_free(&out);
+}
+
 /* getRegionInfo's argument through codec_request, as c_glib reads it. */
 static GByteArray *
 test_region_info_row(wire_proto_t proto, const void *meta, size_t len)
@@ -1838,6 +1911,7 @@ main(int argc, char **argv)
         }
     }
     g_test_add_func("/codec/request/unsalted", test_unsalted_passthrough);
+    g_test_add_func("/codec/request/orphan", test_orphan_refused);
     g_test_add_data_func("/codec/request/region-info/binary",
                          GINT_TO_POINTER(0), test_region_info_request);
     g_test_add_data_func("/codec/request/region-info/compact",
