@@ -707,6 +707,14 @@ codec_splits_regions(uint32_t count)
  * instead, for as many regions as the client asked (at least one per
  * bucket).  read: the client sent the list (else it is written new, for
  * as many regions as buckets).  The caller logs the replacement.
+ *
+ * Over a framed transport the list goes empty: HBase's Thrift2 server
+ * (ThriftUtilities.splitKeyFromThrift, 2.x to master) takes each key's
+ * ByteBuffer.array(), which a framed read shares with the whole request,
+ * so every split key arrives as the request's bytes: with two or more
+ * HBase refuses the call ("All split keys must be unique", an internal
+ * error), with one it cuts the table at that garbage.  The table is made
+ * whole instead; the log line says how to pre-split it by hand.
  */
 static gboolean
 codec_splits(struct codec_ctx *c, const struct salt_table *salt, gboolean read)
@@ -727,7 +735,9 @@ codec_splits(struct codec_ctx *c, const struct salt_table *salt, gboolean read)
         }
         wire_read_container_end(&c->r);
     }
-    splits_compute(salt, codec_splits_regions(count), points);
+    if (c->cfg->transport != CONFIG_TRANSPORT_FRAMED) {
+        splits_compute(salt, codec_splits_regions(count), points);
+    }
     wire_write_list_begin(&c->w, WIRE_T_STRING, points->len);
     for (guint i = 0; i < points->len; i++) {
         gsize n;
@@ -750,6 +760,19 @@ codec_splits_describe(const struct codec_call *call)
         g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     GString *out = g_string_new(NULL);
 
+    if (call->splits_sent == 0) {
+        /* framed: see codec_splits */
+        g_string_append_printf(
+            out,
+            "%.*s of salted table %s: the client's %u split keys dropped, "
+            "none sent: HBase's Thrift2 server reads split keys sent over a "
+            "framed transport as the whole request, so the table is not "
+            "pre-split at its buckets; split it in the HBase shell at the "
+            "points hbase-salt-proxy --split-keys %s prints",
+            (int)call->name_len, call->name, t->name, call->splits_asked,
+            t->name);
+        return g_string_free(out, FALSE);
+    }
     /* the same points codec_splits sent: splits_compute is a function
      * of the mapping and the region count */
     splits_compute(call->salt, codec_splits_regions(call->splits_asked),
