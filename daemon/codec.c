@@ -588,6 +588,93 @@ static gboolean codec_walk_struct(struct codec_ctx *c,
                                   const struct hbase1_schema *s,
                                   const struct salt_table *salt);
 
+/* Bytes.toStringBinary's bytes that print as themselves; the rest, the
+ * backslash included, as \xNN. */
+static gboolean
+codec_java_printable(uint8_t ch)
+{
+    return g_ascii_isalnum(ch) ||
+           (ch != '\0' && strchr(" `~!@#$%^&*()-_=+[]{}|;:'\",.<>/?", ch));
+}
+
+/* One Bytes.toStringBinary text back to its bytes; FALSE if it is none. */
+static gboolean
+codec_java_unquote(const char *p, size_t n, GByteArray *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t ch = (uint8_t)p[i];
+
+        if (ch == '\\' && i + 3 < n && p[i + 1] == 'x' &&
+            g_ascii_isxdigit(p[i + 2]) && g_ascii_isxdigit(p[i + 3])) {
+            ch = (uint8_t)(g_ascii_xdigit_value(p[i + 2]) * 16 +
+                           g_ascii_xdigit_value(p[i + 3]));
+            i += 3;
+        } else if (!codec_java_printable(ch)) {
+            return FALSE;
+        }
+        g_byte_array_append(out, &ch, 1);
+    }
+    return TRUE;
+}
+
+/*
+ * An exception's message on its way out: each <ROW> in it that reads as
+ * a physical row of the call's table (HBase quotes the rows of a
+ * mutation whose rows do not match, in Bytes.toStringBinary's form) is
+ * quoted as the client's logical row.  A quote that is not such a row,
+ * or whose row holds a '>', is left as it is.
+ */
+static gboolean
+codec_message_out(struct codec_ctx *c, const struct salt_table *salt)
+{
+    g_autoptr(GString) text = NULL;
+    g_autoptr(GByteArray) row = NULL;
+    const uint8_t *msg;
+    uint32_t len;
+    size_t i = 0;
+
+    if (wire_read_binary(&c->r, &msg, &len) != WIRE_OK) {
+        return FALSE;
+    }
+    text = g_string_sized_new(len);
+    row = g_byte_array_new();
+    while (i < len) {
+        const uint8_t *open = memchr(msg + i, '<', len - i);
+        const uint8_t *close, *logical;
+        size_t logical_len;
+        uint32_t bucket;
+
+        if (open == NULL) {
+            break;
+        }
+        g_string_append_len(text, (const char *)msg + i, open - (msg + i));
+        i = (size_t)(open - msg) + 1;
+        close = memchr(msg + i, '>', len - i);
+        g_byte_array_set_size(row, 0);
+        if (close == NULL ||
+            !codec_java_unquote((const char *)msg + i, close - (msg + i),
+                                row) ||
+            salt_owner(salt, row->data, row->len, &logical, &logical_len,
+                       &bucket) != LEGACY_OWNER_SALTED) {
+            g_string_append_c(text, '<');
+            continue;
+        }
+        g_string_append_c(text, '<');
+        for (size_t k = 0; k < logical_len; k++) {
+            if (codec_java_printable(logical[k])) {
+                g_string_append_c(text, (char)logical[k]);
+            } else {
+                g_string_append_printf(text, "\\x%02X", logical[k]);
+            }
+        }
+        g_string_append_c(text, '>');
+        i = (size_t)(close - msg) + 1;
+    }
+    g_string_append_len(text, (const char *)msg + i, len - i);
+    wire_write_binary(&c->w, (const uint8_t *)text->str, (uint32_t)text->len);
+    return TRUE;
+}
+
 void
 codec_filter_refusal(const GError *error, char *text, size_t size,
                      gboolean *can_retry)
@@ -824,6 +911,11 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
         if (!c->reply && salt != NULL) {
             return codec_reject(c, WIRE_APP_INTERNAL_ERROR, CODEC_ANSWER_IO,
                                 f->refuse);
+        }
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_MESSAGE_OUT:
+        if (c->reply && salt != NULL) {
+            return codec_message_out(c, salt);
         }
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_ROW:
