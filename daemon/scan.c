@@ -105,6 +105,8 @@ struct scan_bucket {
     unsigned last:1;                /* the backend has no rows after next */
     unsigned done:1;                /* no rows left at all */
     unsigned closed:1;              /* backend scanner closed */
+    unsigned close_after:1;         /* closed when the fetch in flight is
+                                       back (scan_bucket_close) */
     unsigned next_ready:1;          /* next holds a fetched batch */
     unsigned legacy:1;              /* no bucket: the legacy range */
     uint32_t fetch;                 /* rows the next fetch asks for */
@@ -550,9 +552,22 @@ scan_close_sink(struct worker *w, struct req *sub)
     scan_sub_return(sub->sink_arg, sub);
 }
 
+/*
+ * Closes a bucket's backend scanner, once no fetch of it is in flight:
+ * HBase's Thrift servers hand a scanner's calls to its client scanner
+ * from any connection's thread, and a close while a fetch (sent on
+ * another pooled connection) reads makes that read fail inside HBase
+ * (NullPointerException in ClientScanner, "Internal error processing
+ * getScannerRows", logged with its trace), as every scan with a limit
+ * did when the limit came before a bucket's prefetch returned.
+ */
 static void
 scan_bucket_close(struct scanner *sc, struct scan_bucket *b)
 {
+    if (b->fetching) {
+        b->close_after = 1;
+        return;
+    }
     if (b->opened && !b->closed) {
         b->closed = 1;
         scan_sub_id_call(sc, scan_close_sink, b->bucket, sc->calls->close,
@@ -1044,6 +1059,10 @@ scan_fetch_sink(struct worker *w, struct req *sub)
     int32_t app_type;
 
     b->fetching = 0;
+    if (b->close_after) {
+        /* before sub goes back: sc lives while the close is in flight */
+        scan_bucket_close(sc, b);
+    }
     if (sc->state == SCAN_CLOSED) {
         scan_sub_return(sc, sub);
         return;
