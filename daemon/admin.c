@@ -1,4 +1,5 @@
-/* admin.c: the HTTP admin endpoint: /metrics, /healthz, /config. */
+/* admin.c: the HTTP admin endpoint: /metrics, /healthz, /config, and the
+ * key visualizer (/keyviz, /keyviz.json, /hotkeys.json). */
 #include "admin.h"
 
 #include <string.h>
@@ -8,9 +9,12 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 
 #include "backend.h"
 #include "catalog.h"
+#include "keyviz.h"
+#include "keyviz_page.h"
 #include "metrics.h"
 #include "metrics_render.h"
 #include "proxy.h"
@@ -22,6 +26,7 @@ struct admin {
     struct proxy *p;
     struct event_base *base;
     struct evhttp *http;
+    struct event *keyviz_timer; /* keyviz_tick, once a second */
     unsigned port;
 };
 
@@ -83,6 +88,122 @@ admin_reply(struct evhttp_request *req, int code, const char *reason,
     evbuffer_add(out, body, len);
     evhttp_send_reply(req, code, reason, out);
     evbuffer_free(out);
+}
+
+/* ---- the key visualizer ------------------------------------------------ */
+
+static void
+admin_keyviz_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct admin *a = arg;
+
+    (void)fd;
+    (void)what;
+    keyviz_tick(a->p->metrics->kv, g_get_real_time());
+}
+
+/* A whole decimal number of seconds, strictly. */
+static gboolean
+admin_parse_seconds(const char *s, gint64 *out)
+{
+    guint64 v;
+
+    if (s == NULL ||
+        !g_ascii_string_to_unsigned(s, 10, 0, G_MAXINT64 / 2, &v, NULL) ||
+        !g_ascii_isdigit(s[0])) {
+        return FALSE;
+    }
+    *out = (gint64)v;
+    return TRUE;
+}
+
+/*
+ * /keyviz.json?table=T&metric=M[&since=S] and /hotkeys.json?table=T
+ * [&at=S]: a parameter not listed, twice, or malformed is a 400 that
+ * says which.  Without table, the first table counted.
+ */
+static void
+admin_keyviz_json(struct admin *a, struct evhttp_request *req,
+                  const struct evhttp_uri *uri, gboolean hot, GString *body)
+{
+    struct keyviz *kv = a->p->metrics->kv;
+    const char *q = evhttp_uri_get_query(uri);
+    struct evkeyvalq params;
+    struct evkeyval *kvp;
+    const char *table = NULL, *metric = NULL, *when = NULL;
+    const char *when_name = hot ? "at" : "since";
+    g_autofree char *first = NULL;
+    gint64 secs = 0;
+    int m = KEYVIZ_WRITES;
+    gboolean ok;
+
+    if (kv == NULL) {
+        g_string_append(body, "the key visualizer is off ([keyviz] enabled "
+                              "= false)\n");
+        admin_reply(req, HTTP_NOTFOUND, "Not Found",
+                    "text/plain; charset=utf-8", body->str, body->len);
+        return;
+    }
+    TAILQ_INIT(&params);
+    if (q != NULL && evhttp_parse_query_str(q, &params) != 0) {
+        g_string_append(body, "bad query string\n");
+        goto bad;
+    }
+    TAILQ_FOREACH (kvp, &params, next) {
+        const char **slot = strcmp(kvp->key, "table") == 0            ? &table
+                            : !hot && strcmp(kvp->key, "metric") == 0 ? &metric
+                            : strcmp(kvp->key, when_name) == 0        ? &when
+                                                                      : NULL;
+
+        if (slot == NULL || *slot != NULL) {
+            g_string_append_printf(body,
+                                   "parameter '%s' %s (known: table, %s%s)\n",
+                                   kvp->key,
+                                   slot == NULL ? "unknown" : "given twice",
+                                   hot ? "" : "metric, ", when_name);
+            goto bad;
+        }
+        *slot = kvp->value;
+    }
+    if (metric != NULL && (m = keyviz_metric_parse(metric)) < 0) {
+        g_string_append_printf(body,
+                               "metric '%s' unknown (reads, writes, rows, "
+                               "bytes_in, bytes_out)\n",
+                               metric);
+        goto bad;
+    }
+    if (when != NULL && !admin_parse_seconds(when, &secs)) {
+        g_string_append_printf(body, "%s '%s' is not Unix seconds\n",
+                               when_name, when);
+        goto bad;
+    }
+    if (table == NULL) {
+        g_autoptr(GString) names = g_string_new(NULL);
+        g_auto(GStrv) parts = NULL;
+
+        /* the first name of ["a","b"]: names never hold a quote */
+        keyviz_tables_json(kv, names);
+        parts = g_strsplit(names->str, "\"", 3);
+        if (parts[0] != NULL && parts[1] != NULL) {
+            first = g_strdup(parts[1]);
+        }
+        table = first;
+    }
+    ok = hot ? keyviz_hotkeys_json(kv, a->p->gen->cfg, table, secs, body)
+             : keyviz_json(kv, a->p->gen->cfg, table, (unsigned)m, secs, body);
+    evhttp_clear_headers(&params);
+    if (ok) {
+        admin_reply(req, HTTP_OK, "OK", "application/json", body->str,
+                    body->len);
+    } else {
+        admin_reply(req, HTTP_NOTFOUND, "Not Found",
+                    "text/plain; charset=utf-8", body->str, body->len);
+    }
+    return;
+bad:
+    evhttp_clear_headers(&params);
+    admin_reply(req, HTTP_BADREQUEST, "Bad Request",
+                "text/plain; charset=utf-8", body->str, body->len);
 }
 
 static void
@@ -153,9 +274,22 @@ admin_http_cb(struct evhttp_request *req, void *arg)
                                fixed != NULL ? fixed : text);
         admin_reply(req, HTTP_OK, "OK", "text/plain; charset=utf-8",
                     body->str, body->len);
+    } else if (g_strcmp0(path, "/keyviz") == 0) {
+        /* the page asks only this host: no script, font or style from
+         * elsewhere, and the policy says so to the browser */
+        evhttp_add_header(evhttp_request_get_output_headers(req),
+                          "Content-Security-Policy",
+                          "default-src 'self'; script-src 'unsafe-inline'; "
+                          "style-src 'unsafe-inline'; img-src 'self' data:");
+        admin_reply(req, HTTP_OK, "OK", "text/html; charset=utf-8",
+                    keyviz_page, sizeof(keyviz_page) - 1);
+    } else if (g_strcmp0(path, "/keyviz.json") == 0 ||
+               g_strcmp0(path, "/hotkeys.json") == 0) {
+        admin_keyviz_json(a, req, uri, strcmp(path, "/hotkeys.json") == 0,
+                          body);
     } else {
-        g_string_append(body, "not found: try /metrics, /healthz or "
-                              "/config\n");
+        g_string_append(body, "not found: try /metrics, /healthz, /config "
+                              "or /keyviz\n");
         admin_reply(req, HTTP_NOTFOUND, "Not Found",
                     "text/plain; charset=utf-8", body->str, body->len);
     }
@@ -195,6 +329,16 @@ admin_new(struct event_base *base, struct proxy *p,
         admin_free(a);
         return NULL;
     }
+    if (p->metrics->kv != NULL) {
+        a->keyviz_timer = event_new(base, -1, EV_PERSIST, admin_keyviz_tick,
+                                    a);
+        if (a->keyviz_timer != NULL) {
+            struct timeval second = { 1, 0 };
+
+            event_add(a->keyviz_timer, &second);
+            keyviz_tick(p->metrics->kv, g_get_real_time());
+        }
+    }
     a->port = listen->port;
     if (getsockname(evhttp_bound_socket_get_fd(bound),
                     (struct sockaddr *)&ss, &sslen) == 0) {
@@ -210,9 +354,9 @@ admin_new(struct event_base *base, struct proxy *p,
                   "authentication; firewall it", listen->host);
     }
     g_message("admin endpoint on http://%s%s%s:%u/ (/metrics, /healthz, "
-              "/config)", strchr(listen->host, ':') != NULL ? "[" : "",
-              listen->host, strchr(listen->host, ':') != NULL ? "]" : "",
-              a->port);
+              "/config, /keyviz)",
+              strchr(listen->host, ':') != NULL ? "[" : "", listen->host,
+              strchr(listen->host, ':') != NULL ? "]" : "", a->port);
     return a;
 }
 
@@ -221,6 +365,9 @@ admin_free(struct admin *a)
 {
     if (a == NULL) {
         return;
+    }
+    if (a->keyviz_timer != NULL) {
+        event_free(a->keyviz_timer);
     }
     if (a->http != NULL) {
         evhttp_free(a->http);

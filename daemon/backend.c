@@ -120,6 +120,7 @@ struct backend_health {
     guint64 retired_requests;       /* counters of freed pools (under
                                        the proxy's pools_lock) */
     guint64 retired_failures;
+    guint64 retired_errors[METRICS_ERR_KINDS];
     guint64 retired_connect_failures;
 };
 
@@ -399,6 +400,9 @@ backend_pool_fold(struct backend_pool *pool)
 
         h->retired_requests += METRICS_GET(s->stats.requests);
         h->retired_failures += METRICS_GET(s->stats.failures);
+        for (unsigned k = 0; k < METRICS_ERR_KINDS; k++) {
+            h->retired_errors[k] += METRICS_GET(s->stats.errors[k]);
+        }
         h->retired_connect_failures += METRICS_GET(s->stats.connect_failures);
     }
 }
@@ -495,6 +499,35 @@ backend_log_note(const struct backend_server *s, GLogLevelFlags level,
 }
 
 /*
+ * The oldest request on conn has the connection to itself from now: HBase
+ * answers one call per connection at a time, so a request pipelined
+ * behind others (or held by a connect) has waited for a free connection
+ * until here.  Internal requests count too (their started is set).
+ */
+static void
+backend_conn_turn(struct backend_conn *conn, gint64 now)
+{
+    struct req *req = TAILQ_FIRST(&conn->pending);
+
+    if (req != NULL && !req->queued && req->started != 0 &&
+        conn->state == BACKEND_CONNECTED) {
+        req->queued = 1;
+        metrics_queue_wait(backend_worker(conn)->metrics, now - req->started);
+    }
+}
+
+/* conn is open (and negotiated): requests go out from now. */
+static void
+backend_conn_connected(struct backend_conn *conn)
+{
+    conn->state = BACKEND_CONNECTED;
+    METRICS_ADD(conn->server->stats.open, 1);
+    conn->server->retry_at = 0;
+    conn->last_active = req_now();
+    backend_conn_turn(conn, conn->last_active);
+}
+
+/*
  * Fails every request pending on conn and closes it.  The oldest request
  * gets head_why, the others rest_why (a timeout is the head's; those
  * behind it only lose their connection).  Both are the reason part of
@@ -517,6 +550,7 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
     TAILQ_CONCAT(&failed, &conn->pending, backend_link);
     METRICS_ADD(conn->server->stats.inflight, -(gint64)n);
     METRICS_ADD(conn->server->stats.failures, n);
+    METRICS_ADD(conn->server->stats.errors[METRICS_ERR_TRANSPORT], n);
     conn->npending = 0;
     backend_conn_close(conn);
     if (!log) {
@@ -543,6 +577,7 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
             g_snprintf(msg, sizeof(msg), "hbase-salt-proxy: backend %s: %s",
                        conn->server->srv->name, first ? head_why : rest_why);
             req_io_error(req, msg, can_retry);
+            req->err_kind = METRICS_ERR_TRANSPORT;
         }
         first = FALSE;
         worker_req_finish(w, req);
@@ -815,10 +850,12 @@ backend_unavailable(struct backend_pool *pool, struct req *req)
         }
     }
     if (req->server >= 0 || n == 1) {
+        struct backend_server *s =
+            &pool->servers[req->server >= 0 ? (unsigned)req->server : only];
+
         g_string_append(text, "backend ");
-        backend_server_why(
-            &pool->servers[req->server >= 0 ? (unsigned)req->server : only],
-            text);
+        backend_server_why(s, text);
+        METRICS_ADD(s->stats.errors[METRICS_ERR_TRANSPORT], 1);
     } else if (n == 0) {
         g_string_append(text, "no backend server configured for this "
                               "service");
@@ -838,8 +875,17 @@ backend_unavailable(struct backend_pool *pool, struct req *req)
         }
     }
     req_io_error(req, text->str, TRUE);
+    req->err_kind = METRICS_ERR_TRANSPORT;
     g_string_free(text, TRUE);
     worker_req_finish(pool->worker, req);
+}
+
+const char *
+backend_pool_server_name(const struct backend_pool *pool, int i)
+{
+    return i >= 0 && (unsigned)i < pool->nservers
+               ? pool->servers[i].health->name
+               : NULL;
 }
 
 gboolean
@@ -1007,6 +1053,8 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
     }
     TAILQ_INSERT_TAIL(&conn->pending, req, backend_link);
     conn->npending++;
+    req->backend_name = conn->server->health->name;
+    backend_conn_turn(conn, now);
     METRICS_ADD(conn->server->stats.requests, 1);
     METRICS_ADD(conn->server->stats.inflight, 1);
     conn->last_active = now;
@@ -1045,6 +1093,30 @@ backend_reply_in_step(const struct worker_settings *set, const struct req *req,
                      &wire_default_limits);
     return wire_read_msg_begin(&r, &m) == WIRE_OK
            && m.seqid == req->backend_seqid;
+}
+
+/* Counts the exception req's reply carries, if any, against its server;
+ * a client's request keeps the kind for its own counters. */
+static void
+backend_reply_kind(struct backend_conn *conn, struct req *req)
+{
+    const struct worker_settings *set = backend_settings(conn);
+    size_t hdr = req->client_framed ? 4 : 0;
+
+    if (req->sink != NULL) {
+        req->err_kind = metrics_reply_error(set->backend_proto, req->raw.data,
+                                            req->raw.len, NULL);
+    } else if (req->client != NULL && req->reply.len > hdr) {
+        req->err_kind = metrics_reply_error(req->client_proto,
+                                            req->reply.data + hdr,
+                                            req->reply.len - hdr,
+                                            req->call.method);
+    } else {
+        return;
+    }
+    if (req->err_kind > METRICS_ERR_NONE) {
+        METRICS_ADD(conn->server->stats.errors[req->err_kind], 1);
+    }
 }
 
 /* The server closed conn. */
@@ -1125,10 +1197,7 @@ backend_sasl_ready(struct backend_conn *conn)
 {
     size_t len = evbuffer_get_length(conn->sasl_held);
 
-    conn->state = BACKEND_CONNECTED;
-    METRICS_ADD(conn->server->stats.open, 1);
-    conn->server->retry_at = 0;
-    conn->last_active = req_now();
+    backend_conn_connected(conn);
     backend_sasl_ok(conn->server->health, conn->server->srv->name);
     g_debug("backend %s: conn %u: SASL %s with %s", conn->server->srv->name,
             conn->index, sasl_qop_name(sasl_client_qop(conn->sasl)),
@@ -1381,6 +1450,8 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         METRICS_ADD(conn->server->stats.inflight, -1);
         conn->last_active = req_now();
         backend_health_ok(conn->server->health);
+        backend_reply_kind(conn, req);
+        backend_conn_turn(conn, conn->last_active);
         if (!w->replies_held && evbuffer_get_length(in) > len) {
             /* more replies came with this one: one write per client for
              * all of them (a lone reply is written at once) */
@@ -1421,10 +1492,7 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
             backend_sasl_start(conn);
             return;
         }
-        conn->state = BACKEND_CONNECTED;
-        METRICS_ADD(conn->server->stats.open, 1);
-        conn->server->retry_at = 0;
-        conn->last_active = req_now();
+        backend_conn_connected(conn);
         g_debug("backend %s: conn %u: connected", conn->server->srv->name,
                 conn->index);
         backend_conn_arm(conn);
@@ -2356,6 +2424,8 @@ backend_health_foreach(struct backend_health_table *t, backend_health_fn fn,
                 .retired_connect_failures = h->retired_connect_failures,
             };
 
+            memcpy(info.retired_errors, h->retired_errors,
+                   sizeof(info.retired_errors));
             g_mutex_lock(&h->lock);
             g_strlcpy(info.misplaced, h->misplaced, sizeof(info.misplaced));
             g_mutex_unlock(&h->lock);

@@ -8,6 +8,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "metrics.h"
 #include "worker.h"
 
 #define BACKEND_ERROR backend_error_quark()
@@ -37,6 +38,9 @@ struct backend_stats {
     guint64 connect_failures;       /* connects that failed */
     gint64 open;                    /* connections CONNECTED now */
     gint64 inflight;                /* requests sent, not answered now */
+    guint64 errors[METRICS_ERR_KINDS]; /* replies by metrics_err_t:
+                                       exceptions it answered, requests
+                                       it failed (TRANSPORT) */
 };
 
 /* One pipelined connection to one server. */
@@ -140,6 +144,10 @@ void backend_uncork(struct worker *w);
 gboolean backend_conn_takes(const struct backend_pool *pool,
                             const struct backend_conn *conn);
 
+/* The name ("host:port") of pool's server i, or NULL; it lives as long
+ * as the process (a health entry's). */
+const char *backend_pool_server_name(const struct backend_pool *pool, int i);
+
 /* Requests still waiting on this pool's connections. */
 unsigned backend_pool_pending(const struct backend_pool *pool);
 
@@ -175,6 +183,7 @@ struct backend_health_info {
     guint64 probe_connect_failures; /* probes whose connect failed */
     guint64 retired_requests;       /* counters of freed pools */
     guint64 retired_failures;
+    guint64 retired_errors[METRICS_ERR_KINDS];
     guint64 retired_connect_failures;
     char misplaced[256]; /* why it speaks the other service
                                        than it is listed for, or "" */

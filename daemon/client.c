@@ -14,7 +14,10 @@
 #include <openssl/ssl.h>
 
 #include "backend.h"
+#include "escape.h"
+#include "hbase1.h"
 #include "lograte.h"
+#include "keyviz.h"
 #include "metrics.h"
 #include "scan.h"
 #include "tls.h"
@@ -289,6 +292,79 @@ client_close_why(struct client *c, const char *why)
     client_close(c);
 }
 
+/* Where req's row keys went, for its slow-call line: "bucket 3",
+ * "buckets 2-7", "legacy range", "buckets 2-7 and legacy range", or
+ * nothing (no salted table). */
+static void
+client_slow_buckets(const struct req *req, GString *out)
+{
+    if (req->salted && req->bucket_lo == req->bucket_hi) {
+        g_string_append_printf(out, ", bucket %u", req->bucket_lo);
+    } else if (req->salted) {
+        g_string_append_printf(out, ", buckets %u-%u", req->bucket_lo,
+                               req->bucket_hi);
+    }
+    if (req->legacy) {
+        g_string_append(out,
+                        req->salted ? " and legacy range" : ", legacy range");
+    }
+}
+
+/* A name from the wire in a log line: as it is when printable ("ns:t"),
+ * else all in the escape syntax (escape.h), so no byte can forge a line. */
+static void
+client_log_name(GString *out, const char *name, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if ((uint8_t)name[i] <= ' ' || (uint8_t)name[i] >= 0x7f ||
+            name[i] == '\\') {
+            escape_append(out, (const uint8_t *)name, len);
+            return;
+        }
+    }
+    g_string_append_len(out, name, (gssize)len);
+}
+
+/*
+ * A call slower than slow_call_ms (HBase's slowThriftCall): counted by
+ * method, and logged naming where it went, the first of a burst in full
+ * and the rest folded into one line a period (lograte.h).  Only slow
+ * calls pay for the line.
+ */
+static void
+client_slow_check(struct client *c, const struct req *req, gint64 us)
+{
+    unsigned ms = c->worker->gen->set.slow_call_ms;
+    g_autoptr(GString) line = NULL;
+
+    if (ms == 0 || us < (gint64)ms * 1000) {
+        return;
+    }
+    if (req->call.method != NULL) {
+        METRICS_ADD(c->worker->metrics->methods[req->call.method->index].slow,
+                    1);
+    }
+    line = g_string_new(NULL);
+    client_log_name(line, req->call.name, req->call.name_len);
+    if (req->call.service != NULL &&
+        req->call.service->id != HBASE1_SERVICE_THRIFT1) {
+        g_string_append_printf(line, " (%s)", req->call.service->label);
+    }
+    if (req->call.table_len > 0) {
+        g_string_append(line, " of table ");
+        client_log_name(line, req->call.table, req->call.table_len);
+    }
+    client_slow_buckets(req, line);
+    g_string_append_printf(line, ", backend %s: %" G_GINT64_FORMAT " ms",
+                           req->backend_name != NULL ? req->backend_name
+                                                     : "none",
+                           us / 1000);
+    if (lograte_note_of(G_LOG_LEVEL_WARNING, "call", "slow call", "",
+                        line->str, 0)) {
+        g_warning("slow call: %s (slow_call_ms = %u)", line->str, ms);
+    }
+}
+
 /* Replies written by one sendmsg, at most. */
 #define CLIENT_FLUSH_BATCH 16
 
@@ -324,16 +400,30 @@ client_flush(struct client *c)
             req = done[i];
             if (req->reply.len > 0) {
                 size_t hdr = req->client_framed ? 4 : 0;
+                gint64 us = req_now() - req->started;
 
                 c->reply_max = MAX(c->reply_max, req->reply.len);
                 METRICS_ADD(c->worker->metrics->bytes_out, req->reply.len);
-                metrics_request_done(
-                    c->worker->metrics, req->call.method,
-                    req_now() - req->started,
-                    req->reply.len > hdr &&
-                        metrics_reply_is_error(req->client_proto,
-                                               req->reply.data + hdr,
-                                               req->reply.len - hdr));
+                /* a backend's reply was read as it came; the proxy's own
+                 * answers are read here */
+                if (req->err_kind == METRICS_ERR_UNKNOWN) {
+                    req->err_kind =
+                        req->reply.len > hdr
+                            ? metrics_reply_error(req->client_proto,
+                                                  req->reply.data + hdr,
+                                                  req->reply.len - hdr,
+                                                  req->call.method)
+                            : METRICS_ERR_NONE;
+                }
+                metrics_request_done(c->worker->metrics, req->call.method, us,
+                                     (metrics_err_t)req->err_kind);
+                /* the key visualizer counts it against its first key */
+                if (req->err_kind != METRICS_ERR_NONE &&
+                    req->call.first_key.salt != NULL &&
+                    c->worker->metrics->kv != NULL) {
+                    keyviz_error(c->worker->metrics->kv, &req->call.first_key);
+                }
+                client_slow_check(c, req, us);
             }
             worker_req_put(c->worker, req);
         }
@@ -472,6 +562,21 @@ client_unpark(struct client *c)
     return TRUE;
 }
 
+/* Takes what the codec did with req's row keys: the worker's counters,
+ * and the buckets they went to, for req's slow-call line. */
+static void
+client_take_tally(struct worker *w, struct req *req)
+{
+    const struct codec_tally *t = &w->tally;
+
+    for (uint32_t i = 0; i < t->n; i++) {
+        const struct codec_bucket_count *e = &t->v[i];
+
+        req_note_bucket(req, e->bucket, e->bucket >= e->salt->buckets);
+    }
+    metrics_take_tally(w->metrics, &w->tally);
+}
+
 /*
  * The call at the front of c's unframed stream (buf, avail), into the
  * worker's scratch: rewritten by one walk when it came whole; else c's
@@ -496,7 +601,7 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
                                       set->backend_proto, req->backend_seqid,
                                       &w->scratch, &req->call, err,
                                       &w->client_limits, len, &w->tally);
-        metrics_take_tally(w->metrics, &w->tally);
+        client_take_tally(w, req);
         if (cs != CODEC_AGAIN) {
             return cs;
         }
@@ -519,7 +624,7 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
     cs = codec_request_svc(cfg, c->svc, c->proto, buf, *len,
                            set->backend_proto, req->backend_seqid, &w->scratch,
                            &req->call, err, &w->client_limits, &w->tally);
-    metrics_take_tally(w->metrics, &w->tally);
+    client_take_tally(w, req);
     return cs;
 }
 
@@ -563,7 +668,7 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
         st = codec_request_svc(cfg, c->svc, c->proto, buf + hdr, len,
                                set->backend_proto, req->backend_seqid, out,
                                &req->call, &err, &w->client_limits, &w->tally);
-        metrics_take_tally(w->metrics, &w->tally);
+        client_take_tally(w, req);
         if (st == CODEC_REJECT) {
             const char *why = NULL;
             size_t n;
@@ -604,6 +709,10 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
         client_reject(c, req, &err);
         client_flush(c);
         return CLIENT_TOOK;
+    }
+    if (st == CODEC_OK) {
+        /* HBase's batchGet and batchMutate: rows per multi-row call */
+        metrics_batch(w->metrics, req->call.method, c->proto, buf + hdr, len);
     }
     if (st == CODEC_OK && req->call.splits_set) {
         g_autofree char *line = codec_splits_describe(&req->call);

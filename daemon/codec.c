@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "config.h"
 #include "escape.h"
 #include "filterpb.h"
@@ -37,13 +39,95 @@ codec_tally_clear(struct codec_tally *t)
 {
     t->n = 0;
     t->unsalted = 0;
+    t->nnotes = 0;
 }
 
 void
 codec_tally_free(struct codec_tally *t)
 {
+    gboolean keys_on = t->keys_on;
+
     g_free(t->v);
+    g_free(t->notes);
     codec_tally_init(t);
+    t->keys_on = keys_on;
+}
+
+void
+codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
+                    codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                    size_t len)
+{
+    /* a row handed back is counted by range and bucket only: the hot
+     * keys and the key sample are of reads and writes */
+    size_t part = kind == CODEC_KEY_ROW ? len
+                                        : salt_hashed_len(salt, key, len);
+
+    n->salt = salt;
+    n->key_hash = kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, len);
+    n->part_hash = part == len ? n->key_hash : XXH3_64bits(key, part);
+    n->len = (uint32_t)len;
+    n->part_len = (uint32_t)part;
+    n->bucket = bucket;
+    n->bytes = 0;
+    n->kind = (uint8_t)kind;
+    n->kept = (uint8_t)MIN(len, CODEC_NOTE_KEY_MAX);
+    memcpy(n->key, key, n->kept);
+}
+
+/* One logical key for the key visualizer, when the owner asked.  The
+ * array grows to the most keys one batch met, then is reused. */
+static void
+codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
+                codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                size_t len)
+{
+    if (t == NULL || !t->keys_on || t->nnotes == CODEC_NOTE_MAX) {
+        return;
+    }
+    if (t->nnotes == t->notes_cap) {
+        t->notes_cap = t->notes_cap == 0 ? 16 : t->notes_cap * 2;
+        t->notes = g_renew(struct codec_key_note, t->notes, t->notes_cap);
+    }
+    codec_key_note_fill(&t->notes[t->nnotes++], salt, kind, bucket, key, len);
+}
+
+/* The call remembers its first noted key (since the mark's count), for
+ * an error its reply may carry. */
+static void
+codec_tally_first(const struct codec_tally *t, uint32_t since,
+                  struct codec_call *call)
+{
+    const struct codec_key_note *n;
+
+    call->first_key.salt = NULL;
+    if (t == NULL || t->nnotes <= since) {
+        return;
+    }
+    n = &t->notes[since];
+    call->first_key.salt = n->salt;
+    call->first_key.bucket = n->bucket;
+    call->first_key.kept = n->kept;
+    memcpy(call->first_key.key, n->key, n->kept);
+}
+
+/* Shares a message's len bytes among the keys it noted since the mark's
+ * count (an even share, the rest on the first). */
+static void
+codec_tally_bytes(struct codec_tally *t, uint32_t since, size_t len)
+{
+    uint32_t n;
+    size_t share;
+
+    if (t == NULL || t->nnotes <= since) {
+        return;
+    }
+    n = t->nnotes - since;
+    share = len / n;
+    for (uint32_t i = since; i < t->nnotes; i++) {
+        t->notes[i].bytes = (uint32_t)MIN(share, G_MAXUINT32);
+    }
+    t->notes[since].bytes += (uint32_t)MIN(len - share * n, G_MAXUINT32 / 2);
 }
 
 /* One more row key (requests, of which writes) or row (rows) of
@@ -82,6 +166,7 @@ codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
 /* Where a tally stood before a walk, to take the walk back. */
 struct codec_tally_mark {
     uint32_t n;
+    uint32_t nnotes;
     uint32_t last_requests, last_writes, last_rows; /* of entry n - 1 */
     guint64 unsalted;
 };
@@ -94,6 +179,7 @@ codec_tally_mark(const struct codec_tally *t, struct codec_tally_mark *m)
         return;
     }
     m->n = t->n;
+    m->nnotes = t->nnotes;
     m->unsalted = t->unsalted;
     if (t->n > 0) {
         m->last_requests = t->v[t->n - 1].requests;
@@ -111,6 +197,7 @@ codec_tally_rewind(struct codec_tally *t, const struct codec_tally_mark *m)
         return;
     }
     t->n = m->n;
+    t->nnotes = m->nnotes;
     t->unsalted = m->unsalted;
     if (t->n > 0) {
         t->v[t->n - 1].requests = m->last_requests;
@@ -125,6 +212,7 @@ struct codec_ctx {
     struct wire_reader r;
     struct wire_writer w;
     struct codec_error *err;
+    struct codec_call *call;        /* a request's: notes its table */
     gboolean reply;                 /* walking a reply (unsalting) */
     struct codec_tally *tally;      /* what the walk did, or NULL */
     gboolean write;                 /* the call is a mutation: its keys
@@ -341,6 +429,19 @@ codec_seek_field(struct wire_reader *r, int16_t want, uint8_t want_type)
     }
 }
 
+/* A request names its first table: kept for its log lines. */
+static void
+codec_note_table(struct codec_ctx *c, const uint8_t *name, size_t len)
+{
+    if (c->call == NULL || c->call->table_len > 0) {
+        return;
+    }
+    len = MIN(len, (size_t)CODEC_TABLE_MAX);
+    memcpy(c->call->table, name, len);
+    c->call->table[len] = '\0';
+    c->call->table_len = (uint16_t)len;
+}
+
 /*
  * The salt of the table a Thrift2 TTableName names (in a descriptor's
  * field 1 when desc), read at r: "ns:qualifier", the default namespace
@@ -390,6 +491,7 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
         n = (size_t)ns_len + 1;
     }
     memcpy(name + n, q, q_len);
+    codec_note_table(c, name, n + q_len);
     t = config_find_table(c->cfg, name, n + q_len);
     return codec_table_salt(c, t);
 }
@@ -425,6 +527,7 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
                 return NULL;
             }
             *found = TRUE;
+            codec_note_table(c, name, len);
             t = config_find_table(c->cfg, name, len);
             return codec_table_salt(c, t);
         }
@@ -468,6 +571,9 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         /* kept where it always was: unsalted; counted as the legacy
          * range, the index past the last bucket */
         codec_tally_add(c->tally, salt, salt->buckets, 1, c->write, 0);
+        codec_tally_key(c->tally, salt,
+                        c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ,
+                        salt->buckets, key, len);
         wire_write_binary(&c->w, key, len);
         return;
     }
@@ -483,6 +589,9 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     }
     bucket = salt_bucket(salt, key, len);
     codec_tally_add(c->tally, salt, bucket, 1, c->write, 0);
+    codec_tally_key(c->tally, salt,
+                    c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket, key,
+                    len);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }
@@ -498,6 +607,56 @@ codec_row_in(struct codec_ctx *c, const struct salt_table *salt)
         return FALSE;
     }
     codec_key_in(c, salt, key, len);
+    return TRUE;
+}
+
+/*
+ * An hbase:meta row key naming a row of a table, as getRegionInfo takes
+ * it: "table,row,suffix" (HBase reverse-scans hbase:meta from it, so the
+ * answer is the region holding row; clients write the suffix
+ * 99999999999999).  Meta keys split at the first comma (table names have
+ * none) and the last (the row may hold commas).  For a salted table the
+ * row gains its salt, so the answer is the region holding the logical
+ * row.  Anything else (no second comma, an empty row: the table's first
+ * region, a legacy row, an unsalted table) goes on as it is.
+ */
+static gboolean
+codec_meta_row_in(struct codec_ctx *c)
+{
+    const struct salt_table *salt;
+    const uint8_t *meta, *first, *last, *row;
+    uint8_t prefix[SALT_MAX_PREFIX];
+    uint32_t len, table_len, row_len, bucket;
+    size_t plen;
+
+    if (wire_read_binary(&c->r, &meta, &len) != WIRE_OK) {
+        return FALSE;
+    }
+    first = len > 0 ? memchr(meta, ',', len) : NULL;
+    last = first;
+    for (const uint8_t *p = meta + len; first != NULL && p > first + 1; p--) {
+        if (p[-1] == ',') {
+            last = p - 1;
+            break;
+        }
+    }
+    if (first == NULL || last == first) {
+        wire_write_binary(&c->w, meta, len);
+        return TRUE;
+    }
+    table_len = (uint32_t)(first - meta);
+    row = first + 1;
+    row_len = (uint32_t)(last - row);
+    salt = codec_table_salt(c, config_find_table(c->cfg, meta, table_len));
+    if (salt == NULL || row_len == 0 || row_len > SALT_HBASE_MAX_ROW ||
+        salt_route(salt, row, row_len) == LEGACY_ROUTE_LEGACY) {
+        wire_write_binary(&c->w, meta, len);
+        return TRUE;
+    }
+    bucket = salt_bucket(salt, row, row_len);
+    plen = salt_write_prefix(salt, bucket, prefix);
+    wire_write_binary3(&c->w, meta, table_len + 1, prefix, (uint32_t)plen, row,
+                       len - table_len - 1);
     return TRUE;
 }
 
@@ -567,11 +726,15 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     switch (salt_owner(salt, phys, len, &logical, &logical_len, &bucket)) {
     case LEGACY_OWNER_SALTED:
         codec_tally_add(c->tally, salt, bucket, 0, 0, 1);
+        codec_tally_key(c->tally, salt, CODEC_KEY_ROW, bucket, logical,
+                        logical_len);
         wire_write_binary(&c->w, logical, (uint32_t)logical_len);
         return TRUE;
     case LEGACY_OWNER_LEGACY:
         /* a legacy row: stored as its logical key */
         codec_tally_add(c->tally, salt, salt->buckets, 0, 0, 1);
+        codec_tally_key(c->tally, salt, CODEC_KEY_ROW, salt->buckets, phys,
+                        len);
         wire_write_binary(&c->w, phys, len);
         return TRUE;
     default:
@@ -730,8 +893,13 @@ codec_filter_row(struct codec_ctx *c, const struct hbase1_field *field,
         wire_write_binary(&c->w, text, len);
         return TRUE;
     }
-    f = pb ? scanfilter_new_pb(text, len, salt, FALSE, &error)
-           : scanfilter_new(text, len, salt, FALSE, &error);
+    f = pb ? scanfilter_new_pb(text, len, salt, FALSE,
+                               (const char *const *)
+                                   c->cfg->custom_filter_classes,
+                               &error)
+           : scanfilter_new(text, len, salt, FALSE,
+                            (const char *const *)c->cfg->custom_filters,
+                            &error);
     if (f == NULL) {
         gboolean retry = FALSE;
 
@@ -920,6 +1088,11 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_ROW:
         return codec_row_in(c, salt);
+    case HBASE1_META_ROW:
+        if (!c->reply) {
+            return codec_meta_row_in(c);
+        }
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_ROW_OUT:
         return codec_row_out(c, salt);
     case HBASE1_STRUCT:
@@ -1044,6 +1217,7 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
     call->service = svc;
     call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
+    call->first_key.salt = NULL;
 }
 
 static codec_status_t
@@ -1060,6 +1234,7 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
     gboolean ok;
 
     memset(call, 0, sizeof(*call));
+    c->call = call;
     /* not text[]: the message says whether it is used */
     err->app_type = 0;
     err->message = NULL;
@@ -1207,7 +1382,10 @@ codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
                             backend_seqid, out, call, err, limits, &rs, &used);
     if (st == CODEC_REJECT) {
         codec_tally_rewind(tally, &tm);
+    } else {
+        codec_tally_bytes(tally, tm.nnotes, len);
     }
+    codec_tally_first(tally, tm.nnotes, call);
     return st;
 }
 
@@ -1253,6 +1431,8 @@ codec_request_stream_svc(const struct config *cfg,
         return CODEC_AGAIN;
     }
     if (st == CODEC_OK || st == CODEC_CLOSE) {
+        codec_tally_bytes(tally, tm.nnotes, *msg_len);
+        codec_tally_first(tally, tm.nnotes, call);
         return st;
     }
     if (st == CODEC_REJECT) {
@@ -1352,9 +1532,13 @@ codec_reply(const struct codec_call *call, wire_proto_t from,
 {
     wire_status_t rs;
     size_t used;
+    uint32_t since = tally != NULL ? tally->nnotes : 0;
+    codec_status_t st;
 
-    return codec_reply_walk(call, from, msg, len, TRUE, tally, backend_seqid,
-                            to, out, err, limits, &rs, &used);
+    st = codec_reply_walk(call, from, msg, len, TRUE, tally, backend_seqid, to,
+                          out, err, limits, &rs, &used);
+    codec_tally_bytes(tally, since, len);
+    return st;
 }
 
 codec_status_t
@@ -1382,6 +1566,7 @@ codec_reply_stream(const struct codec_call *call, wire_proto_t from,
     if (st != CODEC_OK) {
         *msg_len = 0;
     }
+    codec_tally_bytes(tally, tm.nnotes, *msg_len);
     return st;
 }
 

@@ -11,6 +11,12 @@ struct hbase1_method;
 struct hbase1_service;
 struct hbase1_scanner;
 
+/* Bytes of a logical key a note keeps: boundaries and hot keys are shown
+ * by this prefix (the hashes cover the whole key). */
+#define CODEC_NOTE_KEY_MAX 48
+/* Bytes of a table name a call keeps for its log lines. */
+#define CODEC_TABLE_MAX 128
+
 /*
  * What a reply needs to know about its request.  Filled by
  * codec_request, kept by the I/O layer with the pending request, handed
@@ -30,6 +36,18 @@ struct codec_call {
     uint32_t splits_asked;              /* how many the client sent */
     uint32_t splits_sent;               /* how many were sent instead (0:
                                            none, the backend is framed) */
+    uint16_t table_len;                 /* the first table the call names,
+                                           for logs (cut at
+                                           CODEC_TABLE_MAX bytes); 0: none */
+    char table[CODEC_TABLE_MAX + 1];
+    struct codec_key_note_ref {
+        const struct salt_table *salt; /* NULL: no key noted */
+        uint32_t bucket;
+        uint8_t kept;
+        uint8_t key[CODEC_NOTE_KEY_MAX];
+    } first_key; /* the call's first noted key,
+                                           which its error counts against
+                                           (tally keys_on only) */
 };
 
 /* The log line of a call whose split keys the codec replaced
@@ -48,6 +66,41 @@ struct codec_bucket_count {
     uint32_t rows;                 /* rows unsalted from it */
 };
 
+/* What a logical key was to its call, for the key visualizer. */
+typedef enum {
+    CODEC_KEY_READ = 0,  /* a row key read */
+    CODEC_KEY_WRITE = 1, /* a row key of a mutation */
+    CODEC_KEY_ROW = 2,   /* a row handed back (get, scan) */
+} codec_key_kind_t;
+
+/* Notes one batch keeps at most: a larger batch notes its first ones. */
+#define CODEC_NOTE_MAX 16384
+
+/*
+ * One logical key of a salted table a walk met (codec_tally.keys_on):
+ * fixed size, so the tally's array is the only memory, reused from one
+ * batch to the next.
+ */
+struct codec_key_note {
+    const struct salt_table *salt; /* the table's mapping */
+    guint64 key_hash;              /* XXH3 of the whole key (0 for a
+                                      CODEC_KEY_ROW: not needed) */
+    guint64 part_hash;             /* XXH3 of its hash_part (the same) */
+    uint32_t len;                  /* bytes of the whole key */
+    uint32_t part_len;             /* bytes of its hash_part */
+    uint32_t bucket;               /* where it went (salt->buckets:
+                                      legacy range) */
+    uint32_t bytes;                /* its share of the message's bytes */
+    uint8_t kind;                  /* codec_key_kind_t */
+    uint8_t kept;                  /* bytes of key[] used */
+    uint8_t key[CODEC_NOTE_KEY_MAX];
+};
+
+/* Fills n for key of salt (pure; the engines' scan rows use it too). */
+void codec_key_note_fill(struct codec_key_note *n,
+                         const struct salt_table *salt, codec_key_kind_t kind,
+                         uint32_t bucket, const uint8_t *key, size_t len);
+
 /*
  * What rewrites did to salted tables, for the caller's counters: the
  * codec counts nothing itself.  Every codec call given one appends what
@@ -65,6 +118,11 @@ struct codec_tally {
     uint32_t cap;                 /* entries allocated */
     guint64 unsalted;             /* rows of salted tables handed back
                                        as stored: no valid salt */
+    gboolean keys_on;             /* note logical keys too (set by the
+                                       owner: the key visualizer is on) */
+    struct codec_key_note *notes; /* in the order met */
+    uint32_t nnotes;              /* used */
+    uint32_t notes_cap;           /* allocated */
 };
 
 void codec_tally_init(struct codec_tally *t);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "escape.h"
+#include "filter.h"
 
 G_DEFINE_QUARK(config-error-quark, config_error)
 
@@ -23,6 +24,7 @@ G_DEFINE_QUARK(config-error-quark, config_error)
 #define CONFIG_DEFAULT_SERVERS "127.0.0.1:9091"
 #define CONFIG_DEFAULT_CONNECT_TIMEOUT_MS 2000
 #define CONFIG_DEFAULT_REQUEST_TIMEOUT_MS 30000
+#define CONFIG_DEFAULT_SLOW_CALL_MS 1000
 #define CONFIG_DEFAULT_POOL_SIZE 16
 #define CONFIG_DEFAULT_SASL_SERVICE "hbase"
 #define CONFIG_DEFAULT_CACHING_MAX 1000
@@ -792,6 +794,81 @@ config_parse_backend_http(struct config_ctx *c, const char *g, GError **error)
     return TRUE;
 }
 
+/*
+ * [backend] custom_filters: the filter names the servers' Thrift
+ * configuration registers (hbase.thrift.filters), whose value may be
+ * pasted as it is: "Name:fully.qualified.Class, ...", or names alone.
+ * The class is not needed (filter strings name the filter); a built-in
+ * name is refused, since it would turn a filter the proxy rewrites into
+ * one it passes through.
+ */
+static gboolean
+config_parse_custom_filters(struct config_ctx *c, const char *g,
+                            GError **error)
+{
+    g_autofree char *value = config_take(c, g, "custom_filters");
+    g_auto(GStrv) parts = NULL;
+    GPtrArray *names = g_ptr_array_new();
+    GPtrArray *specs = g_ptr_array_new();
+    GPtrArray *classes = g_ptr_array_new();
+
+    if (value != NULL && value[0] != '\0')
+        parts = g_strsplit(value, ",", -1);
+    for (guint i = 0; parts != NULL && parts[i] != NULL; i++) {
+        char *spec = g_strstrip(parts[i]);
+        const char *colon = strchr(spec, ':');
+        size_t nlen = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+        const char *bad = NULL;
+
+        for (size_t j = 0; j < nlen && bad == NULL; j++) {
+            if (!g_ascii_isalnum(spec[j]) && spec[j] != '_' && spec[j] != '$')
+                bad = "a name is letters, digits, _ and $";
+        }
+        if (nlen == 0)
+            bad = "an empty name";
+        else if (colon != NULL &&
+                 (colon[1] == '\0' ||
+                  strspn(colon + 1, "abcdefghijklmnopqrstuvwxyz"
+                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789_$.") != strlen(colon + 1)))
+            bad = "a class is a fully qualified Java class name";
+        else if (filter_type_from_name((const uint8_t *)spec, nlen) !=
+                 FILTER_TYPE_UNKNOWN)
+            bad = "that is a filter HBase has built in, which the proxy "
+                  "rewrites";
+        for (guint j = 0; j < names->len && bad == NULL; j++) {
+            if (strlen(names->pdata[j]) == nlen &&
+                memcmp(names->pdata[j], spec, nlen) == 0)
+                bad = "named twice";
+        }
+        if (bad != NULL) {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                             "custom_filters",
+                             "'%s': %s (Name or "
+                             "Name:fully.qualified.Class, comma separated)",
+                             spec, bad);
+            g_ptr_array_free(names, TRUE);
+            g_ptr_array_free(specs, TRUE);
+            g_ptr_array_free(classes, TRUE);
+            return FALSE;
+        }
+        g_ptr_array_add(names, g_strndup(spec, nlen));
+        g_ptr_array_add(specs, g_strdup(spec));
+        if (colon != NULL)
+            g_ptr_array_add(classes, g_strdup(colon + 1));
+    }
+    g_ptr_array_add(names, NULL);
+    g_ptr_array_add(specs, NULL);
+    g_ptr_array_add(classes, NULL);
+    g_strfreev(c->cfg->custom_filters);
+    g_strfreev(c->cfg->custom_filter_specs);
+    g_strfreev(c->cfg->custom_filter_classes);
+    c->cfg->custom_filters = (char **)g_ptr_array_free(names, FALSE);
+    c->cfg->custom_filter_specs = (char **)g_ptr_array_free(specs, FALSE);
+    c->cfg->custom_filter_classes = (char **)g_ptr_array_free(classes, FALSE);
+    return TRUE;
+}
+
 static gboolean
 config_parse_backend(struct config_ctx *c, const char *g, GError **error)
 {
@@ -816,13 +893,17 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
         !config_take_uint(c, g, "request_timeout_ms", 1, CONFIG_MAX_MS,
                           CONFIG_DEFAULT_REQUEST_TIMEOUT_MS,
                           &cfg->request_timeout_ms, error) ||
+        !config_take_uint(c, g, "slow_call_ms", 0, CONFIG_MAX_MS,
+                          CONFIG_DEFAULT_SLOW_CALL_MS, &cfg->slow_call_ms,
+                          error) ||
         !config_take_uint(c, g, "pool_size", 1, 1024, CONFIG_DEFAULT_POOL_SIZE,
                           &cfg->pool_size, error))
         return FALSE;
     cfg->protocol = (config_protocol_t)protocol;
     cfg->transport = (config_transport_t)transport;
     return config_parse_backend_http(c, g, error) &&
-           config_parse_sasl(c, g, error);
+           config_parse_sasl(c, g, error) &&
+           config_parse_custom_filters(c, g, error);
 }
 
 static gboolean
@@ -969,6 +1050,36 @@ config_parse_admin(struct config_ctx *c, const char *g, GError **error)
     g_clear_pointer(&cfg->admin_listen.host, g_free);
     return config_take_addr(c, g, "listen", "", TRUE, &cfg->admin_listen,
                             &cfg->admin_enabled, error);
+}
+
+static gboolean
+config_parse_keyviz(struct config_ctx *c, const char *g, GError **error)
+{
+    static const char *const bools[] = { "false", "true", NULL };
+    static const char *const keys[] = { "show", "hash", "hide", NULL };
+    struct config_keyviz *k = &c->cfg->keyviz;
+    unsigned enabled;
+
+    if (!config_take_enum(c, g, "enabled", bools, 1, &enabled, error) ||
+        !config_take_uint(c, g, "interval_s", 1, 3600, 60, &k->interval_s,
+                          error) ||
+        !config_take_uint(c, g, "ranges", 1, 4096, 256, &k->ranges, error) ||
+        !config_take_uint(c, g, "hot_keys", 1, 1024, 32, &k->hot_keys,
+                          error) ||
+        !config_take_uint(c, g, "retain_s", 1, 7 * 86400, 6 * 3600,
+                          &k->retain_s, error) ||
+        !config_take_enum(c, g, "keys", keys, CONFIG_KEYVIZ_SHOW, &k->keys,
+                          error))
+        return FALSE;
+    k->enabled = enabled == 1;
+    if (k->retain_s < k->interval_s) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "retain_s",
+                         "%u is shorter than interval_s (%u): not one "
+                         "interval would be kept",
+                         k->retain_s, k->interval_s);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 /* HBase's rules: [ns:]qualifier, ns [A-Za-z0-9_]+, qualifier
@@ -1364,6 +1475,14 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
         return FALSE;
     if (!config_take_legacy(c, g, &table.salt, error))
         return FALSE;
+    {
+        static const char *const bools[] = { "false", "true", NULL };
+        unsigned on;
+
+        if (!config_take_enum(c, g, "keyviz", bools, 1, &on, error))
+            return FALSE;
+        table.keyviz_off = on == 0;
+    }
 
     table.name = g_strdup(name);
     table.name_len = strlen(name);
@@ -1381,10 +1500,11 @@ config_known_keys(const char *group)
                "client_idle_timeout_ms";
     if (strcmp(group, "backend") == 0)
         return "servers, thrift2_servers, protocol, transport, "
-               "connect_timeout_ms, request_timeout_ms, pool_size, sasl, "
+               "connect_timeout_ms, request_timeout_ms, slow_call_ms, "
+               "pool_size, sasl, "
                "sasl_principal, sasl_keytab, sasl_service, sasl_qop, "
                "sasl_server_host, http_path, http_doas, https, tls_ca, "
-               "tls_verify_hostname, tls_cert, tls_key";
+               "tls_verify_hostname, tls_cert, tls_key, custom_filters";
     if (strcmp(group, "thrift2") == 0)
         return "listen";
     if (strcmp(group, "scan") == 0)
@@ -1397,9 +1517,11 @@ config_known_keys(const char *group)
         return "listen, thrift2_listen";
     if (strcmp(group, "tls") == 0)
         return "listen, cert, key, client_ca, handshake_timeout_ms";
+    if (strcmp(group, "keyviz") == 0)
+        return "enabled, interval_s, ranges, hot_keys, retain_s, keys";
     return "buckets, salt_format, salt_separator, hash_part, salt_mapping, "
            "legacy_component, legacy_cutoff, legacy_range_start, "
-           "legacy_range_stop";
+           "legacy_range_stop, keyviz";
 }
 
 /* Whatever a group parser did not consume is a typo. */
@@ -1457,13 +1579,15 @@ config_parse(struct config_ctx *c, GError **error)
             ok = config_parse_tls(c, g, error);
         else if (strcmp(g, "http") == 0)
             ok = config_parse_http(c, g, error);
+        else if (strcmp(g, "keyviz") == 0)
+            ok = config_parse_keyviz(c, g, error);
         else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX))
             ok = config_parse_table(c, g, tables, names, error);
         else {
             config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
                              "unknown group (known: [proxy], [backend], "
                              "[scan], [admin], [thrift2], [catalog], "
-                             "[tls], [http], [table:NAME])");
+                             "[tls], [http], [keyviz], [table:NAME])");
             ok = FALSE;
         }
         ok = ok && config_check_leftovers(c, g, error);
@@ -1486,6 +1610,8 @@ config_parse(struct config_ctx *c, GError **error)
         ok = config_parse_tls(c, "tls", error);
     if (ok && !g_key_file_has_group(c->kf, "http"))
         ok = config_parse_http(c, "http", error);
+    if (ok && !g_key_file_has_group(c->kf, "keyviz"))
+        ok = config_parse_keyviz(c, "keyviz", error);
     if (ok && c->cfg->http2_enabled && c->cfg->n_thrift2_servers == 0) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, "http",
                          "thrift2_listen",
@@ -1595,6 +1721,9 @@ config_free(struct config *cfg)
     g_free(cfg->listen.host);
     config_addrs_free(cfg->servers, cfg->n_servers);
     config_addrs_free(cfg->thrift2_servers, cfg->n_thrift2_servers);
+    g_strfreev(cfg->custom_filters);
+    g_strfreev(cfg->custom_filter_specs);
+    g_strfreev(cfg->custom_filter_classes);
     g_free(cfg->thrift2_listen.host);
     g_free(cfg->sasl_principal);
     g_free(cfg->sasl_keytab);
@@ -1719,7 +1848,7 @@ config_to_text(const struct config *cfg)
     g_string_append_printf(out,
                            "\nprotocol = %s\ntransport = %s\n"
                            "connect_timeout_ms = %u\nrequest_timeout_ms = %u\n"
-                           "pool_size = %u\n",
+                           "slow_call_ms = %u\npool_size = %u\n",
                            cfg->protocol == CONFIG_PROTOCOL_COMPACT ? "compact"
                                                                     : "binary",
                            cfg->transport == CONFIG_TRANSPORT_HTTP ? "http"
@@ -1727,7 +1856,12 @@ config_to_text(const struct config *cfg)
                                ? "framed"
                                : "buffered",
                            cfg->connect_timeout_ms, cfg->request_timeout_ms,
-                           cfg->pool_size);
+                           cfg->slow_call_ms, cfg->pool_size);
+    if (cfg->custom_filter_specs != NULL && cfg->custom_filter_specs[0]) {
+        g_autofree char *specs = g_strjoinv(", ", cfg->custom_filter_specs);
+
+        g_string_append_printf(out, "custom_filters = %s\n", specs);
+    }
     if (cfg->transport == CONFIG_TRANSPORT_HTTP) {
         g_string_append_printf(out, "http_path = %s\nhttps = %s\n",
                                cfg->http_path, cfg->https ? "true" : "false");
@@ -1810,9 +1944,23 @@ config_to_text(const struct config *cfg)
                                "thrift2_listen = %s\n",
                                h1, h2);
     }
+    {
+        static const char *const keys[] = { "show", "hash", "hide" };
+
+        g_string_append_printf(out,
+                               "\n[keyviz]\nenabled = %s\ninterval_s = %u\n"
+                               "ranges = %u\nhot_keys = %u\nretain_s = %u\n"
+                               "keys = %s\n",
+                               cfg->keyviz.enabled ? "true" : "false",
+                               cfg->keyviz.interval_s, cfg->keyviz.ranges,
+                               cfg->keyviz.hot_keys, cfg->keyviz.retain_s,
+                               keys[cfg->keyviz.keys]);
+    }
     for (size_t i = 0; i < cfg->n_tables; i++) {
         g_string_append_printf(out, "\n[table:%s]\n", cfg->tables[i].name);
         config_mapping_to_text(out, &cfg->tables[i].salt);
+        if (cfg->tables[i].keyviz_off)
+            g_string_append(out, "keyviz = false\n");
     }
     return g_string_free(out, FALSE);
 }
@@ -1981,6 +2129,15 @@ config_reload_check(const struct config *old, const struct config *cfg,
     a = old->http2_enabled ? config_addr_to_string(&old->http2_listen) : NULL;
     b = cfg->http2_enabled ? config_addr_to_string(&cfg->http2_listen) : NULL;
     CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[http] thrift2_listen")
+    /* the counters are sized by these when the proxy starts; keys and a
+     * table's keyviz key may change */
+    CONFIG_RESTART_ONLY(old->keyviz.enabled != cfg->keyviz.enabled ||
+                            old->keyviz.interval_s != cfg->keyviz.interval_s ||
+                            old->keyviz.ranges != cfg->keyviz.ranges ||
+                            old->keyviz.hot_keys != cfg->keyviz.hot_keys ||
+                            old->keyviz.retain_s != cfg->keyviz.retain_s,
+                        "[keyviz] enabled, interval_s, ranges, hot_keys or "
+                        "retain_s")
 #undef CONFIG_RESTART_ONLY
     return TRUE;
 }

@@ -84,6 +84,25 @@ struct config_table {
                                not known.  Run-time state, g_atomic_int */
     gint refusal_retry;     /* the refusal clears by itself (the catalog
                                could not be asked yet): IOError canRetry */
+    gboolean keyviz_off;    /* keyviz = false: the key visualizer does not
+                               count it */
+};
+
+/* How /keyviz shows logical keys. */
+typedef enum {
+    CONFIG_KEYVIZ_SHOW = 0, /* in the escape syntax (escape.h) */
+    CONFIG_KEYVIZ_HASH = 1, /* "#" and 16 hex digits of XXH3 */
+    CONFIG_KEYVIZ_HIDE = 2, /* not at all */
+} config_keyviz_keys_t;
+
+/* [keyviz]: the key visualizer (keyviz.h). */
+struct config_keyviz {
+    gboolean enabled;    /* counts anything at all */
+    unsigned interval_s; /* one column of the heatmap */
+    unsigned ranges;     /* key ranges per table and interval, at most */
+    unsigned hot_keys;   /* hot keys (and hash_part values) kept */
+    unsigned retain_s;   /* history kept */
+    unsigned keys;       /* config_keyviz_keys_t */
 };
 
 struct config {
@@ -107,6 +126,8 @@ struct config {
     config_transport_t transport;
     unsigned connect_timeout_ms;
     unsigned request_timeout_ms;    /* one request, sent to reply */
+    unsigned slow_call_ms;          /* a call taking longer is slow (counted,
+                                       logged); 0 = none is */
     unsigned pool_size;             /* connections per server per worker */
     config_sasl_t sasl;             /* Kerberos toward the servers */
     char *sasl_principal;           /* ours, from sasl_keytab; NULL if off */
@@ -122,6 +143,12 @@ struct config {
     gboolean backend_tls_verify_hostname; /* the name in servers, checked */
     char *backend_tls_cert;               /* client certificate, or NULL */
     char *backend_tls_key;
+    char **custom_filters;      /* filter names the servers register
+                                       (hbase.thrift.filters): NULL-ended,
+                                       empty when none; NULL only before a
+                                       [backend] group is read */
+    char **custom_filter_specs; /* the same as written, with classes */
+    char **custom_filter_classes; /* the classes given, NULL-ended */
 
     /* [scan] */
     unsigned scan_caching_max;      /* cap on rows per bucket fetch */
@@ -135,6 +162,8 @@ struct config {
     /* [admin] */
     gboolean admin_enabled;         /* FALSE when [admin] listen is empty */
     struct config_addr admin_listen;
+    /* [keyviz] */
+    struct config_keyviz keyviz;
     /* [http] */
     gboolean http_enabled; /* Thrift1 over HTTP: listen is set */
     struct config_addr http_listen;

@@ -256,6 +256,8 @@ typedef enum {
     PB_KIND_SKIP,     /* SkipFilter */
     PB_KIND_WHILE,    /* WhileMatchFilter */
     PB_KIND_OTHER,    /* an HBase filter with no filter-language form */
+    PB_KIND_CUSTOM,   /* SALT: a declared custom filter class, a leaf of
+                         no known type copied as received */
 } pb_kind_t;
 
 struct pb_class {
@@ -413,7 +415,22 @@ pb_node_free(struct pb_node *n)
 struct pb_ctx {
     filterpb_mode_t mode;
     char *inexact; /* EXACT: why the first leaf has no string form */
+    const char *const *custom; /* SALT: declared custom filter classes */
 };
+
+static const struct pb_class pb_custom_class = { "(custom)", PB_KIND_CUSTOM,
+                                                 FILTER_TYPE_UNKNOWN, FALSE };
+
+/* A declared custom class: its full Java name is one of c->custom. */
+static const struct pb_class *
+pb_custom_find(const struct pb_ctx *c, pb_span name)
+{
+    for (const char *const *k = c->custom; k != NULL && *k != NULL; k++) {
+        if (strlen(*k) == name.len && memcmp(*k, name.data, name.len) == 0)
+            return &pb_custom_class;
+    }
+    return NULL;
+}
 
 static void pb_inexact(struct pb_ctx *c, const char *fmt, ...)
     G_GNUC_PRINTF(2, 3);
@@ -1462,6 +1479,8 @@ pb_decode(struct pb_ctx *c, pb_span name, pb_span ser, guint depth,
     n->name = name;
     n->serialized = ser;
     n->cls = pb_class_find(name);
+    if (n->cls == NULL && c->mode == FILTERPB_MODE_SALT)
+        n->cls = pb_custom_find(c, name);
     if (n->cls == NULL) {
         g_autofree char *shown = pb_show(name);
 
@@ -1503,6 +1522,12 @@ pb_decode(struct pb_ctx *c, pb_span name, pb_span ser, guint depth,
         pb_inexact(c, "%s has no filter-language form", n->cls->name);
         t = filter_node_new_leaf(n->cls->name, strlen(n->cls->name));
         break;
+    case PB_KIND_CUSTOM:
+        /* named by its class; of no type even when its simple name is a
+         * built-in filter's, so the rewrite leaves it alone */
+        t = filter_node_new_leaf(name.data, name.len);
+        t->type = FILTER_TYPE_UNKNOWN;
+        break;
     default: {
         GError *inner = NULL;
 
@@ -1528,8 +1553,15 @@ struct filterpb *
 filterpb_decode(const uint8_t *pb, size_t len, filterpb_mode_t mode,
                 GError **error)
 {
+    return filterpb_decode_custom(pb, len, mode, NULL, error);
+}
+
+struct filterpb *
+filterpb_decode_custom(const uint8_t *pb, size_t len, filterpb_mode_t mode,
+                       const char *const *custom, GError **error)
+{
     struct filterpb *f;
-    struct pb_ctx c = { mode, NULL };
+    struct pb_ctx c = { mode, NULL, custom };
     GError *inner = NULL;
     pb_span msg, name, ser;
     gsize n = 0;
@@ -1712,6 +1744,11 @@ pb_encode(const struct pb_node *n, const struct filter_node *t,
             pb_put_comparator(cf, n, &p.cmp);
             pb_put_msg(ser, 1, cf);
         }
+        break;
+    case PB_KIND_CUSTOM:
+        if (t->kind != FILTER_NODE_LEAF || t->type != FILTER_TYPE_UNKNOWN)
+            return pb_shape(error);
+        g_byte_array_append(ser, n->serialized.data, (guint)n->serialized.len);
         break;
     default: return pb_shape(error);
     }

@@ -112,6 +112,14 @@ struct filterpb;
 struct filterpb *filterpb_decode(const uint8_t *pb, size_t len,
                                  filterpb_mode_t mode, GError **error)
     G_GNUC_WARN_UNUSED_RESULT;
+/* The same; in FILTERPB_MODE_SALT a filter whose class (its full Java
+ * name) is one of custom (NULL-ended, or NULL), the custom filters the
+ * servers register that do not read the row key, is a leaf of type
+ * FILTER_TYPE_UNKNOWN named by its class, copied as received. */
+struct filterpb *
+filterpb_decode_custom(const uint8_t *pb, size_t len, filterpb_mode_t mode,
+                       const char *const *custom, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
 void filterpb_free(struct filterpb *f);
 
 /* The tree in the filter language (owned by f; copy it to change it). */

@@ -45,6 +45,10 @@ SCHEMA(args_table_batches, FALSE,
        F(2, WIRE_T_LIST, HBASE1_STRUCT_LIST, &batch_mutation,
          "rowBatches"));
 
+/* (1: row): getRegionInfo's hbase:meta row "table,row,suffix" */
+SCHEMA(args_meta_row, FALSE,
+       F(1, WIRE_T_STRING, HBASE1_META_ROW, NULL, "row"));
+
 /* (1: TIncrement) */
 SCHEMA(args_increment, FALSE,
        F(1, WIRE_T_STRUCT, HBASE1_STRUCT, &t_increment, "increment"));
@@ -194,7 +198,7 @@ static struct hbase1_method hbase1_table[] = {
     MS(scannerGetList, HBASE1_SCAN_NEXT, TRUE, NULL, &result_row_results,
        &scan_id_rows),
     MS(scannerClose, HBASE1_SCAN_CLOSE, TRUE, NULL, NULL, &scan_id),
-    M(getRegionInfo, HBASE1_ADMIN, TRUE, NULL, NULL),
+    M(getRegionInfo, HBASE1_ADMIN, TRUE, &args_meta_row, NULL),
     M(append, HBASE1_WRITE, TRUE, &args_append, NULL),
     MIA(checkAndPut, HBASE1_WRITE, &args_table_row, NULL),
     M(getThriftServerType, HBASE1_ADMIN, FALSE, NULL, NULL),

@@ -31,6 +31,10 @@ enum hbase1_action {
                              salted table (Thrift2's filterBytes): a call
                              of a salted table sending it is refused with
                              the text in 'refuse'; unsalted, it is copied */
+    HBASE1_META_ROW,      /* binary: an hbase:meta row key naming a row
+                             of a table, "table,row,suffix" (Thrift1's
+                             getRegionInfo): for a salted table the row
+                             part gains its salt */
     HBASE1_FILTER_ROW,    /* binary: a filter applied to the row of the
                             struct it sits in (Thrift2's TGet.filterString,
                             or with role FILTER_BYTES its protobuf

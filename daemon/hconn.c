@@ -1067,6 +1067,18 @@ hconn_scanner_open(struct hconn *c, const char *table, const uint8_t *start,
                                    caching, NULL, FALSE, id, error);
 }
 
+gboolean
+hconn_scanner_open_keys(struct hconn *c, const char *table,
+                        const uint8_t *start, size_t start_len,
+                        const uint8_t *stop, size_t stop_len, int32_t caching,
+                        int32_t *id, GError **error)
+{
+    return hconn_scanner_open_scan(c, table, start, start_len, stop, stop_len,
+                                   caching,
+                                   "FirstKeyOnlyFilter() AND KeyOnlyFilter()",
+                                   FALSE, id, error);
+}
+
 /* One TCell {1: value, 2: timestamp}, the column given. */
 static gboolean
 hconn_cell_read(struct wire_reader *r, struct hconn_cell *cell)

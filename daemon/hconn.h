@@ -104,6 +104,12 @@ gboolean hconn_scanner_open(struct hconn *c, const char *table,
                             const uint8_t *start, size_t start_len,
                             const uint8_t *stop, size_t stop_len,
                             int32_t caching, int32_t *id, GError **error);
+/* hconn_scanner_open whose rows carry their key only (one cell, no
+ * value): what reading a table's keys costs. */
+gboolean hconn_scanner_open_keys(struct hconn *c, const char *table,
+                                 const uint8_t *start, size_t start_len,
+                                 const uint8_t *stop, size_t stop_len,
+                                 int32_t caching, int32_t *id, GError **error);
 /* The keys of the first n rows of [start, stop) (one cell a row, values
  * empty), appended to out: a cheap sample of where a range's rows lie.
  * reversed: the last n rows, start then the larger bound (inclusive, as

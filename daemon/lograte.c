@@ -7,6 +7,7 @@
 struct lograte_kind {
     char *head, *tail;
     char *detail;         /* the last counted event's, or NULL */
+    const char *noun;     /* what is counted: "connection" */
     GLogLevelFlags level; /* the most severe counted (lower is more) */
     gint64 since;         /* monotonic us: the period's start */
     guint64 count;        /* events counted (not logged) */
@@ -42,9 +43,10 @@ lograte_say(const struct lograte_kind *k)
                                  k->requests, k->requests == 1 ? "" : "s");
     }
     g_log(G_LOG_DOMAIN, k->level,
-          "%s: %" G_GUINT64_FORMAT " more connection%s in the last %d s%s%s%s",
-          k->head, k->count, k->count == 1 ? "" : "s", LOGRATE_PERIOD_S,
-          last != NULL ? last : "", k->tail, failed != NULL ? failed : "");
+          "%s: %" G_GUINT64_FORMAT " more %s%s in the last %d s%s%s%s",
+          k->head, k->count, k->noun, k->count == 1 ? "" : "s",
+          LOGRATE_PERIOD_S, last != NULL ? last : "", k->tail,
+          failed != NULL ? failed : "");
 }
 
 /* Ends k's period: its line when it counted events, and a new period
@@ -75,6 +77,13 @@ gboolean
 lograte_note(GLogLevelFlags level, const char *head, const char *tail,
              const char *detail, guint64 requests)
 {
+    return lograte_note_of(level, "connection", head, tail, detail, requests);
+}
+
+gboolean
+lograte_note_of(GLogLevelFlags level, const char *noun, const char *head,
+                const char *tail, const char *detail, guint64 requests)
+{
     g_autofree char *key = g_strconcat(head, "\n", tail, NULL);
     struct lograte_kind *k;
     gint64 now = g_get_monotonic_time();
@@ -95,6 +104,7 @@ lograte_note(GLogLevelFlags level, const char *head, const char *tail,
         k = g_new0(struct lograte_kind, 1);
         k->head = g_strdup(head);
         k->tail = g_strdup(tail);
+        k->noun = noun;
         k->since = now;
         k->level = G_LOG_LEVEL_DEBUG;
         g_hash_table_insert(lograte_kinds, g_steal_pointer(&key), k);

@@ -30,6 +30,13 @@
 gboolean lograte_note(GLogLevelFlags level, const char *head, const char *tail,
                       const char *detail, guint64 requests);
 
+/* lograte_note for events that are not connections: the period's line
+ * counts nouns ("N more calls"; noun is a static string, made plural
+ * with an s). */
+gboolean lograte_note_of(GLogLevelFlags level, const char *noun,
+                         const char *head, const char *tail,
+                         const char *detail, guint64 requests);
+
 /* Writes the line of every kind whose period has ended; main thread,
  * about every second.  all: every kind, period over or not (at exit). */
 void lograte_flush(gboolean all);

@@ -5,11 +5,44 @@
 
 #include "codec.h"
 #include "hbase1.h"
+#include "keyviz.h"
 
 const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS] = {
     100,   250,    500,    1000,   2500,    5000,    10000,   25000,
     50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000,
 };
+
+const guint64 metrics_batch_le[METRICS_BATCH_BUCKETS] = {
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000,
+};
+
+const char *const metrics_err_label[METRICS_ERR_KINDS] = {
+    [METRICS_ERR_IO] = "IOError",
+    [METRICS_ERR_IA] = "IllegalArgument",
+    [METRICS_ERR_APP] = "TApplicationException",
+    [METRICS_ERR_TRANSPORT] = "transport",
+};
+
+/* The argument field of method's rows when it is a multi-row call (a
+ * read or write whose arguments list rows or row structs at the top),
+ * else 0. */
+static int16_t
+metrics_batch_field(const struct hbase1_method *hm)
+{
+    if ((hm->kind != HBASE1_READ && hm->kind != HBASE1_WRITE) ||
+        hm->args == NULL) {
+        return 0;
+    }
+    for (uint8_t f = 0; f < hm->args->nfields; f++) {
+        const struct hbase1_field *fd = &hm->args->fields[f];
+
+        if (fd->type == WIRE_T_LIST &&
+            (fd->action == HBASE1_ROWS || fd->action == HBASE1_STRUCT_LIST)) {
+            return fd->fid;
+        }
+    }
+    return 0;
+}
 
 static void
 metrics_table_free(gpointer data)
@@ -21,9 +54,11 @@ metrics_table_free(gpointer data)
 }
 
 struct metrics *
-metrics_new(unsigned nworkers)
+metrics_new(unsigned nworkers, struct keyviz *kv)
 {
     struct metrics *m = g_new0(struct metrics, 1);
+
+    m->kv = kv;
 
     m->nmethods = hbase1_method_count();
     m->labels = g_new0(char *, m->nmethods + 1);
@@ -39,6 +74,7 @@ metrics_new(unsigned nworkers)
     m->workers = g_new0(struct metrics_worker, nworkers);
     for (unsigned i = 0; i < nworkers; i++) {
         m->workers[i].methods = g_new0(struct metrics_method, m->nmethods);
+        m->workers[i].kv = kv != NULL ? keyviz_worker(kv, i) : NULL;
     }
     m->tables = g_ptr_array_new_with_free_func(metrics_table_free);
     m->table_ids = g_hash_table_new(g_str_hash, g_str_equal);
@@ -59,6 +95,7 @@ metrics_free(struct metrics *m)
         }
         g_free(m->workers[i].methods);
     }
+    keyviz_free(m->kv);
     g_strfreev(m->labels);
     g_free(m->workers);
     g_hash_table_destroy(m->table_ids);
@@ -108,6 +145,7 @@ metrics_add_config(struct metrics *m, struct config *cfg)
                 g_new0(guint64,
                        metrics_table_at(t->buckets, METRICS_TABLE_KINDS, 0));
         }
+        keyviz_add_table(m->kv, ct->stats_id, ct->name, &ct->salt);
     }
 }
 
@@ -121,24 +159,39 @@ metrics_reload(struct metrics *m, metrics_reload_t result)
 
 /* ---- hooks -------------------------------------------------------------- */
 
+/* The latency bucket of us. */
+static unsigned
+metrics_lat_bucket(guint64 us)
+{
+    unsigned b = 0;
+
+    while (b < METRICS_LAT_BUCKETS && us > metrics_lat_le_us[b]) {
+        b++;
+    }
+    return b;
+}
+
 void
 metrics_request_done(struct metrics_worker *mw,
                      const struct hbase1_method *method, gint64 us_taken,
-                     gboolean error)
+                     metrics_err_t err)
 {
     struct metrics_method *mm;
-    unsigned b = 0;
+    unsigned b;
     guint64 us = us_taken > 0 ? (guint64)us_taken : 0;
+    gboolean error = err > METRICS_ERR_NONE;
 
+    if (error) {
+        /* unknown methods too: HBase's TApplicationException */
+        METRICS_ADD(mw->err_kinds[err], 1);
+    }
     if (method == NULL) {
         /* not a method of its service: answered UNKNOWN_METHOD, no
          * series */
         return;
     }
     mm = &mw->methods[method->index];
-    while (b < METRICS_LAT_BUCKETS && us > metrics_lat_le_us[b]) {
-        b++;
-    }
+    b = metrics_lat_bucket(us);
     METRICS_ADD(mm->requests, 1);
     if (error) {
         METRICS_ADD(mm->errors, 1);
@@ -147,8 +200,9 @@ metrics_request_done(struct metrics_worker *mw,
     METRICS_ADD(mm->lat_sum_us, us);
 }
 
-gboolean
-metrics_reply_is_error(wire_proto_t proto, const uint8_t *msg, size_t len)
+metrics_err_t
+metrics_reply_error(wire_proto_t proto, const uint8_t *msg, size_t len,
+                    const struct hbase1_method *method)
 {
     struct wire_reader r;
     struct wire_msg m;
@@ -157,17 +211,77 @@ metrics_reply_is_error(wire_proto_t proto, const uint8_t *msg, size_t len)
 
     wire_reader_init(&r, proto, msg, len, TRUE, &wire_default_limits);
     if (wire_read_msg_begin(&r, &m) != WIRE_OK) {
-        return FALSE;
+        return METRICS_ERR_NONE;
     }
     if (m.type == WIRE_EXCEPTION) {
-        return TRUE;
+        return METRICS_ERR_APP;
     }
     if (wire_read_struct_begin(&r) != WIRE_OK
         || wire_read_field(&r, &type, &fid) != WIRE_OK) {
-        return FALSE;
+        return METRICS_ERR_NONE;
     }
     /* field 0 is the success value; void methods have none (STOP) */
-    return type != WIRE_T_STOP && fid != 0;
+    if (type == WIRE_T_STOP || fid == 0) {
+        return METRICS_ERR_NONE;
+    }
+    /* field 2 is IllegalArgument where the method declares one; any
+     * other declared exception (Thrift1's AlreadyExists) is an IOError
+     * to HBase's client too */
+    return fid == 2 && (method == NULL || method->declares_ia)
+               ? METRICS_ERR_IA
+               : METRICS_ERR_IO;
+}
+
+void
+metrics_queue_wait(struct metrics_worker *mw, gint64 us_waited)
+{
+    guint64 us = us_waited > 0 ? (guint64)us_waited : 0;
+
+    METRICS_ADD(mw->queue[metrics_lat_bucket(us)], 1);
+    METRICS_ADD(mw->queue_sum_us, us);
+}
+
+void
+metrics_batch(struct metrics_worker *mw, const struct hbase1_method *method,
+              wire_proto_t proto, const uint8_t *msg, size_t len)
+{
+    int16_t want = method != NULL ? metrics_batch_field(method) : 0;
+    struct wire_reader r;
+    struct wire_msg wm;
+    uint8_t type, etype;
+    int16_t fid;
+    uint32_t rows;
+    unsigned b = 0;
+
+    if (want == 0) {
+        return;
+    }
+    /* the codec took the call already: only its list's header is read */
+    wire_reader_init(&r, proto, msg, len, TRUE, &wire_default_limits);
+    if (wire_read_msg_begin(&r, &wm) != WIRE_OK ||
+        wire_read_struct_begin(&r) != WIRE_OK) {
+        return;
+    }
+    for (;;) {
+        if (wire_read_field(&r, &type, &fid) != WIRE_OK ||
+            type == WIRE_T_STOP) {
+            return;
+        }
+        if (fid == want && type == WIRE_T_LIST) {
+            break;
+        }
+        if (wire_skip(&r, type) != WIRE_OK) {
+            return;
+        }
+    }
+    if (wire_read_list_begin(&r, &etype, &rows) != WIRE_OK) {
+        return;
+    }
+    while (b < METRICS_BATCH_BUCKETS && rows > metrics_batch_le[b]) {
+        b++;
+    }
+    METRICS_ADD(mw->methods[method->index].batch[b], 1);
+    METRICS_ADD(mw->methods[method->index].batch_sum, rows);
 }
 
 void
@@ -190,6 +304,9 @@ metrics_take_tally(struct metrics_worker *mw, struct codec_tally *t)
     }
     if (t->unsalted > 0) {
         METRICS_ADD(mw->unsalted_rows, t->unsalted);
+    }
+    for (uint32_t i = 0; mw->kv != NULL && i < t->nnotes; i++) {
+        keyviz_note(mw->kv, &t->notes[i]);
     }
     codec_tally_clear(t);
 }

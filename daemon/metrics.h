@@ -9,6 +9,8 @@
 
 struct codec_tally;
 struct hbase1_method;
+struct keyviz;
+struct keyviz_worker;
 
 /*
  * Every counter has one writer, the worker thread that owns it, and one
@@ -28,6 +30,8 @@ struct hbase1_method;
 #define METRICS_LAT_BUCKETS 16
 /* Scan fan-out width: 1, 2, 4 ... 256, +Inf buckets. */
 #define METRICS_FANOUT_BUCKETS 9
+/* Rows per multi-row call: 1, 2, 5, 10 ... 10000, +Inf buckets. */
+#define METRICS_BATCH_BUCKETS 13
 /* Salted tables with per-bucket counters; later ones are not counted. */
 #define METRICS_MAX_TABLES 4096
 
@@ -40,12 +44,34 @@ enum metrics_table_kind {
     METRICS_TABLE_KINDS
 };
 
+/*
+ * How a reply failed, for hsp_request_errors_by_type_total and
+ * hsp_backend_errors_total: the exception the client gets, or, whatever
+ * the proxy answered, that the backend connection failed under it.
+ */
+typedef enum {
+    METRICS_ERR_UNKNOWN = 0, /* not looked at yet */
+    METRICS_ERR_NONE,        /* a result */
+    METRICS_ERR_IO,          /* the method's IOError (TIOError) */
+    METRICS_ERR_IA,          /* its IllegalArgument (TIllegalArgument) */
+    METRICS_ERR_APP,         /* TApplicationException */
+    METRICS_ERR_TRANSPORT,   /* connection refused, lost, timed out, bad
+                                reply: the proxy's IOError */
+    METRICS_ERR_KINDS
+} metrics_err_t;
+
+/* The label of an error kind (IO .. TRANSPORT): "IOError", ... */
+extern const char *const metrics_err_label[METRICS_ERR_KINDS];
+
 /* One Thrift method's counters on one worker. */
 struct metrics_method {
     guint64 requests;                       /* replies written */
     guint64 errors;                         /* of which exceptions */
     guint64 lat[METRICS_LAT_BUCKETS + 1];   /* per bucket, not cumulative */
     guint64 lat_sum_us;
+    guint64 slow;                             /* over slow_call_ms */
+    guint64 batch[METRICS_BATCH_BUCKETS + 1]; /* multi-row calls by rows */
+    guint64 batch_sum;                        /* rows over those calls */
 };
 
 /* One worker's counters: written only by that worker's thread. */
@@ -65,15 +91,23 @@ struct metrics_worker {
                                                handed back as stored */
     guint64 fanout[METRICS_FANOUT_BUCKETS + 1]; /* scans by width */
     guint64 fanout_sum;                     /* buckets over all scans */
+    guint64 queue[METRICS_LAT_BUCKETS + 1]; /* requests by time waited for
+                                               a backend connection */
+    guint64 queue_sum_us;
+    guint64 err_kinds[METRICS_ERR_KINDS]; /* replies by metrics_err_t */
     /* per salted table (stats_id - 1): METRICS_TABLE_KINDS runs of
      * buckets + 1 counters (metrics_table_at), the last of each run the
      * legacy range of a forward-looking table; allocated by the main
      * thread before any config naming the table reaches a worker */
     guint64 *tables[METRICS_MAX_TABLES];
+    struct keyviz_worker *kv; /* its key visualizer counters,
+                                               NULL: off */
 };
 
 /* Upper bounds of the latency buckets, in microseconds. */
 extern const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS];
+/* Upper bounds of the batch size buckets, in rows. */
+extern const guint64 metrics_batch_le[METRICS_BATCH_BUCKETS];
 
 /* A salted table that has counters: names never leave the registry, so a
  * table that comes back after a reload finds its counters again. */
@@ -108,9 +142,11 @@ struct metrics {
     gboolean last_reload_ok; /* TRUE until a reload fails */
     gint64 last_reload_time; /* wall clock us, 0 = none yet */
     gint64 start_time;       /* wall clock us */
+    struct keyviz *kv;       /* the key visualizer, NULL: off */
 };
 
-struct metrics *metrics_new(unsigned nworkers);
+/* kv: the key visualizer's counters (taken over), or NULL. */
+struct metrics *metrics_new(unsigned nworkers, struct keyviz *kv);
 void metrics_free(struct metrics *m);
 struct metrics_worker *metrics_worker(struct metrics *m, unsigned id);
 
@@ -128,17 +164,31 @@ void metrics_reload(struct metrics *m, metrics_reload_t result);
 
 /* ---- hooks: one line at the place that knows --------------------------- */
 
-/* A reply of method leaves for its client after us_taken; error when it
- * is an exception (see metrics_reply_is_error). */
+/* A reply of method leaves for its client after us_taken; err says
+ * whether it is an exception, and which (metrics_reply_error). */
 void metrics_request_done(struct metrics_worker *mw,
-                          const struct hbase1_method *method,
-                          gint64 us_taken, gboolean error);
+                          const struct hbase1_method *method, gint64 us_taken,
+                          metrics_err_t err);
 
-/* Whether a client reply (no frame header) is an exception: a
- * TApplicationException or a result struct whose first field is not the
- * success field 0.  Reads a few header bytes only. */
-gboolean metrics_reply_is_error(wire_proto_t proto, const uint8_t *msg,
-                                size_t len);
+/* What kind of reply a reply of method (NULL: unknown) is (no frame
+ * header): a result, TApplicationException, or a result struct whose
+ * first field is not the success field 0, the method's IOError (field 1)
+ * or IllegalArgument (field 2).  Reads a few header bytes only. */
+metrics_err_t metrics_reply_error(wire_proto_t proto, const uint8_t *msg,
+                                  size_t len,
+                                  const struct hbase1_method *method);
+
+/* A request waited us for a backend connection to be free for it: from
+ * read whole to written to an idle connection, or, pipelined behind
+ * others, to the reply of the one before it. */
+void metrics_queue_wait(struct metrics_worker *mw, gint64 us);
+
+/* The rows of a multi-row call of method (getRows*, mutateRows*,
+ * getMultiple, putMultiple ...: msg is the client's whole call, no frame
+ * header); a no-op for other methods. */
+void metrics_batch(struct metrics_worker *mw,
+                   const struct hbase1_method *method, wire_proto_t proto,
+                   const uint8_t *msg, size_t len);
 
 static inline guint64 *
 metrics_table_block(struct metrics_worker *mw, const struct salt_table *salt)

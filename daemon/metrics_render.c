@@ -43,6 +43,45 @@ metrics_render_one(GString *out, const char *name, const char *type,
     g_string_append_printf(out, "%s %" G_GUINT64_FORMAT "\n", name, value);
 }
 
+/*
+ * One histogram's series: counts per bucket (not cumulative, n + 1 with
+ * +Inf), upper bounds le[0..n) in units of scale (1e6: microseconds
+ * shown as seconds), labels (NULL: none) and sum in the shown unit.
+ */
+static void
+metrics_render_histogram(GString *out, const char *name, const char *labels,
+                         const guint64 *counts, const guint64 *le, unsigned n,
+                         double scale, double sum)
+{
+    const char *sep = labels != NULL ? "," : "";
+    guint64 cum = 0;
+
+    if (labels == NULL) {
+        labels = "";
+    }
+    for (unsigned b = 0; b <= n; b++) {
+        cum += counts[b];
+        if (b < n) {
+            g_string_append_printf(
+                out, "%s_bucket{%s%sle=\"%g\"} %" G_GUINT64_FORMAT "\n", name,
+                labels, sep, (double)le[b] / scale, cum);
+        } else {
+            g_string_append_printf(out,
+                                   "%s_bucket{%s%sle=\"+Inf\"} "
+                                   "%" G_GUINT64_FORMAT "\n",
+                                   name, labels, sep, cum);
+        }
+    }
+    /* seconds to the microsecond; counts whole */
+    g_string_append_printf(out, "%s_sum%s%s%s %.*f\n", name,
+                           *labels != '\0' ? "{" : "", labels,
+                           *labels != '\0' ? "}" : "", scale != 1.0 ? 6 : 0,
+                           sum);
+    g_string_append_printf(out, "%s_count%s%s%s %" G_GUINT64_FORMAT "\n", name,
+                           *labels != '\0' ? "{" : "", labels,
+                           *labels != '\0' ? "}" : "", cum);
+}
+
 static void
 metrics_render_methods(struct metrics *m, GString *out)
 {
@@ -58,6 +97,11 @@ metrics_render_methods(struct metrics *m, GString *out)
             sum[i].lat_sum_us += METRICS_GET(mm->lat_sum_us);
             for (unsigned b = 0; b <= METRICS_LAT_BUCKETS; b++) {
                 sum[i].lat[b] += METRICS_GET(mm->lat[b]);
+            }
+            sum[i].slow += METRICS_GET(mm->slow);
+            sum[i].batch_sum += METRICS_GET(mm->batch_sum);
+            for (unsigned b = 0; b <= METRICS_BATCH_BUCKETS; b++) {
+                sum[i].batch[b] += METRICS_GET(mm->batch[b]);
             }
         }
     }
@@ -81,39 +125,44 @@ metrics_render_methods(struct metrics *m, GString *out)
                 m->labels[i], sum[i].errors);
         }
     }
+    metrics_render_head(out, "hsp_slow_calls_total", "counter",
+                        "Client requests that took slow_call_ms or longer "
+                        "(HBase's slowThriftCall), by method.");
+    for (size_t i = 0; i < n; i++) {
+        if (sum[i].requests > 0) {
+            g_string_append_printf(
+                out, "hsp_slow_calls_total{%s} %" G_GUINT64_FORMAT "\n",
+                m->labels[i], sum[i].slow);
+        }
+    }
+    metrics_render_head(out, "hsp_batch_rows", "histogram",
+                        "Rows per multi-row call (getRows*, mutateRows*, "
+                        "getMultiple, putMultiple, deleteMultiple ...; "
+                        "HBase's batchGet, batchMutate), by method.");
+    for (size_t i = 0; i < n; i++) {
+        guint64 cum = 0;
+
+        for (unsigned b = 0; b <= METRICS_BATCH_BUCKETS; b++) {
+            cum += sum[i].batch[b];
+        }
+        if (cum > 0) {
+            metrics_render_histogram(out, "hsp_batch_rows", m->labels[i],
+                                     sum[i].batch, metrics_batch_le,
+                                     METRICS_BATCH_BUCKETS, 1.0,
+                                     (double)sum[i].batch_sum);
+        }
+    }
     metrics_render_head(
         out, "hsp_request_duration_seconds", "histogram",
         "Time from a whole request read to its reply queued, by "
         "method.");
     for (size_t i = 0; i < n; i++) {
-        guint64 cum = 0;
-
-        if (sum[i].requests == 0) {
-            continue;
+        if (sum[i].requests > 0) {
+            metrics_render_histogram(out, "hsp_request_duration_seconds",
+                                     m->labels[i], sum[i].lat,
+                                     metrics_lat_le_us, METRICS_LAT_BUCKETS,
+                                     1e6, (double)sum[i].lat_sum_us / 1e6);
         }
-        for (unsigned b = 0; b <= METRICS_LAT_BUCKETS; b++) {
-            cum += sum[i].lat[b];
-            if (b < METRICS_LAT_BUCKETS) {
-                g_string_append_printf(
-                    out,
-                    "hsp_request_duration_seconds_"
-                    "bucket{%s,le=\"%g\"} %" G_GUINT64_FORMAT "\n",
-                    m->labels[i], (double)metrics_lat_le_us[b] / 1e6, cum);
-            } else {
-                g_string_append_printf(
-                    out,
-                    "hsp_request_duration_seconds_"
-                    "bucket{%s,le=\"+Inf\"} %" G_GUINT64_FORMAT "\n",
-                    m->labels[i], cum);
-            }
-        }
-        g_string_append_printf(out,
-                               "hsp_request_duration_seconds_sum{%s} %.6f\n",
-                               m->labels[i], (double)sum[i].lat_sum_us / 1e6);
-        g_string_append_printf(
-            out,
-            "hsp_request_duration_seconds_count{%s} %" G_GUINT64_FORMAT "\n",
-            m->labels[i], cum);
     }
 }
 
@@ -208,6 +257,7 @@ metrics_render_regions(const struct config *cfg, GString *out,
 struct metrics_render_server {
     const char *name;
     guint64 requests, failures, connect_failures;
+    guint64 errors[METRICS_ERR_KINDS];
     gint64 open, inflight;
 };
 
@@ -257,6 +307,9 @@ metrics_render_probe_cb(const struct backend_health_info *info, void *arg)
                             info->retired_connect_failures;
     ms->requests += info->retired_requests;
     ms->failures += info->retired_failures;
+    for (unsigned k = 0; k < METRICS_ERR_KINDS; k++) {
+        ms->errors[k] += info->retired_errors[k];
+    }
 }
 
 static void
@@ -287,6 +340,9 @@ metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
                 ms->connect_failures += METRICS_GET(st->connect_failures);
                 ms->open += METRICS_GET(st->open);
                 ms->inflight += METRICS_GET(st->inflight);
+                for (unsigned k = 0; k < METRICS_ERR_KINDS; k++) {
+                    ms->errors[k] += METRICS_GET(st->errors[k]);
+                }
             }
         }
     }
@@ -324,6 +380,24 @@ metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
                           "health probes' included.",
                           connect_failures, G_GUINT64_FORMAT)
 #undef METRICS_SERVER_SERIES
+    metrics_render_head(out, "hsp_backend_errors_total", "counter",
+                        "Requests of the server answered with an exception "
+                        "(IOError, IllegalArgument, TApplicationException) "
+                        "or failed under the proxy (transport: connect "
+                        "refused, connection lost, timeout, bad reply), by "
+                        "type.");
+    for (guint i = 0; i < servers->len; i++) {
+        const struct metrics_render_server *ms =
+            &g_array_index(servers, struct metrics_render_server, i);
+
+        for (unsigned k = METRICS_ERR_IO; k < METRICS_ERR_KINDS; k++) {
+            g_string_append(out, "hsp_backend_errors_total{server=\"");
+            metrics_render_label(out, ms->name);
+            g_string_append_printf(out,
+                                   "\",type=\"%s\"} %" G_GUINT64_FORMAT "\n",
+                                   metrics_err_label[k], ms->errors[k]);
+        }
+    }
     /* the names above point into pools' generations: held till here */
     g_mutex_unlock(&p->pools_lock);
 }
@@ -357,6 +431,13 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
         for (unsigned b = 0; b <= METRICS_FANOUT_BUCKETS; b++) {
             sum.fanout[b] += METRICS_GET(mw->fanout[b]);
         }
+        for (unsigned b = 0; b <= METRICS_LAT_BUCKETS; b++) {
+            sum.queue[b] += METRICS_GET(mw->queue[b]);
+        }
+        sum.queue_sum_us += METRICS_GET(mw->queue_sum_us);
+        for (unsigned k = 0; k < METRICS_ERR_KINDS; k++) {
+            sum.err_kinds[k] += METRICS_GET(mw->err_kinds[k]);
+        }
     }
 
     metrics_render_head(out, "hsp_build_info", "gauge",
@@ -371,6 +452,25 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
                        m->nworkers);
 
     metrics_render_methods(m, out);
+    metrics_render_head(out, "hsp_request_errors_by_type_total", "counter",
+                        "Client requests answered with an exception, by "
+                        "type: IOError, IllegalArgument, "
+                        "TApplicationException, or transport (the backend "
+                        "connection failed: refused, lost, timed out).");
+    for (unsigned k = METRICS_ERR_IO; k < METRICS_ERR_KINDS; k++) {
+        g_string_append_printf(out,
+                               "hsp_request_errors_by_type_total{type=\"%s\"} "
+                               "%" G_GUINT64_FORMAT "\n",
+                               metrics_err_label[k], sum.err_kinds[k]);
+    }
+    metrics_render_head(out, "hsp_request_queue_seconds", "histogram",
+                        "Time from a whole request read to a backend "
+                        "connection free for it (HBase's timeInQueue): "
+                        "written to an idle one, or pipelined behind other "
+                        "calls, the reply to the call before it.");
+    metrics_render_histogram(out, "hsp_request_queue_seconds", NULL, sum.queue,
+                             metrics_lat_le_us, METRICS_LAT_BUCKETS, 1e6,
+                             (double)sum.queue_sum_us / 1e6);
     metrics_render_tables(m, out);
     metrics_render_regions(p->gen->cfg, out, "hsp_table_region_buckets_max",
                            FALSE,

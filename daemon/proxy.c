@@ -88,6 +88,7 @@
 #include "hbase1.h"
 #include "httpc.h"
 #include "httpd.h"
+#include "keyviz.h"
 #include "metrics.h"
 #include "scan.h"
 #include "tls.h"
@@ -264,6 +265,7 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
     set->pool_size = cfg->pool_size != 0 ? cfg->pool_size : 4;
     set->connect_timeout_ms = cfg->connect_timeout_ms;
     set->request_timeout_ms = cfg->request_timeout_ms;
+    set->slow_call_ms = cfg->slow_call_ms;
     set->client_idle_timeout_ms = cfg->client_idle_timeout_ms;
     set->max_connections = cfg->max_connections;
     set->max_frame_size = cfg->max_frame_size;
@@ -681,6 +683,8 @@ proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
     TAILQ_INIT(&w->free_reqs);
     wire_buf_init(&w->scratch);
     codec_tally_init(&w->tally);
+    /* the codec notes logical keys only for the key visualizer */
+    w->tally.keys_on = w->metrics->kv != NULL;
     w->rbuf = g_malloc(REQ_READ_MAX);
     proxy_worker_limits(w);
     w->next_seqid = 1;
@@ -1052,7 +1056,11 @@ proxy_new(struct config *cfg, GError **error)
     p->gen->set = p->set;
     /* before the pools: each server's pool entry points at its health */
     p->health = backend_health_new(&p->set);
-    p->metrics = metrics_new(p->set.workers);
+    /* counted only where it can be seen: on the admin endpoint */
+    p->metrics = metrics_new(p->set.workers,
+                             cfg->keyviz.enabled && cfg->admin_enabled
+                                 ? keyviz_new(&cfg->keyviz, p->set.workers)
+                                 : NULL);
     metrics_add_config(p->metrics, cfg);
     p->port = p->set.listen_port;
     p->nworkers = p->set.workers;

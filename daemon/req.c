@@ -41,6 +41,20 @@ req_io_error(struct req *req, const char *message, gboolean can_retry)
     req_reply_end(req, frame);
 }
 
+void
+req_note_bucket(struct req *req, uint32_t bucket, gboolean legacy)
+{
+    if (legacy) {
+        req->legacy = 1;
+    } else if (!req->salted) {
+        req->salted = 1;
+        req->bucket_lo = req->bucket_hi = bucket;
+    } else {
+        req->bucket_lo = MIN(req->bucket_lo, bucket);
+        req->bucket_hi = MAX(req->bucket_hi, bucket);
+    }
+}
+
 /* ---- sockets and messages ----------------------------------------------- */
 
 void

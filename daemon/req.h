@@ -60,6 +60,17 @@ struct req {
     int32_t backend_seqid;         /* seqid the backend sees */
     gint64 deadline;               /* monotonic us: fail if not answered */
     gint64 started;                /* monotonic us: read from the client */
+    unsigned queued:1;             /* its wait for a free backend
+                                      connection is counted */
+    uint8_t err_kind;              /* metrics_err_t of its reply; 0 (not
+                                      known yet): read from the reply */
+    const char *backend_name;      /* "host:port" it was sent to (a health
+                                      entry's: lives as long as the
+                                      process), or NULL */
+    /* salt buckets its row keys went to, for the slow-call line */
+    uint32_t bucket_lo, bucket_hi; /* lowest and highest salted */
+    unsigned salted:1;             /* some went to bucket_lo..bucket_hi */
+    unsigned legacy:1;             /* some to the legacy range */
     /*
      * Two buffers for two kinds of request; each kind uses only its own.
      * reply: a client's request: the reply as the client gets it (its
@@ -97,6 +108,10 @@ void req_reply_end(struct req *req, size_t frame);
  * message is the whole text, e.g. "hbase-salt-proxy: backend h:p: ...".
  */
 void req_io_error(struct req *req, const char *message, gboolean can_retry);
+
+/* req's row keys went to bucket (legacy: to a forward-looking table's
+ * legacy range instead), for its slow-call line. */
+void req_note_bucket(struct req *req, uint32_t bucket, gboolean legacy);
 
 /*
  * Writes iov[0..n) to bev's socket at once when nothing is queued before

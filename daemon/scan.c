@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "config.h"
 #include "hbase1.h"
+#include "keyviz.h"
 #include "legacy.h"
 #include "merge.h"
 #include "metrics.h"
@@ -105,8 +106,8 @@ struct scan_bucket {
     unsigned last:1;                /* the backend has no rows after next */
     unsigned done:1;                /* no rows left at all */
     unsigned closed:1;              /* backend scanner closed */
-    unsigned close_after:1;         /* closed when the fetch in flight is
-                                       back (scan_bucket_close) */
+    unsigned close_owed:1;          /* closed while fetching: the close
+                                       goes when the fetch is back */
     unsigned next_ready:1;          /* next holds a fetched batch */
     unsigned legacy:1;              /* no bucket: the legacy range */
     uint32_t fetch;                 /* rows the next fetch asks for */
@@ -148,6 +149,8 @@ struct scanner {
     unsigned nopening;              /* backend opens in flight */
     char *error;                    /* why it failed; NULL: it has not */
     gboolean error_retry;
+    gboolean error_transport; /* a backend connection failed under
+                                       it (metrics: transport) */
     int32_t error_app; /* an open failed with this
                                        TApplicationException type; -1:
                                        not one */
@@ -319,6 +322,27 @@ scan_reply_io(struct scan_op *op, struct worker *w, const char *msg,
     scan_op_done(op, w);
 }
 
+/* The IOError of a failed scanner (sc->error). */
+static void
+scan_reply_failed(const struct scanner *sc, struct scan_op *op,
+                  struct worker *w)
+{
+    if (sc->error_transport) {
+        op->req->err_kind = METRICS_ERR_TRANSPORT;
+    }
+    scan_reply_io(op, w, sc->error, sc->error_retry);
+}
+
+/* What op's slow-call line needs of sc: its server and buckets. */
+static void
+scan_op_note(const struct scanner *sc, struct scan_op *op)
+{
+    op->req->backend_name = backend_pool_server_name(sc->pool, sc->server);
+    for (unsigned i = 0; i < sc->nbuckets; i++) {
+        req_note_bucket(op->req, sc->buckets[i].bucket, sc->buckets[i].legacy);
+    }
+}
+
 static void
 scan_reply_i32(struct scan_op *op, struct worker *w, int32_t v)
 {
@@ -403,6 +427,7 @@ scan_sub_begin(struct scanner *sc, req_sink_fn sink, uint32_t tag,
     sub->sink_arg = sc;
     sub->sink_tag = tag;
     sub->server = sc->server;
+    sub->started = req_now(); /* its wait for a connection is counted */
     sub->backend_seqid = worker_next_seqid(w);
     memcpy(sub->call.name, m->name, m->name_len + 1u);
     sub->call.name_len = m->name_len;
@@ -428,7 +453,8 @@ scan_sub_send(struct scanner *sc, struct req *sub, size_t frame)
                    FALSE);
 }
 
-/* Sends a call on a backend scanner: its id, and rows when >= 0. */
+/* Sends a call on a backend scanner: its id, and rows when m takes a
+ * count (a close takes none: rows is -1 there). */
 static void
 scan_sub_id_call(struct scanner *sc, req_sink_fn sink, uint32_t tag,
                  const struct hbase1_method *m, int32_t backend_id,
@@ -552,26 +578,27 @@ scan_close_sink(struct worker *w, struct req *sub)
     scan_sub_return(sub->sink_arg, sub);
 }
 
-/*
- * Closes a bucket's backend scanner, once no fetch of it is in flight:
- * HBase's Thrift servers hand a scanner's calls to its client scanner
- * from any connection's thread, and a close while a fetch (sent on
- * another pooled connection) reads makes that read fail inside HBase
- * (NullPointerException in ClientScanner, "Internal error processing
- * getScannerRows", logged with its trace), as every scan with a limit
- * did when the limit came before a bucket's prefetch returned.
- */
+static void
+scan_bucket_close_send(struct scanner *sc, struct scan_bucket *b)
+{
+    scan_sub_id_call(sc, scan_close_sink, b->bucket, sc->calls->close,
+                     b->backend_id, -1);
+}
+
 static void
 scan_bucket_close(struct scanner *sc, struct scan_bucket *b)
 {
-    if (b->fetching) {
-        b->close_after = 1;
-        return;
-    }
     if (b->opened && !b->closed) {
         b->closed = 1;
-        scan_sub_id_call(sc, scan_close_sink, b->bucket, sc->calls->close,
-                         b->backend_id, -1);
+        if (b->fetching) {
+            /* HBase's ClientScanner is not thread-safe: a close run
+             * beside the read on another connection of the pool breaks
+             * that read (NullPointerException in loadCache) or hangs it.
+             * The close goes when the read is back (scan_fetch_sink). */
+            b->close_owed = 1;
+            return;
+        }
+        scan_bucket_close_send(sc, b);
     }
 }
 
@@ -616,13 +643,14 @@ scan_opened(struct scanner *sc, struct scan_op *op)
 {
     struct worker *w = sc->item.owner;
 
+    scan_op_note(sc, op);
     if (sc->error != NULL && sc->error_app >= 0) {
         scan_reply_app(op, w, sc->error_app, sc->error);
         scan_close(sc);
         return;
     }
     if (sc->error != NULL) {
-        scan_reply_io(op, w, sc->error, sc->error_retry);
+        scan_reply_failed(sc, op, w);
         scan_close(sc);
         return;
     }
@@ -670,6 +698,7 @@ scan_open_sink(struct worker *w, struct req *sub)
     } else if (sc->error == NULL) {
         sc->error = g_steal_pointer(&why);
         sc->error_retry = retry;
+        sc->error_transport = sub->failed;
         sc->error_app = app_type;
     }
     scan_sub_return(sc, sub);
@@ -918,9 +947,15 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
     if (a.has_filter || a.has_filter_bytes) {
         filter = a.has_filter
                      ? scanfilter_new(a.filter, a.filter_len, sc->salt,
-                                      reversed, &error)
+                                      reversed,
+                                      (const char *const *)
+                                          w->gen->cfg->custom_filters,
+                                      &error)
                      : scanfilter_new_pb(a.filter_bytes, a.filter_bytes_len,
-                                         sc->salt, reversed, &error);
+                                         sc->salt, reversed,
+                                         (const char *const *)w->gen->cfg
+                                             ->custom_filter_classes,
+                                         &error);
         if (filter == NULL) {
             /* a filter whose meaning salting would change, or bytes HBase
              * itself refuses: answered as HBase would */
@@ -973,6 +1008,23 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
 }
 
 /* ---- merging ------------------------------------------------------------ */
+
+/* The key visualizer's count of b's head row, handed back as it came. */
+static void
+scan_keyviz_row(struct scanner *sc, const struct scan_bucket *b)
+{
+    struct keyviz_worker *kw = sc->item.owner->metrics->kv;
+    struct codec_key_note n;
+
+    if (kw == NULL) {
+        return;
+    }
+    codec_key_note_fill(&n, sc->salt, CODEC_KEY_ROW,
+                        b->rows.legacy ? sc->salt->buckets : b->bucket,
+                        b->rows.key, b->rows.key_len);
+    n.bytes = (uint32_t)MIN(b->rows.head_len, G_MAXUINT32);
+    keyviz_note(kw, &n);
+}
 
 /* Moves b's head to its next row in cur; FALSE when it has none. */
 static gboolean
@@ -1059,11 +1111,11 @@ scan_fetch_sink(struct worker *w, struct req *sub)
     int32_t app_type;
 
     b->fetching = 0;
-    if (b->close_after) {
-        /* before sub goes back: sc lives while the close is in flight */
-        scan_bucket_close(sc, b);
-    }
     if (sc->state == SCAN_CLOSED) {
+        if (b->close_owed) {
+            b->close_owed = 0;
+            scan_bucket_close_send(sc, b);
+        }
         scan_sub_return(sc, sub);
         return;
     }
@@ -1091,6 +1143,7 @@ scan_fetch_sink(struct worker *w, struct req *sub)
                                         "failed in %s: %s",
                                         sc->table, where, inner);
             sc->error_retry = retry;
+            sc->error_transport = sub->failed;
             sc->state = SCAN_FAILED;
             /* the reason may quote the backend, and so row data: only at
              * debug; the client gets it in full */
@@ -1211,7 +1264,7 @@ scan_pump(struct scanner *sc)
         }
         if (sc->state == SCAN_FAILED) {
             sc->op = NULL;
-            scan_reply_io(op, sc->item.owner, sc->error, sc->error_retry);
+            scan_reply_failed(sc, op, sc->item.owner);
             sc->pump_again = TRUE;
             scan_next_op(sc);
             continue;
@@ -1239,6 +1292,7 @@ scan_pump(struct scanner *sc)
             if (scanbatch_copy_head(&b->rows, from, &wr)) {
                 metrics_bucket_row(sc->item.owner->metrics, sc->salt,
                                    b->bucket, 1);
+                scan_keyviz_row(sc, b);
             } else {
                 /* it reports the rows it unsalts, to be counted */
                 wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,
@@ -1293,6 +1347,7 @@ scan_pass_sink(struct worker *w, struct req *sub)
         g_autofree char *why = g_strndup((const char *)sub->raw.data,
                                          sub->raw.len);
 
+        req->err_kind = METRICS_ERR_TRANSPORT;
         scan_reply_io(op, w, why, sub->can_retry);
     } else {
         off = req_reply_begin(req);
@@ -1321,6 +1376,7 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
 {
     struct worker *w = sc->item.owner;
 
+    scan_op_note(sc, op);
     sc->last_used = req_now();
     if (op->kind == SCAN_OP_CLOSE && sc->salt == NULL) {
         /* pass-through: the backend's own answer (IllegalArgument for a
@@ -1346,9 +1402,25 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         scan_sub_send(sc, sub, frame);
         return;
     }
+    if (op->want < 0) {
+        /* HBase's handlers call ResultScanner.next(n), which sizes a list
+         * by n: a negative one throws an exception they do not catch, a
+         * TApplicationException to the client; the scanner is as it was
+         * (getScannerResults' one-call scanner closes all the same) */
+        sc->op = NULL;
+        scan_reply_app(op, w, WIRE_APP_INTERNAL_ERROR,
+                       "Internal error processing ");
+        if (sc->once || sc->close_asked) {
+            sc->close_asked = FALSE;
+            scan_close(sc);
+            return;
+        }
+        scan_next_op(sc);
+        return;
+    }
     scan_next_begin(sc);
-    if (op->want <= 0) {
-        /* HBase: nbRows <= 0 is an empty list */
+    if (op->want == 0) {
+        /* HBase: nbRows 0 is an empty list */
         scan_next_done(sc);
         if (sc->close_asked) {
             sc->close_asked = FALSE;

@@ -415,7 +415,9 @@ scanargs_write_id(const struct hbase1_method *m, int32_t id, int32_t nrows,
         if (f->role == HBASE1_ROLE_ID) {
             wire_write_field(wr, f->type, f->fid);
             wire_write_i32(wr, id);
-        } else if (f->role == HBASE1_ROLE_NROWS && nrows >= 0) {
+        } else if (f->role == HBASE1_ROLE_NROWS) {
+            /* a client's negative count too: HBase's answer to it is
+             * the client's (an unchecked exception) */
             wire_write_field(wr, f->type, f->fid);
             wire_write_i32(wr, nrows);
         }

@@ -12,7 +12,7 @@ static G_DEFINE_QUARK(scanfilter-error-quark, scanfilter_error)
 struct scanfilter {
     const struct salt_table *salt;
     gboolean reversed;
-    struct filter_node *tree;       /* NULL: send the text unchanged */
+    struct filter_node *tree;       /* parsed and known (never NULL) */
     struct filterpb *pb;            /* filterBytes: what tree came from */
     GByteArray *text;               /* the original string or bytes */
     GByteArray *out;                /* the last bucket's string */
@@ -234,8 +234,10 @@ scanfilter_row_drop(const struct filter_node *n, gboolean *strong,
 
     switch (n->kind) {
     case FILTER_NODE_LEAF:
-        *strong = n->type == FILTER_TYPE_SINGLE_COLUMN_VALUE
-                  || n->type == FILTER_TYPE_SINGLE_COLUMN_VALUE_EXCLUDE;
+        /* a custom filter (UNKNOWN) may drop a row in filterRow */
+        *strong = n->type == FILTER_TYPE_SINGLE_COLUMN_VALUE ||
+                  n->type == FILTER_TYPE_SINGLE_COLUMN_VALUE_EXCLUDE ||
+                  n->type == FILTER_TYPE_UNKNOWN;
         *weak = *strong || n->type == FILTER_TYPE_ROW
                 || n->type == FILTER_TYPE_PREFIX;
         return;
@@ -482,17 +484,99 @@ scanfilter_analyse(struct scanfilter *f, GError **error)
     return TRUE;
 }
 
+/* Whether name is one of the custom filters the servers register. */
+static gboolean
+scanfilter_is_custom(const char *const *custom, const uint8_t *name,
+                     size_t len)
+{
+    for (; custom != NULL && *custom != NULL; custom++) {
+        if (strlen(*custom) == len && memcmp(*custom, name, len) == 0) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+struct scanfilter_known {
+    const char *const *custom;
+    GError *error; /* the first leaf refused */
+};
+
+/*
+ * Every leaf a filter HBase builds in, with arguments it accepts, or a
+ * declared custom filter.  Any other name may be a filter the servers
+ * register that reads the row key: sent to every bucket as written it
+ * would compare salted keys with logical ones and quietly match nothing.
+ */
+static gboolean
+scanfilter_known_leaf(struct filter_node *n, guint depth, gpointer data)
+{
+    struct scanfilter_known *k = data;
+    GError *inner = NULL;
+    g_autofree char *name = NULL;
+
+    if (n->kind != FILTER_NODE_LEAF) {
+        return TRUE;
+    }
+    if (n->type != FILTER_TYPE_UNKNOWN) {
+        /* HBase's own message for arguments it refuses */
+        if (!filter_leaf_params(n, NULL, &inner)) {
+            g_propagate_error(&k->error, inner);
+            return FALSE;
+        }
+        return TRUE;
+    }
+    if (scanfilter_is_custom(k->custom, n->name, n->name_len)) {
+        return TRUE;
+    }
+    name = g_strescape((const char *)n->name, NULL);
+    /* short enough for a client's error text (CODEC_ERROR_TEXT) */
+    g_set_error(&k->error, SCANFILTER_ERROR, 0,
+                "hbase-salt-proxy: unknown filter %.40s refused on a salted "
+                "table (it could read row keys); if the servers register it "
+                "and it reads no row key, declare it in [backend] "
+                "custom_filters",
+                name);
+    return FALSE;
+}
+
 struct scanfilter *
 scanfilter_new(const uint8_t *text, size_t len, const struct salt_table *t,
-               gboolean reversed, GError **error)
+               gboolean reversed, const char *const *custom, GError **error)
 {
     struct scanfilter *f = scanfilter_alloc(text, len, t, reversed);
+    struct scanfilter_known k = { custom, NULL };
+    GError *inner = NULL;
 
-    f->tree = filter_parse(text, len, FILTER_PARSE_DEFAULT, NULL);
-    if (f->tree == NULL || !filter_validate(f->tree, NULL)) {
-        /* the backend reports what is wrong with it */
-        g_clear_pointer(&f->tree, filter_node_free);
-        return f;
+    /*
+     * Never sent unrewritten: a string the parser refuses is refused
+     * (with ParseFilter's own message, as HBase would refuse it; beyond
+     * the parser's caps, where HBase might accept it, with ours), and so
+     * is a name it does not know, unless declared.
+     */
+    f->tree = filter_parse(text, len, FILTER_PARSE_DEFAULT, &inner);
+    if (f->tree == NULL) {
+        if (inner == NULL) {
+            g_set_error(error, SCANFILTER_ERROR, 0,
+                        "hbase-salt-proxy: the filter string does not parse");
+        } else if (g_error_matches(inner, FILTER_ERROR, FILTER_ERROR_LIMIT)) {
+            g_set_error(error, SCANFILTER_ERROR, 0,
+                        "hbase-salt-proxy: a filter string on a salted "
+                        "table must be rewritten for each salt bucket, and "
+                        "this one is beyond what the proxy parses: %s",
+                        inner->message);
+            g_error_free(inner);
+        } else {
+            g_propagate_error(error, inner);
+        }
+        scanfilter_free(f);
+        return NULL;
+    }
+    filter_node_walk(f->tree, scanfilter_known_leaf, &k);
+    if (k.error != NULL) {
+        g_propagate_error(error, k.error);
+        scanfilter_free(f);
+        return NULL;
     }
     if (!scanfilter_analyse(f, error)) {
         scanfilter_free(f);
@@ -503,13 +587,15 @@ scanfilter_new(const uint8_t *text, size_t len, const struct salt_table *t,
 
 struct scanfilter *
 scanfilter_new_pb(const uint8_t *pb, size_t len, const struct salt_table *t,
-                  gboolean reversed, GError **error)
+                  gboolean reversed, const char *const *custom_classes,
+                  GError **error)
 {
     struct scanfilter *f = scanfilter_alloc(pb, len, t, reversed);
     g_autofree uint8_t *probe = NULL;
     size_t n = 0;
 
-    f->pb = filterpb_decode(pb, len, FILTERPB_MODE_SALT, error);
+    f->pb = filterpb_decode_custom(pb, len, FILTERPB_MODE_SALT, custom_classes,
+                                   error);
     if (f->pb == NULL) {
         scanfilter_free(f);
         return NULL;
@@ -752,10 +838,6 @@ scanfilter_for_bucket(const struct scanfilter *f, uint32_t bucket, size_t *len)
 {
     g_autoptr(filter_node) copy = NULL;
 
-    if (f->tree == NULL) {
-        *len = f->text->len;
-        return f->text->data;
-    }
     copy = scanfilter_rewrite(f, bucket);
     return scanfilter_emit(f, copy, len);
 }
@@ -765,7 +847,7 @@ scanfilter_for_legacy(const struct scanfilter *f, size_t *len)
 {
     g_autoptr(filter_node) copy = NULL;
 
-    if (f->tree == NULL || !f->lift_page) {
+    if (!f->lift_page) {
         *len = f->text->len;
         return f->text->data;
     }

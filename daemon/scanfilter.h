@@ -33,17 +33,26 @@
  * PageFilter followed in an AND by a filter that drops whole rows (it
  * counts rows it never returns).  A top-level PageFilter counts per
  * bucket as it counts per region, and the merge applies the scan-wide
- * limit.  A string that does not parse is sent unchanged so the backend
- * reports it.
+ * limit.
+ *
+ * Nothing reaches a bucket unrewritten: a string that does not parse, or
+ * a known filter with arguments HBase refuses, is refused with
+ * ParseFilter's own message (HBase would refuse it too); one beyond the
+ * parser's caps, and a filter name HBase does not build in, are refused
+ * with the proxy's, unless the name is one of custom (the names [backend]
+ * custom_filters declares the servers register: filters that do not read
+ * the row key, kept as written with their arguments).
  */
 
 struct scanfilter;
 
 /* NULL with an error a client can read when the filter cannot be
- * rewritten exactly for this table. */
+ * rewritten exactly for this table.  custom: NULL-ended custom filter
+ * names, or NULL for none. */
 struct scanfilter *scanfilter_new(const uint8_t *text, size_t len,
                                   const struct salt_table *t,
-                                  gboolean reversed, GError **error);
+                                  gboolean reversed, const char *const *custom,
+                                  GError **error);
 /*
  * The same for Thrift2's filterBytes (filterpb.h): the protobuf Filter is
  * read into the filter language's tree, the rewrite above applied to it,
@@ -56,7 +65,9 @@ struct scanfilter *scanfilter_new(const uint8_t *text, size_t len,
  * the rewrite cannot follow (FuzzyRowFilter, MultiRowRangeFilter, a
  * RowFilter with a LongComparator or a JONI or MULTILINE regex...), and
  * any filter not on filterpb's allow-list of filters that never read the
- * row key.  The other functions below answer as for a string.
+ * row key, nor of custom_classes (NULL-ended, or NULL: the classes of
+ * the custom filters [backend] custom_filters declares, copied as
+ * received).  The other functions below answer as for a string.
  *
  * A TGet is a scan of one row in one bucket: scanfilter_new_pb (reversed
  * FALSE), then scanfilter_for_bucket(f, salt_bucket(row)); the page limit
@@ -65,7 +76,9 @@ struct scanfilter *scanfilter_new(const uint8_t *text, size_t len,
  */
 struct scanfilter *scanfilter_new_pb(const uint8_t *pb, size_t len,
                                      const struct salt_table *t,
-                                     gboolean reversed, GError **error);
+                                     gboolean reversed,
+                                     const char *const *custom_classes,
+                                     GError **error);
 void scanfilter_free(struct scanfilter *f);
 
 /* The filter string (or filterBytes) for one bucket; valid until the

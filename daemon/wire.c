@@ -206,6 +206,26 @@ wire_unzigzag(uint64_t v)
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+/*
+ * Whether 'need' bytes are left at r.  When they are not: an error if
+ * they would take the message past max_message, else short.  The
+ * resumable scan asks this too of a string it passes in pieces, so that
+ * both scans fail the same way whatever has arrived.
+ */
+static inline gboolean
+wire_check_room(struct wire_reader *r, uint64_t need)
+{
+    if (need > (uint64_t)(r->end - r->pos)) {
+        if (need + (uint64_t)(r->pos - r->start) > r->limits->max_message) {
+            wire_reader_fail(r, "size larger than the maximum message");
+            return FALSE;
+        }
+        wire_short(r);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Checks a string or container size against limits and bytes left. */
 static gboolean
 wire_check_size(struct wire_reader *r, int64_t size, uint32_t limit,
@@ -222,16 +242,7 @@ wire_check_size(struct wire_reader *r, int64_t size, uint32_t limit,
         wire_reader_fail(r, what_limit);
         return FALSE;
     }
-    if ((uint64_t)size * min_elem > (uint64_t)(r->end - r->pos)) {
-        if ((uint64_t)size * min_elem + (uint64_t)(r->pos - r->start) >
-            r->limits->max_message) {
-            wire_reader_fail(r, "size larger than the maximum message");
-            return FALSE;
-        }
-        wire_short(r);
-        return FALSE;
-    }
-    return TRUE;
+    return wire_check_room(r, (uint64_t)size * min_elem);
 }
 
 static gboolean
@@ -531,31 +542,50 @@ wire_read_double(struct wire_reader *r)
     return d;
 }
 
-wire_status_t
-wire_read_binary(struct wire_reader *r, const uint8_t **data, uint32_t *len)
+/*
+ * A string's length prefix, checked against max_string but not against
+ * the bytes present (wire_read_binary does that next; the resumable scan
+ * passes the bytes as they come).  0 unless r is still OK.
+ */
+static inline uint32_t
+wire_read_binary_len(struct wire_reader *r)
 {
     int64_t n;
 
-    *data = NULL;
-    *len = 0;
     if (r->proto == WIRE_COMPACT) {
         n = (int64_t)wire_varint(r, 5);
         if (n > INT32_MAX) {
-            return wire_reader_fail(r, "negative size");
+            wire_reader_fail(r, "negative size");
+            return 0;
         }
     } else {
         if (!wire_need(r, 4)) {
-            return r->status;
+            return 0;
         }
         n = (int32_t)wire_be32(r->pos);
         r->pos += 4;
     }
-    if (!wire_check_size(r, n, r->limits->max_string, 1,
+    /* no bytes asked for (min_elem 0): only the sign and the limit */
+    if (!wire_check_size(r, n, r->limits->max_string, 0,
                          "string larger than the limit")) {
+        return 0;
+    }
+    return (uint32_t)n;
+}
+
+wire_status_t
+wire_read_binary(struct wire_reader *r, const uint8_t **data, uint32_t *len)
+{
+    uint32_t n;
+
+    *data = NULL;
+    *len = 0;
+    n = wire_read_binary_len(r);
+    if (r->status != WIRE_OK || !wire_check_room(r, n)) {
         return r->status;
     }
     *data = r->pos;
-    *len = (uint32_t)n;
+    *len = n;
     r->pos += n;
     return r->status;
 }
@@ -839,78 +869,46 @@ wire_scan_init(struct wire_scan *s)
     s->bool_in_header = FALSE;
 }
 
-/* A string's length prefix, checked against the limits but not against
- * the bytes present: the scan passes its bytes as they come. */
-static int64_t
-wire_scan_string_len(struct wire_reader *r)
-{
-    int64_t n;
-
-    if (r->proto == WIRE_COMPACT) {
-        n = (int64_t)wire_varint(r, 5);
-        if (r->status == WIRE_OK && n > INT32_MAX) {
-            wire_reader_fail(r, "negative size");
-        }
-    } else {
-        if (!wire_need(r, 4)) {
-            return 0;
-        }
-        n = (int32_t)wire_be32(r->pos);
-        r->pos += 4;
-        if (n < 0) {
-            wire_reader_fail(r, "negative size");
-        }
-    }
-    if (r->status == WIRE_OK && (uint64_t)n > r->limits->max_string) {
-        wire_reader_fail(r, "string larger than the limit");
-    }
-    return r->status == WIRE_OK ? n : 0;
-}
-
-/* Takes the value s->next at r: a scalar whole, or the head of a string
- * or of a nested struct or container (pushed as a frame). */
+/*
+ * Takes the value s->next at r: a scalar whole, or the head of a string
+ * or of a nested struct or container (pushed as a frame).  Each head is
+ * read by the reader's own function, so its checks come in the order
+ * wire_skip meets them: the head's bytes, its types, its size, and the
+ * nesting last.  A container deeper than the limit whose head has not
+ * all arrived is thus AGAIN here as it is for wire_message_scan, not an
+ * error that would depend on where TCP cut the bytes.  The head goes to
+ * locals first: the frame it takes, frame[depth + 1], exists only once
+ * the reader has passed the depth.
+ */
 static void
 wire_scan_value(struct wire_scan *s, struct wire_reader *r)
 {
     struct wire_scan_frame *f;
-    uint32_t count;
+    uint8_t kind, elem = WIRE_T_STOP, key = WIRE_T_STOP, val = WIRE_T_STOP;
+    uint32_t count = 0;
 
-    /* a container would take frame[depth + 1]: refuse it before the
-     * reader writes its head there (the reader checks the depth only
-     * after decoding the head) */
-    if ((s->next == WIRE_T_STRUCT || s->next == WIRE_T_LIST ||
-         s->next == WIRE_T_SET || s->next == WIRE_T_MAP) &&
-        (s->depth >= r->limits->max_depth || s->depth >= WIRE_MAX_DEPTH)) {
-        wire_reader_fail(r, "nesting deeper than the limit");
-        return;
-    }
-    f = &s->frame[s->depth + 1];
     switch (s->next) {
-    case WIRE_T_STRING:
-        s->skip = (size_t)wire_scan_string_len(r);
-        return;
+    case WIRE_T_STRING: s->skip = wire_read_binary_len(r); return;
     case WIRE_T_STRUCT:
-        if (wire_read_struct_begin(r) == WIRE_OK) {
-            f->kind = WIRE_T_STRUCT;
-            f->last_fid = 0;
-            s->depth++;
+        if (wire_read_struct_begin(r) != WIRE_OK) {
+            return;
         }
-        return;
+        kind = WIRE_T_STRUCT;
+        break;
     case WIRE_T_LIST:
     case WIRE_T_SET:
-        if (wire_read_seq_begin(r, &f->elem, &count) == WIRE_OK) {
-            f->kind = WIRE_T_LIST;
-            f->left = count;
-            s->depth++;
+        if (wire_read_seq_begin(r, &elem, &count) != WIRE_OK) {
+            return;
         }
-        return;
+        kind = WIRE_T_LIST;
+        break;
     case WIRE_T_MAP:
-        if (wire_read_map_begin(r, &f->key, &f->val, &count) == WIRE_OK) {
-            f->kind = WIRE_T_MAP;
-            f->left = count * 2;
-            s->depth++;
+        if (wire_read_map_begin(r, &key, &val, &count) != WIRE_OK) {
+            return;
         }
-        return;
+        kind = WIRE_T_MAP;
+        count *= 2; /* keys and values apart; count <= INT32_MAX */
+        break;
     default:
         /* a compact struct's bool came with its field header */
         if (!(s->next == WIRE_T_BOOL && s->bool_in_header)) {
@@ -918,6 +916,16 @@ wire_scan_value(struct wire_scan *s, struct wire_reader *r)
         }
         return;
     }
+    /* r->depth was s->depth, and wire_enter let it grow only below
+     * WIRE_MAX_DEPTH */
+    s->depth = r->depth;
+    f = &s->frame[s->depth];
+    f->kind = kind;
+    f->elem = elem;
+    f->key = key;
+    f->val = val;
+    f->left = count;
+    f->last_fid = 0;
 }
 
 wire_status_t
@@ -944,13 +952,9 @@ wire_scan_feed(struct wire_scan *s, wire_proto_t proto, const uint8_t *buf,
             s->pos += n;
             s->skip -= n;
             if (s->skip > 0) {
+                /* what wire_read_binary says of a string cut short */
                 r.pos = buf + s->pos;
-                if (s->pos + s->skip > r.limits->max_message) {
-                    wire_reader_fail(&r, "size larger than the maximum "
-                                         "message");
-                } else {
-                    wire_short(&r);
-                }
+                wire_check_room(&r, s->skip);
                 break;
             }
         }
@@ -1307,16 +1311,24 @@ wire_write_double(struct wire_writer *w, double v)
 }
 
 void
-wire_write_binary2(struct wire_writer *w, const void *a, uint32_t alen,
-                   const void *b, uint32_t blen)
+wire_write_binary3(struct wire_writer *w, const void *a, uint32_t alen,
+                   const void *b, uint32_t blen, const void *c, uint32_t clen)
 {
     if (w->proto == WIRE_COMPACT) {
-        wire_put_varint(w, (uint64_t)alen + blen);
+        wire_put_varint(w, (uint64_t)alen + blen + clen);
     } else {
-        wire_put_be32(w, alen + blen);
+        wire_put_be32(w, alen + blen + clen);
     }
     wire_buf_append(w->buf, a, alen);
     wire_buf_append(w->buf, b, blen);
+    wire_buf_append(w->buf, c, clen);
+}
+
+void
+wire_write_binary2(struct wire_writer *w, const void *a, uint32_t alen,
+                   const void *b, uint32_t blen)
+{
+    wire_write_binary3(w, a, alen, b, blen, NULL, 0);
 }
 
 void

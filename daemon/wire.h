@@ -148,6 +148,10 @@ wire_status_t wire_message_scan(wire_proto_t proto, gboolean framed,
  * message from its first byte, as much as has arrived; each call resumes
  * where the last one stopped.  Items are taken whole or not at all (a
  * string's bytes may come in pieces), so AGAIN leaves it consistent.
+ * However the bytes are cut, its verdict is the one wire_message_scan
+ * gives of them whole (status, length, error text): it reads each item
+ * with the reader's own functions, whose checks come in one order
+ * (bytes, types, sizes, nesting last).
  */
 struct wire_scan_frame {
     uint8_t kind;                    /* WIRE_T_STRUCT, _LIST (sets too), _MAP */
@@ -238,6 +242,11 @@ void wire_write_binary(struct wire_writer *w, const void *data, uint32_t len);
 /* A binary made of two parts, e.g. salt prefix and logical key. */
 void wire_write_binary2(struct wire_writer *w, const void *a, uint32_t alen,
                         const void *b, uint32_t blen);
+/* Of three, e.g. "table," salt "row,suffix" (a meta row); the parts'
+ * total must fit a uint32_t, as any binary read from the wire does. */
+void wire_write_binary3(struct wire_writer *w, const void *a, uint32_t alen,
+                        const void *b, uint32_t blen, const void *c,
+                        uint32_t clen);
 void wire_write_list_begin(struct wire_writer *w, uint8_t elem_type,
                            uint32_t count);
 void wire_write_set_begin(struct wire_writer *w, uint8_t elem_type,

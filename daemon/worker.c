@@ -38,6 +38,12 @@ worker_req_get(struct worker *w)
     req->client_framed = 0;
     req->backend_seqid = 0;
     req->deadline = 0;
+    req->started = 0;
+    req->queued = 0;
+    req->err_kind = 0;
+    req->backend_name = NULL;
+    req->salted = 0;
+    req->legacy = 0;
     wire_buf_clear(&req->reply);
     wire_buf_clear(&req->raw);
     return req;

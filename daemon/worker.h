@@ -85,6 +85,8 @@ struct worker_settings {
     unsigned pool_size;              /* connections per worker per server */
     unsigned connect_timeout_ms;     /* non-blocking connect deadline */
     unsigned request_timeout_ms;     /* send to reply deadline, per request */
+    unsigned slow_call_ms;           /* a call taking longer is slow; 0 =
+                                        none is */
     unsigned client_idle_timeout_ms; /* 0 = clients may idle forever */
     unsigned max_connections;        /* clients over all workers, 0 = none */
     uint32_t max_frame_size;         /* one client message, bytes */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze.h"
 #include "catalog.h"
 #include "ckpt.h"
 #include "config.h"
@@ -167,6 +168,98 @@ migrate_check_catalog(struct hconn *c, config_t *cfg, const char *from,
 
 static void migrate_say(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 
+/*
+ * --analyze: the keys of --from-table, read with a key-only scan of each
+ * region, the regions in turn a batch at a time so that a time limit
+ * leaves a sample spread over all of them; unsalted when the table has
+ * a section.  Prints the report on stdout.
+ */
+static int
+migrate_analyze(const config_t *cfg, const char *table, guint sample,
+                double limit_s, gboolean json)
+{
+    g_autoptr(GError) err = NULL;
+    struct hconn *c = hconn_open(cfg, 0, &err);
+    const char *name = strncmp(table, "default:", 8) == 0 ? table + 8 : table;
+    const struct config_table *ct = config_find_table(cfg, name, strlen(name));
+    g_autoptr(GArray) units = NULL;
+    g_autofree int32_t *ids = NULL;
+    g_autofree char *report = NULL;
+    struct analyze_sample s;
+    struct hconn_rows rows;
+    gint64 start = g_get_monotonic_time();
+    guint open = 0;
+    int rc = MIGRATE_EXIT_FAILED;
+
+    analyze_sample_init(&s, sample);
+    hconn_rows_init(&rows);
+    units = g_array_new(FALSE, FALSE, sizeof(struct unit));
+    g_array_set_clear_func(units, (GDestroyNotify)unit_clear);
+    if (c == NULL || !migrate_region_units(c, table, UNIT_SOURCE, units, &err))
+        goto out;
+    s.regions = units->len;
+    ids = g_new(int32_t, units->len);
+    for (guint i = 0; i < units->len; i++) {
+        const struct unit *u = &g_array_index(units, struct unit, i);
+        gsize sl, el;
+        const uint8_t *sp = g_bytes_get_data(u->start, &sl);
+        const uint8_t *ep = g_bytes_get_data(u->end, &el);
+
+        if (!hconn_scanner_open_keys(c, table, sp, sl, ep, el, 1000, &ids[i],
+                                     &err))
+            goto out;
+        open++;
+    }
+    while (open > 0 && (g_get_monotonic_time() - start) / 1e6 < limit_s) {
+        for (guint i = 0; i < units->len; i++) {
+            if (ids[i] < 0)
+                continue;
+            hconn_rows_clear(&rows);
+            if (!hconn_scanner_get_list(c, ids[i], 1000, &rows, &err))
+                goto out;
+            for (guint j = 0; j < rows.rows->len; j++) {
+                const struct hconn_row *r = &g_array_index(rows.rows,
+                                                           struct hconn_row,
+                                                           j);
+                const uint8_t *logical = r->key;
+                size_t llen = r->key_len;
+                uint32_t bucket;
+
+                if (ct != NULL &&
+                    salt_owner(&ct->salt, r->key, r->key_len, &logical, &llen,
+                               &bucket) == LEGACY_OWNER_NONE) {
+                    s.unsalted++;
+                    continue;
+                }
+                analyze_sample_add(&s, logical, llen);
+            }
+            if (rows.rows->len == 0) {
+                if (!hconn_scanner_close(c, ids[i], &err))
+                    goto out;
+                ids[i] = -1;
+                open--;
+                s.regions_done++;
+            }
+        }
+    }
+    s.complete = open == 0;
+    for (guint i = 0; i < units->len && open > 0; i++) {
+        if (ids[i] >= 0)
+            (void)hconn_scanner_close(c, ids[i], NULL);
+    }
+    s.seconds = (g_get_monotonic_time() - start) / 1e6;
+    report = analyze_report(name, ct, &s, json);
+    fputs(report, stdout);
+    rc = MIGRATE_EXIT_OK;
+out:
+    if (err != NULL)
+        migrate_say("%s", err->message);
+    hconn_rows_free(&rows);
+    analyze_sample_clear(&s);
+    hconn_free(c);
+    return rc;
+}
+
 static void
 migrate_say(const char *fmt, ...)
 {
@@ -189,6 +282,9 @@ main(int argc, char **argv)
     gdouble max_rps = 0, interval = -1;
     gboolean all_versions = FALSE, dry_run = FALSE, verify = FALSE;
     gboolean list_units = FALSE, no_progress = FALSE, version = FALSE;
+    gboolean analyze = FALSE, json = FALSE;
+    gint sample = 100000;
+    gdouble time_limit = 60;
     GOptionEntry entries[] = {
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
           "The proxy's configuration file (required): backend servers and "
@@ -242,6 +338,17 @@ main(int argc, char **argv)
           "S" },
         { "no-progress", 0, 0, G_OPTION_ARG_NONE, &no_progress,
           "No progress output", NULL },
+        { "analyze", 0, 0, G_OPTION_ARG_NONE, &analyze,
+          "Read a sample of --from-table's keys and print what each "
+          "hash_part and bucket count would make of them, and a proposed "
+          "[table:T] section; copies nothing",
+          NULL },
+        { "sample", 0, 0, G_OPTION_ARG_INT, &sample,
+          "Keys --analyze keeps (default 100000)", "N" },
+        { "time-limit", 0, 0, G_OPTION_ARG_DOUBLE, &time_limit,
+          "Seconds --analyze reads for at most (default 60)", "S" },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &json, "--analyze's report as JSON",
+          NULL },
         { "version", 'V', 0, G_OPTION_ARG_NONE, &version,
           "Print the version and exit", NULL },
         { NULL },
@@ -276,6 +383,25 @@ main(int argc, char **argv)
     if (version) {
         printf("hbase-salt-migrate %s\n", HSP_VERSION);
         return MIGRATE_EXIT_OK;
+    }
+    if (analyze) {
+        if (config_path == NULL || from == NULL || to != NULL || sample < 1 ||
+            time_limit <= 0) {
+            migrate_say("--analyze takes -c FILE and --from-table, no "
+                        "--to-table; --sample and --time-limit positive "
+                        "numbers");
+            return MIGRATE_EXIT_FAILED;
+        }
+        cfg = config_load(config_path, &err);
+        if (cfg == NULL) {
+            migrate_say("%s", err->message);
+            return MIGRATE_EXIT_FAILED;
+        }
+        return migrate_analyze(cfg, from, (guint)sample, time_limit, json);
+    }
+    if (json) {
+        migrate_say("--json is for --analyze");
+        return MIGRATE_EXIT_FAILED;
     }
     if (config_path == NULL || from == NULL || to == NULL) {
         migrate_say("-c FILE, --from-table and --to-table are required "

@@ -394,6 +394,9 @@ progress_draw(struct progress *p, gboolean final)
     char bytes[32], eta[32];
     guint lines = 0;
 
+    /* the rows shown are those of every run, as the units and the percent
+     * are: a resumed run said "rows 1000 of ~3701, 100%" with 2701 rows
+     * copied before it; the rate and the bytes are this run's */
     for (guint i = 0; i < p->nunits; i++)
         if (!p->unit[i].idle)
             done_rows += p->unit[i].rows;
@@ -411,7 +414,7 @@ progress_draw(struct progress *p, gboolean final)
         g_string_printf(s,
                         "%s: units %u/%u, rows %" G_GUINT64_FORMAT
                         "%s, %s, %.0f rows/s, %.0f%%, ETA %s%s\n",
-                        p->verb, p->units_done, p->units, p->rows, of, bytes,
+                        p->verb, p->units_done, p->units, done_rows, of, bytes,
                         elapsed > 0 ? p->rows / elapsed : 0.0,
                         100 * (final ? 1.0 : fraction), final ? "00:00" : eta,
                         final ? " (end)" : "");
@@ -451,7 +454,7 @@ progress_draw(struct progress *p, gboolean final)
     g_string_append_printf(s,
                            " units %u/%u %" G_GUINT64_FORMAT
                            " rows %s %.0f rows/s ETA %s\n",
-                           p->units_done, p->units, p->rows, bytes,
+                           p->units_done, p->units, done_rows, bytes,
                            elapsed > 0 ? p->rows / elapsed : 0.0,
                            final ? "00:00" : eta);
     lines++;

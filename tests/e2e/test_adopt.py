@@ -42,7 +42,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, '..', 'unit'))
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 from faultlib import can_connect, free_port, wait_for  # noqa: E402
+import hsptest  # noqa: E402
 import java_salt_vectors as java  # noqa: E402
 
 Hbase = T = TSocket = TTransport = TBinaryProtocol = None
@@ -93,25 +95,28 @@ def client(port):
 class Procs(object):
     def __init__(self, workdir):
         self.workdir = workdir
-        port_file = os.path.join(workdir, 'emu.port')
-        self.emu_log = open(os.path.join(workdir, 'emu.log'), 'wb')
-        cmd = [ARGS.emu, '--listen', '127.0.0.1:0', '--port-file', port_file,
-               ]
-        for t in TABLES:
-            cmd += ['--create-table', t + ':d', '--create-table',
-                    'ref_' + t + ':d']
-        self.emu = subprocess.Popen(cmd, stdout=self.emu_log,
-                                    stderr=subprocess.STDOUT)
+        self.emu = None
+        if ARGS.backend_kind == 'real':
+            # the tools' rows written straight to real HBase, the
+            # reference tables there too
+            self.real = hsptest.start_backend(
+                'real', workdir, tables={
+                    n: ['d'] for t in TABLES for n in (t, 'ref_' + t)},
+                thrift=hsptest.Thrift(ARGS.pydir))
+            self.emu_port = self.real.port
+        else:
+            self.start_emu()
+        try:
+            self.start_proxy()
+        except Exception:
+            if self.emu:
+                self.emu.kill()
+            else:
+                self.real.close()
+            raise
 
-        def read_port():
-            try:
-                with open(port_file) as f:
-                    return f.read().strip()
-            except OSError:
-                return ''
-        self.emu_port = int(wait_for(read_port, 10, 'hbase-emu port'))
-        wait_for(lambda: can_connect(self.emu_port), 10, 'hbase-emu')
-
+    def start_proxy(self):
+        workdir = self.workdir
         self.port = free_port()
         conf = os.path.join(workdir, 'proxy.conf')
         with open(conf, 'w') as f:
@@ -131,14 +136,37 @@ class Procs(object):
         if self.proxy.poll() is not None:
             raise AssertionError('proxy exited at start')
 
+    def start_emu(self):
+        port_file = os.path.join(self.workdir, 'emu.port')
+        self.emu_log = open(os.path.join(self.workdir, 'emu.log'), 'wb')
+        cmd = [ARGS.emu, '--listen', '127.0.0.1:0', '--port-file', port_file,
+               ]
+        for t in TABLES:
+            cmd += ['--create-table', t + ':d', '--create-table',
+                    'ref_' + t + ':d']
+        self.emu = subprocess.Popen(cmd, stdout=self.emu_log,
+                                    stderr=subprocess.STDOUT)
+
+        def read_port():
+            try:
+                with open(port_file) as f:
+                    return f.read().strip()
+            except OSError:
+                return ''
+        self.emu_port = int(wait_for(read_port, 10, 'hbase-emu port'))
+        wait_for(lambda: can_connect(self.emu_port), 10, 'hbase-emu')
+
     def close(self):
         rc = None
         if self.proxy.poll() is None:
             self.proxy.send_signal(signal.SIGTERM)
             rc = self.proxy.wait(10)
+        self.proxy_log.close()
+        if self.emu is None:
+            self.real.close()
+            return rc
         self.emu.kill()
         self.emu.wait()
-        self.proxy_log.close()
         self.emu_log.close()
         return rc
 
@@ -337,7 +365,9 @@ def run(workdir):
         rows_checked = 0
         for name, (_, phys_of, text) in TABLES.items():
             tname = name.encode()
-            keys = text_keys(rnd, 400) if text else byte_keys(rnd, 400)
+            # real HBase: fewer keys, within CI time
+            n = 200 if ARGS.backend_kind == 'real' else 400
+            keys = text_keys(rnd, n) if text else byte_keys(rnd, n)
             # the same logical rows in the reference table and, half
             # straight at the tool's physical key, half through the proxy
             for i, k in enumerate(keys):
@@ -414,6 +444,7 @@ def main():
     ap.add_argument('--proxy', required=True)
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
+    hsptest.add_backend_args(ap)
     ARGS = ap.parse_args()
     load_thrift(ARGS.pydir)
     workdir = tempfile.mkdtemp(prefix='hsp-adopt-')

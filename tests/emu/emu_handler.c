@@ -1360,11 +1360,19 @@ static gboolean emu_handler_scanner_get_list(HbaseHbaseIf *iface,
 
     if (sc == NULL)
         return emu_handler_fail(err, "scannerGetList", io, ia, NULL, error);
+    if (n < 0) {
+        /* ResultScanner.next(n) sizes an ArrayList by n: unchecked, the
+         * scanner as it was */
+        emu_handler_internal(error, "scannerGetList");
+        return FALSE;
+    }
     pos = emu_scanner_position(sc);
     p = g_bytes_get_data(pos, &plen);
+    emu_scanner_busy(sc, TRUE);
     emu_guard_enter(&g, &self->opts, emu_scanner_table(sc), &p, &plen, 1);
     ok = emu_scanner_fetch(sc, n, *ret, &err);
     emu_guard_leave(&g);
+    emu_scanner_busy(sc, FALSE);
     if (!ok)
         return emu_handler_fail(err, "scannerGetList", io, ia, NULL, error);
     return TRUE;

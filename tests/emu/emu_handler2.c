@@ -1293,9 +1293,11 @@ static gboolean emu_handler2_fetch(EmuHandler2 *self, emu_scanner *sc,
     struct emu_guard g;
     gboolean ok;
 
+    emu_scanner_busy(sc, TRUE);
     emu_guard_enter1(&g, &self->opts, emu_scanner_table(sc), p, plen);
     ok = emu_scanner_fetch(sc, n, out, error);
     emu_guard_leave(&g);
+    emu_scanner_busy(sc, FALSE);
     return ok;
 }
 
@@ -1318,6 +1320,8 @@ static gboolean emu_handler2_get_scanner_rows(Hbase2THBaseServiceIf *iface,
                            "Invalid scanner Id", NULL);
         return FALSE;
     }
+    if (n < 0) /* as scannerGetList's */
+        return emu_handler2_internal(error, "getScannerRows");
     if (!emu_handler2_fetch(self, sc, n, *ret, &err))
         return emu_handler2_fail(err, "getScannerRows", io, error);
     return TRUE;
@@ -1351,8 +1355,10 @@ static gboolean emu_handler2_get_scanner_results(
                            error))
         return FALSE;
     sc = emu_scanner_get_for(id, emu_result2_add_row, NULL);
-    ok = sc != NULL && emu_handler2_fetch(self, sc, n, *ret, &err);
+    ok = sc != NULL && n >= 0 && emu_handler2_fetch(self, sc, n, *ret, &err);
     emu_scanner_close_for(id, emu_result2_add_row, NULL);
+    if (n < 0) /* as scannerGetList's, the scanner closed all the same */
+        return emu_handler2_internal(error, "getScannerResults");
     if (!ok)
         return emu_handler2_fail(err, "getScannerResults", io, error);
     return TRUE;

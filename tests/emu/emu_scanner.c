@@ -42,6 +42,7 @@ struct emu_scanner {
     GQueue pending;             /* reply objects left from a split row */
     gint64 last_access;         /* monotonic us, under the registry lock */
     gint64 timeout_us;          /* idle time after which it is gone */
+    gint busy;                  /* calls running on it (emu_scanner_busy) */
 };
 
 static struct {
@@ -202,6 +203,11 @@ gboolean emu_scanner_close(int32_t id, GError **error)
     return emu_scanner_close_for(id, NULL, error);
 }
 
+void emu_scanner_busy(emu_scanner *sc, gboolean on)
+{
+    g_atomic_int_add(&sc->busy, on ? 1 : -1);
+}
+
 gboolean emu_scanner_close_for(int32_t id, emu_scan_emit_fn emit,
                                GError **error)
 {
@@ -209,6 +215,10 @@ gboolean emu_scanner_close_for(int32_t id, emu_scan_emit_fn emit,
 
     if (sc == NULL)
         return FALSE;
+    if (g_atomic_int_get(&sc->busy) > 0)
+        g_printerr("hbase-emu: scanner %d closed while a call on it runs "
+                   "(HBase's ClientScanner is not thread-safe)\n",
+                   id);
     g_mutex_lock(&emu_scanner_reg.lock);
     g_hash_table_remove(emu_scanner_reg.scanners, GINT_TO_POINTER(id));
     g_mutex_unlock(&emu_scanner_reg.lock);
@@ -378,7 +388,16 @@ gboolean emu_scanner_fetch(emu_scanner *sc, int32_t n, GPtrArray *out,
 {
     gboolean ok = TRUE;
 
-    if (n <= 0)
+    if (n < 0) {
+        /* ResultScanner.next(n) sizes an ArrayList by n: an unchecked
+         * IllegalArgumentException, INTERNAL_ERROR to the client */
+        g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL,
+                    "java.lang.IllegalArgumentException: Illegal Capacity: "
+                    "%d",
+                    n);
+        return FALSE;
+    }
+    if (n == 0)
         return TRUE; /* ResultScanner.next(0): nothing, read as the end */
     g_mutex_lock(&sc->lock);
     while (out->len < (guint)n) {

@@ -71,6 +71,14 @@ GBytes *emu_scanner_position(emu_scanner *sc);
 /* Appends up to n reply objects to out; fewer only at the end. */
 gboolean emu_scanner_fetch(emu_scanner *sc, int32_t n, GPtrArray *out,
                            GError **error);
+/*
+ * Marks a call running on sc (on: TRUE at its start, FALSE at its end,
+ * latency included).  HBase's ClientScanner is not thread-safe: a close
+ * while a call on the same scanner runs on another connection breaks that
+ * call (NullPointerException in loadCache) and may hang it; the emulator
+ * serves both, but says so on stderr, for the tests to see.
+ */
+void emu_scanner_busy(emu_scanner *sc, gboolean on);
 gboolean emu_scanner_close(int32_t id, GError **error);
 gboolean emu_scanner_close_for(int32_t id, emu_scan_emit_fn emit,
                                GError **error);

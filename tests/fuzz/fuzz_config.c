@@ -82,6 +82,7 @@ fuzz_round_trip(const struct config *cfg)
     FUZZ_CHECK(back->transport == cfg->transport);
     FUZZ_CHECK(back->connect_timeout_ms == cfg->connect_timeout_ms);
     FUZZ_CHECK(back->request_timeout_ms == cfg->request_timeout_ms);
+    FUZZ_CHECK(back->slow_call_ms == cfg->slow_call_ms);
     FUZZ_CHECK(back->pool_size == cfg->pool_size);
     FUZZ_CHECK(back->scan_caching_max == cfg->scan_caching_max);
     FUZZ_CHECK(back->scan_scanner_timeout_ms == cfg->scan_scanner_timeout_ms);

@@ -9,11 +9,16 @@
  * Input: one flag byte, then filterBytes as a client sends them.
  *   bit 1     a reversed scan
  *   bits 2-4  the salted table (fuzz_common.h order)
+ *   bit 5     com.example.CustomFilter and PrefixFilter (no package)
+ *             declared custom filter classes
  * Checks: every error is one of filterpb's (or scanfilter's refusals); an
  * exact reading is valid filter language that serializes and parses back
  * the same; and every bucket's rewrite of accepted bytes reads again
  * (both ways, when the input reads exactly) with the shape it came with.
  */
+
+static const char *const fuzz_custom[] = { "com.example.CustomFilter",
+                                           "PrefixFilter", NULL };
 
 static void
 fuzz_exact(const uint8_t *data, size_t size)
@@ -43,11 +48,11 @@ fuzz_exact(const uint8_t *data, size_t size)
 
 static void
 fuzz_salted(const uint8_t *data, size_t size, const struct salt_table *salt,
-            gboolean reversed)
+            gboolean reversed, const char *const *custom)
 {
     GError *error = NULL;
     struct scanfilter *f = scanfilter_new_pb(data, size, salt, reversed,
-                                             &error);
+                                             custom, &error);
     struct filter_node *exact = filterpb_to_filter(data, size, NULL);
     uint32_t buckets[3] = { 0, salt->buckets / 2, salt->buckets - 1 };
     uint32_t single;
@@ -59,7 +64,8 @@ fuzz_salted(const uint8_t *data, size_t size, const struct salt_table *salt,
         filter_node_free(exact);
         return;
     }
-    orig = filterpb_decode(data, size, FILTERPB_MODE_SALT, NULL);
+    orig = filterpb_decode_custom(data, size, FILTERPB_MODE_SALT, custom,
+                                  NULL);
     FUZZ_CHECK(orig != NULL);
     (void)scanfilter_page_limit(f);
     if (scanfilter_single_bucket(f, &single)) {
@@ -75,7 +81,8 @@ fuzz_salted(const uint8_t *data, size_t size, const struct salt_table *salt,
         struct filter_node *t;
 
         FUZZ_CHECK(n > 0);
-        again = filterpb_decode(out, n, FILTERPB_MODE_SALT, &error);
+        again = filterpb_decode_custom(out, n, FILTERPB_MODE_SALT, custom,
+                                       &error);
         if (again == NULL) {
             fprintf(stderr, "bucket %u does not read: %s\n", buckets[i],
                     error->message);
@@ -105,16 +112,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     gboolean reversed;
     const struct salt_table *salt;
+    const char *const *custom;
 
     if (size < 1) {
         return 0;
     }
     reversed = (data[0] & 2) != 0;
+    custom = (data[0] & 0x20) ? fuzz_custom : NULL;
     salt = fuzz_salt((data[0] >> 2) & 7);
     data++;
     size--;
 
     fuzz_exact(data, size);
-    fuzz_salted(data, size, salt, reversed);
+    fuzz_salted(data, size, salt, reversed, custom);
     return 0;
 }

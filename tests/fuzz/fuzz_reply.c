@@ -91,6 +91,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wire_buf_init(&out);
     {
         struct wire_buf streamed, whole;
+        struct codec_tally tally;
         struct codec_error serr, werr;
         const char *why = NULL;
         size_t n = 0, used = 0;
@@ -101,11 +102,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wire_buf_init(&whole);
         scan = wire_message_scan(from, FALSE, data, size, limits, &n, &why);
         fuzz_check_resumable(from, data, size, limits);
+        codec_tally_init(&tally);
+        tally.keys_on = TRUE;
         sst = codec_reply_stream(&call, from, data, size, FUZZ_SEQID, to,
-                                 &streamed, &serr, limits, &used, NULL);
+                                 &streamed, &serr, limits, &used, &tally);
+        /* rows handed back: noted as rows, each within its key */
+        for (uint32_t i = 0; i < tally.nnotes; i++) {
+            FUZZ_CHECK(tally.notes[i].kind == CODEC_KEY_ROW);
+            FUZZ_CHECK(tally.notes[i].kept ==
+                       MIN(tally.notes[i].len, CODEC_NOTE_KEY_MAX));
+            FUZZ_CHECK(tally.notes[i].bucket <= tally.notes[i].salt->buckets);
+        }
         if (scan == WIRE_AGAIN) {
             FUZZ_CHECK(sst == CODEC_AGAIN || sst == CODEC_CLOSE);
             FUZZ_CHECK(sst != CODEC_AGAIN || streamed.len == 0);
+            FUZZ_CHECK(sst != CODEC_AGAIN || tally.nnotes == 0);
         } else if (scan == WIRE_ERROR) {
             FUZZ_CHECK(sst == CODEC_CLOSE);
         } else {
@@ -121,6 +132,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         wire_buf_free(&streamed);
         wire_buf_free(&whole);
+        codec_tally_free(&tally);
     }
     if (codec_reply(&call, from, data, size, FUZZ_SEQID, to, &out, &err,
                     limits, NULL) == CODEC_OK) {

@@ -127,6 +127,27 @@ fuzz_check_routing(const struct config *cfg, const struct codec_call *call,
     FUZZ_CHECK(n > 0 && n == sent_len && memcmp(sent, phys, n) == 0);
 }
 
+/* The key notes a walk of a len-byte message left: none if refused; each
+ * a key of a salted table, its kept bytes within the key; the message's
+ * bytes shared among them. */
+static void
+fuzz_check_notes(const struct codec_tally *t, codec_status_t st, size_t len)
+{
+    guint64 bytes = 0;
+
+    FUZZ_CHECK(st != CODEC_REJECT || t->nnotes == 0);
+    for (uint32_t i = 0; i < t->nnotes; i++) {
+        const struct codec_key_note *n = &t->notes[i];
+
+        FUZZ_CHECK(n->salt != NULL && n->kind != CODEC_KEY_ROW);
+        FUZZ_CHECK(n->kept == MIN(n->len, CODEC_NOTE_KEY_MAX));
+        FUZZ_CHECK(n->part_len <= n->len);
+        FUZZ_CHECK(n->bucket <= n->salt->buckets);
+        bytes += n->bytes;
+    }
+    FUZZ_CHECK(st != CODEC_OK || t->nnotes == 0 || bytes == len);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -136,6 +157,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gboolean framed;
     const struct hbase1_service *svc;
     struct wire_buf out, streamed;
+    struct codec_tally tally, stally;
     int32_t seqid = 1;
 
     if (size < 1) {
@@ -152,6 +174,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     wire_buf_init(&out);
     wire_buf_init(&streamed);
+    /* the key visualizer's notes: the same from either path, none from a
+     * refused message, each message's bytes shared among its keys */
+    codec_tally_init(&tally);
+    codec_tally_init(&stally);
+    tally.keys_on = TRUE;
+    stally.keys_on = TRUE;
     while (size > 0) {
         struct codec_call call;
         struct codec_error err;
@@ -171,9 +199,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             wire_buf_clear(&streamed);
             sst = codec_request_stream_svc(cfg, svc, from, data, want, to,
                                            seqid, &streamed, &scall, &serr,
-                                           limits, &slen, NULL);
+                                           limits, &slen, &stally);
             if (scan == WIRE_AGAIN) {
                 FUZZ_CHECK(sst == CODEC_AGAIN && streamed.len == 0);
+                FUZZ_CHECK(stally.nnotes == 0);
             } else if (scan == WIRE_ERROR) {
                 FUZZ_CHECK(sst == CODEC_CLOSE && serr.message != NULL);
             } else {
@@ -187,7 +216,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         wire_buf_clear(&out);
         st = codec_request_svc(cfg, svc, from, data + hdr, msg_len - hdr, to,
-                               seqid++, &out, &call, &err, limits, NULL);
+                               seqid++, &out, &call, &err, limits, &tally);
+        fuzz_check_notes(&tally, st, msg_len - hdr);
+        if (!framed) {
+            FUZZ_CHECK(st == CODEC_CLOSE || stally.nnotes == tally.nnotes);
+            for (uint32_t i = 0; st != CODEC_CLOSE && i < tally.nnotes; i++) {
+                FUZZ_CHECK(stally.notes[i].key_hash == tally.notes[i].key_hash
+                           && stally.notes[i].bucket == tally.notes[i].bucket
+                           && stally.notes[i].kind == tally.notes[i].kind);
+            }
+        }
+        codec_tally_clear(&tally);
+        codec_tally_clear(&stally);
         if (!framed) {
             FUZZ_CHECK(sst == st);
             FUZZ_CHECK(st == CODEC_CLOSE || slen == msg_len);
@@ -242,5 +282,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     wire_buf_free(&out);
     wire_buf_free(&streamed);
+    codec_tally_free(&tally);
+    codec_tally_free(&stally);
     return 0;
 }

@@ -114,6 +114,19 @@ def filterpb_seeds():
     for i, pb in enumerate(seeds):
         write('fuzz_filterpb', 'filterpb-%02d' % i,
               bytes([(i * 6) & 0x1f]) + pb)
+    # bit 5: com.example.CustomFilter and PrefixFilter (no package)
+    # declared custom filter classes
+    custom = [
+        pb_filter('FilterList', pb_field(1, 1),
+                  pb_field(2, pb_filter('PrefixFilter', pb_field(1, 'u1#'))),
+                  pb_field(2, pb_filter('com.example.CustomFilter',
+                                        pb_field(1, 'x')))),
+        pb_filter('WhileMatchFilter', pb_field(1, pb_field(1, 'PrefixFilter')
+                                               + pb_field(2, 'zz'))),
+    ]
+    for i, pb in enumerate(custom):
+        write('fuzz_filterpb', 'filterpb-custom-%02d' % i,
+              bytes([0x20 | (i * 6) & 0x1f]) + pb)
 
 
 def write(target, name, data):
@@ -289,6 +302,15 @@ def main():
     for i, f in enumerate(filters):
         write('fuzz_filter', 'filter-%02d' % i,
               bytes([(i * 5) & 0x1f]) + f.encode())
+    # bit 5: UnknownFilter and MyFilter declared custom filters
+    custom = [
+        "PrefixFilter('abc') AND MyFilter('v', 3, >=, true)",
+        "WHILE UnknownFilter() OR RowFilter(=, 'binary:k')",
+        "PageFilter(2) AND MyFilter() AND NotDeclared('x')",
+    ]
+    for i, f in enumerate(custom):
+        write('fuzz_filter', 'filter-custom-%02d' % i,
+              bytes([0x20 | (i * 5) & 0x1f]) + f.encode())
 
     filterpb_seeds()
 
@@ -305,7 +327,7 @@ def main():
           b'[backend]\nservers = 127.0.0.1:9091, hbase2.example:9090\n'
           b'protocol = compact\ntransport = framed\n'
           b'connect_timeout_ms = 100\nrequest_timeout_ms = 1500\n'
-          b'pool_size = 2\n[scan]\ncaching_max = 10\n'
+          b'slow_call_ms = 250\npool_size = 2\n[scan]\ncaching_max = 10\n'
           b'scanner_timeout_ms = 1000\n[admin]\nlisten = 127.0.0.1:9100\n'
           b'[table:default:x]\nbuckets = 4\nsalt_separator = \\s\\x00\n'
           b'hash_part = delimiter:\\t:3\n')

@@ -159,6 +159,14 @@ class EmuBackend(object):
         self.log.close()
 
 
+def _sigterm_on_parent_death():
+    """In the child between fork and exec: prctl(PR_SET_PDEATHSIG,
+    SIGTERM), which the exec of hbase-mini's java keeps."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
 class RealBackend(object):
     """Real HBase: tests/hbase/hbase-mini, one Thrift1 server (and a Thrift2
     one when asked) of the given protocol and transport; tables are made
@@ -168,7 +176,11 @@ class RealBackend(object):
 
     def __init__(self, workdir, proto='binary', transport='buffered',
                  tables=None, thrift2=False, thrift=None, extra=(),
-                 name='hbase'):
+                 name='hbase', die_with_parent=False):
+        """die_with_parent: the JVM gets SIGTERM (a clean stop that removes
+        its data dir) when the thread that started it dies, even by
+        SIGKILL; for a long-lived caller such as run-bench, whose cluster
+        runs in a session of its own and so misses the terminal's ^C."""
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'ab')
         self.proto, self.transport = proto, transport
@@ -179,7 +191,9 @@ class RealBackend(object):
         cmd += list(extra)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                      stdin=subprocess.PIPE,
-                                     stderr=self.log, start_new_session=True)
+                                     stderr=self.log, start_new_session=True,
+                                     preexec_fn=_sigterm_on_parent_death
+                                     if die_with_parent else None)
         line = self._read_line(REAL_READY_TIMEOUT)
         m = re.match(r'ready thrift1=127\.0\.0\.1:(\d+)'
                      r'(?: thrift2=127\.0\.0\.1:(\d+))?$', line)
@@ -254,3 +268,84 @@ def start_backend(kind, workdir, emu=None, **kw):
     kw.pop('real_extra', None)
     kw.pop('thrift', None)
     return EmuBackend(emu, workdir, **kw)
+
+
+# ---- protobuf Filters (Thrift2 filterBytes) -------------------------------
+
+def pb_field(num, value):
+    """A protobuf field: a varint for an int, else length-delimited."""
+    def varint(v):
+        out = b''
+        while True:
+            b = v & 0x7f
+            v >>= 7
+            if not v:
+                return out + bytes([b])
+            out += bytes([b | 0x80])
+    if isinstance(value, int):
+        return varint(num << 3) + varint(value)
+    return varint((num << 3) | 2) + varint(len(value)) + value
+
+
+def pb_filter(cls, ser):
+    """Filter { name = cls (bytes, a full class name), serialized_filter }."""
+    return pb_field(1, cls) + pb_field(2, ser)
+
+
+# ---- the proxy -------------------------------------------------------------
+
+class Proxy(object):
+    """hbase-salt-proxy on conf_text (a configuration file's text), waited
+    for on every port in ports; .close() stops it with SIGTERM."""
+
+    def __init__(self, binary, workdir, conf_text, ports, name='proxy'):
+        conf = os.path.join(workdir, name + '.conf')
+        with open(conf, 'w') as f:
+            f.write(conf_text)
+        self.log_path = os.path.join(workdir, name + '.log')
+        self.log = open(self.log_path, 'wb')
+        self.proc = subprocess.Popen([binary, '-c', conf, '--log-level',
+                                      'info'],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(lambda: all(can_connect(p) for p in ports)
+                 or self.proc.poll() is not None, 30, name + ' listening')
+        if self.proc.poll() is not None:
+            raise AssertionError('%s exited at start; log in %s:\n%s'
+                                 % (name, self.log_path, self.log_text()))
+
+    def log_text(self):
+        with open(self.log_path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def unittest_main_shared(argv, workdir, backend):
+    """unittest.main for a test whose classes share one real HBase cluster
+    (a JVM start costs ~30 s): backend() gives that cluster, or None if no
+    test started it; it is stopped at the end, and workdir (its log) kept
+    when a test failed or HSP_KEEP_LOGS is set.  Exits."""
+    import shutil
+    import unittest
+    t0 = time.time()
+    try:
+        prog = unittest.main(argv=argv, verbosity=2, exit=False)
+    finally:
+        b = backend()
+        if b is not None:
+            b.close()
+    ok = prog.result.wasSuccessful()
+    sys.stderr.write('run with real HBase: %.1f s\n' % (time.time() - t0))
+    if ok and not os.environ.get('HSP_KEEP_LOGS'):
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        sys.stderr.write('real HBase log kept in %s\n' % workdir)
+    sys.exit(0 if ok else 1)

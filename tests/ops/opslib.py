@@ -3,6 +3,7 @@ processes, Thrift clients, the admin endpoint, Prometheus text parsing.
 Run with Debian's /usr/bin/python3 (python3-thrift)."""
 
 import os
+import shutil
 import re
 import signal
 import socket
@@ -94,6 +95,44 @@ class Emu(object):
             self.proc.wait()
             self.proc = None
         self.log.close()
+
+
+def stop_all(proxy, emu, workdir):
+    """tearDownClass: the proxy stops cleanly, the emulator goes, the
+    work directory too unless HSP_KEEP_LOGS."""
+    try:
+        if proxy.alive():
+            assert proxy.stop() == 0
+    finally:
+        emu.close()
+    if not os.environ.get('HSP_KEEP_LOGS'):
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def skewed_writes(port, table, seconds, seed=24, users=500, also=None):
+    """The key visualizer's workload: writes to table for seconds, 30 %
+    by a celebrity (rows celeb#TS), the rest by users drawn uniformly
+    (userNNNN#TS), timestamps only growing; also(client, rnd), if given,
+    after every 50.  Returns (writes, the celebrity's writes)."""
+    import random
+    rnd = random.Random(seed)
+    c = client(port)
+    ts, writes, celeb = 10 ** 12, 0, 0
+    end = time.time() + seconds
+    while time.time() < end:
+        for _ in range(50):
+            ts += 1
+            if rnd.random() < 0.3:
+                row = b'celeb#%d' % ts
+                celeb += 1
+            else:
+                row = b'user%04d#%d' % (rnd.randrange(users), ts)
+            put(c, table, row, b'v')
+            writes += 1
+        if also is not None:
+            also(c, rnd)
+    c._trans.close()
+    return writes, celeb
 
 
 def proxy_conf(port, servers, admin_port=None, tables=None, extra_proxy='',

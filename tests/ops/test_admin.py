@@ -195,11 +195,15 @@ class AdminTest(unittest.TestCase):
         wait_for(lambda: self.proxy.http('/healthz')[0] == 200, 10,
                  '/healthz 200')
         status, body = self.proxy.http('/healthz')
-        # the emulator's t is one region: served (200), with the warning
-        # the proxy gives until it is split at the bucket points
+        # the emulator's t and lg are one region each: served (200), with
+        # the warning the proxy gives until they are split at the bucket
+        # points
         self.assertEqual(status, 200)
         self.assertEqual(body, 'ok: 1 of 1 backend servers answer\n'
-                         'warning: 1 salted table not spread over regions:\n'
+                         'warning: 2 salted tables not spread over regions:\n'
+                         'table lg: 4 of its 4 salt buckets share one region: '
+                         'split it at the bucket points (the log has the '
+                         'HBase shell commands)\n'
                          'table t: 8 of its 8 salt buckets share one region: '
                          'split it at the bucket points (the log has the '
                          'HBase shell commands)\n')

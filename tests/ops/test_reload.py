@@ -273,7 +273,10 @@ class ManyReloadsTest(unittest.TestCase):
             return opslib.proxy_conf(
                 port, [emu.port], admin_port=admin,
                 tables={'t': T_TABLE}).replace(
-                    'pool_size = 2\n', 'pool_size = %d\n' % (2 + i % 2))
+                    'pool_size = 2\n', 'pool_size = %d\n' % (2 + i % 2)) + (
+                    # the scanner opened first waits out every reload: on
+                    # a loaded machine that can pass the 60 s default
+                    '[scan]\nscanner_timeout_ms = 110000\n')
         proxy = opslib.Proxy(ARGS.proxy, d, conf(0), port, admin_port=admin,
                              args=('--log-level', 'warning'))
         try:

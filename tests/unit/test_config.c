@@ -32,8 +32,11 @@ assert_defaults(const struct config *cfg)
     g_assert_cmpuint(cfg->servers[0].port, ==, 9091);
     g_assert_cmpint(cfg->protocol, ==, CONFIG_PROTOCOL_BINARY);
     g_assert_cmpint(cfg->transport, ==, CONFIG_TRANSPORT_BUFFERED);
+    g_assert_nonnull(cfg->custom_filters);
+    g_assert_null(cfg->custom_filters[0]);
     g_assert_cmpuint(cfg->connect_timeout_ms, ==, 2000);
     g_assert_cmpuint(cfg->request_timeout_ms, ==, 30000);
+    g_assert_cmpuint(cfg->slow_call_ms, ==, 1000);
     g_assert_cmpuint(cfg->pool_size, ==, 16);
     g_assert_cmpuint(cfg->scan_caching_max, ==, 1000);
     g_assert_cmpuint(cfg->scan_scanner_timeout_ms, ==, 60000);
@@ -432,6 +435,8 @@ test_error_value(void)
         { "proxy", "client_idle_timeout_ms", "2147483648" },
         { "backend", "connect_timeout_ms", "0" },
         { "backend", "request_timeout_ms", "" },
+        { "backend", "slow_call_ms", "-1" },
+        { "backend", "slow_call_ms", "2147483648" },
         { "backend", "pool_size", "0" },
         { "scan", "caching_max", "0" },
         { "scan", "scanner_timeout_ms", "999" },
@@ -463,6 +468,14 @@ test_error_value(void)
         { "table:t", "hash_part", "delimiter:#:x" },
         { "table:t", "hash_part", "delimiter:\\x:1" },
         { "table:t", "hash_part", "delimiter:0123456789abcdefg:1" },
+        /* custom filters */
+        { "backend", "custom_filters", "PrefixFilter" },
+        { "backend", "custom_filters", "A:x.A, A:y.A" },
+        { "backend", "custom_filters", "My Filter" },
+        { "backend", "custom_filters", "A, , B" },
+        { "backend", "custom_filters", "A:" },
+        { "backend", "custom_filters", "A:com.x/A" },
+        { "backend", "custom_filters", "A(1)" },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -478,6 +491,34 @@ test_error_value(void)
     /* the inline-comment hint */
     assert_fails("[proxy]\nworkers = 2 # two\n", CONFIG_ERROR_INVALID_VALUE,
                  "own", NULL);
+}
+
+/* Test: [backend] custom_filters takes hbase.thrift.filters' value as it
+ * is (Name:Class, comma separated) or names alone, and survives
+ * config_to_text. */
+static void
+test_custom_filters(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = load("[backend]\ncustom_filters = "
+                                   "ValuePass:hsp.ValuePassFilter ,Other$1\n",
+                                   &error);
+    g_autoptr(config_t) again = NULL;
+    g_autofree char *text = NULL;
+
+    g_assert_no_error(error);
+    g_assert_cmpuint(g_strv_length(cfg->custom_filters), ==, 2);
+    g_assert_cmpstr(cfg->custom_filters[0], ==, "ValuePass");
+    g_assert_cmpstr(cfg->custom_filters[1], ==, "Other$1");
+    /* the classes Thrift2's filterBytes name them by */
+    g_assert_cmpuint(g_strv_length(cfg->custom_filter_classes), ==, 1);
+    g_assert_cmpstr(cfg->custom_filter_classes[0], ==, "hsp.ValuePassFilter");
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "custom_filters = "
+                                  "ValuePass:hsp.ValuePassFilter, Other$1\n"));
+    again = load(text, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstrv(again->custom_filters, cfg->custom_filters);
 }
 
 /* [thrift2] listen and [backend] thrift2_servers: off by default, the
@@ -946,6 +987,79 @@ test_catalog(void)
     }
 }
 
+/* Test: [keyviz] and a table's keyviz key: defaults, strict values, the
+ * effective text loads back, and what a reload may change. */
+static void
+test_keyviz(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = NULL;
+    g_autoptr(config_t) back = NULL;
+    g_autoptr(config_t) other = NULL;
+    g_autofree char *text = NULL;
+
+    cfg = load("", &error);
+    g_assert_no_error(error);
+    g_assert_true(cfg->keyviz.enabled);
+    g_assert_cmpuint(cfg->keyviz.interval_s, ==, 60);
+    g_assert_cmpuint(cfg->keyviz.ranges, ==, 256);
+    g_assert_cmpuint(cfg->keyviz.hot_keys, ==, 32);
+    g_assert_cmpuint(cfg->keyviz.retain_s, ==, 21600);
+    g_assert_cmpuint(cfg->keyviz.keys, ==, CONFIG_KEYVIZ_SHOW);
+    g_clear_pointer(&cfg, config_free);
+    cfg = load("[keyviz]\nenabled = false\ninterval_s = 10\nranges = 64\n"
+               "hot_keys = 8\nretain_s = 600\nkeys = hash\n"
+               "[table:t]\nkeyviz = false\n[table:u]\nkeyviz = true\n",
+               &error);
+    g_assert_no_error(error);
+    g_assert_false(cfg->keyviz.enabled);
+    g_assert_cmpuint(cfg->keyviz.interval_s, ==, 10);
+    g_assert_cmpuint(cfg->keyviz.keys, ==, CONFIG_KEYVIZ_HASH);
+    g_assert_true(config_find_table(cfg, "t", 1)->keyviz_off);
+    g_assert_false(config_find_table(cfg, "u", 1)->keyviz_off);
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "\n[keyviz]\nenabled = false\n"
+                                  "interval_s = 10\nranges = 64\n"
+                                  "hot_keys = 8\nretain_s = 600\n"
+                                  "keys = hash\n"));
+    back = load(text, &error);
+    g_assert_no_error(error);
+    g_assert_true(config_find_table(back, "t", 1)->keyviz_off);
+    g_assert_cmpuint(back->keyviz.retain_s, ==, 600);
+    /* keys and a table's keyviz change on reload; the sizes do not */
+    other = load("[keyviz]\nenabled = false\ninterval_s = 10\nranges = 64\n"
+                 "hot_keys = 8\nretain_s = 600\nkeys = hide\n"
+                 "[table:t]\n[table:u]\nkeyviz = false\n",
+                 &error);
+    g_assert_no_error(error);
+    g_assert_true(config_reload_check(cfg, other, &error));
+    g_assert_no_error(error);
+    g_clear_pointer(&other, config_free);
+    other = load("[keyviz]\nenabled = false\ninterval_s = 20\nranges = 64\n"
+                 "hot_keys = 8\nretain_s = 600\n[table:t]\n[table:u]\n",
+                 &error);
+    g_assert_no_error(error);
+    g_assert_false(config_reload_check(cfg, other, &error));
+    g_assert_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED);
+    g_assert_nonnull(strstr(error->message, "[keyviz]"));
+    assert_fails("[keyviz]\nkeys = maybe\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[keyviz] keys", "show | hash | hide", NULL);
+    assert_fails("[keyviz]\ninterval_s = 0\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[keyviz] interval_s", "1..3600", NULL);
+    assert_fails("[keyviz]\nranges = 5000\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[keyviz] ranges", NULL);
+    assert_fails("[keyviz]\ninterval_s = 120\nretain_s = 60\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[keyviz] retain_s",
+                 "shorter than interval_s", NULL);
+    assert_fails("[keyviz]\nenabled = yes\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[keyviz] enabled", NULL);
+    assert_fails("[keyviz]\nintervals = 1\n", CONFIG_ERROR_INVALID_KEY,
+                 "enabled, interval_s, ranges, hot_keys, retain_s, keys",
+                 NULL);
+    assert_fails("[table:t]\nkeyviz = off\n", CONFIG_ERROR_INVALID_VALUE,
+                 "[table:t] keyviz", NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -970,9 +1084,11 @@ main(int argc, char **argv)
     g_test_add_func("/config/error/key", test_error_key);
     g_test_add_func("/config/error/value", test_error_value);
     g_test_add_func("/config/thrift2", test_thrift2);
+    g_test_add_func("/config/custom-filters", test_custom_filters);
     g_test_add_func("/config/salt-mapping", test_salt_mapping);
     g_test_add_func("/config/sasl", test_sasl);
     g_test_add_func("/config/catalog", test_catalog);
     g_test_add_func("/config/tls", test_tls);
+    g_test_add_func("/config/keyviz", test_keyviz);
     return g_test_run();
 }

@@ -220,7 +220,7 @@ pb_bucket_string(GByteArray *pb, uint32_t bucket)
 {
     g_autoptr(GError) error = NULL;
     struct scanfilter *f = scanfilter_new_pb(pb->data, pb->len, &hex16, FALSE,
-                                             &error);
+                                             NULL, &error);
     const uint8_t *out;
     size_t n;
     char *s;
@@ -239,7 +239,7 @@ string_bucket(const char *text, uint32_t bucket)
 {
     g_autoptr(GError) error = NULL;
     struct scanfilter *f = scanfilter_new((const uint8_t *)text, strlen(text),
-                                          &hex16, FALSE, &error);
+                                          &hex16, FALSE, NULL, &error);
     const uint8_t *out;
     size_t n;
     char *s;
@@ -290,7 +290,7 @@ check_refused(GByteArray *pb, int code, const char *needle)
 {
     g_autoptr(GError) error = NULL;
     struct scanfilter *f = scanfilter_new_pb(pb->data, pb->len, &hex16, FALSE,
-                                             &error);
+                                             NULL, &error);
 
     g_assert_null(f);
     g_assert_nonnull(error);
@@ -390,7 +390,7 @@ test_pass_through(void)
     pb = list(ALL, bytes_filter("PrefixFilter", "a"),
               g_byte_array_new_take(g_memdup2(vf->data, vf->len), vf->len),
               NULL);
-    f = scanfilter_new_pb(pb->data, pb->len, &hex16, FALSE, &error);
+    f = scanfilter_new_pb(pb->data, pb->len, &hex16, FALSE, NULL, &error);
     g_assert_no_error(error);
     out = scanfilter_for_bucket(f, 3, &n);
     /* the ValueFilter's bytes are inside the output unchanged */
@@ -403,6 +403,51 @@ test_pass_through(void)
     g_byte_array_unref(pb);
 }
 
+/* Filter { name = cls (a full class name), serialized_filter = ser }. */
+static GByteArray *
+custom_filter(const char *cls, const char *ser)
+{
+    GByteArray *f = msg();
+
+    put_str(f, 1, cls);
+    put_str(f, 2, ser);
+    return f;
+}
+
+/* Test: a declared custom filter class is copied as received beside the
+ * rewritten row-key filters, even one whose simple name is a built-in
+ * filter's; an undeclared one is refused on a salted table */
+static void
+test_custom_class(void)
+{
+    static const char *const custom[] = { "com.example.ValuePass",
+                                          "PrefixFilter", NULL };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GByteArray) cf = custom_filter("com.example.ValuePass", "v\x01");
+    g_autoptr(GByteArray) bare = custom_filter("PrefixFilter", "zz");
+    GByteArray *pb;
+    struct scanfilter *f;
+    const uint8_t *out;
+    size_t n;
+
+    pb = list(ALL, bytes_filter("PrefixFilter", "abc"),
+              g_byte_array_new_take(g_memdup2(cf->data, cf->len), cf->len),
+              g_byte_array_new_take(g_memdup2(bare->data, bare->len),
+                                    bare->len),
+              NULL);
+    f = scanfilter_new_pb(pb->data, pb->len, &hex16, FALSE, custom, &error);
+    g_assert_no_error(error);
+    out = scanfilter_for_bucket(f, 3, &n);
+    g_assert_nonnull(memmem(out, n, cf->data, cf->len));
+    g_assert_nonnull(memmem(out, n, bare->data, bare->len));
+    g_assert_nonnull(memmem(out, n, "3-abc", 5));
+    g_assert_null(memmem(out, n, "3-zz", 4));
+    g_assert_true(scanfilter_multi_bucket_ok(f));
+    scanfilter_free(f);
+    check_refused(pb, FILTERPB_ERROR_UNSUPPORTED,
+                  "com.example.ValuePass, which the proxy does not know");
+}
+
 /* Test: the regex keeps its flags, charset and operator per bucket */
 static void
 test_regex_flags(void)
@@ -413,7 +458,7 @@ test_regex_flags(void)
                 regex("ab", FILTERPB_RE_DOTALL | FILTERPB_RE_CASE_INSENSITIVE,
                       "ISO-8859-1", "JAVA"));
     struct scanfilter *f = scanfilter_new_pb(pb->data, pb->len, &hex16, FALSE,
-                                             &error);
+                                             NULL, &error);
     GByteArray *want = compare("RowFilter", NOT_EQUAL,
                                regex("^\\x33\\x2d(?s:.*?)(?:ab)",
                                      FILTERPB_RE_DOTALL |
@@ -451,7 +496,7 @@ test_analysis(void)
     GByteArray *pb = list(ALL, bytes_filter("PrefixFilter", "u"), page(7),
                           NULL);
     struct scanfilter *f = scanfilter_new_pb(pb->data, pb->len, &hex16, FALSE,
-                                             &error);
+                                             NULL, &error);
 
     g_assert_no_error(error);
     g_assert_cmpint(scanfilter_page_limit(f), ==, 7);
@@ -461,7 +506,7 @@ test_analysis(void)
 
     pb = wrap("WhileMatchFilter", compare("RowFilter", NOT_EQUAL,
                                           binary("BinaryComparator", "a")));
-    f = scanfilter_new_pb(pb->data, pb->len, &hex16, FALSE, &error);
+    f = scanfilter_new_pb(pb->data, pb->len, &hex16, FALSE, NULL, &error);
     g_assert_no_error(error);
     g_assert_false(scanfilter_multi_bucket_ok(f));
     g_assert_nonnull(strstr(scanfilter_multi_bucket_why(f), "WHILE"));
@@ -676,6 +721,7 @@ main(int argc, char **argv)
     g_test_add_func("/filterpb/analysis", test_analysis);
     g_test_add_func("/filterpb/refused", test_refused);
     g_test_add_func("/filterpb/unknown-class", test_unknown_class);
+    g_test_add_func("/filterpb/custom-class", test_custom_class);
     g_test_add_func("/filterpb/malformed", test_malformed);
     g_test_add_func("/filterpb/invalid-nested", test_invalid_nested);
     g_test_add_func("/filterpb/depth", test_depth);

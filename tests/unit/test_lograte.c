@@ -65,6 +65,25 @@ test_burst_folds(void)
     lograte_flush(TRUE);
 }
 
+/* Events that are not connections say what they count: slow calls. */
+static void
+test_burst_of_calls(void)
+{
+    g_ptr_array_set_size(test_lines, 0);
+    g_assert_true(lograte_note_of(G_LOG_LEVEL_WARNING, "call", "slow call", "",
+                                  "get of table t, bucket 1", 0));
+    g_assert_false(lograte_note_of(G_LOG_LEVEL_WARNING, "call", "slow call",
+                                   "", "get of table t, bucket 2", 0));
+    g_assert_false(lograte_note_of(G_LOG_LEVEL_WARNING, "call", "slow call",
+                                   "", "getRows of table t, buckets 0-7", 0));
+    lograte_flush(TRUE);
+    g_assert_cmpuint(test_lines->len, ==, 1);
+    g_assert_cmpstr(g_ptr_array_index(test_lines, 0), ==,
+                    "slow call: 2 more calls in the last 10 s (last getRows "
+                    "of table t, buckets 0-7)");
+    lograte_flush(TRUE);
+}
+
 static void
 test_head(struct tls_head *h, const char *bytes)
 {
@@ -157,6 +176,7 @@ main(int argc, char **argv)
     test_lines = g_ptr_array_new_with_free_func(g_free);
     g_log_set_writer_func(test_writer, NULL, NULL);
     g_test_add_func("/lograte/burst-folds", test_burst_folds);
+    g_test_add_func("/lograte/burst-of-calls", test_burst_of_calls);
     g_test_add_func("/tls/plain-thrift-told-apart",
                     test_plain_thrift_told_apart);
     g_test_add_func("/tls/plain-answer-reads-back",

@@ -1,11 +1,14 @@
 /* test_migrate_unit.c: hbase-salt-migrate's work units (their text form,
  * shards, progress estimate) and its checkpoint file. */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "analyze.h"
 #include "ckpt.h"
 #include "progress.h"
 #include "unit.h"
@@ -346,6 +349,56 @@ test_checkpoint(void)
     g_rmdir(dir);
 }
 
+/* --analyze: the reservoir keeps a uniform sample, and the report finds
+ * the celebrity's hash_part, predicts the spread, and proposes whole keys
+ * when a group would keep 30 % in one bucket. */
+static void
+test_analyze(void)
+{
+    struct analyze_sample s;
+    g_autoptr(GRand) r = g_rand_new_with_seed(3);
+    g_autofree char *json = NULL;
+    g_autofree char *text = NULL;
+    guint celeb = 0, kept_celeb = 0;
+
+    analyze_sample_init(&s, 4000);
+    for (int i = 0; i < 40000; i++) {
+        char key[32];
+
+        if (g_rand_double(r) < 0.3) {
+            snprintf(key, sizeof(key), "celeb#%d", i);
+            celeb++;
+        } else {
+            snprintf(key, sizeof(key), "user%03d#%d",
+                     g_rand_int_range(r, 0, 400), i);
+        }
+        analyze_sample_add(&s, (const uint8_t *)key, strlen(key));
+    }
+    g_assert_cmpuint(s.seen, ==, 40000);
+    g_assert_cmpuint(s.keys->len, ==, 4000);
+    for (guint i = 0; i < s.keys->len; i++) {
+        gsize len;
+        const char *k = g_bytes_get_data(s.keys->pdata[i], &len);
+
+        kept_celeb += len > 5 && memcmp(k, "celeb", 5) == 0 ? 1 : 0;
+    }
+    /* a uniform sample: the share within a few standard deviations */
+    g_assert_cmpfloat(fabs((double)kept_celeb / 4000 - celeb / 40000.0), <,
+                      0.03);
+    s.regions = s.regions_done = 1;
+    s.complete = TRUE;
+    json = analyze_report("ev", NULL, &s, TRUE);
+    g_test_message("%s", json);
+    g_assert_nonnull(strstr(json, "{\"hash_part\":\"delimiter:#:1\","));
+    g_assert_nonnull(strstr(json, "\"largest_groups\":[{\"key\":\"celeb\""));
+    g_assert_nonnull(strstr(json, "\"proposed\":{\"buckets\":16,"
+                                  "\"hash_part\":\"whole\""));
+    text = analyze_report("ev", NULL, &s, FALSE);
+    g_assert_nonnull(strstr(text, "whole (4000 groups): one row each\n"));
+    g_assert_nonnull(strstr(text, "[table:ev]\nbuckets = 16\n"));
+    analyze_sample_clear(&s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -359,5 +412,6 @@ main(int argc, char **argv)
     g_test_add_func("/migrate/progress/binary_resumed",
                     test_progress_binary_resumed);
     g_test_add_func("/migrate/checkpoint", test_checkpoint);
+    g_test_add_func("/migrate/analyze", test_analyze);
     return g_test_run();
 }

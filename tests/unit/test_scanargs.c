@@ -138,7 +138,7 @@ test_open_for_bucket(gconstpointer data)
     g_assert_cmpmem(a.table, a.table_len, "t", 1);
     g_assert_true(a.has_caching && a.caching == 7);
     g_assert_true(a.has_stop && !a.prefix && !a.reversed);
-    f = scanfilter_new(a.filter, a.filter_len, &hex16, FALSE, NULL);
+    f = scanfilter_new(a.filter, a.filter_len, &hex16, FALSE, NULL, NULL);
     b.filter = f;
     wire_writer_init(&w, WIRE_BINARY, &out);
     scanargs_write_open(&a, m->scanner, &b, &w);
@@ -345,7 +345,7 @@ test_thrift2_open(void)
     g_assert_true(a.has_caching && a.caching == 70);
     wire_writer_init(&w, WIRE_BINARY, &out);
     b.filter = f = scanfilter_new_pb(a.filter_bytes, a.filter_bytes_len,
-                                     &hex16, FALSE, NULL);
+                                     &hex16, FALSE, NULL, NULL);
     g_assert_nonnull(f);
     scanargs_write_open(&a, m->scanner, &b, &w);
     scanfilter_free(f);

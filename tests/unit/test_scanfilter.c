@@ -16,7 +16,7 @@ make(const struct salt_table *t, const char *text, gboolean reversed,
      GError **error)
 {
     return scanfilter_new((const uint8_t *)text, strlen(text), t, reversed,
-                          error);
+                          NULL, error);
 }
 
 /* The filter of bucket for text, which must be accepted. */
@@ -94,15 +94,86 @@ test_regex(void)
                  "RowFilter(=, 'regexstring:^\\x33\\x2d(?s:.*?)(?i:Ab)')");
 }
 
-/* Test: what does not look at row keys, or does not parse, is sent as
- * written (the backend reports what it cannot parse) */
+/* Test: what does not look at row keys is sent as written */
 static void
 test_unchanged(void)
 {
     check_bucket("KeyOnlyFilter()", 3, "KeyOnlyFilter()");
     check_bucket("SingleColumnValueFilter('f', 'q', =, 'binary:v')", 3,
                  "SingleColumnValueFilter('f', 'q', =, 'binary:v')");
-    check_bucket("Garbage((", 3, "Garbage((");
+}
+
+/* The refusal of text with no custom filters declared. */
+static char *
+refusal(const char *text, const char *const *custom)
+{
+    g_autoptr(GError) error = NULL;
+    struct scanfilter *f = scanfilter_new((const uint8_t *)text, strlen(text),
+                                          &hex16, FALSE, custom, &error);
+
+    g_assert_null(f);
+    g_assert_nonnull(error);
+    return g_strdup(error->message);
+}
+
+/* Test: nothing reaches a bucket unrewritten: a filter name the proxy
+ * does not know (it could read the row key), a string that does not
+ * parse and bad arguments are refused, the last two with ParseFilter's
+ * own message (they used to be sent as written to every bucket) */
+static void
+test_refused_unknown(void)
+{
+    static const char *const other[] = { "OtherFilter", NULL };
+    g_autofree char *unknown = refusal("PrefixFilter('abc') AND MyFilter()",
+                                       NULL);
+    g_autofree char *undeclared = refusal("PrefixFilter('abc') AND MyFilter()",
+                                          other);
+    g_autofree char *garbage = refusal("Garbage((", NULL);
+    g_autofree char *args = refusal("PrefixFilter('a', 'b')", NULL);
+
+    g_assert_nonnull(strstr(unknown, "unknown filter MyFilter refused on a "
+                                     "salted table"));
+    g_assert_nonnull(strstr(unknown, "[backend] custom_filters"));
+    g_assert_cmpstr(undeclared, ==, unknown);
+    g_assert_nonnull(strstr(garbage, "Incorrect Filter String"));
+    g_assert_nonnull(strstr(args, "PrefixFilter"));
+}
+
+/* Test: a declared custom filter is kept as written, arguments and all,
+ * while the row-key filters beside it are rewritten; the analysis takes
+ * it for one that may drop rows and is not monotonic in the key */
+static void
+test_custom(void)
+{
+    static const char *const custom[] = { "MyFilter", "Other", NULL };
+    static const char *const text =
+        "PrefixFilter('abc') AND MyFilter('x''y', 12, >=, true)";
+    g_autoptr(GError) error = NULL;
+    struct scanfilter *f = scanfilter_new((const uint8_t *)text, strlen(text),
+                                          &hex16, FALSE, custom, &error);
+    const uint8_t *out;
+    size_t len;
+
+    g_assert_no_error(error);
+    out = scanfilter_for_bucket(f, 3, &len);
+    g_assert_cmpmem(out, len,
+                    "PrefixFilter('3-abc') AND MyFilter('x''y', 12, >=, "
+                    "true)",
+                    strlen("PrefixFilter('3-abc') AND MyFilter('x''y', 12, "
+                           ">=, true)"));
+    g_assert_true(scanfilter_multi_bucket_ok(f));
+    scanfilter_free(f);
+
+    f = scanfilter_new((const uint8_t *)"WHILE Other()", 13, &hex16, FALSE,
+                       custom, &error);
+    g_assert_no_error(error);
+    g_assert_false(scanfilter_multi_bucket_ok(f));
+    scanfilter_free(f);
+    f = scanfilter_new((const uint8_t *)"PageFilter(3) AND Other()", 25,
+                       &hex16, FALSE, custom, &error);
+    g_assert_no_error(error);
+    g_assert_false(scanfilter_multi_bucket_ok(f));
+    scanfilter_free(f);
 }
 
 /* Test: row regexes a salt in front would change are refused */
@@ -247,6 +318,8 @@ main(int argc, char **argv)
     g_test_add_func("/scanfilter/row-filters", test_row_filters);
     g_test_add_func("/scanfilter/regex", test_regex);
     g_test_add_func("/scanfilter/unchanged", test_unchanged);
+    g_test_add_func("/scanfilter/refused-unknown", test_refused_unknown);
+    g_test_add_func("/scanfilter/custom", test_custom);
     g_test_add_func("/scanfilter/refused-regex", test_refused_regex);
     g_test_add_func("/scanfilter/refused-high-salt", test_refused_high_salt);
     g_test_add_func("/scanfilter/refused-multi", test_refused_multi);

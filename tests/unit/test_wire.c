@@ -718,6 +718,198 @@ test_scan_depth(gconstpointer data)
     }
 }
 
+/* The scan's verdict st/got/swhy is the whole message's whole/want/why. */
+static void
+scan_assert_same(wire_status_t st, size_t got, const char *swhy,
+                 wire_status_t whole, size_t want, const char *why)
+{
+    g_assert_cmpint(st, ==, whole);
+    if (whole == WIRE_OK) {
+        g_assert_cmpuint(got, ==, want);
+    } else if (whole == WIRE_ERROR) {
+        g_assert_cmpstr(swhy, ==, why);
+    }
+}
+
+/*
+ * Fed buf[0..len) cut at any point, and a byte at a time, the resumable
+ * scan says what wire_message_scan says of the whole: the same status,
+ * the same end, the same error.
+ */
+static void
+scan_check_every_cut(wire_proto_t proto, const uint8_t *buf, size_t len,
+                     const struct wire_limits *lim)
+{
+    const char *why = NULL, *swhy = NULL;
+    size_t want = 0, got = 0;
+    wire_status_t whole, st;
+    struct wire_scan sc;
+
+    whole = wire_message_scan(proto, FALSE, buf, len, lim, &want, &why);
+    for (size_t cut = 0; cut <= len; cut++) {
+        wire_scan_init(&sc);
+        st = wire_scan_feed(&sc, proto, buf, cut, lim, &got, &swhy);
+        if (st == WIRE_AGAIN) {
+            st = wire_scan_feed(&sc, proto, buf, len, lim, &got, &swhy);
+        }
+        scan_assert_same(st, got, swhy, whole, want, why);
+    }
+    wire_scan_init(&sc);
+    st = WIRE_AGAIN;
+    for (size_t upto = 0; upto <= len && st == WIRE_AGAIN; upto++) {
+        st = wire_scan_feed(&sc, proto, buf, upto, lim, &got, &swhy);
+    }
+    scan_assert_same(st, got, swhy, whole, want, why);
+}
+
+/* What follows the last allowed level in test_scan_depth_head. */
+enum scan_head {
+    SCAN_HEAD_WHOLE,    /* a whole container: too deep */
+    SCAN_HEAD_CUT,      /* the head's first byte only: wait */
+    SCAN_HEAD_NO_ITEMS, /* the head, its items not arrived: wait */
+    SCAN_HEAD_BAD_TYPE, /* an element type that does not exist */
+};
+
+/*
+ * A container one level past the depth limit is refused only once its
+ * head is read, as wire_skip reads it (bytes, types, size, then depth):
+ * before, the resumable scan refused it at once, so a message whose
+ * head had not all arrived was an error to one scan and a wait to the
+ * other, and what the daemon did with it depended on where TCP cut it.
+ */
+static void
+test_scan_depth_head(gconstpointer data)
+{
+    wire_proto_t proto = GPOINTER_TO_INT(data);
+    static const uint8_t kinds[] = { WIRE_T_LIST, WIRE_T_MAP };
+    static const uint32_t depths[] = { 8, WIRE_MAX_DEPTH };
+
+    for (size_t k = 0; k < G_N_ELEMENTS(kinds); k++) {
+        for (size_t d = 0; d < G_N_ELEMENTS(depths); d++) {
+            struct wire_limits lim = wire_default_limits;
+
+            lim.max_depth = depths[d];
+            for (int v = SCAN_HEAD_WHOLE; v <= SCAN_HEAD_BAD_TYPE; v++) {
+                struct wire_buf b;
+                struct wire_writer w;
+                size_t head, len = 0;
+                const char *why = NULL;
+                wire_status_t st;
+
+                wire_buf_init(&b);
+                wire_writer_init(&w, proto, &b);
+                wire_write_msg_begin(&w, (const uint8_t *)"x", 1, WIRE_CALL,
+                                     1);
+                wire_write_struct_begin(&w);
+                wire_write_field(&w, kinds[k], 1);
+                /* levels 2 .. max_depth, then the one too deep */
+                for (uint32_t i = 2; i <= lim.max_depth; i++) {
+                    if (kinds[k] == WIRE_T_LIST) {
+                        wire_write_list_begin(&w, WIRE_T_LIST, 1);
+                    } else {
+                        wire_write_map_begin(&w, WIRE_T_BYTE, WIRE_T_MAP, 1);
+                        wire_write_byte(&w, 1);
+                    }
+                }
+                head = b.len;
+                if (kinds[k] == WIRE_T_LIST) {
+                    wire_write_list_begin(&w, WIRE_T_BYTE, 300);
+                } else {
+                    wire_write_map_begin(&w, WIRE_T_BYTE, WIRE_T_BYTE, 300);
+                }
+                if (v == SCAN_HEAD_WHOLE) {
+                    for (int i = 0; i < (kinds[k] == WIRE_T_MAP ? 600 : 300);
+                         i++) {
+                        wire_write_byte(&w, 0);
+                    }
+                } else if (v == SCAN_HEAD_CUT) {
+                    b.len = head + 1;
+                } else if (v == SCAN_HEAD_BAD_TYPE) {
+                    /* binary: the (key) type byte first; compact: a list
+                     * has it in its first byte's low half, a map in the
+                     * byte after its count's varint */
+                    size_t at = proto == WIRE_BINARY || kinds[k] == WIRE_T_LIST
+                                    ? head
+                                    : b.len - 1;
+
+                    b.data[at] = proto == WIRE_BINARY ? 1
+                                                      : (b.data[at] | 0x0d);
+                }
+                st = wire_message_scan(proto, FALSE, b.data, b.len, &lim, &len,
+                                       &why);
+                switch (v) {
+                case SCAN_HEAD_WHOLE:
+                    g_assert_cmpint(st, ==, WIRE_ERROR);
+                    g_assert_cmpstr(why, ==, "nesting deeper than the limit");
+                    break;
+                case SCAN_HEAD_CUT:
+                case SCAN_HEAD_NO_ITEMS:
+                    g_assert_cmpint(st, ==, WIRE_AGAIN);
+                    break;
+                default:
+                    g_assert_cmpint(st, ==, WIRE_ERROR);
+                    g_assert_cmpstr(why, ==,
+                                    kinds[k] == WIRE_T_LIST
+                                        ? "invalid element type"
+                                        : "invalid map key or value type");
+                    break;
+                }
+                scan_check_every_cut(proto, b.data, b.len, &lim);
+                wire_buf_free(&b);
+            }
+        }
+    }
+}
+
+/*
+ * Inputs on which fuzz_request and fuzz_reply found the two scans apart
+ * (issue 23), as the targets read them: base64, selector bytes first.
+ * Each is also in tests/fuzz/corpus.
+ */
+static void
+test_scan_fuzz_inputs(void)
+{
+    static const struct wire_limits tight = {
+        .max_message = 4096,
+        .max_string = 512,
+        .max_container = 64,
+        .max_depth = 8,
+    };
+    static const struct {
+        gboolean reply; /* fuzz_reply: 3 selector bytes, else 1 */
+        const char *b64;
+    } inputs[] = {
+        { FALSE, "AYIhGA5h8f/JycnJycnJycnJycnJycnJycnJycnJycnJycnJycnJycnJyZLJ"
+                 "yclJycnJMEtLS0sLAAMAAAACS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tL"
+                 "S0tLS8nJycnJycnJycnJycnJycnJycnJycnJycnJyYaGhoaGyUtLS0tLS0tL"
+                 "S0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tbS0tLS0tLS0tLS0tLS0tL"
+                 "S0tLS0tLS8nJycm0ycldycnJycnJg8nJAwDJyckAAB+CIRMHZWNtZcnJycnJ"
+                 "bgxkZWRpc2Fi////////aXIhbsl06QoAAA==" },
+        { TRUE, "Aw4AgkEHBmdldFJhGAkAPBgGDAByb3eampqampqampqampqampqampqampqa"
+                "mpqampqampqampqampqampqampqampqampqampqampqampqampqampowGwGM"
+                "A2Q6YRiBdhYCAAAYCzAtYWpjI2RlAA==" },
+        { TRUE,
+          "/zj/goEWFv8A+wBpKAVlZGwTExMTExMTExMTExMTExMTExMCfHx8fHx8fHxb" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(inputs); i++) {
+        gsize n = 0;
+        g_autofree guchar *in = g_base64_decode(inputs[i].b64, &n);
+        wire_proto_t proto = (in[0] & 1) ? WIRE_COMPACT : WIRE_BINARY;
+        const struct wire_limits *lim;
+        size_t skip = inputs[i].reply ? 3 : 1, len;
+
+        g_assert_cmpuint(n, >, skip);
+        if (inputs[i].reply) {
+            lim = (in[0] & 4) ? &tight : &wire_default_limits;
+        } else {
+            lim = (in[0] & 8) ? &tight : &wire_default_limits;
+        }
+        len = MIN(n - skip, (size_t)lim->max_message);
+        scan_check_every_cut(proto, in + skip, len, lim);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -762,5 +954,10 @@ main(int argc, char **argv)
                          GINT_TO_POINTER(WIRE_BINARY), test_scan_depth);
     g_test_add_data_func("/wire/scan/depth/compact",
                          GINT_TO_POINTER(WIRE_COMPACT), test_scan_depth);
+    g_test_add_data_func("/wire/scan/depth-head/binary",
+                         GINT_TO_POINTER(WIRE_BINARY), test_scan_depth_head);
+    g_test_add_data_func("/wire/scan/depth-head/compact",
+                         GINT_TO_POINTER(WIRE_COMPACT), test_scan_depth_head);
+    g_test_add_func("/wire/scan/fuzz-inputs", test_scan_fuzz_inputs);
     return g_test_run();
 }

@@ -15,9 +15,10 @@
 // Hbase) and thrift/hbase2.thrift (THBaseService, --service thrift2); FILE is
 // a JSON list of [method, [args...]] written by test_pipeline.py, with
 // bytes as {"b": hex}, structs as {"s": name, "f": {field: value}} and maps
-// as {"m": [[key, value], ...]}.  --ref-calls: the reference's own list,
-// call for call (its tables named apart when both share one HBase).
-// --ignore: struct fields left out of the comparison.
+// as {"m": [[key, value], ...]}.  --ref-calls: the same calls as the
+// reference is to get them (its tables under other names, when one real
+// HBase cluster holds both sides); the default is FILE.  --ignore:
+// struct fields left out of the comparison.
 'use strict';
 
 const fs = require('fs');
@@ -160,10 +161,10 @@ async function runAll(spec, calls) {
 
 async function main() {
   const calls = JSON.parse(fs.readFileSync(args.calls, 'utf8'));
-  const refCalls = args['ref-calls'] === undefined ? calls
-    : JSON.parse(fs.readFileSync(args['ref-calls'], 'utf8'));
+  const refCalls = args['ref-calls']
+    ? JSON.parse(fs.readFileSync(args['ref-calls'], 'utf8')) : calls;
   if (refCalls.length !== calls.length) {
-    usage('--ref-calls has ' + refCalls.length + ' calls, --calls '
+    usage('--ref-calls holds ' + refCalls.length + ' calls, --calls '
           + calls.length);
   }
   let got, want;

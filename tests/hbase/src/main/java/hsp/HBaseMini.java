@@ -23,6 +23,7 @@ import org.apache.hadoop.hbase.LocalHBaseCluster;
 import org.apache.hadoop.hbase.master.HMaster;
 import org.apache.hadoop.hbase.regionserver.HRegionServer;
 import org.apache.hadoop.hbase.zookeeper.MiniZooKeeperCluster;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import sun.misc.Signal;
 
 public final class HBaseMini {
@@ -205,6 +206,12 @@ public final class HBaseMini {
   }
 
   void startCluster(Configuration conf) throws Exception {
+    // each region server registers metrics sources of the same names
+    // ("RegionServer,sub=Server"): in one JVM the second one's startup
+    // fails on "already exists!" and it aborts, leaving one region server
+    // whatever --region-servers said.  Mini-cluster mode makes the names
+    // unique, as HBase's own test utility does.
+    DefaultMetricsSystem.setMiniClusterMode(true);
     zk = new MiniZooKeeperCluster(conf);
     int zkPort = zk.startup(new File(dataDir, "zk"));
     conf.setInt("hbase.zookeeper.property.clientPort", zkPort);
@@ -214,11 +221,22 @@ public final class HBaseMini {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(readyTimeoutSec);
     while (true) {
       HMaster m = cluster.getActiveMaster();
-      if (m != null && m.isInitialized()) {
+      // every region server too: the master initializes once one has
+      // checked in, and a table created before the others did gets all its
+      // regions on that one (round-robin assignment over the servers
+      // online; the balancer moves them minutes later, if ever)
+      if (m != null
+          && m.isInitialized()
+          && m.getServerManager().getOnlineServersList().size() >= regionServers) {
         break;
       }
       if (System.nanoTime() > deadline) {
-        throw new IOException("the master did not initialize in " + readyTimeoutSec + " s");
+        throw new IOException(
+            "the master and "
+                + regionServers
+                + " region servers did not come up in "
+                + readyTimeoutSec
+                + " s");
       }
       Thread.sleep(100);
     }

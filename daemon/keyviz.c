@@ -1,0 +1,1428 @@
+/* keyviz.c: the key visualizer's counters, their history and JSON. */
+#include "keyviz.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "escape.h"
+#include "salt.h"
+
+static const char *const keyviz_metric_names[KEYVIZ_METRICS] = {
+    "reads", "writes", "rows", "bytes_in", "bytes_out", "errors",
+};
+
+const uint32_t keyviz_candidates[KEYVIZ_NCAND] = { 4, 8, 16, 32, 64 };
+
+const char *
+keyviz_metric_name(unsigned metric)
+{
+    return metric < KEYVIZ_METRICS ? keyviz_metric_names[metric] : "?";
+}
+
+int
+keyviz_metric_parse(const char *name)
+{
+    for (unsigned i = 0; name != NULL && i < KEYVIZ_METRICS; i++) {
+        if (strcmp(name, keyviz_metric_names[i]) == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* ---- types -------------------------------------------------------------- */
+
+/* A key as kept: its first bytes (CODEC_NOTE_KEY_MAX at most). */
+struct keyviz_key {
+    uint8_t kept;
+    uint8_t key[CODEC_NOTE_KEY_MAX];
+};
+
+/* Range boundaries: range i is [b[i - 1], b[i]), the first from the
+ * empty key, the last to the end.  Main thread owns and frees them;
+ * workers read the one published for their interval. */
+struct keyviz_bounds {
+    gint64 epoch; /* the interval they were made for */
+    int refs;     /* main thread only */
+    uint32_t n;   /* boundaries: n + 1 ranges */
+    uint32_t cap; /* boundaries allocated */
+    guint64 *pfx; /* each boundary's first 8 bytes, big-endian,
+                     zero-padded: most comparisons end there */
+    uint16_t by_byte[257]; /* boundaries whose first byte is below i: a
+                              key starting with byte f lies between
+                              by_byte[f] and by_byte[f + 1] */
+    struct keyviz_key b[];
+};
+
+/* One space-saving counter. */
+struct keyviz_entry {
+    guint64 hash; /* XXH3 of the whole key (or hash_part) */
+    guint64 err;  /* what it may overcount */
+    uint32_t len; /* bytes of the whole key */
+    uint32_t bucket;
+    struct keyviz_key k;
+};
+
+/*
+ * A space-saving sketch of cap counters.  The counters are kept sorted by
+ * count, smallest first (ord), so the one to give away is ord[0], and a
+ * counter going up by one swaps with the last of its equal counts (found
+ * by binary search) and stays in order; an open-addressing index by hash
+ * finds a key's counter.  No allocation once made.
+ */
+struct keyviz_sketch {
+    uint32_t cap, n;
+    uint32_t mask;          /* index size - 1 (2 x cap, a power of 2) */
+    guint64 total;          /* operations offered */
+    struct keyviz_entry *e; /* cap */
+    uint32_t *ord;          /* entry indexes, by count ascending */
+    guint64 *cnt;           /* the counts, by place in ord */
+    uint32_t *pos;          /* entry -> its place in ord */
+    int32_t *index;         /* hash slot -> entry, -1 empty */
+};
+
+/* One sampled key. */
+struct keyviz_sampled {
+    guint64 key_hash, part_hash;
+    uint8_t part_kept; /* bytes of k that are its hash_part */
+    struct keyviz_key k;
+};
+
+/* One worker's counters of one table for one interval. */
+struct keyviz_slot {
+    gint64 epoch; /* the interval counted, -1: none */
+    const struct keyviz_bounds *bounds;
+    guint64 *counts;  /* ranges x KEYVIZ_METRICS */
+    guint64 *bcounts; /* (buckets + 1) x KEYVIZ_BUCKET_KINDS */
+    struct keyviz_sketch keys, parts;
+    guint64 seen; /* keys offered to the sample */
+    uint32_t nsample;
+    struct keyviz_sampled *sample; /* KEYVIZ_SAMPLE */
+};
+
+/* Slots per worker and table: the one counting, and three the harvest
+ * may still read (an interval is read a second after it ended, so with
+ * interval_s = 1 up to three later intervals may have begun). */
+#define KEYVIZ_SLOTS 4
+
+struct keyviz_wtable {
+    struct keyviz_slot slot[KEYVIZ_SLOTS]; /* by epoch % KEYVIZ_SLOTS */
+    guint64 rng;                           /* the sample's xorshift state */
+};
+
+struct keyviz_worker {
+    struct keyviz *kv;
+    struct keyviz_wtable **tables; /* by stats_id - 1 */
+};
+
+/* A hot key or hash_part value of an interval, merged. */
+struct keyviz_hot {
+    guint64 count, err;
+    uint32_t len, bucket;
+    struct keyviz_key k;
+};
+
+/* One harvested interval of one table. */
+struct keyviz_interval {
+    gint64 epoch;
+    struct keyviz_bounds *bounds; /* a reference */
+    guint64 *counts;              /* (bounds->n + 1) x KEYVIZ_METRICS */
+    guint64 *bcounts;             /* (buckets + 1) x KEYVIZ_BUCKET_KINDS */
+    guint64 ops;                  /* reads and writes: the sketches' N */
+    uint32_t nranges;             /* bounds->n + 1 */
+    uint32_t nhot, nparts;
+    struct keyviz_hot *hot, *parts;
+    /* fullest bucket's share of the sampled keys with buckets
+     * keyviz_candidates[i], by the table's hash_part and by whole keys;
+     * < 0: not predicted (an adopted mapping) */
+    double pred_part[KEYVIZ_NCAND], pred_whole[KEYVIZ_NCAND];
+    double pred_part_now, pred_whole_now; /* with the table's buckets */
+};
+
+struct keyviz_table {
+    char *name;
+    struct salt_table salt;
+    struct keyviz_bounds *initial; /* by first byte; never freed early */
+    struct keyviz_bounds *ring[4]; /* published, by epoch & 3 */
+    struct keyviz_bounds *retired[4]; /* what ring[i] held before: a
+                                         worker may still be reading it */
+    struct keyviz_interval **hist; /* ring of nhist */
+    uint32_t hist_head, hist_n;    /* oldest, count */
+};
+
+struct keyviz {
+    struct config_keyviz set;
+    unsigned nworkers;
+    uint32_t sketch_cap;
+    uint32_t nhist;   /* intervals kept */
+    gint64 epoch;     /* current interval, -1: not ticking
+                                        (relaxed atomic) */
+    gint64 harvested; /* newest interval harvested */
+    struct keyviz_worker *workers;
+    struct keyviz_table **tables; /* by stats_id - 1, NULL: none */
+    size_t bytes;                 /* allocated, for keyviz_memory */
+};
+
+/* ---- keys --------------------------------------------------------------- */
+
+static int
+keyviz_key_cmp(const struct keyviz_key *a, const uint8_t *b, size_t blen)
+{
+    size_t n = MIN(a->kept, blen);
+    int r = memcmp(a->key, b, n);
+
+    if (r != 0) {
+        return r;
+    }
+    return (a->kept > blen) - (a->kept < blen);
+}
+
+static void
+keyviz_key_set(struct keyviz_key *k, const uint8_t *p, size_t len)
+{
+    k->kept = (uint8_t)MIN(len, CODEC_NOTE_KEY_MAX);
+    memcpy(k->key, p, k->kept);
+}
+
+/* A key's first 8 bytes as a big-endian number, zero-padded.  When two
+ * keys' prefixes differ, the numbers order them as their bytes do (a
+ * shorter key's padding is below any byte the longer one has there, or
+ * equal to it); only equal prefixes need the bytes compared. */
+static inline guint64
+keyviz_prefix(const uint8_t *key, size_t len)
+{
+    guint64 v = 0;
+
+    memcpy(&v, key, MIN(len, sizeof(v)));
+    return GUINT64_FROM_BE(v);
+}
+
+/* The range of key: how many boundaries are <= it. */
+static uint32_t
+keyviz_range_of(const struct keyviz_bounds *b, const uint8_t *key, size_t len)
+{
+    uint32_t lo, hi;
+    guint64 kp = keyviz_prefix(key, len);
+
+    if (len == 0) {
+        return 0; /* below every boundary: none is empty */
+    }
+    lo = b->by_byte[key[0]];
+    hi = b->by_byte[key[0] + 1];
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (b->pfx[mid] < kp ||
+            (b->pfx[mid] == kp && keyviz_key_cmp(&b->b[mid], key, len) <= 0)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+static void *
+keyviz_alloc(struct keyviz *kv, size_t n)
+{
+    kv->bytes += n;
+    return g_malloc0(n);
+}
+
+static void
+keyviz_release(struct keyviz *kv, void *p, size_t n)
+{
+    if (p != NULL) {
+        kv->bytes -= n;
+        g_free(p);
+    }
+}
+
+static struct keyviz_bounds *
+keyviz_bounds_new(struct keyviz *kv, uint32_t n, gint64 epoch)
+{
+    struct keyviz_bounds *b = keyviz_alloc(kv,
+                                           sizeof(*b) +
+                                               n * sizeof(struct keyviz_key));
+
+    b->n = n;
+    b->cap = n;
+    b->epoch = epoch;
+    b->refs = 1;
+    b->pfx = keyviz_alloc(kv, MAX(n, 1u) * sizeof(guint64));
+    return b;
+}
+
+/* The boundaries are set: their prefixes too. */
+static void
+keyviz_bounds_seal(struct keyviz_bounds *b)
+{
+    uint32_t i = 0;
+
+    for (i = 0; i < b->n; i++) {
+        b->pfx[i] = keyviz_prefix(b->b[i].key, b->b[i].kept);
+    }
+    i = 0;
+    for (unsigned v = 0; v <= 256; v++) {
+        while (i < b->n && b->b[i].key[0] < v) {
+            i++;
+        }
+        b->by_byte[v] = (uint16_t)i;
+    }
+}
+
+static void
+keyviz_bounds_unref(struct keyviz *kv, struct keyviz_bounds *b)
+{
+    if (b != NULL && --b->refs == 0) {
+        keyviz_release(kv, b->pfx, MAX(b->cap, 1u) * sizeof(guint64));
+        keyviz_release(kv, b, sizeof(*b) + b->cap * sizeof(struct keyviz_key));
+    }
+}
+
+/* ranges split by first byte: the best guess without a sample */
+static struct keyviz_bounds *
+keyviz_bounds_initial(struct keyviz *kv, unsigned ranges)
+{
+    uint32_t n = MIN(ranges, 256u) - 1;
+    struct keyviz_bounds *b = keyviz_bounds_new(kv, n, -1);
+
+    for (uint32_t i = 0; i < n; i++) {
+        b->b[i].kept = 1;
+        b->b[i].key[0] = (uint8_t)((i + 1) * 256 / (n + 1));
+    }
+    keyviz_bounds_seal(b);
+    return b;
+}
+
+/* ---- the space-saving sketch -------------------------------------------- */
+
+static size_t
+keyviz_sketch_size(uint32_t cap)
+{
+    return cap * (sizeof(struct keyviz_entry) + 2 * sizeof(uint32_t) +
+                  sizeof(guint64)) +
+           2 * cap * sizeof(int32_t);
+}
+
+static void
+keyviz_sketch_reset(struct keyviz_sketch *s)
+{
+    s->n = 0;
+    s->total = 0;
+    memset(s->index, 0xff, (s->mask + 1) * sizeof(int32_t));
+}
+
+static void
+keyviz_sketch_init(struct keyviz *kv, struct keyviz_sketch *s, uint32_t cap)
+{
+    s->cap = cap;
+    s->mask = 2 * cap - 1;
+    s->e = keyviz_alloc(kv, cap * sizeof(struct keyviz_entry));
+    s->ord = keyviz_alloc(kv, cap * sizeof(uint32_t));
+    s->cnt = keyviz_alloc(kv, cap * sizeof(guint64));
+    s->pos = keyviz_alloc(kv, cap * sizeof(uint32_t));
+    s->index = keyviz_alloc(kv, 2 * cap * sizeof(int32_t));
+    keyviz_sketch_reset(s);
+}
+
+static void
+keyviz_sketch_clear(struct keyviz *kv, struct keyviz_sketch *s)
+{
+    keyviz_release(kv, s->e, s->cap * sizeof(struct keyviz_entry));
+    keyviz_release(kv, s->ord, s->cap * sizeof(uint32_t));
+    keyviz_release(kv, s->cnt, s->cap * sizeof(guint64));
+    keyviz_release(kv, s->pos, s->cap * sizeof(uint32_t));
+    keyviz_release(kv, s->index, 2 * s->cap * sizeof(int32_t));
+}
+
+/* Entry ei's count goes up by one: it swaps with the last counter of its
+ * count (a binary search over the dense counts), so ord stays sorted. */
+static inline void
+keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
+{
+    uint32_t p = s->pos[ei], lo, hi, other;
+    guint64 c = s->cnt[p];
+
+    if (p + 1 == s->n || s->cnt[p + 1] != c) {
+        s->cnt[p] = c + 1; /* the last of its count already */
+        return;
+    }
+    lo = p + 1;
+    hi = s->n - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+
+        if (s->cnt[mid] == c) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    other = s->ord[lo];
+    s->ord[lo] = ei;
+    s->ord[p] = other;
+    s->pos[other] = p;
+    s->pos[ei] = lo;
+    s->cnt[lo] = c + 1;
+}
+
+/* The index slot holding hash, or the empty slot where it would go. */
+static uint32_t
+keyviz_index_find(const struct keyviz_sketch *s, guint64 hash)
+{
+    uint32_t i = (uint32_t)hash & s->mask;
+
+    while (s->index[i] >= 0 && s->e[s->index[i]].hash != hash) {
+        i = (i + 1) & s->mask;
+    }
+    return i;
+}
+
+/* Linear probing's deletion: later entries of the run move back. */
+static void
+keyviz_index_remove(struct keyviz_sketch *s, uint32_t i)
+{
+    uint32_t j = i;
+
+    s->index[i] = -1;
+    for (;;) {
+        uint32_t home;
+
+        j = (j + 1) & s->mask;
+        if (s->index[j] < 0) {
+            return;
+        }
+        home = (uint32_t)s->e[s->index[j]].hash & s->mask;
+        /* j's entry may fill the hole at i unless its home lies in
+         * (i, j] cyclically */
+        if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+            s->index[i] = s->index[j];
+            s->index[j] = -1;
+            i = j;
+        }
+    }
+}
+
+/* One more operation on a key (hash identifies it; kept shows it). */
+static void
+keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
+                  size_t kept_len, uint32_t len, uint32_t bucket)
+{
+    uint32_t slot = keyviz_index_find(s, hash);
+    struct keyviz_entry *e;
+    uint32_t ei;
+
+    s->total++;
+    if (s->index[slot] >= 0) {
+        keyviz_sketch_bump(s, (uint32_t)s->index[slot]);
+        return;
+    }
+    if (s->n < s->cap) {
+        /* a new counter at 0, first in order: cap times an interval */
+        ei = s->n;
+        memmove(&s->ord[1], &s->ord[0], s->n * sizeof(s->ord[0]));
+        memmove(&s->cnt[1], &s->cnt[0], s->n * sizeof(s->cnt[0]));
+        for (uint32_t i = 1; i <= s->n; i++) {
+            s->pos[s->ord[i]] = i;
+        }
+        s->ord[0] = ei;
+        s->pos[ei] = 0;
+        s->n++;
+        s->cnt[0] = 0;
+        e = &s->e[ei];
+        e->err = 0;
+    } else {
+        /* the smallest counter changes hands: its count is the most the
+         * newcomer can have had before */
+        ei = s->ord[0];
+        e = &s->e[ei];
+        keyviz_index_remove(s, keyviz_index_find(s, e->hash));
+        slot = keyviz_index_find(s, hash);
+        e->err = s->cnt[0];
+    }
+    e->hash = hash;
+    e->len = len;
+    e->bucket = bucket;
+    keyviz_key_set(&e->k, kept, kept_len);
+    s->index[slot] = (int32_t)ei;
+    keyviz_sketch_bump(s, ei);
+}
+
+/* The smallest counter of a full sketch (what any key it lacks may have
+ * had), 0 for one not full. */
+static guint64
+keyviz_sketch_floor(const struct keyviz_sketch *s)
+{
+    return s->n == s->cap ? s->cnt[0] : 0;
+}
+
+/* ---- the hot path ------------------------------------------------------- */
+
+static void
+keyviz_slot_init(struct keyviz *kv, struct keyviz_slot *sl, unsigned ranges,
+                 uint32_t buckets)
+{
+    sl->epoch = -1;
+    sl->counts = keyviz_alloc(kv, (size_t)ranges * KEYVIZ_METRICS * 8);
+    sl->bcounts = keyviz_alloc(kv, (size_t)(buckets + 1) *
+                                       KEYVIZ_BUCKET_KINDS * 8);
+    keyviz_sketch_init(kv, &sl->keys, kv->sketch_cap);
+    keyviz_sketch_init(kv, &sl->parts, kv->sketch_cap);
+    sl->sample = keyviz_alloc(kv,
+                              KEYVIZ_SAMPLE * sizeof(struct keyviz_sampled));
+}
+
+static void
+keyviz_slot_clear(struct keyviz *kv, struct keyviz_slot *sl, unsigned ranges,
+                  uint32_t buckets)
+{
+    keyviz_release(kv, sl->counts, (size_t)ranges * KEYVIZ_METRICS * 8);
+    keyviz_release(kv, sl->bcounts,
+                   (size_t)(buckets + 1) * KEYVIZ_BUCKET_KINDS * 8);
+    keyviz_sketch_clear(kv, &sl->keys);
+    keyviz_sketch_clear(kv, &sl->parts);
+    keyviz_release(kv, sl->sample,
+                   KEYVIZ_SAMPLE * sizeof(struct keyviz_sampled));
+}
+
+/* The worker enters interval epoch in this slot: the interval before
+ * last, which it held, was harvested long ago. */
+static void
+keyviz_slot_enter(struct keyviz *kv, const struct keyviz_table *t,
+                  struct keyviz_slot *sl, gint64 epoch)
+{
+    const struct keyviz_bounds *b = __atomic_load_n(&t->ring[epoch & 3],
+                                                    __ATOMIC_ACQUIRE);
+
+    if (b == NULL || b->epoch != epoch) {
+        b = t->initial;
+    }
+    memset(sl->counts, 0, (size_t)(b->n + 1) * KEYVIZ_METRICS * 8);
+    memset(sl->bcounts, 0,
+           (size_t)(t->salt.buckets + 1) * KEYVIZ_BUCKET_KINDS * 8);
+    keyviz_sketch_reset(&sl->keys);
+    keyviz_sketch_reset(&sl->parts);
+    sl->seen = 0;
+    sl->nsample = 0;
+    sl->bounds = b;
+    /* last: the harvest trusts a slot whose epoch it reads */
+    __atomic_store_n(&sl->epoch, epoch, __ATOMIC_RELEASE);
+}
+
+static inline void
+keyviz_sample_set(struct keyviz_sampled *s, const struct codec_key_note *n)
+{
+    s->key_hash = n->key_hash;
+    s->part_hash = n->part_hash;
+    s->part_kept = (uint8_t)MIN(n->part_len, n->kept);
+    keyviz_key_set(&s->k, n->key, n->kept);
+}
+
+/* The worker's slot of salt's table for the current interval, entered
+ * if new; NULL when the table is not counted (or nothing ticks yet). */
+static inline struct keyviz_slot *
+keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
+               struct keyviz_wtable **wt_out)
+{
+    /* every salt the codec notes lives in a config (as metrics.h) */
+    const struct config_table *ct =
+        (const struct config_table *)((const char *)salt -
+                                      G_STRUCT_OFFSET(struct config_table,
+                                                      salt));
+    struct keyviz *kv = w->kv;
+    gint64 epoch = __atomic_load_n(&kv->epoch, __ATOMIC_RELAXED);
+    struct keyviz_wtable *wt;
+    struct keyviz_slot *sl;
+
+    if (epoch < 0 || ct->stats_id == 0 || ct->keyviz_off ||
+        ct->stats_id > KEYVIZ_MAX_TABLES ||
+        (wt = w->tables[ct->stats_id - 1]) == NULL) {
+        return NULL;
+    }
+    sl = &wt->slot[epoch % KEYVIZ_SLOTS];
+    if (sl->epoch != epoch) {
+        keyviz_slot_enter(kv, kv->tables[ct->stats_id - 1], sl, epoch);
+    }
+    *wt_out = wt;
+    return sl;
+}
+
+void
+keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
+{
+    struct keyviz_wtable *wt;
+    struct keyviz_slot *sl = keyviz_slot_of(w, n->salt, &wt);
+    guint64 *c;
+
+    if (sl == NULL) {
+        return;
+    }
+    c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, n->key, n->kept) *
+                    KEYVIZ_METRICS];
+    if (n->kind == CODEC_KEY_ROW) {
+        c[KEYVIZ_ROWS]++;
+        c[KEYVIZ_BYTES_OUT] += n->bytes;
+        sl->bcounts[(size_t)n->bucket * KEYVIZ_BUCKET_KINDS + 2]++;
+        return;
+    }
+    c[n->kind == CODEC_KEY_READ ? KEYVIZ_READS : KEYVIZ_WRITES]++;
+    c[KEYVIZ_BYTES_IN] += n->bytes;
+    sl->bcounts[(size_t)n->bucket * KEYVIZ_BUCKET_KINDS +
+                (n->kind == CODEC_KEY_READ ? 0 : 1)]++;
+    keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->kept, n->len,
+                      n->bucket);
+    if (n->salt->hash != SALT_HASH_WHOLE) {
+        keyviz_sketch_add(&sl->parts, n->part_hash, n->key,
+                          MIN(n->part_len, n->kept), n->part_len, n->bucket);
+    }
+    /* reservoir sampling (Algorithm R): each key read or written is in
+     * the sample with the same chance */
+    sl->seen++;
+    if (sl->nsample < KEYVIZ_SAMPLE) {
+        keyviz_sample_set(&sl->sample[sl->nsample++], n);
+    } else {
+        guint64 x = wt->rng;
+
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        wt->rng = x;
+        x %= sl->seen;
+        if (x < KEYVIZ_SAMPLE) {
+            keyviz_sample_set(&sl->sample[x], n);
+        }
+    }
+}
+
+void
+keyviz_error(struct keyviz_worker *w, const struct codec_key_note_ref *key)
+{
+    struct keyviz_wtable *wt;
+    struct keyviz_slot *sl = keyviz_slot_of(w, key->salt, &wt);
+
+    if (sl == NULL) {
+        return;
+    }
+    sl->counts[(size_t)keyviz_range_of(sl->bounds, key->key, key->kept) *
+                   KEYVIZ_METRICS +
+               KEYVIZ_ERRORS]++;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+struct keyviz *
+keyviz_new(const struct config_keyviz *set, unsigned nworkers)
+{
+    struct keyviz *kv = g_new0(struct keyviz, 1);
+
+    kv->set = *set;
+    kv->nworkers = nworkers;
+    kv->sketch_cap = MAX(64u, KEYVIZ_SKETCH_FACTOR * set->hot_keys);
+    kv->nhist = MAX(1u, set->retain_s / set->interval_s);
+    kv->epoch = -1;
+    kv->harvested = -1;
+    kv->workers = g_new0(struct keyviz_worker, nworkers);
+    for (unsigned i = 0; i < nworkers; i++) {
+        kv->workers[i].kv = kv;
+        kv->workers[i].tables = g_new0(struct keyviz_wtable *,
+                                       KEYVIZ_MAX_TABLES);
+    }
+    kv->tables = g_new0(struct keyviz_table *, KEYVIZ_MAX_TABLES);
+    return kv;
+}
+
+struct keyviz_worker *
+keyviz_worker(struct keyviz *kv, unsigned id)
+{
+    return &kv->workers[id];
+}
+
+gboolean
+keyviz_active(const struct keyviz *kv)
+{
+    return kv != NULL && kv->set.enabled;
+}
+
+void
+keyviz_add_table(struct keyviz *kv, unsigned id, const char *name,
+                 const struct salt_table *salt)
+{
+    struct keyviz_table *t;
+
+    if (kv == NULL || !kv->set.enabled || id == 0 || id > KEYVIZ_MAX_TABLES ||
+        kv->tables[id - 1] != NULL) {
+        return;
+    }
+    t = keyviz_alloc(kv, sizeof(*t));
+    t->name = g_strdup(name);
+    t->salt = *salt;
+    t->initial = keyviz_bounds_initial(kv, kv->set.ranges);
+    t->hist = keyviz_alloc(kv, kv->nhist * sizeof(t->hist[0]));
+    for (unsigned w = 0; w < kv->nworkers; w++) {
+        struct keyviz_wtable *wt = keyviz_alloc(kv, sizeof(*wt));
+
+        for (int s = 0; s < KEYVIZ_SLOTS; s++) {
+            keyviz_slot_init(kv, &wt->slot[s], kv->set.ranges, salt->buckets);
+        }
+        wt->rng = 0x9e3779b97f4a7c15ull * (w + 1) + id;
+        kv->workers[w].tables[id - 1] = wt;
+    }
+    /* published to the workers with the config that names the table */
+    kv->tables[id - 1] = t;
+}
+
+static void
+keyviz_interval_free(struct keyviz *kv, const struct keyviz_table *t,
+                     struct keyviz_interval *iv)
+{
+    if (iv == NULL) {
+        return;
+    }
+    keyviz_release(kv, iv->counts, (size_t)iv->nranges * KEYVIZ_METRICS * 8);
+    keyviz_release(kv, iv->bcounts,
+                   (size_t)(t->salt.buckets + 1) * KEYVIZ_BUCKET_KINDS * 8);
+    keyviz_release(kv, iv->hot, iv->nhot * sizeof(struct keyviz_hot));
+    keyviz_release(kv, iv->parts, iv->nparts * sizeof(struct keyviz_hot));
+    keyviz_bounds_unref(kv, iv->bounds);
+    keyviz_release(kv, iv, sizeof(*iv));
+}
+
+void
+keyviz_free(struct keyviz *kv)
+{
+    if (kv == NULL) {
+        return;
+    }
+    for (unsigned id = 0; id < KEYVIZ_MAX_TABLES; id++) {
+        struct keyviz_table *t = kv->tables[id];
+
+        if (t == NULL) {
+            continue;
+        }
+        for (unsigned w = 0; w < kv->nworkers; w++) {
+            struct keyviz_wtable *wt = kv->workers[w].tables[id];
+
+            for (int s = 0; s < KEYVIZ_SLOTS; s++) {
+                keyviz_slot_clear(kv, &wt->slot[s], kv->set.ranges,
+                                  t->salt.buckets);
+            }
+            keyviz_release(kv, wt, sizeof(*wt));
+        }
+        for (uint32_t i = 0; i < t->hist_n; i++) {
+            keyviz_interval_free(kv, t,
+                                 t->hist[(t->hist_head + i) % kv->nhist]);
+        }
+        for (int i = 0; i < 4; i++) {
+            keyviz_bounds_unref(kv, t->ring[i]);
+            keyviz_bounds_unref(kv, t->retired[i]);
+        }
+        keyviz_bounds_unref(kv, t->initial);
+        keyviz_release(kv, t->hist, kv->nhist * sizeof(t->hist[0]));
+        g_free(t->name);
+        keyviz_release(kv, t, sizeof(*t));
+    }
+    for (unsigned w = 0; w < kv->nworkers; w++) {
+        g_free(kv->workers[w].tables);
+    }
+    g_free(kv->workers);
+    g_free(kv->tables);
+    g_free(kv);
+}
+
+size_t
+keyviz_memory(const struct keyviz *kv)
+{
+    return kv != NULL ? kv->bytes : 0;
+}
+
+size_t
+keyviz_memory_bound(const struct keyviz *kv, uint32_t buckets)
+{
+    size_t ranges = kv->set.ranges;
+    size_t slot = ranges * KEYVIZ_METRICS * 8 +
+                  (size_t)(buckets + 1) * KEYVIZ_BUCKET_KINDS * 8 +
+                  2 * keyviz_sketch_size(kv->sketch_cap) +
+                  KEYVIZ_SAMPLE * sizeof(struct keyviz_sampled);
+    size_t bounds = sizeof(struct keyviz_bounds) +
+                    ranges * (sizeof(struct keyviz_key) + sizeof(guint64));
+    size_t interval = sizeof(struct keyviz_interval) + bounds +
+                      ranges * KEYVIZ_METRICS * 8 +
+                      (size_t)(buckets + 1) * KEYVIZ_BUCKET_KINDS * 8 +
+                      2 * (size_t)kv->set.hot_keys * sizeof(struct keyviz_hot);
+
+    /* the workers' slots, the table, its initial, published and retired
+     * boundaries, and its history */
+    return kv->nworkers *
+               (sizeof(struct keyviz_wtable) + KEYVIZ_SLOTS * slot) +
+           sizeof(struct keyviz_table) + 9 * bounds +
+           kv->nhist * (sizeof(struct keyviz_interval *) + interval);
+}
+
+/* ---- the harvest -------------------------------------------------------- */
+
+struct keyviz_weighted {
+    const struct keyviz_sampled *s;
+    double w;
+};
+
+static int
+keyviz_weighted_cmp(const void *pa, const void *pb)
+{
+    const struct keyviz_weighted *a = pa, *b = pb;
+
+    return keyviz_key_cmp(&a->s->k, b->s->k.key, b->s->k.kept);
+}
+
+static int
+keyviz_hot_cmp(const void *pa, const void *pb)
+{
+    const struct keyviz_hot *a = pa, *b = pb;
+
+    if (a->count != b->count) {
+        return a->count < b->count ? 1 : -1;
+    }
+    return keyviz_key_cmp(&a->k, b->k.key, b->k.kept);
+}
+
+/* Merges the workers' sketches (which) of an interval into its n
+ * hottest. */
+static struct keyviz_hot *
+keyviz_merge_sketches(struct keyviz *kv, struct keyviz_slot **slots,
+                      unsigned nslots, gboolean parts, uint32_t *n_out)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_int64_hash, g_int64_equal);
+    g_autoptr(GArray) all = g_array_new(FALSE, TRUE,
+                                        sizeof(struct keyviz_hot));
+    struct keyviz_hot *out;
+    uint32_t n;
+
+    for (unsigned i = 0; i < nslots; i++) {
+        const struct keyviz_sketch *s = parts ? &slots[i]->parts
+                                              : &slots[i]->keys;
+
+        for (uint32_t j = 0; j < s->n; j++) {
+            const struct keyviz_entry *e = &s->e[j];
+            struct keyviz_hot h = { 0 };
+
+            if (g_hash_table_contains(seen, &e->hash)) {
+                continue;
+            }
+            g_hash_table_add(seen, (gpointer)&e->hash);
+            h.len = e->len;
+            h.bucket = e->bucket;
+            h.k = e->k;
+            /* every worker's count, or what its sketch may have missed */
+            for (unsigned k = 0; k < nslots; k++) {
+                const struct keyviz_sketch *o = parts ? &slots[k]->parts
+                                                      : &slots[k]->keys;
+                uint32_t at = keyviz_index_find(o, e->hash);
+
+                if (o->index[at] >= 0) {
+                    h.count += o->cnt[o->pos[o->index[at]]];
+                    h.err += o->e[o->index[at]].err;
+                } else {
+                    h.count += keyviz_sketch_floor(o);
+                    h.err += keyviz_sketch_floor(o);
+                }
+            }
+            g_array_append_val(all, h);
+        }
+    }
+    g_array_sort(all, keyviz_hot_cmp);
+    n = MIN(all->len, kv->set.hot_keys);
+    out = keyviz_alloc(kv, n * sizeof(struct keyviz_hot));
+    if (n > 0) {
+        memcpy(out, all->data, n * sizeof(struct keyviz_hot));
+    }
+    *n_out = n;
+    return out;
+}
+
+/* The fullest bucket's share of the weighted sample with buckets b,
+ * hashing each key's hash_part (parts) or whole key. */
+static double
+keyviz_predict(const struct keyviz_weighted *ws, size_t n, double total,
+               uint32_t buckets, gboolean parts)
+{
+    g_autofree double *load = g_new0(double, buckets);
+    double max = 0;
+
+    if (total <= 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        guint64 h = parts ? ws[i].s->part_hash : ws[i].s->key_hash;
+
+        load[h % buckets] += ws[i].w;
+    }
+    for (uint32_t b = 0; b < buckets; b++) {
+        max = MAX(max, load[b]);
+    }
+    return max / total;
+}
+
+/*
+ * The next boundaries: quantiles of the weighted sample, each the
+ * hash_part of a sampled key.  A range never splits the keys of one
+ * hash_part value (the rows that share a bucket), and one value heavier
+ * than a range gets a range of its own: a celebrity shows as one hot
+ * range, not as many lukewarm ones.
+ */
+static struct keyviz_bounds *
+keyviz_bounds_from(struct keyviz *kv, struct keyviz_weighted *ws, size_t n,
+                   double total, gint64 epoch)
+{
+    uint32_t want = kv->set.ranges - 1, got = 0;
+    struct keyviz_bounds *b = keyviz_bounds_new(kv, want, epoch);
+    double acc = 0;
+    uint32_t next = 1;
+
+    for (size_t i = 0; i < n && got < want; i++) {
+        const struct keyviz_sampled *s = ws[i].s;
+
+        /* a boundary where the running weight passes next / ranges */
+        if (acc >= total * next / kv->set.ranges && s->part_kept > 0 &&
+            (got == 0 ||
+             keyviz_key_cmp(&b->b[got - 1], s->k.key, s->part_kept) < 0)) {
+            keyviz_key_set(&b->b[got++], s->k.key, s->part_kept);
+            while (next < kv->set.ranges &&
+                   acc >= total * next / kv->set.ranges) {
+                next++;
+            }
+        }
+        acc += ws[i].w;
+    }
+    /* fewer distinct keys than ranges: fewer ranges */
+    b->n = got;
+    keyviz_bounds_seal(b);
+    return b;
+}
+
+static void
+keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
+                     gint64 epoch, gboolean publish)
+{
+    g_autofree struct keyviz_slot **slots = g_new0(struct keyviz_slot *,
+                                                   kv->nworkers);
+    unsigned nslots = 0;
+    struct keyviz_interval *iv;
+    const struct keyviz_bounds *bounds = NULL;
+    g_autofree struct keyviz_weighted *ws = NULL;
+    size_t nw = 0;
+    double total = 0;
+    uint32_t nranges;
+    gboolean xxh3 = t->salt.mapping == SALT_MAPPING_XXH3;
+
+    for (unsigned w = 0; w < kv->nworkers; w++) {
+        struct keyviz_slot *sl =
+            &kv->workers[w].tables[id]->slot[epoch % KEYVIZ_SLOTS];
+
+        if (__atomic_load_n(&sl->epoch, __ATOMIC_ACQUIRE) == epoch) {
+            slots[nslots++] = sl;
+        }
+    }
+    if (nslots == 0) {
+        return;
+    }
+    iv = keyviz_alloc(kv, sizeof(*iv));
+    iv->epoch = epoch;
+    /* every worker entered the interval with what was published for it;
+     * one that entered before the publication used the initial split,
+     * and its ranges are left out (its keys and buckets still count) */
+    bounds = slots[0]->bounds;
+    for (unsigned i = 1; i < nslots; i++) {
+        if (slots[i]->bounds != t->initial) {
+            bounds = slots[i]->bounds;
+        }
+    }
+    iv->bounds = (struct keyviz_bounds *)bounds;
+    iv->bounds->refs++;
+    nranges = bounds->n + 1;
+    iv->nranges = nranges;
+    iv->counts = keyviz_alloc(kv, (size_t)nranges * KEYVIZ_METRICS * 8);
+    iv->bcounts = keyviz_alloc(kv, (size_t)(t->salt.buckets + 1) *
+                                       KEYVIZ_BUCKET_KINDS * 8);
+    ws = g_new0(struct keyviz_weighted, (size_t)nslots * KEYVIZ_SAMPLE);
+    for (unsigned i = 0; i < nslots; i++) {
+        struct keyviz_slot *sl = slots[i];
+
+        if (sl->bounds == bounds) {
+            for (size_t j = 0; j < (size_t)nranges * KEYVIZ_METRICS; j++) {
+                iv->counts[j] += sl->counts[j];
+            }
+        }
+        for (size_t j = 0;
+             j < (size_t)(t->salt.buckets + 1) * KEYVIZ_BUCKET_KINDS; j++) {
+            iv->bcounts[j] += sl->bcounts[j];
+        }
+        iv->ops += sl->keys.total;
+        /* each sampled key stands for seen / nsample keys of its worker */
+        for (uint32_t j = 0; j < sl->nsample; j++) {
+            ws[nw].s = &sl->sample[j];
+            ws[nw].w = (double)sl->seen / sl->nsample;
+            total += ws[nw].w;
+            nw++;
+        }
+    }
+    iv->hot = keyviz_merge_sketches(kv, slots, nslots, FALSE, &iv->nhot);
+    iv->parts = keyviz_merge_sketches(kv, slots, nslots, TRUE, &iv->nparts);
+    for (int i = 0; i < KEYVIZ_NCAND; i++) {
+        iv->pred_part[i] = xxh3 ? keyviz_predict(ws, nw, total,
+                                                 keyviz_candidates[i], TRUE)
+                                : -1;
+        iv->pred_whole[i] = xxh3 ? keyviz_predict(ws, nw, total,
+                                                  keyviz_candidates[i], FALSE)
+                                 : -1;
+    }
+    iv->pred_part_now = xxh3 ? keyviz_predict(ws, nw, total, t->salt.buckets,
+                                              TRUE)
+                             : -1;
+    iv->pred_whole_now = xxh3 ? keyviz_predict(ws, nw, total, t->salt.buckets,
+                                               FALSE)
+                              : -1;
+
+    /* the boundaries of the next interval not begun: the workers take
+     * them when they enter it */
+    if (nw > 0 && publish) {
+        struct keyviz_bounds *nb;
+        gint64 target = kv->epoch + 1;
+        int slot = (int)(target & 3);
+
+        qsort(ws, nw, sizeof(ws[0]), keyviz_weighted_cmp);
+        nb = keyviz_bounds_from(kv, ws, nw, total, target);
+        /* the bounds replaced are freed only at the next replacement,
+         * four intervals on: a worker entering an interval just now may
+         * have loaded the pointer before the store */
+        keyviz_bounds_unref(kv, t->retired[slot]);
+        t->retired[slot] = t->ring[slot];
+        __atomic_store_n(&t->ring[slot], nb, __ATOMIC_RELEASE);
+    }
+
+    /* into the history, the oldest out */
+    if (t->hist_n == kv->nhist) {
+        keyviz_interval_free(kv, t, t->hist[t->hist_head]);
+        t->hist[t->hist_head] = NULL;
+        t->hist_head = (t->hist_head + 1) % kv->nhist;
+        t->hist_n--;
+    }
+    t->hist[(t->hist_head + t->hist_n) % kv->nhist] = iv;
+    t->hist_n++;
+}
+
+void
+keyviz_tick(struct keyviz *kv, gint64 now_us)
+{
+    gint64 epoch, ready;
+
+    if (kv == NULL || !kv->set.enabled || now_us < 0) {
+        return;
+    }
+    epoch = now_us / G_USEC_PER_SEC / kv->set.interval_s;
+    __atomic_store_n(&kv->epoch, epoch, __ATOMIC_RELAXED);
+    /* an interval is read a second after it ended: no worker still in
+     * it by then (a worker notes in microseconds) */
+    ready = (now_us - G_USEC_PER_SEC) / G_USEC_PER_SEC / kv->set.interval_s -
+            1;
+    if (kv->harvested < 0) {
+        /* the first tick: what came before was not counted */
+        kv->harvested = ready;
+        return;
+    }
+    while (kv->harvested < ready) {
+        kv->harvested++;
+        for (unsigned id = 0; id < KEYVIZ_MAX_TABLES; id++) {
+            if (kv->tables[id] != NULL) {
+                /* one publication a tick: the newest interval's */
+                keyviz_harvest_table(kv, kv->tables[id], id, kv->harvested,
+                                     kv->harvested == ready);
+            }
+        }
+    }
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static void
+keyviz_json_str(GString *out, const char *s)
+{
+    g_string_append_c(out, '"');
+    for (; *s != '\0'; s++) {
+        if (*s == '"' || *s == '\\') {
+            g_string_append_printf(out, "\\%c", *s);
+        } else if ((unsigned char)*s < 0x20) {
+            g_string_append_printf(out, "\\u%04x", (unsigned char)*s);
+        } else {
+            g_string_append_c(out, *s);
+        }
+    }
+    g_string_append_c(out, '"');
+}
+
+/* A key as keys (show or hash) says: escaped, or "#" and its XXH3 in
+ * hex.  truncated: the key went on past what was kept. */
+static void
+keyviz_key_text(GString *out, unsigned keys, const struct keyviz_key *k,
+                gboolean truncated)
+{
+    if (keys == CONFIG_KEYVIZ_HASH) {
+        g_string_append_printf(out, "#%016" G_GINT64_MODIFIER "x",
+                               (guint64)XXH3_64bits(k->key, k->kept));
+    } else {
+        escape_append(out, k->key, k->kept);
+    }
+    if (truncated) {
+        g_string_append(out, "...");
+    }
+}
+
+/* A key as keys says, as a JSON string, or null to hide it. */
+static void
+keyviz_json_key(GString *out, unsigned keys, const struct keyviz_key *k,
+                gboolean truncated)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+
+    if (keys == CONFIG_KEYVIZ_HIDE) {
+        g_string_append(out, "null");
+        return;
+    }
+    keyviz_key_text(s, keys, k, truncated);
+    keyviz_json_str(out, s->str);
+}
+
+static const struct keyviz_table *
+keyviz_find(const struct keyviz *kv, const char *name)
+{
+    for (unsigned id = 0; kv != NULL && name != NULL && id < KEYVIZ_MAX_TABLES;
+         id++) {
+        if (kv->tables[id] != NULL &&
+            strcmp(kv->tables[id]->name, name) == 0) {
+            return kv->tables[id];
+        }
+    }
+    return NULL;
+}
+
+void
+keyviz_tables_json(const struct keyviz *kv, GString *out)
+{
+    gboolean first = TRUE;
+
+    g_string_append_c(out, '[');
+    for (unsigned id = 0; kv != NULL && id < KEYVIZ_MAX_TABLES; id++) {
+        if (kv->tables[id] != NULL) {
+            if (!first) {
+                g_string_append_c(out, ',');
+            }
+            first = FALSE;
+            keyviz_json_str(out, kv->tables[id]->name);
+        }
+    }
+    g_string_append_c(out, ']');
+}
+
+static char *
+keyviz_hash_part_text(const struct salt_table *s)
+{
+    g_autoptr(GString) d = g_string_new(NULL);
+
+    switch (s->hash) {
+    case SALT_HASH_LENGTH: return g_strdup_printf("length:%u", s->hash_len);
+    case SALT_HASH_DELIMITER:
+        escape_append(d, s->delim, s->delim_len);
+        return g_strdup_printf("delimiter:%s:%u", d->str, s->hash_count);
+    default: return g_strdup("whole");
+    }
+}
+
+/* Whether advice lists that bucket count anyway. */
+static gboolean
+keyviz_candidate(uint32_t buckets)
+{
+    for (int i = 0; i < KEYVIZ_NCAND; i++) {
+        if (keyviz_candidates[i] == buckets) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+static void
+keyviz_json_hot(GString *out, unsigned keys, const struct keyviz_hot *h,
+                uint32_t n, guint64 ops)
+{
+    g_string_append_c(out, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        g_string_append_printf(out, "%s{\"key\":", i > 0 ? "," : "");
+        keyviz_json_key(out, keys, &h[i].k, h[i].len > h[i].k.kept);
+        g_string_append_printf(out,
+                               ",\"length\":%u,\"count\":%" G_GUINT64_FORMAT
+                               ",\"error\":%" G_GUINT64_FORMAT
+                               ",\"share\":%.4f,\"bucket\":%u}",
+                               h[i].len, h[i].count, h[i].err,
+                               ops > 0 ? (double)h[i].count / ops : 0.0,
+                               h[i].bucket);
+    }
+    g_string_append_c(out, ']');
+}
+
+/* Hot keys, hash_part values, buckets and advice of one interval. */
+static void
+keyviz_json_detail(GString *out, const struct keyviz *kv, unsigned keys,
+                   const struct keyviz_table *t,
+                   const struct keyviz_interval *iv)
+{
+    g_autofree char *hp = keyviz_hash_part_text(&t->salt);
+    uint32_t nb = t->salt.buckets, hottest = 0;
+    guint64 load = 0, max = 0;
+    gboolean whole = t->salt.hash == SALT_HASH_WHOLE;
+
+    g_string_append_printf(out,
+                           "\"interval\":{\"start\":%" G_GINT64_FORMAT
+                           ",\"end\":%" G_GINT64_FORMAT
+                           "},\"ops\":%" G_GUINT64_FORMAT
+                           ",\"error_bound\":%" G_GUINT64_FORMAT
+                           ",\"hot_keys\":",
+                           iv->epoch * kv->set.interval_s,
+                           (iv->epoch + 1) * kv->set.interval_s, iv->ops,
+                           iv->ops / kv->sketch_cap);
+    keyviz_json_hot(out, keys, iv->hot, iv->nhot, iv->ops);
+    g_string_append(out, ",\"hot_parts\":");
+    keyviz_json_hot(out, keys, whole ? iv->hot : iv->parts,
+                    whole ? iv->nhot : iv->nparts, iv->ops);
+    g_string_append(out, ",\"buckets\":[");
+    for (uint32_t b = 0; b <= nb; b++) {
+        const guint64 *c = &iv->bcounts[(size_t)b * KEYVIZ_BUCKET_KINDS];
+
+        if (b == nb && c[0] + c[1] + c[2] == 0) {
+            break; /* no legacy range, or nothing in it */
+        }
+        if (b == nb) {
+            g_string_append(out, ",{\"bucket\":\"legacy\"");
+        } else {
+            g_string_append_printf(out, "%s{\"bucket\":%u", b > 0 ? "," : "",
+                                   b);
+        }
+        g_string_append_printf(out,
+                               ",\"reads\":%" G_GUINT64_FORMAT
+                               ",\"writes\":%" G_GUINT64_FORMAT
+                               ",\"rows\":%" G_GUINT64_FORMAT "}",
+                               c[0], c[1], c[2]);
+        if (b < nb) {
+            load += c[0] + c[1];
+            if (c[0] + c[1] > max) {
+                max = c[0] + c[1];
+                hottest = b;
+            }
+        }
+    }
+    g_string_append_printf(out,
+                           "],\"advice\":{\"buckets\":%u,\"hash_part\":", nb);
+    keyviz_json_str(out, hp);
+    g_string_append_printf(out,
+                           ",\"hottest_bucket\":%u,\"hottest_bucket_share\":"
+                           "%.4f,\"even_share\":%.4f,\"notes\":[",
+                           hottest, load > 0 ? (double)max / load : 0.0,
+                           1.0 / nb);
+    {
+        g_autoptr(GString) note = g_string_new(NULL);
+        gboolean any = FALSE;
+
+        /* a single key worth a word: 5 % of the load or more */
+        if (iv->nhot > 0 && iv->ops > 0 && iv->hot[0].count * 20 >= iv->ops) {
+            const struct keyviz_hot *h = &iv->hot[0];
+
+            g_string_printf(note,
+                            "The hottest key takes %.1f%% of the table's "
+                            "reads and writes, all of them in bucket %u: "
+                            "salting spreads rows, not a single row, so "
+                            "no bucket count or hash_part changes that; "
+                            "only the application can (spread the key "
+                            "itself, or cache it).",
+                            100.0 * h->count / iv->ops, h->bucket);
+            if (keys != CONFIG_KEYVIZ_HIDE) {
+                g_string_append(note, " Key: ");
+                keyviz_key_text(note, keys, &h->k, h->len > h->k.kept);
+                g_string_append_c(note, '.');
+            }
+            keyviz_json_str(out, note->str);
+            any = TRUE;
+        }
+        if (!whole && iv->nparts > 0 && iv->ops > 0) {
+            const struct keyviz_hot *h = &iv->parts[0];
+
+            g_string_printf(note,
+                            "With hash_part = %s every row sharing a "
+                            "hash_part value lands in one bucket: the "
+                            "hottest value takes %.1f%% of reads and "
+                            "writes, all in bucket %u.",
+                            hp, 100.0 * h->count / iv->ops, h->bucket);
+            if (iv->pred_whole_now >= 0) {
+                g_string_append_printf(note,
+                                       " Hashing whole keys, this "
+                                       "interval's fullest bucket would "
+                                       "take %.1f%% instead of %.1f%%.",
+                                       100 * iv->pred_whole_now,
+                                       100 * iv->pred_part_now);
+            }
+            if (any) {
+                g_string_append_c(out, ',');
+            }
+            keyviz_json_str(out, note->str);
+            any = TRUE;
+        }
+        if (load > 0 && (double)max / load > 2.0 / nb) {
+            g_string_printf(note,
+                            "Bucket %u takes %.1f%% of reads and writes, "
+                            "%.1f times its even share.",
+                            hottest, 100.0 * max / load,
+                            (double)max / load * nb);
+            if (any) {
+                g_string_append_c(out, ',');
+            }
+            keyviz_json_str(out, note->str);
+        }
+    }
+    g_string_append(out, "],\"predicted\":[");
+    for (int i = 0; i <= KEYVIZ_NCAND; i++) {
+        uint32_t b = i < KEYVIZ_NCAND ? keyviz_candidates[i] : nb;
+        double p = i < KEYVIZ_NCAND ? iv->pred_part[i] : iv->pred_part_now;
+        double w = i < KEYVIZ_NCAND ? iv->pred_whole[i] : iv->pred_whole_now;
+
+        if (p < 0) {
+            break;
+        }
+        if (i == KEYVIZ_NCAND && keyviz_candidate(nb)) {
+            break; /* listed already */
+        }
+        g_string_append_printf(out, "%s{\"buckets\":%u,\"hash_part\":",
+                               i > 0 ? "," : "", b);
+        keyviz_json_str(out, hp);
+        g_string_append_printf(out, ",\"fullest_share\":%.4f}", p);
+        if (!whole) {
+            g_string_append_printf(out,
+                                   ",{\"buckets\":%u,\"hash_part\":\"whole\","
+                                   "\"fullest_share\":%.4f}",
+                                   b, w);
+        }
+    }
+    g_string_append(out, "]}");
+}
+
+static const struct keyviz_interval *
+keyviz_at(const struct keyviz *kv, const struct keyviz_table *t, guint i)
+{
+    return t->hist[(t->hist_head + i) % kv->nhist];
+}
+
+gboolean
+keyviz_json(const struct keyviz *kv, const struct config *cfg,
+            const char *table, unsigned metric, gint64 since_s, GString *out)
+{
+    const struct keyviz_table *t = keyviz_find(kv, table);
+    unsigned keys = cfg->keyviz.keys;
+    gboolean first = TRUE;
+
+    if (t == NULL) {
+        g_string_append_printf(out,
+                               "no table '%s' counted: see "
+                               "/keyviz.json's tables\n",
+                               table != NULL ? table : "");
+        return FALSE;
+    }
+    g_string_append(out, "{\"table\":");
+    keyviz_json_str(out, t->name);
+    g_string_append_printf(out,
+                           ",\"metric\":\"%s\",\"metrics\":[\"reads\","
+                           "\"writes\",\"rows\",\"bytes_in\",\"bytes_out\","
+                           "\"errors\"],"
+                           "\"interval_s\":%u,\"keys\":\"%s\",\"tables\":",
+                           keyviz_metric_name(metric), kv->set.interval_s,
+                           keys == CONFIG_KEYVIZ_HIDE   ? "hide"
+                           : keys == CONFIG_KEYVIZ_HASH ? "hash"
+                                                        : "show");
+    keyviz_tables_json(kv, out);
+    g_string_append(out, ",\"intervals\":[");
+    for (guint i = 0; i < t->hist_n; i++) {
+        const struct keyviz_interval *iv = keyviz_at(kv, t, i);
+        guint64 sum = 0;
+
+        if ((iv->epoch + 1) * kv->set.interval_s <= since_s) {
+            continue;
+        }
+        g_string_append_printf(out,
+                               "%s{\"start\":%" G_GINT64_FORMAT
+                               ",\"end\":%" G_GINT64_FORMAT ",\"ranges\":[",
+                               first ? "" : ",",
+                               iv->epoch * kv->set.interval_s,
+                               (iv->epoch + 1) * kv->set.interval_s);
+        first = FALSE;
+        for (uint32_t r = 0; r <= iv->bounds->n; r++) {
+            guint64 v = iv->counts[(size_t)r * KEYVIZ_METRICS + metric];
+
+            sum += v;
+            g_string_append_printf(out, "%s{\"start\":", r > 0 ? "," : "");
+            if (r == 0) {
+                g_string_append(out,
+                                keys == CONFIG_KEYVIZ_HIDE ? "null" : "\"\"");
+            } else {
+                keyviz_json_key(out, keys, &iv->bounds->b[r - 1], FALSE);
+            }
+            g_string_append(out, ",\"end\":");
+            if (r == iv->bounds->n) {
+                g_string_append(out, "null");
+            } else {
+                keyviz_json_key(out, keys, &iv->bounds->b[r], FALSE);
+            }
+            g_string_append_printf(out, ",\"value\":%" G_GUINT64_FORMAT "}",
+                                   v);
+        }
+        g_string_append_printf(out, "],\"total\":%" G_GUINT64_FORMAT "}", sum);
+    }
+    g_string_append(out, "],\"latest\":");
+    if (t->hist_n == 0) {
+        g_string_append(out, "null");
+    } else {
+        g_string_append_c(out, '{');
+        keyviz_json_detail(out, kv, keys, t, keyviz_at(kv, t, t->hist_n - 1));
+        g_string_append_c(out, '}');
+    }
+    g_string_append(out, "}\n");
+    return TRUE;
+}
+
+gboolean
+keyviz_hotkeys_json(const struct keyviz *kv, const struct config *cfg,
+                    const char *table, gint64 at_s, GString *out)
+{
+    const struct keyviz_table *t = keyviz_find(kv, table);
+    const struct keyviz_interval *iv = NULL;
+
+    if (t == NULL) {
+        g_string_append_printf(out, "no table '%s' counted\n",
+                               table != NULL ? table : "");
+        return FALSE;
+    }
+    for (guint i = t->hist_n; i-- > 0;) {
+        const struct keyviz_interval *c = keyviz_at(kv, t, i);
+
+        if (at_s == 0 || c->epoch == at_s / kv->set.interval_s) {
+            iv = c;
+            break;
+        }
+    }
+    g_string_append(out, "{\"table\":");
+    keyviz_json_str(out, t->name);
+    if (iv == NULL) {
+        g_string_append(out, ",\"interval\":null}\n");
+        return TRUE;
+    }
+    g_string_append_c(out, ',');
+    keyviz_json_detail(out, kv, cfg->keyviz.keys, t, iv);
+    g_string_append(out, "}\n");
+    return TRUE;
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+"""keyviz_cost.py: instructions per point operation with the key
+visualizer on and off, under callgrind (README, "Seeing hotspots").
+
+  tests/bench/keyviz_cost.py --proxy BUILD/daemon/hbase-salt-proxy \\
+      --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py [--ops N]
+
+The proxy runs under valgrind --tool=callgrind with one worker; a Python
+client sends N puts and N gets to a salted table (every key new: the
+worst case of the hot-key sketch; --keys K cycles through K keys); the
+instructions of a run with no operations are subtracted, so what is left
+is per operation.  Prints one line per mode and the difference.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'ops'))
+import opslib  # noqa: E402
+
+
+def run(args, top, keyviz, ops):
+    distinct = args.keys or max(ops, 1)
+    workdir = os.path.join(top, '%s-%d' % (keyviz, ops))
+    os.mkdir(workdir)
+    emu = opslib.Emu(args.emu, workdir, tables=('t:d',))
+    port, admin = opslib.free_port(), opslib.free_port()
+    conf = opslib.proxy_conf(port, [emu.port], admin_port=admin,
+                             tables={'t': 'buckets = 16\n'})
+    conf = conf.replace('workers = 2', 'workers = 1')
+    # one interval an hour: no harvest (a main-thread job once an
+    # interval, not a cost per operation) falls inside a run
+    conf += ('[keyviz]\nenabled = %s\ninterval_s = 3600\n'
+             % ('true' if keyviz else 'false'))
+    path = os.path.join(workdir, 'p.conf')
+    with open(path, 'w') as f:
+        f.write(conf)
+    out = os.path.join(workdir, 'cg.%s.%d' % (keyviz, ops))
+    proc = subprocess.Popen(['valgrind', '--tool=callgrind',
+                             '--callgrind-out-file=' + out,
+                             args.proxy, '-c', path, '--log-level',
+                             'warning'],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    opslib.wait_for(lambda: opslib.can_connect(port)
+                    and opslib.can_connect(admin), 60, 'proxy')
+    c = opslib.client(port, timeout=60)
+    for i in range(ops):
+        opslib.put(c, b't', b'user%08d' % (i % distinct), b'v')
+        opslib.get(c, b't', b'user%08d' % (i % distinct))
+    c._trans.close()
+    proc.terminate()
+    proc.wait(120)
+    emu.close()
+    total = 0
+    for line in open(out):
+        if line.startswith('summary:') or line.startswith('totals:'):
+            total = int(line.split()[1])
+    return total
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--proxy', required=True)
+    ap.add_argument('--emu', required=True)
+    ap.add_argument('--pydir', required=True)
+    ap.add_argument('--ops', type=int, default=2000)
+    ap.add_argument('--keys', type=int, default=0,
+                    help='distinct keys, cycled (default: every key new)')
+    ap.add_argument('--keep', help='directory to keep the callgrind files in')
+    args = ap.parse_args()
+    opslib.load_thrift(args.pydir)
+    per = {}
+    for keyviz in (False, True):
+        with tempfile.TemporaryDirectory() as d:
+            top = args.keep or d
+            base = run(args, top, keyviz, 0)
+            full = run(args, top, keyviz, args.ops)
+        # a put and a get per i: 2 point operations
+        per[keyviz] = (full - base) / (2.0 * args.ops)
+        print('keyviz %-5s %.0f instructions per point operation'
+              % ('on' if keyviz else 'off', per[keyviz]))
+    print('difference %+.2f %%' % (100 * (per[True] - per[False])
+                                    / per[False]))
+
+
+if __name__ == '__main__':
+    main()

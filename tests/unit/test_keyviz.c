@@ -1,0 +1,438 @@
+/* test_keyviz.c: unit tests of the key visualizer's counters (keyviz.c):
+ * the space-saving hot keys against exact counts, the range boundaries
+ * following the keys used, and memory that does not grow with distinct
+ * keys. */
+#include <stdio.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "codec.h"
+#include "config.h"
+#include "keyviz.h"
+#include "salt.h"
+
+#define T_INTERVAL 10 /* seconds */
+#define T_US(s) ((gint64)(s)*G_USEC_PER_SEC)
+
+/* One table, counted by two workers. */
+struct tkv {
+    struct config_table ct;
+    struct config_keyviz set;
+    struct keyviz *kv;
+    gint64 now; /* seconds */
+};
+
+static void
+tkv_init(struct tkv *t, unsigned ranges, unsigned hot, unsigned retain,
+         gboolean prefix)
+{
+    g_autoptr(GError) error = NULL;
+
+    memset(t, 0, sizeof(*t));
+    g_assert_true(salt_table_init(&t->ct.salt, 16, SALT_FORMAT_HEX, "-", 1,
+                                  &error));
+    if (prefix) {
+        g_assert_true(salt_table_hash_delimiter(&t->ct.salt, "#", 1, 1,
+                                                &error));
+    }
+    t->ct.name = (char *)"t";
+    t->ct.stats_id = 1;
+    t->set.enabled = TRUE;
+    t->set.interval_s = T_INTERVAL;
+    t->set.ranges = ranges;
+    t->set.hot_keys = hot;
+    t->set.retain_s = retain * T_INTERVAL;
+    t->kv = keyviz_new(&t->set, 2);
+    keyviz_add_table(t->kv, 1, "t", &t->ct.salt);
+    /* a round start: the first interval is whole */
+    t->now = 1700000000 / T_INTERVAL * T_INTERVAL;
+    keyviz_tick(t->kv, T_US(t->now));
+}
+
+static void
+tkv_note(struct tkv *t, unsigned worker, codec_key_kind_t kind,
+         const char *key)
+{
+    struct codec_key_note n;
+    size_t len = strlen(key);
+
+    codec_key_note_fill(&n, &t->ct.salt, kind,
+                        salt_bucket(&t->ct.salt, (const uint8_t *)key, len),
+                        (const uint8_t *)key, len);
+    keyviz_note(keyviz_worker(t->kv, worker), &n);
+}
+
+/* Ends the interval: harvested a second and a half after. */
+static void
+tkv_next(struct tkv *t)
+{
+    t->now += T_INTERVAL;
+    keyviz_tick(t->kv, T_US(t->now) + 1500000);
+}
+
+/* One hot entry read back from JSON. */
+struct hot {
+    char key[64];
+    guint64 count, error;
+};
+
+/* The entries of "what":[...] in json. */
+static GArray *
+hot_parse(const char *json, const char *what)
+{
+    g_autofree char *start = g_strdup_printf("\"%s\":[", what);
+    const char *p = strstr(json, start);
+    const char *end;
+    GArray *out = g_array_new(FALSE, TRUE, sizeof(struct hot));
+    g_autoptr(GRegex) rx = g_regex_new("\\{\"key\":\"([^\"]*)\",\"length\":"
+                                       "\\d+,\"count\":(\\d+),\"error\":"
+                                       "(\\d+)",
+                                       0, 0, NULL);
+    g_autoptr(GMatchInfo) mi = NULL;
+    g_autofree char *part = NULL;
+
+    g_assert_nonnull(p);
+    p += strlen(start);
+    end = strchr(p, ']');
+    part = g_strndup(p, (gsize)(end - p));
+    g_regex_match(rx, part, 0, &mi);
+    while (g_match_info_matches(mi)) {
+        struct hot h = { 0 };
+        g_autofree char *k = g_match_info_fetch(mi, 1);
+        g_autofree char *c = g_match_info_fetch(mi, 2);
+        g_autofree char *e = g_match_info_fetch(mi, 3);
+
+        g_strlcpy(h.key, k, sizeof(h.key));
+        h.count = g_ascii_strtoull(c, NULL, 10);
+        h.error = g_ascii_strtoull(e, NULL, 10);
+        g_array_append_val(out, h);
+        g_match_info_next(mi, NULL);
+    }
+    return out;
+}
+
+static guint64
+json_u64(const char *json, const char *name)
+{
+    g_autofree char *at = g_strdup_printf("\"%s\":", name);
+    const char *p = strstr(json, at);
+
+    g_assert_nonnull(p);
+    return g_ascii_strtoull(p + strlen(at), NULL, 10);
+}
+
+/* Feeds n operations of keys drawn by pick over two workers, checks the
+ * reported hot keys against the exact counts. */
+static void
+check_sketch(unsigned n, unsigned (*pick)(GRand *r))
+{
+    struct tkv t;
+    g_autoptr(GRand) r = g_rand_new_with_seed(24);
+    g_autoptr(GHashTable) exact = g_hash_table_new_full(g_str_hash,
+                                                        g_str_equal, g_free,
+                                                        NULL);
+    g_autoptr(GString) json = g_string_new(NULL);
+    g_autoptr(GArray) hot = NULL;
+    guint64 bound, ops, top = 0;
+    const char *top_key = NULL;
+    GHashTableIter it;
+    gpointer k, v;
+
+    tkv_init(&t, 64, 32, 4, FALSE);
+    for (unsigned i = 0; i < n; i++) {
+        char key[32];
+        gpointer old;
+
+        snprintf(key, sizeof(key), "key%06u", pick(r));
+        tkv_note(&t, i % 2, i % 3 == 0 ? CODEC_KEY_READ : CODEC_KEY_WRITE,
+                 key);
+        old = g_hash_table_lookup(exact, key);
+        g_hash_table_replace(exact, g_strdup(key),
+                             GUINT_TO_POINTER(GPOINTER_TO_UINT(old) + 1));
+    }
+    tkv_next(&t);
+    g_assert_true(keyviz_hotkeys_json(t.kv, &(struct config){ 0 }, "t", 0,
+                                      json));
+    ops = json_u64(json->str, "ops");
+    bound = json_u64(json->str, "error_bound");
+    g_assert_cmpuint(ops, ==, n);
+    /* m = 8 x 32 counters: N / m */
+    g_assert_cmpuint(bound, ==, n / 256);
+    hot = hot_parse(json->str, "hot_keys");
+    g_assert_cmpuint(hot->len, ==, 32);
+    for (guint i = 0; i < hot->len; i++) {
+        const struct hot *h = &g_array_index(hot, struct hot, i);
+        guint64 truth = GPOINTER_TO_UINT(g_hash_table_lookup(exact, h->key));
+
+        /* never under, at most the stated bound over */
+        g_assert_cmpuint(h->count, >=, truth);
+        g_assert_cmpuint(h->count - h->error, <=, truth);
+        g_assert_cmpuint(h->error, <=, bound + 1);
+    }
+    g_hash_table_iter_init(&it, exact);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        if (GPOINTER_TO_UINT(v) > top) {
+            top = GPOINTER_TO_UINT(v);
+            top_key = k;
+        }
+    }
+    /* every key above the bound is held; the hottest comes first when it
+     * stands out by more than the bound */
+    g_hash_table_iter_init(&it, exact);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        gboolean found = FALSE;
+
+        if (GPOINTER_TO_UINT(v) <= 2 * bound + hot->len) {
+            continue;
+        }
+        for (guint i = 0; i < hot->len; i++) {
+            found = found ||
+                    strcmp(g_array_index(hot, struct hot, i).key, k) == 0;
+        }
+        g_assert_true(found);
+    }
+    if (pick(NULL) == 1) {
+        g_assert_cmpstr(g_array_index(hot, struct hot, 0).key, ==, top_key);
+    }
+    keyviz_free(t.kv);
+}
+
+/* Zipf-like: key i with weight 1 / (i + 1), 10000 keys. */
+static unsigned
+pick_skewed(GRand *r)
+{
+    static double *cdf;
+
+    if (r == NULL) {
+        return 1;
+    }
+    if (cdf == NULL) {
+        double sum = 0;
+
+        cdf = g_new(double, 10000);
+        for (int i = 0; i < 10000; i++) {
+            sum += 1.0 / (i + 1);
+            cdf[i] = sum;
+        }
+        for (int i = 0; i < 10000; i++) {
+            cdf[i] /= sum;
+        }
+    }
+    {
+        double x = g_rand_double(r);
+        unsigned lo = 0, hi = 9999;
+
+        while (lo < hi) {
+            unsigned mid = (lo + hi) / 2;
+
+            if (cdf[mid] < x) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
+    }
+}
+
+static unsigned
+pick_uniform(GRand *r)
+{
+    return r == NULL ? 0 : (unsigned)g_rand_int_range(r, 0, 5000);
+}
+
+static void
+test_sketch_skewed(void)
+{
+    check_sketch(200000, pick_skewed);
+}
+
+static void
+test_sketch_uniform(void)
+{
+    check_sketch(200000, pick_uniform);
+}
+
+/* The ranges' counts of the newest interval, by range start. */
+static GArray *
+ranges_of_last(struct tkv *t, guint64 *total)
+{
+    g_autoptr(GString) json = g_string_new(NULL);
+    g_autoptr(GRegex) rx = g_regex_new("\"value\":(\\d+)", 0, 0, NULL);
+    g_autoptr(GMatchInfo) mi = NULL;
+    GArray *out = g_array_new(FALSE, TRUE, sizeof(guint64));
+    const char *last;
+
+    g_assert_true(keyviz_json(t->kv, &(struct config){ 0 }, "t", KEYVIZ_WRITES,
+                              0, json));
+    /* the last of the intervals, before the newest one's details */
+    g_string_truncate(json,
+                      (gsize)(strstr(json->str, "\"latest\"") - json->str));
+    last = g_strrstr(json->str, "{\"start\":17");
+    g_assert_nonnull(last);
+    *total = 0;
+    g_regex_match(rx, last, 0, &mi);
+    while (g_match_info_matches(mi)) {
+        g_autofree char *v = g_match_info_fetch(mi, 1);
+        guint64 x = g_ascii_strtoull(v, NULL, 10);
+
+        g_array_append_val(out, x);
+        *total += x;
+        g_match_info_next(mi, NULL);
+    }
+    return out;
+}
+
+static void
+test_ranges_follow_keys(void)
+{
+    struct tkv t;
+    g_autoptr(GRand) r = g_rand_new_with_seed(7);
+    g_autoptr(GArray) first = NULL;
+    g_autoptr(GArray) later = NULL;
+    guint64 total, max = 0;
+    unsigned used = 0;
+
+    /* every key in a corner of the key space: "user" then 5 digits */
+    tkv_init(&t, 64, 32, 8, TRUE);
+    for (int iv = 0; iv < 3; iv++) {
+        for (int i = 0; i < 20000; i++) {
+            char key[32];
+
+            snprintf(key, sizeof(key), "user%05d#%d",
+                     g_rand_int_range(r, 0, 50000), i);
+            tkv_note(&t, (unsigned)i % 2, CODEC_KEY_WRITE, key);
+        }
+        tkv_next(&t);
+        if (iv == 0) {
+            /* split by first byte: all in one range */
+            first = ranges_of_last(&t, &total);
+            g_assert_cmpuint(total, ==, 20000);
+            for (guint j = 0; j < first->len; j++) {
+                used += g_array_index(first, guint64, j) > 0 ? 1 : 0;
+            }
+            g_assert_cmpuint(used, ==, 1);
+        }
+    }
+    /* re-derived: the corner gets the resolution, the load spread evenly
+     * over the ranges (quantiles of a 1024-key sample: loose bounds) */
+    later = ranges_of_last(&t, &total);
+    g_assert_cmpuint(total, ==, 20000);
+    used = 0;
+    for (guint j = 0; j < later->len; j++) {
+        guint64 v = g_array_index(later, guint64, j);
+
+        used += v > 0 ? 1 : 0;
+        max = MAX(max, v);
+    }
+    g_assert_cmpuint(later->len, >, 48);
+    g_assert_cmpuint(used, >, 48);
+    g_assert_cmpuint(max, <, 4 * 20000 / 64);
+    keyviz_free(t.kv);
+}
+
+static void
+test_hot_prefix_gets_a_range(void)
+{
+    struct tkv t;
+    g_autoptr(GRand) r = g_rand_new_with_seed(9);
+    g_autoptr(GString) json = g_string_new(NULL);
+    const char *last;
+    guint64 total;
+    g_autoptr(GArray) v = NULL;
+
+    tkv_init(&t, 32, 8, 8, TRUE);
+    for (int iv = 0; iv < 3; iv++) {
+        for (int i = 0; i < 10000; i++) {
+            char key[32];
+
+            if (g_rand_double(r) < 0.3) {
+                snprintf(key, sizeof(key), "celeb#%d", i);
+            } else {
+                snprintf(key, sizeof(key), "u%04d#%d",
+                         g_rand_int_range(r, 0, 1000), i);
+            }
+            tkv_note(&t, 0, CODEC_KEY_WRITE, key);
+        }
+        tkv_next(&t);
+    }
+    v = ranges_of_last(&t, &total);
+    g_assert_true(keyviz_json(t.kv, &(struct config){ 0 }, "t", KEYVIZ_WRITES,
+                              0, json));
+    g_string_truncate(json,
+                      (gsize)(strstr(json->str, "\"latest\"") - json->str));
+    last = g_strrstr(json->str, "{\"start\":17");
+    /* the celebrity's hash_part starts a range that holds all its rows */
+    g_assert_nonnull(strstr(last, "{\"start\":\"celeb\",\"end\":\"u"));
+    {
+        guint64 max = 0;
+
+        for (guint j = 0; j < v->len; j++) {
+            max = MAX(max, g_array_index(v, guint64, j));
+        }
+        g_assert_cmpfloat((double)max / total, >, 0.27);
+        g_assert_cmpfloat((double)max / total, <, 0.33);
+    }
+    keyviz_free(t.kv);
+}
+
+static void
+test_memory_bounded(void)
+{
+    struct tkv t;
+    size_t after_first = 0;
+    guint64 key = 0;
+
+    /* the defaults: 256 ranges, 32 hot keys; 4 intervals kept */
+    tkv_init(&t, 256, 32, 4, FALSE);
+    g_assert_cmpuint(keyviz_memory(t.kv), <=, keyviz_memory_bound(t.kv, 16));
+    /* 10^7 distinct keys, 2 x 10^6 an interval over 5 intervals */
+    for (int iv = 0; iv < 5; iv++) {
+        for (int i = 0; i < 2000000; i++) {
+            char k[24];
+
+            snprintf(k, sizeof(k), "k%016" G_GINT64_MODIFIER "x",
+                     (guint64)(key++ * 0x9e3779b97f4a7c15ull));
+            tkv_note(&t, (unsigned)i % 2, CODEC_KEY_WRITE, k);
+        }
+        tkv_next(&t);
+        g_assert_cmpuint(keyviz_memory(t.kv), <=,
+                         keyviz_memory_bound(t.kv, 16));
+        if (iv == 3) {
+            after_first = keyviz_memory(t.kv);
+        }
+    }
+    g_assert_cmpuint(key, ==, 10000000);
+    /* the history is full: no growth from then on (an interval's size
+     * varies only with how many distinct boundaries its sample gave) */
+    g_assert_cmpuint(keyviz_memory(t.kv), <=, after_first + after_first / 20);
+    g_test_message("memory %zu bytes, bound %zu", keyviz_memory(t.kv),
+                   keyviz_memory_bound(t.kv, 16));
+    keyviz_free(t.kv);
+}
+
+static void
+test_metric_names(void)
+{
+    for (unsigned m = 0; m < KEYVIZ_METRICS; m++) {
+        g_assert_cmpint(keyviz_metric_parse(keyviz_metric_name(m)), ==,
+                        (int)m);
+    }
+    g_assert_cmpint(keyviz_metric_parse("ops"), ==, -1);
+    g_assert_cmpint(keyviz_metric_parse(NULL), ==, -1);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/keyviz/sketch_skewed", test_sketch_skewed);
+    g_test_add_func("/keyviz/sketch_uniform", test_sketch_uniform);
+    g_test_add_func("/keyviz/ranges_follow_keys", test_ranges_follow_keys);
+    g_test_add_func("/keyviz/hot_prefix_gets_a_range",
+                    test_hot_prefix_gets_a_range);
+    g_test_add_func("/keyviz/memory_bounded", test_memory_bounded);
+    g_test_add_func("/keyviz/metric_names", test_metric_names);
+    return g_test_run();
+}
