@@ -639,9 +639,10 @@ class CoreTest(_Base):
             except (T.IOError, T.IllegalArgument) as e:
                 return (type(e).__name__, e.message,
                         getattr(e, 'canRetry', None))
-            except TApplicationException as e:
-                # a negative count, as HBase answers it
-                return ('TApplicationException', e.type, e.message)
+            except Exception as e:  # a bad filter: INTERNAL_ERROR
+                if type(e).__name__ != 'TApplicationException':
+                    raise
+                return (type(e).__name__, e.type, e.message)
 
         for name, args in opens:
             did = getattr(d, name)(*args)

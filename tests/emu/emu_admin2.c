@@ -446,6 +446,12 @@ static gboolean emu_admin2_create_table(Hbase2THBaseServiceIf *iface,
 
     if (fams == NULL)
         return emu_handler2_fail(err, "createTable", io, error);
+    if (fams->len == 0)
+        /* the master's sanity check comes before its existence check */
+        return emu_handler2_fail(
+            g_error_new_literal(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+                                EMU_STORE_NO_FAMILY_MESSAGE),
+            "createTable", io, error);
     /* splitKeyFromThrift: an empty list is no split keys at all. */
     if (split_keys != NULL && split_keys->len > 0) {
         splits = g_ptr_array_new_with_free_func(
@@ -541,8 +547,9 @@ typedef enum {
 } emu_admin2_state;
 
 /*
- * isTableEnabled / isTableDisabled / isTableAvailable: a missing table is
- * TableNotFoundException; a disabled one is not available.  With split
+ * isTableEnabled / isTableDisabled: a missing table is
+ * TableNotFoundException; isTableAvailable: a missing or disabled table is
+ * not available.  With split
  * keys, available also needs exactly those region boundaries.
  */
 static gboolean emu_admin2_state_of(Hbase2THBaseServiceIf *iface,
@@ -557,6 +564,14 @@ static gboolean emu_admin2_state_of(Hbase2THBaseServiceIf *iface,
                                               &err);
     gboolean live;
 
+    if (t == NULL && what == EMU_ADMIN2_AVAILABLE &&
+        g_str_has_prefix(err->message,
+                         "org.apache.hadoop.hbase.TableNotFoundException")) {
+        /* isTableAvailable reads hbase:meta: no regions, not available */
+        g_error_free(err);
+        *ret = FALSE;
+        return TRUE;
+    }
     if (t == NULL)
         return emu_handler2_fail(err, method, io, error);
     live = emu_table_is_live(t, NULL);
@@ -839,7 +854,8 @@ static gboolean emu_admin2_create_namespace(
 
     if (nd->name == NULL)
         return emu_handler2_internal(error, "createNamespace");
-    if (!emu_store_create_namespace(emu_admin2_store(iface), nd->name, &err))
+    if (!emu_store_create_namespace(emu_admin2_store(iface), nd->name,
+                                    nd->configuration, &err))
         return emu_handler2_fail(err, "createNamespace", io, error);
     return TRUE;
 }
@@ -856,13 +872,14 @@ static gboolean emu_admin2_missing_namespace(const char *ns,
         method, io, error);
 }
 
-/* The configuration is accepted and not kept: descriptors list none. */
+/* The configuration replaces the old one (an empty one: none). */
 static gboolean emu_admin2_modify_namespace(
     Hbase2THBaseServiceIf *iface, const Hbase2TNamespaceDescriptor *nd,
     Hbase2TIOError **io, GError **error)
 {
     if (nd->name == NULL ||
-        !emu_store_has_namespace(emu_admin2_store(iface), nd->name))
+        !emu_store_set_namespace_conf(emu_admin2_store(iface), nd->name,
+                                      nd->configuration))
         return emu_admin2_missing_namespace(nd->name, "modifyNamespace", io,
                                             error);
     return TRUE;
@@ -882,6 +899,24 @@ static gboolean emu_admin2_delete_namespace(Hbase2THBaseServiceIf *iface,
     return TRUE;
 }
 
+/* namespaceDescriptorFromHBase: the configuration only when there is
+ * one (HBase keeps an empty one as none). */
+static void emu_admin2_fill_conf(Hbase2THBaseServiceIf *iface,
+                                 Hbase2TNamespaceDescriptor *nd)
+{
+    g_autoptr(GHashTable) c = emu_store_namespace_conf(emu_admin2_store(iface),
+                                                       nd->name);
+    GHashTableIter it;
+    gpointer k, v;
+
+    nd->__isset_configuration = c != NULL;
+    if (c == NULL)
+        return;
+    g_hash_table_iter_init(&it, c);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        g_hash_table_insert(nd->configuration, g_strdup(k), g_strdup(v));
+}
+
 static gboolean emu_admin2_get_namespace_descriptor(
     Hbase2THBaseServiceIf *iface, Hbase2TNamespaceDescriptor **ret,
     const gchar *name, Hbase2TIOError **io, GError **error)
@@ -892,7 +927,7 @@ static gboolean emu_admin2_get_namespace_descriptor(
                                             io, error);
     g_free((*ret)->name);
     (*ret)->name = g_strdup(name);
-    (*ret)->__isset_configuration = TRUE;
+    emu_admin2_fill_conf(iface, *ret);
     return TRUE;
 }
 
@@ -908,7 +943,7 @@ static gboolean emu_admin2_list_namespace_descriptors(
             HBASE2_TYPE_T_NAMESPACE_DESCRIPTOR, NULL);
 
         nd->name = g_strdup(g_ptr_array_index(names, i));
-        nd->__isset_configuration = TRUE;
+        emu_admin2_fill_conf(iface, nd);
         g_ptr_array_add(*ret, nd);
     }
     return TRUE;

@@ -44,6 +44,36 @@ gboolean emu_handler2_internal(GError **error, const char *method)
     return FALSE;
 }
 
+/*
+ * TIOError's message is the exception's getMessage().  An exception the
+ * master or a region server threw comes back as a RemoteException whose
+ * message starts with the class name; the client's own
+ * TableNotFoundException (region lookup, Admin's existence checks) and
+ * TableNotEnabledException carry the bare table name.  Of the admin calls
+ * only these reach the master with a missing or wrongly-stated table.
+ */
+static const char *emu_handler2_message(const char *msg, const char *method)
+{
+    static const char *const local[] = {
+        "org.apache.hadoop.hbase.TableNotFoundException: ",
+        "org.apache.hadoop.hbase.TableNotEnabledException: ",
+        "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: ",
+    };
+    static const char *const master[] = {
+        "disableTable",    "deleteTable",        "truncateTable",
+        "addColumnFamily", "deleteColumnFamily", "modifyColumnFamily",
+        "modifyTable",
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(master); i++)
+        if (strcmp(method, master[i]) == 0)
+            return msg;
+    for (guint i = 0; i < G_N_ELEMENTS(local); i++)
+        if (g_str_has_prefix(msg, local[i]))
+            return msg + strlen(local[i]);
+    return msg;
+}
+
 gboolean emu_handler2_fail(GError *err, const char *method,
                                   Hbase2TIOError **io, GError **error)
 {
@@ -53,8 +83,9 @@ gboolean emu_handler2_fail(GError *err, const char *method,
         (e->code == EMU_STORE_ERROR_ILLEGAL &&
          g_str_has_prefix(e->message, "java.lang.IllegalArgumentException")))
         return emu_handler2_internal(error, method);
-    *io = g_object_new(HBASE2_TYPE_T_I_O_ERROR, "message", e->message,
-                       "canRetry", e->code == EMU_STORE_ERROR_IO, NULL);
+    *io = g_object_new(HBASE2_TYPE_T_I_O_ERROR, "message",
+                       emu_handler2_message(e->message, method), "canRetry",
+                       e->code == EMU_STORE_ERROR_IO, NULL);
     return FALSE;
 }
 
@@ -171,15 +202,17 @@ static gboolean emu_handler2_colspec(emu_table *t, const GPtrArray *tcols,
                                      emu_colspec **out, GError **error)
 {
     g_autoptr(emu_colspec) spec = NULL;
+    g_autoptr(GPtrArray) cols = NULL;
 
     *out = NULL;
     if (tcols == NULL || tcols->len == 0)
         return TRUE;
     spec = emu_colspec_new(t);
+    cols = g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
     for (guint i = 0; i < tcols->len; i++) {
         const Hbase2TColumn *c = g_ptr_array_index(tcols, i);
-        g_autoptr(GByteArray) col = emu_handler2_bytes(EMU_DATA(c->family),
-                                                       EMU_LEN(c->family));
+        GByteArray *col = emu_handler2_bytes(EMU_DATA(c->family),
+                                             EMU_LEN(c->family));
 
         /* The family cannot hold ':', so the first one splits them. */
         if (c->__isset_qualifier) {
@@ -188,9 +221,10 @@ static gboolean emu_handler2_colspec(emu_table *t, const GPtrArray *tcols,
                 g_byte_array_append(col, c->qualifier->data,
                                     c->qualifier->len);
         }
-        if (!emu_colspec_add(spec, t, col->data, col->len, error))
-            return FALSE;
+        g_ptr_array_add(cols, col);
     }
+    if (!emu_colspec_add_all(spec, t, cols, error))
+        return FALSE;
     *out = g_steal_pointer(&spec);
     return TRUE;
 }
@@ -269,6 +303,8 @@ static gboolean emu_handler2_get_prepare(emu_table *t, const Hbase2TGet *tg,
             return FALSE;
         }
     }
+    if (t == NULL)
+        return TRUE; /* getFromThrift's own checks only */
     if (!emu_handler2_colspec(t, tg->__isset_columns ? tg->columns : NULL,
                               &g->cols, error))
         return FALSE;
@@ -368,8 +404,21 @@ static gboolean emu_handler2_gets(EmuHandler2 *self, const GByteArray *table,
     struct emu_guard g;
     guint ready = 0;
 
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
+    /* getsFromThrift builds every Get (row, time range, versions, filter)
+     * before the table is asked for anything */
+    for (guint i = 0; err == NULL && i < n; i++) {
+        struct emu_get2 pre;
+
+        emu_handler2_get_prepare(NULL, g_ptr_array_index(tgets, i), &pre,
+                                 &err);
+        emu_handler2_get_clear(&pre);
+    }
+    if (err == NULL)
+        t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
+                                TRUE, &err);
+    if (t == NULL && (strcmp(method, "getMultiple") == 0 ||
+                      strcmp(method, "existsAll") == 0))
+        err = emu_store_batch_error(err, n); /* table.get(List<Get>) */
     if (t == NULL)
         return emu_handler2_fail(err, method, io, error);
     for (; ready < n; ready++) {
@@ -505,8 +554,19 @@ static GError *emu_handler2_check_ts(int64_t ts)
 }
 
 /* putFromThrift; durability, attributes and visibility are accepted. */
-static gboolean emu_handler2_parse_put(emu_table *t, const Hbase2TPut *p,
-                                       struct emu_rowmut *rm, GError **error)
+typedef enum {
+    EMU_MUT2_PUT,
+    EMU_MUT2_DELETE,
+    EMU_MUT2_ROW_MUTATIONS,
+} emu_mut2_kind;
+
+/*
+ * What putFromThrift and the Put builder refuse on the client, before the
+ * table is looked up: a bad row or timestamp, no columns, and a cell with
+ * an empty family (CellBuilder's IllegalArgumentException): unchecked,
+ * so INTERNAL_ERROR whether the table exists or not.
+ */
+static GError *emu_handler2_put_client_check(const Hbase2TPut *p)
 {
     GError *err = emu_handler2_check_row(p->row);
 
@@ -516,6 +576,50 @@ static gboolean emu_handler2_parse_put(emu_table *t, const Hbase2TPut *p,
         err = emu_handler2_err(EMU_STORE_ERROR_INTERNAL,
                                "java.lang.IllegalArgumentException: No "
                                "columns to insert");
+    for (guint i = 0; err == NULL && i < p->columnValues->len; i++) {
+        const Hbase2TColumnValue *cv = g_ptr_array_index(p->columnValues, i);
+
+        if (cv->__isset_timestamp)
+            err = emu_handler2_check_ts(cv->timestamp);
+        if (err == NULL && EMU_LEN(cv->family) == 0)
+            err = emu_handler2_err(EMU_STORE_ERROR_INTERNAL,
+                                   "java.lang.IllegalArgumentException: "
+                                   "Family cannot be null");
+    }
+    return err;
+}
+
+/* The client checks of every TPut among the items, in order. */
+static GError *emu_handler2_puts_client_check(emu_mut2_kind kind,
+                                              const GPtrArray *items)
+{
+    GError *err = NULL;
+
+    for (guint i = 0; err == NULL && items != NULL && i < items->len; i++) {
+        gconstpointer it = g_ptr_array_index(items, i);
+        const Hbase2TRowMutations *m = it;
+
+        if (kind == EMU_MUT2_PUT) {
+            err = emu_handler2_put_client_check(it);
+            continue;
+        }
+        for (guint j = 0; kind == EMU_MUT2_ROW_MUTATIONS && err == NULL &&
+                          m->mutations != NULL && j < m->mutations->len;
+             j++) {
+            const Hbase2TMutation *mu = g_ptr_array_index(m->mutations, j);
+
+            if (mu->__isset_put)
+                err = emu_handler2_put_client_check(mu->put);
+        }
+    }
+    return err;
+}
+
+static gboolean emu_handler2_parse_put(emu_table *t, const Hbase2TPut *p,
+                                       struct emu_rowmut *rm, GError **error)
+{
+    GError *err = emu_handler2_put_client_check(p);
+
     if (err != NULL) {
         g_propagate_error(error, err);
         return FALSE;
@@ -527,13 +631,6 @@ static gboolean emu_handler2_parse_put(emu_table *t, const Hbase2TPut *p,
         if (!emu_table_family_index(t, EMU_DATA(cv->family),
                                     EMU_LEN(cv->family), &mu.fam, error))
             return FALSE;
-        if (cv->__isset_timestamp) {
-            err = emu_handler2_check_ts(cv->timestamp);
-            if (err != NULL) {
-                g_propagate_error(error, err);
-                return FALSE;
-            }
-        }
         mu.kind = EMU_MUT_PUT;
         mu.qual = EMU_DATA(cv->qualifier) ? EMU_DATA(cv->qualifier)
                                           : (const uint8_t *)"";
@@ -694,25 +791,38 @@ static void emu_handler2_apply(EmuHandler2 *self, emu_table *t, GArray *rms)
     emu_guard_leave(&g);
 }
 
-typedef enum {
-    EMU_MUT2_PUT,
-    EMU_MUT2_DELETE,
-    EMU_MUT2_ROW_MUTATIONS,
-} emu_mut2_kind;
-
 /* Parses every item (TPut, TDelete or TRowMutations) before writing any,
  * as the client library builds them all first, then applies them. */
+/* The actions HBase's client sends for the items. */
+static guint emu_handler2_actions(emu_mut2_kind kind, const GPtrArray *items)
+{
+    const Hbase2TRowMutations *m;
+
+    if (items == NULL)
+        return 0;
+    if (kind != EMU_MUT2_ROW_MUTATIONS)
+        return items->len;
+    m = items->len > 0 ? g_ptr_array_index(items, 0) : NULL;
+    return m != NULL && m->mutations != NULL ? m->mutations->len : 0;
+}
+
 static gboolean emu_handler2_write(EmuHandler2 *self, const GByteArray *table,
                                    emu_mut2_kind kind, const GPtrArray *items,
-                                   const char *method, Hbase2TIOError **io,
-                                   GError **error)
+                                   gboolean multi, const char *method,
+                                   Hbase2TIOError **io, GError **error)
 {
     GError *err = NULL;
     g_autoptr(emu_table) t = NULL;
     g_autoptr(GArray) rms = emu_rowmut_array();
 
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
+    err = emu_handler2_puts_client_check(kind, items);
+    if (err == NULL)
+        t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
+                                TRUE, &err);
+    if (t == NULL && multi)
+        /* a list of actions (putMultiple, deleteMultiple: one each; a
+         * RowMutations: one a mutation) meets the missing table */
+        err = emu_store_batch_error(err, emu_handler2_actions(kind, items));
     if (t == NULL)
         return emu_handler2_fail(err, method, io, error);
     for (guint i = 0; items != NULL && i < items->len; i++) {
@@ -752,7 +862,11 @@ static gboolean emu_handler2_write1(EmuHandler2 *self,
     g_autoptr(GPtrArray) one = g_ptr_array_new();
 
     g_ptr_array_add(one, (gpointer)item);
-    return emu_handler2_write(self, table, kind, one, method, io, error);
+    /* a RowMutations is a batch of its mutations; a TPut or TDelete one
+     * call of its own */
+    return emu_handler2_write(self, table, kind, one,
+                              kind == EMU_MUT2_ROW_MUTATIONS, method, io,
+                              error);
 }
 
 static gboolean emu_handler2_put(Hbase2THBaseServiceIf *iface,
@@ -770,7 +884,7 @@ static gboolean emu_handler2_put_multiple(Hbase2THBaseServiceIf *iface,
                                           Hbase2TIOError **io, GError **error)
 {
     return emu_handler2_write(EMU_HANDLER2(iface), table, EMU_MUT2_PUT,
-                              tputs, "putMultiple", io, error);
+                              tputs, TRUE, "putMultiple", io, error);
 }
 
 static gboolean emu_handler2_delete_single(Hbase2THBaseServiceIf *iface,
@@ -792,7 +906,7 @@ static gboolean emu_handler2_delete_multiple(Hbase2THBaseServiceIf *iface,
 {
     /* HBase answers an empty list: every delete was applied. */
     return emu_handler2_write(EMU_HANDLER2(iface), table, EMU_MUT2_DELETE,
-                              tdeletes, "deleteMultiple", io, error);
+                              tdeletes, TRUE, "deleteMultiple", io, error);
 }
 
 static gboolean emu_handler2_mutate_row(Hbase2THBaseServiceIf *iface,
@@ -865,6 +979,28 @@ static gboolean emu_handler2_check(emu_table *t, const GByteArray *row,
     return TRUE;
 }
 
+#define EMU_NO_SUCH_FAMILY                                                    \
+    "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException"
+
+/* CheckAndMutate.Builder.build: the action is for the checked row. */
+static GError *emu_handler2_check_action_row(const GByteArray *row,
+                                             const GByteArray *action_row)
+{
+    g_autoptr(GString) msg = NULL;
+
+    if (EMU_LEN(action_row) == EMU_LEN(row) &&
+        (EMU_LEN(row) == 0 ||
+         memcmp(action_row->data, row->data, row->len) == 0))
+        return NULL;
+    msg = g_string_new("org.apache.hadoop.hbase.DoNotRetryIOException: The "
+                       "row of the action <");
+    emu_store_append_binary(msg, EMU_DATA(action_row), EMU_LEN(action_row));
+    g_string_append(msg, "> doesn't match the original one <");
+    emu_store_append_binary(msg, EMU_DATA(row), EMU_LEN(row));
+    g_string_append_c(msg, '>');
+    return emu_handler2_err(EMU_STORE_ERROR_IO_NORETRY, msg->str);
+}
+
 /* checkAndPut / checkAndDelete / checkAndMutate on one row. */
 static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
                                        const GByteArray *table,
@@ -880,6 +1016,8 @@ static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
     GError *err = emu_handler2_check_row(row);
     g_autoptr(emu_table) t = NULL;
     g_autoptr(GArray) rms = emu_rowmut_array();
+    g_autoptr(GPtrArray) one = NULL;
+    g_autoptr(GError) later = NULL;
     guint fam;
     gboolean ok = TRUE;
     struct emu_guard g;
@@ -889,8 +1027,19 @@ static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
     if ((guint)op > HBASE2_T_COMPARE_OPERATOR_NO_OP)
         /* compareOpFromThrift gives null; the builder's check throws */
         return emu_handler2_internal(error, method);
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
+    if (kind == EMU_MUT2_ROW_MUTATIONS && value == NULL)
+        /* checkAndMutate passes the value through byteBufferToByteArray,
+         * which dereferences it: a NullPointerException */
+        return emu_handler2_internal(error, method);
+    /* the client builds the mutation before the table is looked up */
+    one = g_ptr_array_new();
+    g_ptr_array_add(one, (gpointer)item);
+    err = emu_handler2_puts_client_check(kind, one);
+    if (err == NULL)
+        t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
+                                TRUE, &err);
+    if (t == NULL && kind == EMU_MUT2_ROW_MUTATIONS)
+        err = emu_store_batch_error(err, emu_handler2_actions(kind, one));
     if (t == NULL)
         return emu_handler2_fail(err, method, io, error);
     if (kind == EMU_MUT2_ROW_MUTATIONS)
@@ -903,9 +1052,25 @@ static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
         ok = emu_handler2_parse_delete(
             t, item, emu_rowmut_add(rms, ((const Hbase2TDelete *)item)->row),
             &err);
-    if (!ok)
+    if (!ok && g_str_has_prefix(err->message, EMU_NO_SUCH_FAMILY)) {
+        /* the region checks the mutation's families only once the
+         * condition holds: a failed check answers false */
+        later = err;
+        err = NULL;
+    } else if (!ok) {
         return emu_handler2_fail(err, method, io, error);
-    for (guint i = 0; i < rms->len; i++) {
+    }
+    /* the region is located before CheckAndMutate's builder compares the
+     * action's row (a missing table answers first), and after
+     * deleteFromThrift's own refusals */
+    if (kind != EMU_MUT2_ROW_MUTATIONS) {
+        err = emu_handler2_check_action_row(
+            row, kind == EMU_MUT2_PUT ? ((const Hbase2TPut *)item)->row
+                                      : ((const Hbase2TDelete *)item)->row);
+        if (err != NULL)
+            return emu_handler2_fail(err, method, io, error);
+    }
+    for (guint i = 0; later == NULL && i < rms->len; i++) {
         const GByteArray *r = g_array_index(rms, struct emu_rowmut, i).row;
 
         if (r->len != row->len || memcmp(r->data, row->data, r->len) != 0)
@@ -918,6 +1083,17 @@ static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
     if (!emu_table_family_index(t, EMU_DATA(family), EMU_LEN(family), &fam,
                                 &err))
         return emu_handler2_fail(err, method, io, error);
+    if (later != NULL) {
+        emu_table_read_lock(t);
+        ok = emu_handler2_check(t, row, fam, qualifier, op, value, ret, &err);
+        emu_table_read_unlock(t);
+        if (!ok)
+            return emu_handler2_fail(err, method, io, error);
+        if (*ret)
+            return emu_handler2_fail(g_steal_pointer(&later), method, io,
+                                     error);
+        return TRUE;
+    }
     emu_guard_enter1(&g, &self->opts, t, row->data, row->len);
     emu_table_write_lock(t);
     ok = emu_handler2_check(t, row, fam, qualifier, op, value, ret, &err);
@@ -1246,7 +1422,11 @@ static gboolean emu_handler2_scan_spec(emu_table *t, const Hbase2TScan *sc,
                                 &spec->cols, error);
 }
 
+/* Opens a scanner: listed under an id, or with unlisted, handed over
+ * without one (getScannerResults: the handler's own ResultScanner, never
+ * in the scanner map, so it takes no id). */
 static gboolean emu_handler2_open(EmuHandler2 *self, int32_t *id,
+                                  emu_scanner **unlisted,
                                   const GByteArray *table,
                                   const Hbase2TScan *tscan, const char *method,
                                   Hbase2TIOError **io, GError **error)
@@ -1266,7 +1446,12 @@ static gboolean emu_handler2_open(EmuHandler2 *self, int32_t *id,
     if (!emu_handler2_scan_spec(t, tscan, &spec, &ranges, &filter_text, &err))
         return emu_handler2_fail(err, method, io, error);
     emu_guard_enter1(&g, &self->opts, t, spec.start, spec.start_len);
-    ok = emu_scanner_open(t, &spec, id, &err);
+    if (unlisted != NULL) {
+        *unlisted = emu_scanner_new(t, &spec, &err);
+        ok = *unlisted != NULL;
+    } else {
+        ok = emu_scanner_open(t, &spec, id, &err);
+    }
     emu_colspec_free(spec.cols);
     emu_guard_leave(&g);
     if (!ok)
@@ -1280,7 +1465,7 @@ static gboolean emu_handler2_open_scanner(Hbase2THBaseServiceIf *iface,
                                           const Hbase2TScan *tscan,
                                           Hbase2TIOError **io, GError **error)
 {
-    return emu_handler2_open(EMU_HANDLER2(iface), ret, table, tscan,
+    return emu_handler2_open(EMU_HANDLER2(iface), ret, NULL, table, tscan,
                              "openScanner", io, error);
 }
 
@@ -1348,17 +1533,15 @@ static gboolean emu_handler2_get_scanner_results(
     EmuHandler2 *self = EMU_HANDLER2(iface);
     GError *err = NULL;
     g_autoptr(emu_scanner) sc = NULL;
-    int32_t id;
     gboolean ok;
 
-    if (!emu_handler2_open(self, &id, table, tscan, "getScannerResults", io,
-                           error))
+    if (!emu_handler2_open(self, NULL, &sc, table, tscan, "getScannerResults",
+                           io, error))
         return FALSE;
-    sc = emu_scanner_get_for(id, emu_result2_add_row, NULL);
-    ok = sc != NULL && n >= 0 && emu_handler2_fetch(self, sc, n, *ret, &err);
-    emu_scanner_close_for(id, emu_result2_add_row, NULL);
-    if (n < 0) /* as scannerGetList's, the scanner closed all the same */
+    if (n < 0) /* as scannerGetList's: ResultScanner.next(n) sizes a list
+                  by n, an exception no handler catches */
         return emu_handler2_internal(error, "getScannerResults");
+    ok = emu_handler2_fetch(self, sc, n, *ret, &err);
     if (!ok)
         return emu_handler2_fail(err, "getScannerResults", io, error);
     return TRUE;
@@ -1439,12 +1622,22 @@ static gboolean emu_handler2_get_all_region_locations(
     Hbase2TIOError **io, GError **error)
 {
     EmuHandler2 *self = EMU_HANDLER2(iface);
-    g_autoptr(emu_table) t = emu_handler2_locator(self, table,
-                                                  "getAllRegionLocations", io,
-                                                  error);
+    GError *err = NULL;
+    g_autoptr(emu_table) t = NULL;
 
+    emu_guard_latency(&self->opts);
+    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
+                            FALSE, &err);
+    if (t == NULL &&
+        g_str_has_prefix(err->message, "org.apache.hadoop.hbase."
+                                       "TableNotFoundException")) {
+        /* RegionLocator.getAllRegionLocations scans hbase:meta for the
+         * table's rows: none, an empty list */
+        g_error_free(err);
+        return TRUE;
+    }
     if (t == NULL)
-        return FALSE;
+        return emu_handler2_fail(err, "getAllRegionLocations", io, error);
     for (guint i = 0; i < emu_table_region_count(t); i++) {
         Hbase2THRegionLocation *loc = g_object_new(
             HBASE2_TYPE_T_H_REGION_LOCATION, NULL);

@@ -47,8 +47,12 @@ struct emu_scanner {
 
 static struct {
     GMutex lock;
-    GHashTable *scanners;       /* GINT_TO_POINTER(id) -> emu_scanner * */
-    guint32 next_id;            /* HBase: a process-wide int from 0 */
+    /* per service, as HBase runs Thrift1 and Thrift2 as two servers, each
+     * handler with its own map and its own int counter from 0 */
+    GHashTable *scanners;  /* Thrift1: GINT_TO_POINTER(id) -> emu_scanner * */
+    GHashTable *scanners2; /* Thrift2 */
+    guint32 next_id;
+    guint32 next_id2;
     gint64 timeout_us;          /* Thrift1 scanners */
     gint64 timeout2_us;         /* Thrift2 scanners */
 } emu_scanner_reg;
@@ -85,7 +89,11 @@ void emu_scanner_init(int64_t timeout_ms, int64_t timeout2_ms)
     emu_scanner_reg.scanners = g_hash_table_new_full(
         g_direct_hash, g_direct_equal, NULL,
         (GDestroyNotify)emu_scanner_unref);
+    emu_scanner_reg.scanners2 = g_hash_table_new_full(
+        g_direct_hash, g_direct_equal, NULL,
+        (GDestroyNotify)emu_scanner_unref);
     emu_scanner_reg.next_id = 0;
+    emu_scanner_reg.next_id2 = 0;
     emu_scanner_reg.timeout_us = timeout_ms * 1000;
     emu_scanner_reg.timeout2_us = timeout2_ms * 1000;
 }
@@ -94,11 +102,19 @@ void emu_scanner_shutdown(void)
 {
     g_mutex_lock(&emu_scanner_reg.lock);
     g_clear_pointer(&emu_scanner_reg.scanners, g_hash_table_unref);
+    g_clear_pointer(&emu_scanner_reg.scanners2, g_hash_table_unref);
     g_mutex_unlock(&emu_scanner_reg.lock);
 }
 
-gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
-                          int32_t *id, GError **error)
+/* The service's map: Thrift2 scanners are the ones with an emit function.
+ * Registry lock held; NULL after shutdown. */
+static GHashTable *emu_scanner_map(emu_scan_emit_fn emit)
+{
+    return emit != NULL ? emu_scanner_reg.scanners2 : emu_scanner_reg.scanners;
+}
+
+emu_scanner *emu_scanner_new(emu_table *t, struct emu_scan_spec *spec,
+                             GError **error)
 {
     emu_scanner *sc;
     emu_filter *filter = NULL;
@@ -117,7 +133,7 @@ gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
                         g_str_has_prefix(msg, "java.") ? ""
                             : "java.lang.IllegalArgumentException: ",
                         msg);
-            return FALSE;
+            return NULL;
         }
     }
     sc = g_new0(emu_scanner, 1);
@@ -145,14 +161,24 @@ gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
     sc->limit = spec->limit > 0 ? spec->limit : -1;
     sc->stop_inclusive = spec->stop_inclusive;
     g_queue_init(&sc->pending);
+    return sc;
+}
 
+gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
+                          int32_t *id, GError **error)
+{
+    emu_scanner *sc = emu_scanner_new(t, spec, error);
+
+    if (sc == NULL)
+        return FALSE;
     g_mutex_lock(&emu_scanner_reg.lock);
     /* Java int arithmetic: wraps to negative after 2^31 opens. */
-    sc->id = (int32_t)emu_scanner_reg.next_id++;
+    sc->id = (int32_t)(sc->emit != NULL ? emu_scanner_reg.next_id2++
+                                        : emu_scanner_reg.next_id++);
     sc->last_access = g_get_monotonic_time();
     sc->timeout_us = sc->emit != NULL ? emu_scanner_reg.timeout2_us
                                       : emu_scanner_reg.timeout_us;
-    g_hash_table_replace(emu_scanner_reg.scanners, GINT_TO_POINTER(sc->id),
+    g_hash_table_replace(emu_scanner_map(sc->emit), GINT_TO_POINTER(sc->id),
                          sc);
     g_mutex_unlock(&emu_scanner_reg.lock);
     *id = sc->id;
@@ -174,18 +200,15 @@ emu_scanner *emu_scanner_get_for(int32_t id, emu_scan_emit_fn emit,
                                  GError **error)
 {
     emu_scanner *sc;
+    GHashTable *map;
     gint64 now = g_get_monotonic_time();
 
     g_mutex_lock(&emu_scanner_reg.lock);
-    sc = emu_scanner_reg.scanners
-             ? g_hash_table_lookup(emu_scanner_reg.scanners,
-                                   GINT_TO_POINTER(id))
-             : NULL;
-    if (sc != NULL && sc->emit != emit)
-        sc = NULL; /* the other service's scanner */
+    map = emu_scanner_map(emit);
+    sc = map ? g_hash_table_lookup(map, GINT_TO_POINTER(id)) : NULL;
     if (sc != NULL && now - sc->last_access > sc->timeout_us) {
         /* Guava's expireAfterAccess: gone on the next look. */
-        g_hash_table_remove(emu_scanner_reg.scanners, GINT_TO_POINTER(id));
+        g_hash_table_remove(map, GINT_TO_POINTER(id));
         sc = NULL;
     }
     if (sc != NULL) {
@@ -220,15 +243,29 @@ gboolean emu_scanner_close_for(int32_t id, emu_scan_emit_fn emit,
                    "(HBase's ClientScanner is not thread-safe)\n",
                    id);
     g_mutex_lock(&emu_scanner_reg.lock);
-    g_hash_table_remove(emu_scanner_reg.scanners, GINT_TO_POINTER(id));
+    if (emu_scanner_map(emit) != NULL)
+        g_hash_table_remove(emu_scanner_map(emit), GINT_TO_POINTER(id));
     g_mutex_unlock(&emu_scanner_reg.lock);
     return TRUE;
 }
 
-guint emu_scanner_expire(void)
+/* Drops a map's idle scanners; registry lock held. */
+static void emu_scanner_expire_map(GHashTable *map, gint64 now)
 {
     GHashTableIter it;
     gpointer k, v;
+
+    g_hash_table_iter_init(&it, map);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        emu_scanner *sc = v;
+
+        if (now - sc->last_access > sc->timeout_us)
+            g_hash_table_iter_remove(&it);
+    }
+}
+
+guint emu_scanner_expire(void)
+{
     gint64 now = g_get_monotonic_time();
     guint left;
 
@@ -237,14 +274,10 @@ guint emu_scanner_expire(void)
         g_mutex_unlock(&emu_scanner_reg.lock);
         return 0;
     }
-    g_hash_table_iter_init(&it, emu_scanner_reg.scanners);
-    while (g_hash_table_iter_next(&it, &k, &v)) {
-        emu_scanner *sc = v;
-
-        if (now - sc->last_access > sc->timeout_us)
-            g_hash_table_iter_remove(&it);
-    }
-    left = g_hash_table_size(emu_scanner_reg.scanners);
+    emu_scanner_expire_map(emu_scanner_reg.scanners, now);
+    emu_scanner_expire_map(emu_scanner_reg.scanners2, now);
+    left = g_hash_table_size(emu_scanner_reg.scanners) +
+           g_hash_table_size(emu_scanner_reg.scanners2);
     g_mutex_unlock(&emu_scanner_reg.lock);
     return left;
 }

@@ -51,6 +51,9 @@ void emu_scanner_init(int64_t timeout_ms, int64_t timeout2_ms);
 void emu_scanner_shutdown(void);
 
 /* Opens a scanner; returns its id, or -1 with an IOError-shaped error. */
+/* A scanner of no service's: no id, not listed (getScannerResults). */
+emu_scanner *emu_scanner_new(emu_table *t, struct emu_scan_spec *spec,
+                             GError **error);
 gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
                           int32_t *id, GError **error);
 /* A live scanner by id (ref'd), or NULL with "scanner ID is invalid". */

@@ -73,7 +73,7 @@ enum { EMU_COLSPEC_NONE = 0, EMU_COLSPEC_ALL = 1, EMU_COLSPEC_SOME = 2 };
 struct emu_store {
     GRWLock lock;           /* guards tables and namespaces */
     GHashTable *tables;     /* char * name -> emu_table * */
-    GHashTable *namespaces; /* char * -> itself */
+    GHashTable *namespaces; /* char * -> its configuration (NULL: none) */
     struct emu_store_config cfg;
 };
 
@@ -419,8 +419,14 @@ gboolean emu_table_family_index(const emu_table *t, const uint8_t *fam,
         "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: "
         "Column family ");
     emu_store_append_binary(msg, fam, len);
-    g_string_append_printf(msg, " does not exist in region %s,,%" G_GINT64_FORMAT
-                           " in table '%s'", t->name, t->created_ms, t->name);
+    /* HRegion names itself (getRegionNameAsString, encoded name included)
+     * and its table descriptor, whose long text is not modelled */
+    gsize rl;
+    const uint8_t *rn = g_bytes_get_data(t->regions[0].name, &rl);
+
+    g_string_append(msg, " does not exist in region ");
+    emu_store_append_binary(msg, rn, rl);
+    g_string_append_printf(msg, " in table '%s'", t->name);
     g_set_error_literal(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                         msg->str);
     return FALSE;
@@ -803,6 +809,39 @@ void emu_colspec_free(emu_colspec *c)
     g_free(c);
 }
 
+gboolean emu_colspec_add_all(emu_colspec *c, const emu_table *t,
+                             const GPtrArray *cols, GError **error)
+{
+    GError *first = NULL;
+    const GByteArray *first_col = NULL;
+    size_t first_len = 0;
+
+    for (guint i = 0; cols != NULL && i < cols->len; i++) {
+        const GByteArray *col = g_ptr_array_index(cols, i);
+        const uint8_t *q;
+        size_t fl, ql;
+        GError *err = NULL;
+
+        if (emu_colspec_add(c, t, col->data, col->len, &err))
+            continue;
+        emu_store_parse_column(col->data, col->len, &fl, &q, &ql);
+        if (first == NULL ||
+            emu_store_bytes_cmp(col->data, fl, first_col->data, first_len) <
+                0) {
+            g_clear_error(&first);
+            first = err;
+            first_col = col;
+            first_len = fl;
+        } else {
+            g_error_free(err);
+        }
+    }
+    if (first == NULL)
+        return TRUE;
+    g_propagate_error(error, first);
+    return FALSE;
+}
+
 gboolean emu_colspec_add(emu_colspec *c, const emu_table *t,
                          const uint8_t *col, size_t len, GError **error)
 {
@@ -903,6 +942,29 @@ static void emu_store_make_regions(emu_store *s, emu_table *t,
     g_bytes_unref(empty);
 }
 
+static void emu_store_conf_free(gpointer p)
+{
+    if (p != NULL)
+        g_hash_table_unref(p);
+}
+
+/* A copy of a string -> string map; NULL when empty, as HBase keeps an
+ * empty configuration as none. */
+static GHashTable *emu_store_conf_copy(const GHashTable *conf)
+{
+    GHashTable *c;
+    GHashTableIter it;
+    gpointer k, v;
+
+    if (conf == NULL || g_hash_table_size((GHashTable *)conf) == 0)
+        return NULL;
+    c = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_hash_table_iter_init(&it, (GHashTable *)conf);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        g_hash_table_insert(c, g_strdup(k), g_strdup(v ? v : ""));
+    return c;
+}
+
 emu_store *emu_store_new(const struct emu_store_config *cfg)
 {
     emu_store *s = g_new0(emu_store, 1);
@@ -911,10 +973,10 @@ emu_store *emu_store_new(const struct emu_store_config *cfg)
     s->tables = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
                                       (GDestroyNotify)emu_table_unref);
     s->namespaces = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          NULL);
-    g_hash_table_add(s->namespaces, g_strdup("default"));
+                                          emu_store_conf_free);
+    g_hash_table_insert(s->namespaces, g_strdup("default"), NULL);
     /* HBase's system namespace: listed, never removable. */
-    g_hash_table_add(s->namespaces, g_strdup("hbase"));
+    g_hash_table_insert(s->namespaces, g_strdup("hbase"), NULL);
     s->cfg = *cfg;
     if (s->cfg.split_keys != NULL)
         g_ptr_array_ref(s->cfg.split_keys);
@@ -945,7 +1007,7 @@ void emu_store_add_namespace(emu_store *s, const char *ns)
 {
     g_rw_lock_writer_lock(&s->lock);
     if (!g_hash_table_contains(s->namespaces, ns))
-        g_hash_table_add(s->namespaces, g_strdup(ns));
+        g_hash_table_insert(s->namespaces, g_strdup(ns), NULL);
     g_rw_lock_writer_unlock(&s->lock);
 }
 
@@ -1186,7 +1248,7 @@ gboolean emu_store_create_table_split(emu_store *s, const uint8_t *name,
                 memcmp(f->name, g->name, f->name_len) == 0) {
                 g_rw_lock_writer_unlock(&s->lock);
                 g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
-                            "java.lang.IllegalArgumentException: Column family "
+                            "java.lang.IllegalArgumentException: Family "
                             "'%s' already exists so cannot be added",
                             (const char *)f->name);
                 return FALSE;
@@ -1438,7 +1500,7 @@ gboolean emu_store_alter_table(emu_store *s, const uint8_t *name,
 }
 
 gboolean emu_store_create_namespace(emu_store *s, const char *ns,
-                                    GError **error)
+                                    const GHashTable *conf, GError **error)
 {
     gboolean ok = TRUE;
 
@@ -1453,10 +1515,13 @@ gboolean emu_store_create_namespace(emu_store *s, const char *ns,
     g_rw_lock_writer_lock(&s->lock);
     if (g_hash_table_contains(s->namespaces, ns)) {
         g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
-                    "org.apache.hadoop.hbase.NamespaceExistException: %s", ns);
+                    "org.apache.hadoop.hbase.NamespaceExistException: "
+                    "Namespace %s already exists",
+                    ns);
         ok = FALSE;
     } else {
-        g_hash_table_add(s->namespaces, g_strdup(ns));
+        g_hash_table_insert(s->namespaces, g_strdup(ns),
+                            emu_store_conf_copy(conf));
     }
     g_rw_lock_writer_unlock(&s->lock);
     return ok;
@@ -1515,6 +1580,49 @@ gboolean emu_store_delete_namespace(emu_store *s, const char *ns,
     g_hash_table_remove(s->namespaces, ns);
     g_rw_lock_writer_unlock(&s->lock);
     return TRUE;
+}
+
+GError *emu_store_batch_error(GError *err, guint n)
+{
+    static const char *const nf = "org.apache.hadoop.hbase."
+                                  "TableNotFoundException: ";
+    GError *out;
+
+    if (err == NULL || n == 0 || !g_str_has_prefix(err->message, nf))
+        return err;
+    out = g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO,
+                      "org.apache.hadoop.hbase.client."
+                      "RetriesExhaustedWithDetailsException: Failed %u "
+                      "action%s: %s: %u time%s, servers with issues: null",
+                      n, n == 1 ? "" : "s", err->message + strlen(nf), n,
+                      n == 1 ? "" : "s");
+    g_error_free(err);
+    return out;
+}
+
+/* A namespace's configuration, replaced whole (modifyNamespace). */
+gboolean emu_store_set_namespace_conf(emu_store *s, const char *ns,
+                                      const GHashTable *conf)
+{
+    gboolean has;
+
+    g_rw_lock_writer_lock(&s->lock);
+    has = g_hash_table_contains(s->namespaces, ns);
+    if (has)
+        g_hash_table_insert(s->namespaces, g_strdup(ns),
+                            emu_store_conf_copy(conf));
+    g_rw_lock_writer_unlock(&s->lock);
+    return has;
+}
+
+GHashTable *emu_store_namespace_conf(emu_store *s, const char *ns)
+{
+    GHashTable *c;
+
+    g_rw_lock_reader_lock(&s->lock);
+    c = emu_store_conf_copy(g_hash_table_lookup(s->namespaces, ns));
+    g_rw_lock_reader_unlock(&s->lock);
+    return c;
 }
 
 gboolean emu_store_has_namespace(emu_store *s, const char *ns)

@@ -153,10 +153,19 @@ gboolean emu_store_truncate_table(emu_store *s, const uint8_t *name,
 /* Namespaces: create fails if it exists, delete if it is missing, holds
  * tables or is reserved (default, hbase). */
 gboolean emu_store_create_namespace(emu_store *s, const char *ns,
-                                    GError **error);
+                                    const GHashTable *conf, GError **error);
+/* A namespace's configuration: kept as given (NULL or empty: none);
+ * the getter's copy is the caller's, NULL when there is none. */
+gboolean emu_store_set_namespace_conf(emu_store *s, const char *ns,
+                                      const GHashTable *conf);
+GHashTable *emu_store_namespace_conf(emu_store *s, const char *ns);
 gboolean emu_store_delete_namespace(emu_store *s, const char *ns,
                                     GError **error);
 gboolean emu_store_has_namespace(emu_store *s, const char *ns);
+/* A missing table met by a batch of n actions (n > 0): HBase's
+ * AsyncProcess fails each and answers RetriesExhaustedWithDetailsException
+ * (retryable).  Takes err; returns the error to answer. */
+GError *emu_store_batch_error(GError *err, guint n);
 /* Namespace names, sorted. */
 GPtrArray *emu_store_namespace_names(emu_store *s);
 gboolean emu_store_delete_table(emu_store *s, const uint8_t *name,
@@ -211,6 +220,10 @@ void emu_colspec_free(emu_colspec *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(emu_colspec, emu_colspec_free)
 gboolean emu_colspec_add(emu_colspec *c, const emu_table *t,
                          const uint8_t *col, size_t len, GError **error);
+/* Every column (GByteArray *) in turn; of several missing families the
+ * bytewise first is named, as HBase's region checks its sorted map. */
+gboolean emu_colspec_add_all(emu_colspec *c, const emu_table *t,
+                             const GPtrArray *cols, GError **error);
 
 /* Splits "fam:qual" at the first ':' as CellUtil.parseColumn does. */
 gboolean emu_store_parse_column(const uint8_t *col, size_t len,

@@ -60,6 +60,8 @@ public final class HBaseMini {
   File dataDir;
   boolean keepDataDir;
   int readyTimeoutSec = 300;
+  /** --conf KEY=VALUE pairs, set last: any HBase key, as hbase-site.xml would. */
+  final List<String[]> confs = new ArrayList<>();
 
   MiniZooKeeperCluster zk;
   LocalHBaseCluster cluster;
@@ -71,6 +73,7 @@ public final class HBaseMini {
             + "      [--protocol binary|compact] [--transport buffered|framed] [--http]\n"
             + "      [--filters Name:fully.qualified.Class,...] [--split-size BYTES]"
             + " [--data-dir DIR]\n"
+            + "      [--conf KEY=VALUE]...\n"
             + "  --thrift1 and --thrift2 may be repeated (several servers over one"
             + " cluster); PORT 0 picks a free port");
     System.exit(2);
@@ -130,6 +133,15 @@ public final class HBaseMini {
           dataDir = new File(v);
           keepDataDir = true;
           break;
+        case "--conf":
+          {
+            int eq = v.indexOf('=');
+            if (eq <= 0) {
+              usage("--conf wants KEY=VALUE, not '" + v + "'");
+            }
+            confs.add(new String[] {v.substring(0, eq), v.substring(eq + 1)});
+            break;
+          }
         case "--ready-timeout":
           readyTimeoutSec = Integer.parseInt(v);
           break;
@@ -201,6 +213,10 @@ public final class HBaseMini {
     conf.setBoolean("hbase.regionserver.thrift.http", http);
     if (filters != null) {
       conf.set("hbase.thrift.filters", filters);
+    }
+    // last, so a test may override any of the above with HBase's own key
+    for (String[] kv : confs) {
+      conf.set(kv[0], kv[1]);
     }
     return conf;
   }
