@@ -329,9 +329,15 @@ def region_starts(port, proto, transport, port2, name):
 class Proxy(object):
     def __init__(self, workdir, emu, proto, transport, thrift2_servers=None,
                  name='proxy', extra=''):
-        self.port = free_port()
-        self.port2 = free_port()
-        self.admin = free_port()
+        # three ports, told apart: free_port can hand the same port out
+        # twice (it is free again once probed), and [proxy] and [thrift2]
+        # on one port fail the start
+        ports = []
+        while len(ports) < 3:
+            p = free_port()
+            if p not in ports:
+                ports.append(p)
+        self.port, self.port2, self.admin = ports
         self.conf = os.path.join(workdir, name + '.conf')
         if thrift2_servers is None:
             thrift2_servers = '127.0.0.1:%d' % emu.port2
