@@ -775,6 +775,93 @@ static gboolean codec_walk_struct(struct codec_ctx *c,
                                   const struct hbase1_schema *s,
                                   const struct salt_table *salt);
 
+/* Bytes.toStringBinary's bytes that print as themselves; the rest, the
+ * backslash included, as \xNN. */
+static gboolean
+codec_java_printable(uint8_t ch)
+{
+    return g_ascii_isalnum(ch) ||
+           (ch != '\0' && strchr(" `~!@#$%^&*()-_=+[]{}|;:'\",.<>/?", ch));
+}
+
+/* One Bytes.toStringBinary text back to its bytes; FALSE if it is none. */
+static gboolean
+codec_java_unquote(const char *p, size_t n, GByteArray *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t ch = (uint8_t)p[i];
+
+        if (ch == '\\' && i + 3 < n && p[i + 1] == 'x' &&
+            g_ascii_isxdigit(p[i + 2]) && g_ascii_isxdigit(p[i + 3])) {
+            ch = (uint8_t)(g_ascii_xdigit_value(p[i + 2]) * 16 +
+                           g_ascii_xdigit_value(p[i + 3]));
+            i += 3;
+        } else if (!codec_java_printable(ch)) {
+            return FALSE;
+        }
+        g_byte_array_append(out, &ch, 1);
+    }
+    return TRUE;
+}
+
+/*
+ * An exception's message on its way out: each <ROW> in it that reads as
+ * a physical row of the call's table (HBase quotes the rows of a
+ * mutation whose rows do not match, in Bytes.toStringBinary's form) is
+ * quoted as the client's logical row.  A quote that is not such a row,
+ * or whose row holds a '>', is left as it is.
+ */
+static gboolean
+codec_message_out(struct codec_ctx *c, const struct salt_table *salt)
+{
+    g_autoptr(GString) text = NULL;
+    g_autoptr(GByteArray) row = NULL;
+    const uint8_t *msg;
+    uint32_t len;
+    size_t i = 0;
+
+    if (wire_read_binary(&c->r, &msg, &len) != WIRE_OK) {
+        return FALSE;
+    }
+    text = g_string_sized_new(len);
+    row = g_byte_array_new();
+    while (i < len) {
+        const uint8_t *open = memchr(msg + i, '<', len - i);
+        const uint8_t *close, *logical;
+        size_t logical_len;
+        uint32_t bucket;
+
+        if (open == NULL) {
+            break;
+        }
+        g_string_append_len(text, (const char *)msg + i, open - (msg + i));
+        i = (size_t)(open - msg) + 1;
+        close = memchr(msg + i, '>', len - i);
+        g_byte_array_set_size(row, 0);
+        if (close == NULL ||
+            !codec_java_unquote((const char *)msg + i, close - (msg + i),
+                                row) ||
+            salt_owner(salt, row->data, row->len, &logical, &logical_len,
+                       &bucket) != LEGACY_OWNER_SALTED) {
+            g_string_append_c(text, '<');
+            continue;
+        }
+        g_string_append_c(text, '<');
+        for (size_t k = 0; k < logical_len; k++) {
+            if (codec_java_printable(logical[k])) {
+                g_string_append_c(text, (char)logical[k]);
+            } else {
+                g_string_append_printf(text, "\\x%02X", logical[k]);
+            }
+        }
+        g_string_append_c(text, '>');
+        i = (size_t)(close - msg) + 1;
+    }
+    g_string_append_len(text, (const char *)msg + i, len - i);
+    wire_write_binary(&c->w, (const uint8_t *)text->str, (uint32_t)text->len);
+    return TRUE;
+}
+
 void
 codec_filter_refusal(const GError *error, char *text, size_t size,
                      gboolean *can_retry)
@@ -899,6 +986,14 @@ codec_splits_regions(uint32_t count)
  * instead, for as many regions as the client asked (at least one per
  * bucket).  read: the client sent the list (else it is written new, for
  * as many regions as buckets).  The caller logs the replacement.
+ *
+ * Over a framed transport the list goes empty: HBase's Thrift2 server
+ * (ThriftUtilities.splitKeyFromThrift, 2.x to master) takes each key's
+ * ByteBuffer.array(), which a framed read shares with the whole request,
+ * so every split key arrives as the request's bytes: with two or more
+ * HBase refuses the call ("All split keys must be unique", an internal
+ * error), with one it cuts the table at that garbage.  The table is made
+ * whole instead; the log line says how to pre-split it by hand.
  */
 static gboolean
 codec_splits(struct codec_ctx *c, const struct salt_table *salt, gboolean read)
@@ -919,7 +1014,9 @@ codec_splits(struct codec_ctx *c, const struct salt_table *salt, gboolean read)
         }
         wire_read_container_end(&c->r);
     }
-    splits_compute(salt, codec_splits_regions(count), points);
+    if (c->cfg->transport != CONFIG_TRANSPORT_FRAMED) {
+        splits_compute(salt, codec_splits_regions(count), points);
+    }
     wire_write_list_begin(&c->w, WIRE_T_STRING, points->len);
     for (guint i = 0; i < points->len; i++) {
         gsize n;
@@ -942,6 +1039,19 @@ codec_splits_describe(const struct codec_call *call)
         g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     GString *out = g_string_new(NULL);
 
+    if (call->splits_sent == 0) {
+        /* framed: see codec_splits */
+        g_string_append_printf(
+            out,
+            "%.*s of salted table %s: the client's %u split keys dropped, "
+            "none sent: HBase's Thrift2 server reads split keys sent over a "
+            "framed transport as the whole request, so the table is not "
+            "pre-split at its buckets; split it in the HBase shell at the "
+            "points hbase-salt-proxy --split-keys %s prints",
+            (int)call->name_len, call->name, t->name, call->splits_asked,
+            t->name);
+        return g_string_free(out, FALSE);
+    }
     /* the same points codec_splits sent: splits_compute is a function
      * of the mapping and the region count */
     splits_compute(call->salt, codec_splits_regions(call->splits_asked),
@@ -993,6 +1103,11 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
         if (!c->reply && salt != NULL) {
             return codec_reject(c, WIRE_APP_INTERNAL_ERROR, CODEC_ANSWER_IO,
                                 f->refuse);
+        }
+        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    case HBASE1_MESSAGE_OUT:
+        if (c->reply && salt != NULL) {
+            return codec_message_out(c, salt);
         }
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     case HBASE1_ROW:

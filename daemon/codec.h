@@ -34,7 +34,8 @@ struct codec_call {
     gboolean splits_set;                /* split keys of a salted table
                                            were written by the proxy */
     uint32_t splits_asked;              /* how many the client sent */
-    uint32_t splits_sent;               /* how many were sent instead */
+    uint32_t splits_sent;               /* how many were sent instead (0:
+                                           none, the backend is framed) */
     uint16_t table_len;                 /* the first table the call names,
                                            for logs (cut at
                                            CODEC_TABLE_MAX bytes); 0: none */
@@ -50,7 +51,8 @@ struct codec_call {
 };
 
 /* The log line of a call whose split keys the codec replaced
- * (splits_set): the table, the counts, and the split points sent, each
+ * (splits_set): the table, the counts, and the split points sent (or why
+ * none were, over a framed transport), each
  * in the escape syntax (escape.h), ", " between them. */
 char *codec_splits_describe(const struct codec_call *call);
 

@@ -41,6 +41,9 @@ enum hbase1_action {
                             filterBytes): rewritten for that row's bucket,
                             or refused when salting would change its
                             meaning */
+    HBASE1_MESSAGE_OUT,   /* string: an exception's message (TIOError's),
+                             whose rows quoted as HBase quotes them,
+                             <Bytes.toStringBinary>, lose their salt */
 };
 
 /*

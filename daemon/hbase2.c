@@ -200,31 +200,41 @@ SCHEMA(result_results, FALSE,
 SCHEMA(result_deletes, FALSE,
        F(0, WIRE_T_LIST, HBASE1_STRUCT_LIST, &t_delete_out, "success"));
 
+/* TIOError { 1: message, 2: canRetry }: HBase quotes the rows of a
+ * mutation whose rows do not match ("The row of the action <ROW> doesn't
+ * match the original one <ROW>"), salted as the proxy sent them */
+SCHEMA(t_io_error, FALSE,
+       F(1, WIRE_T_STRING, HBASE1_MESSAGE_OUT, NULL, "TIOError.message"));
+
+/* io: TIOError, of the mutations that answer nothing else */
+SCHEMA(result_io, FALSE,
+       F(1, WIRE_T_STRUCT, HBASE1_STRUCT, &t_io_error, "io"));
+
 /* In IDL order.  'index' is filled in by position, after Thrift1's. */
 static struct hbase1_method hbase2_table[] = {
     M(exists, HBASE1_READ, TRUE, &args_get, NULL),
     M(existsAll, HBASE1_READ, TRUE, &args_gets, NULL),
     M(get, HBASE1_READ, TRUE, &args_get, &result_result),
     M(getMultiple, HBASE1_READ, TRUE, &args_gets, &result_results),
-    M(put, HBASE1_WRITE, TRUE, &args_put, NULL),
-    M(checkAndPut, HBASE1_WRITE, TRUE, &args_check_put, NULL),
-    M(putMultiple, HBASE1_WRITE, TRUE, &args_puts, NULL),
-    M(deleteSingle, HBASE1_WRITE, TRUE, &args_delete, NULL),
+    M(put, HBASE1_WRITE, TRUE, &args_put, &result_io),
+    M(checkAndPut, HBASE1_WRITE, TRUE, &args_check_put, &result_io),
+    M(putMultiple, HBASE1_WRITE, TRUE, &args_puts, &result_io),
+    M(deleteSingle, HBASE1_WRITE, TRUE, &args_delete, &result_io),
     M(deleteMultiple, HBASE1_WRITE, TRUE, &args_deletes, &result_deletes),
-    M(checkAndDelete, HBASE1_WRITE, TRUE, &args_check_delete, NULL),
+    M(checkAndDelete, HBASE1_WRITE, TRUE, &args_check_delete, &result_io),
     M(increment, HBASE1_WRITE, TRUE, &args_increment, &result_result),
     M(append, HBASE1_WRITE, TRUE, &args_append, &result_result),
     MS(openScanner, HBASE1_SCAN_OPEN, FALSE, &args_table, NULL, &scan_open),
     MS(getScannerRows, HBASE1_SCAN_NEXT, TRUE, NULL, &result_results,
        &scan_id_rows),
     MS(closeScanner, HBASE1_SCAN_CLOSE, TRUE, NULL, NULL, &scan_id),
-    M(mutateRow, HBASE1_WRITE, TRUE, &args_mutate_row, NULL),
+    M(mutateRow, HBASE1_WRITE, TRUE, &args_mutate_row, &result_io),
     MS(getScannerResults, HBASE1_SCAN_ONCE, FALSE, &args_table,
        &result_results, &scan_once),
     /* the region holding a physical row: its keys stay physical */
     M(getRegionLocation, HBASE1_ADMIN, TRUE, &args_table_row, NULL),
     M(getAllRegionLocations, HBASE1_ADMIN, TRUE, NULL, NULL),
-    M(checkAndMutate, HBASE1_WRITE, TRUE, &args_check_mutate, NULL),
+    M(checkAndMutate, HBASE1_WRITE, TRUE, &args_check_mutate, &result_io),
     M(getTableDescriptor, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(getTableDescriptors, HBASE1_ADMIN, TRUE, NULL, NULL),
     M(tableExists, HBASE1_ADMIN, TRUE, NULL, NULL),

@@ -18,6 +18,14 @@ from a compact Node.js client reads [false, ...] from HBase itself too;
 the proxy must answer what the server would, bytes included.  Afterwards every row of 'salted' on
 the proxy's emulator must sit at its documented salted key.
 
+With --backend-kind real (tests/real) real HBase is both behind the proxy
+and the reference: hbase-mini serves one protocol, so two clusters start
+at once, a binary one (behind the proxy, and the binary clients'
+reference) and a compact one (the compact clients'); the references'
+tables are 'ref_salted' and 'ref_plain' (pipeline.js --ref-calls), as
+one cluster holds both sides for the binary clients, and 'salted' is made
+through the proxy's createTable, pre-split at its buckets.
+
   /usr/bin/python3 tests/e2e/test_thrift2_node.py --proxy BUILD/daemon/hbase-salt-proxy \\
       --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py \\
       --node-gen BUILD/thrift/nodejs --node-modules BUILD/tests/e2e/node_modules \\
@@ -32,10 +40,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_thrift2 as t2  # noqa: E402
+import test_thrift2 as t2  # noqa: E402  (puts tests/lib on the path)
+import hsptest  # noqa: E402
 from test_pipeline import to_json  # noqa: E402
 
 ARGS = None
@@ -113,11 +123,16 @@ def calls_for(T, rnd, prefix):
 
 class NodeThrift2Test(unittest.TestCase):
 
+    ref_tables = {}     # a table's name on the reference, when not its own
+
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix='hsp-t2node-')
         for d in ('via', 'ref'):
             os.makedirs(os.path.join(cls.dir, d))
+        if ARGS.backend_kind == 'real':
+            cls.start_real()
+            return
         cls.emu = t2.Emu(os.path.join(cls.dir, 'via'), 'binary', 'buffered')
         cls.ref = t2.Emu(os.path.join(cls.dir, 'ref'), 'binary', 'buffered')
         os.makedirs(os.path.join(cls.dir, 'refc'))
@@ -127,11 +142,57 @@ class NodeThrift2Test(unittest.TestCase):
                              'buffered')
 
     @classmethod
+    def start_real(cls):
+        clusters = {}
+
+        def start(proto):
+            try:
+                clusters[proto] = hsptest.start_backend(
+                    'real', os.path.join(cls.dir, 'ref'), proto=proto,
+                    transport='buffered', thrift2=True, name='hbase-' + proto)
+            except Exception as e:  # noqa: BLE001 (reported below)
+                clusters[proto] = e
+        # at once: a JVM start is half a minute
+        threads = [threading.Thread(target=start, args=(p,))
+                   for p in ('binary', 'compact')]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        failed = [c for c in clusters.values() if isinstance(c, Exception)]
+        if failed:
+            for c in clusters.values():
+                if not isinstance(c, Exception):
+                    c.close()
+            raise failed[0]
+        cls.emu = cls.ref = clusters['binary']
+        cls.refc = clusters['compact']
+        cls.ref_tables = {b'salted': b'ref_salted', b'plain': b'ref_plain'}
+        try:
+            cls.proxy = t2.Proxy(os.path.join(cls.dir, 'via'), cls.emu,
+                                 'binary', 'buffered')
+            # three versions everywhere: the gets ask for them
+            t2.create_salted(cls.proxy.port2, 'binary', 'buffered',
+                             b'salted', t2.FAMILIES, versions=3)
+            t2.create_salted(cls.emu.port2, 'binary', 'buffered', b'plain',
+                             t2.FAMILIES, versions=3)
+            for ref, proto in ((cls.ref, 'binary'), (cls.refc, 'compact')):
+                for t in cls.ref_tables.values():
+                    t2.create_salted(ref.port2, proto, 'buffered', t,
+                                     t2.FAMILIES, versions=3)
+        except Exception:
+            cls.close_backends()
+            raise
+
+    @classmethod
+    def close_backends(cls):
+        for b in {id(x): x for x in (cls.emu, cls.ref, cls.refc)}.values():
+            b.close()
+
+    @classmethod
     def tearDownClass(cls):
         rc = cls.proxy.stop()
-        cls.emu.close()
-        cls.ref.close()
-        cls.refc.close()
+        cls.close_backends()
         if os.environ.get('HSP_KEEP_LOGS') != '1':
             shutil.rmtree(cls.dir, ignore_errors=True)
         assert rc == 0, 'the proxy exited %r' % (rc,)
@@ -145,6 +206,18 @@ class NodeThrift2Test(unittest.TestCase):
         path = os.path.join(self.dir, 'calls.json')
         with open(path, 'w') as f:
             json.dump([[name, to_json(args)] for name, args in calls], f)
+        more = []
+        if self.ref_tables:
+            # every call's first argument is its table
+            ref_path = os.path.join(self.dir, 'ref-calls.json')
+            with open(ref_path, 'w') as f:
+                json.dump([[name, to_json([self.ref_tables[args[0]]]
+                                          + args[1:])]
+                           for name, args in calls], f)
+            # real HBase marks a batchSize part of a row partial by where
+            # its RPCs ended, which the proxy's scanners (one per bucket's
+            # region) end elsewhere (test_thrift2.norm)
+            more = ['--ref-calls', ref_path, '--ignore', 'partial']
         env = dict(os.environ, NODE_PATH=ARGS.node_modules)
         r = subprocess.run(
             [node, ARGS.node_client, '--gen', ARGS.node_gen, '--calls', path,
@@ -152,7 +225,7 @@ class NodeThrift2Test(unittest.TestCase):
              '--proxy', '%d:%s:%s' % (self.proxy.port2, proto, transport),
              '--ref', '%d:%s:buffered' % (
                  (self.refc if proto == 'compact' else self.ref).port2,
-                 proto)],
+                 proto)] + more,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
             timeout=120)
         return r.returncode, r.stdout.decode(errors='replace')
@@ -177,8 +250,9 @@ class NodeThrift2Test(unittest.TestCase):
             scan = t2.T.TScan(caching=1000)
             phys = [r.row for r in
                     direct.getScannerResults(b'salted', scan, 100000)]
+            ref = self.ref_tables.get(b'salted', b'salted')
             want = sorted(r.row for c in refs for r in
-                          c.getScannerResults(b'salted', scan, 100000))
+                          c.getScannerResults(ref, scan, 100000))
         finally:
             direct._trans.close()
             for c in refs:
@@ -199,6 +273,7 @@ def main():
     ap.add_argument('--node-gen', required=True)
     ap.add_argument('--node-modules', required=True)
     ap.add_argument('--node-client', required=True)
+    hsptest.add_backend_args(ap)
     ARGS, rest = ap.parse_known_args()
     t2.ARGS = ARGS
     t2.load_thrift(ARGS.pydir)

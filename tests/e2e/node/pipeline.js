@@ -9,7 +9,7 @@
 //
 //   node pipeline.js --gen DIR --calls FILE --proxy PORT[:PROTO:TRANSPORT]
 //                    --ref PORT[:PROTO:TRANSPORT] [--service thrift1|thrift2]
-//                    [--ref-calls FILE]
+//                    [--ref-calls FILE] [--ignore FIELD,...]
 //
 // DIR holds `thrift --gen js:node` output for thrift/hbase.thrift (service
 // Hbase) and thrift/hbase2.thrift (THBaseService, --service thrift2); FILE is
@@ -17,7 +17,8 @@
 // bytes as {"b": hex}, structs as {"s": name, "f": {field: value}} and maps
 // as {"m": [[key, value], ...]}.  --ref-calls: the same calls as the
 // reference is to get them (its tables under other names, when one real
-// HBase cluster holds both sides); the default is FILE.
+// HBase cluster holds both sides); the default is FILE.  --ignore:
+// struct fields left out of the comparison.
 'use strict';
 
 const fs = require('fs');
@@ -86,6 +87,7 @@ function decode(v) {
 // objects with sorted keys, i64 as decimal text, server timestamps
 // ("now", far above the tests' explicit ones) as "NOW".
 const NOW_MS = 1e12;
+const IGNORED = new Set((args.ignore || '').split(',').filter((f) => f));
 
 function plain(v, key) {
   if (v === null || v === undefined) {
@@ -108,7 +110,7 @@ function plain(v, key) {
   if (typeof v === 'object') {
     const out = {};
     for (const k of Object.keys(v).sort()) {
-      if (typeof v[k] !== 'function') {
+      if (typeof v[k] !== 'function' && !IGNORED.has(k)) {
         out[k] = plain(v[k], k);
       }
     }
