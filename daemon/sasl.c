@@ -353,14 +353,19 @@ sasl_ticket_get(const char *principal, const char *keytab, const char *ccache,
     return t;
 }
 
-/* A cache name nothing else uses; the generation under c->lock. */
+/* A cache name nothing else in the process uses.  Memory caches are
+ * process-wide by name, and a ticket destroys its cache when its last
+ * reference goes: the number must be unique across every sasl_creds (the
+ * workers', and each short-lived one of the table catalog's connections),
+ * or freeing one would destroy another's cache under it. */
 static char *
 sasl_creds_next_ccache(struct sasl_creds *c)
 {
-    unsigned gen;
+    static gint seq;
+    unsigned gen = (unsigned)g_atomic_int_add(&seq, 1) + 1;
 
     g_mutex_lock(&c->lock);
-    gen = ++c->generation;
+    c->generation = gen;
     g_mutex_unlock(&c->lock);
     return g_strdup_printf("MEMORY:hsp-sasl-%ld-%u", (long)getpid(), gen);
 }
