@@ -809,9 +809,10 @@ config_parse_custom_filters(struct config_ctx *c, const char *g,
 {
     g_autofree char *value = config_take(c, g, "custom_filters");
     g_auto(GStrv) parts = NULL;
-    GPtrArray *names = g_ptr_array_new();
-    GPtrArray *specs = g_ptr_array_new();
-    GPtrArray *classes = g_ptr_array_new();
+    /* the strings are freed with an array refused, kept with one taken */
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    GPtrArray *specs = g_ptr_array_new_with_free_func(g_free);
+    GPtrArray *classes = g_ptr_array_new_with_free_func(g_free);
 
     if (value != NULL && value[0] != '\0')
         parts = g_strsplit(value, ",", -1);
