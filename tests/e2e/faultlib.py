@@ -15,6 +15,11 @@ import threading
 import time
 import urllib.request
 
+# ports and waiting: the one definition every test shares
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+from hsptest import can_connect, free_port, wait_for  # noqa: E402,F401
+
 Hbase = T = None
 TSocket = TTransport = TBinaryProtocol = None
 
@@ -31,33 +36,6 @@ def load_thrift(pydir):
     from thrift.protocol import TBinaryProtocol as _B
     Hbase, T = _Hbase, _T
     TSocket, TTransport, TBinaryProtocol = _S, _TT, _B
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_for(pred, timeout, what):
-    end = time.time() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.time() > end:
-            raise AssertionError('timed out waiting for ' + what)
-        time.sleep(0.02)
-
-
-def can_connect(port):
-    try:
-        socket.create_connection(('127.0.0.1', port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
 
 
 _xxh3 = None
