@@ -20,7 +20,7 @@
 #include "proxy.h"
 #include "tablecheck.h"
 
-G_DEFINE_QUARK(admin-error-quark, admin_error)
+G_DEFINE_QUARK(admin - error - quark, admin_error)
 
 struct admin {
     struct proxy *p;
@@ -81,10 +81,10 @@ admin_reply(struct evhttp_request *req, int code, const char *reason,
 {
     struct evbuffer *out = evbuffer_new();
 
-    evhttp_add_header(evhttp_request_get_output_headers(req),
-                      "Content-Type", type);
-    evhttp_add_header(evhttp_request_get_output_headers(req),
-                      "Cache-Control", "no-store");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      type);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control",
+                      "no-store");
     evbuffer_add(out, body, len);
     evhttp_send_reply(req, code, reason, out);
     evbuffer_free(out);
@@ -262,8 +262,7 @@ admin_http_cb(struct evhttp_request *req, void *arg)
                                    refused, refused == 1 ? "" : "s",
                                    tables->str);
         }
-        admin_reply(req, ok ? HTTP_OK : 503,
-                    ok ? "OK" : "Service Unavailable",
+        admin_reply(req, ok ? HTTP_OK : 503, ok ? "OK" : "Service Unavailable",
                     "text/plain; charset=utf-8", body->str, body->len);
     } else if (g_strcmp0(path, "/config") == 0) {
         g_autofree char *text = config_to_text(a->p->gen->cfg);
@@ -272,8 +271,8 @@ admin_http_cb(struct evhttp_request *req, void *arg)
         g_string_append_printf(body, "# generation %u\n%s",
                                proxy_generation(a->p),
                                fixed != NULL ? fixed : text);
-        admin_reply(req, HTTP_OK, "OK", "text/plain; charset=utf-8",
-                    body->str, body->len);
+        admin_reply(req, HTTP_OK, "OK", "text/plain; charset=utf-8", body->str,
+                    body->len);
     } else if (g_strcmp0(path, "/keyviz") == 0) {
         /* the page asks only this host: no script, font or style from
          * elsewhere, and the policy says so to the browser */
@@ -340,18 +339,19 @@ admin_new(struct event_base *base, struct proxy *p,
         }
     }
     a->port = listen->port;
-    if (getsockname(evhttp_bound_socket_get_fd(bound),
-                    (struct sockaddr *)&ss, &sslen) == 0) {
+    if (getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss,
+                    &sslen) == 0) {
         a->port = ss.ss_family == AF_INET6
                       ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
     }
-    if (!g_str_has_prefix(listen->host, "127.")
-        && strcmp(listen->host, "::1") != 0
-        && strcmp(listen->host, "localhost") != 0) {
+    if (!g_str_has_prefix(listen->host, "127.") &&
+        strcmp(listen->host, "::1") != 0 &&
+        strcmp(listen->host, "localhost") != 0) {
         /* /config tells the whole setup and nothing asks for a password */
         g_warning("admin endpoint on %s, not loopback: it has no "
-                  "authentication; firewall it", listen->host);
+                  "authentication; firewall it",
+                  listen->host);
     }
     g_message("admin endpoint on http://%s%s%s:%u/ (/metrics, /healthz, "
               "/config, /keyviz)",

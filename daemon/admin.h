@@ -14,7 +14,7 @@ struct admin;
 GQuark admin_error_quark(void);
 
 typedef enum {
-    ADMIN_ERROR_LISTEN,     /* cannot bind the admin address */
+    ADMIN_ERROR_LISTEN, /* cannot bind the admin address */
 } admin_error_t;
 
 /*

@@ -83,8 +83,8 @@ enum { BACKEND_UP = 0, BACKEND_DOWN = 1 };
  */
 struct backend_health {
     struct backend_health_table *table;
-    char name[128];                 /* "host:port" */
-    struct sockaddr_storage addr;   /* newest resolution (probe thread) */
+    char name[128];               /* "host:port" */
+    struct sockaddr_storage addr; /* newest resolution (probe thread) */
     socklen_t addrlen;
     gint service;                   /* hbase1_service_id_t it speaks
                                        (atomic: set under lock, read by
@@ -126,16 +126,16 @@ struct backend_health {
 
 /* Every server ever configured, and the probe thread. */
 struct backend_health_table {
-    GMutex lock;                    /* guards entries and addresses */
-    GPtrArray *entries;             /* struct backend_health * */
-    wire_proto_t proto;             /* restart-only settings */
+    GMutex lock;        /* guards entries and addresses */
+    GPtrArray *entries; /* struct backend_health * */
+    wire_proto_t proto; /* restart-only settings */
     gboolean framed;
-    unsigned request_timeout_ms;    /* of the newest generation */
-    struct event_base *base;        /* the probe thread's loop */
-    struct event *tick;             /* starts due probes */
-    struct bell bell;               /* a worker marked a server DOWN, or
+    unsigned request_timeout_ms; /* of the newest generation */
+    struct event_base *base;     /* the probe thread's loop */
+    struct event *tick;          /* starts due probes */
+    struct bell bell;            /* a worker marked a server DOWN, or
                                        the main thread asks it to stop */
-    gint stop_asked;                /* atomic */
+    gint stop_asked;             /* atomic */
     pthread_t thread;
     gboolean running;
     int32_t seqid;
@@ -326,8 +326,8 @@ backend_reply_stream(struct backend_conn *conn, struct req *req,
         req->reply.len = mark;
         scan = backend_conn_scan(conn);
     }
-    st = wire_scan_feed(scan, set->backend_proto, buf, avail,
-                        &w->reply_limits, len, bad);
+    st = wire_scan_feed(scan, set->backend_proto, buf, avail, &w->reply_limits,
+                        len, bad);
     if (st == WIRE_AGAIN && avail >= w->reply_limits.max_message) {
         *bad = "message larger than max_frame_size";
         st = WIRE_ERROR;
@@ -763,10 +763,9 @@ backend_pick(struct backend_pool *pool, int only, uint8_t service, int avoid,
             if (backoff && conn->state == BACKEND_IDLE) {
                 continue;
             }
-            if (best == NULL || conn->npending < best->npending
-                || (conn->npending == best->npending
-                    && best->state == BACKEND_IDLE
-                    && conn->state != BACKEND_IDLE)) {
+            if (best == NULL || conn->npending < best->npending ||
+                (conn->npending == best->npending &&
+                 best->state == BACKEND_IDLE && conn->state != BACKEND_IDLE)) {
                 best = conn;
             }
         }
@@ -803,8 +802,8 @@ backend_pool_pick_server(struct backend_pool *pool, uint8_t service)
         if (!backend_server_up(s)) {
             continue;
         }
-        if (s->retry_at <= now
-            && g_atomic_int_get(&s->health->failures) == 0) {
+        if (s->retry_at <= now &&
+            g_atomic_int_get(&s->health->failures) == 0) {
             return (int)at;
         }
         if (up < 0) {
@@ -827,8 +826,8 @@ backend_server_why(struct backend_server *s, GString *out)
         g_mutex_unlock(&s->health->lock);
     } else {
         g_string_append_printf(out, "%s: %s", s->srv->name,
-                               s->last_error[0] != '\0'
-                                   ? s->last_error : "unavailable");
+                               s->last_error[0] != '\0' ? s->last_error
+                                                        : "unavailable");
     }
 }
 
@@ -892,8 +891,8 @@ gboolean
 backend_conn_takes(const struct backend_pool *pool,
                    const struct backend_conn *conn)
 {
-    return conn->server->pool == pool && conn->state != BACKEND_IDLE
-           && backend_server_up(conn->server);
+    return conn->server->pool == pool && conn->state != BACKEND_IDLE &&
+           backend_server_up(conn->server);
 }
 
 void
@@ -1027,8 +1026,8 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
                     conn->server->srv->name, conn->index);
             backend_conn_close(conn);
         }
-        if (conn->state != BACKEND_IDLE
-            || backend_conn_open(conn, why, sizeof(why))) {
+        if (conn->state != BACKEND_IDLE ||
+            backend_conn_open(conn, why, sizeof(why))) {
             break;
         }
         /* could not even start: hold the server off, try another */
@@ -1091,8 +1090,8 @@ backend_reply_in_step(const struct worker_settings *set, const struct req *req,
 
     wire_reader_init(&r, set->backend_proto, msg, len, TRUE,
                      &wire_default_limits);
-    return wire_read_msg_begin(&r, &m) == WIRE_OK
-           && m.seqid == req->backend_seqid;
+    return wire_read_msg_begin(&r, &m) == WIRE_OK &&
+           m.seqid == req->backend_seqid;
 }
 
 /* Counts the exception req's reply carries, if any, against its server;
@@ -1130,8 +1129,7 @@ backend_conn_eof(struct backend_conn *conn)
         backend_conn_close(conn);
         return;
     }
-    backend_health_failed(conn->server->health,
-                          "connection closed by server");
+    backend_health_failed(conn->server->health, "connection closed by server");
     backend_conn_fail(conn, "connection closed by server",
                       "connection closed by server", TRUE);
 }
@@ -1396,8 +1394,8 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                                   backend_conn_scan(conn), &w->reply_limits,
                                   &msg, &len, &bad);
             }
-            if (st == WIRE_OK
-                && !backend_reply_in_step(set, req, msg + hdr, len - hdr)) {
+            if (st == WIRE_OK &&
+                !backend_reply_in_step(set, req, msg + hdr, len - hdr)) {
                 /* pairing by order is wrong from here on */
                 st = WIRE_ERROR;
                 bad = "reply out of step with the requests";
@@ -1420,8 +1418,8 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                                      &w->reply_limits, &w->tally);
                     metrics_take_tally(w->metrics, &w->tally);
                 } else {
-                    st = backend_reply_stream(conn, req, buf, avail, &cs,
-                                              &err, &len, &bad);
+                    st = backend_reply_stream(conn, req, buf, avail, &cs, &err,
+                                              &len, &bad);
                 }
                 if (st == WIRE_OK && cs == CODEC_OK) {
                     req_reply_end(req, frame);
@@ -1441,8 +1439,10 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
             /* out of step with the server: nothing after is trusted */
             g_snprintf(why, sizeof(why), "bad reply: %s",
                        err.message != NULL ? err.message : "malformed");
-            backend_conn_fail(conn, why, "connection reset after a "
-                              "bad reply", FALSE);
+            backend_conn_fail(conn, why,
+                              "connection reset after a "
+                              "bad reply",
+                              FALSE);
             goto out;
         }
         TAILQ_REMOVE(&conn->pending, req, backend_link);
@@ -1481,8 +1481,8 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
         conn->in = evbuffer_new();
         conn->rev = event_new(backend_worker(conn)->base, fd,
                               EV_READ | EV_PERSIST, backend_read_cb, conn);
-        if (conn->in == NULL || conn->rev == NULL
-            || event_add(conn->rev, NULL) < 0) {
+        if (conn->in == NULL || conn->rev == NULL ||
+            event_add(conn->rev, NULL) < 0) {
             backend_conn_fail(conn, "out of memory", "out of memory", TRUE);
             return;
         }
@@ -1542,8 +1542,10 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         g_snprintf(why, sizeof(why), "timed out after %u ms",
                    set->request_timeout_ms);
         backend_health_failed(conn->server->health, why);
-        backend_conn_fail(conn, why, "connection reset after an earlier "
-                          "request timed out", TRUE);
+        backend_conn_fail(conn, why,
+                          "connection reset after an earlier "
+                          "request timed out",
+                          TRUE);
         return;
     }
     if (head == NULL && conn->state == BACKEND_CONNECTED &&
@@ -1554,9 +1556,8 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         backend_conn_close(conn);
         return;
     }
-    if (head == NULL && conn->state == BACKEND_CONNECTED
-        && now >= conn->last_active
-                      + (gint64)BACKEND_IDLE_CLOSE_MS * 1000) {
+    if (head == NULL && conn->state == BACKEND_CONNECTED &&
+        now >= conn->last_active + (gint64)BACKEND_IDLE_CLOSE_MS * 1000) {
         g_debug("backend %s: conn %u: closing idle connection",
                 conn->server->srv->name, conn->index);
         backend_conn_close(conn);
@@ -1634,16 +1635,15 @@ backend_health_failed(struct backend_health *h, const char *why)
     g_mutex_lock(&h->lock);
     g_strlcpy(h->why, why, sizeof(h->why));
     g_mutex_unlock(&h->lock);
-    if (now - last < (gint64)BACKEND_FAIL_DEBOUNCE_MS * 1000
-        || !__atomic_compare_exchange_n(&h->last_fail, &last, now, FALSE,
-                                        __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED)) {
-        return;     /* the same burst, or another thread counted it */
+    if (now - last < (gint64)BACKEND_FAIL_DEBOUNCE_MS * 1000 ||
+        !__atomic_compare_exchange_n(&h->last_fail, &last, now, FALSE,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        return; /* the same burst, or another thread counted it */
     }
     n = g_atomic_int_add(&h->failures, 1) + 1;
-    if (n >= BACKEND_DOWN_AFTER
-        && g_atomic_int_compare_and_exchange(&h->state, BACKEND_UP,
-                                             BACKEND_DOWN)) {
+    if (n >= BACKEND_DOWN_AFTER &&
+        g_atomic_int_compare_and_exchange(&h->state, BACKEND_UP,
+                                          BACKEND_DOWN)) {
         g_mutex_lock(&h->lock);
         h->down_at = now;
         g_mutex_unlock(&h->lock);
@@ -1690,8 +1690,7 @@ backend_health_use(struct backend_health_table *t,
         g_atomic_int_set(&h->current, 0);
     }
     for (unsigned i = 0; i < set->nservers; i++) {
-        struct backend_health *h = backend_health_get(t,
-                                                      set->servers[i].name);
+        struct backend_health *h = backend_health_get(t, set->servers[i].name);
 
         memcpy(&h->addr, &set->servers[i].addr, set->servers[i].addrlen);
         h->addrlen = set->servers[i].addrlen;
@@ -1761,8 +1760,8 @@ backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
                       "transport = %s (HBase's Thrift server: -c/--compact, "
                       "-f/--framed; hsha, nonblocking and threadedselector "
                       "are always framed); probing it every %u to %u s "
-                      "until it answers", h->name, why,
-                      backend_proto_name(t->proto),
+                      "until it answers",
+                      h->name, why, backend_proto_name(t->proto),
                       backend_framing_name(t->framed),
                       BACKEND_PROBE_MISMATCH_FIRST_MS / 1000,
                       BACKEND_PROBE_MISMATCH_MAX_MS / 1000);
@@ -1774,8 +1773,8 @@ backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
     } else if (h->mismatch_ms != 0 && ok) {
         h->mismatch_ms = 0;
         g_message("backend %s: answers probes in [backend] protocol = %s, "
-                  "transport = %s again", h->name,
-                  backend_proto_name(t->proto),
+                  "transport = %s again",
+                  h->name, backend_proto_name(t->proto),
                   backend_framing_name(t->framed));
     } else if (h->mismatch_ms != 0) {
         /* refused or silent now: no sign either way; keep the pace */
@@ -1817,13 +1816,14 @@ backend_probe_misspoken(struct backend_health *h, struct evbuffer *in,
     wire_proto_t proto;
     gboolean framed;
 
-    if (p == NULL || wire_detect(p, len, &proto, &framed, &dwhy) != WIRE_OK
-        || (proto == t->proto && framed == t->framed)) {
+    if (p == NULL || wire_detect(p, len, &proto, &framed, &dwhy) != WIRE_OK ||
+        (proto == t->proto && framed == t->framed)) {
         return FALSE;
     }
-    g_snprintf(why, whylen, "probe: the reply is in the %s protocol, %s "
-               "transport", backend_proto_name(proto),
-               backend_framing_name(framed));
+    g_snprintf(why, whylen,
+               "probe: the reply is in the %s protocol, %s "
+               "transport",
+               backend_proto_name(proto), backend_framing_name(framed));
     return TRUE;
 }
 
@@ -2097,9 +2097,11 @@ backend_probe_event_cb(struct bufferevent *bev, short what, void *arg)
         gboolean silent = !h->table->http &&
                           evbuffer_get_length(bufferevent_get_input(bev)) == 0;
 
-        backend_probe_finish(h, FALSE, silent ? "connection closed without "
-                                                "a reply to getTableNames"
-                                              : "connection closed", silent);
+        backend_probe_finish(h, FALSE,
+                             silent ? "connection closed without "
+                                      "a reply to getTableNames"
+                                    : "connection closed",
+                             silent);
     } else if (what & BEV_EVENT_ERROR) {
         int err = EVUTIL_SOCKET_ERROR();
 
@@ -2151,8 +2153,7 @@ backend_probe_start(struct backend_health_table *t, struct backend_health *h)
     }
     h->probe = bufferevent_socket_new(t->base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (h->probe == NULL) {
-        backend_probe_finish(h, FALSE, "cannot create a socket buffer",
-                             FALSE);
+        backend_probe_finish(h, FALSE, "cannot create a socket buffer", FALSE);
         return;
     }
     bufferevent_setcb(h->probe, backend_probe_read_cb, NULL,
@@ -2211,8 +2212,8 @@ backend_health_tick_cb(evutil_socket_t fd, short what, void *arg)
             continue;
         }
         /* a server that just went DOWN is probed at once */
-        if (down ? (g_atomic_int_and(&h->probe_now, 0) != 0
-                    || now >= h->next_probe)
+        if (down ? (g_atomic_int_and(&h->probe_now, 0) != 0 ||
+                    now >= h->next_probe)
                  : (g_atomic_int_get(&h->current) && now >= h->next_probe)) {
             g_ptr_array_add(due, h);
         }
@@ -2417,8 +2418,9 @@ backend_health_foreach(struct backend_health_table *t, backend_health_fn fn,
                 .name = h->name,
                 .up = g_atomic_int_get(&h->state) == BACKEND_UP,
                 .probed = g_atomic_int_get(&h->probed) != 0,
-                .probe_connect_failures = __atomic_load_n(
-                    &h->probe_connect_failures, __ATOMIC_RELAXED),
+                .probe_connect_failures =
+                    __atomic_load_n(&h->probe_connect_failures,
+                                    __ATOMIC_RELAXED),
                 .retired_requests = h->retired_requests,
                 .retired_failures = h->retired_failures,
                 .retired_connect_failures = h->retired_connect_failures,

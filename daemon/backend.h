@@ -20,9 +20,9 @@ typedef enum {
 
 /* Where a backend connection is in its life. */
 enum backend_state {
-    BACKEND_IDLE = 0,    /* no socket; connects when a request needs it */
-    BACKEND_CONNECTING,  /* non-blocking connect in progress, requests queue */
-    BACKEND_CONNECTED,   /* requests are written and answered in order */
+    BACKEND_IDLE = 0,   /* no socket; connects when a request needs it */
+    BACKEND_CONNECTING, /* non-blocking connect in progress, requests queue */
+    BACKEND_CONNECTED,  /* requests are written and answered in order */
 };
 
 struct backend_server;
@@ -33,11 +33,11 @@ struct backend_health_table;
 /* A server's counters on one worker's pool, for /metrics: written by the
  * worker only, read by the scrape (metrics.h METRICS_ADD/GET). */
 struct backend_stats {
-    guint64 requests;               /* requests queued to the server */
-    guint64 failures;               /* of which failed: lost, timed out */
-    guint64 connect_failures;       /* connects that failed */
-    gint64 open;                    /* connections CONNECTED now */
-    gint64 inflight;                /* requests sent, not answered now */
+    guint64 requests;                  /* requests queued to the server */
+    guint64 failures;                  /* of which failed: lost, timed out */
+    guint64 connect_failures;          /* connects that failed */
+    gint64 open;                       /* connections CONNECTED now */
+    gint64 inflight;                   /* requests sent, not answered now */
     guint64 errors[METRICS_ERR_KINDS]; /* replies by metrics_err_t:
                                        exceptions it answered, requests
                                        it failed (TRANSPORT) */
@@ -45,24 +45,24 @@ struct backend_stats {
 
 /* One pipelined connection to one server. */
 struct backend_conn {
-    struct backend_server *server;  /* owner */
-    unsigned index;                 /* in server->conns, for logs */
-    struct bufferevent *bev;        /* NULL when IDLE; connects, writes */
-    struct event *rev;              /* reads once connected (req_read) */
-    struct evbuffer *in;            /* replies read, not yet taken */
-    struct event *timer;            /* connect, request and idle deadlines */
-    gint64 timer_at;                /* when timer fires; 0: not armed */
+    struct backend_server *server; /* owner */
+    unsigned index;                /* in server->conns, for logs */
+    struct bufferevent *bev;       /* NULL when IDLE; connects, writes */
+    struct event *rev;             /* reads once connected (req_read) */
+    struct evbuffer *in;           /* replies read, not yet taken */
+    struct event *timer;           /* connect, request and idle deadlines */
+    gint64 timer_at;               /* when timer fires; 0: not armed */
     enum backend_state state;
-    struct req_queue pending;       /* sent, unanswered, oldest first */
-    unsigned npending;              /* length of pending */
-    gint64 connect_deadline;        /* monotonic us, while CONNECTING */
-    struct wire_buf cork;           /* requests held back (more follow) */
-    struct wire_scan *scan;         /* unframed: where the reply under way
+    struct req_queue pending;            /* sent, unanswered, oldest first */
+    unsigned npending;                   /* length of pending */
+    gint64 connect_deadline;             /* monotonic us, while CONNECTING */
+    struct wire_buf cork;                /* requests held back (more follow) */
+    struct wire_scan *scan;              /* unframed: where the reply under way
                                        was left (NULL until one came in
                                        pieces) */
     TAILQ_ENTRY(backend_conn) cork_link; /* in worker->corked */
-    unsigned corked:1;              /* on worker->corked */
-    gint64 last_active;             /* monotonic us of the last reply/send */
+    unsigned corked:1;                   /* on worker->corked */
+    gint64 last_active; /* monotonic us of the last reply/send */
     /* with [backend] sasl = gssapi only (all NULL without): */
     struct sasl_client *sasl;   /* the security context, from the TCP
                                        connect on; the connection stays
@@ -75,12 +75,12 @@ struct backend_conn {
 
 /* One backend server as one worker sees it. */
 struct backend_server {
-    struct backend_pool *pool;      /* owner */
+    struct backend_pool *pool;       /* owner */
     const struct worker_server *srv; /* name and address */
-    struct backend_conn *conns;     /* pool_size connections */
-    struct backend_health *health;  /* shared by every worker's pools */
-    gint64 retry_at;                /* monotonic us: no connect before this */
-    char last_error[384];           /* why the last connect failed */
+    struct backend_conn *conns;      /* pool_size connections */
+    struct backend_health *health;   /* shared by every worker's pools */
+    gint64 retry_at;                 /* monotonic us: no connect before this */
+    char last_error[384];            /* why the last connect failed */
     struct backend_stats stats;
 };
 
@@ -89,16 +89,16 @@ struct backend_pool {
     struct worker *worker; /* owner */
     unsigned nservers;
     struct backend_server *servers;
-    unsigned next_server;           /* round robin start */
+    unsigned next_server;              /* round robin start */
     const struct worker_settings *set; /* servers and pool_size (of the
                                        generation that made the pool) */
     struct worker_gen *gen;            /* that generation (pool counts as one
                                        of its uses) */
-    struct backend_pool *older;     /* pool this one replaced on reload */
-    gboolean retired;               /* replaced: serve what still comes
+    struct backend_pool *older;        /* pool this one replaced on reload */
+    gboolean retired;                  /* replaced: serve what still comes
                                        (pinned scanners), close idle
                                        connections */
-    unsigned scanners;              /* open scanners pinned to it */
+    unsigned scanners;                 /* open scanners pinned to it */
 };
 
 struct backend_pool *backend_pool_new(struct worker *w,
@@ -170,8 +170,8 @@ backend_health_new(const struct worker_settings *startup);
 void backend_health_use(struct backend_health_table *t,
                         const struct worker_settings *set);
 /* Starts and stops the probe thread. */
-gboolean backend_health_start(struct backend_health_table *t,
-                              GError **error) G_GNUC_WARN_UNUSED_RESULT;
+gboolean backend_health_start(struct backend_health_table *t, GError **error)
+    G_GNUC_WARN_UNUSED_RESULT;
 void backend_health_stop(struct backend_health_table *t);
 void backend_health_free(struct backend_health_table *t);
 

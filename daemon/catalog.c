@@ -47,8 +47,9 @@ static void
 catalog_keep(struct config *cfg, gpointer p)
 {
     g_mutex_lock(&catalog_lock);
-    if (cfg->catalog_texts == NULL)
+    if (cfg->catalog_texts == NULL) {
         cfg->catalog_texts = g_ptr_array_new_with_free_func(g_free);
+    }
     g_ptr_array_add(cfg->catalog_texts, p);
     g_mutex_unlock(&catalog_lock);
 }
@@ -60,8 +61,9 @@ static void
 catalog_set_refusal_retry(struct config *cfg, struct config_table *t,
                           char *text, gboolean retry)
 {
-    if (text != NULL)
+    if (text != NULL) {
         catalog_keep(cfg, text);
+    }
     g_atomic_int_set(&t->refusal_retry, retry ? 1 : 0);
     g_atomic_pointer_set(&t->refusal, text);
 }
@@ -80,8 +82,9 @@ catalog_mapping_line(const struct salt_table *salt)
     GString *s = g_string_new(NULL);
 
     config_mapping_to_text(s, salt);
-    while (s->len > 0 && s->str[s->len - 1] == '\n')
+    while (s->len > 0 && s->str[s->len - 1] == '\n') {
         g_string_truncate(s, s->len - 1);
+    }
     for (gsize i = 0; i < s->len; i++) {
         if (s->str[i] == '\n') {
             g_string_insert_c(s, i, ',');
@@ -116,8 +119,9 @@ catalog_entry_origin(const char *text)
 {
     const char *nl;
 
-    if (!g_str_has_prefix(text, "# "))
+    if (!g_str_has_prefix(text, "# ")) {
         return g_strdup("");
+    }
     nl = strchr(text, '\n');
     return g_strndup(text + 2,
                      nl != NULL ? (gsize)(nl - text - 2) : strlen(text + 2));
@@ -159,8 +163,9 @@ catalog_entry_mapping(const char *table, const char *entry)
     g_autoptr(GError) err = NULL;
     struct salt_table theirs;
 
-    if (!config_mapping_parse(table, entry, &theirs, &err))
+    if (!config_mapping_parse(table, entry, &theirs, &err)) {
         return g_strdup(err->message);
+    }
     return catalog_mapping_line(&theirs);
 }
 
@@ -202,8 +207,9 @@ catalog_orphans_pack(GPtrArray *pairs)
     size_t size, n = pairs->len;
     char *p;
 
-    if (n == 0)
+    if (n == 0) {
         return NULL;
+    }
     g_ptr_array_sort(pairs, catalog_orphan_cmp);
     size = sizeof(*set) + n * sizeof(set->items[0]);
     for (guint i = 0; i < n; i++) {
@@ -250,10 +256,12 @@ catalog_scan_orphans(struct hconn *c, const struct config *cfg,
     struct hconn_rows rows;
     gboolean exists, ok;
 
-    if (!hconn_table_exists(c, cfg->catalog_table, &exists, error))
+    if (!hconn_table_exists(c, cfg->catalog_table, &exists, error)) {
         return FALSE;
-    if (!exists)
+    }
+    if (!exists) {
         return TRUE;
+    }
     hconn_rows_init(&rows);
     ok = hconn_scan_first(c, cfg->catalog_table, CATALOG_SCAN_ROWS, &rows,
                           error);
@@ -265,8 +273,9 @@ catalog_scan_orphans(struct hconn *c, const struct config *cfg,
 
         /* a name no client can send as a string: not a table's */
         if (r->key_len == 0 || memchr(r->key, '\0', r->key_len) != NULL ||
-            config_find_table(cfg, r->key, r->key_len) != NULL)
+            config_find_table(cfg, r->key, r->key_len) != NULL) {
             continue;
+        }
         for (guint j = r->first; j < r->first + r->n; j++) {
             const struct hconn_cell *cell = &g_array_index(rows.cells,
                                                            struct hconn_cell,
@@ -296,8 +305,9 @@ catalog_orphans_hold(const struct config_orphans *set, const char *name,
                      const char *why)
 {
     for (size_t i = 0; set != NULL && i < set->n; i++) {
-        if (strcmp(set->items[i].name, name) == 0)
+        if (strcmp(set->items[i].name, name) == 0) {
             return why == NULL || strcmp(set->items[i].why, why) == 0;
+        }
     }
     return FALSE;
 }
@@ -322,17 +332,19 @@ catalog_orphans_publish(struct config *cfg, struct config_orphans *set)
         }
     }
     for (size_t i = 0; was != NULL && i < was->n; i++) {
-        if (!catalog_orphans_hold(set, was->items[i].name, NULL))
+        if (!catalog_orphans_hold(set, was->items[i].name, NULL)) {
             g_message("catalog: table %s has no entry in %s any more: it "
                       "passes through unsalted",
                       was->items[i].name, cfg->catalog_table);
+        }
     }
     if (same) {
         g_free(set);
         return;
     }
-    if (set != NULL)
+    if (set != NULL) {
         catalog_keep(cfg, set);
+    }
     g_atomic_pointer_set(&cfg->catalog_orphans, set);
 }
 
@@ -340,10 +352,11 @@ catalog_orphans_publish(struct config *cfg, struct config_orphans *set)
 static void
 catalog_scan_failed(struct config *cfg, const GError *err)
 {
-    if (g_atomic_int_get(&cfg->catalog_scan_failed) == 0)
+    if (g_atomic_int_get(&cfg->catalog_scan_failed) == 0) {
         g_warning("catalog: %s could not be scanned for tables this file "
                   "has no section for (tried again every recheck_ms): %s",
                   cfg->catalog_table, err->message);
+    }
     g_atomic_int_set(&cfg->catalog_scan_failed, 1);
 }
 
@@ -412,18 +425,24 @@ catalog_may_register(struct hconn *c, const struct config_table *t, char **why,
 
     *why = NULL;
     if (t->salt.legacy.kind != LEGACY_NONE ||
-        t->salt.mapping != SALT_MAPPING_XXH3)
+        t->salt.mapping != SALT_MAPPING_XXH3) {
         return TRUE;
-    if (!hconn_table_exists(c, t->name, &exists, error))
+    }
+    if (!hconn_table_exists(c, t->name, &exists, error)) {
         return FALSE;
-    if (!exists)
+    }
+    if (!exists) {
         return TRUE;
-    if (!hconn_table_empty(c, t->name, &empty, error))
+    }
+    if (!hconn_table_empty(c, t->name, &empty, error)) {
         return FALSE;
-    if (empty)
+    }
+    if (empty) {
         return TRUE;
-    if (!catalog_rows_salted(c, t, &salted, error))
+    }
+    if (!catalog_rows_salted(c, t, &salted, error)) {
         return FALSE;
+    }
     if (salted) {
         g_message("catalog: table %s holds rows already, each of those "
                   "sampled salted by its configured mapping: registering "
@@ -491,14 +510,16 @@ catalog_check_table(struct hconn *c, struct config *cfg,
     struct hconn_cell cell;
     gboolean applied;
 
-    if (!catalog_read(c, cfg->catalog_table, t->name, &entry, error))
+    if (!catalog_read(c, cfg->catalog_table, t->name, &entry, error)) {
         return FALSE;
+    }
     if (entry != NULL) {
         *verdict = catalog_judge(cfg, t, entry);
         return TRUE;
     }
-    if (!catalog_may_register(c, t, &why, error))
+    if (!catalog_may_register(c, t, &why, error)) {
         return FALSE;
+    }
     if (why != NULL) {
         g_warning("%s", why);
         catalog_set_refusal(cfg, t, g_steal_pointer(&why));
@@ -512,8 +533,9 @@ catalog_check_table(struct hconn *c, struct config *cfg,
                                 .val_len = (uint32_t)strlen(text) };
     if (!hconn_check_and_put(c, cfg->catalog_table, (const uint8_t *)t->name,
                              t->name_len, CATALOG_COLUMN, NULL, 0, &cell, 1,
-                             &applied, error))
+                             &applied, error)) {
         return FALSE;
+    }
     if (applied) {
         g_autofree char *line = catalog_mapping_line(&t->salt);
 
@@ -524,8 +546,9 @@ catalog_check_table(struct hconn *c, struct config *cfg,
         return TRUE;
     }
     /* another proxy registered it meanwhile: its entry decides */
-    if (!catalog_read(c, cfg->catalog_table, t->name, &entry, error))
+    if (!catalog_read(c, cfg->catalog_table, t->name, &entry, error)) {
         return FALSE;
+    }
     if (entry == NULL) {
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
                     "%s: checkAndPut on %s failed, yet no entry is there",
@@ -559,8 +582,9 @@ catalog_state_write(const struct config *cfg)
     for (size_t i = 0; i < cfg->n_tables; i++) {
         const struct config_table *t = &cfg->tables[i];
 
-        if (config_table_refusal(t) != NULL)
+        if (config_table_refusal(t) != NULL) {
             continue;
+        }
         g_string_append_printf(s, "\n[table:%s]\n", t->name);
         config_mapping_to_text(s, &t->salt);
     }
@@ -630,8 +654,9 @@ catalog_connect(const struct config *cfg, GError **error)
 
         /* a server listed under the wrong key would misread the
          * catalog's calls (and HBase log each one): the next one */
-        if (c != NULL && hconn_check_service(c, &err))
+        if (c != NULL && hconn_check_service(c, &err)) {
             return c;
+        }
         g_clear_pointer(&c, hconn_free);
         g_string_append_printf(why, "%s%s", why->len > 0 ? "; " : "",
                                err->message);
@@ -646,8 +671,9 @@ catalog_check_orphans(struct config *cfg)
     g_autoptr(GError) err = NULL;
     struct hconn *c;
 
-    if (cfg->catalog_table == NULL)
+    if (cfg->catalog_table == NULL) {
         return;
+    }
     c = catalog_connect(cfg, &err);
     if (c == NULL) {
         catalog_scan_failed(cfg, err);
@@ -664,8 +690,9 @@ catalog_same_hbase(const struct config *a, const struct config *b)
 {
     if (g_strcmp0(a->catalog_table, b->catalog_table) != 0 ||
         a->n_servers != b->n_servers ||
-        a->n_thrift2_servers != b->n_thrift2_servers)
+        a->n_thrift2_servers != b->n_thrift2_servers) {
         return FALSE;
+    }
     for (size_t i = 0; i < a->n_servers + a->n_thrift2_servers; i++) {
         const struct config_addr *x =
             i < a->n_servers ? &a->servers[i]
@@ -674,8 +701,9 @@ catalog_same_hbase(const struct config *a, const struct config *b)
             i < b->n_servers ? &b->servers[i]
                              : &b->thrift2_servers[i - b->n_servers];
 
-        if (strcmp(x->host, y->host) != 0 || x->port != y->port)
+        if (strcmp(x->host, y->host) != 0 || x->port != y->port) {
             return FALSE;
+        }
     }
     return TRUE;
 }
@@ -688,24 +716,28 @@ catalog_inherit_orphans(struct config *cfg, const struct config *old)
     g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func(g_free);
     struct config_orphans *set;
 
-    if (cfg->catalog_table == NULL || !catalog_same_hbase(cfg, old))
+    if (cfg->catalog_table == NULL || !catalog_same_hbase(cfg, old)) {
         return;
+    }
     /* a reload never drops a section (config_reload_check): the orphans
      * are the old ones less those the file has a section for now */
     for (size_t i = 0; was != NULL && i < was->n; i++) {
         if (config_find_table(cfg, was->items[i].name,
-                              was->items[i].name_len) == NULL)
+                              was->items[i].name_len) == NULL) {
             g_ptr_array_add(pairs, catalog_orphan_pair(was->items[i].name,
                                                        was->items[i].why));
+        }
     }
     /* said by the old generation already: not again */
     set = catalog_orphans_pack(pairs);
-    if (set != NULL)
+    if (set != NULL) {
         catalog_keep(cfg, set);
+    }
     g_atomic_pointer_set(&cfg->catalog_orphans, set);
     /* a scan that failed last: this check scans */
-    if (g_atomic_int_get(&old->catalog_scan_failed) == 0)
+    if (g_atomic_int_get(&old->catalog_scan_failed) == 0) {
         g_atomic_int_set(&cfg->catalog_orphans_known, 1);
+    }
 }
 
 /* What is worth a warning about the tables as HBase holds them (a table
@@ -718,12 +750,14 @@ catalog_advise(struct hconn *c, struct config *cfg)
     g_autoptr(GError) err = NULL;
     gboolean ok = tablecheck_run(c, cfg, warnings, &err);
 
-    for (guint i = 0; i < warnings->len; i++)
+    for (guint i = 0; i < warnings->len; i++) {
         g_warning("%s", (const char *)g_ptr_array_index(warnings, i));
-    if (!ok)
+    }
+    if (!ok) {
         g_warning("catalog: the salted tables' existence and regions "
                   "could not be checked: %s",
                   err->message);
+    }
 }
 
 gboolean
@@ -732,11 +766,13 @@ catalog_advice(struct config *cfg, GPtrArray *warnings, GError **error)
     struct hconn *c;
     gboolean ok;
 
-    if (cfg->n_tables == 0)
+    if (cfg->n_tables == 0) {
         return TRUE;
+    }
     c = catalog_connect(cfg, error);
-    if (c == NULL)
+    if (c == NULL) {
         return FALSE;
+    }
     ok = tablecheck_run(c, cfg, warnings, error);
     hconn_free(c);
     return ok;
@@ -753,12 +789,14 @@ catalog_check(struct config *cfg, struct catalog_report *report)
     memset(report, 0, sizeof(*report));
     report->reached = TRUE;
     if (cfg->catalog_table == NULL || cfg->n_tables == 0) {
-        for (i = 0; i < cfg->n_tables; i++)
+        for (i = 0; i < cfg->n_tables; i++) {
             catalog_set_refusal(cfg, &cfg->tables[i], NULL);
+        }
         g_atomic_int_set(&cfg->catalog_unchecked, 0);
         /* a file with no section may still name a salted table */
-        if (!g_atomic_int_get(&cfg->catalog_orphans_known))
+        if (!g_atomic_int_get(&cfg->catalog_orphans_known)) {
             catalog_check_orphans(cfg);
+        }
         return TRUE;
     }
     c = catalog_connect(cfg, &err);
@@ -787,8 +825,9 @@ catalog_check(struct config *cfg, struct catalog_report *report)
         g_atomic_int_set(&cfg->catalog_unchecked, 1);
         return FALSE;
     }
-    if (!g_atomic_int_get(&cfg->catalog_orphans_known))
+    if (!g_atomic_int_get(&cfg->catalog_orphans_known)) {
         catalog_orphans_check(c, cfg);
+    }
     catalog_advise(c, cfg);
     hconn_free(c);
     g_atomic_int_set(&cfg->catalog_unchecked, 0);
@@ -821,8 +860,9 @@ catalog_describe_refused(const struct config *cfg, GString *out)
             n++;
         }
     }
-    for (size_t i = 0; set != NULL && i < set->n; i++)
+    for (size_t i = 0; set != NULL && i < set->n; i++) {
         g_string_append_printf(out, "%s\n", set->items[i].why);
+    }
     return n + (set != NULL ? (unsigned)set->n : 0);
 }
 
@@ -837,16 +877,18 @@ catalog_compare(struct config *cfg, GString *out, unsigned *mismatches,
     gboolean exists = FALSE;
 
     *mismatches = 0;
-    if (cfg->catalog_table == NULL)
+    if (cfg->catalog_table == NULL) {
         return TRUE;
+    }
     c = catalog_connect(cfg, error);
     /* with no section, what HBase says only adds: silent as before */
     if (c == NULL && cfg->n_tables == 0) {
         g_clear_error(error);
         return TRUE;
     }
-    if (c == NULL)
+    if (c == NULL) {
         return FALSE;
+    }
     if (!hconn_table_exists(c, cfg->catalog_table, &exists, error)) {
         hconn_free(c);
         return FALSE;
@@ -862,17 +904,20 @@ catalog_compare(struct config *cfg, GString *out, unsigned *mismatches,
         /* no catalog yet: the first start makes it */
         ok = !exists ||
              catalog_read(c, cfg->catalog_table, t->name, &entry, error);
-        if (!ok)
+        if (!ok) {
             break;
+        }
         if (entry == NULL) {
             ok = catalog_may_register(c, t, &why, error);
-            if (ok && why != NULL)
+            if (ok && why != NULL) {
                 (*mismatches)++;
-            if (ok)
+            }
+            if (ok) {
                 g_string_append_printf(
                     out, "table %s: not in the catalog %s yet: %s\n", t->name,
                     cfg->catalog_table,
                     why != NULL ? why : "the proxy registers it at start");
+            }
         } else if (!config_mapping_parse(t->name, entry, &theirs, &err)) {
             (*mismatches)++;
             g_string_append_printf(out,
@@ -897,8 +942,9 @@ catalog_compare(struct config *cfg, GString *out, unsigned *mismatches,
         }
     }
     /* the tables it holds that this file leaves unsalted */
-    if (ok && exists)
+    if (ok && exists) {
         ok = catalog_scan_orphans(c, cfg, pairs, error);
+    }
     for (guint i = 0; ok && i < pairs->len; i++) {
         const char *name = g_ptr_array_index(pairs, i);
 
@@ -940,32 +986,41 @@ catalog_check_copy(struct hconn *c, struct config *cfg, const char *table,
     catalog_verdict_t v;
 
     *refusal = NULL;
-    if (cfg->catalog_table == NULL)
+    if (cfg->catalog_table == NULL) {
         return TRUE;
+    }
     if (t != NULL && write) {
         /* exactly a proxy's start, for this one table */
         if (!hconn_create_table(c, cfg->catalog_table, CATALOG_FAMILY,
-                                &created, error))
+                                &created, error)) {
             return FALSE;
-        if (created)
+        }
+        if (created) {
             g_message("catalog: created the table catalog %s",
                       cfg->catalog_table);
-        if (!catalog_check_table(c, cfg, t, &v, error))
+        }
+        if (!catalog_check_table(c, cfg, t, &v, error)) {
             return FALSE;
+        }
         *refusal = g_strdup(config_table_refusal(t));
         return TRUE;
     }
     /* read only: compared, never registered (as --check-config) */
-    if (g_str_has_prefix(name, "default:"))
+    if (g_str_has_prefix(name, "default:")) {
         name += strlen("default:");
-    if (!hconn_table_exists(c, cfg->catalog_table, &exists, error))
+    }
+    if (!hconn_table_exists(c, cfg->catalog_table, &exists, error)) {
         return FALSE;
-    if (!exists)
+    }
+    if (!exists) {
         return TRUE; /* no catalog yet: nothing registered */
-    if (!catalog_read(c, cfg->catalog_table, name, &entry, error))
+    }
+    if (!catalog_read(c, cfg->catalog_table, name, &entry, error)) {
         return FALSE;
-    if (entry == NULL)
+    }
+    if (entry == NULL) {
         return TRUE;
+    }
     if (t != NULL) {
         catalog_judge(cfg, t, entry);
         *refusal = g_strdup(config_table_refusal(t));

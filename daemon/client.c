@@ -81,10 +81,11 @@ client_may_read(const struct client *c)
 {
     size_t each = c->reply_max != 0 ? c->reply_max : CLIENT_REPLY_GUESS;
 
-    return c->state != CLIENT_DRAINING && c->parked == NULL
-           && c->nreqs < CLIENT_MAX_PENDING
-           && evbuffer_get_length(bufferevent_get_output(c->bev))
-                  + (size_t)c->nreqs * each < CLIENT_OUT_HIGH;
+    return c->state != CLIENT_DRAINING && c->parked == NULL &&
+           c->nreqs < CLIENT_MAX_PENDING &&
+           evbuffer_get_length(bufferevent_get_output(c->bev)) +
+                   (size_t)c->nreqs * each <
+               CLIENT_OUT_HIGH;
 }
 
 /* Watches c's socket for reading, with the idle timeout when there is
@@ -137,8 +138,8 @@ void
 client_apply_limits(struct client *c)
 {
     /* bounds what one client can make us buffer */
-    c->in_max = (size_t)c->worker->gen->set.max_frame_size + 4
-                + CLIENT_IN_SLACK;
+    c->in_max = (size_t)c->worker->gen->set.max_frame_size + 4 +
+                CLIENT_IN_SLACK;
 }
 
 void
@@ -153,14 +154,12 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
 
     client_peer_name(sa, peer, sizeof(peer));
     n = g_atomic_int_add(w->nconns, 1) + 1;
-    if (w->stopping
-        || (set->max_connections != 0
-            && (unsigned)n > set->max_connections)) {
+    if (w->stopping ||
+        (set->max_connections != 0 && (unsigned)n > set->max_connections)) {
         g_atomic_int_add(w->nconns, -1);
         METRICS_ADD(w->metrics->refused, 1);
         g_warning("client %s: refused: %s", peer,
-                  w->stopping ? "shutting down"
-                              : "max_connections reached");
+                  w->stopping ? "shutting down" : "max_connections reached");
         evutil_closesocket(fd);
         return;
     }
@@ -378,8 +377,8 @@ client_flush(struct client *c)
 
     do {
         n = 0;
-        while (n < CLIENT_FLUSH_BATCH && (req = TAILQ_FIRST(&c->reqs)) != NULL
-               && req->done) {
+        while (n < CLIENT_FLUSH_BATCH &&
+               (req = TAILQ_FIRST(&c->reqs)) != NULL && req->done) {
             TAILQ_REMOVE(&c->reqs, req, client_link);
             c->nreqs--;
             done[n] = req;
@@ -470,8 +469,8 @@ client_drain(struct client *c)
         c->state = CLIENT_DRAINING;
         client_update_reading(c);
     }
-    return c->nreqs == 0
-           && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0;
+    return c->nreqs == 0 &&
+           evbuffer_get_length(bufferevent_get_output(c->bev)) == 0;
 }
 
 /* A request the codec answers itself (an error, or what HBase would
@@ -485,8 +484,8 @@ client_reject(struct client *c, struct req *req, const struct codec_error *err)
     codec_write_error(&req->call, req->client_proto, err, &req->reply);
     req_reply_end(req, frame);
     req->done = 1;
-    g_debug("client %s: rejected %.*s: %s", c->peer,
-            (int)req->call.name_len, req->call.name, err->message);
+    g_debug("client %s: rejected %.*s: %s", c->peer, (int)req->call.name_len,
+            req->call.name, err->message);
 }
 
 /*
@@ -610,8 +609,8 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
             wire_scan_init(c->scan);
         }
     }
-    st = wire_scan_feed(c->scan, c->proto, buf, avail, &w->client_limits,
-                        len, &why);
+    st = wire_scan_feed(c->scan, c->proto, buf, avail, &w->client_limits, len,
+                        &why);
     if (st == WIRE_AGAIN) {
         return CODEC_AGAIN;
     }
@@ -630,9 +629,9 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
 
 /* What client_request did with the bytes at the front of the input. */
 typedef enum {
-    CLIENT_TOOK,        /* one message taken: drop *used bytes */
-    CLIENT_WAIT,        /* the message is not whole yet */
-    CLIENT_CLOSED,      /* c was closed: do not touch it again */
+    CLIENT_TOOK,   /* one message taken: drop *used bytes */
+    CLIENT_WAIT,   /* the message is not whole yet */
+    CLIENT_CLOSED, /* c was closed: do not touch it again */
 } client_took_t;
 
 /*
@@ -859,11 +858,8 @@ client_process(struct client *c)
             return;
         }
         switch (client_request(c, buf, avail, &used)) {
-        case CLIENT_CLOSED:
-            return;
-        case CLIENT_WAIT:
-            partial = TRUE;
-            break;
+        case CLIENT_CLOSED: return;
+        case CLIENT_WAIT: partial = TRUE; break;
         case CLIENT_TOOK:
             evbuffer_drain(in, used);
             /* what follows in the buffer arrived with this read */

@@ -15,57 +15,57 @@ struct hbase1_service;
 
 /* Where a client connection is in its life. */
 enum client_state {
-    CLIENT_DETECT = 0,   /* no bytes yet: protocol and framing unknown */
-    CLIENT_ACTIVE,       /* reading requests, writing replies */
-    CLIENT_DRAINING,     /* shutdown: no new requests, finishing replies */
+    CLIENT_DETECT = 0, /* no bytes yet: protocol and framing unknown */
+    CLIENT_ACTIVE,     /* reading requests, writing replies */
+    CLIENT_DRAINING,   /* shutdown: no new requests, finishing replies */
 };
 
 /* A client connection, owned by one worker. */
 struct client {
-    TAILQ_ENTRY(client) link;       /* in worker->clients */
-    TAILQ_ENTRY(client) held_link;  /* in worker->held while held */
-    unsigned held:1;                /* replies done, write at release */
-    struct worker *worker;          /* owner thread */
+    TAILQ_ENTRY(client) link;         /* in worker->clients */
+    TAILQ_ENTRY(client) held_link;    /* in worker->held while held */
+    unsigned held:1;                  /* replies done, write at release */
+    struct worker *worker;            /* owner thread */
     const struct hbase1_service *svc; /* what its listener serves: Thrift1
                                        or Thrift2 (hbase1.h) */
-    struct bufferevent *bev;        /* the socket; writes and their
+    struct bufferevent *bev;          /* the socket; writes and their
                                        errors only */
-    struct event *rev;              /* reads: req_read, no FIONREAD */
-    struct evbuffer *in;            /* bytes read, not yet taken */
-    size_t in_max;                  /* read no more while in holds this */
+    struct event *rev;                /* reads: req_read, no FIONREAD */
+    struct evbuffer *in;              /* bytes read, not yet taken */
+    size_t in_max;                    /* read no more while in holds this */
     enum client_state state;
-    wire_proto_t proto;             /* detected on the first bytes */
-    gboolean framed;                /* detected on the first bytes */
-    struct req_queue reqs;          /* requests in arrival order */
-    unsigned nreqs;                 /* length of reqs */
-    unsigned busy;                  /* of which sent on (to a backend or
+    wire_proto_t proto;          /* detected on the first bytes */
+    gboolean framed;             /* detected on the first bytes */
+    struct req_queue reqs;       /* requests in arrival order */
+    unsigned nreqs;              /* length of reqs */
+    unsigned busy;               /* of which sent on (to a backend or
                                        the scan engine), unanswered */
-    struct req *last_sent;          /* the newest of those; valid while
+    struct req *last_sent;       /* the newest of those; valid while
                                        busy > 0 */
-    struct req *parked;             /* read, waits for busy == 0 before it
+    struct req *parked;          /* read, waits for busy == 0 before it
                                        is sent on; nothing more is read
                                        meanwhile */
-    unsigned parked_scan:1;         /* parked is a scanner call */
-    struct wire_scan *scan;         /* unframed: where the message under
+    unsigned parked_scan:1;      /* parked is a scanner call */
+    struct wire_scan *scan;      /* unframed: where the message under
                                        way was left (NULL until one came
                                        in pieces) */
-    struct wire_buf park;           /* parked's message: for a backend,
+    struct wire_buf park;        /* parked's message: for a backend,
                                        or, for a scanner call, as the
                                        client sent it */
-    size_t reply_max;               /* largest reply sent so far, 0 = none:
+    size_t reply_max;            /* largest reply sent so far, 0 = none:
                                        what one more request may cost */
-    unsigned reading:1;             /* EV_READ currently enabled */
-    gint64 partial_since;           /* monotonic us of the first byte of
+    unsigned reading:1;          /* EV_READ currently enabled */
+    gint64 partial_since;        /* monotonic us of the first byte of
                                        the message being received while
                                        we read; 0 = none under way */
-    struct event *partial_timer;    /* fires at partial_since + the idle
+    struct event *partial_timer; /* fires at partial_since + the idle
                                        timeout; NULL until first needed */
-    char peer[64];                  /* "addr:port" for logs */
+    char peer[64];               /* "addr:port" for logs */
     /* TLS clients ([tls] listen): bev is an OpenSSL bufferevent, which
      * reads and writes; rev is then a plain event that client_read_cb
      * runs on, taking what bev decrypted. */
     unsigned tls:1;
-    unsigned tls_done:1; /* the handshake finished */
+    unsigned tls_done:1;      /* the handshake finished */
     struct tls_head tls_head; /* the first record header, until then */
 };
 

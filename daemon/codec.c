@@ -212,29 +212,29 @@ struct codec_ctx {
     struct wire_reader r;
     struct wire_writer w;
     struct codec_error *err;
-    struct codec_call *call;        /* a request's: notes its table */
-    gboolean reply;                 /* walking a reply (unsalting) */
-    struct codec_tally *tally;      /* what the walk did, or NULL */
-    gboolean write;                 /* the call is a mutation: its keys
+    struct codec_call *call;             /* a request's: notes its table */
+    gboolean reply;                      /* walking a reply (unsalting) */
+    struct codec_tally *tally;           /* what the walk did, or NULL */
+    gboolean write;                      /* the call is a mutation: its keys
                                        count as writes */
-    gboolean passthrough;           /* table not salted: copy rows, only
+    gboolean passthrough;                /* table not salted: copy rows, only
                                        check the fields routing reads */
     const struct salt_table *unstorable; /* table of the first row too
                                        long for it once salted, or one
                                        its mapping cannot hold, or NULL */
-    uint32_t unstorable_len;        /* that row's logical length */
-    gboolean unstorable_clash;      /* that row is a legacy key that reads
+    uint32_t unstorable_len;             /* that row's logical length */
+    gboolean unstorable_clash;           /* that row is a legacy key that reads
                                        as a new key's salted row */
-    gboolean unstorable_text;       /* it is no UTF-8 (bigtable-sample) */
-    gboolean too_long;              /* a row longer than HBase stores at
+    gboolean unstorable_text;            /* it is no UTF-8 (bigtable-sample) */
+    gboolean too_long;                   /* a row longer than HBase stores at
                                        all went on unsalted */
-    const uint8_t *filter_row;      /* the row a FILTER_ROW field of the
+    const uint8_t *filter_row;           /* the row a FILTER_ROW field of the
                                        struct being walked applies to */
     uint32_t filter_row_len;
     gboolean has_filter_row;
     gboolean splits_set; /* split keys written by the proxy */
     uint32_t splits_asked, splits_sent;
-    const char *refused; /* a table the call names is refused by the
+    const char *refused;    /* a table the call names is refused by the
                             table catalog (config_table.refusal) */
     gboolean refused_retry; /* and whether that clears by itself */
 };
@@ -254,8 +254,9 @@ codec_reject(struct codec_ctx *c, int32_t app_type, codec_answer_t answer,
 static const struct config_table *
 codec_table_of(const struct salt_table *salt)
 {
-    return (const struct config_table *)(const void *)
-        ((const char *)salt - offsetof(struct config_table, salt));
+    return (const struct config_table
+                *)(const void *)((const char *)salt -
+                                 offsetof(struct config_table, salt));
 }
 
 /* A named table's salt; notes a refusal by the table catalog. */
@@ -264,8 +265,9 @@ codec_table_salt(struct codec_ctx *c, const struct config_table *t)
 {
     const char *why;
 
-    if (t == NULL)
+    if (t == NULL) {
         return NULL;
+    }
     why = config_table_refusal(t);
     if (why != NULL && c->refused == NULL) {
         c->refused = why;
@@ -288,8 +290,9 @@ codec_find_table(struct codec_ctx *c, const void *name, size_t len)
     const char *why;
 
     if (t != NULL || c->reply || c->call == NULL || c->call->method == NULL ||
-        c->call->method->kind == HBASE1_ADMIN)
+        c->call->method->kind == HBASE1_ADMIN) {
         return t;
+    }
     why = config_orphan_refusal(c->cfg, name, len);
     if (why != NULL && c->refused == NULL) {
         c->refused = why;
@@ -372,15 +375,14 @@ codec_refuse_unstorable(struct codec_ctx *c,
         return;
     }
     if (salt->sep_len > 0) {
-        g_snprintf(sep, sizeof(sep), " and %u-byte separator",
-                   salt->sep_len);
+        g_snprintf(sep, sizeof(sep), " and %u-byte separator", salt->sep_len);
     }
     g_snprintf(err->text, sizeof(err->text),
                "hbase-salt-proxy: row length %u exceeds %zu, the longest "
                "row table %.*s%s can store (%u less its %u-byte salt%s)",
                c->unstorable_len, salt_max_row(salt), name_len, t->name,
-               (size_t)name_len < t->name_len ? "..." : "",
-               SALT_HBASE_MAX_ROW, salt->width, sep);
+               (size_t)name_len < t->name_len ? "..." : "", SALT_HBASE_MAX_ROW,
+               salt->width, sep);
     err->message = err->text;
 }
 
@@ -413,8 +415,8 @@ codec_repeated_field(const struct codec_ctx *c, const struct hbase1_schema *s)
     if (wire_read_struct_begin(&ahead) != WIRE_OK) {
         return NULL;
     }
-    while (wire_read_field(&ahead, &type, &fid) == WIRE_OK
-           && type != WIRE_T_STOP) {
+    while (wire_read_field(&ahead, &type, &fid) == WIRE_OK &&
+           type != WIRE_T_STOP) {
         const struct hbase1_field *f = hbase1_schema_field(s, fid);
 
         if (f != NULL && f->type == type) {
@@ -712,8 +714,8 @@ codec_rows_in(struct codec_ctx *c, const struct salt_table *salt)
     } else {
         /* a short list fails below, on the reader that reports it */
         ahead = c->r;
-        for (i = 0; i < count
-                    && wire_read_binary(&ahead, &key, &len) == WIRE_OK;
+        for (i = 0;
+             i < count && wire_read_binary(&ahead, &key, &len) == WIRE_OK;
              i++) {
             kept += codec_key_unstorable(salt, key, len) ? 0 : 1;
         }
@@ -1110,17 +1112,14 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
             return codec_message_out(c, salt);
         }
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
-    case HBASE1_ROW:
-        return codec_row_in(c, salt);
+    case HBASE1_ROW: return codec_row_in(c, salt);
     case HBASE1_META_ROW:
         if (!c->reply) {
             return codec_meta_row_in(c);
         }
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
-    case HBASE1_ROW_OUT:
-        return codec_row_out(c, salt);
-    case HBASE1_STRUCT:
-        return codec_walk_struct(c, f->sub, salt);
+    case HBASE1_ROW_OUT: return codec_row_out(c, salt);
+    case HBASE1_STRUCT: return codec_walk_struct(c, f->sub, salt);
     case HBASE1_ROWS:
         if (!c->reply && salt != NULL) {
             return codec_rows_in(c, salt);
@@ -1149,8 +1148,7 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
         wire_read_container_end(&c->r);
         wire_write_container_end(&c->w);
         return c->r.status == WIRE_OK;
-    default:
-        return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
+    default: return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     }
 }
 
@@ -1158,7 +1156,7 @@ static gboolean
 codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
                   const struct salt_table *salt)
 {
-    uint32_t seen = 0;              /* schema fields met, by index */
+    uint32_t seen = 0; /* schema fields met, by index */
     uint8_t type;
     int16_t fid;
 
@@ -1366,8 +1364,9 @@ codec_request_walk(const struct config *cfg, const struct hbase1_service *svc,
                    struct codec_error *err, const struct wire_limits *limits,
                    wire_status_t *rs, size_t *used)
 {
-    struct codec_ctx c = { .cfg = cfg, .err = err, .reply = FALSE,
-                           .tally = tally };
+    struct codec_ctx c = {
+        .cfg = cfg, .err = err, .reply = FALSE, .tally = tally
+    };
     codec_status_t st = codec_request_body(&c, svc, from, msg, len, complete,
                                            to, backend_seqid, out, call,
                                            limits);
@@ -1465,8 +1464,7 @@ codec_request_stream_svc(const struct config *cfg,
     /* REJECT and SCAN stop early: the end is found the plain way */
     switch (wire_message_scan(from, FALSE, buf, avail, limits, msg_len,
                               &why)) {
-    case WIRE_OK:
-        return st;
+    case WIRE_OK: return st;
     case WIRE_AGAIN:
         out->len = mark;
         *msg_len = 0;
@@ -1663,12 +1661,10 @@ codec_write_error(const struct codec_call *call, wire_proto_t to,
             return;
         }
         break;
-    default:
-        break;
+    default: break;
     }
     wire_write_app_exception(&w, (const uint8_t *)call->name, call->name_len,
-                             call->client_seqid, err->app_type,
-                             err->message);
+                             call->client_seqid, err->app_type, err->message);
 }
 
 void
@@ -1687,7 +1683,6 @@ codec_write_io_error(const struct codec_call *call, wire_proto_t to,
                              call->client_seqid, WIRE_APP_INTERNAL_ERROR,
                              message);
 }
-
 
 void
 codec_write_i32_reply(const struct codec_call *call, wire_proto_t to,

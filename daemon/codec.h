@@ -25,18 +25,18 @@ struct hbase1_scanner;
 struct codec_call {
     const struct hbase1_service *service; /* the connection's service */
     const struct hbase1_method *method;   /* NULL: name not in its table */
-    const struct salt_table *salt;      /* salted table of the call, or NULL */
-    int32_t client_seqid;               /* echoed to the client */
+    const struct salt_table *salt; /* salted table of the call, or NULL */
+    int32_t client_seqid;          /* echoed to the client */
     uint16_t name_len;
-    char name[WIRE_MAX_NAME + 1];       /* method name as the client sent it */
-    gboolean client_strict;             /* binary: client used versioned
+    char name[WIRE_MAX_NAME + 1]; /* method name as the client sent it */
+    gboolean client_strict;       /* binary: client used versioned
                                            headers */
-    gboolean splits_set;                /* split keys of a salted table
+    gboolean splits_set;          /* split keys of a salted table
                                            were written by the proxy */
-    uint32_t splits_asked;              /* how many the client sent */
-    uint32_t splits_sent;               /* how many were sent instead (0:
+    uint32_t splits_asked;        /* how many the client sent */
+    uint32_t splits_sent;         /* how many were sent instead (0:
                                            none, the backend is framed) */
-    uint16_t table_len;                 /* the first table the call names,
+    uint16_t table_len;           /* the first table the call names,
                                            for logs (cut at
                                            CODEC_TABLE_MAX bytes); 0: none */
     char table[CODEC_TABLE_MAX + 1];
@@ -142,12 +142,12 @@ typedef enum {
 
 /* How a call the codec answers itself is answered. */
 typedef enum {
-    CODEC_ANSWER_APP = 0,  /* TApplicationException of app_type */
-    CODEC_ANSWER_IO,       /* the method's IOError, as HBase does for bad
+    CODEC_ANSWER_APP = 0, /* TApplicationException of app_type */
+    CODEC_ANSWER_IO,      /* the method's IOError, as HBase does for bad
                               arguments */
-    CODEC_ANSWER_IA,       /* the method's IllegalArgument, or its IOError
+    CODEC_ANSWER_IA,      /* the method's IllegalArgument, or its IOError
                               where it declares none */
-    CODEC_ANSWER_EMPTY,    /* success: an empty list, as HBase answers a
+    CODEC_ANSWER_EMPTY,   /* success: an empty list, as HBase answers a
                               read of a row it does not hold */
 } codec_answer_t;
 
@@ -155,10 +155,10 @@ typedef enum {
 
 /* Why a request was rejected, for the reply and the log. */
 struct codec_error {
-    int32_t app_type;      /* TApplicationException type */
-    const char *message;   /* static text, or text[] */
-    uint8_t answer;        /* codec_answer_t */
-    uint8_t can_retry;     /* ANSWER_IO: the IOError's canRetry */
+    int32_t app_type;            /* TApplicationException type */
+    const char *message;         /* static text, or text[] */
+    uint8_t answer;              /* codec_answer_t */
+    uint8_t can_retry;           /* ANSWER_IO: the IOError's canRetry */
     char text[CODEC_ERROR_TEXT]; /* a message naming lengths and a table;
                               message points here then, so copy the
                               struct only with care */

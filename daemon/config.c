@@ -9,7 +9,7 @@
 #include "escape.h"
 #include "filter.h"
 
-G_DEFINE_QUARK(config-error-quark, config_error)
+G_DEFINE_QUARK(config - error - quark, config_error)
 
 /*
  * The defaults.  Each is also written, commented, in
@@ -41,14 +41,14 @@ G_DEFINE_QUARK(config-error-quark, config_error)
  * hbase.client.scanner.timeout.period, 60 s by default. */
 #define CONFIG_HBASE_SCANNER_EXPIRY_MS 120000
 #define CONFIG_MAX_SERVERS 256
-#define CONFIG_MAX_KEY_PART 32767   /* HBase's longest row key */
+#define CONFIG_MAX_KEY_PART 32767 /* HBase's longest row key */
 #define CONFIG_TABLE_PREFIX "table:"
 
 /* One load: the key file, where each group and key sits, the result. */
 struct config_ctx {
-    const char *source;     /* file name for messages */
+    const char *source; /* file name for messages */
     GKeyFile *kf;
-    GHashTable *lines;      /* "group" or "group\nkey" -> line number */
+    GHashTable *lines; /* "group" or "group\nkey" -> line number */
     struct config *cfg;
 };
 
@@ -64,9 +64,9 @@ config_line(const struct config_ctx *c, const char *group, const char *key)
 
 /* Every error reads "SOURCE:LINE: [group] key: what". */
 static void G_GNUC_PRINTF(6, 7)
-config_set_error(const struct config_ctx *c, GError **error,
-                 config_error_t code, const char *group, const char *key,
-                 const char *fmt, ...)
+    config_set_error(const struct config_ctx *c, GError **error,
+                     config_error_t code, const char *group, const char *key,
+                     const char *fmt, ...)
 {
     g_autofree char *what = NULL;
     g_autofree char *where = NULL;
@@ -76,18 +76,20 @@ config_set_error(const struct config_ctx *c, GError **error,
     va_start(ap, fmt);
     what = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    if (line > 0)
+    if (line > 0) {
         where = g_strdup_printf("%s:%u:", c->source, line);
-    else
+    } else {
         where = g_strdup_printf("%s:", c->source);
-    if (group == NULL)
+    }
+    if (group == NULL) {
         g_set_error(error, CONFIG_ERROR, code, "%s %s", where, what);
-    else if (key == NULL)
+    } else if (key == NULL) {
         g_set_error(error, CONFIG_ERROR, code, "%s [%s]: %s", where, group,
                     what);
-    else
-        g_set_error(error, CONFIG_ERROR, code, "%s [%s] %s: %s", where,
-                    group, key, what);
+    } else {
+        g_set_error(error, CONFIG_ERROR, code, "%s [%s] %s: %s", where, group,
+                    key, what);
+    }
 }
 
 /*
@@ -111,16 +113,20 @@ config_scan_lines(struct config_ctx *c, const char *data, size_t len,
 
         line++;
         p = eol != NULL ? eol + 1 : end;
-        while (s < e && g_ascii_isspace(*s))
+        while (s < e && g_ascii_isspace(*s)) {
             s++;
-        while (e > s && g_ascii_isspace(e[-1]))
+        }
+        while (e > s && g_ascii_isspace(e[-1])) {
             e--;
-        if (s == e || *s == '#')
+        }
+        if (s == e || *s == '#') {
             continue;
+        }
         if (*s == '[') {
             const char *close = e;
-            while (close > s && close[-1] != ']')
+            while (close > s && close[-1] != ']') {
                 close--;
+            }
             if (close <= s + 1) {
                 g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE,
                             "%s:%u: group header without ']'", c->source,
@@ -132,7 +138,8 @@ config_scan_lines(struct config_ctx *c, const char *data, size_t len,
             if (g_hash_table_contains(c->lines, group)) {
                 g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_DUPLICATE,
                             "%s:%u: [%s]: group given twice (first on "
-                            "line %u)", c->source, line, group,
+                            "line %u)",
+                            c->source, line, group,
                             config_line(c, group, NULL));
                 return FALSE;
             }
@@ -142,29 +149,31 @@ config_scan_lines(struct config_ctx *c, const char *data, size_t len,
         }
         eq = memchr(s, '=', (size_t)(e - s));
         if (eq == NULL || group == NULL) {
-            g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE,
-                        "%s:%u: %s", c->source, line,
+            g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE, "%s:%u: %s",
+                        c->source, line,
                         eq == NULL ? "expected 'key = value', '[group]' or "
                                      "'# comment'"
                                    : "key before the first [group]");
             return FALSE;
         }
-        while (eq > s && g_ascii_isspace(eq[-1]))
+        while (eq > s && g_ascii_isspace(eq[-1])) {
             eq--;
+        }
         /* GKeyFile hides "key[locale]" from its key lists, so the leftover
          * check would miss it: no key of ours has one. */
         if (memchr(s, '[', (size_t)(eq - s)) != NULL) {
             g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_INVALID_KEY,
                         "%s:%u: [%s] %.*s: unknown key (no key takes a "
-                        "[locale])", c->source, line, group, (int)(eq - s),
-                        s);
+                        "[locale])",
+                        c->source, line, group, (int)(eq - s), s);
             return FALSE;
         }
         id = g_strdup_printf("%s\n%.*s", group, (int)(eq - s), s);
         if (g_hash_table_contains(c->lines, id)) {
             g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_DUPLICATE,
                         "%s:%u: [%s] %.*s: key given twice (first on line "
-                        "%u)", c->source, line, group, (int)(eq - s), s,
+                        "%u)",
+                        c->source, line, group, (int)(eq - s), s,
                         GPOINTER_TO_UINT(g_hash_table_lookup(c->lines, id)));
             return FALSE;
         }
@@ -190,8 +199,9 @@ config_take(struct config_ctx *c, const char *group, const char *key)
 {
     char *value = g_key_file_get_value(c->kf, group, key, NULL);
 
-    if (value != NULL)
+    if (value != NULL) {
         g_key_file_remove_key(c->kf, group, key, NULL);
+    }
     return value;
 }
 
@@ -201,11 +211,13 @@ config_parse_u64(const char *s, size_t len, guint64 *out)
 {
     guint64 v = 0;
 
-    if (len == 0)
+    if (len == 0) {
         return FALSE;
+    }
     for (size_t i = 0; i < len; i++) {
-        if (!g_ascii_isdigit(s[i]) || v > (G_MAXUINT64 - 9) / 10)
+        if (!g_ascii_isdigit(s[i]) || v > (G_MAXUINT64 - 9) / 10) {
             return FALSE;
+        }
         v = v * 10 + (guint64)(s[i] - '0');
     }
     *out = v;
@@ -226,8 +238,8 @@ config_take_uint(struct config_ctx *c, const char *group, const char *key,
     }
     if (!config_parse_u64(value, strlen(value), &v) || v < min || v > max) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, group, key,
-                         "'%s' is not a whole number in %u..%u%s", value,
-                         min, max, config_hint(value));
+                         "'%s' is not a whole number in %u..%u%s", value, min,
+                         max, config_hint(value));
         return FALSE;
     }
     *out = (unsigned)v;
@@ -238,7 +250,7 @@ config_take_uint(struct config_ctx *c, const char *group, const char *key,
 static char *
 config_size_str(guint64 v)
 {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB" };
     unsigned u = 0;
 
     while (u + 1 < G_N_ELEMENTS(units) && v >= 1024 && v % 1024 == 0) {
@@ -257,7 +269,9 @@ config_take_size(struct config_ctx *c, const char *group, const char *key,
     static const struct {
         const char *suffix;
         unsigned shift;
-    } units[] = {{"", 0}, {"B", 0}, {"KiB", 10}, {"MiB", 20}, {"GiB", 30}};
+    } units[] = {
+        { "", 0 }, { "B", 0 }, { "KiB", 10 }, { "MiB", 20 }, { "GiB", 30 }
+    };
     g_autofree char *value = config_take(c, group, key);
     g_autofree char *smin = config_size_str(min);
     g_autofree char *smax = config_size_str(max);
@@ -269,28 +283,33 @@ config_take_size(struct config_ctx *c, const char *group, const char *key,
         *out = def;
         return TRUE;
     }
-    while (g_ascii_isdigit(value[digits]))
+    while (g_ascii_isdigit(value[digits])) {
         digits++;
+    }
     unit = value + digits;
-    while (*unit == ' ')
+    while (*unit == ' ') {
         unit++;
+    }
     if (config_parse_u64(value, digits, &v)) {
         for (size_t i = 0; i < G_N_ELEMENTS(units); i++) {
-            if (strcmp(unit, units[i].suffix) != 0)
+            if (strcmp(unit, units[i].suffix) != 0) {
                 continue;
-            if (v > (max >> units[i].shift))
+            }
+            if (v > (max >> units[i].shift)) {
                 break;
+            }
             v <<= units[i].shift;
-            if (v < min)
+            if (v < min) {
                 break;
+            }
             *out = v;
             return TRUE;
         }
     }
     config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, group, key,
                      "'%s' is not a size in %s..%s (bytes, or a number with "
-                     "B, KiB, MiB or GiB)%s", value, smin, smax,
-                     config_hint(value));
+                     "B, KiB, MiB or GiB)%s",
+                     value, smin, smax, config_hint(value));
     return FALSE;
 }
 
@@ -326,12 +345,15 @@ config_valid_hostname(const char *h)
 {
     size_t len = strlen(h);
 
-    if (len == 0 || len > 253 || h[0] == '.' || h[0] == '-')
+    if (len == 0 || len > 253 || h[0] == '.' || h[0] == '-') {
         return FALSE;
-    for (size_t i = 0; i < len; i++)
+    }
+    for (size_t i = 0; i < len; i++) {
         if (!g_ascii_isalnum(h[i]) && h[i] != '.' && h[i] != '-' &&
-            h[i] != '_')
+            h[i] != '_') {
             return FALSE;
+        }
+    }
     return TRUE;
 }
 
@@ -371,8 +393,7 @@ config_parse_addr(const char *s, struct config_addr *out, const char **why)
             return FALSE;
         }
         /* All digits and dots: it must be a dotted quad, not a name. */
-        if (host[0] != '\0' &&
-            strspn(host, "0123456789.") == strlen(host)) {
+        if (host[0] != '\0' && strspn(host, "0123456789.") == strlen(host)) {
             if (inet_pton(AF_INET, host, &a4) != 1) {
                 *why = "not an IPv4 address";
                 return FALSE;
@@ -403,8 +424,9 @@ config_take_addr(struct config_ctx *c, const char *group, const char *key,
     const char *why = NULL;
 
     *set = FALSE;
-    if (v[0] == '\0' && allow_empty)
+    if (v[0] == '\0' && allow_empty) {
         return TRUE;
+    }
     if (v[0] == '\0') {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, group, key,
                          "must not be empty (expected host:port)");
@@ -438,8 +460,9 @@ config_parse_proxy(struct config_ctx *c, const char *g, GError **error)
                           &cfg->max_connections, error) ||
         !config_take_uint(c, g, "client_idle_timeout_ms", 0, CONFIG_MAX_MS,
                           CONFIG_DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
-                          &cfg->client_idle_timeout_ms, error))
+                          &cfg->client_idle_timeout_ms, error)) {
         return FALSE;
+    }
     cfg->max_frame_size = (uint32_t)frame;
     return TRUE;
 }
@@ -447,8 +470,9 @@ config_parse_proxy(struct config_ctx *c, const char *g, GError **error)
 static void
 config_addrs_free(struct config_addr *addrs, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         g_free(addrs[i].host);
+    }
     g_free(addrs);
 }
 
@@ -525,12 +549,15 @@ config_qop_name(config_qop_t qop)
 static gboolean
 config_valid_krb5_part(const char *s, size_t len)
 {
-    if (len == 0)
+    if (len == 0) {
         return FALSE;
-    for (size_t i = 0; i < len; i++)
+    }
+    for (size_t i = 0; i < len; i++) {
         if (!g_ascii_isgraph(s[i]) || s[i] == '/' || s[i] == '@' ||
-            s[i] == '\\')
+            s[i] == '\\') {
             return FALSE;
+        }
+    }
     return TRUE;
 }
 
@@ -542,10 +569,12 @@ config_valid_principal(const char *p)
     size_t name_len = at != NULL ? (size_t)(at - p) : strlen(p);
     const char *slash = memchr(p, '/', name_len);
 
-    if (at != NULL && !config_valid_krb5_part(at + 1, strlen(at + 1)))
+    if (at != NULL && !config_valid_krb5_part(at + 1, strlen(at + 1))) {
         return FALSE;
-    if (slash == NULL)
+    }
+    if (slash == NULL) {
         return config_valid_krb5_part(p, name_len);
+    }
     return config_valid_krb5_part(p, (size_t)(slash - p)) &&
            config_valid_krb5_part(slash + 1,
                                   name_len - (size_t)(slash - p) - 1);
@@ -585,8 +614,9 @@ config_valid_file(const char *s)
 {
     const char *name;
 
-    if (!g_str_has_prefix(s, CONFIG_CREDENTIAL_PREFIX))
+    if (!g_str_has_prefix(s, CONFIG_CREDENTIAL_PREFIX)) {
         return g_path_is_absolute(s);
+    }
     name = s + strlen(CONFIG_CREDENTIAL_PREFIX);
     return name[0] != '\0' && strchr(name, '/') == NULL &&
            strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
@@ -604,8 +634,9 @@ config_resolve_file(struct config_ctx *c, const char *g, const char *key,
 {
     const char *dir, *name;
 
-    if (*path == NULL || !g_str_has_prefix(*path, CONFIG_CREDENTIAL_PREFIX))
+    if (*path == NULL || !g_str_has_prefix(*path, CONFIG_CREDENTIAL_PREFIX)) {
         return TRUE;
+    }
     name = *path + strlen(CONFIG_CREDENTIAL_PREFIX);
     dir = g_getenv("CREDENTIALS_DIRECTORY");
     if (dir == NULL || !g_path_is_absolute(dir)) {
@@ -639,8 +670,10 @@ config_parse_sasl(struct config_ctx *c, const char *g, GError **error)
     struct config *cfg = c->cfg;
     unsigned mode, qop;
 
-    if (!config_take_enum(c, g, "sasl", modes, CONFIG_SASL_NONE, &mode, error))
+    if (!config_take_enum(c, g, "sasl", modes, CONFIG_SASL_NONE, &mode,
+                          error)) {
         return FALSE;
+    }
     cfg->sasl = (config_sasl_t)mode;
     if (cfg->sasl == CONFIG_SASL_NONE) {
         for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
@@ -675,8 +708,9 @@ config_parse_sasl(struct config_ctx *c, const char *g, GError **error)
         !config_take_sasl_string(c, g, "sasl_server_host",
                                  config_valid_hostname, "a host name",
                                  &cfg->sasl_server_host, error) ||
-        !config_take_enum(c, g, "sasl_qop", qops, 0, &qop, error))
+        !config_take_enum(c, g, "sasl_qop", qops, 0, &qop, error)) {
         return FALSE;
+    }
     if (cfg->transport == CONFIG_TRANSPORT_HTTP) {
         /* HTTP mode: the same Kerberos keys make SPNEGO tokens; HBase's
          * SPNEGO principal is HTTP/host (hbase.thrift.spnego.principal) */
@@ -687,16 +721,18 @@ config_parse_sasl(struct config_ctx *c, const char *g, GError **error)
                              "(protect it with https = true)");
             return FALSE;
         }
-        if (cfg->sasl_service == NULL)
+        if (cfg->sasl_service == NULL) {
             cfg->sasl_service = g_strdup("HTTP");
+        }
     }
     if (cfg->sasl_principal == NULL || cfg->sasl_keytab == NULL) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "sasl",
                          "gssapi needs sasl_principal and sasl_keytab");
         return FALSE;
     }
-    if (cfg->sasl_service == NULL)
+    if (cfg->sasl_service == NULL) {
         cfg->sasl_service = g_strdup(CONFIG_DEFAULT_SASL_SERVICE);
+    }
     cfg->sasl_qop = (config_qop_t)(1u << qop);
     return TRUE;
 }
@@ -771,16 +807,18 @@ config_parse_backend_http(struct config_ctx *c, const char *g, GError **error)
     }
     if (!config_take_enum(c, g, "https", bools, 0, &https, error) ||
         !config_take_enum(c, g, "tls_verify_hostname", bools, 1, &verify,
-                          error))
+                          error)) {
         return FALSE;
+    }
     cfg->https = https == 1;
     cfg->backend_tls_verify_hostname = verify == 1;
     for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
         if (!config_take_sasl_string(c, g, file_keys[i], config_valid_file,
                                      "an absolute path or credential:NAME",
                                      files[i], error) ||
-            !config_resolve_file(c, g, file_keys[i], files[i], error))
+            !config_resolve_file(c, g, file_keys[i], files[i], error)) {
             return FALSE;
+        }
         if (*files[i] != NULL && !cfg->https) {
             config_set_error(c, error, CONFIG_ERROR_INVALID_KEY, g,
                              file_keys[i], "goes with https = true only");
@@ -814,8 +852,9 @@ config_parse_custom_filters(struct config_ctx *c, const char *g,
     GPtrArray *specs = g_ptr_array_new_with_free_func(g_free);
     GPtrArray *classes = g_ptr_array_new_with_free_func(g_free);
 
-    if (value != NULL && value[0] != '\0')
+    if (value != NULL && value[0] != '\0') {
         parts = g_strsplit(value, ",", -1);
+    }
     for (guint i = 0; parts != NULL && parts[i] != NULL; i++) {
         char *spec = g_strstrip(parts[i]);
         const char *colon = strchr(spec, ':');
@@ -823,25 +862,29 @@ config_parse_custom_filters(struct config_ctx *c, const char *g,
         const char *bad = NULL;
 
         for (size_t j = 0; j < nlen && bad == NULL; j++) {
-            if (!g_ascii_isalnum(spec[j]) && spec[j] != '_' && spec[j] != '$')
+            if (!g_ascii_isalnum(spec[j]) && spec[j] != '_' &&
+                spec[j] != '$') {
                 bad = "a name is letters, digits, _ and $";
+            }
         }
-        if (nlen == 0)
+        if (nlen == 0) {
             bad = "an empty name";
-        else if (colon != NULL &&
-                 (colon[1] == '\0' ||
-                  strspn(colon + 1, "abcdefghijklmnopqrstuvwxyz"
-                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                    "0123456789_$.") != strlen(colon + 1)))
+        } else if (colon != NULL &&
+                   (colon[1] == '\0' ||
+                    strspn(colon + 1, "abcdefghijklmnopqrstuvwxyz"
+                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789_$.") != strlen(colon + 1))) {
             bad = "a class is a fully qualified Java class name";
-        else if (filter_type_from_name((const uint8_t *)spec, nlen) !=
-                 FILTER_TYPE_UNKNOWN)
+        } else if (filter_type_from_name((const uint8_t *)spec, nlen) !=
+                   FILTER_TYPE_UNKNOWN) {
             bad = "that is a filter HBase has built in, which the proxy "
                   "rewrites";
+        }
         for (guint j = 0; j < names->len && bad == NULL; j++) {
             if (strlen(names->pdata[j]) == nlen &&
-                memcmp(names->pdata[j], spec, nlen) == 0)
+                memcmp(names->pdata[j], spec, nlen) == 0) {
                 bad = "named twice";
+            }
         }
         if (bad != NULL) {
             config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
@@ -856,8 +899,9 @@ config_parse_custom_filters(struct config_ctx *c, const char *g,
         }
         g_ptr_array_add(names, g_strndup(spec, nlen));
         g_ptr_array_add(specs, g_strdup(spec));
-        if (colon != NULL)
+        if (colon != NULL) {
             g_ptr_array_add(classes, g_strdup(colon + 1));
+        }
     }
     g_ptr_array_add(names, NULL);
     g_ptr_array_add(specs, NULL);
@@ -874,7 +918,7 @@ config_parse_custom_filters(struct config_ctx *c, const char *g,
 static gboolean
 config_parse_backend(struct config_ctx *c, const char *g, GError **error)
 {
-    static const char *const protocols[] = {"binary", "compact", NULL};
+    static const char *const protocols[] = { "binary", "compact", NULL };
     static const char *const transports[] = { "buffered", "framed", "http",
                                               NULL };
     struct config *cfg = c->cfg;
@@ -899,8 +943,9 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
                           CONFIG_DEFAULT_SLOW_CALL_MS, &cfg->slow_call_ms,
                           error) ||
         !config_take_uint(c, g, "pool_size", 1, 1024, CONFIG_DEFAULT_POOL_SIZE,
-                          &cfg->pool_size, error))
+                          &cfg->pool_size, error)) {
         return FALSE;
+    }
     cfg->protocol = (config_protocol_t)protocol;
     cfg->transport = (config_transport_t)transport;
     return config_parse_backend_http(c, g, error) &&
@@ -914,8 +959,8 @@ config_parse_scan(struct config_ctx *c, const char *g, GError **error)
     struct config *cfg = c->cfg;
 
     return config_take_uint(c, g, "caching_max", 1, 1000000,
-                            CONFIG_DEFAULT_CACHING_MAX,
-                            &cfg->scan_caching_max, error) &&
+                            CONFIG_DEFAULT_CACHING_MAX, &cfg->scan_caching_max,
+                            error) &&
            config_take_uint(c, g, "scanner_timeout_ms", 1000, CONFIG_MAX_MS,
                             CONFIG_DEFAULT_SCANNER_TIMEOUT_MS,
                             &cfg->scan_scanner_timeout_ms, error);
@@ -966,15 +1011,17 @@ config_parse_tls(struct config_ctx *c, const char *g, GError **error)
                           &cfg->tls_enabled, error) ||
         !config_take_uint(c, g, "handshake_timeout_ms", 100, CONFIG_MAX_MS,
                           CONFIG_DEFAULT_TLS_HANDSHAKE_MS,
-                          &cfg->tls_handshake_timeout_ms, error))
+                          &cfg->tls_handshake_timeout_ms, error)) {
         return FALSE;
+    }
     for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
         g_clear_pointer(outs[i], g_free);
         if (!config_take_sasl_string(c, g, files[i], config_valid_file,
                                      "an absolute path or credential:NAME",
                                      outs[i], error) ||
-            !config_resolve_file(c, g, files[i], outs[i], error))
+            !config_resolve_file(c, g, files[i], outs[i], error)) {
             return FALSE;
+        }
         if (*outs[i] != NULL && !cfg->tls_enabled) {
             config_set_error(c, error, CONFIG_ERROR_INVALID_KEY, g, files[i],
                              "goes with a [tls] listen address only");
@@ -1036,10 +1083,12 @@ config_parse_catalog(struct config_ctx *c, const char *g, GError **error)
     }
     if (!config_take_uint(c, g, "recheck_ms", 100, CONFIG_MAX_MS,
                           CONFIG_DEFAULT_CATALOG_RECHECK_MS,
-                          &cfg->catalog_recheck_ms, error))
+                          &cfg->catalog_recheck_ms, error)) {
         return FALSE;
-    if (table[0] != '\0')
+    }
+    if (table[0] != '\0') {
         cfg->catalog_table = g_steal_pointer(&table);
+    }
     cfg->catalog_state_dir = g_steal_pointer(&dir);
     return TRUE;
 }
@@ -1071,8 +1120,9 @@ config_parse_keyviz(struct config_ctx *c, const char *g, GError **error)
         !config_take_uint(c, g, "retain_s", 1, 7 * 86400, 6 * 3600,
                           &k->retain_s, error) ||
         !config_take_enum(c, g, "keys", keys, CONFIG_KEYVIZ_SHOW, &k->keys,
-                          error))
+                          error)) {
         return FALSE;
+    }
     k->enabled = enabled == 1;
     if (k->retain_s < k->interval_s) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "retain_s",
@@ -1089,12 +1139,15 @@ config_parse_keyviz(struct config_ctx *c, const char *g, GError **error)
 static gboolean
 config_valid_table_part(const char *s, size_t len, gboolean qualifier)
 {
-    if (len == 0 || (qualifier && (s[0] == '.' || s[0] == '-')))
+    if (len == 0 || (qualifier && (s[0] == '.' || s[0] == '-'))) {
         return FALSE;
-    for (size_t i = 0; i < len; i++)
+    }
+    for (size_t i = 0; i < len; i++) {
         if (!g_ascii_isalnum(s[i]) && s[i] != '_' &&
-            !(qualifier && (s[i] == '.' || s[i] == '-')))
+            !(qualifier && (s[i] == '.' || s[i] == '-'))) {
             return FALSE;
+        }
+    }
     return TRUE;
 }
 
@@ -1108,8 +1161,9 @@ config_take_hash_part(struct config_ctx *c, const char *g,
     const char *why = NULL;
     guint64 n;
 
-    if (value == NULL || strcmp(value, "whole") == 0)
+    if (value == NULL || strcmp(value, "whole") == 0) {
         return TRUE;
+    }
     if (g_str_has_prefix(value, "length:")) {
         const char *num = value + strlen("length:");
         if (!config_parse_u64(num, strlen(num), &n) || n < 1 ||
@@ -1117,8 +1171,9 @@ config_take_hash_part(struct config_ctx *c, const char *g,
             why = "length:N needs N in 1..32767";
             goto fail;
         }
-        if (!salt_table_hash_length(t, (uint32_t)n, &ierror))
+        if (!salt_table_hash_length(t, (uint32_t)n, &ierror)) {
             goto fail_salt;
+        }
         return TRUE;
     }
     if (g_str_has_prefix(value, "delimiter:")) {
@@ -1146,8 +1201,9 @@ config_take_hash_part(struct config_ctx *c, const char *g,
             goto fail;
         }
         p = g_bytes_get_data(bytes, &len);
-        if (!salt_table_hash_delimiter(t, p, len, (uint32_t)n, &ierror))
+        if (!salt_table_hash_delimiter(t, p, len, (uint32_t)n, &ierror)) {
             goto fail_salt;
+        }
         return TRUE;
     }
     why = "expected whole, length:N or delimiter:SEP:K";
@@ -1403,8 +1459,9 @@ config_take_xxh3(struct config_ctx *c, const char *g, struct salt_table *t,
     if (!config_take_uint(c, g, "buckets", 1, SALT_MAX_BUCKETS,
                           CONFIG_DEFAULT_BUCKETS, &buckets, error) ||
         !config_take_enum(c, g, "salt_format", formats, SALT_FORMAT_BYTE,
-                          &format, error))
+                          &format, error)) {
         return FALSE;
+    }
     sep_raw = config_take(c, g, "salt_separator");
     sep = escape_decode(sep_raw != NULL ? sep_raw : "", &ierror);
     if (sep == NULL) {
@@ -1438,13 +1495,15 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
     /* HBase treats "default:x" and "x" as one table: so must we, or rows
      * written under one name would go unsalted under the other. */
     dflt = g_str_has_prefix(name, "default:");
-    if (dflt)
+    if (dflt) {
         name += strlen("default:");
+    }
     colon = strchr(name, ':');
     /* "default:ns:x" names no HBase table, and as "ns:x" it would be
      * stored under a name config_find_table never looks up */
-    if (dflt && colon != NULL)
+    if (dflt && colon != NULL) {
         colon = name;
+    }
     if (colon != NULL
             ? !config_valid_table_part(name, (size_t)(colon - name), FALSE) ||
                   !config_valid_table_part(colon + 1, strlen(colon + 1), TRUE)
@@ -1452,7 +1511,8 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
         config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
                          "'%s' is not an HBase table name ([ns:]name, "
                          "letters, digits, '_', and '.' or '-' after the "
-                         "first character of the name)", name);
+                         "first character of the name)",
+                         name);
         return FALSE;
     }
     if (g_str_has_prefix(name, "hbase:")) {
@@ -1468,21 +1528,25 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
     }
 
     if (!config_take_enum(c, g, "salt_mapping", mappings, SALT_MAPPING_XXH3,
-                          &mapping, error))
+                          &mapping, error)) {
         return FALSE;
+    }
     if (mapping != SALT_MAPPING_XXH3
             ? !config_take_adopted(c, g, (salt_mapping_t)mapping, &table.salt,
                                    error)
-            : !config_take_xxh3(c, g, &table.salt, error))
+            : !config_take_xxh3(c, g, &table.salt, error)) {
         return FALSE;
-    if (!config_take_legacy(c, g, &table.salt, error))
+    }
+    if (!config_take_legacy(c, g, &table.salt, error)) {
         return FALSE;
+    }
     {
         static const char *const bools[] = { "false", "true", NULL };
         unsigned on;
 
-        if (!config_take_enum(c, g, "keyviz", bools, 1, &on, error))
+        if (!config_take_enum(c, g, "keyviz", bools, 1, &on, error)) {
             return FALSE;
+        }
         table.keyviz_off = on == 0;
     }
 
@@ -1497,30 +1561,39 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
 static const char *
 config_known_keys(const char *group)
 {
-    if (strcmp(group, "proxy") == 0)
+    if (strcmp(group, "proxy") == 0) {
         return "listen, workers, max_frame_size, max_connections, "
                "client_idle_timeout_ms";
-    if (strcmp(group, "backend") == 0)
+    }
+    if (strcmp(group, "backend") == 0) {
         return "servers, thrift2_servers, protocol, transport, "
                "connect_timeout_ms, request_timeout_ms, slow_call_ms, "
                "pool_size, sasl, "
                "sasl_principal, sasl_keytab, sasl_service, sasl_qop, "
                "sasl_server_host, http_path, http_doas, https, tls_ca, "
                "tls_verify_hostname, tls_cert, tls_key, custom_filters";
-    if (strcmp(group, "thrift2") == 0)
+    }
+    if (strcmp(group, "thrift2") == 0) {
         return "listen";
-    if (strcmp(group, "scan") == 0)
+    }
+    if (strcmp(group, "scan") == 0) {
         return "caching_max, scanner_timeout_ms";
-    if (strcmp(group, "admin") == 0)
+    }
+    if (strcmp(group, "admin") == 0) {
         return "listen";
-    if (strcmp(group, "catalog") == 0)
+    }
+    if (strcmp(group, "catalog") == 0) {
         return "table, state_dir, recheck_ms";
-    if (strcmp(group, "http") == 0)
+    }
+    if (strcmp(group, "http") == 0) {
         return "listen, thrift2_listen";
-    if (strcmp(group, "tls") == 0)
+    }
+    if (strcmp(group, "tls") == 0) {
         return "listen, cert, key, client_ca, handshake_timeout_ms";
-    if (strcmp(group, "keyviz") == 0)
+    }
+    if (strcmp(group, "keyviz") == 0) {
         return "enabled, interval_s, ranges, hot_keys, retain_s, keys";
+    }
     return "buckets, salt_format, salt_separator, hash_part, salt_mapping, "
            "legacy_component, legacy_cutoff, legacy_range_start, "
            "legacy_range_stop, keyviz";
@@ -1532,8 +1605,9 @@ config_check_leftovers(struct config_ctx *c, const char *g, GError **error)
 {
     g_auto(GStrv) keys = g_key_file_get_keys(c->kf, g, NULL, NULL);
 
-    if (keys == NULL || keys[0] == NULL)
+    if (keys == NULL || keys[0] == NULL) {
         return TRUE;
+    }
     config_set_error(c, error, CONFIG_ERROR_INVALID_KEY, g, keys[0],
                      "unknown key (known here: %s)", config_known_keys(g));
     return FALSE;
@@ -1546,8 +1620,9 @@ config_table_cmp(gconstpointer pa, gconstpointer pb)
     size_t n = MIN(a->name_len, b->name_len);
     int r = memcmp(a->name, b->name, n);
 
-    if (r != 0)
+    if (r != 0) {
         return r;
+    }
     return (a->name_len > b->name_len) - (a->name_len < b->name_len);
 }
 
@@ -1565,27 +1640,27 @@ config_parse(struct config_ctx *c, GError **error)
     for (size_t i = 0; ok && groups[i] != NULL; i++) {
         const char *g = groups[i];
 
-        if (strcmp(g, "proxy") == 0)
+        if (strcmp(g, "proxy") == 0) {
             ok = config_parse_proxy(c, g, error);
-        else if (strcmp(g, "backend") == 0)
+        } else if (strcmp(g, "backend") == 0) {
             ok = config_parse_backend(c, g, error);
-        else if (strcmp(g, "scan") == 0)
+        } else if (strcmp(g, "scan") == 0) {
             ok = config_parse_scan(c, g, error);
-        else if (strcmp(g, "admin") == 0)
+        } else if (strcmp(g, "admin") == 0) {
             ok = config_parse_admin(c, g, error);
-        else if (strcmp(g, "thrift2") == 0)
+        } else if (strcmp(g, "thrift2") == 0) {
             ok = config_parse_thrift2(c, g, error);
-        else if (strcmp(g, "catalog") == 0)
+        } else if (strcmp(g, "catalog") == 0) {
             ok = config_parse_catalog(c, g, error);
-        else if (strcmp(g, "tls") == 0)
+        } else if (strcmp(g, "tls") == 0) {
             ok = config_parse_tls(c, g, error);
-        else if (strcmp(g, "http") == 0)
+        } else if (strcmp(g, "http") == 0) {
             ok = config_parse_http(c, g, error);
-        else if (strcmp(g, "keyviz") == 0)
+        } else if (strcmp(g, "keyviz") == 0) {
             ok = config_parse_keyviz(c, g, error);
-        else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX))
+        } else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX)) {
             ok = config_parse_table(c, g, tables, names, error);
-        else {
+        } else {
             config_set_error(c, error, CONFIG_ERROR_INVALID_GROUP, g, NULL,
                              "unknown group (known: [proxy], [backend], "
                              "[scan], [admin], [thrift2], [catalog], "
@@ -1596,24 +1671,33 @@ config_parse(struct config_ctx *c, GError **error)
     }
     /* Absent groups still set their defaults: a missing group reads as
      * one with no keys. */
-    if (ok && !g_key_file_has_group(c->kf, "proxy"))
+    if (ok && !g_key_file_has_group(c->kf, "proxy")) {
         ok = config_parse_proxy(c, "proxy", error);
-    if (ok && !g_key_file_has_group(c->kf, "backend"))
+    }
+    if (ok && !g_key_file_has_group(c->kf, "backend")) {
         ok = config_parse_backend(c, "backend", error);
-    if (ok && !g_key_file_has_group(c->kf, "scan"))
+    }
+    if (ok && !g_key_file_has_group(c->kf, "scan")) {
         ok = config_parse_scan(c, "scan", error);
-    if (ok && !g_key_file_has_group(c->kf, "admin"))
+    }
+    if (ok && !g_key_file_has_group(c->kf, "admin")) {
         ok = config_parse_admin(c, "admin", error);
-    if (ok && !g_key_file_has_group(c->kf, "thrift2"))
+    }
+    if (ok && !g_key_file_has_group(c->kf, "thrift2")) {
         ok = config_parse_thrift2(c, "thrift2", error);
-    if (ok && !g_key_file_has_group(c->kf, "catalog"))
+    }
+    if (ok && !g_key_file_has_group(c->kf, "catalog")) {
         ok = config_parse_catalog(c, "catalog", error);
-    if (ok && !g_key_file_has_group(c->kf, "tls"))
+    }
+    if (ok && !g_key_file_has_group(c->kf, "tls")) {
         ok = config_parse_tls(c, "tls", error);
-    if (ok && !g_key_file_has_group(c->kf, "http"))
+    }
+    if (ok && !g_key_file_has_group(c->kf, "http")) {
         ok = config_parse_http(c, "http", error);
-    if (ok && !g_key_file_has_group(c->kf, "keyviz"))
+    }
+    if (ok && !g_key_file_has_group(c->kf, "keyviz")) {
         ok = config_parse_keyviz(c, "keyviz", error);
+    }
     if (ok && c->cfg->http2_enabled && c->cfg->n_thrift2_servers == 0) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, "http",
                          "thrift2_listen",
@@ -1634,8 +1718,8 @@ config_parse(struct config_ctx *c, GError **error)
 
     g_array_sort(tables, config_table_cmp);
     c->cfg->n_tables = tables->len;
-    c->cfg->tables = (struct config_table *)(void *)g_array_free(
-        g_steal_pointer(&tables), FALSE);
+    c->cfg->tables = (struct config_table *)(void *)
+        g_array_free(g_steal_pointer(&tables), FALSE);
     return ok;
 }
 
@@ -1665,8 +1749,9 @@ config_load_data(const char *data, size_t len, const char *name_for_errors,
                     "%s: contains a NUL byte", c.source);
         return NULL;
     }
-    if (!config_scan_lines(&c, data != NULL ? data : "", len, error))
+    if (!config_scan_lines(&c, data != NULL ? data : "", len, error)) {
         return NULL;
+    }
     if (!g_key_file_load_from_data(kf, data != NULL ? data : "", len,
                                    G_KEY_FILE_NONE, &ierror)) {
         g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE,
@@ -1675,8 +1760,9 @@ config_load_data(const char *data, size_t len, const char *name_for_errors,
         return NULL;
     }
 
-    if (!config_parse(&c, error))
+    if (!config_parse(&c, error)) {
         return NULL;
+    }
     return g_steal_pointer(&cfg);
 }
 
@@ -1717,8 +1803,9 @@ config_new_default(void)
 void
 config_free(struct config *cfg)
 {
-    if (cfg == NULL)
+    if (cfg == NULL) {
         return;
+    }
     g_free(cfg->source);
     g_free(cfg->listen.host);
     config_addrs_free(cfg->servers, cfg->n_servers);
@@ -1745,10 +1832,12 @@ config_free(struct config *cfg)
     g_free(cfg->tls_cert);
     g_free(cfg->tls_key);
     g_free(cfg->tls_client_ca);
-    if (cfg->catalog_texts != NULL)
+    if (cfg->catalog_texts != NULL) {
         g_ptr_array_unref(cfg->catalog_texts);
-    for (size_t i = 0; i < cfg->n_tables; i++)
+    }
+    for (size_t i = 0; i < cfg->n_tables; i++) {
         g_free(cfg->tables[i].name);
+    }
     g_free(cfg->tables);
     g_free(cfg);
 }
@@ -1781,14 +1870,17 @@ config_find_named(const void *items, size_t n, size_t stride, const void *name,
                                                      name_len));
         int r = memcmp(item_name, key, MIN(item_len, len));
 
-        if (r == 0)
+        if (r == 0) {
             r = (item_len > len) - (item_len < len);
-        if (r == 0)
+        }
+        if (r == 0) {
             return item;
-        if (r < 0)
+        }
+        if (r < 0) {
             lo = mid + 1;
-        else
+        } else {
             hi = mid;
+        }
     }
     return NULL;
 }
@@ -1807,8 +1899,9 @@ config_orphan_refusal(const struct config *cfg, const void *name, size_t len)
         g_atomic_pointer_get((gpointer *)&cfg->catalog_orphans);
     const struct config_orphan *o;
 
-    if (set == NULL)
+    if (set == NULL) {
         return NULL;
+    }
     o = config_find_named(set->items, set->n, sizeof(struct config_orphan),
                           name, len);
     return o != NULL ? o->why : NULL;
@@ -1817,8 +1910,9 @@ config_orphan_refusal(const struct config *cfg, const void *name, size_t len)
 char *
 config_addr_to_string(const struct config_addr *addr)
 {
-    if (strchr(addr->host, ':') != NULL)
+    if (strchr(addr->host, ':') != NULL) {
         return g_strdup_printf("[%s]:%u", addr->host, addr->port);
+    }
     return g_strdup_printf("%s:%u", addr->host, addr->port);
 }
 
@@ -1862,7 +1956,8 @@ config_to_text(const struct config *cfg)
     g_autofree char *listen = config_addr_to_string(&cfg->listen);
     g_autofree char *frame = config_size_str(cfg->max_frame_size);
 
-    g_string_append_printf(out, "# effective configuration, loaded from %s\n"
+    g_string_append_printf(out,
+                           "# effective configuration, loaded from %s\n"
                            "\n[proxy]\nlisten = %s\nworkers = %u\n"
                            "max_frame_size = %s\nmax_connections = %u\n"
                            "client_idle_timeout_ms = %u\n\n[backend]\n"
@@ -1901,19 +1996,22 @@ config_to_text(const struct config *cfg)
     if (cfg->transport == CONFIG_TRANSPORT_HTTP) {
         g_string_append_printf(out, "http_path = %s\nhttps = %s\n",
                                cfg->http_path, cfg->https ? "true" : "false");
-        if (cfg->http_doas != NULL)
+        if (cfg->http_doas != NULL) {
             g_string_append_printf(out, "http_doas = %s\n", cfg->http_doas);
+        }
         if (cfg->https) {
             g_string_append_printf(out, "tls_verify_hostname = %s\n",
                                    cfg->backend_tls_verify_hostname ? "true"
                                                                     : "false");
-            if (cfg->backend_tls_ca != NULL)
+            if (cfg->backend_tls_ca != NULL) {
                 g_string_append_printf(out, "tls_ca = %s\n",
                                        cfg->backend_tls_ca);
-            if (cfg->backend_tls_cert != NULL)
+            }
+            if (cfg->backend_tls_cert != NULL) {
                 g_string_append_printf(out, "tls_cert = %s\ntls_key = %s\n",
                                        cfg->backend_tls_cert,
                                        cfg->backend_tls_key);
+            }
         }
     }
     if (cfg->sasl == CONFIG_SASL_GSSAPI) {
@@ -1922,12 +2020,14 @@ config_to_text(const struct config *cfg)
                                "sasl_keytab = %s\nsasl_service = %s\n",
                                cfg->sasl_principal, cfg->sasl_keytab,
                                cfg->sasl_service);
-        if (cfg->transport != CONFIG_TRANSPORT_HTTP)
+        if (cfg->transport != CONFIG_TRANSPORT_HTTP) {
             g_string_append_printf(out, "sasl_qop = %s\n",
                                    config_qop_name(cfg->sasl_qop));
-        if (cfg->sasl_server_host != NULL)
+        }
+        if (cfg->sasl_server_host != NULL) {
             g_string_append_printf(out, "sasl_server_host = %s\n",
                                    cfg->sasl_server_host);
+        }
     } else {
         g_string_append(out, "sasl = none\n");
     }
@@ -1959,9 +2059,10 @@ config_to_text(const struct config *cfg)
 
         g_string_append_printf(out, "%s\ncert = %s\nkey = %s\n", tl,
                                cfg->tls_cert, cfg->tls_key);
-        if (cfg->tls_client_ca != NULL)
+        if (cfg->tls_client_ca != NULL) {
             g_string_append_printf(out, "client_ca = %s\n",
                                    cfg->tls_client_ca);
+        }
     } else {
         g_string_append_c(out, '\n');
     }
@@ -1995,8 +2096,9 @@ config_to_text(const struct config *cfg)
     for (size_t i = 0; i < cfg->n_tables; i++) {
         g_string_append_printf(out, "\n[table:%s]\n", cfg->tables[i].name);
         config_mapping_to_text(out, &cfg->tables[i].salt);
-        if (cfg->tables[i].keyviz_off)
+        if (cfg->tables[i].keyviz_off) {
             g_string_append(out, "keyviz = false\n");
+        }
     }
     return g_string_free(out, FALSE);
 }
@@ -2011,8 +2113,9 @@ config_mapping_parse(const char *table, const char *text,
     g_autoptr(config_t) cfg = config_load_data(data, strlen(data), what,
                                                error);
 
-    if (cfg == NULL)
+    if (cfg == NULL) {
         return FALSE;
+    }
     if (cfg->n_tables != 1) {
         g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_INVALID_GROUP,
                     "%s: holds %zu table sections", what, cfg->n_tables);
@@ -2077,7 +2180,8 @@ config_reload_check(const struct config *old, const struct config *cfg,
                         "stored salted (%s), and without its section the "
                         "proxy would pass the table through unsalted, so "
                         "existing rows would become unreachable; put the "
-                        "section back", t->name, a);
+                        "section back",
+                        t->name, a);
             return FALSE;
         }
         if (!salt_table_equal(&t->salt, &n->salt)) {
@@ -2087,16 +2191,16 @@ config_reload_check(const struct config *old, const struct config *cfg,
                         "[table:%s]: the salt mapping would change from "
                         "'%s' to '%s': existing rows would become "
                         "unreachable (a new mapping needs a new table and "
-                        "a copy of the data)", t->name, a, b);
+                        "a copy of the data)",
+                        t->name, a, b);
             return FALSE;
         }
     }
-#define CONFIG_RESTART_ONLY(changed, what)                                  \
-    if (changed) {                                                          \
-        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED,              \
-                    "%s changed: that needs a restart, not a reload",       \
-                    what);                                                  \
-        return FALSE;                                                       \
+#define CONFIG_RESTART_ONLY(changed, what)                                    \
+    if (changed) {                                                            \
+        g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED,                \
+                    "%s changed: that needs a restart, not a reload", what);  \
+        return FALSE;                                                         \
     }
     a = config_addr_to_string(&old->listen);
     b = config_addr_to_string(&cfg->listen);
@@ -2188,12 +2292,15 @@ config_advice(const struct config *cfg)
 
         /* a scan holds one connection per bucket on its worker */
         if (cfg->pool_size < t->salt.buckets) {
-            g_ptr_array_add(out, g_strdup_printf(
-                "[backend] pool_size = %u is below the %u buckets of "
-                "[table:%s]: a scan of it reads at most %u buckets at a "
-                "time per worker and waits for the rest; raise pool_size "
-                "to at least %u", cfg->pool_size, t->salt.buckets, t->name,
-                cfg->pool_size, t->salt.buckets));
+            g_ptr_array_add(
+                out,
+                g_strdup_printf(
+                    "[backend] pool_size = %u is below the %u buckets of "
+                    "[table:%s]: a scan of it reads at most %u buckets at a "
+                    "time per worker and waits for the rest; raise pool_size "
+                    "to at least %u",
+                    cfg->pool_size, t->salt.buckets, t->name, cfg->pool_size,
+                    t->salt.buckets));
         }
     }
     if (cfg->n_thrift2_servers > 0 && !cfg->thrift2_enabled) {
@@ -2205,12 +2312,15 @@ config_advice(const struct config *cfg)
                 "to serve Thrift2 clients"));
     }
     if (cfg->scan_scanner_timeout_ms >= CONFIG_HBASE_SCANNER_EXPIRY_MS) {
-        g_ptr_array_add(out, g_strdup_printf(
-            "[scan] scanner_timeout_ms = %u is not below HBase's %u ms "
-            "scanner expiry: HBase may drop a bucket scanner of a client "
-            "scanner the proxy still keeps, and that scanner then fails; "
-            "keep it below %u", cfg->scan_scanner_timeout_ms,
-            CONFIG_HBASE_SCANNER_EXPIRY_MS, CONFIG_HBASE_SCANNER_EXPIRY_MS));
+        g_ptr_array_add(
+            out,
+            g_strdup_printf(
+                "[scan] scanner_timeout_ms = %u is not below HBase's %u ms "
+                "scanner expiry: HBase may drop a bucket scanner of a client "
+                "scanner the proxy still keeps, and that scanner then fails; "
+                "keep it below %u",
+                cfg->scan_scanner_timeout_ms, CONFIG_HBASE_SCANNER_EXPIRY_MS,
+                CONFIG_HBASE_SCANNER_EXPIRY_MS));
     }
     if (cfg->sasl == CONFIG_SASL_GSSAPI && cfg->sasl_server_host == NULL) {
         for (size_t i = 0; i < cfg->n_servers; i++) {

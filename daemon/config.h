@@ -63,13 +63,13 @@ typedef enum {
 
 /* host:port; host without IPv6 brackets, not resolved. */
 struct config_addr {
-    char *host;     /* "127.0.0.1", "::1", "hbase1.example" */
-    uint16_t port;  /* 1..65535 */
+    char *host;    /* "127.0.0.1", "::1", "hbase1.example" */
+    uint16_t port; /* 1..65535 */
 };
 
 /* One salted table. */
 struct config_table {
-    char *name;             /* as clients send it; "default:" dropped */
+    char *name; /* as clients send it; "default:" dropped */
     size_t name_len;
     struct salt_table salt; /* the salt policy */
     unsigned stats_id;      /* metrics' counter slot + 1; 0 = none yet
@@ -124,35 +124,35 @@ struct config_keyviz {
 };
 
 struct config {
-    char *source;                   /* file name, for messages */
+    char *source; /* file name, for messages */
 
     /* [proxy] */
-    struct config_addr listen;      /* where clients connect */
-    unsigned workers;               /* worker threads; 0 = one per core */
-    uint32_t max_frame_size;        /* bytes of one message or frame */
-    unsigned max_connections;       /* client connections at once */
-    unsigned client_idle_timeout_ms;/* close idle clients; 0 = never */
+    struct config_addr listen;       /* where clients connect */
+    unsigned workers;                /* worker threads; 0 = one per core */
+    uint32_t max_frame_size;         /* bytes of one message or frame */
+    unsigned max_connections;        /* client connections at once */
+    unsigned client_idle_timeout_ms; /* close idle clients; 0 = never */
 
     /* [backend] */
-    struct config_addr *servers;    /* HBase Thrift1 servers, >= 1 */
+    struct config_addr *servers; /* HBase Thrift1 servers, >= 1 */
     size_t n_servers;
     struct config_addr *thrift2_servers; /* HBase Thrift2 servers (hbase
                                        thrift2), for [thrift2] clients;
                                        may be none */
     size_t n_thrift2_servers;
-    config_protocol_t protocol;     /* what the servers speak */
+    config_protocol_t protocol; /* what the servers speak */
     config_transport_t transport;
     unsigned connect_timeout_ms;
-    unsigned request_timeout_ms;    /* one request, sent to reply */
-    unsigned slow_call_ms;          /* a call taking longer is slow (counted,
+    unsigned request_timeout_ms; /* one request, sent to reply */
+    unsigned slow_call_ms;       /* a call taking longer is slow (counted,
                                        logged); 0 = none is */
-    unsigned pool_size;             /* connections per server per worker */
-    config_sasl_t sasl;             /* Kerberos toward the servers */
-    char *sasl_principal;           /* ours, from sasl_keytab; NULL if off */
-    char *sasl_keytab;              /* absolute path; NULL if off */
-    char *sasl_service;             /* first part of the server principal */
-    config_qop_t sasl_qop;          /* what the servers require */
-    char *sasl_server_host;         /* NULL: each server's own host */
+    unsigned pool_size;          /* connections per server per worker */
+    config_sasl_t sasl;          /* Kerberos toward the servers */
+    char *sasl_principal;        /* ours, from sasl_keytab; NULL if off */
+    char *sasl_keytab;           /* absolute path; NULL if off */
+    char *sasl_service;          /* first part of the server principal */
+    config_qop_t sasl_qop;       /* what the servers require */
+    char *sasl_server_host;      /* NULL: each server's own host */
     /* transport = http only: */
     char *http_path;                      /* the servlet's path, "/" */
     char *http_doas;                      /* doAs header, NULL: none */
@@ -161,15 +161,15 @@ struct config {
     gboolean backend_tls_verify_hostname; /* the name in servers, checked */
     char *backend_tls_cert;               /* client certificate, or NULL */
     char *backend_tls_key;
-    char **custom_filters;      /* filter names the servers register
+    char **custom_filters;        /* filter names the servers register
                                        (hbase.thrift.filters): NULL-ended,
                                        empty when none; NULL only before a
                                        [backend] group is read */
-    char **custom_filter_specs; /* the same as written, with classes */
+    char **custom_filter_specs;   /* the same as written, with classes */
     char **custom_filter_classes; /* the classes given, NULL-ended */
 
     /* [scan] */
-    unsigned scan_caching_max;      /* cap on rows per bucket fetch */
+    unsigned scan_caching_max;        /* cap on rows per bucket fetch */
     unsigned scan_scanner_timeout_ms; /* expire idle proxy scanners */
 
     /* [thrift2] */
@@ -178,7 +178,7 @@ struct config {
     struct config_addr thrift2_listen; /* where Thrift2 clients connect */
 
     /* [admin] */
-    gboolean admin_enabled;         /* FALSE when [admin] listen is empty */
+    gboolean admin_enabled; /* FALSE when [admin] listen is empty */
     struct config_addr admin_listen;
     /* [keyviz] */
     struct config_keyviz keyviz;

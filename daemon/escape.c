@@ -52,9 +52,10 @@ void
 escape_append(GString *out, const uint8_t *p, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
-        if (p[i] > ' ' && p[i] < 0x7f && p[i] != '\\' && p[i] != ':')
+        if (p[i] > ' ' && p[i] < 0x7f && p[i] != '\\' && p[i] != ':') {
             g_string_append_c(out, (char)p[i]);
-        else
+        } else {
             g_string_append_printf(out, "\\x%02x", p[i]);
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 #include "filter.h"
 
-G_DEFINE_QUARK(filter-error-quark, filter_error)
+G_DEFINE_QUARK(filter - error - quark, filter_error)
 
 static const char *const filter_names[FILTER_TYPE_COUNT] = {
     [FILTER_TYPE_UNKNOWN] = NULL,
@@ -23,7 +23,8 @@ static const char *const filter_names[FILTER_TYPE_COUNT] = {
     [FILTER_TYPE_VALUE] = "ValueFilter",
     [FILTER_TYPE_COLUMN_RANGE] = "ColumnRangeFilter",
     [FILTER_TYPE_SINGLE_COLUMN_VALUE] = "SingleColumnValueFilter",
-    [FILTER_TYPE_SINGLE_COLUMN_VALUE_EXCLUDE] = "SingleColumnValueExcludeFilter",
+    [FILTER_TYPE_SINGLE_COLUMN_VALUE_EXCLUDE] =
+        "SingleColumnValueExcludeFilter",
     [FILTER_TYPE_DEPENDENT_COLUMN] = "DependentColumnFilter",
     [FILTER_TYPE_COLUMN_VALUE] = "ColumnValueFilter",
 };
@@ -50,8 +51,9 @@ filter_type_from_name(const uint8_t *name, size_t len)
 {
     for (int t = 1; t < FILTER_TYPE_COUNT; t++) {
         if (strlen(filter_names[t]) == len &&
-            memcmp(filter_names[t], name, len) == 0)
+            memcmp(filter_names[t], name, len) == 0) {
             return (filter_type_t)t;
+        }
     }
     return FILTER_TYPE_UNKNOWN;
 }
@@ -59,24 +61,27 @@ filter_type_from_name(const uint8_t *name, size_t len)
 const char *
 filter_type_name(filter_type_t type)
 {
-    if ((int)type <= 0 || type >= FILTER_TYPE_COUNT)
+    if ((int)type <= 0 || type >= FILTER_TYPE_COUNT) {
         return NULL;
+    }
     return filter_names[type];
 }
 
 const char *
 filter_op_symbol(filter_op_t op)
 {
-    if ((int)op < 0 || op > FILTER_OP_GREATER)
+    if ((int)op < 0 || op > FILTER_OP_GREATER) {
         return "";
+    }
     return filter_op_symbols[op];
 }
 
 const char *
 filter_cmp_prefix(filter_cmp_type_t type)
 {
-    if ((int)type < 0 || type > FILTER_CMP_SUBSTRING)
+    if ((int)type < 0 || type > FILTER_CMP_SUBSTRING) {
         return "";
+    }
     return filter_cmp_prefixes[type];
 }
 
@@ -88,10 +93,11 @@ filter_msg_bytes(const uint8_t *p, size_t len)
     gboolean utf8 = g_utf8_validate((const char *)p, (gssize)len, NULL);
 
     for (size_t i = 0; i < len; i++) {
-        if (p[i] < 0x20 || p[i] == 0x7f || (p[i] >= 0x80 && !utf8))
+        if (p[i] < 0x20 || p[i] == 0x7f || (p[i] >= 0x80 && !utf8)) {
             g_string_append_printf(s, "\\x%02X", p[i]);
-        else
+        } else {
             g_string_append_c(s, (char)p[i]);
+        }
     }
     return g_string_free(s, FALSE);
 }
@@ -107,13 +113,14 @@ filter_arg_clear(struct filter_arg *a)
 }
 
 static void
-filter_arg_fill(struct filter_arg *a, filter_arg_kind_t kind,
-                const void *data, size_t len)
+filter_arg_fill(struct filter_arg *a, filter_arg_kind_t kind, const void *data,
+                size_t len)
 {
     a->kind = kind;
     a->data = g_malloc(len + 1);
-    if (len > 0)
+    if (len > 0) {
         memcpy(a->data, data, len);
+    }
     a->data[len] = '\0';
     a->len = len;
 }
@@ -125,8 +132,9 @@ filter_node_new_leaf(const void *name, size_t name_len)
 
     n->kind = FILTER_NODE_LEAF;
     n->name = g_malloc(name_len + 1);
-    if (name_len > 0)
+    if (name_len > 0) {
         memcpy(n->name, name, name_len);
+    }
     n->name[name_len] = '\0';
     n->name_len = name_len;
     n->type = filter_type_from_name(n->name, name_len);
@@ -186,8 +194,9 @@ filter_node_set_comparator(struct filter_node *leaf, guint i,
 
     memcpy(buf, prefix, plen);
     buf[plen] = ':';
-    if (len > 0)
+    if (len > 0) {
         memcpy(buf + plen + 1, value, len);
+    }
     filter_node_set_arg(leaf, i, FILTER_ARG_QUOTED, buf, plen + 1 + len);
     g_free(buf);
 }
@@ -195,13 +204,16 @@ filter_node_set_comparator(struct filter_node *leaf, guint i,
 void
 filter_node_free(struct filter_node *node)
 {
-    if (node == NULL)
+    if (node == NULL) {
         return;
-    for (guint i = 0; i < node->nargs; i++)
+    }
+    for (guint i = 0; i < node->nargs; i++) {
         filter_arg_clear(&node->args[i]);
+    }
     g_free(node->args);
-    for (guint i = 0; i < node->nchildren; i++)
+    for (guint i = 0; i < node->nchildren; i++) {
         filter_node_free(node->children[i]);
+    }
     g_free(node->children);
     g_free(node->name);
     g_free(node);
@@ -212,20 +224,23 @@ filter_node_copy(const struct filter_node *node)
 {
     struct filter_node *n;
 
-    if (node == NULL)
+    if (node == NULL) {
         return NULL;
+    }
     if (node->kind == FILTER_NODE_LEAF) {
         n = filter_node_new_leaf(node->name, node->name_len);
         n->type = node->type;
-        for (guint i = 0; i < node->nargs; i++)
+        for (guint i = 0; i < node->nargs; i++) {
             filter_node_add_arg(n, node->args[i].kind, node->args[i].data,
                                 node->args[i].len);
+        }
         return n;
     }
     n = filter_node_new_op(node->kind);
     n->children = g_new(struct filter_node *, MAX(node->nchildren, 1));
-    for (guint i = 0; i < node->nchildren; i++)
+    for (guint i = 0; i < node->nchildren; i++) {
         n->children[i] = filter_node_copy(node->children[i]);
+    }
     n->nchildren = node->nchildren;
     return n;
 }
@@ -233,23 +248,28 @@ filter_node_copy(const struct filter_node *node)
 gboolean
 filter_node_equal(const struct filter_node *a, const struct filter_node *b)
 {
-    if (a == NULL || b == NULL)
+    if (a == NULL || b == NULL) {
         return a == b;
+    }
     if (a->kind != b->kind || a->nargs != b->nargs ||
-        a->nchildren != b->nchildren || a->name_len != b->name_len)
+        a->nchildren != b->nchildren || a->name_len != b->name_len) {
         return FALSE;
-    if (a->name_len > 0 && memcmp(a->name, b->name, a->name_len) != 0)
+    }
+    if (a->name_len > 0 && memcmp(a->name, b->name, a->name_len) != 0) {
         return FALSE;
+    }
     for (guint i = 0; i < a->nargs; i++) {
         if (a->args[i].kind != b->args[i].kind ||
             a->args[i].len != b->args[i].len ||
             (a->args[i].len > 0 &&
-             memcmp(a->args[i].data, b->args[i].data, a->args[i].len) != 0))
+             memcmp(a->args[i].data, b->args[i].data, a->args[i].len) != 0)) {
             return FALSE;
+        }
     }
     for (guint i = 0; i < a->nchildren; i++) {
-        if (!filter_node_equal(a->children[i], b->children[i]))
+        if (!filter_node_equal(a->children[i], b->children[i])) {
             return FALSE;
+        }
     }
     return TRUE;
 }
@@ -259,10 +279,12 @@ filter_node_depth(const struct filter_node *node)
 {
     guint d = 0;
 
-    if (node == NULL)
+    if (node == NULL) {
         return 0;
+    }
     for (guint i = 0; i < node->nchildren; i++) {
-        guint c = filter_node_depth(node->children[i]);  /* MAX() evaluates twice */
+        guint c =
+            filter_node_depth(node->children[i]); /* MAX() evaluates twice */
 
         d = MAX(d, c);
     }
@@ -273,11 +295,13 @@ static gboolean
 filter_walk_at(struct filter_node *node, guint depth, filter_visit_fn fn,
                gpointer user_data)
 {
-    if (!fn(node, depth, user_data))
+    if (!fn(node, depth, user_data)) {
         return FALSE;
+    }
     for (guint i = 0; i < node->nchildren; i++) {
-        if (!filter_walk_at(node->children[i], depth + 1, fn, user_data))
+        if (!filter_walk_at(node->children[i], depth + 1, fn, user_data)) {
             return FALSE;
+        }
     }
     return TRUE;
 }
@@ -350,8 +374,9 @@ filter_arg_to_int32(const struct filter_arg *arg, gint32 *out, GError **error)
 {
     gint64 v;
 
-    if (!filter_arg_to_number(arg, G_MAXINT32, &v, error))
+    if (!filter_arg_to_number(arg, G_MAXINT32, &v, error)) {
         return FALSE;
+    }
     *out = (gint32)v;
     return TRUE;
 }
@@ -382,7 +407,8 @@ filter_arg_to_op(const struct filter_arg *arg, filter_op_t *out,
         for (int op = FILTER_OP_LESS; op <= FILTER_OP_GREATER; op++) {
             const char *sym = filter_op_symbols[op];
 
-            if (strlen(sym) == arg->len && memcmp(sym, arg->data, arg->len) == 0) {
+            if (strlen(sym) == arg->len &&
+                memcmp(sym, arg->data, arg->len) == 0) {
                 *out = (filter_op_t)op;
                 return TRUE;
             }
@@ -415,8 +441,9 @@ filter_arg_to_comparator(const struct filter_arg *arg,
     const uint8_t *colon;
     size_t tlen;
 
-    if (!filter_arg_to_bytes(arg, &b, error))
+    if (!filter_arg_to_bytes(arg, &b, error)) {
         return FALSE;
+    }
     colon = b.len > 0 ? memchr(b.data, ':', b.len) : NULL;
     if (colon == NULL) {
         g_set_error(error, FILTER_ERROR, FILTER_ERROR_ARGUMENTS,
@@ -443,9 +470,10 @@ filter_arg_to_comparator(const struct filter_arg *arg,
 static gboolean
 filter_check_count(guint n, gboolean ok, const char *expected, GError **error)
 {
-    if (!ok)
+    if (!ok) {
         g_set_error(error, FILTER_ERROR, FILTER_ERROR_ARGUMENTS,
                     "Expected %s but got: %u", expected, n);
+    }
     return ok;
 }
 
@@ -453,7 +481,8 @@ filter_check_count(guint n, gboolean ok, const char *expected, GError **error)
 static gboolean
 filter_check_eq_only(const struct filter_params *p, GError **error)
 {
-    if ((p->cmp.type == FILTER_CMP_REGEX || p->cmp.type == FILTER_CMP_SUBSTRING) &&
+    if ((p->cmp.type == FILTER_CMP_REGEX ||
+         p->cmp.type == FILTER_CMP_SUBSTRING) &&
         p->op != FILTER_OP_EQUAL && p->op != FILTER_OP_NOT_EQUAL) {
         g_set_error(error, FILTER_ERROR, FILTER_ERROR_ARGUMENTS,
                     "A regexstring comparator and substring comparator can "
@@ -487,11 +516,11 @@ filter_leaf_check(const struct filter_node *leaf, struct filter_params *p,
     p->type = leaf->type;
     switch (leaf->type) {
     case FILTER_TYPE_UNKNOWN:
-    case FILTER_TYPE_COUNT:
-        break;
+    case FILTER_TYPE_COUNT: break;
     case FILTER_TYPE_KEY_ONLY:
-        if (!filter_check_count(n, n <= 1, "0 or 1", error))
+        if (!filter_check_count(n, n <= 1, "0 or 1", error)) {
             return FALSE;
+        }
         return n == 0 || filter_arg_to_bool(&a[0], &p->len_as_value, error);
     case FILTER_TYPE_FIRST_KEY_ONLY:
         return filter_check_count(n, n == 0, "0", error);
@@ -504,8 +533,9 @@ filter_leaf_check(const struct filter_node *leaf, struct filter_params *p,
         for (guint i = 0; i < n; i++) {
             struct filter_bytes b;
 
-            if (!filter_arg_to_bytes(&a[i], &b, error))
+            if (!filter_arg_to_bytes(&a[i], &b, error)) {
                 return FALSE;
+            }
             for (guint j = 0; j < i; j++) {
                 if (a[j].len == b.len &&
                     (b.len == 0 || memcmp(a[j].data, b.data, b.len) == 0)) {
@@ -518,8 +548,9 @@ filter_leaf_check(const struct filter_node *leaf, struct filter_params *p,
         return TRUE;
     case FILTER_TYPE_COLUMN_COUNT_GET:
         if (!filter_check_count(n, n == 1, "1", error) ||
-            !filter_arg_to_int32(&a[0], &i32, error))
+            !filter_arg_to_int32(&a[0], &i32, error)) {
             return FALSE;
+        }
         p->limit = i32;
         return filter_check_nonneg(p->limit, "limit", error);
     case FILTER_TYPE_PAGE:
@@ -528,11 +559,13 @@ filter_leaf_check(const struct filter_node *leaf, struct filter_params *p,
                filter_check_nonneg(p->limit, "page size", error);
     case FILTER_TYPE_COLUMN_PAGINATION:
         if (!filter_check_count(n, n == 2, "2", error) ||
-            !filter_arg_to_int32(&a[0], &i32, error))
+            !filter_arg_to_int32(&a[0], &i32, error)) {
             return FALSE;
+        }
         p->limit = i32;
-        if (!filter_arg_to_int32(&a[1], &i32, error))
+        if (!filter_arg_to_int32(&a[1], &i32, error)) {
             return FALSE;
+        }
         p->offset = i32;
         return filter_check_nonneg(p->limit, "limit", error) &&
                filter_check_nonneg(p->offset, "offset", error);
@@ -541,8 +574,9 @@ filter_leaf_check(const struct filter_node *leaf, struct filter_params *p,
             gint64 ts;
 
             if (!filter_arg_to_int64(&a[i], &ts, error) ||
-                !filter_check_nonneg(ts, "timestamp", error))
+                !filter_check_nonneg(ts, "timestamp", error)) {
                 return FALSE;
+            }
         }
         return TRUE;
     case FILTER_TYPE_ROW:
@@ -567,8 +601,9 @@ filter_leaf_check(const struct filter_node *leaf, struct filter_params *p,
             !filter_arg_to_bytes(&a[1], &p->qualifier, error) ||
             !filter_arg_to_op(&a[2], &p->op, error) ||
             !filter_arg_to_comparator(&a[3], &p->cmp, error) ||
-            !filter_check_eq_only(p, error))
+            !filter_check_eq_only(p, error)) {
             return FALSE;
+        }
         return n == 4 ||
                (filter_arg_to_bool(&a[4], &p->filter_if_missing, error) &&
                 filter_arg_to_bool(&a[5], &p->latest_version_only, error));
@@ -576,10 +611,12 @@ filter_leaf_check(const struct filter_node *leaf, struct filter_params *p,
         if (!filter_check_count(n, n == 2 || n == 3 || n == 5, "2, 3 or 5",
                                 error) ||
             !filter_arg_to_bytes(&a[0], &p->family, error) ||
-            !filter_arg_to_bytes(&a[1], &p->qualifier, error))
+            !filter_arg_to_bytes(&a[1], &p->qualifier, error)) {
             return FALSE;
-        if (n >= 3 && !filter_arg_to_bool(&a[2], &p->drop_dependent, error))
+        }
+        if (n >= 3 && !filter_arg_to_bool(&a[2], &p->drop_dependent, error)) {
             return FALSE;
+        }
         return n < 5 || (filter_arg_to_op(&a[3], &p->op, error) &&
                          filter_arg_to_comparator(&a[4], &p->cmp, error));
     case FILTER_TYPE_COLUMN_VALUE:
@@ -603,9 +640,11 @@ filter_leaf_params(const struct filter_node *leaf, struct filter_params *out,
     GError *inner = NULL;
     struct filter_params scratch;
 
-    g_return_val_if_fail(leaf != NULL && leaf->kind == FILTER_NODE_LEAF, FALSE);
-    if (out == NULL)
+    g_return_val_if_fail(leaf != NULL && leaf->kind == FILTER_NODE_LEAF,
+                         FALSE);
+    if (out == NULL) {
         out = &scratch;
+    }
     if (leaf->type == FILTER_TYPE_UNKNOWN) {
         g_autofree char *name = filter_msg_bytes(leaf->name, leaf->name_len);
 
@@ -619,8 +658,9 @@ filter_leaf_params(const struct filter_node *leaf, struct filter_params *out,
         GByteArray *text = g_byte_array_new();
         g_autofree char *shown = NULL;
 
-        if (!filter_write_leaf(text, leaf, NULL))
+        if (!filter_write_leaf(text, leaf, NULL)) {
             g_byte_array_set_size(text, 0);
+        }
         shown = filter_msg_bytes(text->data, text->len);
         g_byte_array_unref(text);
         g_set_error(error, FILTER_ERROR, FILTER_ERROR_ARGUMENTS,
@@ -635,11 +675,13 @@ gboolean
 filter_validate(const struct filter_node *root, GError **error)
 {
     g_return_val_if_fail(root != NULL, FALSE);
-    if (root->kind == FILTER_NODE_LEAF)
+    if (root->kind == FILTER_NODE_LEAF) {
         return filter_leaf_params(root, NULL, error);
+    }
     for (guint i = 0; i < root->nchildren; i++) {
-        if (!filter_validate(root->children[i], error))
+        if (!filter_validate(root->children[i], error)) {
             return FALSE;
+        }
     }
     return TRUE;
 }
@@ -648,19 +690,19 @@ filter_validate(const struct filter_node *root, GError **error)
 
 enum filter_pop {
     FILTER_POP_LPAREN = 0,
-    FILTER_POP_SKIP,   /* precedence 1 */
-    FILTER_POP_WHILE,  /* precedence 1 */
-    FILTER_POP_AND,    /* precedence 2 */
-    FILTER_POP_OR,     /* precedence 3 */
+    FILTER_POP_SKIP,  /* precedence 1 */
+    FILTER_POP_WHILE, /* precedence 1 */
+    FILTER_POP_AND,   /* precedence 2 */
+    FILTER_POP_OR,    /* precedence 3 */
 };
 
 struct filter_parser {
-    const uint8_t *s;      /* whole filter string */
+    const uint8_t *s; /* whole filter string */
     size_t n;
     guint flags;
-    GArray *ops;           /* enum filter_pop as guint8 */
-    GPtrArray *nodes;      /* struct filter_node *, owned */
-    GArray *depths;        /* guint, parallel to nodes */
+    GArray *ops;      /* enum filter_pop as guint8 */
+    GPtrArray *nodes; /* struct filter_node *, owned */
+    GArray *depths;   /* guint, parallel to nodes */
 };
 
 static int
@@ -668,12 +710,9 @@ filter_precedence(guint8 op)
 {
     switch (op) {
     case FILTER_POP_SKIP:
-    case FILTER_POP_WHILE:
-        return 1;
-    case FILTER_POP_AND:
-        return 2;
-    default:
-        return 3;
+    case FILTER_POP_WHILE: return 1;
+    case FILTER_POP_AND: return 2;
+    default: return 3;
     }
 }
 
@@ -736,21 +775,24 @@ filter_pop_arguments(struct filter_parser *p, GError **error)
     guint depth, maxd = 0;
 
     /* Java's peek() throws EmptyStackException here. */
-    if (p->ops->len == 0)
+    if (p->ops->len == 0) {
         return filter_syntax(error, "Incorrect Filter String");
+    }
     top = filter_ops_top(p);
 
     if (top == FILTER_POP_AND || top == FILTER_POP_OR) {
-        const char *msg = top == FILTER_POP_OR
-            ? "Incorrect input string - an OR needs two filters"
-            : "Incorrect input string - an AND needs two filters";
+        const char *msg =
+            top == FILTER_POP_OR
+                ? "Incorrect input string - an OR needs two filters"
+                : "Incorrect input string - an AND needs two filters";
         GPtrArray *rev = g_ptr_array_new();
 
         node = filter_node_new_op(top == FILTER_POP_OR ? FILTER_NODE_OR
                                                        : FILTER_NODE_AND);
         while (p->ops->len > 0 && filter_ops_top(p) == top) {
-            if (p->nodes->len == 0)
+            if (p->nodes->len == 0) {
                 break;
+            }
             child = filter_parser_pop(p, &depth);
             maxd = MAX(maxd, depth);
             g_ptr_array_add(rev, child);
@@ -767,17 +809,21 @@ filter_pop_arguments(struct filter_parser *p, GError **error)
         g_ptr_array_add(rev, child);
         node->nchildren = rev->len;
         node->children = g_new(struct filter_node *, rev->len);
-        for (guint i = 0; i < rev->len; i++)
+        for (guint i = 0; i < rev->len; i++) {
             node->children[i] = rev->pdata[rev->len - 1 - i];
+        }
         g_ptr_array_unref(rev);
         filter_parser_push(p, node, maxd + 1);
         return filter_depth_ok(maxd + 1, error);
     }
     if (top == FILTER_POP_SKIP || top == FILTER_POP_WHILE) {
-        if (p->nodes->len == 0)
-            return filter_syntax(error, top == FILTER_POP_SKIP
-                ? "Incorrect input string - a SKIP wraps a filter"
-                : "Incorrect input string - a WHILE wraps a filter");
+        if (p->nodes->len == 0) {
+            return filter_syntax(
+                error,
+                top == FILTER_POP_SKIP
+                    ? "Incorrect input string - a SKIP wraps a filter"
+                    : "Incorrect input string - a WHILE wraps a filter");
+        }
         child = filter_parser_pop(p, &depth);
         node = filter_node_new_op(top == FILTER_POP_SKIP ? FILTER_NODE_SKIP
                                                          : FILTER_NODE_WHILE);
@@ -787,8 +833,9 @@ filter_pop_arguments(struct filter_parser *p, GError **error)
         return filter_depth_ok(depth + 1, error);
     }
     /* LPAREN: the filter below it stands for the group. */
-    if (p->nodes->len == 0)
+    if (p->nodes->len == 0) {
         return filter_syntax(error, "Incorrect Filter String");
+    }
     filter_ops_drop(p);
     return TRUE;
 }
@@ -798,8 +845,9 @@ filter_reduce(struct filter_parser *p, guint8 op, GError **error)
 {
     while (p->ops->len > 0 && filter_ops_top(p) != FILTER_POP_LPAREN &&
            filter_precedence(filter_ops_top(p)) < filter_precedence(op)) {
-        if (!filter_pop_arguments(p, error))
+        if (!filter_pop_arguments(p, error)) {
             return FALSE;
+        }
     }
     g_array_append_val(p->ops, op);
     return TRUE;
@@ -816,11 +864,13 @@ filter_keyword(const uint8_t *s, size_t n, size_t i, const char *kw,
 {
     size_t k = strlen(kw);
 
-    if (i + k >= n || memcmp(s + i, kw, k) != 0)
+    if (i + k >= n || memcmp(s + i, kw, k) != 0) {
         return FALSE;
+    }
     if (i == 0) {
-        if (!wrapper)
+        if (!wrapper) {
             return FALSE;
+        }
     } else if (!(s[i - 1] == ' ' || s[i - 1] == ')' ||
                  (wrapper && s[i - 1] == '('))) {
         return FALSE;
@@ -843,10 +893,11 @@ filter_extract(const uint8_t *s, size_t n, size_t start, size_t *end,
 
     for (size_t i = start; i < n; i++) {
         if (s[i] == '\'') {
-            if (filter_quote_unescaped(s, n, i))
+            if (filter_quote_unescaped(s, n, i)) {
                 quotes++;
-            else
+            } else {
                 i++;
+            }
         }
         if (s[i] == ')' && quotes % 2 == 0) {
             *end = i;
@@ -863,11 +914,13 @@ filter_parse_args(struct filter_node *leaf, const uint8_t *e, size_t m,
 {
     const uint8_t *lp = memchr(e, '(', m);
 
-    if (lp == NULL)
+    if (lp == NULL) {
         return filter_syntax(error, "Incorrect argument list");
+    }
     for (size_t i = (size_t)(lp - e) + 1; i < m; i++) {
-        if (e[i] == ' ' || e[i] == ',' || e[i] == ')')
+        if (e[i] == ' ' || e[i] == ',' || e[i] == ')') {
             continue;
+        }
         if (e[i] == '\'') {
             size_t start = i;
 
@@ -878,8 +931,10 @@ filter_parse_args(struct filter_node *leaf, const uint8_t *e, size_t m,
 
                         /* createUnescapdArgument: '' becomes ' */
                         for (size_t k = start + 1; k < j; k++) {
-                            if (e[k] == '\'' && k != j - 1 && e[k + 1] == '\'')
+                            if (e[k] == '\'' && k != j - 1 &&
+                                e[k + 1] == '\'') {
                                 k++;
+                            }
                             g_byte_array_append(b, &e[k], 1);
                         }
                         filter_node_add_arg(leaf, FILTER_ARG_QUOTED, b->data,
@@ -898,13 +953,16 @@ filter_parse_args(struct filter_node *leaf, const uint8_t *e, size_t m,
             size_t j;
 
             for (j = i; j < m; j++) {
-                if (e[j] == ' ' || e[j] == ',' || e[j] == ')')
+                if (e[j] == ' ' || e[j] == ',' || e[j] == ')') {
                     break;
-                if (j == m - 1)
+                }
+                if (j == m - 1) {
                     return filter_syntax(error, "Incorrect argument list");
+                }
             }
-            if (j >= m)
+            if (j >= m) {
                 return filter_syntax(error, "Incorrect argument list");
+            }
             filter_node_add_arg(leaf, FILTER_ARG_BARE, e + i, j - i);
             i = j;
         }
@@ -955,35 +1013,42 @@ filter_parse_loop(struct filter_parser *p, GError **error)
             continue;
         } else if (filter_keyword(s, n, i, "OR", FALSE)) {
             i += 1;
-            if (!filter_reduce(p, FILTER_POP_OR, error))
+            if (!filter_reduce(p, FILTER_POP_OR, error)) {
                 return FALSE;
+            }
         } else if (filter_keyword(s, n, i, "AND", FALSE)) {
             i += 2;
-            if (!filter_reduce(p, FILTER_POP_AND, error))
+            if (!filter_reduce(p, FILTER_POP_AND, error)) {
                 return FALSE;
+            }
         } else if (filter_keyword(s, n, i, "SKIP", TRUE)) {
             i += 3;
-            if (!filter_reduce(p, FILTER_POP_SKIP, error))
+            if (!filter_reduce(p, FILTER_POP_SKIP, error)) {
                 return FALSE;
+            }
         } else if (filter_keyword(s, n, i, "WHILE", TRUE)) {
             i += 4;
-            if (!filter_reduce(p, FILTER_POP_WHILE, error))
+            if (!filter_reduce(p, FILTER_POP_WHILE, error)) {
                 return FALSE;
+            }
         } else if (s[i] == ')') {
             guint8 top;
 
-            if (p->ops->len == 0)
+            if (p->ops->len == 0) {
                 return filter_syntax(error, "Mismatched parenthesis");
+            }
             /*
              * As in Java: an LPAREN on top stays on the stack, and after
              * each reduction the next operator is popped unexamined.
              */
             top = filter_ops_top(p);
             while (top != FILTER_POP_LPAREN) {
-                if (!filter_pop_arguments(p, error))
+                if (!filter_pop_arguments(p, error)) {
                     return FALSE;
-                if (p->ops->len == 0)
+                }
+                if (p->ops->len == 0) {
                     return filter_syntax(error, "Mismatched parenthesis");
+                }
                 top = filter_ops_top(p);
                 filter_ops_drop(p);
             }
@@ -991,21 +1056,25 @@ filter_parse_loop(struct filter_parser *p, GError **error)
             size_t end;
             struct filter_node *leaf;
 
-            if (!filter_extract(s, n, i, &end, error))
+            if (!filter_extract(s, n, i, &end, error)) {
                 return FALSE;
+            }
             leaf = filter_parse_simple(s + i, end - i + 1, p->flags, error);
-            if (leaf == NULL)
+            if (leaf == NULL) {
                 return FALSE;
+            }
             filter_parser_push(p, leaf, 1);
             i = end;
         }
     }
     while (p->ops->len > 0) {
-        if (!filter_pop_arguments(p, error))
+        if (!filter_pop_arguments(p, error)) {
             return FALSE;
+        }
     }
-    if (p->nodes->len != 1)
+    if (p->nodes->len != 1) {
         return filter_syntax(error, "Incorrect Filter String");
+    }
     return TRUE;
 }
 
@@ -1028,8 +1097,9 @@ filter_parse(const uint8_t *text, size_t len, guint flags, GError **error)
     p.ops = g_array_new(FALSE, FALSE, sizeof(guint8));
     p.nodes = g_ptr_array_new_with_free_func((GDestroyNotify)filter_node_free);
     p.depths = g_array_new(FALSE, FALSE, sizeof(guint));
-    if (filter_parse_loop(&p, error))
+    if (filter_parse_loop(&p, error)) {
         root = filter_parser_pop(&p, &depth);
+    }
     g_array_unref(p.ops);
     g_ptr_array_unref(p.nodes);
     g_array_unref(p.depths);
@@ -1060,46 +1130,53 @@ filter_write_leaf(GByteArray *out, const struct filter_node *n, GError **error)
      * Names are written raw; bytes that steer ParseFilter's scanners
      * would not read back the same, so refuse them.
      */
-    if (n->name_len == 0 || n->name[0] == '\t')
+    if (n->name_len == 0 || n->name[0] == '\t') {
         return filter_serialize_error(error, "filter name cannot be written");
+    }
     for (size_t i = 0; i < n->name_len; i++) {
         uint8_t c = n->name[i];
 
-        if (c == ' ' || c == '(' || c == ')' || c == '\'')
+        if (c == ' ' || c == '(' || c == ')' || c == '\'') {
             return filter_serialize_error(error,
                                           "filter name cannot be written");
+        }
     }
     /* A leaf named like a keyword reads as one unless a tab precedes it. */
     for (size_t k = 0; k < G_N_ELEMENTS(keywords); k++) {
         if (strlen(keywords[k]) == n->name_len &&
-            memcmp(keywords[k], n->name, n->name_len) == 0)
+            memcmp(keywords[k], n->name, n->name_len) == 0) {
             filter_put(out, "\t");
+        }
     }
     g_byte_array_append(out, n->name, (guint)n->name_len);
     filter_put(out, "(");
     for (guint i = 0; i < n->nargs; i++) {
         const struct filter_arg *a = &n->args[i];
 
-        if (i > 0)
+        if (i > 0) {
             filter_put(out, ", ");
+        }
         if (a->kind == FILTER_ARG_QUOTED) {
             filter_put(out, "'");
             for (size_t k = 0; k < a->len; k++) {
-                if (a->data[k] == '\'')
+                if (a->data[k] == '\'') {
                     filter_put(out, "'");
+                }
                 g_byte_array_append(out, &a->data[k], 1);
             }
             filter_put(out, "'");
             continue;
         }
-        if (a->len == 0)
+        if (a->len == 0) {
             return filter_serialize_error(error, "empty bare argument");
+        }
         for (size_t k = 0; k < a->len; k++) {
             uint8_t c = a->data[k];
 
-            if (c == ' ' || c == ',' || c == ')' || c == '\'')
-                return filter_serialize_error(error,
-                                              "bare argument cannot be written");
+            if (c == ' ' || c == ',' || c == ')' || c == '\'') {
+                return filter_serialize_error(
+                    error, "bare argument cannot be written");
+            }
         }
         g_byte_array_append(out, a->data, (guint)a->len);
     }
@@ -1112,8 +1189,9 @@ static const struct filter_node *
 filter_unwrap(const struct filter_node *n)
 {
     while ((n->kind == FILTER_NODE_AND || n->kind == FILTER_NODE_OR) &&
-           n->nchildren == 1)
+           n->nchildren == 1) {
         n = n->children[0];
+    }
     return n;
 }
 
@@ -1126,11 +1204,13 @@ filter_write_operand(GByteArray *out, const struct filter_node *n, guint depth,
                      GError **error)
 {
     n = filter_unwrap(n);
-    if (n->kind == FILTER_NODE_LEAF)
+    if (n->kind == FILTER_NODE_LEAF) {
         return filter_write_leaf(out, n, error);
+    }
     filter_put(out, "(");
-    if (!filter_write(out, n, depth, error))
+    if (!filter_write(out, n, depth, error)) {
         return FALSE;
+    }
     filter_put(out, ")");
     return TRUE;
 }
@@ -1146,24 +1226,27 @@ filter_write(GByteArray *out, const struct filter_node *n, guint depth,
     }
     n = filter_unwrap(n);
     switch (n->kind) {
-    case FILTER_NODE_LEAF:
-        return filter_write_leaf(out, n, error);
+    case FILTER_NODE_LEAF: return filter_write_leaf(out, n, error);
     case FILTER_NODE_AND:
     case FILTER_NODE_OR:
-        if (n->nchildren == 0)
+        if (n->nchildren == 0) {
             return filter_serialize_error(error, "empty filter list");
+        }
         for (guint i = 0; i < n->nchildren; i++) {
-            if (i > 0)
+            if (i > 0) {
                 filter_put(out, n->kind == FILTER_NODE_AND ? " AND " : " OR ");
-            if (!filter_write_operand(out, n->children[i], depth + 1, error))
+            }
+            if (!filter_write_operand(out, n->children[i], depth + 1, error)) {
                 return FALSE;
+            }
         }
         return TRUE;
     case FILTER_NODE_SKIP:
     case FILTER_NODE_WHILE:
-        if (n->nchildren != 1)
-            return filter_serialize_error(error,
-                                          "SKIP/WHILE needs exactly one filter");
+        if (n->nchildren != 1) {
+            return filter_serialize_error(
+                error, "SKIP/WHILE needs exactly one filter");
+        }
         filter_put(out, n->kind == FILTER_NODE_SKIP ? "SKIP " : "WHILE ");
         return filter_write_operand(out, n->children[0], depth + 1, error);
     }
@@ -1181,8 +1264,9 @@ filter_serialize(const struct filter_node *root, size_t *len, GError **error)
         g_byte_array_unref(out);
         return NULL;
     }
-    if (len != NULL)
+    if (len != NULL) {
         *len = out->len;
+    }
     g_byte_array_append(out, (const guint8 *)"", 1);
     return g_byte_array_free(out, FALSE);
 }

@@ -30,26 +30,26 @@
  * pair of parentheses.
  */
 
-#define FILTER_MAX_DEPTH 64          /* levels of AND/OR/SKIP/WHILE + leaf */
-#define FILTER_MAX_LEN (1u << 20)    /* bytes of filter string */
+#define FILTER_MAX_DEPTH 64       /* levels of AND/OR/SKIP/WHILE + leaf */
+#define FILTER_MAX_LEN (1u << 20) /* bytes of filter string */
 
 #define FILTER_ERROR filter_error_quark()
 GQuark filter_error_quark(void);
 
 typedef enum {
-    FILTER_ERROR_SYNTAX,          /* ParseFilter would throw while parsing */
-    FILTER_ERROR_LIMIT,           /* over FILTER_MAX_DEPTH / FILTER_MAX_LEN */
-    FILTER_ERROR_UNKNOWN_FILTER,  /* "Filter Name X not supported" */
-    FILTER_ERROR_ARGUMENTS,       /* "Incorrect filter string X: why" */
-    FILTER_ERROR_SERIALIZE,       /* tree cannot be written back safely */
+    FILTER_ERROR_SYNTAX,         /* ParseFilter would throw while parsing */
+    FILTER_ERROR_LIMIT,          /* over FILTER_MAX_DEPTH / FILTER_MAX_LEN */
+    FILTER_ERROR_UNKNOWN_FILTER, /* "Filter Name X not supported" */
+    FILTER_ERROR_ARGUMENTS,      /* "Incorrect filter string X: why" */
+    FILTER_ERROR_SERIALIZE,      /* tree cannot be written back safely */
 } filter_error_t;
 
 typedef enum {
-    FILTER_NODE_LEAF = 0,  /* FilterName(args) */
-    FILTER_NODE_AND,       /* FilterList MUST_PASS_ALL, >= 1 children */
-    FILTER_NODE_OR,        /* FilterList MUST_PASS_ONE, >= 1 children */
-    FILTER_NODE_SKIP,      /* SkipFilter, 1 child */
-    FILTER_NODE_WHILE,     /* WhileMatchFilter, 1 child */
+    FILTER_NODE_LEAF = 0, /* FilterName(args) */
+    FILTER_NODE_AND,      /* FilterList MUST_PASS_ALL, >= 1 children */
+    FILTER_NODE_OR,       /* FilterList MUST_PASS_ONE, >= 1 children */
+    FILTER_NODE_SKIP,     /* SkipFilter, 1 child */
+    FILTER_NODE_WHILE,    /* WhileMatchFilter, 1 child */
 } filter_node_kind_t;
 
 /* The filters ParseFilter registers; UNKNOWN is any other name. */
@@ -57,15 +57,15 @@ typedef enum {
     FILTER_TYPE_UNKNOWN = 0,
     FILTER_TYPE_KEY_ONLY,
     FILTER_TYPE_FIRST_KEY_ONLY,
-    FILTER_TYPE_PREFIX,                 /* reads the row key */
+    FILTER_TYPE_PREFIX, /* reads the row key */
     FILTER_TYPE_COLUMN_PREFIX,
     FILTER_TYPE_MULTIPLE_COLUMN_PREFIX,
     FILTER_TYPE_COLUMN_COUNT_GET,
     FILTER_TYPE_PAGE,
     FILTER_TYPE_COLUMN_PAGINATION,
-    FILTER_TYPE_INCLUSIVE_STOP,         /* reads the row key */
+    FILTER_TYPE_INCLUSIVE_STOP, /* reads the row key */
     FILTER_TYPE_TIMESTAMPS,
-    FILTER_TYPE_ROW,                    /* reads the row key */
+    FILTER_TYPE_ROW, /* reads the row key */
     FILTER_TYPE_FAMILY,
     FILTER_TYPE_QUALIFIER,
     FILTER_TYPE_VALUE,
@@ -78,42 +78,42 @@ typedef enum {
 } filter_type_t;
 
 typedef enum {
-    FILTER_ARG_QUOTED = 0,  /* 'bytes' ('' unescaped; data holds raw bytes) */
-    FILTER_ARG_BARE,        /* integer, boolean or compare operator token */
+    FILTER_ARG_QUOTED = 0, /* 'bytes' ('' unescaped; data holds raw bytes) */
+    FILTER_ARG_BARE,       /* integer, boolean or compare operator token */
 } filter_arg_kind_t;
 
 typedef enum {
-    FILTER_OP_NONE = 0,          /* no operator given (DependentColumnFilter) */
-    FILTER_OP_LESS,              /* <  */
-    FILTER_OP_LESS_OR_EQUAL,     /* <= */
-    FILTER_OP_EQUAL,             /* =  */
-    FILTER_OP_NOT_EQUAL,         /* != */
-    FILTER_OP_GREATER_OR_EQUAL,  /* >= */
-    FILTER_OP_GREATER,           /* >  */
+    FILTER_OP_NONE = 0,         /* no operator given (DependentColumnFilter) */
+    FILTER_OP_LESS,             /* <  */
+    FILTER_OP_LESS_OR_EQUAL,    /* <= */
+    FILTER_OP_EQUAL,            /* =  */
+    FILTER_OP_NOT_EQUAL,        /* != */
+    FILTER_OP_GREATER_OR_EQUAL, /* >= */
+    FILTER_OP_GREATER,          /* >  */
 } filter_op_t;
 
 typedef enum {
-    FILTER_CMP_BINARY = 0,     /* binary: */
-    FILTER_CMP_BINARY_PREFIX,  /* binaryprefix: */
-    FILTER_CMP_REGEX,          /* regexstring: */
-    FILTER_CMP_SUBSTRING,      /* substring: */
+    FILTER_CMP_BINARY = 0,    /* binary: */
+    FILTER_CMP_BINARY_PREFIX, /* binaryprefix: */
+    FILTER_CMP_REGEX,         /* regexstring: */
+    FILTER_CMP_SUBSTRING,     /* substring: */
 } filter_cmp_type_t;
 
 struct filter_arg {
-    filter_arg_kind_t kind;  /* quoted string or bare token */
-    uint8_t *data;           /* owned; NUL-terminated for convenience */
-    size_t len;              /* bytes in data, without the terminator */
+    filter_arg_kind_t kind; /* quoted string or bare token */
+    uint8_t *data;          /* owned; NUL-terminated for convenience */
+    size_t len;             /* bytes in data, without the terminator */
 };
 
-typedef struct filter_node filter_node;  /* for g_autoptr */
+typedef struct filter_node filter_node; /* for g_autoptr */
 
 struct filter_node {
-    filter_node_kind_t kind;       /* leaf or operator */
+    filter_node_kind_t kind; /* leaf or operator */
     /* leaves */
-    filter_type_t type;            /* FILTER_TYPE_UNKNOWN for other names */
-    uint8_t *name;                 /* owned, NUL-terminated; raw bytes */
+    filter_type_t type; /* FILTER_TYPE_UNKNOWN for other names */
+    uint8_t *name;      /* owned, NUL-terminated; raw bytes */
     size_t name_len;
-    struct filter_arg *args;       /* owned array of nargs */
+    struct filter_arg *args; /* owned array of nargs */
     guint nargs;
     /* operators */
     struct filter_node **children; /* owned array of nchildren */
@@ -123,7 +123,7 @@ struct filter_node {
 /* A comparator argument 'type:value' split at the first ':'. */
 struct filter_comparator {
     filter_cmp_type_t type;
-    const uint8_t *value;  /* points into the argument it came from */
+    const uint8_t *value; /* points into the argument it came from */
     size_t len;
 };
 
@@ -140,26 +140,26 @@ struct filter_bytes {
  */
 struct filter_params {
     filter_type_t type;
-    filter_op_t op;                    /* compare filters; NONE if absent */
-    struct filter_comparator cmp;      /* valid when op != NONE */
-    struct filter_bytes bytes;         /* Prefix, ColumnPrefix, InclusiveStop */
-    struct filter_bytes family;        /* SCVF, SCVEF, DependentColumn, ColumnValue */
+    filter_op_t op;               /* compare filters; NONE if absent */
+    struct filter_comparator cmp; /* valid when op != NONE */
+    struct filter_bytes bytes;    /* Prefix, ColumnPrefix, InclusiveStop */
+    struct filter_bytes family; /* SCVF, SCVEF, DependentColumn, ColumnValue */
     struct filter_bytes qualifier;
-    struct filter_bytes min_column;    /* ColumnRange; len 0 = unbounded */
+    struct filter_bytes min_column; /* ColumnRange; len 0 = unbounded */
     struct filter_bytes max_column;
     gboolean min_inclusive;
     gboolean max_inclusive;
-    gboolean len_as_value;             /* KeyOnlyFilter(true) */
-    gboolean filter_if_missing;        /* SCVF: default FALSE */
-    gboolean latest_version_only;      /* SCVF: default TRUE */
-    gboolean drop_dependent;           /* DependentColumnFilter */
-    gint64 limit;                      /* Page size, ColumnCountGet, ColumnPagination */
-    gint64 offset;                     /* ColumnPagination */
+    gboolean len_as_value;        /* KeyOnlyFilter(true) */
+    gboolean filter_if_missing;   /* SCVF: default FALSE */
+    gboolean latest_version_only; /* SCVF: default TRUE */
+    gboolean drop_dependent;      /* DependentColumnFilter */
+    gint64 limit;  /* Page size, ColumnCountGet, ColumnPagination */
+    gint64 offset; /* ColumnPagination */
 };
 
 typedef enum {
     FILTER_PARSE_DEFAULT = 0,
-    FILTER_PARSE_STRICT = 1 << 0,  /* reject unknown names and bad arguments */
+    FILTER_PARSE_STRICT = 1 << 0, /* reject unknown names and bad arguments */
 } filter_parse_flags_t;
 
 /* Parsing and checking. */
@@ -210,7 +210,7 @@ gboolean filter_node_reads_row(const struct filter_node *node);
 filter_type_t filter_type_from_name(const uint8_t *name, size_t len);
 const char *filter_type_name(filter_type_t type);
 const char *filter_op_symbol(filter_op_t op);
-const char *filter_cmp_prefix(filter_cmp_type_t type);  /* "binary" ... */
+const char *filter_cmp_prefix(filter_cmp_type_t type); /* "binary" ... */
 
 /* Argument conversions with HBase's rules and messages. */
 gboolean filter_arg_to_int64(const struct filter_arg *arg, gint64 *out,

@@ -69,8 +69,9 @@ pb_varint(struct pb_in *in, uint64_t *out, GError **error)
     for (unsigned i = 0; i < 10; i++) {
         uint8_t b;
 
-        if (in->pos >= in->len)
+        if (in->pos >= in->len) {
             return pb_fail(error, PB_TRUNCATED);
+        }
         b = in->p[in->pos++];
         v |= (uint64_t)(b & 0x7f) << (7 * i);
         if ((b & 0x80) == 0) {
@@ -84,8 +85,9 @@ pb_varint(struct pb_in *in, uint64_t *out, GError **error)
 static gboolean
 pb_skip(struct pb_in *in, size_t n, GError **error)
 {
-    if (n > in->len - in->pos)
+    if (n > in->len - in->pos) {
         return pb_fail(error, PB_TRUNCATED);
+    }
     in->pos += n;
     return TRUE;
 }
@@ -99,15 +101,18 @@ pb_tag(struct pb_in *in, struct pb_field *f, GError **error)
 {
     uint64_t tag;
 
-    if (in->pos >= in->len)
+    if (in->pos >= in->len) {
         return FALSE;
-    if (!pb_varint(in, &tag, error))
+    }
+    if (!pb_varint(in, &tag, error)) {
         return FALSE;
+    }
     tag &= 0xffffffffu; /* readRawVarint32 keeps the low 32 bits */
     f->num = (uint32_t)(tag >> 3);
     f->wt = (guint)(tag & 7);
-    if (f->num == 0)
+    if (f->num == 0) {
         return pb_fail(error, PB_ZERO_TAG);
+    }
     return TRUE;
 }
 
@@ -118,8 +123,9 @@ pb_skip_group(struct pb_in *in, uint32_t num, guint depth, GError **error)
     struct pb_field f;
     GError *inner = NULL;
 
-    if (depth >= PB_GROUP_DEPTH)
+    if (depth >= PB_GROUP_DEPTH) {
         return pb_fail(error, PB_TOO_DEEP);
+    }
     for (;;) {
         if (!pb_tag(in, &f, &inner)) {
             if (inner != NULL) {
@@ -129,12 +135,14 @@ pb_skip_group(struct pb_in *in, uint32_t num, guint depth, GError **error)
             return pb_fail(error, PB_TRUNCATED);
         }
         if (f.wt == PB_WT_GROUP_END) {
-            if (f.num != num)
+            if (f.num != num) {
                 return pb_fail(error, PB_END_GROUP);
+            }
             return TRUE;
         }
-        if (!pb_value(in, &f, depth + 1, error))
+        if (!pb_value(in, &f, depth + 1, error)) {
             return FALSE;
+        }
     }
 }
 
@@ -149,13 +157,16 @@ pb_value(struct pb_in *in, struct pb_field *f, guint depth, GError **error)
     case PB_WT_FIXED64: return pb_skip(in, 8, error);
     case PB_WT_FIXED32: return pb_skip(in, 4, error);
     case PB_WT_BYTES:
-        if (!pb_varint(in, &n, error))
+        if (!pb_varint(in, &n, error)) {
             return FALSE;
-        if ((int32_t)(uint32_t)n < 0)
+        }
+        if ((int32_t)(uint32_t)n < 0) {
             return pb_fail(error, PB_NEGATIVE_SIZE);
+        }
         n = (uint32_t)n;
-        if (n > in->len - in->pos)
+        if (n > in->len - in->pos) {
             return pb_fail(error, PB_TRUNCATED);
+        }
         f->s.data = in->p + in->pos;
         f->s.len = (size_t)n;
         in->pos += (size_t)n;
@@ -176,8 +187,9 @@ pb_next(struct pb_in *in, struct pb_field *f, GError **error)
 
     memset(f, 0, sizeof(*f));
     if (!pb_tag(in, f, &inner)) {
-        if (inner == NULL)
+        if (inner == NULL) {
             return 0;
+        }
         g_propagate_error(error, inner);
         return -1;
     }
@@ -211,8 +223,9 @@ pb_put_varint(GByteArray *out, uint64_t v)
     do {
         b[n] = (uint8_t)(v & 0x7f);
         v >>= 7;
-        if (v != 0)
+        if (v != 0) {
             b[n] |= 0x80;
+        }
         n++;
     } while (v != 0);
     g_byte_array_append(out, b, n);
@@ -229,8 +242,9 @@ pb_put_bytes(GByteArray *out, uint32_t num, const void *data, size_t len)
 {
     pb_put_tag(out, num, PB_WT_BYTES);
     pb_put_varint(out, len);
-    if (len > 0)
+    if (len > 0) {
         g_byte_array_append(out, data, (guint)len);
+    }
 }
 
 static void
@@ -343,8 +357,9 @@ static const struct pb_class *
 pb_class_find(pb_span name)
 {
     for (size_t i = 0; i < G_N_ELEMENTS(pb_classes); i++) {
-        if (pb_is_class(name, pb_classes[i].name))
+        if (pb_is_class(name, pb_classes[i].name)) {
             return &pb_classes[i];
+        }
     }
     return NULL;
 }
@@ -358,13 +373,15 @@ pb_show(pb_span s)
     for (size_t i = 0; i < s.len && i < 200; i++) {
         uint8_t c = s.data[i];
 
-        if (c >= 0x20 && c < 0x7f && c != '\\')
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
             g_string_append_c(out, (char)c);
-        else
+        } else {
             g_string_append_printf(out, "\\x%02X", c);
+        }
     }
-    if (s.len > 200)
+    if (s.len > 200) {
         g_string_append(out, "...");
+    }
     return g_string_free(out, FALSE);
 }
 
@@ -403,10 +420,12 @@ struct filterpb {
 static void
 pb_node_free(struct pb_node *n)
 {
-    if (n == NULL)
+    if (n == NULL) {
         return;
-    for (guint i = 0; i < n->nkids; i++)
+    }
+    for (guint i = 0; i < n->nkids; i++) {
         pb_node_free(n->kids[i]);
+    }
     g_free(n->kids);
     g_free(n);
 }
@@ -426,8 +445,9 @@ static const struct pb_class *
 pb_custom_find(const struct pb_ctx *c, pb_span name)
 {
     for (const char *const *k = c->custom; k != NULL && *k != NULL; k++) {
-        if (strlen(*k) == name.len && memcmp(*k, name.data, name.len) == 0)
+        if (strlen(*k) == name.len && memcmp(*k, name.data, name.len) == 0) {
             return &pb_custom_class;
+        }
     }
     return NULL;
 }
@@ -440,8 +460,9 @@ pb_inexact(struct pb_ctx *c, const char *fmt, ...)
 {
     va_list ap;
 
-    if (c->inexact != NULL)
+    if (c->inexact != NULL) {
         return;
+    }
     va_start(ap, fmt);
     c->inexact = g_strdup_vprintf(fmt, ap);
     va_end(ap);
@@ -462,8 +483,9 @@ pb_read_named(pb_span msg, pb_span *name, pb_span *ser, GError **error)
     ser->data = NULL;
     ser->len = 0;
     while ((r = pb_next(&in, &f, error)) > 0) {
-        if (f.wt != PB_WT_BYTES)
+        if (f.wt != PB_WT_BYTES) {
             continue;
+        }
         if (f.num == 1) {
             *name = f.s;
             has_name = TRUE;
@@ -471,8 +493,9 @@ pb_read_named(pb_span msg, pb_span *name, pb_span *ser, GError **error)
             *ser = f.s;
         }
     }
-    if (r < 0)
+    if (r < 0) {
         return FALSE;
+    }
     return has_name || pb_missing(error, "name");
 }
 
@@ -480,8 +503,9 @@ pb_read_named(pb_span msg, pb_span *name, pb_span *ser, GError **error)
 static gboolean
 pb_op(int64_t v, int32_t *out)
 {
-    if (v < 0 || v > 6)
+    if (v < 0 || v > 6) {
         return FALSE;
+    }
     *out = (int32_t)v;
     return TRUE;
 }
@@ -509,8 +533,9 @@ pb_read_comparable(pb_span msg, pb_span *value, GError **error)
 
     pb_in_init(&in, msg);
     while ((r = pb_next(&in, &f, error)) > 0) {
-        if (f.num == 1 && f.wt == PB_WT_BYTES)
+        if (f.num == 1 && f.wt == PB_WT_BYTES) {
             *value = f.s;
+        }
     }
     return r == 0;
 }
@@ -528,15 +553,18 @@ pb_read_cmp(pb_span name, pb_span ser, struct pb_cmp *cmp, GError **error)
     cmp->name = name;
     cmp->kind = PB_CMP_UNKNOWN;
     for (size_t i = 0; i < G_N_ELEMENTS(pb_comparators); i++) {
-        if (pb_is_class(name, pb_comparators[i].name))
+        if (pb_is_class(name, pb_comparators[i].name)) {
             cmp->kind = pb_comparators[i].kind;
+        }
     }
-    if (cmp->kind == PB_CMP_UNKNOWN || cmp->kind == PB_CMP_OTHER)
+    if (cmp->kind == PB_CMP_UNKNOWN || cmp->kind == PB_CMP_OTHER) {
         return TRUE; /* the caller decides */
+    }
     pb_in_init(&in, ser);
     while ((r = pb_next(&in, &f, error)) > 0) {
-        if (f.num < 1 || f.num > 4)
+        if (f.num < 1 || f.num > 4) {
             continue;
+        }
         if (cmp->kind == PB_CMP_REGEX && f.num == 2) {
             if (f.wt == PB_WT_VARINT) {
                 cmp->flags = (int32_t)(uint32_t)f.v;
@@ -544,15 +572,17 @@ pb_read_cmp(pb_span name, pb_span ser, struct pb_cmp *cmp, GError **error)
             }
             continue;
         }
-        if (f.wt != PB_WT_BYTES)
+        if (f.wt != PB_WT_BYTES) {
             continue;
+        }
         switch (cmp->kind) {
         case PB_CMP_BINARY:
         case PB_CMP_BINARY_PREFIX:
             if (f.num == 1) {
                 has[0] = TRUE;
-                if (!pb_read_comparable(f.s, &cmp->value, error))
+                if (!pb_read_comparable(f.s, &cmp->value, error)) {
                     return FALSE;
+                }
             }
             break;
         case PB_CMP_SUBSTRING:
@@ -563,37 +593,43 @@ pb_read_cmp(pb_span name, pb_span ser, struct pb_cmp *cmp, GError **error)
             break;
         case PB_CMP_REGEX:
             has[f.num - 1] = TRUE;
-            if (f.num == 1)
+            if (f.num == 1) {
                 cmp->value = f.s;
-            else if (f.num == 3)
+            } else if (f.num == 3) {
                 cmp->charset = f.s;
-            else if (f.num == 4)
+            } else if (f.num == 4) {
                 cmp->engine = f.s;
+            }
             break;
         default: break;
         }
     }
-    if (r < 0)
+    if (r < 0) {
         return FALSE;
+    }
     if (cmp->kind == PB_CMP_REGEX) {
         cmp->has_engine = has[3];
-        if (!has[0] || !has[1] || !has[2])
+        if (!has[0] || !has[1] || !has[2]) {
             return pb_missing(error, !has[0]   ? "pattern"
                                      : !has[1] ? "pattern_flags"
                                                : "charset");
+        }
         if (cmp->has_engine &&
             !(cmp->engine.len == 4 &&
               memcmp(cmp->engine.data, "JAVA", 4) == 0) &&
             !(cmp->engine.len == 4 &&
-              memcmp(cmp->engine.data, "JONI", 4) == 0))
+              memcmp(cmp->engine.data, "JONI", 4) == 0)) {
             return pb_fail(error, "No enum constant for the regex engine");
-        if ((cmp->flags & ~0x1ff) != 0)
+        }
+        if ((cmp->flags & ~0x1ff) != 0) {
             return pb_fail(error, "Unknown regex flag");
+        }
         return TRUE;
     }
-    if (!has[0])
+    if (!has[0]) {
         return pb_missing(error, cmp->kind == PB_CMP_SUBSTRING ? "substr"
                                                                : "comparable");
+    }
     return TRUE;
 }
 
@@ -618,8 +654,9 @@ pb_merge_comparator(pb_span msg, struct pb_compare *cf, GError **error)
     cf->has_cmp = TRUE;
     pb_in_init(&in, msg);
     while ((r = pb_next(&in, &f, error)) > 0) {
-        if (f.wt != PB_WT_BYTES)
+        if (f.wt != PB_WT_BYTES) {
             continue;
+        }
         if (f.num == 1) {
             cf->cmp_name = f.s;
             cf->cmp_has_name = TRUE;
@@ -639,11 +676,13 @@ pb_merge_compare(pb_span msg, struct pb_compare *cf, GError **error)
 
     pb_in_init(&in, msg);
     while ((r = pb_next(&in, &f, error)) > 0) {
-        if (f.num == 1 && f.wt == PB_WT_VARINT && pb_op((int64_t)f.v, &cf->op))
+        if (f.num == 1 && f.wt == PB_WT_VARINT &&
+            pb_op((int64_t)f.v, &cf->op)) {
             cf->has_op = TRUE;
-        else if (f.num == 2 && f.wt == PB_WT_BYTES &&
-                 !pb_merge_comparator(f.s, cf, error))
+        } else if (f.num == 2 && f.wt == PB_WT_BYTES &&
+                   !pb_merge_comparator(f.s, cf, error)) {
             return FALSE;
+        }
     }
     return r == 0;
 }
@@ -654,16 +693,19 @@ pb_compare_done(struct pb_compare *cf, gboolean need_cmp, struct pb_cmp *cmp,
                 GError **error)
 {
     memset(cmp, 0, sizeof(*cmp));
-    if (!cf->has_op)
+    if (!cf->has_op) {
         return pb_missing(error, "compare_op");
+    }
     if (!cf->has_cmp) {
-        if (need_cmp)
+        if (need_cmp) {
             return pb_missing(error, "comparator");
+        }
         cmp->kind = PB_CMP_UNKNOWN;
         return TRUE;
     }
-    if (!cf->cmp_has_name)
+    if (!cf->cmp_has_name) {
         return pb_missing(error, "comparator.name");
+    }
     return pb_read_cmp(cf->cmp_name, cf->cmp_ser, cmp, error);
 }
 
@@ -740,8 +782,9 @@ pb_regex_inline(int32_t flags, GString *out)
     if (flags != FILTERPB_RE_DOTALL) {
         g_string_append(out, "(?");
         g_string_append(out, on->str);
-        if ((flags & FILTERPB_RE_DOTALL) == 0)
+        if ((flags & FILTERPB_RE_DOTALL) == 0) {
             g_string_append(out, "-s");
+        }
         g_string_append(out, ")");
     }
     g_string_free(on, TRUE);
@@ -826,11 +869,13 @@ pb_charset_splits(pb_span cs)
         "ISO8859-1", "latin1", "US-ASCII",   "ASCII",
     };
 
-    if (cs.len == 0)
+    if (cs.len == 0) {
         return TRUE;
+    }
     for (size_t i = 0; i < G_N_ELEMENTS(ok); i++) {
-        if (pb_ascii_ieq(cs, ok[i]))
+        if (pb_ascii_ieq(cs, ok[i])) {
             return TRUE;
+        }
     }
     return FALSE;
 }
@@ -869,8 +914,9 @@ pb_row_for_salt(struct filter_node *l, const struct pb_node *n, GError **error)
     filter_op_t fop = pb_filter_op(n->op);
     g_autofree char *cname = pb_show(cmp->name);
 
-    if (fop == FILTER_OP_NONE)
+    if (fop == FILTER_OP_NONE) {
         return pb_refuse(error, "filterBytes RowFilter with NO_OP");
+    }
     switch (cmp->kind) {
     case PB_CMP_BINARY:
     case PB_CMP_BINARY_PREFIX:
@@ -879,22 +925,26 @@ pb_row_for_salt(struct filter_node *l, const struct pb_node *n, GError **error)
                    cmp->value.len);
         return TRUE;
     case PB_CMP_REGEX:
-        if (cmp->has_engine && !pb_ascii_ieq(cmp->engine, "JAVA"))
+        if (cmp->has_engine && !pb_ascii_ieq(cmp->engine, "JAVA")) {
             return pb_refuse(error, "filterBytes RowFilter with a JONI regex");
-        if ((cmp->flags & ~PB_SALT_FLAGS) != 0)
+        }
+        if ((cmp->flags & ~PB_SALT_FLAGS) != 0) {
             return pb_refuse(error,
                              "filterBytes RowFilter regex with flags "
                              "0x%x (COMMENTS, MULTILINE, LITERAL or "
                              "CANON_EQ)",
                              (unsigned)cmp->flags);
-        if (!pb_charset_splits(cmp->charset))
+        }
+        if (!pb_charset_splits(cmp->charset)) {
             return pb_refuse(error, "filterBytes RowFilter regex over a "
                                     "charset other than UTF-8, ISO-8859-1 or "
                                     "US-ASCII");
+        }
         if (!g_utf8_validate_len((const char *)cmp->value.data, cmp->value.len,
-                                 NULL))
+                                 NULL)) {
             return pb_refuse(error, "filterBytes RowFilter regex that is "
                                     "not UTF-8");
+        }
         break;
     case PB_CMP_SUBSTRING: break;
     default:
@@ -925,10 +975,12 @@ struct pb_fields {
 static void
 pb_fields_clear(struct pb_fields *p)
 {
-    if (p->stamps != NULL)
+    if (p->stamps != NULL) {
         g_array_unref(p->stamps);
-    if (p->repeated != NULL)
+    }
+    if (p->repeated != NULL) {
         g_ptr_array_unref(p->repeated);
+    }
 }
 
 static gboolean
@@ -940,8 +992,9 @@ pb_packed_stamps(pb_span s, GArray *out, GError **error)
     while (in.pos < in.len) {
         uint64_t v;
 
-        if (!pb_varint(&in, &v, error))
+        if (!pb_varint(&in, &v, error)) {
             return FALSE;
+        }
         g_array_append_val(out, v);
     }
     return TRUE;
@@ -961,8 +1014,9 @@ pb_read_fields(const struct pb_class *cls, pb_span msg, struct pb_fields *p,
     while ((r = pb_next(&in, &f, error)) > 0) {
         gboolean compare_here = FALSE, scvf_here = FALSE;
 
-        if (f.num >= 7)
+        if (f.num >= 7) {
             continue;
+        }
         switch (cls->type) {
         case FILTER_TYPE_ROW:
         case FILTER_TYPE_FAMILY:
@@ -974,20 +1028,23 @@ pb_read_fields(const struct pb_class *cls, pb_span msg, struct pb_fields *p,
             break;
         case FILTER_TYPE_TIMESTAMPS:
             if (f.num == 1) {
-                if (p->stamps == NULL)
+                if (p->stamps == NULL) {
                     p->stamps = g_array_new(FALSE, FALSE, sizeof(uint64_t));
-                if (f.wt == PB_WT_VARINT)
+                }
+                if (f.wt == PB_WT_VARINT) {
                     g_array_append_val(p->stamps, f.v);
-                else if (f.wt == PB_WT_BYTES &&
-                         !pb_packed_stamps(f.s, p->stamps, error))
+                } else if (f.wt == PB_WT_BYTES &&
+                           !pb_packed_stamps(f.s, p->stamps, error)) {
                     return FALSE;
+                }
                 continue;
             }
             break;
         case FILTER_TYPE_MULTIPLE_COLUMN_PREFIX:
             if (f.num == 1 && f.wt == PB_WT_BYTES) {
-                if (p->repeated == NULL)
+                if (p->repeated == NULL) {
                     p->repeated = g_ptr_array_new_with_free_func(g_free);
+                }
                 g_ptr_array_add(p->repeated, g_memdup2(&f.s, sizeof(f.s)));
                 continue;
             }
@@ -997,8 +1054,9 @@ pb_read_fields(const struct pb_class *cls, pb_span msg, struct pb_fields *p,
                  ((cls->kind == PB_KIND_SKIP || cls->kind == PB_KIND_WHILE) &&
                   f.num == 1)) &&
                 f.wt == PB_WT_BYTES) {
-                if (p->repeated == NULL)
+                if (p->repeated == NULL) {
                     p->repeated = g_ptr_array_new_with_free_func(g_free);
+                }
                 g_ptr_array_add(p->repeated, g_memdup2(&f.s, sizeof(f.s)));
                 continue;
             }
@@ -1006,8 +1064,9 @@ pb_read_fields(const struct pb_class *cls, pb_span msg, struct pb_fields *p,
         }
         if (compare_here && f.wt == PB_WT_BYTES) {
             p->has_b[f.num] = TRUE;
-            if (!pb_merge_compare(f.s, &p->cf, error))
+            if (!pb_merge_compare(f.s, &p->cf, error)) {
                 return FALSE;
+            }
             continue;
         }
         if (scvf_here && f.wt == PB_WT_BYTES) {
@@ -1019,14 +1078,17 @@ pb_read_fields(const struct pb_class *cls, pb_span msg, struct pb_fields *p,
             p->has_b[1] = TRUE;
             pb_in_init(&in2, f.s);
             while ((r2 = pb_next(&in2, &g, error)) > 0) {
-                if (g.num >= 7)
+                if (g.num >= 7) {
                     continue;
+                }
                 if (g.num == 4 && g.wt == PB_WT_BYTES) {
-                    if (!pb_merge_comparator(g.s, &p->cf, error))
+                    if (!pb_merge_comparator(g.s, &p->cf, error)) {
                         return FALSE;
+                    }
                 } else if (g.num == 3 && g.wt == PB_WT_VARINT) {
-                    if (pb_op((int64_t)g.v, &p->cf.op))
+                    if (pb_op((int64_t)g.v, &p->cf.op)) {
                         p->cf.has_op = TRUE;
+                    }
                 } else if (g.wt == PB_WT_BYTES) {
                     p->b[g.num] = g.s;
                     p->has_b[g.num] = TRUE;
@@ -1035,22 +1097,25 @@ pb_read_fields(const struct pb_class *cls, pb_span msg, struct pb_fields *p,
                     p->has_v[g.num] = TRUE;
                 }
             }
-            if (r2 < 0)
+            if (r2 < 0) {
                 return FALSE;
+            }
             continue;
         }
         if ((cls->type == FILTER_TYPE_SINGLE_COLUMN_VALUE ||
              cls->type == FILTER_TYPE_COLUMN_VALUE) &&
             f.num == 4 && f.wt == PB_WT_BYTES) {
-            if (!pb_merge_comparator(f.s, &p->cf, error))
+            if (!pb_merge_comparator(f.s, &p->cf, error)) {
                 return FALSE;
+            }
             continue;
         }
         if ((cls->type == FILTER_TYPE_SINGLE_COLUMN_VALUE ||
              cls->type == FILTER_TYPE_COLUMN_VALUE) &&
             f.num == 3 && f.wt == PB_WT_VARINT) {
-            if (pb_op((int64_t)f.v, &p->cf.op))
+            if (pb_op((int64_t)f.v, &p->cf.op)) {
                 p->cf.has_op = TRUE;
+            }
             continue;
         }
         if (cls->kind == PB_KIND_LIST && f.num == 1) {
@@ -1103,8 +1168,9 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
     gboolean ok = FALSE, exact = TRUE;
     const char *what = cls->name;
 
-    if (!pb_read_fields(cls, n->serialized, &p, error))
+    if (!pb_read_fields(cls, n->serialized, &p, error)) {
         goto out;
+    }
     switch (cls->type) {
     case FILTER_TYPE_KEY_ONLY:
         if (!p.has_v[1]) {
@@ -1167,8 +1233,9 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
             pb_missing(error, "limit");
             goto out;
         }
-        if (!pb_nonneg(pb_i32(p.v[1]), "limit", error))
+        if (!pb_nonneg(pb_i32(p.v[1]), "limit", error)) {
             goto out;
+        }
         pb_arg_int(l, pb_i32(p.v[1]));
         break;
     case FILTER_TYPE_PAGE:
@@ -1176,8 +1243,9 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
             pb_missing(error, "page_size");
             goto out;
         }
-        if (!pb_nonneg(p.v[1], "page size", error))
+        if (!pb_nonneg(p.v[1], "page size", error)) {
             goto out;
+        }
         pb_arg_int(l, p.v[1]);
         break;
     case FILTER_TYPE_COLUMN_PAGINATION:
@@ -1185,16 +1253,18 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
             pb_missing(error, "limit");
             goto out;
         }
-        if (!pb_nonneg(pb_i32(p.v[1]), "limit", error))
+        if (!pb_nonneg(pb_i32(p.v[1]), "limit", error)) {
             goto out;
+        }
         if (p.has_b[3]) {
             pb_inexact(c, "ColumnPaginationFilter with column_offset has no "
                           "filter-language form");
             exact = FALSE;
             break;
         }
-        if (!pb_nonneg(pb_i32(p.v[2]), "offset", error))
+        if (!pb_nonneg(pb_i32(p.v[2]), "offset", error)) {
             goto out;
+        }
         pb_arg_int(l, pb_i32(p.v[1]));
         pb_arg_int(l, pb_i32(p.v[2]));
         break;
@@ -1202,8 +1272,9 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
         for (guint i = 0; p.stamps != NULL && i < p.stamps->len; i++) {
             int64_t ts = (int64_t)g_array_index(p.stamps, uint64_t, i);
 
-            if (!pb_nonneg(ts, "timestamp", error))
+            if (!pb_nonneg(ts, "timestamp", error)) {
                 goto out;
+            }
             pb_arg_int(l, ts);
         }
         break;
@@ -1229,8 +1300,9 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
             pb_missing(error, "compare_filter");
             goto out;
         }
-        if (!pb_compare_done(&p.cf, FALSE, &cmp, error))
+        if (!pb_compare_done(&p.cf, FALSE, &cmp, error)) {
             goto out;
+        }
         if (cmp.kind == PB_CMP_UNKNOWN && p.cf.has_cmp &&
             c->mode == FILTERPB_MODE_EXACT) {
             g_autofree char *cn = pb_show(cmp.name);
@@ -1248,8 +1320,9 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
                                      "comparator");
                     goto out;
                 }
-                if (!pb_row_for_salt(l, n, error))
+                if (!pb_row_for_salt(l, n, error)) {
                     goto out;
+                }
                 break;
             }
         }
@@ -1275,8 +1348,9 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
             pb_missing(error, "comparator");
             goto out;
         }
-        if (!pb_compare_done(&p.cf, TRUE, &cmp, error))
+        if (!pb_compare_done(&p.cf, TRUE, &cmp, error)) {
             goto out;
+        }
         if (cmp.kind == PB_CMP_UNKNOWN && c->mode == FILTERPB_MODE_EXACT) {
             g_autofree char *cn = pb_show(cmp.name);
 
@@ -1296,13 +1370,15 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
             pb_missing(error, "compare_filter");
             goto out;
         }
-        if (!pb_compare_done(&p.cf, FALSE, &cmp, error))
+        if (!pb_compare_done(&p.cf, FALSE, &cmp, error)) {
             goto out;
+        }
         pb_arg_q(l, p.b[2]);
         pb_arg_q(l, p.b[3]);
         pb_arg_bool(l, p.v[4] != 0);
-        if (p.cf.op == 6 && !p.cf.has_cmp)
+        if (p.cf.op == 6 && !p.cf.has_cmp) {
             break; /* DependentColumnFilter('f', 'q', drop) */
+        }
         if (!p.cf.has_cmp) {
             pb_inexact(c, "DependentColumnFilter with an operator and no "
                           "comparator has no filter-language form");
@@ -1325,8 +1401,9 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
                                             : "comparator");
             goto out;
         }
-        if (!pb_compare_done(&p.cf, TRUE, &cmp, error))
+        if (!pb_compare_done(&p.cf, TRUE, &cmp, error)) {
             goto out;
+        }
         if (cmp.kind == PB_CMP_UNKNOWN && c->mode == FILTERPB_MODE_EXACT) {
             g_autofree char *cn = pb_show(cmp.name);
 
@@ -1386,8 +1463,9 @@ pb_merge_filters(GPtrArray *occ, pb_span *name, pb_span *ser, GError **error)
 
         pb_in_init(&in, *m);
         while ((r = pb_next(&in, &f, error)) > 0) {
-            if (f.wt != PB_WT_BYTES)
+            if (f.wt != PB_WT_BYTES) {
                 continue;
+            }
             if (f.num == 1) {
                 *name = f.s;
                 has_name = TRUE;
@@ -1395,8 +1473,9 @@ pb_merge_filters(GPtrArray *occ, pb_span *name, pb_span *ser, GError **error)
                 *ser = f.s;
             }
         }
-        if (r < 0)
+        if (r < 0) {
             return FALSE;
+        }
     }
     return has_name || pb_missing(error, "name");
 }
@@ -1411,8 +1490,9 @@ pb_decode_op(struct pb_ctx *c, struct pb_node *n, guint depth,
     guint nk;
     gboolean ok = FALSE;
 
-    if (!pb_read_fields(n->cls, n->serialized, &p, error))
+    if (!pb_read_fields(n->cls, n->serialized, &p, error)) {
         goto out;
+    }
     nk = p.repeated != NULL ? p.repeated->len : 0;
     if (n->kind == PB_KIND_LIST) {
         if (!p.has_v[1]) {
@@ -1420,16 +1500,18 @@ pb_decode_op(struct pb_ctx *c, struct pb_node *n, guint depth,
             goto out;
         }
         t = filter_node_new_op(p.v[1] == 1 ? FILTER_NODE_AND : FILTER_NODE_OR);
-        if (nk == 0)
+        if (nk == 0) {
             pb_inexact(c, "an empty FilterList has no filter-language form");
+        }
         n->kids = g_new0(struct pb_node *, MAX(nk, 1));
         for (guint i = 0; i < nk; i++) {
             const pb_span *m = g_ptr_array_index(p.repeated, i);
             pb_span name, ser;
 
             if (!pb_read_named(*m, &name, &ser, error) ||
-                !pb_decode(c, name, ser, depth + 1, &n->kids[i], &kt, error))
+                !pb_decode(c, name, ser, depth + 1, &n->kids[i], &kt, error)) {
                 goto out;
+            }
             n->nkids++;
             filter_node_add_child(t, kt);
         }
@@ -1444,8 +1526,9 @@ pb_decode_op(struct pb_ctx *c, struct pb_node *n, guint depth,
                                                        : FILTER_NODE_WHILE);
         n->kids = g_new0(struct pb_node *, 1);
         if (!pb_merge_filters(p.repeated, &name, &ser, error) ||
-            !pb_decode(c, name, ser, depth + 1, &n->kids[0], &kt, error))
+            !pb_decode(c, name, ser, depth + 1, &n->kids[0], &kt, error)) {
             goto out;
+        }
         n->nkids = 1;
         filter_node_add_child(t, kt);
     }
@@ -1479,22 +1562,24 @@ pb_decode(struct pb_ctx *c, pb_span name, pb_span ser, guint depth,
     n->name = name;
     n->serialized = ser;
     n->cls = pb_class_find(name);
-    if (n->cls == NULL && c->mode == FILTERPB_MODE_SALT)
+    if (n->cls == NULL && c->mode == FILTERPB_MODE_SALT) {
         n->cls = pb_custom_find(c, name);
+    }
     if (n->cls == NULL) {
         g_autofree char *shown = pb_show(name);
 
-        if (c->mode == FILTERPB_MODE_SALT)
+        if (c->mode == FILTERPB_MODE_SALT) {
             g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_UNSUPPORTED,
                         "hbase-salt-proxy: filterBytes names filter class %s, "
                         "which the proxy does not know: it may read the row "
                         "key, so it cannot be applied to a salted table",
                         shown);
-        else
+        } else {
             g_set_error(error, FILTERPB_ERROR,
                         depth == 1 ? FILTERPB_ERROR_UNKNOWN_CLASS
                                    : FILTERPB_ERROR_INVALID,
                         "java.lang.ClassNotFoundException: %s", shown);
+        }
         pb_node_free(n);
         return FALSE;
     }
@@ -1532,8 +1617,9 @@ pb_decode(struct pb_ctx *c, pb_span name, pb_span ser, guint depth,
         GError *inner = NULL;
 
         if (!pb_decode_op(c, n, depth, &t, &inner)) {
-            if (inner->code == FILTERPB_ERROR_INVALID)
+            if (inner->code == FILTERPB_ERROR_INVALID) {
                 g_prefix_error(&inner, "%s: ", n->cls->name);
+            }
             g_propagate_error(error, inner);
             goto fail;
         }
@@ -1603,8 +1689,9 @@ filterpb_decode_custom(const uint8_t *pb, size_t len, filterpb_mode_t mode,
 void
 filterpb_free(struct filterpb *f)
 {
-    if (f == NULL)
+    if (f == NULL) {
         return;
+    }
     pb_node_free(f->root);
     filter_node_free(f->tree);
     g_bytes_unref(f->bytes);
@@ -1623,8 +1710,9 @@ filterpb_to_filter(const uint8_t *pb, size_t len, GError **error)
     struct filterpb *f = filterpb_decode(pb, len, FILTERPB_MODE_EXACT, error);
     struct filter_node *t;
 
-    if (f == NULL)
+    if (f == NULL) {
         return NULL;
+    }
     t = g_steal_pointer(&f->tree);
     filterpb_free(f);
     return t;
@@ -1671,8 +1759,9 @@ pb_put_comparator(GByteArray *out, const struct pb_node *n,
             /* the client's regex: its flags, charset and engine */
             pb_put_int(ser, 2, n->cmp.flags);
             pb_put_bytes(ser, 3, n->cmp.charset.data, n->cmp.charset.len);
-            if (n->cmp.has_engine)
+            if (n->cmp.has_engine) {
                 pb_put_bytes(ser, 4, n->cmp.engine.data, n->cmp.engine.len);
+            }
         } else {
             /* what the filter language's regexstring: makes */
             pb_put_int(ser, 2, FILTERPB_RE_DOTALL);
@@ -1711,28 +1800,33 @@ pb_encode(const struct pb_node *n, const struct filter_node *t,
             (n->kind == PB_KIND_LIST && t->kind != FILTER_NODE_AND &&
              t->kind != FILTER_NODE_OR) ||
             (n->kind == PB_KIND_SKIP && t->kind != FILTER_NODE_SKIP) ||
-            (n->kind == PB_KIND_WHILE && t->kind != FILTER_NODE_WHILE))
+            (n->kind == PB_KIND_WHILE && t->kind != FILTER_NODE_WHILE)) {
             return pb_shape(error);
-        if (n->kind == PB_KIND_LIST)
+        }
+        if (n->kind == PB_KIND_LIST) {
             pb_put_int(ser, 1, t->kind == FILTER_NODE_AND ? 1 : 2);
+        }
         for (guint i = 0; i < n->nkids; i++) {
             g_autoptr(GByteArray) kid = g_byte_array_new();
 
-            if (!pb_encode(n->kids[i], t->children[i], kid, error))
+            if (!pb_encode(n->kids[i], t->children[i], kid, error)) {
                 return FALSE;
+            }
             pb_put_msg(ser, n->kind == PB_KIND_LIST ? 2 : 1, kid);
         }
         break;
     case PB_KIND_LEAF:
-        if (t->kind != FILTER_NODE_LEAF || t->type != n->cls->type)
+        if (t->kind != FILTER_NODE_LEAF || t->type != n->cls->type) {
             return pb_shape(error);
+        }
         if (!n->cls->reads_row) {
             g_byte_array_append(ser, n->serialized.data,
                                 (guint)n->serialized.len);
             break;
         }
-        if (!filter_leaf_params(t, &p, NULL))
+        if (!filter_leaf_params(t, &p, NULL)) {
             return pb_shape(error);
+        }
         if (p.type == FILTER_TYPE_PREFIX ||
             p.type == FILTER_TYPE_INCLUSIVE_STOP) {
             pb_put_bytes(ser, 1, p.bytes.data, p.bytes.len);
@@ -1746,8 +1840,9 @@ pb_encode(const struct pb_node *n, const struct filter_node *t,
         }
         break;
     case PB_KIND_CUSTOM:
-        if (t->kind != FILTER_NODE_LEAF || t->type != FILTER_TYPE_UNKNOWN)
+        if (t->kind != FILTER_NODE_LEAF || t->type != FILTER_TYPE_UNKNOWN) {
             return pb_shape(error);
+        }
         g_byte_array_append(ser, n->serialized.data, (guint)n->serialized.len);
         break;
     default: return pb_shape(error);

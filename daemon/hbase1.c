@@ -42,8 +42,7 @@ SCHEMA(args_table_rows, FALSE,
 /* (1: tableName, 2: list<BatchMutation>, ...): mutateRows* */
 SCHEMA(args_table_batches, FALSE,
        F(1, WIRE_T_STRING, HBASE1_TABLE, NULL, "tableName"),
-       F(2, WIRE_T_LIST, HBASE1_STRUCT_LIST, &batch_mutation,
-         "rowBatches"));
+       F(2, WIRE_T_LIST, HBASE1_STRUCT_LIST, &batch_mutation, "rowBatches"));
 
 /* (1: row): getRegionInfo's hbase:meta row "table,row,suffix" */
 SCHEMA(args_meta_row, FALSE,

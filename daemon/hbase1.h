@@ -84,16 +84,16 @@ struct hbase1_schema;
 
 /* One field that matters. */
 struct hbase1_field {
-    int16_t fid;                       /* field id */
-    uint8_t type;                      /* wire type expected; another type
+    int16_t fid;                     /* field id */
+    uint8_t type;                    /* wire type expected; another type
                                           is copied through untouched */
-    uint8_t action;                    /* enum hbase1_action */
-    uint8_t role;                      /* enum hbase1_role: scanner
+    uint8_t action;                  /* enum hbase1_action */
+    uint8_t role;                    /* enum hbase1_role: scanner
                                           schemas only */
-    const struct hbase1_schema *sub;   /* STRUCT, STRUCT_LIST */
-    const char *repeated;              /* PROTOCOL_ERROR text for a call
+    const struct hbase1_schema *sub; /* STRUCT, STRUCT_LIST */
+    const char *repeated;            /* PROTOCOL_ERROR text for a call
                                           that sends this field twice */
-    const char *refuse;                /* HBASE1_REFUSE_SALTED: the
+    const char *refuse;              /* HBASE1_REFUSE_SALTED: the
                                           IOError's text */
 };
 
@@ -101,7 +101,7 @@ struct hbase1_field {
 struct hbase1_schema {
     const struct hbase1_field *fields;
     uint8_t nfields;
-    gboolean scoped_table;             /* names its own table (TIncrement,
+    gboolean scoped_table; /* names its own table (TIncrement,
                                           TAppend): rows inside follow it */
 };
 
@@ -122,15 +122,15 @@ struct hbase1_scanner;
 struct hbase1_service;
 
 struct hbase1_method {
-    const char *name;                   /* as on the wire */
+    const char *name; /* as on the wire */
     uint8_t name_len;
-    uint8_t kind;                       /* enum hbase1_kind */
-    uint8_t index;                      /* position in the table */
-    gboolean declares_io;               /* result field 1 is IOError */
-    gboolean declares_ia;               /* result field 2 is
+    uint8_t kind;                          /* enum hbase1_kind */
+    uint8_t index;                         /* position in the table */
+    gboolean declares_io;                  /* result field 1 is IOError */
+    gboolean declares_ia;                  /* result field 2 is
                                            IllegalArgument */
-    const struct hbase1_schema *args;   /* NULL: no row keys in the call */
-    const struct hbase1_schema *result; /* NULL: reply has no row keys */
+    const struct hbase1_schema *args;      /* NULL: no row keys in the call */
+    const struct hbase1_schema *result;    /* NULL: reply has no row keys */
     const struct hbase1_schema *scan_args; /* scanner calls: every
                                            argument the engine reads, by
                                            role; NULL for other calls */

@@ -59,12 +59,15 @@ hconn_rows_clear(struct hconn_rows *r)
 void
 hconn_rows_free(struct hconn_rows *r)
 {
-    if (r->rows != NULL)
+    if (r->rows != NULL) {
         g_array_unref(r->rows);
-    if (r->cells != NULL)
+    }
+    if (r->cells != NULL) {
         g_array_unref(r->cells);
-    if (r->replies != NULL)
+    }
+    if (r->replies != NULL) {
         g_ptr_array_unref(r->replies);
+    }
     memset(r, 0, sizeof(*r));
 }
 
@@ -149,25 +152,29 @@ hconn_sasl_negotiate(struct hconn *c, const struct config *cfg,
         guint old = c->raw->len;
         ssize_t n;
 
-        if (out->len > 0 && !hconn_send_raw(c, out->data, out->len, error))
+        if (out->len > 0 && !hconn_send_raw(c, out->data, out->len, error)) {
             return FALSE;
+        }
         g_byte_array_set_size(out, 0);
         g_byte_array_set_size(c->raw, old + 4096);
         n = recv(c->fd, c->raw->data + old, 4096, 0);
         g_byte_array_set_size(c->raw, old + (guint)MAX(n, 0));
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
-        if (n <= 0)
+        }
+        if (n <= 0) {
             return hconn_fail_io(c, "SASL negotiation", n < 0 ? errno : 0,
                                  error);
+        }
         st = sasl_client_feed(c->sasl, c->raw->data, c->raw->len, &used, out,
                               &err);
         g_byte_array_remove_range(c->raw, 0, (guint)used);
     }
     if (st == SASL_STEP_FAILED) {
         /* a refusal may still owe the server our last message */
-        if (out->len > 0)
+        if (out->len > 0) {
             hconn_send_raw(c, out->data, out->len, NULL);
+        }
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s", c->peer,
                     err != NULL ? err->message : "SASL negotiation failed");
         return FALSE;
@@ -190,8 +197,9 @@ hconn_open_addr(const struct config *cfg, const struct config_addr *a,
     g_autoptr(GError) last = NULL;
     struct hconn *c;
 
-    if (cfg->transport == CONFIG_TRANSPORT_HTTP)
+    if (cfg->transport == CONFIG_TRANSPORT_HTTP) {
         return hconn_open_http(cfg, a, thrift2, error);
+    }
     hints.ai_socktype = SOCK_STREAM;
     g_snprintf(port, sizeof(port), "%u", a->port);
     rc = getaddrinfo(a->host, port, &hints, &res);
@@ -203,8 +211,9 @@ hconn_open_addr(const struct config *cfg, const struct config_addr *a,
     for (const struct addrinfo *ai = res; ai != NULL && fd < 0;
          ai = ai->ai_next) {
         g_clear_error(&last);
-        if (!hconn_connect_one(ai, cfg->connect_timeout_ms, &fd, &last))
+        if (!hconn_connect_one(ai, cfg->connect_timeout_ms, &fd, &last)) {
             fd = -1;
+        }
     }
     freeaddrinfo(res);
     if (fd < 0) {
@@ -227,8 +236,9 @@ hconn_open_addr(const struct config *cfg, const struct config_addr *a,
     c->framed = cfg->transport == CONFIG_TRANSPORT_FRAMED;
     c->limits = wire_default_limits;
     c->limits.max_message = cfg->max_frame_size;
-    if (c->limits.max_string > cfg->max_frame_size)
+    if (c->limits.max_string > cfg->max_frame_size) {
         c->limits.max_string = cfg->max_frame_size;
+    }
     wire_buf_init(&c->out);
     c->thrift2 = thrift2;
     if (cfg->sasl == CONFIG_SASL_GSSAPI &&
@@ -263,8 +273,9 @@ hconn_open_http(const struct config *cfg, const struct config_addr *a,
     memset(&ss, 0, sizeof(ss));
     memcpy(&ss, res->ai_addr, MIN((size_t)res->ai_addrlen, sizeof(ss)));
     freeaddrinfo(res);
-    if (!httpc_init(cfg, error))
+    if (!httpc_init(cfg, error)) {
         return NULL;
+    }
     httpc_target_init(&t, cfg, a, &ss);
     c = g_new0(struct hconn, 1);
     c->fd = -1;
@@ -275,8 +286,9 @@ hconn_open_http(const struct config *cfg, const struct config_addr *a,
     c->timeout_ms = cfg->request_timeout_ms;
     c->limits = wire_default_limits;
     c->limits.max_message = cfg->max_frame_size;
-    if (c->limits.max_string > cfg->max_frame_size)
+    if (c->limits.max_string > cfg->max_frame_size) {
         c->limits.max_string = cfg->max_frame_size;
+    }
     wire_buf_init(&c->out);
     c->http_base = event_base_new();
     if (cfg->sasl == CONFIG_SASL_GSSAPI) {
@@ -331,10 +343,12 @@ hconn_open_listed(const struct config *cfg, size_t index, GError **error)
 void
 hconn_free(struct hconn *c)
 {
-    if (c == NULL)
+    if (c == NULL) {
         return;
-    if (c->fd >= 0)
+    }
+    if (c->fd >= 0) {
         close(c->fd);
+    }
     if (c->http_base != NULL) {
         /* its loop runs no more: the bridge goes with it */
         httpc_base_done(c->http_base);
@@ -342,10 +356,12 @@ hconn_free(struct hconn *c)
     }
     sasl_client_free(c->sasl);
     sasl_creds_free(c->creds);
-    if (c->raw != NULL)
+    if (c->raw != NULL) {
         g_byte_array_unref(c->raw);
-    if (c->wrapped != NULL)
+    }
+    if (c->wrapped != NULL) {
         g_byte_array_unref(c->wrapped);
+    }
     wire_buf_free(&c->out);
     g_free(c->peer);
     g_free(c);
@@ -366,12 +382,13 @@ hconn_calls(const struct hconn *c)
 static gboolean
 hconn_fail_io(struct hconn *c, const char *what, int err, GError **error)
 {
-    if (err == EAGAIN || err == EWOULDBLOCK)
+    if (err == EAGAIN || err == EWOULDBLOCK) {
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s: timed out",
                     c->peer, what);
-    else
+    } else {
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s: %s", c->peer,
                     what, err ? g_strerror(err) : "closed");
+    }
     /* A call cut halfway leaves the stream out of step: no more calls. */
     if (c->fd >= 0) {
         close(c->fd);
@@ -387,10 +404,12 @@ hconn_send_raw(struct hconn *c, const uint8_t *p, size_t len, GError **error)
 
     while (off < len) {
         ssize_t n = send(c->fd, p + off, len - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
-        if (n <= 0)
+        }
+        if (n <= 0) {
             return hconn_fail_io(c, "send", n < 0 ? errno : 0, error);
+        }
         off += (size_t)n;
     }
     return TRUE;
@@ -414,8 +433,9 @@ hconn_send(struct hconn *c, GError **error)
                         c->peer, err->message);
             return FALSE;
         }
-        if (!hconn_send_raw(c, c->wrapped->data, c->wrapped->len, error))
+        if (!hconn_send_raw(c, c->wrapped->data, c->wrapped->len, error)) {
             return FALSE;
+        }
     } else if (!hconn_send_raw(c, c->out.data, c->out.len, error)) {
         return FALSE;
     }
@@ -458,8 +478,9 @@ hconn_read_some(struct hconn *c, GByteArray *in, size_t room, GError **error)
         guint old = to->len;
         ssize_t n;
 
-        if (c->http_base != NULL && !hconn_http_wait(c, error))
+        if (c->http_base != NULL && !hconn_http_wait(c, error)) {
             return FALSE;
+        }
 
         if (c->sasl != NULL && c->raw->len > 0) {
             g_autoptr(GError) err = NULL;
@@ -472,18 +493,22 @@ hconn_read_some(struct hconn *c, GByteArray *in, size_t room, GError **error)
                 return FALSE;
             }
             g_byte_array_remove_range(c->raw, 0, (guint)used);
-            if (in->len > start)
+            if (in->len > start) {
                 return TRUE;
+            }
         }
         g_byte_array_set_size(to, old + (guint)room);
         n = recv(c->fd, to->data + old, room, 0);
         g_byte_array_set_size(to, old + (guint)MAX(n, 0));
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
-        if (n <= 0)
+        }
+        if (n <= 0) {
             return hconn_fail_io(c, "receive", n < 0 ? errno : 0, error);
-        if (c->sasl == NULL)
+        }
+        if (c->sasl == NULL) {
             return TRUE;
+        }
     }
 }
 
@@ -519,8 +544,9 @@ hconn_receive(struct hconn *c, GError **error)
             wire_status_t st = wire_scan_feed(&scan, c->proto, in->data,
                                               in->len, &c->limits, &msg_len,
                                               &why);
-            if (st == WIRE_OK)
+            if (st == WIRE_OK) {
                 break;
+            }
             if (st == WIRE_ERROR) {
                 g_byte_array_unref(in);
                 g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
@@ -531,8 +557,9 @@ hconn_receive(struct hconn *c, GError **error)
         {
             size_t room = need > in->len ? need - in->len : 65536;
 
-            if (room < 4096)
+            if (room < 4096) {
                 room = 4096;
+            }
             if (!hconn_read_some(c, in, room, error)) {
                 g_byte_array_unref(in);
                 return NULL;
@@ -563,8 +590,9 @@ hconn_begin(struct hconn *c, struct wire_writer *w, const char *method)
     size_t frame = 0;
 
     wire_buf_clear(&c->out);
-    if (c->framed)
+    if (c->framed) {
         frame = wire_frame_begin(&c->out);
+    }
     wire_writer_init(w, c->proto, &c->out);
     c->seqid++;
     wire_write_msg_begin(w, (const uint8_t *)method, (uint32_t)strlen(method),
@@ -643,8 +671,9 @@ hconn_first_line(const char *text)
 {
     const char *nl;
 
-    if (text == NULL)
+    if (text == NULL) {
         return g_strdup("(no message)");
+    }
     nl = strchr(text, '\n');
     return nl != NULL ? g_strndup(text, (gsize)(nl - text)) : g_strdup(text);
 }
@@ -664,17 +693,21 @@ hconn_call(struct hconn *c, struct wire_writer *w, size_t frame,
     gboolean got = FALSE;
 
     wire_write_struct_end(w);
-    if (c->framed)
+    if (c->framed) {
         wire_frame_end(&c->out, frame);
-    if (!hconn_send(c, error))
+    }
+    if (!hconn_send(c, error)) {
         return FALSE;
+    }
     reply = hconn_receive(c, error);
-    if (reply == NULL)
+    if (reply == NULL) {
         return FALSE;
+    }
     p = g_bytes_get_data(reply, &len);
     wire_reader_init(&r, c->proto, p, len, TRUE, &c->limits);
-    if (wire_read_msg_begin(&r, &m) != WIRE_OK)
+    if (wire_read_msg_begin(&r, &m) != WIRE_OK) {
         goto bad;
+    }
     if (m.name_len != strlen(method) || memcmp(m.name, method, m.name_len)) {
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
                     "%s: %s: reply names another method", c->peer, method);
@@ -690,20 +723,23 @@ hconn_call(struct hconn *c, struct wire_writer *w, size_t frame,
         g_autofree char *text = NULL;
         int32_t type;
 
-        if (!hconn_exception_text(&r, &text, &type))
+        if (!hconn_exception_text(&r, &text, &type)) {
             goto bad;
+        }
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_APP,
                     "%s: %s: TApplicationException %d: %s", c->peer, method,
                     type, text != NULL ? text : "");
         return FALSE;
     }
-    if (m.type != WIRE_REPLY)
+    if (m.type != WIRE_REPLY) {
         goto bad;
+    }
     wire_read_struct_begin(&r);
     while (wire_read_field(&r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
         if (fid == 0 && success != NULL) {
-            if (!success(&r, ft, reply, data))
+            if (!success(&r, ft, reply, data)) {
                 goto bad;
+            }
             got = TRUE;
         } else if (fid >= 1 && fid <= 3 && ft == WIRE_T_STRUCT) {
             g_autofree char *text = NULL, *line = NULL;
@@ -712,8 +748,9 @@ hconn_call(struct hconn *c, struct wire_writer *w, size_t frame,
                                                  "IllegalArgument",
                                                  "AlreadyExists" };
 
-            if (!hconn_exception_text(&r, &text, &type))
+            if (!hconn_exception_text(&r, &text, &type)) {
                 goto bad;
+            }
             line = hconn_first_line(text);
             g_set_error(error, HCONN_ERROR, HCONN_ERROR_REMOTE,
                         "%s: %s: %s: %s", c->peer, method, names[fid], line);
@@ -723,8 +760,9 @@ hconn_call(struct hconn *c, struct wire_writer *w, size_t frame,
         }
     }
     wire_read_struct_end(&r);
-    if (r.status != WIRE_OK)
+    if (r.status != WIRE_OK) {
         goto bad;
+    }
     if (success != NULL && !got) {
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
                     "%s: %s: reply without a result", c->peer, method);
@@ -752,8 +790,9 @@ hconn_check_service(struct hconn *c, GError **error)
 
     if (!hconn_call(c, &w, frame, "getThriftServerType", hconn_i32_read, &type,
                     &err)) {
-        if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_APP))
+        if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_APP)) {
             return TRUE; /* older than the method: cannot tell */
+        }
         g_propagate_error(error, g_steal_pointer(&err));
         return FALSE;
     }
@@ -793,8 +832,9 @@ hconn_region_info_read(struct wire_reader *r, int16_t start_fid,
             wire_read_binary(r, &p, &len) == WIRE_OK) {
             GBytes **slot = fid == start_fid ? &reg->start : &reg->end;
 
-            if (*slot != NULL)
+            if (*slot != NULL) {
                 g_bytes_unref(*slot);
+            }
             *slot = g_bytes_new(p, len);
         } else {
             wire_skip(r, ft);
@@ -820,8 +860,9 @@ hconn_regions_read(struct wire_reader *r, uint8_t type, GBytes *reply,
     int16_t fid;
 
     if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
-        (n > 0 && et != WIRE_T_STRUCT))
+        (n > 0 && et != WIRE_T_STRUCT)) {
         return FALSE;
+    }
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
         struct hconn_region reg = { NULL, NULL };
 
@@ -831,17 +872,20 @@ hconn_regions_read(struct wire_reader *r, uint8_t type, GBytes *reply,
             wire_read_struct_begin(r);
             while (wire_read_field(r, &ft, &fid) == WIRE_OK &&
                    ft != WIRE_T_STOP) {
-                if (fid == 2 && ft == WIRE_T_STRUCT)
+                if (fid == 2 && ft == WIRE_T_STRUCT) {
                     hconn_region_info_read(r, 3, 4, &reg);
-                else
+                } else {
                     wire_skip(r, ft);
+                }
             }
             wire_read_struct_end(r);
         }
-        if (reg.start == NULL)
+        if (reg.start == NULL) {
             reg.start = g_bytes_new(NULL, 0);
-        if (reg.end == NULL)
+        }
+        if (reg.end == NULL) {
             reg.end = g_bytes_new(NULL, 0);
+        }
         g_array_append_val(rr->regions, reg);
     }
     wire_read_container_end(r);
@@ -860,8 +904,9 @@ hconn_region_clear(void *p)
 void
 hconn_regions_free(GArray *regions)
 {
-    if (regions != NULL)
+    if (regions != NULL) {
         g_array_unref(regions);
+    }
 }
 
 static gint
@@ -910,14 +955,16 @@ hconn_names_read(struct wire_reader *r, uint8_t type, GBytes *reply,
     const uint8_t *p;
 
     if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
-        (n > 0 && et != WIRE_T_STRING && et != WIRE_T_STRUCT))
+        (n > 0 && et != WIRE_T_STRING && et != WIRE_T_STRUCT)) {
         return FALSE;
+    }
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
         g_autofree char *ns = NULL, *qualifier = NULL;
 
         if (et == WIRE_T_STRING) {
-            if (wire_read_binary(r, &p, &len) == WIRE_OK)
+            if (wire_read_binary(r, &p, &len) == WIRE_OK) {
                 g_ptr_array_add(names, g_strndup((const char *)p, len));
+            }
             continue;
         }
         wire_read_struct_begin(r);
@@ -933,12 +980,14 @@ hconn_names_read(struct wire_reader *r, uint8_t type, GBytes *reply,
             }
         }
         wire_read_struct_end(r);
-        if (qualifier == NULL)
+        if (qualifier == NULL) {
             continue;
-        if (ns != NULL && ns[0] != '\0' && strcmp(ns, "default") != 0)
+        }
+        if (ns != NULL && ns[0] != '\0' && strcmp(ns, "default") != 0) {
             g_ptr_array_add(names, g_strconcat(ns, ":", qualifier, NULL));
-        else
+        } else {
             g_ptr_array_add(names, g_steal_pointer(&qualifier));
+        }
     }
     wire_read_container_end(r);
     return r->status == WIRE_OK;
@@ -971,8 +1020,10 @@ hconn_families_read(struct wire_reader *r, uint8_t type, GBytes *reply,
     uint8_t kt, vt;
     uint32_t n;
 
-    if (type != WIRE_T_MAP || wire_read_map_begin(r, &kt, &vt, &n) != WIRE_OK)
+    if (type != WIRE_T_MAP ||
+        wire_read_map_begin(r, &kt, &vt, &n) != WIRE_OK) {
         return FALSE;
+    }
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
         wire_skip(r, kt);
         wire_skip(r, vt);
@@ -1001,11 +1052,13 @@ hconn_table_exists(struct hconn *c, const char *table, gboolean *exists,
     frame = hconn_begin(c, &w, "getColumnDescriptors");
     hconn_write_string(&w, 1, table, strlen(table));
     if (hconn_call(c, &w, frame, "getColumnDescriptors", hconn_families_read,
-                   exists, &err))
+                   exists, &err)) {
         return TRUE;
+    }
     /* A missing table is an IOError (TableNotFoundException). */
-    if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE))
+    if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE)) {
         return TRUE;
+    }
     g_propagate_error(error, g_steal_pointer(&err));
     return FALSE;
 }
@@ -1015,8 +1068,9 @@ hconn_table_exists(struct hconn *c, const char *table, gboolean *exists,
 static gboolean
 hconn_i32_read(struct wire_reader *r, uint8_t type, GBytes *reply, void *data)
 {
-    if (type != WIRE_T_I32)
+    if (type != WIRE_T_I32) {
         return FALSE;
+    }
     *(int32_t *)data = wire_read_i32(r);
     return r->status == WIRE_OK;
 }
@@ -1036,14 +1090,17 @@ hconn_scanner_open_scan(struct hconn *c, const char *table,
     hconn_write_string(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_STRUCT, 2);
     wire_write_struct_begin(&w);
-    if (start_len > 0)
+    if (start_len > 0) {
         hconn_write_string(&w, 1, start, start_len);
-    if (stop_len > 0)
+    }
+    if (stop_len > 0) {
         hconn_write_string(&w, 2, stop, stop_len);
+    }
     wire_write_field(&w, WIRE_T_I32, 5);
     wire_write_i32(&w, caching);
-    if (filter != NULL)
+    if (filter != NULL) {
         hconn_write_string(&w, 6, filter, strlen(filter));
+    }
     wire_write_field(&w, WIRE_T_BOOL, 8);
     wire_write_bool(&w, TRUE);
     if (reversed) {
@@ -1091,16 +1148,18 @@ hconn_cell_read(struct wire_reader *r, struct hconn_cell *cell)
     cell->ts = 0;
     wire_read_struct_begin(r);
     while (wire_read_field(r, &ft, &fid) == WIRE_OK && ft != WIRE_T_STOP) {
-        if (fid == 1 && ft == WIRE_T_STRING)
+        if (fid == 1 && ft == WIRE_T_STRING) {
             wire_read_binary(r, &cell->val, &cell->val_len);
-        else if (fid == 2 && ft == WIRE_T_I64)
+        } else if (fid == 2 && ft == WIRE_T_I64) {
             cell->ts = wire_read_i64(r);
-        else
+        } else {
             wire_skip(r, ft);
+        }
     }
     wire_read_struct_end(r);
-    if (cell->val == NULL)
+    if (cell->val == NULL) {
         cell->val = (const uint8_t *)"";
+    }
     return r->status == WIRE_OK;
 }
 
@@ -1115,8 +1174,9 @@ hconn_rowresults_read(struct wire_reader *r, uint8_t type, GBytes *reply,
     int16_t fid;
 
     if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
-        (n > 0 && et != WIRE_T_STRUCT))
+        (n > 0 && et != WIRE_T_STRUCT)) {
         return FALSE;
+    }
     g_ptr_array_add(out->replies, g_bytes_ref(reply));
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
         struct hconn_row row = { (const uint8_t *)"", 0, out->cells->len, 0 };
@@ -1129,23 +1189,28 @@ hconn_rowresults_read(struct wire_reader *r, uint8_t type, GBytes *reply,
             if (fid == 1 && ft == WIRE_T_STRING) {
                 wire_read_binary(r, &row.key, &row.key_len);
             } else if (fid == 2 && ft == WIRE_T_MAP) {
-                if (wire_read_map_begin(r, &kt, &vt, &m) != WIRE_OK)
+                if (wire_read_map_begin(r, &kt, &vt, &m) != WIRE_OK) {
                     break;
-                if (m > 0 && (kt != WIRE_T_STRING || vt != WIRE_T_STRUCT))
+                }
+                if (m > 0 && (kt != WIRE_T_STRING || vt != WIRE_T_STRUCT)) {
                     return FALSE;
+                }
                 for (uint32_t j = 0; j < m && r->status == WIRE_OK; j++) {
                     struct hconn_cell cell;
 
                     wire_read_binary(r, &cell.col, &cell.col_len);
-                    if (hconn_cell_read(r, &cell))
+                    if (hconn_cell_read(r, &cell)) {
                         g_array_append_val(out->cells, cell);
+                    }
                 }
                 wire_read_container_end(r);
             } else if (fid == 3 && ft == WIRE_T_LIST) {
-                if (wire_read_list_begin(r, &et, &m) != WIRE_OK)
+                if (wire_read_list_begin(r, &et, &m) != WIRE_OK) {
                     break;
-                if (m > 0 && et != WIRE_T_STRUCT)
+                }
+                if (m > 0 && et != WIRE_T_STRUCT) {
                     return FALSE;
+                }
                 for (uint32_t j = 0; j < m && r->status == WIRE_OK; j++) {
                     /* TColumn {1: columnName, 2: TCell} */
                     struct hconn_cell cell = { (const uint8_t *)"", 0,
@@ -1156,12 +1221,13 @@ hconn_rowresults_read(struct wire_reader *r, uint8_t type, GBytes *reply,
                     wire_read_struct_begin(r);
                     while (wire_read_field(r, &ct, &cf) == WIRE_OK &&
                            ct != WIRE_T_STOP) {
-                        if (cf == 1 && ct == WIRE_T_STRING)
+                        if (cf == 1 && ct == WIRE_T_STRING) {
                             wire_read_binary(r, &cell.col, &cell.col_len);
-                        else if (cf == 2 && ct == WIRE_T_STRUCT)
+                        } else if (cf == 2 && ct == WIRE_T_STRUCT) {
                             hconn_cell_read(r, &cell);
-                        else
+                        } else {
                             wire_skip(r, ct);
+                        }
                     }
                     wire_read_struct_end(r);
                     g_array_append_val(out->cells, cell);
@@ -1223,11 +1289,13 @@ hconn_sample_keys(struct hconn *c, const char *table, const uint8_t *start,
     /* one cell a row, no value: the keys are all that travel */
     if (!hconn_scanner_open_scan(c, table, start, start_len, stop, stop_len, n,
                                  "FirstKeyOnlyFilter() AND KeyOnlyFilter()",
-                                 reversed, &id, error))
+                                 reversed, &id, error)) {
         return FALSE;
+    }
     ok = hconn_scanner_get_list(c, id, n, out, error);
-    if (!hconn_scanner_close(c, id, ok ? error : NULL))
+    if (!hconn_scanner_close(c, id, ok ? error : NULL)) {
         ok = FALSE;
+    }
     return ok;
 }
 
@@ -1253,8 +1321,9 @@ hconn_get_rows(struct hconn *c, const char *table, const GPtrArray *keys,
             hconn_write_string(&w, 1, p, len);
             wire_write_struct_end(&w);
             if (!hconn_call(c, &w, frame, "get", hconn_tresult_read, out,
-                            error))
+                            error)) {
                 return FALSE;
+            }
         }
         return TRUE;
     }
@@ -1291,16 +1360,18 @@ hconn_cells_read(struct wire_reader *r, uint8_t type, GBytes *reply,
     uint32_t n;
 
     if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
-        (n > 0 && et != WIRE_T_STRUCT))
+        (n > 0 && et != WIRE_T_STRUCT)) {
         return FALSE;
+    }
     g_ptr_array_add(v->out->replies, g_bytes_ref(reply));
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
         struct hconn_cell cell;
 
         cell.col = v->col;
         cell.col_len = v->col_len;
-        if (hconn_cell_read(r, &cell))
+        if (hconn_cell_read(r, &cell)) {
             g_array_append_val(v->out->cells, cell);
+        }
     }
     wire_read_container_end(r);
     return r->status == WIRE_OK;
@@ -1441,8 +1512,9 @@ hconn_create_table(struct hconn *c, const char *table, const char *family,
     /* another proxy made it first (Thrift2 says so in a TIOError) */
     if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE) &&
         (strstr(err->message, "AlreadyExists") != NULL ||
-         strstr(err->message, "TableExistsException") != NULL))
+         strstr(err->message, "TableExistsException") != NULL)) {
         return TRUE;
+    }
     g_propagate_error(error, g_steal_pointer(&err));
     return FALSE;
 }
@@ -1450,8 +1522,9 @@ hconn_create_table(struct hconn *c, const char *table, const char *family,
 static gboolean
 hconn_bool_read(struct wire_reader *r, uint8_t type, GBytes *reply, void *data)
 {
-    if (type != WIRE_T_BOOL)
+    if (type != WIRE_T_BOOL) {
         return FALSE;
+    }
     *(gboolean *)data = wire_read_bool(r);
     return r->status == WIRE_OK;
 }
@@ -1477,8 +1550,9 @@ hconn_check_and_put(struct hconn *c, const char *table, const uint8_t *row,
         hconn_write_string(&w, 3, column, flen);
         hconn_write_string(&w, 4, qual, strlen(qual));
         /* no value: the check is that the cell is absent */
-        if (value != NULL)
+        if (value != NULL) {
             hconn_write_string(&w, 5, value, value_len);
+        }
         /* TPut {1: row, 2: list<TColumnValue {1: family, 2: qualifier,
          * 3: value}>} */
         wire_write_field(&w, WIRE_T_STRUCT, 6);
@@ -1509,8 +1583,9 @@ hconn_check_and_put(struct hconn *c, const char *table, const uint8_t *row,
     hconn_write_string(&w, 2, row, row_len);
     hconn_write_string(&w, 3, column, strlen(column));
     /* no value: the check is that the column is absent */
-    if (value != NULL)
+    if (value != NULL) {
         hconn_write_string(&w, 5, value, value_len);
+    }
     /* Mutation {1: isDelete, 2: column, 3: value, 4: writeToWAL}; the
      * Thrift1 checkAndPut takes one */
     for (guint i = 0; i < ncells && i < 1; i++) {
@@ -1552,11 +1627,13 @@ hconn_scan_first(struct hconn *c, const char *table, int32_t n,
         return hconn_call(c, &w, frame, "getScannerResults",
                           hconn_tresults_read, out, error);
     }
-    if (!hconn_scanner_open(c, table, NULL, 0, NULL, 0, n, &id, error))
+    if (!hconn_scanner_open(c, table, NULL, 0, NULL, 0, n, &id, error)) {
         return FALSE;
+    }
     ok = hconn_scanner_get_list(c, id, n, out, error);
-    if (!hconn_scanner_close(c, id, ok ? error : NULL))
+    if (!hconn_scanner_close(c, id, ok ? error : NULL)) {
         ok = FALSE;
+    }
     return ok;
 }
 
@@ -1570,8 +1647,9 @@ hconn_table_empty(struct hconn *c, const char *table, gboolean *empty,
     *empty = FALSE;
     hconn_rows_init(&rows);
     ok = hconn_scan_first(c, table, 1, &rows, error);
-    if (ok)
+    if (ok) {
         *empty = rows.rows->len == 0;
+    }
     hconn_rows_free(&rows);
     return ok;
 }
@@ -1598,8 +1676,9 @@ hconn_tresult_one(struct wire_reader *r, GBytes *reply, struct hconn_rows *out)
             uint32_t n;
 
             if (wire_read_list_begin(r, &et, &n) != WIRE_OK ||
-                et != WIRE_T_STRUCT)
+                et != WIRE_T_STRUCT) {
                 break;
+            }
             for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
                 struct hconn_cell cell = { NULL, 0, NULL, 0, 0 };
                 const uint8_t *fam = NULL, *qual = NULL;
@@ -1611,16 +1690,17 @@ hconn_tresult_one(struct wire_reader *r, GBytes *reply, struct hconn_rows *out)
                 wire_read_struct_begin(r);
                 while (wire_read_field(r, &ct, &cid) == WIRE_OK &&
                        ct != WIRE_T_STOP) {
-                    if (cid == 1 && ct == WIRE_T_STRING)
+                    if (cid == 1 && ct == WIRE_T_STRING) {
                         wire_read_binary(r, &fam, &fam_len);
-                    else if (cid == 2 && ct == WIRE_T_STRING)
+                    } else if (cid == 2 && ct == WIRE_T_STRING) {
                         wire_read_binary(r, &qual, &qual_len);
-                    else if (cid == 3 && ct == WIRE_T_STRING)
+                    } else if (cid == 3 && ct == WIRE_T_STRING) {
                         wire_read_binary(r, &cell.val, &cell.val_len);
-                    else if (cid == 4 && ct == WIRE_T_I64)
+                    } else if (cid == 4 && ct == WIRE_T_I64) {
                         cell.ts = wire_read_i64(r);
-                    else
+                    } else {
                         wire_skip(r, ct);
+                    }
                 }
                 wire_read_struct_end(r);
                 g_string_append_len(names, (const char *)fam, fam_len);
@@ -1662,8 +1742,9 @@ hconn_tresult_read(struct wire_reader *r, uint8_t type, GBytes *reply,
 {
     struct hconn_rows *out = data;
 
-    if (type != WIRE_T_STRUCT)
+    if (type != WIRE_T_STRUCT) {
         return FALSE;
+    }
     g_ptr_array_add(out->replies, g_bytes_ref(reply));
     return hconn_tresult_one(r, reply, out);
 }
@@ -1677,12 +1758,14 @@ hconn_tresults_read(struct wire_reader *r, uint8_t type, GBytes *reply,
     uint32_t n;
 
     if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
-        et != WIRE_T_STRUCT)
+        et != WIRE_T_STRUCT) {
         return FALSE;
+    }
     g_ptr_array_add(out->replies, g_bytes_ref(reply));
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
-        if (!hconn_tresult_one(r, reply, out))
+        if (!hconn_tresult_one(r, reply, out)) {
             return FALSE;
+        }
     }
     wire_read_container_end(r);
     return r->status == WIRE_OK;

@@ -44,11 +44,11 @@ struct keyviz_key {
  * empty key, the last to the end.  Main thread owns and frees them;
  * workers read the one published for their interval. */
 struct keyviz_bounds {
-    gint64 epoch; /* the interval they were made for */
-    int refs;     /* main thread only */
-    uint32_t n;   /* boundaries: n + 1 ranges */
-    uint32_t cap; /* boundaries allocated */
-    guint64 *pfx; /* each boundary's first 8 bytes, big-endian,
+    gint64 epoch;          /* the interval they were made for */
+    int refs;              /* main thread only */
+    uint32_t n;            /* boundaries: n + 1 ranges */
+    uint32_t cap;          /* boundaries allocated */
+    guint64 *pfx;          /* each boundary's first 8 bytes, big-endian,
                      zero-padded: most comparisons end there */
     uint16_t by_byte[257]; /* boundaries whose first byte is below i: a
                               key starting with byte f lies between
@@ -144,12 +144,12 @@ struct keyviz_interval {
 struct keyviz_table {
     char *name;
     struct salt_table salt;
-    struct keyviz_bounds *initial; /* by first byte; never freed early */
-    struct keyviz_bounds *ring[4]; /* published, by epoch & 3 */
+    struct keyviz_bounds *initial;    /* by first byte; never freed early */
+    struct keyviz_bounds *ring[4];    /* published, by epoch & 3 */
     struct keyviz_bounds *retired[4]; /* what ring[i] held before: a
                                          worker may still be reading it */
-    struct keyviz_interval **hist; /* ring of nhist */
-    uint32_t hist_head, hist_n;    /* oldest, count */
+    struct keyviz_interval **hist;    /* ring of nhist */
+    uint32_t hist_head, hist_n;       /* oldest, count */
 };
 
 struct keyviz {

@@ -98,13 +98,12 @@ main_log_writer(GLogLevelFlags level, const GLogField *fields, gsize n,
     const char *tag, *message = NULL;
     char stamp[32] = "";
 
-    if ((level & G_LOG_LEVEL_MASK) > main_log_max
-        && !(level & (G_LOG_FLAG_FATAL | G_LOG_LEVEL_ERROR))) {
+    if ((level & G_LOG_LEVEL_MASK) > main_log_max &&
+        !(level & (G_LOG_FLAG_FATAL | G_LOG_LEVEL_ERROR))) {
         return G_LOG_WRITER_HANDLED;
     }
-    if (main_journald
-        && g_log_writer_journald(level, fields, n, data)
-               == G_LOG_WRITER_HANDLED) {
+    if (main_journald && g_log_writer_journald(level, fields, n, data) ==
+                             G_LOG_WRITER_HANDLED) {
         return G_LOG_WRITER_HANDLED;
     }
     for (gsize i = 0; i < n; i++) {
@@ -114,22 +113,12 @@ main_log_writer(GLogLevelFlags level, const GLogField *fields, gsize n,
         }
     }
     switch (level & G_LOG_LEVEL_MASK) {
-    case G_LOG_LEVEL_ERROR:
-        tag = "error";
-        break;
-    case G_LOG_LEVEL_CRITICAL:
-        tag = "critical";
-        break;
-    case G_LOG_LEVEL_WARNING:
-        tag = "warning";
-        break;
+    case G_LOG_LEVEL_ERROR: tag = "error"; break;
+    case G_LOG_LEVEL_CRITICAL: tag = "critical"; break;
+    case G_LOG_LEVEL_WARNING: tag = "warning"; break;
     case G_LOG_LEVEL_MESSAGE:
-    case G_LOG_LEVEL_INFO:
-        tag = "info";
-        break;
-    default:
-        tag = "debug";
-        break;
+    case G_LOG_LEVEL_INFO: tag = "info"; break;
+    default: tag = "debug"; break;
     }
     if (!main_journald) {
         main_log_stamp(stamp, sizeof(stamp));
@@ -154,15 +143,15 @@ main_set_log_level(const char *name, GError **error)
     } else {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                     "--log-level: expected error, warning, info or debug, "
-                    "not '%s'", name);
+                    "not '%s'",
+                    name);
         return FALSE;
     }
     return TRUE;
 }
 
 static int
-main_explain_key(const struct config *cfg, const char *table,
-                 const char *key)
+main_explain_key(const struct config *cfg, const char *table, const char *key)
 {
     const struct config_table *t = config_find_table(cfg, table,
                                                      strlen(table));
@@ -173,8 +162,9 @@ main_explain_key(const struct config *cfg, const char *table,
     const guint8 *p;
 
     if (t == NULL) {
-        fprintf(stderr, "%s: table '%s' is not salted in %s\n", g_get_prgname(),
-                table, cfg->source != NULL ? cfg->source : "(defaults)");
+        fprintf(stderr, "%s: table '%s' is not salted in %s\n",
+                g_get_prgname(), table,
+                cfg->source != NULL ? cfg->source : "(defaults)");
         return 1;
     }
     bytes = escape_decode(key, &error);
@@ -231,8 +221,9 @@ main_split_keys(const struct config *cfg, const char *table, gint regions)
         gsize n;
         const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
 
-        if (i > 0)
+        if (i > 0) {
             g_string_append(out, ", ");
+        }
         splits_shell_string(out, p, n);
     }
     g_string_append(out, "]\n");
@@ -321,8 +312,8 @@ main_publish(const struct config *cfg, unsigned gen)
 
     text = config_to_text(cfg);
     data = g_strdup_printf("# running configuration of hbase-salt-proxy, "
-                           "pid %ld, generation %u\n%s", (long)getpid(), gen,
-                           text);
+                           "pid %ld, generation %u\n%s",
+                           (long)getpid(), gen, text);
     main_publish_memfd(data, path == NULL);
     if (path == NULL) {
         return;
@@ -330,7 +321,8 @@ main_publish(const struct config *cfg, unsigned gen)
     /* a temporary file and a rename: a reader never sees half of it */
     if (!g_file_set_contents(path, data, -1, &error)) {
         g_warning("cannot write the running configuration for "
-                  "--check-config --pid: %s", error->message);
+                  "--check-config --pid: %s",
+                  error->message);
     }
 }
 
@@ -412,7 +404,8 @@ main_check_running(const struct config *cfg, long pid, GError **error)
     if (!config_reload_check(running, cfg, &ierror)) {
         g_set_error(error, CONFIG_ERROR, CONFIG_ERROR_REFUSED,
                     "a reload would be refused by the running proxy (pid "
-                    "%ld): %s", pid, ierror->message);
+                    "%ld): %s",
+                    pid, ierror->message);
         return FALSE;
     }
     return TRUE;
@@ -479,13 +472,12 @@ main_log_advice(const struct config *cfg)
 struct main_ctx {
     struct event_base *base;
     struct proxy *p;
-    const char *config_path;        /* NULL: built-in defaults */
-    const char *last_reload;        /* for STATUS=, static text */
+    const char *config_path; /* NULL: built-in defaults */
+    const char *last_reload; /* for STATUS=, static text */
 };
 
 /* sd_notify(3) when systemd asked for it (NOTIFY_SOCKET); else nothing. */
-static void G_GNUC_PRINTF(1, 2)
-main_notify(const char *fmt, ...)
+static void G_GNUC_PRINTF(1, 2) main_notify(const char *fmt, ...)
 {
 #if HSP_HAVE_SD_NOTIFY
     g_autofree char *text = NULL;
@@ -509,9 +501,8 @@ main_status(struct main_ctx *m)
 {
     gint clients = g_atomic_int_get(&m->p->nconns);
 
-    main_notify("STATUS=%d client%s, %u scanner%s, generation %u%s%s",
-                clients, clients == 1 ? "" : "s",
-                scan_open_count(m->p->scans),
+    main_notify("STATUS=%d client%s, %u scanner%s, generation %u%s%s", clients,
+                clients == 1 ? "" : "s", scan_open_count(m->p->scans),
                 scan_open_count(m->p->scans) == 1 ? "" : "s",
                 proxy_generation(m->p),
                 m->last_reload != NULL ? ", last reload " : "",
@@ -561,13 +552,15 @@ main_catalog_cb(evutil_socket_t fd, short what, void *arg)
     struct catalog_report rep;
     unsigned up = 0;
 
-    if (cfg->catalog_table == NULL)
+    if (cfg->catalog_table == NULL) {
         return;
+    }
     /* asked again once a server answers its health probe: a server that
      * is down, or speaks another protocol, gets no more calls from here */
     backend_health_foreach(m->p->health, main_count_up, &up);
-    if (up == 0)
+    if (up == 0) {
         return;
+    }
     if (!catalog_pending(cfg)) {
         /* an entry registered since, by another proxy or by
          * hbase-salt-migrate, for a table this file has no section for:
@@ -575,9 +568,10 @@ main_catalog_cb(evutil_socket_t fd, short what, void *arg)
         catalog_check_orphans(cfg);
         return;
     }
-    if (catalog_check(cfg, &rep))
+    if (catalog_check(cfg, &rep)) {
         g_message("catalog: HBase answers again: the salted tables are "
                   "checked");
+    }
     catalog_report_clear(&rep);
 }
 
@@ -595,10 +589,12 @@ main_hup_cb(evutil_socket_t sig, short what, void *arg)
     unsigned gen = proxy_generation(m->p);
 
     main_notify("RELOADING=1\nMONOTONIC_USEC=%" G_GINT64_FORMAT
-                "\nSTATUS=reloading", g_get_monotonic_time());
+                "\nSTATUS=reloading",
+                g_get_monotonic_time());
     if (m->config_path == NULL) {
         g_warning("received SIGHUP: no configuration file (-c) to reload; "
-                  "keeping generation %u", gen);
+                  "keeping generation %u",
+                  gen);
         m->last_reload = "refused";
         metrics_reload(m->p->metrics, METRICS_RELOAD_REFUSED);
     } else if ((cfg = config_load(m->config_path, &error)) == NULL) {
@@ -936,10 +932,10 @@ main(int argc, char **argv)
         g_autofree char *tls_line = NULL;
 
         /* also what only the I/O core checks: addresses resolve, limits */
-        if (!proxy_settings_load(&set, cfg, &error)
-            || (cfg->admin_enabled
-                && !main_check_admin(&cfg->admin_listen, &error))
-            || (pid != 0 && !main_check_running(cfg, pid, &error))) {
+        if (!proxy_settings_load(&set, cfg, &error) ||
+            (cfg->admin_enabled &&
+             !main_check_admin(&cfg->admin_listen, &error)) ||
+            (pid != 0 && !main_check_running(cfg, pid, &error))) {
             fprintf(stderr, "%s: %s: %s\n", g_get_prgname(), name,
                     error->message);
             return 1;
@@ -961,7 +957,8 @@ main(int argc, char **argv)
         }
         if (pid != 0) {
             printf("%s: ok, the running proxy (pid %d) would apply it on "
-                   "reload\n", name, pid);
+                   "reload\n",
+                   name, pid);
         } else {
             printf("%s: ok\n", name);
         }

@@ -216,8 +216,8 @@ metrics_reply_error(wire_proto_t proto, const uint8_t *msg, size_t len,
     if (m.type == WIRE_EXCEPTION) {
         return METRICS_ERR_APP;
     }
-    if (wire_read_struct_begin(&r) != WIRE_OK
-        || wire_read_field(&r, &type, &fid) != WIRE_OK) {
+    if (wire_read_struct_begin(&r) != WIRE_OK ||
+        wire_read_field(&r, &type, &fid) != WIRE_OK) {
         return METRICS_ERR_NONE;
     }
     /* field 0 is the success value; void methods have none (STOP) */

@@ -20,9 +20,9 @@ struct keyviz_worker;
  * each read at a slightly different instant, which Prometheus counters
  * tolerate by design.
  */
-#define METRICS_ADD(field, n)                                              \
-    __atomic_store_n(&(field),                                            \
-                     __atomic_load_n(&(field), __ATOMIC_RELAXED) + (n),   \
+#define METRICS_ADD(field, n)                                                 \
+    __atomic_store_n(&(field),                                                \
+                     __atomic_load_n(&(field), __ATOMIC_RELAXED) + (n),       \
                      __ATOMIC_RELAXED)
 #define METRICS_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
@@ -65,9 +65,9 @@ extern const char *const metrics_err_label[METRICS_ERR_KINDS];
 
 /* One Thrift method's counters on one worker. */
 struct metrics_method {
-    guint64 requests;                       /* replies written */
-    guint64 errors;                         /* of which exceptions */
-    guint64 lat[METRICS_LAT_BUCKETS + 1];   /* per bucket, not cumulative */
+    guint64 requests;                     /* replies written */
+    guint64 errors;                       /* of which exceptions */
+    guint64 lat[METRICS_LAT_BUCKETS + 1]; /* per bucket, not cumulative */
     guint64 lat_sum_us;
     guint64 slow;                             /* over slow_call_ms */
     guint64 batch[METRICS_BATCH_BUCKETS + 1]; /* multi-row calls by rows */
@@ -76,22 +76,22 @@ struct metrics_method {
 
 /* One worker's counters: written only by that worker's thread. */
 struct metrics_worker {
-    struct metrics_method *methods;         /* by hbase1 method index */
-    guint64 accepted;                       /* client connections taken */
-    guint64 refused;                        /* over max_connections etc. */
-    guint64 tls_handshakes;                 /* TLS clients that finished
+    struct metrics_method *methods; /* by hbase1 method index */
+    guint64 accepted;               /* client connections taken */
+    guint64 refused;                /* over max_connections etc. */
+    guint64 tls_handshakes;         /* TLS clients that finished
                                                the handshake */
-    guint64 tls_failures;                   /* that failed it or timed out */
-    guint64 tls_plain;                      /* of which spoke plain Thrift */
-    guint64 bytes_in;                       /* client request bytes */
-    guint64 bytes_out;                      /* client reply bytes */
-    guint64 scans;                          /* scanners opened */
-    guint64 scan_rows;                      /* rows merged from buckets */
-    guint64 unsalted_rows;                  /* rows of salted tables
+    guint64 tls_failures;           /* that failed it or timed out */
+    guint64 tls_plain;              /* of which spoke plain Thrift */
+    guint64 bytes_in;               /* client request bytes */
+    guint64 bytes_out;              /* client reply bytes */
+    guint64 scans;                  /* scanners opened */
+    guint64 scan_rows;              /* rows merged from buckets */
+    guint64 unsalted_rows;          /* rows of salted tables
                                                handed back as stored */
     guint64 fanout[METRICS_FANOUT_BUCKETS + 1]; /* scans by width */
-    guint64 fanout_sum;                     /* buckets over all scans */
-    guint64 queue[METRICS_LAT_BUCKETS + 1]; /* requests by time waited for
+    guint64 fanout_sum;                         /* buckets over all scans */
+    guint64 queue[METRICS_LAT_BUCKETS + 1];     /* requests by time waited for
                                                a backend connection */
     guint64 queue_sum_us;
     guint64 err_kinds[METRICS_ERR_KINDS]; /* replies by metrics_err_t */
@@ -157,8 +157,8 @@ void metrics_add_config(struct metrics *m, struct config *cfg);
 /* Reload bookkeeping for hsp_config_*. */
 typedef enum {
     METRICS_RELOAD_APPLIED = 0,
-    METRICS_RELOAD_REFUSED,      /* valid file, change not allowed */
-    METRICS_RELOAD_INVALID,      /* file did not load */
+    METRICS_RELOAD_REFUSED, /* valid file, change not allowed */
+    METRICS_RELOAD_INVALID, /* file did not load */
 } metrics_reload_t;
 void metrics_reload(struct metrics *m, metrics_reload_t result);
 
@@ -196,9 +196,9 @@ metrics_table_block(struct metrics_worker *mw, const struct salt_table *salt)
     /* every salt the engines count lives in a config (the codec and the
      * scan engine take theirs from config_find_table) */
     const struct config_table *t =
-        (const struct config_table *)((const char *)salt
-                                      - G_STRUCT_OFFSET(struct config_table,
-                                                        salt));
+        (const struct config_table *)((const char *)salt -
+                                      G_STRUCT_OFFSET(struct config_table,
+                                                      salt));
 
     return t->stats_id != 0 ? mw->tables[t->stats_id - 1] : NULL;
 }

@@ -241,15 +241,17 @@ metrics_render_regions(const struct config *cfg, GString *out,
         const struct config_table *t = &cfg->tables[i];
         gint most = g_atomic_int_get((gint *)&t->region_buckets);
 
-        if (most <= 0)
+        if (most <= 0) {
             continue;
+        }
         g_string_append_printf(out, "%s{table=\"", name);
         metrics_render_label(out, t->name);
-        if (share)
+        if (share) {
             g_string_append_printf(out, "\"} %g\n",
                                    (double)most / t->salt.buckets);
-        else
+        } else {
             g_string_append_printf(out, "\"} %d\n", most);
+        }
     }
 }
 

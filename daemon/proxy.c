@@ -98,14 +98,13 @@
 /* Shutdown never waits longer than this for answers. */
 #define PROXY_SHUTDOWN_MAX_MS 10000
 
-G_DEFINE_QUARK(proxy-error-quark, proxy_error)
+G_DEFINE_QUARK(proxy - error - quark, proxy_error)
 
 /* ---- settings ----------------------------------------------------------- */
 
 gboolean
 proxy_resolve(const char *host, uint16_t port, gboolean passive,
-              struct sockaddr_storage *out, socklen_t *outlen,
-              GError **error)
+              struct sockaddr_storage *out, socklen_t *outlen, GError **error)
 {
     struct addrinfo hints, *res = NULL;
     char service[8];
@@ -139,8 +138,8 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
     unsigned i;
 
     memset(set, 0, sizeof(*set));
-    g_strlcpy(set->listen_host, cfg->listen.host != NULL ? cfg->listen.host
-                                                         : "",
+    g_strlcpy(set->listen_host,
+              cfg->listen.host != NULL ? cfg->listen.host : "",
               sizeof(set->listen_host));
     set->listen_port = cfg->listen.port;
     if (!proxy_resolve(set->listen_host, set->listen_port, TRUE,
@@ -256,7 +255,8 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
         }
     }
     set->backend_proto = cfg->protocol == CONFIG_PROTOCOL_COMPACT
-                             ? WIRE_COMPACT : WIRE_BINARY;
+                             ? WIRE_COMPACT
+                             : WIRE_BINARY;
     set->backend_framed = cfg->transport == CONFIG_TRANSPORT_FRAMED;
     set->backend_http = cfg->transport == CONFIG_TRANSPORT_HTTP;
     if (set->backend_http && !httpc_init(cfg, error)) {
@@ -500,8 +500,8 @@ proxy_worker_busy(struct worker *w)
     g_mutex_lock(&w->inbox_lock);
     posted = !g_queue_is_empty(&w->inbox);
     g_mutex_unlock(&w->inbox_lock);
-    return posted
-           || event_base_get_num_events(w->base, EVENT_BASE_COUNT_ACTIVE) > 0;
+    return posted ||
+           event_base_get_num_events(w->base, EVENT_BASE_COUNT_ACTIVE) > 0;
 }
 
 /*
@@ -710,9 +710,9 @@ proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
     if (id == 0) {
         /* no LEV_OPT_REUSEABLE_PORT: the address is this process's alone */
         w->listener = evconnlistener_new_bind(w->base, proxy_accept_cb, w,
-                                              LEV_OPT_REUSEABLE
-                                              | LEV_OPT_CLOSE_ON_FREE
-                                              | LEV_OPT_CLOSE_ON_EXEC,
+                                              LEV_OPT_REUSEABLE |
+                                                  LEV_OPT_CLOSE_ON_FREE |
+                                                  LEV_OPT_CLOSE_ON_EXEC,
                                               1024, sa, (int)salen);
         if (w->listener == NULL) {
             int err = EVUTIL_SOCKET_ERROR();
@@ -886,7 +886,7 @@ proxy_worker_adopt(struct worker *w, void *arg)
     proxy_worker_limits(w);
     /* a client's input bound follows max_frame_size, or a larger frame
      * would never fit its buffer */
-    TAILQ_FOREACH(c, &w->clients, link) {
+    TAILQ_FOREACH (c, &w->clients, link) {
         client_apply_limits(c);
     }
     g_debug("worker %u: configuration generation %u", w->id, gen->id);
@@ -995,13 +995,14 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
     /* the main thread holds only the newest */
     proxy_gen_unref(p, old);
     g_message("reload: applied configuration generation %u from %s: %zu "
-              "salted table%s%s%s, %u backend server%s%s", gen->id,
-              cfg->source != NULL ? cfg->source : "(defaults)",
+              "salted table%s%s%s, %u backend server%s%s",
+              gen->id, cfg->source != NULL ? cfg->source : "(defaults)",
               cfg->n_tables, cfg->n_tables == 1 ? "" : "s",
-              added->len > 0 ? ", new: " : "", added->str,
-              gen->set.nservers, gen->set.nservers == 1 ? "" : "s",
+              added->len > 0 ? ", new: " : "", added->str, gen->set.nservers,
+              gen->set.nservers == 1 ? "" : "s",
               gen->new_pool ? " (new backend pools; old connections "
-                              "drain)" : "");
+                              "drain)"
+                            : "");
     g_string_free(added, TRUE);
     return TRUE;
 }
@@ -1134,8 +1135,8 @@ proxy_start(struct proxy *p, GError **error)
         return FALSE;
     }
     g_message("listening on %s:%u with %u worker%s, %u backend server%s, "
-              "pool_size %u", p->set.listen_host[0] != '\0'
-                                  ? p->set.listen_host : "*",
+              "pool_size %u",
+              p->set.listen_host[0] != '\0' ? p->set.listen_host : "*",
               (unsigned)p->port, p->nworkers, p->nworkers == 1 ? "" : "s",
               p->set.nservers, p->set.nservers == 1 ? "" : "s",
               p->set.pool_size);

@@ -22,10 +22,10 @@ struct metrics;
 GQuark proxy_error_quark(void);
 
 typedef enum {
-    PROXY_ERROR_CONFIG,     /* a setting the I/O core cannot use */
-    PROXY_ERROR_RESOLVE,    /* a listen or backend address does not resolve */
-    PROXY_ERROR_LISTEN,     /* cannot bind or listen */
-    PROXY_ERROR_LIBEVENT,   /* libevent refused to set something up */
+    PROXY_ERROR_CONFIG,   /* a setting the I/O core cannot use */
+    PROXY_ERROR_RESOLVE,  /* a listen or backend address does not resolve */
+    PROXY_ERROR_LISTEN,   /* cannot bind or listen */
+    PROXY_ERROR_LIBEVENT, /* libevent refused to set something up */
 } proxy_error_t;
 
 /*
@@ -33,31 +33,31 @@ typedef enum {
  * state (a later scanner-id table) hangs, under its own lock.
  */
 struct proxy {
-    const struct config *cfg;       /* newest generation's config; workers
+    const struct config *cfg;   /* newest generation's config; workers
                                        read w->gen->cfg instead */
-    struct worker_settings set;     /* startup settings: what a reload
+    struct worker_settings set; /* startup settings: what a reload
                                        cannot change (listen, workers,
                                        backend protocol and transport);
                                        the rest is in w->gen->set */
-    struct worker_gen *gen;         /* newest generation (main thread) */
-    struct metrics *metrics;        /* counters of every worker */
+    struct worker_gen *gen;     /* newest generation (main thread) */
+    struct metrics *metrics;    /* counters of every worker */
     unsigned nworkers;
     struct worker *workers;
-    uint16_t port;                  /* bound port (listen_port or picked) */
-    uint16_t port2;                 /* Thrift2's bound port, 0: none */
-    gint nconns;                    /* clients open over all workers (atomic) */
-    unsigned next_worker;           /* whose turn the next accepted socket
+    uint16_t port;         /* bound port (listen_port or picked) */
+    uint16_t port2;        /* Thrift2's bound port, 0: none */
+    gint nconns;           /* clients open over all workers (atomic) */
+    unsigned next_worker;  /* whose turn the next accepted socket
                                        is (worker 0's thread only) */
-    struct scantab *scans;          /* scanner ids, global to the process */
+    struct scantab *scans; /* scanner ids, global to the process */
     struct backend_health_table *health; /* UP/DOWN of every backend */
-    GMutex gens_lock;               /* guards gens */
-    GPtrArray *gens;                /* every generation not freed yet */
-    GMutex pools_lock;              /* a worker unlinking a retired pool
+    GMutex gens_lock;                    /* guards gens */
+    GPtrArray *gens;                     /* every generation not freed yet */
+    GMutex pools_lock;                   /* a worker unlinking a retired pool
                                        against the scrape walking them */
-    GMutex tls_lock;                /* guards tls_ctx */
-    struct ssl_ctx_st *tls_ctx;     /* the TLS listener's context (SSL_CTX),
+    GMutex tls_lock;                     /* guards tls_ctx */
+    struct ssl_ctx_st *tls_ctx; /* the TLS listener's context (SSL_CTX),
                                        replaced on reload; NULL: none */
-    uint16_t port_tls;              /* the TLS listener's bound port */
+    uint16_t port_tls;          /* the TLS listener's bound port */
 };
 
 /* The TLS listener's current context, a reference (SSL_CTX_free it), or

@@ -7,7 +7,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-G_DEFINE_QUARK(salt-error-quark, salt_error)
+G_DEFINE_QUARK(salt - error - quark, salt_error)
 
 static const char salt_hex_digits[] = "0123456789abcdef";
 
@@ -50,21 +50,15 @@ salt_table_init(struct salt_table *t, uint32_t buckets, salt_format_t format,
     t->buckets = buckets;
     t->format = format;
     switch (format) {
-    case SALT_FORMAT_BYTE:
-        t->width = buckets > 256 ? 2 : 1;
-        break;
-    case SALT_FORMAT_HEX:
-        t->width = salt_digits(buckets - 1, 16);
-        break;
-    case SALT_FORMAT_DECIMAL:
-        t->width = salt_digits(buckets - 1, 10);
-        break;
-    default:
-        g_return_val_if_reached(FALSE);
+    case SALT_FORMAT_BYTE: t->width = buckets > 256 ? 2 : 1; break;
+    case SALT_FORMAT_HEX: t->width = salt_digits(buckets - 1, 16); break;
+    case SALT_FORMAT_DECIMAL: t->width = salt_digits(buckets - 1, 10); break;
+    default: g_return_val_if_reached(FALSE);
     }
     t->sep_len = (uint8_t)sep_len;
-    if (sep_len > 0)
+    if (sep_len > 0) {
         memcpy(t->sep, sep, sep_len);
+    }
     t->hash = SALT_HASH_WHOLE;
     return TRUE;
 }
@@ -157,7 +151,8 @@ salt_table_hash_delimiter(struct salt_table *t, const void *delim,
     if (delim_len < 1 || delim_len > SALT_MAX_DELIMITER) {
         g_set_error(error, SALT_ERROR, SALT_ERROR_HASH_PART,
                     "hash_part delimiter:SEP:K needs SEP of 1..%d bytes, "
-                    "not %zu", SALT_MAX_DELIMITER, delim_len);
+                    "not %zu",
+                    SALT_MAX_DELIMITER, delim_len);
         return FALSE;
     }
     if (k < 1) {
@@ -206,12 +201,13 @@ salt_table_describe(const struct salt_table *t)
                                "byte abs(Arrays.hashCode(key) %% %u))",
                                t->modulus, t->modulus);
     case SALT_MAPPING_HBASEWD:
-        if (t->buckets > t->modulus)
+        if (t->buckets > t->modulus) {
             return g_strdup_printf("salt_mapping=hbasewd buckets=%u (one "
                                    "salt byte abs(Arrays.hashCode(key)) %% "
                                    "%u; 0x%02x for a hash of "
                                    "Integer.MIN_VALUE)",
                                    t->modulus, t->modulus, t->odd_salt);
+        }
         return g_strdup_printf("salt_mapping=hbasewd buckets=%u (one salt "
                                "byte abs(Arrays.hashCode(key)) %% %u)",
                                t->modulus, t->modulus);
@@ -232,9 +228,7 @@ salt_table_describe(const struct salt_table *t)
         hash = g_strdup_printf("delimiter:%s:%u", d, t->hash_count);
         break;
     }
-    default:
-        hash = g_strdup("whole");
-        break;
+    default: hash = g_strdup("whole"); break;
     }
     if (t->legacy.kind != LEGACY_NONE) {
         legacy = legacy_rule_describe(&t->legacy);
@@ -253,21 +247,21 @@ salt_hashed_len(const struct salt_table *t, const uint8_t *key, size_t len)
     uint32_t found = 0;
 
     switch (t->hash) {
-    case SALT_HASH_LENGTH:
-        return len < t->hash_len ? len : t->hash_len;
+    case SALT_HASH_LENGTH: return len < t->hash_len ? len : t->hash_len;
     case SALT_HASH_DELIMITER:
         while ((size_t)(end - p) >= t->delim_len) {
             const uint8_t *hit = memmem(p, (size_t)(end - p), t->delim,
                                         t->delim_len);
-            if (hit == NULL)
+            if (hit == NULL) {
                 break;
-            if (++found == t->hash_count)
+            }
+            if (++found == t->hash_count) {
                 return (size_t)(hit - key);
+            }
             p = hit + t->delim_len;
         }
         return len;
-    default:
-        return len;
+    default: return len;
     }
 }
 
@@ -278,8 +272,9 @@ salt_jbytes(const uint8_t *key, size_t len)
 {
     uint32_t h = 1;
 
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = 0; i < len; i++) {
         h = 31 * h + (uint32_t)(int32_t)(int8_t)key[i];
+    }
     return (int32_t)h;
 }
 
@@ -308,15 +303,18 @@ salt_utf8_next(const uint8_t *p, size_t left, uint32_t *cp)
     } else {
         return 0;
     }
-    if (left < n)
+    if (left < n) {
         return 0;
+    }
     for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
+        if ((p[i] & 0xc0) != 0x80) {
             return 0;
+        }
         v = v << 6 | (p[i] & 0x3f);
     }
-    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) {
         return 0;
+    }
     *cp = v;
     return n;
 }
@@ -366,12 +364,14 @@ salt_key_valid(const struct salt_table *t, const uint8_t *key, size_t len)
 {
     uint32_t cp;
 
-    if (t->mapping != SALT_MAPPING_BIGTABLE)
+    if (t->mapping != SALT_MAPPING_BIGTABLE) {
         return TRUE;
+    }
     for (size_t i = 0, n; i < len; i += n) {
         n = salt_utf8_next(key + i, len - i, &cp);
-        if (n == 0)
+        if (n == 0) {
             return FALSE;
+        }
     }
     return TRUE;
 }
@@ -406,8 +406,9 @@ salt_bucket(const struct salt_table *t, const uint8_t *key, size_t len)
             /* Math.abs(Integer.MIN_VALUE) is itself: the remainder is
              * -(2^31 mod N), its byte 256 - that, or 0 */
             r = -h % t->modulus;
-            if (r == 0)
+            if (r == 0) {
                 return 0;
+            }
             return t->buckets > t->modulus ? t->modulus : (uint32_t)(256 - r);
         }
         return (uint32_t)((h < 0 ? -h : h) % t->modulus);
@@ -437,8 +438,9 @@ salt_bigtable_write(const struct salt_table *t, uint32_t bucket, uint8_t *out)
     uint8_t d = salt_digits(m, 10);
     size_t n = v < 0 ? 1 : 0;
 
-    if (v < 0)
+    if (v < 0) {
         out[0] = '-';
+    }
     for (int i = d - 1; i >= 0; i--) {
         out[n + (size_t)i] = (uint8_t)('0' + m % 10);
         m /= 10;
@@ -453,8 +455,9 @@ salt_bucket_prefix_len(const struct salt_table *t, uint32_t bucket)
 {
     uint8_t prefix[SALT_MAX_PREFIX];
 
-    if (t->mapping == SALT_MAPPING_BIGTABLE)
+    if (t->mapping == SALT_MAPPING_BIGTABLE) {
         return salt_bigtable_write(t, bucket, prefix);
+    }
     return salt_prefix_len(t);
 }
 
@@ -492,8 +495,9 @@ salt_write_prefix(const struct salt_table *t, uint32_t bucket, uint8_t *out)
         }
         break;
     }
-    if (t->sep_len > 0)
+    if (t->sep_len > 0) {
         memcpy(out + t->width, t->sep, t->sep_len);
+    }
     return salt_prefix_len(t);
 }
 
@@ -503,11 +507,13 @@ salt_key(const struct salt_table *t, const uint8_t *key, size_t len,
 {
     size_t plen = salt_prefix_len(t);
 
-    if (outcap < plen || outcap - plen < len)
+    if (outcap < plen || outcap - plen < len) {
         return 0;
+    }
     plen = salt_write_prefix(t, salt_bucket(t, key, len), out);
-    if (len > 0)
+    if (len > 0) {
         memcpy(out + plen, key, len);
+    }
     return plen + len;
 }
 
@@ -524,14 +530,17 @@ salt_bigtable_strip(const struct salt_table *t, const uint8_t *phys,
     start = i;
     while (i < len && phys[i] >= '0' && phys[i] <= '9') {
         v = v * 10 + (uint32_t)(phys[i] - '0');
-        if (v >= t->modulus)
+        if (v >= t->modulus) {
             return FALSE;
+        }
         i++;
     }
-    if (i == start || i >= len || phys[i] != '-')
+    if (i == start || i >= len || phys[i] != '-') {
         return FALSE;
-    if (phys[start] == '0' && (i - start > 1 || neg))
+    }
+    if (phys[start] == '0' && (i - start > 1 || neg)) {
         return FALSE;
+    }
     *plen = i + 1;
     *bucket = neg ? t->modulus - 1 + v : v;
     return TRUE;
@@ -545,15 +554,18 @@ salt_strip(const struct salt_table *t, const uint8_t *phys, size_t len,
     uint32_t v = 0;
 
     if (t->mapping == SALT_MAPPING_BIGTABLE) {
-        if (!salt_bigtable_strip(t, phys, len, &plen, &v))
+        if (!salt_bigtable_strip(t, phys, len, &plen, &v)) {
             return FALSE;
+        }
         goto found;
     }
-    if (len < plen)
+    if (len < plen) {
         return FALSE;
+    }
     if (t->mapping == SALT_MAPPING_HBASEWD && phys[0] >= t->modulus) {
-        if (t->buckets == t->modulus || phys[0] != t->odd_salt)
+        if (t->buckets == t->modulus || phys[0] != t->odd_salt) {
             return FALSE;
+        }
         v = t->modulus;
         goto found;
     }
@@ -564,33 +576,40 @@ salt_strip(const struct salt_table *t, const uint8_t *phys, size_t len,
     case SALT_FORMAT_HEX:
         for (unsigned i = 0; i < t->width; i++) {
             uint8_t c = phys[i];
-            if (c >= '0' && c <= '9')
+            if (c >= '0' && c <= '9') {
                 v = v << 4 | (uint32_t)(c - '0');
-            else if (c >= 'a' && c <= 'f')
+            } else if (c >= 'a' && c <= 'f') {
                 v = v << 4 | (uint32_t)(c - 'a' + 10);
-            else
+            } else {
                 return FALSE;
+            }
         }
         break;
     case SALT_FORMAT_DECIMAL:
         for (unsigned i = 0; i < t->width; i++) {
-            if (phys[i] < '0' || phys[i] > '9')
+            if (phys[i] < '0' || phys[i] > '9') {
                 return FALSE;
+            }
             v = v * 10 + (uint32_t)(phys[i] - '0');
         }
         break;
     }
-    if (v >= t->buckets)
+    if (v >= t->buckets) {
         return FALSE;
-    if (t->sep_len > 0 && memcmp(phys + t->width, t->sep, t->sep_len) != 0)
+    }
+    if (t->sep_len > 0 && memcmp(phys + t->width, t->sep, t->sep_len) != 0) {
         return FALSE;
+    }
 found:
-    if (logical != NULL)
+    if (logical != NULL) {
         *logical = phys + plen;
-    if (logical_len != NULL)
+    }
+    if (logical_len != NULL) {
         *logical_len = len - plen;
-    if (bucket != NULL)
+    }
+    if (bucket != NULL) {
         *bucket = v;
+    }
     return TRUE;
 }
 
@@ -600,17 +619,18 @@ salt_prefix_bucket(const struct salt_table *t, const uint8_t *prefix,
 {
     switch (t->hash) {
     case SALT_HASH_LENGTH:
-        if (len < t->hash_len)
+        if (len < t->hash_len) {
             return FALSE;
+        }
         break;
     case SALT_HASH_DELIMITER:
         /* The K-th occurrence must lie wholly inside the prefix; then any
          * longer key finds the same K occurrences at the same places. */
-        if (salt_hashed_len(t, prefix, len) == len)
+        if (salt_hashed_len(t, prefix, len) == len) {
             return FALSE;
+        }
         break;
-    default:
-        return FALSE;
+    default: return FALSE;
     }
     *bucket = salt_bucket(t, prefix, len);
     return TRUE;
@@ -620,9 +640,11 @@ salt_prefix_bucket(const struct salt_table *t, const uint8_t *prefix,
 static gboolean
 salt_all_ff(const uint8_t *p, size_t len)
 {
-    for (size_t i = 0; i < len; i++)
-        if (p[i] != 0xff)
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] != 0xff) {
             return FALSE;
+        }
+    }
     return TRUE;
 }
 
@@ -642,18 +664,23 @@ salt_le_successor(const uint8_t *key, size_t klen, const uint8_t *p,
     size_t j = plen;
     int c;
 
-    while (j > 0 && p[j - 1] == 0xff)
+    while (j > 0 && p[j - 1] == 0xff) {
         j--;
-    if (j == 0)
+    }
+    if (j == 0) {
         return TRUE;
-    j--;    /* successor = p[0..j) || p[j] + 1 */
+    }
+    j--; /* successor = p[0..j) || p[j] + 1 */
     c = salt_memcmp(key, p, klen < j ? klen : j);
-    if (c != 0)
+    if (c != 0) {
         return c < 0;
-    if (klen <= j)
+    }
+    if (klen <= j) {
         return TRUE;
-    if (key[j] != p[j] + 1)
+    }
+    if (key[j] != p[j] + 1) {
         return key[j] < p[j] + 1;
+    }
     return klen == j + 1;
 }
 
@@ -663,10 +690,12 @@ salt_le_next(const uint8_t *p, size_t plen, const uint8_t *lo, size_t lolen)
 {
     int c = salt_memcmp(p, lo, plen < lolen ? plen : lolen);
 
-    if (c != 0)
+    if (c != 0) {
         return c < 0;
-    if (plen <= lolen)
+    }
+    if (plen <= lolen) {
         return TRUE;
+    }
     return p[lolen] == 0 && plen == lolen + 1;
 }
 
@@ -674,26 +703,25 @@ salt_le_next(const uint8_t *p, size_t plen, const uint8_t *lo, size_t lolen)
 static gboolean
 salt_is_next(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-    return blen == alen + 1 && b[alen] == 0 &&
-           salt_memcmp(a, b, alen) == 0;
+    return blen == alen + 1 && b[alen] == 0 && salt_memcmp(a, b, alen) == 0;
 }
 
 gboolean
 salt_fixed_bucket(const struct salt_table *t, gboolean reversed,
-                  const uint8_t *start, size_t start_len,
-                  const uint8_t *stop, size_t stop_len, uint32_t *bucket)
+                  const uint8_t *start, size_t start_len, const uint8_t *stop,
+                  size_t stop_len, uint32_t *bucket)
 {
     /* One row at most: its own bucket, whatever the hash mode. */
     if (start_len > 0 &&
-        ((stop_len == start_len &&
-          salt_memcmp(start, stop, start_len) == 0) ||
+        ((stop_len == start_len && salt_memcmp(start, stop, start_len) == 0) ||
          (!reversed && salt_is_next(start, start_len, stop, stop_len)) ||
          (reversed && salt_is_next(stop, stop_len, start, start_len)))) {
         *bucket = salt_bucket(t, start, start_len);
         return TRUE;
     }
-    if (t->hash == SALT_HASH_WHOLE)
+    if (t->hash == SALT_HASH_WHOLE) {
         return FALSE;
+    }
 
     /*
      * Find the longest P such that every key of the range starts with P;
@@ -706,28 +734,34 @@ salt_fixed_bucket(const struct salt_table *t, gboolean reversed,
             gboolean ok = stop_len == 0
                               ? salt_all_ff(start, i)
                               : salt_le_successor(stop, stop_len, start, i);
-            if (ok)
+            if (ok) {
                 return salt_prefix_bucket(t, start, i, bucket);
-            if (i == 0)
+            }
+            if (i == 0) {
                 return FALSE;
+            }
         }
     }
     /* (stop, start]: P is a prefix of start, P <= stop || "\0". */
     for (size_t i = start_len;; i--) {
-        if (salt_le_next(start, i, stop, stop_len))
+        if (salt_le_next(start, i, stop, stop_len)) {
             return salt_prefix_bucket(t, start, i, bucket);
-        if (i == 0)
+        }
+        if (i == 0) {
             return FALSE;
+        }
     }
 }
 
 size_t
 salt_successor(uint8_t *key, size_t len)
 {
-    while (len > 0 && key[len - 1] == 0xff)
+    while (len > 0 && key[len - 1] == 0xff) {
         len--;
-    if (len > 0)
+    }
+    if (len > 0) {
         key[len - 1]++;
+    }
     return len;
 }
 
@@ -745,18 +779,19 @@ salt_bound(const struct salt_table *t, uint32_t bucket, const uint8_t *key,
 {
     size_t plen = salt_write_prefix(t, bucket, out);
 
-    if (len > 0)
+    if (len > 0) {
         memcpy(out + plen, key, len);
+    }
     return plen + len;
 }
 
 size_t
-salt_scan_start(const struct salt_table *t, uint32_t bucket,
-                gboolean reversed, const uint8_t *start, size_t len,
-                uint8_t *out)
+salt_scan_start(const struct salt_table *t, uint32_t bucket, gboolean reversed,
+                const uint8_t *start, size_t len, uint8_t *out)
 {
-    if (reversed && len == 0)
+    if (reversed && len == 0) {
         return salt_bucket_end(t, bucket, out);
+    }
     return salt_bound(t, bucket, start, len, out);
 }
 
@@ -764,8 +799,9 @@ size_t
 salt_scan_stop(const struct salt_table *t, uint32_t bucket, gboolean reversed,
                const uint8_t *stop, size_t len, uint8_t *out)
 {
-    if (!reversed && len == 0)
+    if (!reversed && len == 0) {
         return salt_bucket_end(t, bucket, out);
+    }
     return salt_bound(t, bucket, stop, len, out);
 }
 
@@ -775,10 +811,11 @@ salt_escape(const uint8_t *p, size_t len)
     GString *s = g_string_sized_new(len + 8);
 
     for (size_t i = 0; i < len; i++) {
-        if (p[i] >= ' ' && p[i] <= '~' && p[i] != '\\')
+        if (p[i] >= ' ' && p[i] <= '~' && p[i] != '\\') {
             g_string_append_c(s, (char)p[i]);
-        else
+        } else {
             g_string_append_printf(s, "\\x%02X", p[i]);
+        }
     }
     return g_string_free(s, FALSE);
 }
@@ -829,7 +866,7 @@ salt_explain(const struct salt_table *t, const uint8_t *key, size_t len)
     esc = salt_escape(phys, n);
     g_autofree char *java = NULL;
 
-    if (t->mapping != SALT_MAPPING_XXH3)
+    if (t->mapping != SALT_MAPPING_XXH3) {
         java = g_strdup_printf("java hash:      %d (%s)%s\n",
                                salt_java_hash(t, key, len),
                                t->mapping == SALT_MAPPING_BIGTABLE
@@ -840,6 +877,7 @@ salt_explain(const struct salt_table *t, const uint8_t *key, size_t len)
                                    : "; the key is not valid UTF-8: no key "
                                      "the sample writes, the proxy refuses "
                                      "it");
+    }
     return g_strdup_printf("policy:         %s\n"
                            "logical key:    %s\n"
                            "hashed part:    %s (%zu of %zu bytes)\n"

@@ -72,18 +72,18 @@
  */
 
 #define SALT_MAX_BUCKETS 65536u
-#define SALT_MAX_SEPARATOR 16    /* bytes of salt_separator */
-#define SALT_MAX_DELIMITER 16    /* bytes of SEP in delimiter:SEP:K */
-#define SALT_MAX_WIDTH 6         /* decimal 65535; bigtable "-32767" */
+#define SALT_MAX_SEPARATOR 16 /* bytes of salt_separator */
+#define SALT_MAX_DELIMITER 16 /* bytes of SEP in delimiter:SEP:K */
+#define SALT_MAX_WIDTH 6      /* decimal 65535; bigtable "-32767" */
 #define SALT_MAX_PREFIX (SALT_MAX_WIDTH + SALT_MAX_SEPARATOR)
 
 #define SALT_ERROR salt_error_quark()
 GQuark salt_error_quark(void);
 
 typedef enum {
-    SALT_ERROR_BUCKETS,     /* bucket count outside 1..65536 */
-    SALT_ERROR_SEPARATOR,   /* separator too long */
-    SALT_ERROR_HASH_PART,   /* bad length:N or delimiter:SEP:K */
+    SALT_ERROR_BUCKETS,   /* bucket count outside 1..65536 */
+    SALT_ERROR_SEPARATOR, /* separator too long */
+    SALT_ERROR_HASH_PART, /* bad length:N or delimiter:SEP:K */
 } salt_error_t;
 
 typedef enum {
@@ -109,9 +109,9 @@ typedef enum {
 struct salt_table {
     uint32_t buckets; /* distinct salts, 1..65536 */
     salt_format_t format;
-    uint8_t width;                     /* bytes or digits of the salt itself */
-    uint8_t sep_len;                   /* 0..SALT_MAX_SEPARATOR */
-    uint8_t sep[SALT_MAX_SEPARATOR];   /* written after the salt */
+    uint8_t width;                   /* bytes or digits of the salt itself */
+    uint8_t sep_len;                 /* 0..SALT_MAX_SEPARATOR */
+    uint8_t sep[SALT_MAX_SEPARATOR]; /* written after the salt */
     salt_hash_t hash;
     uint32_t hash_len;                 /* N of length:N */
     uint32_t hash_count;               /* K of delimiter:SEP:K */
@@ -127,9 +127,8 @@ struct salt_table {
 
 /* Set up a policy hashing the whole key; computes the width. */
 gboolean salt_table_init(struct salt_table *t, uint32_t buckets,
-                         salt_format_t format, const void *sep,
-                         size_t sep_len, GError **error)
-    G_GNUC_WARN_UNUSED_RESULT;
+                         salt_format_t format, const void *sep, size_t sep_len,
+                         GError **error) G_GNUC_WARN_UNUSED_RESULT;
 
 /* Set up an adopted mapping (see above) for the tool's n; mapping must
  * not be SALT_MAPPING_XXH3. */
@@ -290,8 +289,7 @@ char *salt_hex(const uint8_t *p, size_t len);
 
 /* Multi-line report for --explain-key: policy, hashed part, bucket,
  * physical key in hex and escaped.  g_free. */
-char *salt_explain(const struct salt_table *t, const uint8_t *key,
-                   size_t len);
+char *salt_explain(const struct salt_table *t, const uint8_t *key, size_t len);
 
 /* Forward-looking salting (legacy.h holds the rule): */
 

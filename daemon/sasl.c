@@ -31,14 +31,15 @@ enum {
 gboolean
 sasl_qop_parse(const char *name, sasl_qop_t *qop)
 {
-    if (g_strcmp0(name, "auth") == 0)
+    if (g_strcmp0(name, "auth") == 0) {
         *qop = SASL_QOP_AUTH;
-    else if (g_strcmp0(name, "auth-int") == 0)
+    } else if (g_strcmp0(name, "auth-int") == 0) {
         *qop = SASL_QOP_AUTH_INT;
-    else if (g_strcmp0(name, "auth-conf") == 0)
+    } else if (g_strcmp0(name, "auth-conf") == 0) {
         *qop = SASL_QOP_AUTH_CONF;
-    else
+    } else {
         return FALSE;
+    }
     return TRUE;
 }
 
@@ -60,12 +61,15 @@ sasl_layers_text(unsigned layers)
     static const sasl_qop_t all[] = { SASL_QOP_AUTH, SASL_QOP_AUTH_INT,
                                       SASL_QOP_AUTH_CONF };
 
-    for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
-        if (layers & all[i])
+    for (size_t i = 0; i < G_N_ELEMENTS(all); i++) {
+        if (layers & all[i]) {
             g_string_append_printf(s, "%s%s", s->len > 0 ? ", " : "",
                                    sasl_qop_name(all[i]));
-    if (s->len == 0)
+        }
+    }
+    if (s->len == 0) {
         g_string_append_printf(s, "none (0x%02x)", layers);
+    }
     return g_string_free(s, FALSE);
 }
 
@@ -82,10 +86,12 @@ sasl_status_part(GString *s, OM_uint32 code, int type)
         gss_buffer_desc b = GSS_C_EMPTY_BUFFER;
 
         if (GSS_ERROR(gss_display_status(&minor, code, type, GSS_C_NO_OID,
-                                         &more, &b)))
+                                         &more, &b))) {
             break;
-        if (s->len > 0)
+        }
+        if (s->len > 0) {
             g_string_append(s, ": ");
+        }
         g_string_append_len(s, b.value, (gssize)b.length);
         gss_release_buffer(&minor, &b);
     } while (more != 0);
@@ -140,15 +146,17 @@ sasl_status_text(OM_uint32 major, OM_uint32 minor)
     char *out;
 
     sasl_status_part(maj, major, GSS_C_GSS_CODE);
-    if (minor != 0)
+    if (minor != 0) {
         sasl_status_part(min, minor, GSS_C_MECH_CODE);
-    if (min->len == 0 || strcmp(min->str, "Success") == 0)
+    }
+    if (min->len == 0 || strcmp(min->str, "Success") == 0) {
         out = g_strdup(maj->str);
-    else if (GSS_ROUTINE_ERROR(major) == GSS_S_FAILURE ||
-             GSS_ROUTINE_ERROR(major) == GSS_S_NO_CRED)
+    } else if (GSS_ROUTINE_ERROR(major) == GSS_S_FAILURE ||
+               GSS_ROUTINE_ERROR(major) == GSS_S_NO_CRED) {
         out = g_strdup(min->str);
-    else
+    } else {
         out = g_strdup_printf("%s: %s", maj->str, min->str);
+    }
     g_string_free(maj, TRUE);
     g_string_free(min, TRUE);
     if (hint != NULL) {
@@ -168,8 +176,9 @@ sasl_set_gss_error(GError **error, sasl_error_t code, const char *what,
 
     if (GSS_ROUTINE_ERROR(major) == GSS_S_CONTEXT_EXPIRED ||
         GSS_ROUTINE_ERROR(major) == GSS_S_CREDENTIALS_EXPIRED ||
-        (krb5_error_code)minor == KRB5KRB_AP_ERR_TKT_EXPIRED)
+        (krb5_error_code)minor == KRB5KRB_AP_ERR_TKT_EXPIRED) {
         code = SASL_ERROR_EXPIRED;
+    }
     g_set_error(error, SASL_ERROR, code, "%s: %s", what, text);
 }
 
@@ -204,14 +213,17 @@ sasl_ticket_unref(struct sasl_ticket *t)
     krb5_context kctx = NULL;
     krb5_ccache cc = NULL;
 
-    if (t == NULL || !g_atomic_int_dec_and_test(&t->refs))
+    if (t == NULL || !g_atomic_int_dec_and_test(&t->refs)) {
         return;
-    if (t->cred != GSS_C_NO_CREDENTIAL)
+    }
+    if (t->cred != GSS_C_NO_CREDENTIAL) {
         gss_release_cred(&minor, &t->cred);
+    }
     /* a memory cache lives until destroyed, not until closed */
     if (krb5_init_context(&kctx) == 0) {
-        if (krb5_cc_resolve(kctx, t->ccache, &cc) == 0)
+        if (krb5_cc_resolve(kctx, t->ccache, &cc) == 0) {
             krb5_cc_destroy(kctx, cc);
+        }
         krb5_free_context(kctx);
     }
     g_free(t->ccache);
@@ -240,8 +252,9 @@ sasl_creds_new(const char *principal, const char *keytab)
 void
 sasl_creds_free(struct sasl_creds *c)
 {
-    if (c == NULL)
+    if (c == NULL) {
         return;
+    }
     sasl_ticket_unref(c->cur);
     g_free(c->principal);
     g_free(c->keytab);
@@ -272,15 +285,18 @@ sasl_keytab_check(const char *principal, const char *keytab, const char *what,
     krb5_error_code e;
     g_autofree char *name = g_strconcat("FILE:", keytab, NULL);
 
-    if (krb5_init_context(&kctx) != 0)
+    if (krb5_init_context(&kctx) != 0) {
         return TRUE;
+    }
     e = krb5_parse_name(kctx, principal, &p);
-    if (e == 0)
+    if (e == 0) {
         e = krb5_kt_resolve(kctx, name, &kt);
+    }
     if (e == 0) {
         e = krb5_kt_get_entry(kctx, kt, p, 0, 0, &entry);
-        if (e == 0)
+        if (e == 0) {
             krb5_free_keytab_entry_contents(kctx, &entry);
+        }
     }
     if (e != 0) {
         const char *msg = krb5_get_error_message(kctx, e);
@@ -291,8 +307,9 @@ sasl_keytab_check(const char *principal, const char *keytab, const char *what,
                     hint != NULL ? hint : "", hint != NULL ? ")" : "");
         krb5_free_error_message(kctx, msg);
     }
-    if (kt != NULL)
+    if (kt != NULL) {
         krb5_kt_close(kctx, kt);
+    }
     krb5_free_principal(kctx, p);
     krb5_free_context(kctx);
     return e == 0;
@@ -334,13 +351,16 @@ sasl_ticket_get(const char *principal, const char *keytab, const char *ccache,
                                          &life, NULL, NULL);
     }
     if (GSS_ERROR(major) || life == 0) {
-        if (!GSS_ERROR(major))
+        if (!GSS_ERROR(major)) {
             major = GSS_S_CREDENTIALS_EXPIRED;
-        if (sasl_keytab_check(principal, keytab, what, error))
+        }
+        if (sasl_keytab_check(principal, keytab, what, error)) {
             sasl_set_gss_error(error, SASL_ERROR_CREDENTIALS, what, major,
                                minor);
-        if (cred != GSS_C_NO_CREDENTIAL)
+        }
+        if (cred != GSS_C_NO_CREDENTIAL) {
             gss_release_cred(&min2, &cred);
+        }
         return NULL;
     }
     t = g_new0(struct sasl_ticket, 1);
@@ -396,10 +416,11 @@ sasl_creds_renew(struct sasl_creds *c, GError **error)
         c->last_error = g_strdup(err->message);
         c->renew_at = now + SASL_RETRY_US;
         /* a ticket that expires before the retry still serves until then */
-        if (c->cur != NULL && c->cur->expiry > now)
+        if (c->cur != NULL && c->cur->expiry > now) {
             c->renew_at = MIN(c->renew_at,
                               MAX(now + SASL_MIN_RENEW_US,
                                   c->cur->expiry - SASL_RETRY_US));
+        }
     }
     g_mutex_unlock(&c->lock);
     sasl_ticket_unref(old);
@@ -439,13 +460,14 @@ sasl_creds_take(struct sasl_creds *c, GError **error)
     struct sasl_ticket *t = NULL;
 
     g_mutex_lock(&c->lock);
-    if (c->cur != NULL && c->cur->expiry > g_get_real_time())
+    if (c->cur != NULL && c->cur->expiry > g_get_real_time()) {
         t = sasl_ticket_ref(c->cur);
-    else
+    } else {
         g_set_error(error, SASL_ERROR, SASL_ERROR_CREDENTIALS, "%s",
                     c->last_error != NULL
                         ? c->last_error
                         : "the Kerberos ticket expired and was not renewed");
+    }
     g_mutex_unlock(&c->lock);
     return t;
 }
@@ -495,10 +517,12 @@ sasl_client_free(struct sasl_client *c)
 {
     OM_uint32 minor;
 
-    if (c == NULL)
+    if (c == NULL) {
         return;
-    if (c->ctx != GSS_C_NO_CONTEXT)
+    }
+    if (c->ctx != GSS_C_NO_CONTEXT) {
         gss_delete_sec_context(&minor, &c->ctx, GSS_C_NO_BUFFER);
+    }
     sasl_ticket_unref(c->ticket);
     g_free(c->target);
     g_free(c);
@@ -551,8 +575,9 @@ sasl_put_msg(GByteArray *out, uint8_t status, const void *data, size_t len)
 
     sasl_put_be32(hdr + 1, (uint32_t)len);
     g_byte_array_append(out, hdr, 5);
-    if (len > 0)
+    if (len > 0) {
         g_byte_array_append(out, data, (guint)len);
+    }
 }
 
 static sasl_step_t
@@ -575,7 +600,7 @@ sasl_client_step(struct sasl_client *c, const void *in, size_t inlen,
     g_autofree char *what = NULL;
 
     major = gss_import_name(&minor, &nb, GSS_KRB5_NT_PRINCIPAL_NAME, &target);
-    if (!GSS_ERROR(major))
+    if (!GSS_ERROR(major)) {
         major = gss_init_sec_context(&minor, c->ticket->cred, &c->ctx, target,
                                      gss_mech_krb5,
                                      GSS_C_MUTUAL_FLAG | GSS_C_REPLAY_FLAG |
@@ -584,6 +609,7 @@ sasl_client_step(struct sasl_client *c, const void *in, size_t inlen,
                                      0, GSS_C_NO_CHANNEL_BINDINGS,
                                      inlen > 0 ? &ib : GSS_C_NO_BUFFER, NULL,
                                      &ob, &flags, &life);
+    }
     gss_release_name(&min2, &target);
     if (GSS_ERROR(major)) {
         gss_release_buffer(&min2, &ob);
@@ -612,8 +638,9 @@ sasl_client_step(struct sasl_client *c, const void *in, size_t inlen,
                     c->target, sasl_qop_name(c->qop));
         return sasl_client_fail(c);
     }
-    if (life != GSS_C_INDEFINITE)
+    if (life != GSS_C_INDEFINITE) {
         c->expiry = g_get_real_time() + (gint64)life * G_USEC_PER_SEC;
+    }
     c->state = SASL_STATE_OFFER;
     return SASL_STEP_CONTINUE;
 }
@@ -623,8 +650,9 @@ sasl_client_start(struct sasl_client *c, GByteArray *out, GError **error)
 {
     g_return_val_if_fail(c->state == SASL_STATE_NEW, SASL_STEP_FAILED);
     c->ticket = sasl_creds_take(c->creds, error);
-    if (c->ticket == NULL)
+    if (c->ticket == NULL) {
         return sasl_client_fail(c);
+    }
     sasl_put_msg(out, SASL_ST_START, "GSSAPI", 6);
     return sasl_client_step(c, NULL, 0, out, error);
 }
@@ -644,12 +672,12 @@ sasl_client_choose(struct sasl_client *c, const uint8_t *p, size_t len,
     major = gss_unwrap(&minor, c->ctx, &in, &plain, NULL, NULL);
     if (major != GSS_S_COMPLETE || plain.length != 4) {
         gss_release_buffer(&min2, &plain);
-        if (major == GSS_S_COMPLETE)
+        if (major == GSS_S_COMPLETE) {
             g_set_error(error, SASL_ERROR, SASL_ERROR_PROTOCOL,
                         "%s offered its security layers in %zu bytes, not "
                         "4",
                         c->target, (size_t)plain.length);
-        else {
+        } else {
             what = g_strdup_printf("cannot read the security layers %s "
                                    "offers",
                                    c->target);
@@ -693,11 +721,13 @@ sasl_reason(const uint8_t *p, size_t len)
 {
     GString *s = g_string_new(NULL);
 
-    for (size_t i = 0; i < len && s->len < 300; i++)
-        if (p[i] >= 0x20 && p[i] < 0x7f)
+    for (size_t i = 0; i < len && s->len < 300; i++) {
+        if (p[i] >= 0x20 && p[i] < 0x7f) {
             g_string_append_c(s, (char)p[i]);
-        else
+        } else {
             g_string_append_printf(s, "\\x%02x", p[i]);
+        }
+    }
     return g_string_free(s, FALSE);
 }
 
@@ -748,8 +778,9 @@ sasl_client_feed(struct sasl_client *c, const uint8_t *data, size_t len,
     sasl_step_t st = SASL_STEP_CONTINUE;
 
     *used = 0;
-    if (c->state == SASL_STATE_DONE)
+    if (c->state == SASL_STATE_DONE) {
         return SASL_STEP_DONE;
+    }
     if (c->state == SASL_STATE_NEW || c->state == SASL_STATE_FAILED) {
         g_set_error(error, SASL_ERROR, SASL_ERROR_PROTOCOL,
                     "SASL negotiation with %s not under way", c->target);
@@ -773,8 +804,9 @@ sasl_client_feed(struct sasl_client *c, const uint8_t *data, size_t len,
                         c->target, n, SASL_MAX_TOKEN);
             return sasl_client_fail(c);
         }
-        if (len - pos - 5 < n)
+        if (len - pos - 5 < n) {
             break;
+        }
         st = sasl_client_message(c, status, data + pos + 5, n, out, error);
         pos += 5 + (size_t)n;
     }
@@ -829,16 +861,17 @@ sasl_client_frame_size(const struct sasl_client *c, const uint8_t hdr[4],
                   (c->qop == SASL_QOP_AUTH ? 0 : SASL_WRAP_SLACK);
 
     if ((guint64)n > max) {
-        if (n & 0x80000000u)
+        if (n & 0x80000000u) {
             g_set_error(error, SASL_ERROR, SASL_ERROR_PROTOCOL,
                         "%s sent a SASL frame of negative length (%d)",
                         c->target, (gint32)n);
-        else
+        } else {
             g_set_error(
                 error, SASL_ERROR, SASL_ERROR_PROTOCOL,
                 "%s sent a SASL frame of %u bytes (at most %" G_GUINT64_FORMAT
                 ")",
                 c->target, n, max);
+        }
         return FALSE;
     }
     *size = 4 + (size_t)n;
@@ -858,10 +891,12 @@ sasl_client_unwrap(struct sasl_client *c, const uint8_t *data, size_t len,
         OM_uint32 major, minor, min2;
         int conf = 0;
 
-        if (!sasl_client_frame_size(c, data + pos, &size, error))
+        if (!sasl_client_frame_size(c, data + pos, &size, error)) {
             return FALSE;
-        if (len - pos < size)
+        }
+        if (len - pos < size) {
             break;
+        }
         if (c->qop == SASL_QOP_AUTH) {
             g_byte_array_append(out, data + pos + 4, (guint)(size - 4));
             pos += size;
@@ -878,26 +913,28 @@ sasl_client_unwrap(struct sasl_client *c, const uint8_t *data, size_t len,
                                 c->target);
 
             gss_release_buffer(&min2, &ob);
-            if (GSS_ERROR(major))
+            if (GSS_ERROR(major)) {
                 sasl_set_gss_error(error, SASL_ERROR_CONTEXT, what, major,
                                    minor);
-            else
+            } else {
                 g_set_error(error, SASL_ERROR, SASL_ERROR_PROTOCOL,
                             "%s: replayed or out of order", what);
+            }
             return FALSE;
         }
         if ((c->qop == SASL_QOP_AUTH_CONF && !conf) ||
             ob.length > c->max_message) {
-            if (conf || c->qop != SASL_QOP_AUTH_CONF)
+            if (conf || c->qop != SASL_QOP_AUTH_CONF) {
                 g_set_error(error, SASL_ERROR, SASL_ERROR_PROTOCOL,
                             "a SASL frame from %s unwraps to %zu bytes (at "
                             "most %u)",
                             c->target, (size_t)ob.length, c->max_message);
-            else
+            } else {
                 g_set_error(error, SASL_ERROR, SASL_ERROR_PROTOCOL,
                             "a SASL frame from %s is not sealed under "
                             "auth-conf",
                             c->target);
+            }
             gss_release_buffer(&min2, &ob);
             return FALSE;
         }
@@ -926,14 +963,16 @@ sasl_spnego_token(struct sasl_creds *creds, const char *server, GError **error)
     struct sasl_ticket *t = sasl_creds_take(creds, error);
     char *b64 = NULL;
 
-    if (t == NULL)
+    if (t == NULL) {
         return NULL;
+    }
     major = gss_import_name(&minor, &nb, GSS_KRB5_NT_PRINCIPAL_NAME, &target);
-    if (!GSS_ERROR(major))
+    if (!GSS_ERROR(major)) {
         major = gss_init_sec_context(&minor, t->cred, &ctx, target, &spnego,
                                      GSS_C_REPLAY_FLAG | GSS_C_SEQUENCE_FLAG,
                                      0, GSS_C_NO_CHANNEL_BINDINGS,
                                      GSS_C_NO_BUFFER, NULL, &ob, NULL, NULL);
+    }
     gss_release_name(&min2, &target);
     /* one token per request: the server's answer is not waited for */
     gss_delete_sec_context(&min2, &ctx, GSS_C_NO_BUFFER);

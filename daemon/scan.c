@@ -85,36 +85,36 @@ enum scan_op_kind {
 /* One client call on a scanner. */
 struct scan_op {
     enum scan_op_kind kind;
-    int32_t id;                     /* proxy scanner id (NEXT, CLOSE) */
-    int32_t want;                   /* rows asked (NEXT) */
-    int32_t got;                    /* rows written so far */
-    size_t frame_at;                /* NEXT: the reply's frame header */
-    size_t list_at;                 /* NEXT: its list header, written for
+    int32_t id;          /* proxy scanner id (NEXT, CLOSE) */
+    int32_t want;        /* rows asked (NEXT) */
+    int32_t got;         /* rows written so far */
+    size_t frame_at;     /* NEXT: the reply's frame header */
+    size_t list_at;      /* NEXT: its list header, written for
                                        want rows and patched at the end */
-    struct req *req;                /* the client's request */
-    struct worker *home;            /* req's worker: finished there */
-    gboolean once;                  /* Thrift2's getScannerResults: open,
+    struct req *req;     /* the client's request */
+    struct worker *home; /* req's worker: finished there */
+    gboolean once;       /* Thrift2's getScannerResults: open,
                                        one fetch of want rows, close */
 };
 
 /* One bucket's backend scanner and its buffered batches. */
 struct scan_bucket {
-    uint32_t bucket;                /* salt bucket */
-    int32_t backend_id;             /* backend scanner id once open */
-    unsigned opened:1;              /* backend_id is valid */
-    unsigned fetching:1;            /* a fetch is in flight */
-    unsigned last:1;                /* the backend has no rows after next */
-    unsigned done:1;                /* no rows left at all */
-    unsigned closed:1;              /* backend scanner closed */
-    unsigned close_owed:1;          /* closed while fetching: the close
+    uint32_t bucket;       /* salt bucket */
+    int32_t backend_id;    /* backend scanner id once open */
+    unsigned opened:1;     /* backend_id is valid */
+    unsigned fetching:1;   /* a fetch is in flight */
+    unsigned last:1;       /* the backend has no rows after next */
+    unsigned done:1;       /* no rows left at all */
+    unsigned closed:1;     /* backend scanner closed */
+    unsigned close_owed:1; /* closed while fetching: the close
                                        goes when the fetch is back */
-    unsigned next_ready:1;          /* next holds a fetched batch */
-    unsigned legacy:1;              /* no bucket: the legacy range */
-    uint32_t fetch;                 /* rows the next fetch asks for */
-    struct wire_buf cur;            /* batch being merged (reply bytes) */
-    struct wire_buf next;           /* the batch after it */
-    uint32_t next_count;            /* rows in next */
-    struct scanbatch rows;          /* cur, a row at a time: the head */
+    unsigned next_ready:1; /* next holds a fetched batch */
+    unsigned legacy:1;     /* no bucket: the legacy range */
+    uint32_t fetch;        /* rows the next fetch asks for */
+    struct wire_buf cur;   /* batch being merged (reply bytes) */
+    struct wire_buf next;  /* the batch after it */
+    uint32_t next_count;   /* rows in next */
+    struct scanbatch rows; /* cur, a row at a time: the head */
     gboolean has_head;
 };
 
@@ -124,40 +124,40 @@ struct scanner {
                                        field is touched only there */
     enum scan_state state;
     const struct hbase1_scanner *calls; /* the service's scanner calls */
-    const struct salt_table *salt;  /* NULL: one pass-through scanner */
-    char table[128];                /* for logs */
-    int server;                     /* backend server of all its scanners */
-    struct worker_gen *gen;         /* generation salt points into */
-    struct backend_pool *pool;      /* pool of that server: kept when a
+    const struct salt_table *salt;      /* NULL: one pass-through scanner */
+    char table[128];                    /* for logs */
+    int server;                /* backend server of all its scanners */
+    struct worker_gen *gen;    /* generation salt points into */
+    struct backend_pool *pool; /* pool of that server: kept when a
                                        reload replaces the worker's */
-    gint64 last_used;               /* monotonic us, for expiry */
-    unsigned inflight;              /* internal requests not back yet */
+    gint64 last_used;          /* monotonic us, for expiry */
+    unsigned inflight;         /* internal requests not back yet */
     /* pass-through */
     int32_t backend_id;
     /* merged */
-    uint32_t fetch_rows;            /* rows of each bucket's first fetch */
-    uint32_t fetch_max;             /* rows of a fetch, at most */
-    int64_t limit;                  /* PageFilter rows left; < 0: none */
-    GByteArray *page_row;           /* logical key of the last row given
+    uint32_t fetch_rows;  /* rows of each bucket's first fetch */
+    uint32_t fetch_max;   /* rows of a fetch, at most */
+    int64_t limit;        /* PageFilter rows left; < 0: none */
+    GByteArray *page_row; /* logical key of the last row given
                                      * under a limit (batchSize splits a
                                      * row; the page counts it once) */
-    gboolean page_done;             /* the limit is reached */
+    gboolean page_done;   /* the limit is reached */
     unsigned nbuckets;
     struct scan_bucket *buckets;
-    struct merge merge;             /* buckets with a head, by its key */
-    unsigned nwaiting;              /* unfinished buckets with no head */
-    unsigned nopening;              /* backend opens in flight */
-    char *error;                    /* why it failed; NULL: it has not */
+    struct merge merge; /* buckets with a head, by its key */
+    unsigned nwaiting;  /* unfinished buckets with no head */
+    unsigned nopening;  /* backend opens in flight */
+    char *error;        /* why it failed; NULL: it has not */
     gboolean error_retry;
     gboolean error_transport; /* a backend connection failed under
                                        it (metrics: transport) */
-    int32_t error_app; /* an open failed with this
+    int32_t error_app;        /* an open failed with this
                                        TApplicationException type; -1:
                                        not one */
     /* calls */
-    struct scan_op *op;             /* being served */
-    GQueue queued;                  /* struct scan_op *, waiting their turn */
-    gboolean pumping;               /* scan_pump is on the stack */
+    struct scan_op *op; /* being served */
+    GQueue queued;      /* struct scan_op *, waiting their turn */
+    gboolean pumping;   /* scan_pump is on the stack */
     gboolean pump_again;
     gboolean once;        /* no id: closed after its one fetch */
     gboolean close_asked; /* close once scan_pump returns */
@@ -316,8 +316,8 @@ scan_reply_io(struct scan_op *op, struct worker *w, const char *msg,
 {
     size_t off = req_reply_begin(op->req);
 
-    codec_write_io_error(&op->req->call, op->req->client_proto, msg,
-                         can_retry, &op->req->reply);
+    codec_write_io_error(&op->req->call, op->req->client_proto, msg, can_retry,
+                         &op->req->reply);
     req_reply_end(op->req, off);
     scan_op_done(op, w);
 }
@@ -375,8 +375,8 @@ scan_reply_void(struct scan_op *op, struct worker *w)
 static void
 scan_refuse(struct scan_op *op, struct worker *w, const char *why)
 {
-    g_autofree char *msg = g_strdup_printf(
-        "java.lang.IllegalArgumentException: %s", why);
+    g_autofree char *msg =
+        g_strdup_printf("java.lang.IllegalArgumentException: %s", why);
 
     scan_reply_io(op, w, msg, FALSE);
 }
@@ -491,17 +491,17 @@ scan_sub_reply(struct scanner *sc, struct req *sub, struct wire_reader *r,
     }
     wire_reader_init(r, w->startup->backend_proto, sub->raw.data, sub->raw.len,
                      TRUE, &w->reply_limits);
-    if (wire_read_msg_begin(r, &m) != WIRE_OK
-        || m.seqid != sub->backend_seqid
-        || m.name_len != sub->call.name_len
-        || memcmp(m.name, sub->call.name, m.name_len) != 0) {
+    if (wire_read_msg_begin(r, &m) != WIRE_OK ||
+        m.seqid != sub->backend_seqid || m.name_len != sub->call.name_len ||
+        memcmp(m.name, sub->call.name, m.name_len) != 0) {
         *why = g_strdup_printf("hbase-salt-proxy: bad reply to %s from "
-                               "the backend: %s", sub->call.name,
+                               "the backend: %s",
+                               sub->call.name,
                                r->error != NULL ? r->error : "out of step");
         return FALSE;
     }
-    if (wire_read_struct_begin(r) != WIRE_OK
-        || wire_read_field(r, type, fid) != WIRE_OK) {
+    if (wire_read_struct_begin(r) != WIRE_OK ||
+        wire_read_field(r, type, fid) != WIRE_OK) {
         *why = g_strdup_printf("hbase-salt-proxy: malformed reply to %s",
                                sub->call.name);
         return FALSE;
@@ -522,8 +522,8 @@ scan_sub_reply(struct scanner *sc, struct req *sub, struct wire_reader *r,
             /* already inside the exception struct */
             t2 = *type;
             f2 = *fid;
-        } else if (*type == WIRE_T_STRUCT
-                   && wire_read_struct_begin(r) == WIRE_OK) {
+        } else if (*type == WIRE_T_STRUCT &&
+                   wire_read_struct_begin(r) == WIRE_OK) {
             wire_read_field(r, &t2, &f2);
         } else {
             t2 = WIRE_T_STOP;
@@ -867,8 +867,7 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
     struct scan_legacy lg = { 0 };
     unsigned nstreams;
 
-    wire_reader_init(&r, req->client_proto, msg, len, TRUE,
-                     &w->client_limits);
+    wire_reader_init(&r, req->client_proto, msg, len, TRUE, &w->client_limits);
     wire_read_msg_begin(&r, &m);
     body = r;
     parsed = scanargs_parse(&a, req->call.method, &r);
@@ -891,8 +890,8 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
         struct codec_error err = { WIRE_APP_INTERNAL_ERROR, NULL,
                                    CODEC_ANSWER_APP };
 
-        g_snprintf(err.text, sizeof(err.text),
-                   "Internal error processing %s", req->call.name);
+        g_snprintf(err.text, sizeof(err.text), "Internal error processing %s",
+                   req->call.name);
         err.message = err.text;
         scan_reject_call(op, w, &err);
         return;
@@ -1182,8 +1181,8 @@ scan_fetch_sink(struct worker *w, struct req *sub)
 static void
 scan_fetch(struct scanner *sc, struct scan_bucket *b)
 {
-    if (b->fetching || b->next_ready || b->last || b->done || !b->opened
-        || sc->state != SCAN_OPEN) {
+    if (b->fetching || b->next_ready || b->last || b->done || !b->opened ||
+        sc->state != SCAN_OPEN) {
         return;
     }
     b->fetching = 1;
@@ -1497,8 +1496,7 @@ scan_request(struct worker *w, struct req *req, const uint8_t *msg, size_t len)
         return;
     }
     }
-    wire_reader_init(&r, req->client_proto, msg, len, TRUE,
-                     &w->client_limits);
+    wire_reader_init(&r, req->client_proto, msg, len, TRUE, &w->client_limits);
     wire_read_msg_begin(&r, &hdr);
     if (!scanargs_parse(&a, m, &r)) {
         struct codec_error err = { WIRE_APP_PROTOCOL_ERROR,
@@ -1561,7 +1559,8 @@ scan_worker_stop(struct worker *w)
 void
 scan_worker_start(struct worker *w)
 {
-    struct timeval tv = { SCAN_TIMER_MS / 1000, (SCAN_TIMER_MS % 1000) * 1000 };
+    struct timeval tv = { SCAN_TIMER_MS / 1000,
+                          (SCAN_TIMER_MS % 1000) * 1000 };
 
     event_add(w->scan_timer, &tv);
 }

@@ -7,21 +7,21 @@
 #include "filterpb.h"
 
 #define SCANFILTER_ERROR scanfilter_error_quark()
-static G_DEFINE_QUARK(scanfilter-error-quark, scanfilter_error)
+static G_DEFINE_QUARK(scanfilter - error - quark, scanfilter_error)
 
-struct scanfilter {
+    struct scanfilter {
     const struct salt_table *salt;
     gboolean reversed;
-    struct filter_node *tree;       /* parsed and known (never NULL) */
-    struct filterpb *pb;            /* filterBytes: what tree came from */
-    GByteArray *text;               /* the original string or bytes */
-    GByteArray *out;                /* the last bucket's string */
-    int64_t page_limit;             /* -1: none */
-    gboolean lift_page;             /* top-level PageFilters sent with no
+    struct filter_node *tree; /* parsed and known (never NULL) */
+    struct filterpb *pb;      /* filterBytes: what tree came from */
+    GByteArray *text;         /* the original string or bytes */
+    GByteArray *out;          /* the last bucket's string */
+    int64_t page_limit;       /* -1: none */
+    gboolean lift_page;       /* top-level PageFilters sent with no
                                        limit (scanfilter_lift_page) */
-    gboolean single;                /* the filter fixes one bucket */
+    gboolean single;          /* the filter fixes one bucket */
     uint32_t single_bucket;
-    const char *multi_why;          /* NULL: exact over many buckets */
+    const char *multi_why; /* NULL: exact over many buckets */
 };
 
 /* ---- what can be rewritten ---------------------------------------------- */
@@ -86,9 +86,9 @@ scanfilter_regex_looks_back(const uint8_t *r, size_t len, size_t from,
             *alt = TRUE;
         } else if (r[i] == '^') {
             return TRUE;
-        } else if (r[i] == '(' && i + 2 < len && r[i + 1] == '?'
-                   && r[i + 2] == '<' && i + 3 < len
-                   && (r[i + 3] == '=' || r[i + 3] == '!')) {
+        } else if (r[i] == '(' && i + 2 < len && r[i + 1] == '?' &&
+                   r[i + 2] == '<' && i + 3 < len &&
+                   (r[i + 3] == '=' || r[i + 3] == '!')) {
             return TRUE;
         }
     }
@@ -111,7 +111,7 @@ scanfilter_regex_ok(const uint8_t *r, size_t len)
 /* A walk checking the leaves the rewrite must handle. */
 struct scanfilter_check {
     const struct scanfilter *f;
-    GError *error;                  /* the first leaf that cannot be */
+    GError *error; /* the first leaf that cannot be */
 };
 
 static gboolean
@@ -122,18 +122,18 @@ scanfilter_check_leaf(struct filter_node *n, guint depth, gpointer data)
     struct filter_params p;
     GError **error = &ck->error;
 
-    if (n->kind != FILTER_NODE_LEAF || n->type != FILTER_TYPE_ROW
-        || !filter_leaf_params(n, &p, NULL)) {
+    if (n->kind != FILTER_NODE_LEAF || n->type != FILTER_TYPE_ROW ||
+        !filter_leaf_params(n, &p, NULL)) {
         return TRUE;
     }
-    if (p.cmp.type == FILTER_CMP_REGEX
-        && !scanfilter_regex_ok(p.cmp.value, p.cmp.len)) {
+    if (p.cmp.type == FILTER_CMP_REGEX &&
+        !scanfilter_regex_ok(p.cmp.value, p.cmp.len)) {
         g_set_error(error, SCANFILTER_ERROR, 0,
                     "hbase-salt-proxy: RowFilter regexstring:%.*s cannot be "
                     "applied exactly to a salted table: only a leading ^ is "
                     "supported as an anchor, without |, \\b, \\B, \\A, \\G "
-                    "or lookbehind", (int)MIN(p.cmp.len, 200),
-                    (const char *)p.cmp.value);
+                    "or lookbehind",
+                    (int)MIN(p.cmp.len, 200), (const char *)p.cmp.value);
         return FALSE;
     }
     if (p.cmp.type == FILTER_CMP_SUBSTRING) {
@@ -161,8 +161,9 @@ scanfilter_check_leaf(struct filter_node *n, guint depth, gpointer data)
                           "over 0x7f; use a BinaryComparator or a prefix");
         return FALSE;
     }
-    if ((p.cmp.type == FILTER_CMP_REGEX || p.cmp.type == FILTER_CMP_SUBSTRING)
-        && f->salt->sep_len > 0) {
+    if ((p.cmp.type == FILTER_CMP_REGEX ||
+         p.cmp.type == FILTER_CMP_SUBSTRING) &&
+        f->salt->sep_len > 0) {
         for (size_t i = 0; i < f->salt->sep_len; i++) {
             if (f->salt->sep[i] >= 0x80) {
                 g_set_error(error, SCANFILTER_ERROR, 0,
@@ -203,18 +204,17 @@ scanfilter_monotonic(const struct scanfilter *f, const struct filter_node *n)
         if (p.type == FILTER_TYPE_INCLUSIVE_STOP) {
             return TRUE;
         }
-        if (p.type == FILTER_TYPE_ROW
-            && (p.cmp.type == FILTER_CMP_BINARY
-                || p.cmp.type == FILTER_CMP_BINARY_PREFIX)) {
+        if (p.type == FILTER_TYPE_ROW &&
+            (p.cmp.type == FILTER_CMP_BINARY ||
+             p.cmp.type == FILTER_CMP_BINARY_PREFIX)) {
             if (f->reversed) {
-                return p.op == FILTER_OP_GREATER
-                       || p.op == FILTER_OP_GREATER_OR_EQUAL;
+                return p.op == FILTER_OP_GREATER ||
+                       p.op == FILTER_OP_GREATER_OR_EQUAL;
             }
             return p.op == FILTER_OP_LESS || p.op == FILTER_OP_LESS_OR_EQUAL;
         }
         return FALSE;
-    default:
-        return FALSE;
+    default: return FALSE;
     }
 }
 
@@ -238,12 +238,10 @@ scanfilter_row_drop(const struct filter_node *n, gboolean *strong,
         *strong = n->type == FILTER_TYPE_SINGLE_COLUMN_VALUE ||
                   n->type == FILTER_TYPE_SINGLE_COLUMN_VALUE_EXCLUDE ||
                   n->type == FILTER_TYPE_UNKNOWN;
-        *weak = *strong || n->type == FILTER_TYPE_ROW
-                || n->type == FILTER_TYPE_PREFIX;
+        *weak = *strong || n->type == FILTER_TYPE_ROW ||
+                n->type == FILTER_TYPE_PREFIX;
         return;
-    case FILTER_NODE_SKIP:
-        *strong = *weak = TRUE;
-        return;
+    case FILTER_NODE_SKIP: *strong = *weak = TRUE; return;
     case FILTER_NODE_WHILE:
         scanfilter_row_drop(n->children[0], strong, weak);
         return;
@@ -263,9 +261,7 @@ scanfilter_row_drop(const struct filter_node *n, gboolean *strong,
             *weak = all_weak;
         }
         return;
-    default:
-        *strong = *weak = TRUE;
-        return;
+    default: *strong = *weak = TRUE; return;
     }
 }
 
@@ -307,10 +303,10 @@ scanfilter_can_end(const struct filter_node *n)
 {
     switch (n->kind) {
     case FILTER_NODE_LEAF:
-        return n->type == FILTER_TYPE_PREFIX
-               || n->type == FILTER_TYPE_INCLUSIVE_STOP
-               || n->type == FILTER_TYPE_PAGE
-               || n->type == FILTER_TYPE_COLUMN_COUNT_GET;
+        return n->type == FILTER_TYPE_PREFIX ||
+               n->type == FILTER_TYPE_INCLUSIVE_STOP ||
+               n->type == FILTER_TYPE_PAGE ||
+               n->type == FILTER_TYPE_COLUMN_COUNT_GET;
     case FILTER_NODE_AND:
         for (guint i = 0; i < n->nchildren; i++) {
             if (scanfilter_can_end(n->children[i])) {
@@ -325,10 +321,8 @@ scanfilter_can_end(const struct filter_node *n)
             }
         }
         return n->nchildren > 0;
-    case FILTER_NODE_WHILE:
-        return TRUE;
-    default:
-        return FALSE;       /* SkipFilter does not delegate it */
+    case FILTER_NODE_WHILE: return TRUE;
+    default: return FALSE; /* SkipFilter does not delegate it */
     }
 }
 
@@ -345,8 +339,7 @@ scanfilter_cell_end(const struct filter_node *n)
     gboolean any = FALSE;
 
     switch (n->kind) {
-    case FILTER_NODE_LEAF:
-        return n->type == FILTER_TYPE_COLUMN_COUNT_GET;
+    case FILTER_NODE_LEAF: return n->type == FILTER_TYPE_COLUMN_COUNT_GET;
     case FILTER_NODE_AND:
     case FILTER_NODE_WHILE:
         for (guint i = 0; i < n->nchildren; i++) {
@@ -358,8 +351,7 @@ scanfilter_cell_end(const struct filter_node *n)
             any = any || scanfilter_cell_end(n->children[i]);
         }
         return any && scanfilter_can_end(n);
-    default:
-        return FALSE;
+    default: return FALSE;
     }
 }
 
@@ -419,8 +411,8 @@ scanfilter_top_level(struct scanfilter *f, const struct filter_node *n)
     if (n->kind != FILTER_NODE_LEAF || !filter_leaf_params(n, &p, NULL)) {
         return;
     }
-    if (p.type == FILTER_TYPE_PAGE && p.limit >= 0
-        && (f->page_limit < 0 || p.limit < f->page_limit)) {
+    if (p.type == FILTER_TYPE_PAGE && p.limit >= 0 &&
+        (f->page_limit < 0 || p.limit < f->page_limit)) {
         f->page_limit = p.limit;
     }
     if (p.type == FILTER_TYPE_PREFIX && !f->single) {
@@ -702,8 +694,8 @@ scanfilter_rewrite_leaf(struct filter_node *n, guint depth, gpointer data)
         filter_node_set_arg(n, 0, FILTER_ARG_QUOTED, t->data, t->len);
         break;
     case FILTER_TYPE_ROW:
-        if (p.cmp.type == FILTER_CMP_BINARY
-            || p.cmp.type == FILTER_CMP_BINARY_PREFIX) {
+        if (p.cmp.type == FILTER_CMP_BINARY ||
+            p.cmp.type == FILTER_CMP_BINARY_PREFIX) {
             g_byte_array_append(t, sb->prefix, (guint)sb->plen);
             g_byte_array_append(t, p.cmp.value, (guint)p.cmp.len);
             filter_node_set_comparator(n, 1, p.cmp.type, t->data, t->len);
@@ -711,8 +703,7 @@ scanfilter_rewrite_leaf(struct filter_node *n, guint depth, gpointer data)
             scanfilter_regex_prefix(sb);
             if (p.cmp.len > 0 && p.cmp.value[0] == '^') {
                 g_byte_array_append(t, (const guint8 *)"(?:", 3);
-                g_byte_array_append(t, p.cmp.value + 1,
-                                    (guint)p.cmp.len - 1);
+                g_byte_array_append(t, p.cmp.value + 1, (guint)p.cmp.len - 1);
             } else {
                 g_byte_array_append(t, (const guint8 *)"(?s:.*?)(?:", 11);
                 g_byte_array_append(t, p.cmp.value, (guint)p.cmp.len);
@@ -741,8 +732,7 @@ scanfilter_rewrite_leaf(struct filter_node *n, guint depth, gpointer data)
                                        t->len);
         }
         break;
-    default:
-        break;
+    default: break;
     }
     return TRUE;
 }

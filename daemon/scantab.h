@@ -17,8 +17,8 @@ struct worker;
 
 /* Embedded in each scanner; the table reads only these fields. */
 struct scantab_item {
-    int32_t id;                 /* 0 until added */
-    struct worker *owner;       /* set before adding, never changed */
+    int32_t id;           /* 0 until added */
+    struct worker *owner; /* set before adding, never changed */
 };
 
 struct scantab;

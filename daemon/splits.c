@@ -38,8 +38,9 @@ splits_inside(const struct salt_table *t, uint32_t bucket, uint32_t n,
     for (uint32_t i = 1; i < n; i++) {
         uint64_t v = space * i / n;
 
-        if (width == 2)
+        if (width == 2) {
             buf[plen] = (uint8_t)(v >> 8);
+        }
         buf[plen + width - 1] = (uint8_t)v;
         g_ptr_array_add(out, g_bytes_new(buf, plen + width));
     }
@@ -64,13 +65,15 @@ splits_compute(const struct salt_table *t, uint32_t regions, GPtrArray *out)
     /* a format whose salts do not sort like their buckets still starts a
      * region at every salt: sort them, the lowest starts the table */
     g_ptr_array_sort(starts, splits_cmp);
-    for (guint i = 1; i < starts->len; i++)
+    for (guint i = 1; i < starts->len; i++) {
         g_ptr_array_add(out, g_bytes_ref(g_ptr_array_index(starts, i)));
+    }
     for (uint32_t b = 0; b < t->buckets; b++) {
         uint32_t n = per + (b < extra ? 1 : 0);
 
-        if (n > 1)
+        if (n > 1) {
             splits_inside(t, b, n, out);
+        }
     }
     g_ptr_array_sort(out, splits_cmp);
 }
@@ -116,10 +119,12 @@ splits_count_below(const GPtrArray *bounds, const uint8_t *key, size_t len,
 static size_t
 splits_prefix_end(uint8_t *p, size_t len)
 {
-    while (len > 0 && p[len - 1] == 0xFF)
+    while (len > 0 && p[len - 1] == 0xFF) {
         len--;
-    if (len > 0)
+    }
+    if (len > 0) {
         p[len - 1]++;
+    }
     return len;
 }
 
@@ -137,8 +142,9 @@ splits_buckets_per_region(const struct salt_table *t, const GPtrArray *starts,
     guint top = 0;
 
     for (guint i = 0; i < starts->len; i++) {
-        if (g_bytes_get_size(g_ptr_array_index(starts, i)) > 0)
+        if (g_bytes_get_size(g_ptr_array_index(starts, i)) > 0) {
             g_ptr_array_add(bounds, g_bytes_ref(starts->pdata[i]));
+        }
     }
     g_ptr_array_sort(bounds, splits_cmp);
     /* region r holds the keys from bounds[r - 1] (the table's start for

@@ -24,17 +24,21 @@ tablecheck_distance(const char *a, const char *b)
     g_autofree size_t *d = g_new(size_t, (n + 1) * (m + 1));
 
 #define D(i, j) d[(i) * (m + 1) + (j)]
-    for (size_t i = 0; i <= n; i++)
+    for (size_t i = 0; i <= n; i++) {
         D(i, 0) = i;
-    for (size_t j = 0; j <= m; j++)
+    }
+    for (size_t j = 0; j <= m; j++) {
         D(0, j) = j;
+    }
     for (size_t i = 1; i <= n; i++) {
         for (size_t j = 1; j <= m; j++) {
             size_t v = MIN(D(i - 1, j) + 1, D(i, j - 1) + 1);
 
             v = MIN(v, D(i - 1, j - 1) + (a[i - 1] != b[j - 1]));
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+                a[i - 2] == b[j - 1]) {
                 v = MIN(v, D(i - 2, j - 2) + 1);
+            }
             D(i, j) = v;
         }
     }
@@ -57,8 +61,9 @@ tablecheck_closest(const char *name, const GPtrArray *names,
         const char *other = g_ptr_array_index(names, i);
         size_t d;
 
-        if (g_strcmp0(other, catalog) == 0)
+        if (g_strcmp0(other, catalog) == 0) {
             continue;
+        }
         d = tablecheck_distance(name, other);
         if (d < best) {
             best = d;
@@ -84,21 +89,26 @@ tablecheck_regions(struct hconn *c, struct config_table *t,
     uint32_t most = 0;
     GString *s;
 
-    if (regions == NULL)
+    if (regions == NULL) {
         return FALSE;
-    for (guint i = 0; i < regions->len; i++)
+    }
+    for (guint i = 0; i < regions->len; i++) {
         g_ptr_array_add(starts,
                         g_array_index(regions, struct hconn_region, i).start);
+    }
     /* a table dropped between the two questions has no regions */
-    if (regions->len > 0)
+    if (regions->len > 0) {
         most = splits_buckets_per_region(&t->salt, starts, &fullest, missing);
+    }
     hconn_regions_free(regions);
-    if (most > 1 && g_bytes_get_size(fullest) > 0)
+    if (most > 1 && g_bytes_get_size(fullest) > 0) {
         where = salt_escape(g_bytes_get_data(fullest, NULL),
                             g_bytes_get_size(fullest));
+    }
     g_atomic_int_set(&t->region_buckets, (gint)most);
-    if (most <= 1)
+    if (most <= 1) {
         return TRUE;
+    }
     s = g_string_new(NULL);
     g_string_append_printf(
         s,
@@ -135,18 +145,21 @@ tablecheck_run(struct hconn *c, struct config *cfg, GPtrArray *warnings,
         const char *near;
         gboolean exists;
 
-        if (!hconn_table_exists(c, t->name, &exists, error))
+        if (!hconn_table_exists(c, t->name, &exists, error)) {
             return FALSE;
+        }
         if (exists) {
-            if (!tablecheck_regions(c, t, warnings, error))
+            if (!tablecheck_regions(c, t, warnings, error)) {
                 return FALSE;
+            }
             continue;
         }
         g_atomic_int_set(&t->region_buckets, 0);
         if (names == NULL) {
             names = g_ptr_array_new_with_free_func(g_free);
-            if (!hconn_table_names(c, names, error))
+            if (!hconn_table_names(c, names, error)) {
                 return FALSE;
+            }
         }
         near = tablecheck_closest(t->name, names, cfg->catalog_table);
         g_ptr_array_add(

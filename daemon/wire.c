@@ -34,14 +34,22 @@ enum wire_ctype {
 };
 
 static const uint8_t wire_ctype_to_ttype[16] = {
-    [CT_STOP] = WIRE_T_STOP,     [CT_TRUE] = WIRE_T_BOOL,
-    [CT_FALSE] = WIRE_T_BOOL,    [CT_BYTE] = WIRE_T_BYTE,
-    [CT_I16] = WIRE_T_I16,       [CT_I32] = WIRE_T_I32,
-    [CT_I64] = WIRE_T_I64,       [CT_DOUBLE] = WIRE_T_DOUBLE,
-    [CT_BINARY] = WIRE_T_STRING, [CT_LIST] = WIRE_T_LIST,
-    [CT_SET] = WIRE_T_SET,       [CT_MAP] = WIRE_T_MAP,
+    [CT_STOP] = WIRE_T_STOP,
+    [CT_TRUE] = WIRE_T_BOOL,
+    [CT_FALSE] = WIRE_T_BOOL,
+    [CT_BYTE] = WIRE_T_BYTE,
+    [CT_I16] = WIRE_T_I16,
+    [CT_I32] = WIRE_T_I32,
+    [CT_I64] = WIRE_T_I64,
+    [CT_DOUBLE] = WIRE_T_DOUBLE,
+    [CT_BINARY] = WIRE_T_STRING,
+    [CT_LIST] = WIRE_T_LIST,
+    [CT_SET] = WIRE_T_SET,
+    [CT_MAP] = WIRE_T_MAP,
     [CT_STRUCT] = WIRE_T_STRUCT,
-    [13] = 0xff, [14] = 0xff, [15] = 0xff,
+    [13] = 0xff,
+    [14] = 0xff,
+    [15] = 0xff,
 };
 
 static uint8_t
@@ -67,12 +75,18 @@ static gboolean
 wire_type_valid(uint8_t t)
 {
     switch (t) {
-    case WIRE_T_BOOL: case WIRE_T_BYTE: case WIRE_T_DOUBLE: case WIRE_T_I16:
-    case WIRE_T_I32: case WIRE_T_I64: case WIRE_T_STRING: case WIRE_T_STRUCT:
-    case WIRE_T_MAP: case WIRE_T_SET: case WIRE_T_LIST:
-        return TRUE;
-    default:
-        return FALSE;
+    case WIRE_T_BOOL:
+    case WIRE_T_BYTE:
+    case WIRE_T_DOUBLE:
+    case WIRE_T_I16:
+    case WIRE_T_I32:
+    case WIRE_T_I64:
+    case WIRE_T_STRING:
+    case WIRE_T_STRUCT:
+    case WIRE_T_MAP:
+    case WIRE_T_SET:
+    case WIRE_T_LIST: return TRUE;
+    default: return FALSE;
     }
 }
 
@@ -99,8 +113,8 @@ wire_type_name(uint8_t type)
 /* ---- reader ---------------------------------------------------------- */
 
 void
-wire_reader_init(struct wire_reader *r, wire_proto_t proto,
-                 const uint8_t *buf, size_t len, gboolean complete,
+wire_reader_init(struct wire_reader *r, wire_proto_t proto, const uint8_t *buf,
+                 size_t len, gboolean complete,
                  const struct wire_limits *limits)
 {
     r->start = buf;
@@ -591,8 +605,7 @@ wire_read_binary(struct wire_reader *r, const uint8_t **data, uint32_t *len)
 }
 
 static wire_status_t
-wire_read_seq_begin(struct wire_reader *r, uint8_t *elem_type,
-                    uint32_t *count)
+wire_read_seq_begin(struct wire_reader *r, uint8_t *elem_type, uint32_t *count)
 {
     int64_t n;
     uint8_t t;
@@ -648,8 +661,7 @@ wire_read_list_begin(struct wire_reader *r, uint8_t *elem_type,
 }
 
 wire_status_t
-wire_read_set_begin(struct wire_reader *r, uint8_t *elem_type,
-                    uint32_t *count)
+wire_read_set_begin(struct wire_reader *r, uint8_t *elem_type, uint32_t *count)
 {
     return wire_read_seq_begin(r, elem_type, count);
 }
@@ -733,12 +745,8 @@ wire_skip(struct wire_reader *r, uint8_t type)
         return r->status;
     }
     switch (type) {
-    case WIRE_T_BOOL:
-        wire_read_bool(r);
-        break;
-    case WIRE_T_BYTE:
-        wire_skip_n(r, 1);
-        break;
+    case WIRE_T_BOOL: wire_read_bool(r); break;
+    case WIRE_T_BYTE: wire_skip_n(r, 1); break;
     case WIRE_T_I16:
         if (r->proto == WIRE_COMPACT) {
             wire_read_i16(r);
@@ -760,12 +768,8 @@ wire_skip(struct wire_reader *r, uint8_t type)
             wire_skip_n(r, 8);
         }
         break;
-    case WIRE_T_DOUBLE:
-        wire_skip_n(r, 8);
-        break;
-    case WIRE_T_STRING:
-        wire_read_binary(r, &data, &len);
-        break;
+    case WIRE_T_DOUBLE: wire_skip_n(r, 8); break;
+    case WIRE_T_STRING: wire_read_binary(r, &data, &len); break;
     case WIRE_T_STRUCT:
         if (wire_read_struct_begin(r) != WIRE_OK) {
             break;
@@ -801,9 +805,7 @@ wire_skip(struct wire_reader *r, uint8_t type)
         }
         wire_read_container_end(r);
         break;
-    default:
-        wire_reader_fail(r, "invalid type");
-        break;
+    default: wire_reader_fail(r, "invalid type"); break;
     }
     return r->status;
 }
@@ -965,8 +967,8 @@ wire_scan_feed(struct wire_scan *s, wire_proto_t proto, const uint8_t *buf,
             struct wire_msg m;
 
             /* the header, then the argument or result struct */
-            if (wire_read_msg_begin(&r, &m) != WIRE_OK
-                || wire_read_struct_begin(&r) != WIRE_OK) {
+            if (wire_read_msg_begin(&r, &m) != WIRE_OK ||
+                wire_read_struct_begin(&r) != WIRE_OK) {
                 break;
             }
             s->frame[1].kind = WIRE_T_STRUCT;
@@ -1010,8 +1012,9 @@ wire_scan_feed(struct wire_scan *s, wire_proto_t proto, const uint8_t *buf,
             continue;
         }
         top->left--;
-        s->next = top->kind == WIRE_T_LIST ? top->elem
-                  : (top->left % 2 == 1 ? top->key : top->val);
+        s->next = top->kind == WIRE_T_LIST
+                      ? top->elem
+                      : (top->left % 2 == 1 ? top->key : top->val);
         s->bool_in_header = FALSE;
     }
     if (r.status == WIRE_ERROR) {
@@ -1380,22 +1383,20 @@ wire_write_seq_begin(struct wire_writer *w, uint8_t elem_type, uint32_t count)
 }
 
 void
-wire_write_list_begin(struct wire_writer *w, uint8_t elem_type,
-                      uint32_t count)
+wire_write_list_begin(struct wire_writer *w, uint8_t elem_type, uint32_t count)
 {
     wire_write_seq_begin(w, elem_type, count);
 }
 
 void
-wire_write_set_begin(struct wire_writer *w, uint8_t elem_type,
+wire_write_set_begin(struct wire_writer *w, uint8_t elem_type, uint32_t count)
+{
+    wire_write_seq_begin(w, elem_type, count);
+}
+
+void
+wire_write_map_begin(struct wire_writer *w, uint8_t key_type, uint8_t val_type,
                      uint32_t count)
-{
-    wire_write_seq_begin(w, elem_type, count);
-}
-
-void
-wire_write_map_begin(struct wire_writer *w, uint8_t key_type,
-                     uint8_t val_type, uint32_t count)
 {
     if (w->proto == WIRE_COMPACT) {
         wire_put_varint(w, count);
@@ -1446,21 +1447,11 @@ wire_copy(struct wire_reader *r, struct wire_writer *w, uint8_t type)
         return r->status;
     }
     switch (type) {
-    case WIRE_T_BYTE:
-        wire_write_byte(w, wire_read_byte(r));
-        break;
-    case WIRE_T_I16:
-        wire_write_i16(w, wire_read_i16(r));
-        break;
-    case WIRE_T_I32:
-        wire_write_i32(w, wire_read_i32(r));
-        break;
-    case WIRE_T_I64:
-        wire_write_i64(w, wire_read_i64(r));
-        break;
-    case WIRE_T_DOUBLE:
-        wire_write_double(w, wire_read_double(r));
-        break;
+    case WIRE_T_BYTE: wire_write_byte(w, wire_read_byte(r)); break;
+    case WIRE_T_I16: wire_write_i16(w, wire_read_i16(r)); break;
+    case WIRE_T_I32: wire_write_i32(w, wire_read_i32(r)); break;
+    case WIRE_T_I64: wire_write_i64(w, wire_read_i64(r)); break;
+    case WIRE_T_DOUBLE: wire_write_double(w, wire_read_double(r)); break;
     case WIRE_T_STRING:
         if (wire_read_binary(r, &data, &len) == WIRE_OK) {
             wire_write_binary(w, data, len);
@@ -1508,9 +1499,7 @@ wire_copy(struct wire_reader *r, struct wire_writer *w, uint8_t type)
         wire_read_container_end(r);
         wire_write_container_end(w);
         break;
-    default:
-        wire_reader_fail(r, "invalid type");
-        break;
+    default: wire_reader_fail(r, "invalid type"); break;
     }
     return r->status;
 }

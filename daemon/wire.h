@@ -73,26 +73,26 @@ extern const struct wire_limits wire_default_limits;
  * are a whole message, so running out is an ERROR ("truncated"), not AGAIN.
  */
 struct wire_reader {
-    const uint8_t *start;            /* first byte of the input */
-    const uint8_t *pos;              /* next byte to read */
-    const uint8_t *end;              /* one past the last byte */
+    const uint8_t *start; /* first byte of the input */
+    const uint8_t *pos;   /* next byte to read */
+    const uint8_t *end;   /* one past the last byte */
     const struct wire_limits *limits;
     wire_proto_t proto;
-    wire_status_t status;            /* sticky */
-    const char *error;               /* static text when status is ERROR */
-    gboolean complete;               /* running out of bytes is an error */
-    uint32_t depth;                  /* current nesting */
+    wire_status_t status; /* sticky */
+    const char *error;    /* static text when status is ERROR */
+    gboolean complete;    /* running out of bytes is an error */
+    uint32_t depth;       /* current nesting */
     int16_t last_fid[WIRE_MAX_DEPTH + 1]; /* compact: field id per level */
-    int bool_pending;                /* compact: bool held in field header */
+    int bool_pending; /* compact: bool held in field header */
 };
 
 /* A message header as read. */
 struct wire_msg {
-    const uint8_t *name;             /* method name, not NUL-terminated */
+    const uint8_t *name; /* method name, not NUL-terminated */
     uint32_t name_len;
-    uint8_t type;                    /* enum wire_msg_type */
+    uint8_t type; /* enum wire_msg_type */
     int32_t seqid;
-    gboolean strict;                 /* binary: versioned header */
+    gboolean strict; /* binary: versioned header */
 };
 
 void wire_reader_init(struct wire_reader *r, wire_proto_t proto,
@@ -154,21 +154,21 @@ wire_status_t wire_message_scan(wire_proto_t proto, gboolean framed,
  * (bytes, types, sizes, nesting last).
  */
 struct wire_scan_frame {
-    uint8_t kind;                    /* WIRE_T_STRUCT, _LIST (sets too), _MAP */
-    uint8_t elem, key, val;          /* element types of a container */
-    uint32_t left;                   /* container: items (keys and values
+    uint8_t kind;           /* WIRE_T_STRUCT, _LIST (sets too), _MAP */
+    uint8_t elem, key, val; /* element types of a container */
+    uint32_t left;          /* container: items (keys and values
                                         apart for a map) still to come */
-    int16_t last_fid;                /* compact: previous field id */
+    int16_t last_fid;       /* compact: previous field id */
 };
 
 struct wire_scan {
-    size_t pos;                      /* bytes of the message walked */
-    size_t skip;                     /* bytes of a string still to pass */
-    uint32_t depth;                  /* frame[1..depth] in use; 0: header
+    size_t pos;              /* bytes of the message walked */
+    size_t skip;             /* bytes of a string still to pass */
+    uint32_t depth;          /* frame[1..depth] in use; 0: header
                                         not read yet */
-    uint8_t next;                    /* type of the value that comes next,
+    uint8_t next;            /* type of the value that comes next,
                                         WIRE_T_STOP: none */
-    gboolean bool_in_header;         /* compact: next is a bool already
+    gboolean bool_in_header; /* compact: next is a bool already
                                         read with its field header */
     struct wire_scan_frame frame[WIRE_MAX_DEPTH + 1];
 };
@@ -190,17 +190,16 @@ wire_scan_started(const struct wire_scan *s)
  */
 wire_status_t wire_scan_feed(struct wire_scan *s, wire_proto_t proto,
                              const uint8_t *buf, size_t len,
-                             const struct wire_limits *limits,
-                             size_t *msg_len, const char **why);
+                             const struct wire_limits *limits, size_t *msg_len,
+                             const char **why);
 
 /*
  * Guesses the protocol and framing of a client from its first bytes.
  * AGAIN until enough bytes have arrived to tell; ERROR for bytes that
  * start no Thrift message.
  */
-wire_status_t wire_detect(const uint8_t *buf, size_t len,
-                          wire_proto_t *proto, gboolean *framed,
-                          const char **why);
+wire_status_t wire_detect(const uint8_t *buf, size_t len, wire_proto_t *proto,
+                          gboolean *framed, const char **why);
 
 /* A growable output buffer, reused across messages. */
 struct wire_buf {
@@ -210,7 +209,7 @@ struct wire_buf {
 };
 
 void wire_buf_init(struct wire_buf *b);
-void wire_buf_clear(struct wire_buf *b);  /* len = 0, keeps memory */
+void wire_buf_clear(struct wire_buf *b); /* len = 0, keeps memory */
 void wire_buf_free(struct wire_buf *b);
 uint8_t *wire_buf_reserve(struct wire_buf *b, size_t n);
 void wire_buf_append(struct wire_buf *b, const void *p, size_t n);
@@ -221,7 +220,7 @@ struct wire_writer {
     wire_proto_t proto;
     uint32_t depth;
     int16_t last_fid[WIRE_MAX_DEPTH + 1]; /* compact: field id per level */
-    int16_t bool_fid;                /* compact: pending bool field id */
+    int16_t bool_fid;                     /* compact: pending bool field id */
     gboolean bool_field_pending;
 };
 
@@ -273,11 +272,11 @@ wire_status_t wire_copy(struct wire_reader *r, struct wire_writer *w,
 
 /* Writes a whole TApplicationException message. */
 void wire_write_app_exception(struct wire_writer *w, const uint8_t *name,
-                              uint32_t name_len, int32_t seqid,
-                              int32_t type, const char *message);
+                              uint32_t name_len, int32_t seqid, int32_t type,
+                              const char *message);
 
 /* Framed transport: 4-byte big-endian length in front of a message. */
-size_t wire_frame_begin(struct wire_buf *b);          /* returns offset */
+size_t wire_frame_begin(struct wire_buf *b); /* returns offset */
 void wire_frame_end(struct wire_buf *b, size_t offset);
 
 const char *wire_type_name(uint8_t type);

@@ -158,19 +158,19 @@ struct worker {
     struct scantab *scans;                 /* scanner ids */
     struct backend_health_table *health;   /* UP/DOWN of every backend */
     pthread_t thread;
-    struct event_base *base;          /* this thread's loop */
-    struct evconnlistener *listener;  /* worker 0: the listening socket of
+    struct event_base *base;             /* this thread's loop */
+    struct evconnlistener *listener;     /* worker 0: the listening socket of
                                        the process; others NULL */
-    struct evconnlistener *listener2; /* worker 0: Thrift2's, when
+    struct evconnlistener *listener2;    /* worker 0: Thrift2's, when
                                        [thrift2] listen is set */
     struct evconnlistener *listener_tls; /* worker 0: [tls] listen's */
-    struct httpd *httpd[2]; /* worker 0: [http] listen, thrift2_listen */
-    gint stop_asked;                  /* set by the main thread (atomic),
+    struct httpd *httpd[2];       /* worker 0: [http] listen, thrift2_listen */
+    gint stop_asked;              /* set by the main thread (atomic),
                                        then the bell rings */
-    struct event *drain_ev;           /* shutdown: polls for quiet clients */
-    gint64 stop_deadline;             /* monotonic us: give up waiting */
-    gboolean stopping;                /* no new clients or requests */
-    TAILQ_HEAD(, client) clients;     /* open client connections */
+    struct event *drain_ev;       /* shutdown: polls for quiet clients */
+    gint64 stop_deadline;         /* monotonic us: give up waiting */
+    gboolean stopping;            /* no new clients or requests */
+    TAILQ_HEAD(, client) clients; /* open client connections */
     unsigned nclients;
     TAILQ_HEAD(, client)
     held; /* clients with replies done while

@@ -15,8 +15,9 @@ ckpt_entry_free(void *p)
     struct ckpt_entry *e = p;
 
     unit_clear(&e->unit);
-    if (e->after != NULL)
+    if (e->after != NULL) {
         g_bytes_unref(e->after);
+    }
     g_free(e);
 }
 
@@ -48,16 +49,18 @@ ckpt_new(const char *path, const char *job, const struct unit *units, guint n)
 {
     struct ckpt *c = ckpt_alloc(path, job);
 
-    for (guint i = 0; i < n; i++)
+    for (guint i = 0; i < n; i++) {
         ckpt_add(c, &units[i]);
+    }
     return c;
 }
 
 void
 ckpt_free(struct ckpt *c)
 {
-    if (c == NULL)
+    if (c == NULL) {
         return;
+    }
     g_ptr_array_unref(c->entries);
     g_free(c->path);
     g_free(c->job);
@@ -72,8 +75,9 @@ ckpt_find(struct ckpt *c, const struct unit *u)
 
         if (e->unit.side == u->side &&
             g_bytes_equal(e->unit.start, u->start) &&
-            g_bytes_equal(e->unit.end, u->end))
+            g_bytes_equal(e->unit.end, u->end)) {
             return e;
+        }
     }
     return NULL;
 }
@@ -90,8 +94,9 @@ ckpt_entry_state(const struct ckpt_entry *e)
         const uint8_t *p = g_bytes_get_data(e->after, &len);
 
         g_string_append(s, "after=");
-        for (gsize i = 0; i < len; i++)
+        for (gsize i = 0; i < len; i++) {
             g_string_append_printf(s, "%02x", p[i]);
+        }
     } else {
         g_string_append(s, "todo");
     }
@@ -109,10 +114,12 @@ ckpt_write_all(int fd, const char *p, size_t len)
     while (len > 0) {
         ssize_t n = write(fd, p, len);
 
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
-        if (n <= 0)
+        }
+        if (n <= 0) {
             return FALSE;
+        }
         p += n;
         len -= (size_t)n;
     }
@@ -126,8 +133,9 @@ ckpt_save(const struct ckpt *c, GError **error)
     g_autofree char *tmp = NULL, *dir = NULL;
     int fd, dfd;
 
-    if (c->path == NULL)
+    if (c->path == NULL) {
         return TRUE;
+    }
     s = g_string_new(CKPT_MAGIC "\n");
     g_string_append_printf(s, "job %s\n", c->job);
     for (guint i = 0; i < c->entries->len; i++) {
@@ -174,8 +182,9 @@ ckpt_parse_count(const char *field, const char *name, guint64 *v)
     size_t n = strlen(name);
     char *end;
 
-    if (strncmp(field, name, n) != 0 || field[n] != '=')
+    if (strncmp(field, name, n) != 0 || field[n] != '=') {
         return FALSE;
+    }
     *v = g_ascii_strtoull(field + n + 1, &end, 10);
     return end != field + n + 1 && *end == '\0';
 }
@@ -188,11 +197,13 @@ ckpt_parse_entry(struct ckpt *c, char **f, guint n, GError **error)
     gboolean skip;
     struct ckpt_entry *e;
 
-    if (n != 8)
+    if (n != 8) {
         return FALSE;
+    }
     unit_text = g_strjoin(" ", f[1], f[2], f[3], NULL);
-    if (!unit_parse(unit_text, &u, &skip, error))
+    if (!unit_parse(unit_text, &u, &skip, error)) {
         return FALSE;
+    }
     e = ckpt_add(c, &u);
     unit_clear(&u);
     if (strcmp(f[4], "done") == 0) {
@@ -203,8 +214,9 @@ ckpt_parse_entry(struct ckpt *c, char **f, guint n, GError **error)
 
         if (!unit_parse(line, &tmp, &skip, NULL) ||
             g_bytes_get_size(tmp.start) == 0) {
-            if (!skip)
+            if (!skip) {
                 unit_clear(&tmp);
+            }
             return FALSE;
         }
         e->after = g_bytes_ref(tmp.start);
@@ -227,8 +239,9 @@ ckpt_load(const char *path, struct ckpt **out, GError **error)
 
     *out = NULL;
     if (!g_file_get_contents(path, &text, NULL, &err)) {
-        if (g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        if (g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
             return TRUE;
+        }
         g_propagate_error(error, g_steal_pointer(&err));
         return FALSE;
     }
@@ -243,8 +256,9 @@ ckpt_load(const char *path, struct ckpt **out, GError **error)
     for (guint i = 2; lines[i] != NULL; i++) {
         g_auto(GStrv) f = NULL;
 
-        if (lines[i][0] == '\0')
+        if (lines[i][0] == '\0') {
             continue;
+        }
         f = g_strsplit(lines[i], " ", -1);
         if (strcmp(f[0], "unit") != 0 ||
             !ckpt_parse_entry(c, f, g_strv_length(f), NULL)) {

@@ -28,7 +28,7 @@ struct job {
 
     GMutex lock; /* the fields below */
     struct ckpt *ck;
-    GPtrArray *todo; /* struct ckpt_entry *, not owned */
+    GPtrArray *todo;  /* struct ckpt_entry *, not owned */
     GArray *todo_idx; /* guint: each todo entry's place in ck->entries */
     guint next;
     struct progress *prog;
@@ -40,7 +40,7 @@ struct job {
     GMutex rate_lock;
     gint64 rate_next_us;
 
-    gint stop;       /* atomic */
+    gint stop;          /* atomic */
     guint64 kill_after; /* test hook: SIGKILL after this many writes; 0 off */
     guint64 writes;     /* atomic: mutateRowsTs calls acknowledged */
 };
@@ -88,16 +88,18 @@ job_new(const struct config *cfg, const struct job_opts *opts)
     j->dst = t != NULL ? &t->salt : NULL;
     g_mutex_init(&j->lock);
     g_mutex_init(&j->rate_lock);
-    if (kill != NULL)
+    if (kill != NULL) {
         j->kill_after = g_ascii_strtoull(kill, NULL, 10);
+    }
     return j;
 }
 
 void
 job_free(struct job *j)
 {
-    if (j == NULL)
+    if (j == NULL) {
         return;
+    }
     g_mutex_clear(&j->lock);
     g_mutex_clear(&j->rate_lock);
     g_free(j);
@@ -201,8 +203,9 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
     const uint8_t *logical;
     size_t llen;
 
-    if (!job_unsalt(from, key, len, &logical, &llen, error))
+    if (!job_unsalt(from, key, len, &logical, &llen, error)) {
         return FALSE;
+    }
     out->off = arena->len;
     if (to != NULL && to->legacy.kind != LEGACY_NONE) {
         legacy_route_t route = salt_route(to, logical, llen);
@@ -339,8 +342,9 @@ job_lookup_keys(struct job_worker *w)
         guint klen;
         const uint8_t *k = job_key_data(w, i, &klen);
 
-        if (klen != JOB_KEY_NONE)
+        if (klen != JOB_KEY_NONE) {
             g_ptr_array_add(w->lookup, g_bytes_new(k, klen));
+        }
     }
 }
 
@@ -366,8 +370,9 @@ job_fetch_versions(struct job_worker *w, const char *table, GError **error)
 
             if (!hconn_get_ver(w->c, table, r->key, r->key_len, cell->col,
                                cell->col_len, JOB_ALL_VERSIONS, &w->vers,
-                               error))
+                               error)) {
                 return FALSE;
+            }
         }
         out.n = w->vers.cells->len - out.first;
         g_array_append_val(w->vers.rows, out);
@@ -382,17 +387,20 @@ job_rate_wait(struct job *j, guint rows)
 {
     gint64 now, at;
 
-    if (j->opts.max_rows_per_second <= 0)
+    if (j->opts.max_rows_per_second <= 0) {
         return;
+    }
     g_mutex_lock(&j->rate_lock);
     now = g_get_monotonic_time();
-    if (j->rate_next_us < now)
+    if (j->rate_next_us < now) {
         j->rate_next_us = now;
+    }
     at = j->rate_next_us;
     j->rate_next_us += (gint64)(rows * 1e6 / j->opts.max_rows_per_second);
     g_mutex_unlock(&j->rate_lock);
-    if (at > now)
+    if (at > now) {
         g_usleep((gulong)(at - now));
+    }
 }
 
 static gint
@@ -400,10 +408,12 @@ job_ref_cmp(gconstpointer a, gconstpointer b)
 {
     const struct job_ref *x = a, *y = b;
 
-    if (x->ts != y->ts)
+    if (x->ts != y->ts) {
         return x->ts < y->ts ? -1 : 1;
-    if (x->row != y->row)
+    }
+    if (x->row != y->row) {
         return x->row < y->row ? -1 : 1;
+    }
     return x->cell < y->cell ? -1 : x->cell > y->cell;
 }
 
@@ -412,19 +422,22 @@ job_flush(struct job_worker *w, int64_t ts, GError **error)
 {
     struct job *j = w->j;
 
-    if (w->out_rows->len == 0)
+    if (w->out_rows->len == 0) {
         return TRUE;
+    }
     if (!hconn_mutate_rows_ts(w->c, j->opts.to,
                               (const struct hconn_row *)w->out_rows->data,
                               w->out_rows->len,
                               (const struct hconn_cell *)w->out_cells->data,
-                              ts, error))
+                              ts, error)) {
         return FALSE;
+    }
     g_array_set_size(w->out_rows, 0);
     g_array_set_size(w->out_cells, 0);
     if (__atomic_add_fetch(&j->writes, 1, __ATOMIC_RELAXED) == j->kill_after &&
-        j->kill_after)
+        j->kill_after) {
         raise(SIGKILL); /* test hook: die between two acknowledged writes */
+    }
     return TRUE;
 }
 
@@ -470,8 +483,9 @@ job_write(struct job_worker *w, const struct hconn_rows *rows, guint64 *bytes,
         if (w->out_rows->len > 0 &&
             (ref->ts != ts ||
              (ref->row != last_row && size >= j->opts.batch_bytes))) {
-            if (!job_flush(w, ts, error))
+            if (!job_flush(w, ts, error)) {
                 return FALSE;
+            }
             size = 0;
         }
         ts = ref->ts;
@@ -503,8 +517,9 @@ job_unit_label(const struct unit *u)
 static gboolean
 job_interrupted(struct job *j, GError **error)
 {
-    if (!g_atomic_int_get(&j->stop))
+    if (!g_atomic_int_get(&j->stop)) {
         return FALSE;
+    }
     g_set_error(error, JOB_ERROR, JOB_ERROR_INTERRUPTED,
                 "interrupted: stopped after the last acknowledged batch");
     return TRUE;
@@ -517,8 +532,9 @@ job_after_key(const struct ckpt_entry *e)
     const uint8_t *p;
     uint8_t *k;
 
-    if (e->after == NULL)
+    if (e->after == NULL) {
         return g_bytes_ref(e->unit.start);
+    }
     /* the first key after 'after': after || 0x00 */
     p = g_bytes_get_data(e->after, &len);
     k = g_malloc(len + 1);
@@ -539,8 +555,9 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
     gboolean ok = TRUE;
 
     if (!hconn_scanner_open(w->c, j->opts.from, sp, slen, ep, elen,
-                            (int32_t)j->opts.batch_rows, &id, error))
+                            (int32_t)j->opts.batch_rows, &id, error)) {
         return FALSE;
+    }
     for (;;) {
         const struct hconn_rows *rows = &w->batch;
         const struct hconn_row *last;
@@ -553,14 +570,17 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
         }
         hconn_rows_clear(&w->batch);
         if (!hconn_scanner_get_list(w->c, id, (int32_t)j->opts.batch_rows,
-                                    &w->batch, error))
+                                    &w->batch, error)) {
             return FALSE; /* the scanner is lost with the call */
+        }
         n = w->batch.rows->len;
-        if (n == 0)
+        if (n == 0) {
             break;
+        }
         if (j->opts.all_versions) {
-            if (!job_fetch_versions(w, j->opts.from, error))
+            if (!job_fetch_versions(w, j->opts.from, error)) {
                 return FALSE;
+            }
             rows = &w->vers;
         }
         if (!job_map_rows(w, j->src, j->dst, rows, NULL, error)) {
@@ -579,15 +599,17 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
             bytes += w->arena->len;
         } else {
             job_rate_wait(j, n);
-            if (!job_write(w, rows, &bytes, error))
+            if (!job_write(w, rows, &bytes, error)) {
                 return FALSE;
+            }
         }
         /* Every call of the batch is acknowledged: its last row is the
          * new resume point. */
         last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
         g_mutex_lock(&j->lock);
-        if (e->after != NULL)
+        if (e->after != NULL) {
             g_bytes_unref(e->after);
+        }
         e->after = g_bytes_new(last->key, last->key_len);
         e->rows += n;
         e->cells += cells;
@@ -609,8 +631,9 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
             return FALSE;
         }
     }
-    if (!ok)
+    if (!ok) {
         return FALSE;
+    }
     g_mutex_lock(&j->lock);
     e->done = TRUE;
     ok = ckpt_save(j->ck, error);
@@ -636,9 +659,10 @@ job_diff(struct job *j, guint64 *diffs, const char *fmt, ...)
         fprintf(j->diffs, "differ: %s\n", text);
         fflush(j->diffs);
         j->diffs_printed++;
-        if (j->diffs_printed == j->opts.max_diffs)
+        if (j->diffs_printed == j->opts.max_diffs) {
             fprintf(j->diffs, "differ: (no more differences printed; see "
                               "--max-diffs)\n");
+        }
     }
     g_mutex_unlock(&j->lock);
 }
@@ -649,8 +673,9 @@ job_bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
     /* an empty GBytes has no data pointer: memcmp must not see it */
     int c = MIN(alen, blen) > 0 ? memcmp(a, b, MIN(alen, blen)) : 0;
 
-    if (c != 0 || alen == blen)
+    if (c != 0 || alen == blen) {
         return c;
+    }
     return alen < blen ? -1 : 1;
 }
 
@@ -661,8 +686,9 @@ job_cell_cmp(gconstpointer a, gconstpointer b)
     const struct hconn_cell *x = a, *y = b;
     int c = job_bytes_cmp(x->col, x->col_len, y->col, y->col_len);
 
-    if (c != 0)
+    if (c != 0) {
         return c;
+    }
     return x->ts > y->ts ? -1 : x->ts < y->ts;
 }
 
@@ -747,10 +773,11 @@ job_versions_pair(struct job_worker *w, const struct hconn_row *s,
                                                         rows[side]->first + k);
             GBytes *b = g_bytes_new(c->col, c->col_len);
 
-            if (g_hash_table_add(cols, b))
+            if (g_hash_table_add(cols, b)) {
                 g_ptr_array_add(list, b);
-            else
+            } else {
                 g_bytes_unref(b);
+            }
         }
     }
     hconn_rows_clear(&w->cmp);
@@ -763,11 +790,13 @@ job_versions_pair(struct job_worker *w, const struct hconn_row *s,
 
             if (!hconn_get_ver(w->c, table, rows[side]->key,
                                rows[side]->key_len, col, len, JOB_ALL_VERSIONS,
-                               &w->cmp, error))
+                               &w->cmp, error)) {
                 return FALSE;
+            }
         }
-        if (side == 0)
+        if (side == 0) {
             *nsrc = w->cmp.cells->len;
+        }
     }
     /* the column names point into 'list': copy them into a reply */
     {
@@ -807,28 +836,34 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
     int32_t id;
 
     if (!hconn_scanner_open(w->c, j->opts.from, sp, slen, ep, elen,
-                            (int32_t)j->opts.batch_rows, &id, error))
+                            (int32_t)j->opts.batch_rows, &id, error)) {
         return FALSE;
+    }
     for (;;) {
         guint n, o = 0;
         guint64 diffs = 0, cells = 0, bytes = 0;
         const struct hconn_row *last;
 
-        if (job_interrupted(j, error))
+        if (job_interrupted(j, error)) {
             return FALSE;
+        }
         hconn_rows_clear(&w->batch);
         if (!hconn_scanner_get_list(w->c, id, (int32_t)j->opts.batch_rows,
-                                    &w->batch, error))
+                                    &w->batch, error)) {
             return FALSE;
+        }
         n = w->batch.rows->len;
-        if (n == 0)
+        if (n == 0) {
             break;
-        if (!job_map_rows(w, j->src, j->dst, &w->batch, &diffs, error))
+        }
+        if (!job_map_rows(w, j->src, j->dst, &w->batch, &diffs, error)) {
             return FALSE;
+        }
         job_lookup_keys(w);
         hconn_rows_clear(&w->other);
-        if (!hconn_get_rows(w->c, j->opts.to, w->lookup, &w->other, error))
+        if (!hconn_get_rows(w->c, j->opts.to, w->lookup, &w->other, error)) {
             return FALSE;
+        }
         for (guint i = 0; i < n; i++) {
             const struct hconn_row *s = &g_array_index(w->batch.rows,
                                                        struct hconn_row, i);
@@ -841,8 +876,9 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
             const uint8_t *k = job_key_data(w, i, &klen);
             g_autofree char *name = NULL, *where = NULL;
 
-            if (klen == JOB_KEY_NONE)
+            if (klen == JOB_KEY_NONE) {
                 continue; /* counted as a difference already */
+            }
             job_row_names(j->src, "source", s->key, s->key_len, &name, &where);
             cells += s->n;
             for (guint c = 0; c < s->n; c++) {
@@ -862,8 +898,9 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
                 guint nsrc;
                 g_autoptr(GArray) a = NULL, b = NULL;
 
-                if (!job_versions_pair(w, s, d, &nsrc, error))
+                if (!job_versions_pair(w, s, d, &nsrc, error)) {
                     return FALSE;
+                }
                 a = job_sorted_cells(&w->cmp, 0, nsrc);
                 b = job_sorted_cells(&w->cmp, nsrc, w->cmp.cells->len - nsrc);
                 job_compare_cells(j, name, a, b, &diffs);
@@ -886,8 +923,9 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
         progress_slot_add(j->prog, w->slot, n, bytes, last->key,
                           last->key_len);
     }
-    if (!hconn_scanner_close(w->c, id, error))
+    if (!hconn_scanner_close(w->c, id, error)) {
         return FALSE;
+    }
     e->done = TRUE;
     return TRUE;
 }
@@ -903,28 +941,34 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
     int32_t id;
 
     if (!hconn_scanner_open(w->c, j->opts.to, sp, slen, ep, elen,
-                            (int32_t)j->opts.batch_rows, &id, error))
+                            (int32_t)j->opts.batch_rows, &id, error)) {
         return FALSE;
+    }
     for (;;) {
         guint n, o = 0;
         guint64 diffs = 0, only = 0;
         const struct hconn_row *last;
 
-        if (job_interrupted(j, error))
+        if (job_interrupted(j, error)) {
             return FALSE;
+        }
         hconn_rows_clear(&w->batch);
         if (!hconn_scanner_get_list(w->c, id, (int32_t)j->opts.batch_rows,
-                                    &w->batch, error))
+                                    &w->batch, error)) {
             return FALSE;
+        }
         n = w->batch.rows->len;
-        if (n == 0)
+        if (n == 0) {
             break;
-        if (!job_map_rows(w, j->dst, j->src, &w->batch, &diffs, error))
+        }
+        if (!job_map_rows(w, j->dst, j->src, &w->batch, &diffs, error)) {
             return FALSE;
+        }
         job_lookup_keys(w);
         hconn_rows_clear(&w->other);
-        if (!hconn_get_rows(w->c, j->opts.from, w->lookup, &w->other, error))
+        if (!hconn_get_rows(w->c, j->opts.from, w->lookup, &w->other, error)) {
             return FALSE;
+        }
         for (guint i = 0; i < n; i++) {
             const struct hconn_row *s = o < w->other.rows->len
                                             ? &g_array_index(w->other.rows,
@@ -962,8 +1006,9 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
         g_mutex_unlock(&j->lock);
         progress_slot_add(j->prog, w->slot, n, 0, last->key, last->key_len);
     }
-    if (!hconn_scanner_close(w->c, id, error))
+    if (!hconn_scanner_close(w->c, id, error)) {
         return FALSE;
+    }
     e->done = TRUE;
     return TRUE;
 }
@@ -978,28 +1023,30 @@ job_report(struct job *j, struct ckpt_entry *e, guint64 diffs,
 
     g_mutex_lock(&j->lock);
     if (err != NULL) {
-        if (interrupted)
+        if (interrupted) {
             j->res.units_interrupted++;
-        else
+        } else {
             j->res.units_failed++;
+        }
         g_printerr("hbase-salt-migrate: unit %s: %s\n", u, err->message);
     } else {
         j->res.units_ok++;
     }
     if (j->results != NULL) {
-        if (err != NULL)
+        if (err != NULL) {
             fprintf(j->results, "%s error %s\n", u, err->message);
-        else if (diffs > 0)
+        } else if (diffs > 0) {
             fprintf(j->results,
                     "%s differ rows=%" G_GUINT64_FORMAT
                     " cells=%" G_GUINT64_FORMAT " bytes=%" G_GUINT64_FORMAT
                     " diffs=%" G_GUINT64_FORMAT "\n",
                     u, e->rows, e->cells, e->bytes, diffs);
-        else
+        } else {
             fprintf(j->results,
                     "%s ok rows=%" G_GUINT64_FORMAT " cells=%" G_GUINT64_FORMAT
                     " bytes=%" G_GUINT64_FORMAT "\n",
                     u, e->rows, e->cells, e->bytes);
+        }
         fflush(j->results);
     }
     g_mutex_unlock(&j->lock);
@@ -1032,23 +1079,27 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e, guint idx)
         /* each attempt from where the unit's rows done end (a verify's
          * from its start) */
         progress_slot_begin(j->prog, w->slot, idx, label, e->rows, e->after);
-        if (w->c == NULL)
+        if (w->c == NULL) {
             w->c = hconn_open(j->cfg, w->slot, &err);
+        }
         if (w->c != NULL) {
-            if (e->unit.side == UNIT_DEST)
+            if (e->unit.side == UNIT_DEST) {
                 ok = job_verify_dest(w, e, &err);
-            else if (j->opts.verify)
+            } else if (j->opts.verify) {
                 ok = job_verify_source(w, e, &err);
-            else
+            } else {
                 ok = job_copy_unit(w, e, &err);
-            if (ok)
+            }
+            if (ok) {
                 break;
+            }
         }
         /* A failed call may leave the connection out of step. */
         g_clear_pointer(&w->c, hconn_free);
         if (!job_retryable(err) || attempt >= j->opts.retries ||
-            g_atomic_int_get(&j->stop))
+            g_atomic_int_get(&j->stop)) {
             break;
+        }
         if (j->opts.verify) {
             /* a verify starts its unit over */
             g_mutex_lock(&j->lock);
@@ -1068,10 +1119,11 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e, guint idx)
                   (g_error_matches(err, JOB_ERROR, JOB_ERROR_INTERRUPTED) ||
                    (g_atomic_int_get(&j->stop) && job_retryable(err)));
     g_mutex_lock(&j->lock);
-    if (e->unit.side == UNIT_DEST)
+    if (e->unit.side == UNIT_DEST) {
         j->res.dest_rows += e->rows;
-    else
+    } else {
         j->res.rows += e->rows;
+    }
     j->res.cells += e->cells;
     j->res.bytes += e->bytes;
     diffs0 = j->res.diffs - diffs0;
@@ -1106,8 +1158,9 @@ job_worker_main(gpointer data)
             e = j->todo->pdata[j->next++];
         }
         g_mutex_unlock(&j->lock);
-        if (e == NULL)
+        if (e == NULL) {
             break;
+        }
         job_run_entry(w, e, idx);
     }
     hconn_free(w->c);
@@ -1180,16 +1233,19 @@ job_sample_unit(struct job *j, struct hconn *c, guint idx,
 
         int cmp = unit_key_cmp(r->key, r->key_len, f, fl);
 
-        if (elen > 0 && unit_key_cmp(r->key, r->key_len, ep, elen) >= 0)
+        if (elen > 0 && unit_key_cmp(r->key, r->key_len, ep, elen) >= 0) {
             continue; /* the next unit's first row */
-        if (cmp == 0)
+        }
+        if (cmp == 0) {
             whole = TRUE; /* the sample ended at the unit's last row */
-        else if (cmp > 0)
+        } else if (cmp > 0) {
             last = g_bytes_new(r->key, r->key_len);
+        }
         break; /* (a server that ignores `reversed` answers lower keys) */
     }
-    if (ok)
+    if (ok) {
         progress_unit_sample(j->prog, idx, keys, whole, last);
+    }
     hconn_rows_free(&fwd);
     hconn_rows_free(&rev);
     return ok;
@@ -1219,16 +1275,20 @@ job_sample_main(gpointer data)
             e = j->todo->pdata[(*s->next)++];
         }
         g_mutex_unlock(&j->lock);
-        if (e == NULL)
+        if (e == NULL) {
             break;
-        if (c == NULL)
+        }
+        if (c == NULL) {
             c = hconn_open(j->cfg, s->slot, &err);
+        }
         /* a unit without a sample is estimated as the others: the copy
          * itself says what went wrong, if anything did */
-        if (c != NULL && !job_sample_unit(j, c, idx, &e->unit, &err))
+        if (c != NULL && !job_sample_unit(j, c, idx, &e->unit, &err)) {
             g_clear_pointer(&c, hconn_free);
-        if (err != NULL)
+        }
+        if (err != NULL) {
             g_debug("progress sample of a unit: %s", err->message);
+        }
     }
     hconn_free(c);
     return NULL;
@@ -1246,8 +1306,9 @@ job_sample(struct job *j, guint nworkers)
         s[i] = (struct job_sampler){ j, i, &next };
         threads[i] = g_thread_new("sample", job_sample_main, &s[i]);
     }
-    for (guint i = 0; i < nworkers; i++)
+    for (guint i = 0; i < nworkers; i++) {
         g_thread_join(threads[i]);
+    }
     g_free(threads);
     g_free(s);
 }
@@ -1270,8 +1331,9 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
         struct ckpt_entry *e = ck->entries->pdata[i];
 
         progress_unit_set(prog, i, &e->unit, e->idle);
-        if (e->idle)
+        if (e->idle) {
             continue;
+        }
         if (e->unit.side == UNIT_DEST && !j->opts.verify) {
             g_ptr_array_unref(j->todo);
             g_array_unref(j->todo_idx);
@@ -1280,10 +1342,11 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
             return FALSE;
         }
         if (e->done) {
-            if (e->unit.side == UNIT_DEST)
+            if (e->unit.side == UNIT_DEST) {
                 j->res.dest_rows += e->rows;
-            else
+            } else {
                 j->res.rows += e->rows;
+            }
             j->res.cells += e->cells;
             j->res.bytes += e->bytes;
             j->res.units_ok++;
@@ -1303,8 +1366,9 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
         g_array_append_val(j->todo_idx, i);
     }
     nworkers = MIN(j->opts.parallel, MAX(j->todo->len, 1));
-    if (j->opts.sample)
+    if (j->opts.sample) {
         job_sample(j, nworkers);
+    }
     workers = g_new0(struct job_worker, nworkers);
     threads = g_new0(GThread *, nworkers);
     for (guint i = 0; i < nworkers; i++) {
@@ -1312,8 +1376,9 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
         workers[i].slot = i;
         threads[i] = g_thread_new("migrate", job_worker_main, &workers[i]);
     }
-    for (guint i = 0; i < nworkers; i++)
+    for (guint i = 0; i < nworkers; i++) {
         g_thread_join(threads[i]);
+    }
     g_free(threads);
     g_free(workers);
     /* units never started: the run was interrupted before them */

@@ -34,7 +34,7 @@ struct job_result {
     guint64 rows, cells, bytes, diffs; /* rows: of the source units */
     guint64 dest_rows; /* --verify: rows of the destination units */
     guint64 dest_only; /* --verify: of those, rows with no source row */
-    guint64 writes; /* mutateRowsTs calls acknowledged in this run */
+    guint64 writes;    /* mutateRowsTs calls acknowledged in this run */
 };
 
 struct job;

@@ -25,8 +25,9 @@ static struct job *migrate_job; /* for the signal handler */
 static void
 migrate_on_signal(int sig)
 {
-    if (migrate_job != NULL)
+    if (migrate_job != NULL) {
         job_interrupt(migrate_job);
+    }
 }
 
 static void
@@ -58,8 +59,9 @@ migrate_read_units(const char *path, GError **error)
         char buf[65536];
         size_t n;
 
-        while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0)
+        while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0) {
             g_string_append_len(s, buf, (gssize)n);
+        }
         text = g_string_free(s, FALSE);
     } else if (!g_file_get_contents(path, &text, NULL, error)) {
         g_array_unref(units);
@@ -91,8 +93,9 @@ migrate_region_units(struct hconn *c, const char *table, unit_side_t side,
 {
     GArray *regions = hconn_get_table_regions(c, table, error);
 
-    if (regions == NULL)
+    if (regions == NULL) {
         return FALSE;
+    }
     if (regions->len == 0) {
         hconn_regions_free(regions);
         g_set_error(error, UNIT_ERROR, 0,
@@ -119,8 +122,9 @@ static GLogWriterOutput
 migrate_log_writer(GLogLevelFlags level, const GLogField *fields, gsize n,
                    gpointer data)
 {
-    if ((level & G_LOG_LEVEL_MASK) > G_LOG_LEVEL_MESSAGE)
+    if ((level & G_LOG_LEVEL_MASK) > G_LOG_LEVEL_MESSAGE) {
         return G_LOG_WRITER_HANDLED;
+    }
     for (gsize i = 0; i < n; i++) {
         if (strcmp(fields[i].key, "MESSAGE") == 0) {
             fprintf(stderr, "hbase-salt-migrate: %s\n",
@@ -195,8 +199,10 @@ migrate_analyze(const config_t *cfg, const char *table, guint sample,
     hconn_rows_init(&rows);
     units = g_array_new(FALSE, FALSE, sizeof(struct unit));
     g_array_set_clear_func(units, (GDestroyNotify)unit_clear);
-    if (c == NULL || !migrate_region_units(c, table, UNIT_SOURCE, units, &err))
+    if (c == NULL ||
+        !migrate_region_units(c, table, UNIT_SOURCE, units, &err)) {
         goto out;
+    }
     s.regions = units->len;
     ids = g_new(int32_t, units->len);
     for (guint i = 0; i < units->len; i++) {
@@ -206,17 +212,20 @@ migrate_analyze(const config_t *cfg, const char *table, guint sample,
         const uint8_t *ep = g_bytes_get_data(u->end, &el);
 
         if (!hconn_scanner_open_keys(c, table, sp, sl, ep, el, 1000, &ids[i],
-                                     &err))
+                                     &err)) {
             goto out;
+        }
         open++;
     }
     while (open > 0 && (g_get_monotonic_time() - start) / 1e6 < limit_s) {
         for (guint i = 0; i < units->len; i++) {
-            if (ids[i] < 0)
+            if (ids[i] < 0) {
                 continue;
+            }
             hconn_rows_clear(&rows);
-            if (!hconn_scanner_get_list(c, ids[i], 1000, &rows, &err))
+            if (!hconn_scanner_get_list(c, ids[i], 1000, &rows, &err)) {
                 goto out;
+            }
             for (guint j = 0; j < rows.rows->len; j++) {
                 const struct hconn_row *r = &g_array_index(rows.rows,
                                                            struct hconn_row,
@@ -234,8 +243,9 @@ migrate_analyze(const config_t *cfg, const char *table, guint sample,
                 analyze_sample_add(&s, logical, llen);
             }
             if (rows.rows->len == 0) {
-                if (!hconn_scanner_close(c, ids[i], &err))
+                if (!hconn_scanner_close(c, ids[i], &err)) {
                     goto out;
+                }
                 ids[i] = -1;
                 open--;
                 s.regions_done++;
@@ -244,16 +254,18 @@ migrate_analyze(const config_t *cfg, const char *table, guint sample,
     }
     s.complete = open == 0;
     for (guint i = 0; i < units->len && open > 0; i++) {
-        if (ids[i] >= 0)
+        if (ids[i] >= 0) {
             (void)hconn_scanner_close(c, ids[i], NULL);
+        }
     }
     s.seconds = (g_get_monotonic_time() - start) / 1e6;
     report = analyze_report(name, ct, &s, json);
     fputs(report, stdout);
     rc = MIGRATE_EXIT_OK;
 out:
-    if (err != NULL)
+    if (err != NULL) {
         migrate_say("%s", err->message);
+    }
     hconn_rows_free(&rows);
     analyze_sample_clear(&s);
     hconn_free(c);
@@ -520,8 +532,9 @@ main(int argc, char **argv)
         ck = ckpt_new(dry_run ? NULL : checkpoint, job_text,
                       (const struct unit *)units->data, units->len);
     } else {
-        if (dry_run)
+        if (dry_run) {
             g_clear_pointer(&ck->path, g_free); /* read it, never write it */
+        }
         if (units_path != NULL) {
             /* the given units, resumed where the checkpoint has them */
             struct ckpt *given = ckpt_new(ck->path, job_text, NULL, 0);
@@ -559,8 +572,9 @@ main(int argc, char **argv)
         }
         migrate_say("resuming from %s", checkpoint);
     }
-    if (c == NULL)
+    if (c == NULL) {
         c = hconn_open(cfg, 0, &err);
+    }
     if (c == NULL) {
         migrate_say("%s", err->message);
         goto out;
@@ -591,21 +605,24 @@ main(int argc, char **argv)
     migrate_say("%s %s%s", verify ? "verifying" : "copying", base_job,
                 dry_run ? " (dry run: nothing is written)" : "");
     if (!verify) {
-        if (all_versions)
+        if (all_versions) {
             migrate_say("every version of every cell is copied, one getVer "
                         "call per cell, each at its own timestamp");
-        else
+        } else {
             migrate_say("only the NEWEST version of each cell is copied "
                         "(a Thrift1 scan returns one version), at its own "
                         "timestamp; --all-versions copies every version");
+        }
         migrate_say("deletes are not copied: deleted cells are absent from "
                     "the source and stay absent, but a delete made in the "
                     "source after its row was copied is not carried over, "
                     "and delete markers (tombstones) are never copied");
     }
-    for (guint i = 0; i < ck->entries->len; i++)
-        if (!((struct ckpt_entry *)ck->entries->pdata[i])->idle)
+    for (guint i = 0; i < ck->entries->len; i++) {
+        if (!((struct ckpt_entry *)ck->entries->pdata[i])->idle) {
             nunits++;
+        }
+    }
     migrate_say("%u unit(s), %u worker(s)%s%s", nunits,
                 MIN((guint)parallel, MAX(nunits, 1)),
                 shard != NULL ? ", shard " : "", shard != NULL ? shard : "");
@@ -614,25 +631,29 @@ main(int argc, char **argv)
         migrate_say("checkpoint: %s", err->message);
         goto out;
     }
-    if (interval < 0)
+    if (interval < 0) {
         interval = tty ? 0.5 : 10;
+    }
     prog = progress_new((guint)parallel, ck->entries->len, stderr, tty,
                         interval,
                         verify    ? "verify"
                         : dry_run ? "dry-run"
                                   : "copy");
-    if (!no_progress)
+    if (!no_progress) {
         progress_start(prog);
+    }
     migrate_install_signals();
     if (!job_run(migrate_job, ck, prog, units_path != NULL ? stdout : NULL,
                  units_path != NULL ? stderr : stdout, &res, &err)) {
-        if (!no_progress)
+        if (!no_progress) {
             progress_stop(prog);
+        }
         migrate_say("%s", err->message);
         goto out;
     }
-    if (!no_progress)
+    if (!no_progress) {
         progress_stop(prog);
+    }
     {
         guint64 r, b;
         double secs;
@@ -663,26 +684,29 @@ main(int argc, char **argv)
         }
     }
     if (res.units_failed > 0 || res.units_interrupted > 0) {
-        if (res.units_interrupted > 0)
+        if (res.units_interrupted > 0) {
             migrate_say("interrupted (SIGINT or SIGTERM): %u unit(s) "
                         "stopped after their last acknowledged batch or "
                         "never begun",
                         res.units_interrupted);
-        if (checkpoint != NULL && !dry_run)
+        }
+        if (checkpoint != NULL && !dry_run) {
             migrate_say("incomplete: run the same command again to resume "
                         "from %s",
                         checkpoint);
-        else if (!verify && !dry_run)
+        } else if (!verify && !dry_run) {
             migrate_say("incomplete: without --checkpoint, a new run copies "
                         "every unit again (the same cells at the same "
                         "timestamps)");
+        }
         rc = MIGRATE_EXIT_FAILED;
     } else if (verify && res.diffs > 0) {
         migrate_say("%" G_GUINT64_FORMAT " difference(s)", res.diffs);
         rc = MIGRATE_EXIT_DIFFER;
     } else {
-        if (verify)
+        if (verify) {
             migrate_say("no differences");
+        }
         rc = MIGRATE_EXIT_OK;
     }
 out:

@@ -74,11 +74,13 @@ progress_scale_value(const struct progress_scale *s, const uint8_t *key,
                       (s->absent[p] ? 1u : 0u);
         guint d = 0;
 
-        if (radix <= 1)
+        if (radix <= 1) {
             continue; /* every key alike here: no information */
-        if (i < len && s->present[p])
+        }
+        if (i < len && s->present[p]) {
             d = (s->absent[p] ? 1u : 0u) +
                 (guint)(CLAMP(key[i], s->lo[p], s->hi[p]) - s->lo[p]);
+        }
         w /= radix;
         v += d * w;
     }
@@ -115,8 +117,9 @@ progress_scale_init(struct progress_scale *s, GPtrArray *keys, GBytes *last)
     memset(s, 0, sizeof(*s));
     s->first = g_bytes_ref(keys->pdata[0]);
     s->last = g_bytes_ref(last);
-    while (s->prefix < fl && s->prefix < ll && f[s->prefix] == l[s->prefix])
+    while (s->prefix < fl && s->prefix < ll && f[s->prefix] == l[s->prefix]) {
         s->prefix++;
+    }
     for (guint i = 0; i < keys->len; i++) {
         gsize n;
         const uint8_t *k = g_bytes_get_data(keys->pdata[i], &n);
@@ -145,12 +148,15 @@ progress_scale_at(const struct progress_scale *s, const uint8_t *key,
     const uint8_t *l = g_bytes_get_data(s->last, &ll);
     double v;
 
-    if (unit_key_cmp(key, len, f, fl) <= 0)
+    if (unit_key_cmp(key, len, f, fl) <= 0) {
         return 0;
-    if (unit_key_cmp(key, len, l, ll) >= 0)
+    }
+    if (unit_key_cmp(key, len, l, ll) >= 0) {
         return 1;
-    if (s->vlast <= s->vfirst)
+    }
+    if (s->vlast <= s->vfirst) {
         return 0;
+    }
     v = (progress_scale_value(s, key, len) - s->vfirst) /
         (s->vlast - s->vfirst);
     return CLAMP(v, 0.0, 1.0);
@@ -161,8 +167,9 @@ progress_scale_at(const struct progress_scale *s, const uint8_t *key,
 static double
 progress_unit_at(const struct progress_unit *u, const uint8_t *key, size_t len)
 {
-    if (u->sampled && !u->whole)
+    if (u->sampled && !u->whole) {
         return progress_scale_at(&u->scale, key, len);
+    }
     return unit_fraction(&u->range, key, len);
 }
 
@@ -172,15 +179,19 @@ progress_unit_total(const struct progress_unit *u)
 {
     double rows = (double)u->rows;
 
-    if (u->done)
+    if (u->done) {
         return rows;
-    if (u->sampled && u->whole)
+    }
+    if (u->sampled && u->whole) {
         return MAX(rows, (double)u->nsample);
+    }
     /* past the sample, the rows done say more than it did */
-    if (u->at > 0 && (!u->sampled || u->rows > u->nsample))
+    if (u->at > 0 && (!u->sampled || u->rows > u->nsample)) {
         return MAX(rows, rows / u->at);
-    if (u->sampled)
+    }
+    if (u->sampled) {
         return MAX(rows, u->sample_rows);
+    }
     return -1;
 }
 
@@ -196,8 +207,9 @@ progress_estimate(const struct progress *p, double *total)
         const struct progress_unit *u = &p->unit[i];
         double t;
 
-        if (u->idle)
+        if (u->idle) {
             continue;
+        }
         t = progress_unit_total(u);
         done += (double)u->rows;
         if (t < 0) {
@@ -210,18 +222,22 @@ progress_estimate(const struct progress *p, double *total)
     if (nknown == 0) {
         /* no sample and nothing run yet: by units, as a last resort */
         *total = -1;
-        if (p->units == 0)
+        if (p->units == 0) {
             return 1;
+        }
         f = p->units_done;
-        for (guint i = 0; i < p->nslots; i++)
-            if (p->slots[i].label != NULL)
+        for (guint i = 0; i < p->nslots; i++) {
+            if (p->slots[i].label != NULL) {
                 f += p->unit[p->slots[i].unit].at;
+            }
+        }
         return MIN(f / p->units, 1.0);
     }
     /* a unit nothing is known of holds as many as the others, on average */
     *total = known + nunknown * (known / nknown);
-    if (*total <= 0)
+    if (*total <= 0) {
         return p->units == 0 ? 1 : (double)p->units_done / p->units;
+    }
     return MIN(done / *total, 1.0);
 }
 
@@ -233,8 +249,9 @@ progress_fraction(struct progress *p, double *total_rows)
     g_mutex_lock(&p->lock);
     f = progress_estimate(p, &total);
     g_mutex_unlock(&p->lock);
-    if (total_rows != NULL)
+    if (total_rows != NULL) {
         *total_rows = total;
+    }
     return f;
 }
 
@@ -249,8 +266,9 @@ progress_unit_set(struct progress *p, guint i, const struct unit *u,
     pu->range.side = u->side;
     pu->range.start = g_bytes_ref(u->start);
     pu->range.end = g_bytes_ref(u->end);
-    if (idle && !pu->idle)
+    if (idle && !pu->idle) {
         p->units--;
+    }
     pu->idle = idle;
     g_mutex_unlock(&p->lock);
 }
@@ -273,10 +291,11 @@ progress_unit_sample(struct progress *p, guint i, GPtrArray *keys,
         u->sampled = u->whole = TRUE;
     } else if (keys->len >= 2) {
         /* the last row unknown: the range's end (an open one is all 0xff) */
-        if (last == NULL)
+        if (last == NULL) {
             end = g_bytes_get_size(u->range.end) > 0
                       ? g_bytes_ref(u->range.end)
                       : g_bytes_new_static(top, sizeof(top));
+        }
         progress_scale_init(&u->scale, keys, last != NULL ? last : end);
         /* keys->len rows reach a: the unit holds about len / a */
         a = progress_scale_at(&u->scale,
@@ -322,10 +341,12 @@ progress_new(guint slots, guint units, FILE *out, gboolean tty,
 void
 progress_free(struct progress *p)
 {
-    if (p == NULL)
+    if (p == NULL) {
         return;
-    for (guint i = 0; i < p->nslots; i++)
+    }
+    for (guint i = 0; i < p->nslots; i++) {
         g_free(p->slots[i].label);
+    }
     for (guint i = 0; i < p->nunits; i++) {
         unit_clear(&p->unit[i].range);
         progress_scale_clear(&p->unit[i].scale);
@@ -363,13 +384,14 @@ progress_eta(char *buf, size_t len, double elapsed, guint64 rows,
         return;
     }
     left = left_rows * elapsed / rows;
-    if (left >= 360000)
+    if (left >= 360000) {
         g_strlcpy(buf, ">100h", len);
-    else if (left >= 3600)
+    } else if (left >= 3600) {
         g_snprintf(buf, len, "%d:%02d:%02d", (int)(left / 3600),
                    (int)(left / 60) % 60, (int)left % 60);
-    else
+    } else {
         g_snprintf(buf, len, "%02d:%02d", (int)(left / 60), (int)left % 60);
+    }
 }
 
 static void
@@ -378,8 +400,9 @@ progress_bar(GString *s, double fraction, guint width)
     guint full = (guint)(fraction * width + 0.5);
 
     g_string_append_c(s, '[');
-    for (guint i = 0; i < width; i++)
+    for (guint i = 0; i < width; i++) {
         g_string_append_c(s, i < full ? '#' : '.');
+    }
     g_string_append_c(s, ']');
 }
 
@@ -397,13 +420,16 @@ progress_draw(struct progress *p, gboolean final)
     /* the rows shown are those of every run, as the units and the percent
      * are: a resumed run said "rows 1000 of ~3701, 100%" with 2701 rows
      * copied before it; the rate and the bytes are this run's */
-    for (guint i = 0; i < p->nunits; i++)
-        if (!p->unit[i].idle)
+    for (guint i = 0; i < p->nunits; i++) {
+        if (!p->unit[i].idle) {
             done_rows += p->unit[i].rows;
-    if (total >= 0)
+        }
+    }
+    if (total >= 0) {
         left = MAX(total - (double)done_rows, 0.0);
-    else if (fraction > 0)
+    } else if (fraction > 0) {
         left = (double)done_rows * (1 - fraction) / fraction;
+    }
     progress_human_bytes(bytes, sizeof(bytes), (double)p->bytes);
     progress_eta(eta, sizeof(eta), elapsed, p->rows, left);
     if (!p->tty) {
@@ -423,16 +449,18 @@ progress_draw(struct progress *p, gboolean final)
         return;
     }
     /* move up over the previous drawing and clear it */
-    for (guint i = 0; i < p->lines_drawn; i++)
+    for (guint i = 0; i < p->lines_drawn; i++) {
         g_string_append(s, "\033[1A\033[2K");
+    }
     for (guint i = 0; i < p->nslots && !final; i++) {
         const struct progress_slot *sl = &p->slots[i];
         const struct progress_unit *u;
         double se, ut, uf;
         char sb[32], seta[32];
 
-        if (sl->label == NULL)
+        if (sl->label == NULL) {
             continue;
+        }
         u = &p->unit[sl->unit];
         ut = progress_unit_total(u);
         uf = ut > 0 ? (double)u->rows / ut : u->at;
@@ -475,8 +503,9 @@ progress_thread(gpointer data)
 
         while (!p->stop && g_cond_wait_until(&p->cond, &p->lock, until))
             ;
-        if (!p->stop)
+        if (!p->stop) {
             progress_draw(p, FALSE);
+        }
     }
     g_mutex_unlock(&p->lock);
     return NULL;
@@ -495,8 +524,9 @@ progress_stop(struct progress *p)
     p->stop = TRUE;
     g_cond_broadcast(&p->cond);
     g_mutex_unlock(&p->lock);
-    if (p->thread != NULL)
+    if (p->thread != NULL) {
         g_thread_join(p->thread);
+    }
     p->thread = NULL;
     g_mutex_lock(&p->lock);
     progress_draw(p, TRUE);

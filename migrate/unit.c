@@ -18,10 +18,12 @@ unit_hex_decode(const char *s)
     size_t n = strlen(s);
     uint8_t *out;
 
-    if (strcmp(s, "-") == 0)
+    if (strcmp(s, "-") == 0) {
         return g_bytes_new(NULL, 0);
-    if (n == 0 || n % 2 != 0)
+    }
+    if (n == 0 || n % 2 != 0) {
         return NULL;
+    }
     out = g_malloc(n / 2);
     for (size_t i = 0; i < n / 2; i++) {
         int hi = g_ascii_xdigit_value(s[2 * i]);
@@ -45,8 +47,9 @@ unit_parse(const char *line, struct unit *u, gboolean *skip, GError **error)
 
     memset(u, 0, sizeof(*u));
     *skip = FALSE;
-    while (*p == ' ' || *p == '\t')
+    while (*p == ' ' || *p == '\t') {
         p++;
+    }
     if (*p == '\0' || *p == '\n' || *p == '\r' || *p == '#') {
         *skip = TRUE;
         return FALSE;
@@ -55,9 +58,11 @@ unit_parse(const char *line, struct unit *u, gboolean *skip, GError **error)
         g_autofree char *copy = g_strdup(p);
 
         g_strchomp(copy);
-        for (char *q = copy; *q; q++)
-            if (*q == '\t')
+        for (char *q = copy; *q; q++) {
+            if (*q == '\t') {
                 *q = ' ';
+            }
+        }
         f = g_strsplit(copy, " ", -1);
     }
     /* drop empty fields from runs of spaces */
@@ -112,8 +117,9 @@ unit_hex_append(GString *s, GBytes *b)
         g_string_append_c(s, '-');
         return;
     }
-    for (gsize i = 0; i < len; i++)
+    for (gsize i = 0; i < len; i++) {
         g_string_append_printf(s, "%02x", p[i]);
+    }
 }
 
 char *
@@ -133,8 +139,9 @@ unit_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
     /* an empty GBytes has no data pointer: memcmp must not see it */
     int c = MIN(alen, blen) > 0 ? memcmp(a, b, MIN(alen, blen)) : 0;
 
-    if (c != 0)
+    if (c != 0) {
         return c;
+    }
     return alen < blen ? -1 : alen > blen ? 1 : 0;
 }
 
@@ -145,8 +152,9 @@ unit_contains(const struct unit *u, const uint8_t *key, size_t len)
     const uint8_t *s = g_bytes_get_data(u->start, &sl);
     const uint8_t *e = g_bytes_get_data(u->end, &el);
 
-    if (unit_key_cmp(key, len, s, sl) < 0)
+    if (unit_key_cmp(key, len, s, sl) < 0) {
         return FALSE;
+    }
     return el == 0 || unit_key_cmp(key, len, e, el) < 0;
 }
 
@@ -157,12 +165,14 @@ unit_parse_shard(const char *text, guint *index, guint *count, GError **error)
     char *end;
 
     i = g_ascii_strtoull(text, &end, 10);
-    if (end == text || *end != '/')
+    if (end == text || *end != '/') {
         goto bad;
+    }
     text = end + 1;
     n = g_ascii_strtoull(text, &end, 10);
-    if (end == text || *end != '\0' || n < 1 || n > 100000 || i < 1 || i > n)
+    if (end == text || *end != '\0' || n < 1 || n > 100000 || i < 1 || i > n) {
         goto bad;
+    }
     *index = (guint)i;
     *count = (guint)n;
     return TRUE;
@@ -203,13 +213,15 @@ unit_fraction(const struct unit *u, const uint8_t *key, size_t len)
         el = sizeof(top);
     }
     while (common < sl && common < el && common < len &&
-           s[common] == e[common] && key[common] == s[common])
+           s[common] == e[common] && key[common] == s[common]) {
         common++;
+    }
     a = unit_key_value(s, sl, common);
     b = unit_key_value(e, el, common);
     k = unit_key_value(key, len, common);
-    if (b <= a)
+    if (b <= a) {
         return 0;
+    }
     f = (k - a) / (b - a);
     return f < 0 ? 0 : f > 1 ? 1 : f;
 }

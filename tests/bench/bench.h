@@ -13,7 +13,8 @@
 /* 64 linear sub-buckets per power of two: every recorded value is known to
  * within 1/64 (1.6 %), whatever its magnitude, in a fixed 30 KiB array. */
 #define BENCH_HIST_SUB_BITS 6
-#define BENCH_HIST_SLOTS ((64 - BENCH_HIST_SUB_BITS + 1) << BENCH_HIST_SUB_BITS)
+#define BENCH_HIST_SLOTS                                                      \
+    ((64 - BENCH_HIST_SUB_BITS + 1) << BENCH_HIST_SUB_BITS)
 
 struct bench_hist {
     uint64_t count;
@@ -64,18 +65,18 @@ struct bench_key {
 
 struct bench_keys {
     bench_keydist_t dist;
-    uint64_t rows;          /* key space: indices 0..rows-1 */
+    uint64_t rows; /* key space: indices 0..rows-1 */
     double zipf_s;
-    double celebrity;       /* share of operations on one hot key, or on
+    double celebrity; /* share of operations on one hot key, or on
                              * the hot user (celebrity-user) */
     uint64_t celebrity_idx;
-    uint64_t users;         /* celebrity-user: users; app-user-ts: per app */
-    uint64_t apps;          /* app-user-ts */
+    uint64_t users; /* celebrity-user: users; app-user-ts: per app */
+    uint64_t apps;  /* app-user-ts */
     uint64_t celebrity_user;
     uint64_t celebrity_rows; /* celebrity-user: indices 0..this-1 are its */
-    double *zipf_cdf;       /* rows entries, rank order */
-    uint64_t mono_next;     /* next monotonic sequence number */
-    uint64_t mono_base;     /* microseconds at start: timestamp-like */
+    double *zipf_cdf;        /* rows entries, rank order */
+    uint64_t mono_next;      /* next monotonic sequence number */
+    uint64_t mono_base;      /* microseconds at start: timestamp-like */
     uint64_t rng;
 };
 
@@ -103,8 +104,8 @@ int64_t bench_keys_scan_index(struct bench_keys *ks, bench_target_t target);
 /* Length of key up to and including its fields-th field separator (the
  * whole key when it has fewer): "u0000042-" for 1 field of celebrity-user,
  * "a00003,u0000007," for 2 of app-user-ts.  0 for the k keys. */
-size_t bench_key_fields(const struct bench_keys *ks,
-                        const struct bench_key *k, unsigned fields);
+size_t bench_key_fields(const struct bench_keys *ks, const struct bench_key *k,
+                        unsigned fields);
 
 /* ---- requests and replies ---- */
 
@@ -114,10 +115,10 @@ struct bench_rowref {
 };
 
 struct bench_reply {
-    gboolean ok;            /* a REPLY whose success field (or void) came */
-    const char *error;      /* why not, static or inside the message */
-    int32_t i32;            /* success value of scannerOpen* */
-    GArray *rows;           /* struct bench_rowref into the message */
+    gboolean ok;       /* a REPLY whose success field (or void) came */
+    const char *error; /* why not, static or inside the message */
+    int32_t i32;       /* success value of scannerOpen* */
+    GArray *rows;      /* struct bench_rowref into the message */
 };
 
 struct bench_codec {

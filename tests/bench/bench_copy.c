@@ -24,8 +24,8 @@ struct bench_copy {
 
 static gboolean
 bench_copy_region(struct bench_copy *b, struct hconn *c,
-                  const struct hconn_region *r, guint64 *rows,
-                  guint64 *cells, guint64 *writes, GError **error)
+                  const struct hconn_region *r, guint64 *rows, guint64 *cells,
+                  guint64 *writes, GError **error)
 {
     gsize slen, elen;
     const uint8_t *sp = g_bytes_get_data(r->start, &slen);
@@ -35,21 +35,24 @@ bench_copy_region(struct bench_copy *b, struct hconn *c,
     gboolean ok = TRUE;
 
     if (!hconn_scanner_open(c, b->from, sp, slen, ep, elen, b->batch, &id,
-                            error))
+                            error)) {
         return FALSE;
+    }
     hconn_rows_init(&batch);
     for (;;) {
         hconn_rows_clear(&batch);
         ok = hconn_scanner_get_list(c, id, b->batch, &batch, error);
-        if (!ok || batch.rows->len == 0)
+        if (!ok || batch.rows->len == 0) {
             break;
+        }
         ok = hconn_mutate_rows(c, b->to,
                                (const struct hconn_row *)batch.rows->data,
                                batch.rows->len,
                                (const struct hconn_cell *)batch.cells->data,
                                error);
-        if (!ok)
+        if (!ok) {
             break;
+        }
         *rows += batch.rows->len;
         *cells += batch.cells->len;
         (*writes)++;
@@ -70,12 +73,14 @@ bench_copy_worker(gpointer data)
         const struct hconn_region *r = NULL;
 
         g_mutex_lock(&b->lock);
-        if (b->next < b->regions->len)
+        if (b->next < b->regions->len) {
             r = &g_array_index(b->regions, struct hconn_region, b->next++);
+        }
         g_mutex_unlock(&b->lock);
         if (r == NULL ||
-            !bench_copy_region(b, c, r, &rows, &cells, &writes, &error))
+            !bench_copy_region(b, c, r, &rows, &cells, &writes, &error)) {
             break;
+        }
     }
     g_mutex_lock(&b->lock);
     if (error != NULL) {
@@ -96,19 +101,20 @@ main(int argc, char **argv)
     g_autofree char *conf = NULL, *from = NULL, *to = NULL;
     gint parallel = 4, batch = 1000;
     GOptionEntry entries[] = {
-        {"config", 'c', 0, G_OPTION_ARG_FILENAME, &conf, "config", "FILE"},
-        {"from-table", 0, 0, G_OPTION_ARG_STRING, &from, "source", "T"},
-        {"to-table", 0, 0, G_OPTION_ARG_STRING, &to, "destination", "T"},
-        {"parallel", 0, 0, G_OPTION_ARG_INT, &parallel, "regions at once",
-         "N"},
-        {"batch-rows", 0, 0, G_OPTION_ARG_INT, &batch, "rows per fetch", "N"},
-        {NULL},
+        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &conf, "config", "FILE" },
+        { "from-table", 0, 0, G_OPTION_ARG_STRING, &from, "source", "T" },
+        { "to-table", 0, 0, G_OPTION_ARG_STRING, &to, "destination", "T" },
+        { "parallel", 0, 0, G_OPTION_ARG_INT, &parallel, "regions at once",
+          "N" },
+        { "batch-rows", 0, 0, G_OPTION_ARG_INT, &batch, "rows per fetch",
+          "N" },
+        { NULL },
     };
     g_autoptr(GOptionContext) ctx =
         g_option_context_new("- plain scan-and-write copy (baseline)");
     g_autoptr(GError) error = NULL;
     g_autoptr(config_t) cfg = NULL;
-    struct bench_copy b = {0};
+    struct bench_copy b = { 0 };
     struct hconn *c;
     GThread **threads;
     gint64 t0;
@@ -141,10 +147,12 @@ main(int argc, char **argv)
     g_mutex_init(&b.lock);
     threads = g_new0(GThread *, (guint)parallel);
     t0 = g_get_monotonic_time();
-    for (gint i = 0; i < parallel; i++)
+    for (gint i = 0; i < parallel; i++) {
         threads[i] = g_thread_new("copy", bench_copy_worker, &b);
-    for (gint i = 0; i < parallel; i++)
+    }
+    for (gint i = 0; i < parallel; i++) {
         g_thread_join(threads[i]);
+    }
     secs = (g_get_monotonic_time() - t0) / 1e6;
     g_free(threads);
     hconn_regions_free(b.regions);

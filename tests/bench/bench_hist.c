@@ -25,7 +25,8 @@ static uint64_t
 bench_hist_slot_mid(unsigned slot)
 {
     unsigned e = slot >= (2u << BENCH_HIST_SUB_BITS)
-                     ? (slot >> BENCH_HIST_SUB_BITS) - 1 : 0;
+                     ? (slot >> BENCH_HIST_SUB_BITS) - 1
+                     : 0;
     uint64_t m = slot - ((uint64_t)e << BENCH_HIST_SUB_BITS);
 
     return (m << e) + (((uint64_t)1 << e) - 1) / 2;
@@ -37,10 +38,12 @@ bench_hist_add(struct bench_hist *h, uint64_t v)
     h->slots[bench_hist_slot(v)]++;
     h->count++;
     h->sum += (double)v;
-    if (v < h->min)
+    if (v < h->min) {
         h->min = v;
-    if (v > h->max)
+    }
+    if (v > h->max) {
         h->max = v;
+    }
 }
 
 uint64_t
@@ -48,13 +51,16 @@ bench_hist_quantile(const struct bench_hist *h, double q)
 {
     uint64_t want, seen = 0;
 
-    if (h->count == 0)
+    if (h->count == 0) {
         return 0;
+    }
     want = (uint64_t)(q * (double)h->count + 0.5);
-    if (want < 1)
+    if (want < 1) {
         want = 1;
-    if (want > h->count)
+    }
+    if (want > h->count) {
         want = h->count;
+    }
     for (unsigned i = 0; i < BENCH_HIST_SLOTS; i++) {
         seen += h->slots[i];
         if (seen >= want) {

@@ -31,8 +31,8 @@ bench_rand_unit(uint64_t *state)
 
 gboolean
 bench_keys_init(struct bench_keys *ks, bench_keydist_t dist, uint64_t rows,
-                double zipf_s, double celebrity, uint64_t users,
-                uint64_t apps, uint64_t seed, const char **why)
+                double zipf_s, double celebrity, uint64_t users, uint64_t apps,
+                uint64_t seed, const char **why)
 {
     memset(ks, 0, sizeof(*ks));
     ks->dist = dist;
@@ -73,8 +73,9 @@ bench_keys_init(struct bench_keys *ks, bench_keydist_t dist, uint64_t rows,
             sum += 1.0 / pow((double)(i + 1), zipf_s);
             ks->zipf_cdf[i] = sum;
         }
-        for (uint64_t i = 0; i < ks->rows; i++)
+        for (uint64_t i = 0; i < ks->rows; i++) {
             ks->zipf_cdf[i] /= sum;
+        }
     }
     return TRUE;
 }
@@ -98,10 +99,12 @@ bench_keys_free(struct bench_keys *ks)
 static uint64_t
 bench_keys_scatter(const struct bench_keys *ks, uint64_t r)
 {
-    const uint64_t p = 2654435761ULL; /* prime; coprime to rows unless it divides it */
+    const uint64_t p =
+        2654435761ULL; /* prime; coprime to rows unless it divides it */
 
-    if (ks->rows % p == 0)
+    if (ks->rows % p == 0) {
         return r;
+    }
     return (uint64_t)(((unsigned __int128)r * p) % ks->rows);
 }
 
@@ -110,10 +113,12 @@ bench_keys_read_index(struct bench_keys *ks)
 {
     /* the shapes read rows uniformly: a user is read as often as it has
      * rows, so the celebrity gets its share of reads as of writes */
-    if (!bench_keys_ordered(ks))
+    if (!bench_keys_ordered(ks)) {
         return bench_rand(&ks->rng) % ks->rows;
-    if (ks->celebrity > 0 && bench_rand_unit(&ks->rng) < ks->celebrity)
+    }
+    if (ks->celebrity > 0 && bench_rand_unit(&ks->rng) < ks->celebrity) {
         return ks->celebrity_idx;
+    }
     switch (ks->dist) {
     case BENCH_KEYS_ZIPF: {
         double u = bench_rand_unit(&ks->rng);
@@ -122,18 +127,17 @@ bench_keys_read_index(struct bench_keys *ks)
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
 
-            if (ks->zipf_cdf[mid] < u)
+            if (ks->zipf_cdf[mid] < u) {
                 lo = mid + 1;
-            else
+            } else {
                 hi = mid;
+            }
         }
         return bench_keys_scatter(ks, lo);
     }
-    case BENCH_KEYS_MONOTONIC:
-        return ks->mono_next++ % ks->rows;
+    case BENCH_KEYS_MONOTONIC: return ks->mono_next++ % ks->rows;
     case BENCH_KEYS_UNIFORM:
-    default:
-        return bench_rand(&ks->rng) % ks->rows;
+    default: return bench_rand(&ks->rng) % ks->rows;
     }
 }
 
@@ -142,13 +146,15 @@ bench_keys_scan_index(struct bench_keys *ks, bench_target_t target)
 {
     uint64_t c = ks->celebrity_rows;
 
-    if (ks->dist != BENCH_KEYS_CELEBRITY_USER ||
-        target == BENCH_TARGET_ANY)
+    if (ks->dist != BENCH_KEYS_CELEBRITY_USER || target == BENCH_TARGET_ANY) {
         return (int64_t)bench_keys_read_index(ks);
-    if (target == BENCH_TARGET_CELEBRITY)
+    }
+    if (target == BENCH_TARGET_CELEBRITY) {
         return c == 0 ? -1 : (int64_t)(bench_rand(&ks->rng) % c);
-    return c >= ks->rows ? -1
-                         : (int64_t)(c + bench_rand(&ks->rng) % (ks->rows - c));
+    }
+    return c >= ks->rows
+               ? -1
+               : (int64_t)(c + bench_rand(&ks->rng) % (ks->rows - c));
 }
 
 static void bench_key_printf(struct bench_key *out, const char *fmt, ...)
@@ -213,11 +219,14 @@ bench_key_fields(const struct bench_keys *ks, const struct bench_key *k,
                : ks->dist == BENCH_KEYS_APP_USER_TS  ? ','
                                                      : '\0';
 
-    if (sep == '\0')
+    if (sep == '\0') {
         return 0;
-    for (size_t i = 0; i < k->len; i++)
-        if (k->k[i] == (uint8_t)sep && --fields == 0)
+    }
+    for (size_t i = 0; i < k->len; i++) {
+        if (k->k[i] == (uint8_t)sep && --fields == 0) {
             return i + 1;
+        }
+    }
     return k->len;
 }
 
@@ -252,18 +261,20 @@ void
 bench_keys_next(struct bench_keys *ks, gboolean write, struct bench_key *out)
 {
     if (!bench_keys_ordered(ks)) {
-        if (write)
+        if (write) {
             bench_keys_new_row(ks, out);
-        else
+        } else {
             bench_key_of_index(ks, bench_keys_read_index(ks), out);
+        }
         return;
     }
     if (write && ks->dist == BENCH_KEYS_MONOTONIC &&
         !(ks->celebrity > 0 && bench_rand_unit(&ks->rng) < ks->celebrity)) {
         /* a timestamp-like key: always past every key written before */
-        out->len = (uint8_t)snprintf(
-            (char *)out->k, sizeof(out->k), "t%016llu",
-            (unsigned long long)(ks->mono_base + ks->mono_next++));
+        out->len = (uint8_t)snprintf((char *)out->k, sizeof(out->k),
+                                     "t%016llu",
+                                     (unsigned long long)(ks->mono_base +
+                                                          ks->mono_next++));
         return;
     }
     if (write && ks->dist == BENCH_KEYS_MONOTONIC) {

@@ -20,14 +20,20 @@
 #include <unistd.h>
 
 typedef enum {
-    BENCH_W_GET, BENCH_W_PUT, BENCH_W_MIX, BENCH_W_MULTIGET,
-    BENCH_W_SCAN_FULL, BENCH_W_SCAN_PREFIX, BENCH_W_SCAN_RANGE,
-    BENCH_W_LOAD, BENCH_W_IDLE,
+    BENCH_W_GET,
+    BENCH_W_PUT,
+    BENCH_W_MIX,
+    BENCH_W_MULTIGET,
+    BENCH_W_SCAN_FULL,
+    BENCH_W_SCAN_PREFIX,
+    BENCH_W_SCAN_RANGE,
+    BENCH_W_LOAD,
+    BENCH_W_IDLE,
 } bench_workload_t;
 
 static const char *const bench_workload_names[] = {
-    "get", "put", "mix", "multiget", "scan-full", "scan-prefix",
-    "scan-range", "load", "idle",
+    "get",         "put",        "mix",  "multiget", "scan-full",
+    "scan-prefix", "scan-range", "load", "idle",
 };
 
 /* ---- options ---- */
@@ -42,12 +48,28 @@ static struct {
     double duration, warmup, zipf_s, celebrity, put_share, timeout;
     gint64 max_ops, rows, seed, scan_limit;
 } bench_opt = {
-    .target = NULL, .table = NULL, .column = NULL, .workload = NULL,
-    .connections = 64, .value_size = 100, .multiget_keys = 100,
-    .scan_batch = 1000, .scan_rows = 1000, .prefix_len = 8,
-    .max_connecting = 256, .pipeline = 1, .duration = 0, .warmup = 0, .zipf_s = 0.99,
-    .celebrity = 0, .put_share = 0.1, .timeout = 600, .rows = 1000000,
-    .seed = 1, .users = 1000, .apps = 100,
+    .target = NULL,
+    .table = NULL,
+    .column = NULL,
+    .workload = NULL,
+    .connections = 64,
+    .value_size = 100,
+    .multiget_keys = 100,
+    .scan_batch = 1000,
+    .scan_rows = 1000,
+    .prefix_len = 8,
+    .max_connecting = 256,
+    .pipeline = 1,
+    .duration = 0,
+    .warmup = 0,
+    .zipf_s = 0.99,
+    .celebrity = 0,
+    .put_share = 0.1,
+    .timeout = 600,
+    .rows = 1000000,
+    .seed = 1,
+    .users = 1000,
+    .apps = 100,
 };
 
 /* one option per line, as --help lists them */
@@ -97,8 +119,13 @@ static GOptionEntry bench_entries[] = {
 
 /* ---- state ---- */
 
-enum { BENCH_EXP_POINT, BENCH_EXP_MULTI, BENCH_EXP_OPEN, BENCH_EXP_LIST,
-       BENCH_EXP_CLOSE };
+enum {
+    BENCH_EXP_POINT,
+    BENCH_EXP_MULTI,
+    BENCH_EXP_OPEN,
+    BENCH_EXP_LIST,
+    BENCH_EXP_CLOSE
+};
 
 #define BENCH_MAXQ 64
 
@@ -114,7 +141,7 @@ struct bench_conn {
     struct bufferevent *bev;
     struct bench_expect q[BENCH_MAXQ];
     unsigned qh, qn;
-    struct wire_scan *scan;      /* unframed replies: where one was left */
+    struct wire_scan *scan; /* unframed replies: where one was left */
 };
 
 /* One fetched batch of a bucket scanner: logical row keys, copied out of
@@ -137,8 +164,8 @@ struct bench_scan {
     struct bench_bucket *bk;
     unsigned *heap, hn;
     gboolean merging, merge_done;
-    int stalled;                 /* bucket the heap merge waits for, or -1 */
-    unsigned seq_i;              /* sequential: bucket being opened/closed */
+    int stalled;    /* bucket the heap merge waits for, or -1 */
+    unsigned seq_i; /* sequential: bucket being opened/closed */
     gboolean have_last;
     size_t last_len;
     uint8_t last[BENCH_KEY_MAX * 2];
@@ -152,11 +179,11 @@ struct bench_session {
     unsigned nconns;
     gboolean in_op, stopped;
     uint64_t t0;
-    unsigned outstanding;        /* replies the current op waits for */
+    unsigned outstanding; /* replies the current op waits for */
     uint64_t op_rows;
-    unsigned op_calls;           /* calls in the operation (--pipeline) */
-    struct bench_key *keys;      /* multiget / put batch */
-    unsigned *order;             /* multiget: key indices grouped by bucket */
+    unsigned op_calls;      /* calls in the operation (--pipeline) */
+    struct bench_key *keys; /* multiget / put batch */
+    unsigned *order;        /* multiget: key indices grouped by bucket */
     struct bench_scan scan;
 };
 
@@ -172,7 +199,7 @@ static struct {
     uint8_t *value;
     struct bench_session *sessions;
     unsigned nsessions, active;
-    GPtrArray *conns;            /* every bench_conn, connect order */
+    GPtrArray *conns; /* every bench_conn, connect order */
     unsigned next_connect, connected;
     gboolean measuring, stopping, finished;
     uint64_t t_start, t_stop;
@@ -201,8 +228,8 @@ bench_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static G_GNUC_NORETURN void
-bench_die(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static G_GNUC_NORETURN void bench_die(const char *fmt, ...)
+    G_GNUC_PRINTF(1, 2);
 
 static void
 bench_die(const char *fmt, ...)
@@ -221,8 +248,9 @@ static void
 bench_error(const char *why)
 {
     B.errors++;
-    if (B.first_error == NULL)
+    if (B.first_error == NULL) {
         B.first_error = why;
+    }
 }
 
 /* ---- /proc of the process under test ---- */
@@ -237,12 +265,14 @@ bench_proc_cpu(int pid)
     size_t n;
     char *p;
 
-    if (pid <= 0)
+    if (pid <= 0) {
         return -1;
+    }
     snprintf(path, sizeof(path), "/proc/%d/stat", pid);
     f = fopen(path, "r");
-    if (f == NULL)
+    if (f == NULL) {
         return -1;
+    }
     n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = '\0';
@@ -250,8 +280,9 @@ bench_proc_cpu(int pid)
     p = strrchr(buf, ')');
     if (p == NULL ||
         sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-               &ut, &st) != 2)
+               &ut, &st) != 2) {
         return -1;
+    }
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
@@ -262,12 +293,14 @@ bench_proc_rss_kb(int pid)
     long kb = -1;
     FILE *f;
 
-    if (pid <= 0)
+    if (pid <= 0) {
         return -1;
+    }
     snprintf(path, sizeof(path), "/proc/%d/status", pid);
     f = fopen(path, "r");
-    if (f == NULL)
+    if (f == NULL) {
         return -1;
+    }
     while (fgets(line, sizeof(line), f) != NULL) {
         if (strncmp(line, "VmRSS:", 6) == 0) {
             kb = strtol(line + 6, NULL, 10);
@@ -285,14 +318,16 @@ bench_send(struct bench_conn *c, uint8_t kind, uint32_t bucket)
 {
     struct bench_expect *e;
 
-    if (c->qn == BENCH_MAXQ)
+    if (c->qn == BENCH_MAXQ) {
         bench_die("internal: too many requests in flight on one connection");
+    }
     e = &c->q[(c->qh + c->qn++) % BENCH_MAXQ];
     e->kind = kind;
     e->bucket = bucket;
     c->s->outstanding++;
-    if (bufferevent_write(c->bev, B.out.data, B.out.len) != 0)
+    if (bufferevent_write(c->bev, B.out.data, B.out.len) != 0) {
         bench_die("write failed");
+    }
     wire_buf_clear(&B.out);
 }
 
@@ -312,8 +347,9 @@ bench_key_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 {
     int c = memcmp(a, b, MIN(al, bl));
 
-    if (c != 0)
+    if (c != 0) {
         return c;
+    }
     return al < bl ? -1 : al > bl ? 1 : 0;
 }
 
@@ -323,8 +359,9 @@ bench_scan_row(struct bench_session *s, const uint8_t *p, size_t len)
 {
     struct bench_scan *sc = &s->scan;
 
-    if (sc->have_last && bench_key_cmp(sc->last, sc->last_len, p, len) >= 0)
+    if (sc->have_last && bench_key_cmp(sc->last, sc->last_len, p, len) >= 0) {
         bench_error("scan rows out of order");
+    }
     len = MIN(len, sizeof(sc->last));
     memcpy(sc->last, p, len);
     sc->last_len = len;
@@ -346,9 +383,10 @@ bench_scan_limited(const struct bench_session *s)
 static int32_t
 bench_scan_want(const struct bench_session *s)
 {
-    if (bench_opt.scan_limit > 0)
+    if (bench_opt.scan_limit > 0) {
         return (int32_t)MIN((uint64_t)bench_opt.scan_batch,
                             (uint64_t)bench_opt.scan_limit - s->op_rows);
+    }
     return bench_opt.scan_batch;
 }
 
@@ -382,12 +420,17 @@ bench_scan_reset(struct bench_scan *sc)
 static gboolean
 bench_should_stop(void)
 {
-    if (B.stopping)
+    if (B.stopping) {
         return TRUE;
-    if (bench_opt.max_ops > 0 && B.ops_started >= (uint64_t)bench_opt.max_ops)
+    }
+    if (bench_opt.max_ops > 0 &&
+        B.ops_started >= (uint64_t)bench_opt.max_ops) {
         return TRUE;
-    if (B.workload == BENCH_W_LOAD && B.load_next >= (uint64_t)bench_opt.rows)
+    }
+    if (B.workload == BENCH_W_LOAD &&
+        B.load_next >= (uint64_t)bench_opt.rows) {
         return TRUE;
+    }
     return FALSE;
 }
 
@@ -407,12 +450,12 @@ bench_op_done(struct bench_session *s)
         return;
     }
     s->stopped = TRUE;
-    if (--B.active == 0)
+    if (--B.active == 0) {
         bench_finish();
+    }
 }
 
-static void
-bench_op_point1(struct bench_session *s, gboolean put);
+static void bench_op_point1(struct bench_session *s, gboolean put);
 
 /* --pipeline N: N point calls written at once on the session's
  * connection, as an async client does; the operation ends with the last
@@ -424,8 +467,9 @@ bench_op_point(struct bench_session *s, gboolean put)
 
     s->op_calls = n;
     for (unsigned i = 0; i < n; i++) {
-        if (B.workload == BENCH_W_MIX && i > 0)
+        if (B.workload == BENCH_W_MIX && i > 0) {
             put = bench_rand_unit(&B.keys.rng) < bench_opt.put_share;
+        }
         bench_op_point1(s, put);
     }
 }
@@ -440,8 +484,9 @@ bench_op_point1(struct bench_session *s, gboolean put)
         struct bench_key k;
 
         bench_keys_next(&B.keys, FALSE, &k);
-        if (B.salted)
+        if (B.salted) {
             bench_salt_key(&k);
+        }
         bench_req_get_row(&B.codec, &B.out, B.table_name, &k,
                           bench_opt.column);
         bench_send(c, BENCH_EXP_POINT, 0);
@@ -457,8 +502,9 @@ bench_op_point1(struct bench_session *s, gboolean put)
         } else {
             bench_keys_next(&B.keys, TRUE, &s->keys[i]);
         }
-        if (B.salted)
+        if (B.salted) {
             bench_salt_key(&s->keys[i]);
+        }
     }
     s->op_rows += n; /* rows written */
     bench_req_mutate_rows(&B.codec, &B.out, B.table_name, s->keys, n,
@@ -473,8 +519,9 @@ bench_op_multiget(struct bench_session *s)
     unsigned k = (unsigned)bench_opt.multiget_keys;
     uint32_t *bucket_of;
 
-    for (unsigned i = 0; i < k; i++)
+    for (unsigned i = 0; i < k; i++) {
         bench_keys_next(&B.keys, FALSE, &s->keys[i]);
+    }
     if (!B.salted) {
         bench_req_get_rows(&B.codec, &B.out, B.table_name, s->keys, NULL, k);
         bench_send(&s->conns[0], BENCH_EXP_MULTI, 0);
@@ -490,11 +537,14 @@ bench_op_multiget(struct bench_session *s)
     for (uint32_t b = 0; b < B.salt.buckets; b++) {
         unsigned m = 0;
 
-        for (unsigned i = 0; i < k; i++)
-            if (bucket_of[i] == b)
+        for (unsigned i = 0; i < k; i++) {
+            if (bucket_of[i] == b) {
                 s->order[m++] = i;
-        if (m == 0)
+            }
+        }
+        if (m == 0) {
             continue;
+        }
         bench_req_get_rows(&B.codec, &B.out, B.table_name, s->keys, s->order,
                            m);
         bench_send(&s->conns[b % s->nconns], BENCH_EXP_MULTI, b);
@@ -539,7 +589,8 @@ bench_op_scan(struct bench_session *s)
     if (B.workload == BENCH_W_SCAN_RANGE) {
         uint64_t span = (uint64_t)bench_opt.scan_rows;
         uint64_t top = (uint64_t)bench_opt.rows > span
-                           ? (uint64_t)bench_opt.rows - span : 0;
+                           ? (uint64_t)bench_opt.rows - span
+                           : 0;
         uint64_t i = bench_rand(&B.keys.rng) % (top + 1);
 
         bench_key_of_index(&B.keys, i, &k);
@@ -551,16 +602,17 @@ bench_op_scan(struct bench_session *s)
     } else if (B.workload == BENCH_W_SCAN_PREFIX) {
         int64_t i = bench_keys_scan_index(&B.keys, B.scan_target);
 
-        if (i < 0)
+        if (i < 0) {
             bench_die("--scan-target %s: that user has no rows",
                       bench_opt.scan_target);
+        }
         bench_key_of_index(&B.keys, (uint64_t)i, &k);
         /* a shaped key's prefix is whole fields: one user, one app */
-        sc->start_len = bench_opt.prefix_fields > 0
-                            ? bench_key_fields(&B.keys, &k,
-                                               (unsigned)bench_opt.prefix_fields)
-                            : MIN((size_t)bench_opt.prefix_len,
-                                  (size_t)k.len);
+        sc->start_len =
+            bench_opt.prefix_fields > 0
+                ? bench_key_fields(&B.keys, &k,
+                                   (unsigned)bench_opt.prefix_fields)
+                : MIN((size_t)bench_opt.prefix_len, (size_t)k.len);
         memcpy(sc->start, k.k, sc->start_len);
         memcpy(sc->stop, sc->start, sc->start_len);
         sc->stop_len = salt_successor(sc->stop, sc->start_len);
@@ -574,8 +626,9 @@ bench_op_scan(struct bench_session *s)
         /* HBaseWD: the scanners are opened one after the other */
         bench_scan_open_bucket(s, &s->conns[0], 0);
     } else {
-        for (uint32_t b = 0; b < sc->nb; b++)
+        for (uint32_t b = 0; b < sc->nb; b++) {
             bench_scan_open_bucket(s, &s->conns[b], b);
+        }
     }
 }
 
@@ -591,23 +644,15 @@ bench_op_start(struct bench_session *s)
     B.ops_started++;
     switch (B.workload) {
     case BENCH_W_GET:
-    case BENCH_W_IDLE:
-        bench_op_point(s, FALSE);
-        break;
+    case BENCH_W_IDLE: bench_op_point(s, FALSE); break;
     case BENCH_W_PUT:
-    case BENCH_W_LOAD:
-        bench_op_point(s, TRUE);
-        break;
+    case BENCH_W_LOAD: bench_op_point(s, TRUE); break;
     case BENCH_W_MIX:
         put = bench_rand_unit(&B.keys.rng) < bench_opt.put_share;
         bench_op_point(s, put);
         break;
-    case BENCH_W_MULTIGET:
-        bench_op_multiget(s);
-        break;
-    default:
-        bench_op_scan(s);
-        break;
+    case BENCH_W_MULTIGET: bench_op_multiget(s); break;
+    default: bench_op_scan(s); break;
     }
 }
 
@@ -621,8 +666,9 @@ bench_batch_new(uint32_t bucket)
     struct bench_batch *bt;
     uint8_t *arena;
 
-    for (guint i = 0; i < rows->len; i++)
+    for (guint i = 0; i < rows->len; i++) {
         bytes += g_array_index(rows, struct bench_rowref, i).len;
+    }
     bt = g_malloc(sizeof(*bt) + rows->len * sizeof(struct bench_rowref) +
                   bytes);
     bt->next = NULL;
@@ -637,8 +683,9 @@ bench_batch_new(uint32_t bucket)
         uint32_t got = bucket;
 
         if (!salt_strip(&B.salt, r->p, r->len, &logical, &llen, &got) ||
-            got != bucket)
+            got != bucket) {
             bench_error("row from the wrong bucket");
+        }
         memcpy(arena, logical, llen);
         bt->rows[i].p = arena;
         bt->rows[i].len = (uint32_t)llen;
@@ -650,10 +697,11 @@ bench_batch_new(uint32_t bucket)
 static void
 bench_bucket_append(struct bench_bucket *bk, struct bench_batch *bt)
 {
-    if (bk->tail != NULL)
+    if (bk->tail != NULL) {
         bk->tail->next = bt;
-    else
+    } else {
         bk->head = bt;
+    }
     bk->tail = bt;
     bk->nbatches++;
 }
@@ -666,8 +714,9 @@ bench_bucket_pop(struct bench_bucket *bk)
         struct bench_batch *bt = bk->head;
 
         bk->head = bt->next;
-        if (bk->head == NULL)
+        if (bk->head == NULL) {
             bk->tail = NULL;
+        }
         bk->nbatches--;
         g_free(bt);
     }
@@ -694,12 +743,15 @@ bench_heap_down(struct bench_scan *sc, unsigned i)
     for (;;) {
         unsigned l = 2 * i + 1, r = l + 1, m = i, t;
 
-        if (l < sc->hn && bench_heap_less(sc, sc->heap[l], sc->heap[m]))
+        if (l < sc->hn && bench_heap_less(sc, sc->heap[l], sc->heap[m])) {
             m = l;
-        if (r < sc->hn && bench_heap_less(sc, sc->heap[r], sc->heap[m]))
+        }
+        if (r < sc->hn && bench_heap_less(sc, sc->heap[r], sc->heap[m])) {
             m = r;
-        if (m == i)
+        }
+        if (m == i) {
             return;
+        }
         t = sc->heap[i];
         sc->heap[i] = sc->heap[m];
         sc->heap[m] = t;
@@ -716,8 +768,9 @@ bench_heap_push(struct bench_scan *sc, unsigned b)
     while (i > 0) {
         unsigned p = (i - 1) / 2, t;
 
-        if (!bench_heap_less(sc, sc->heap[i], sc->heap[p]))
+        if (!bench_heap_less(sc, sc->heap[i], sc->heap[p])) {
             break;
+        }
         t = sc->heap[i];
         sc->heap[i] = sc->heap[p];
         sc->heap[p] = t;
@@ -732,8 +785,9 @@ bench_bucket_fetch(struct bench_session *s, uint32_t b)
     struct bench_bucket *bk = &s->scan.bk[b];
 
     if (bk->done || bk->fetching || bk->nbatches >= 2 || bk->id < 0 ||
-        s->scan.merge_done)
+        s->scan.merge_done) {
         return;
+    }
     bk->fetching = TRUE;
     bench_req_scan_get_list(&B.codec, &B.out, bk->id, bench_opt.scan_batch);
     bench_send(&s->conns[b], BENCH_EXP_LIST, b);
@@ -750,8 +804,9 @@ bench_heap_stop(struct bench_session *s)
     for (unsigned b = 0; b < sc->nb; b++) {
         struct bench_bucket *bk = &sc->bk[b];
 
-        if (bk->done || bk->fetching)
+        if (bk->done || bk->fetching) {
             continue;
+        }
         bk->done = TRUE;
         bench_req_scan_close(&B.codec, &B.out, bk->id);
         bench_send(&s->conns[b], BENCH_EXP_CLOSE, b);
@@ -764,16 +819,21 @@ bench_heap_run(struct bench_session *s)
     struct bench_scan *sc = &s->scan;
 
     if (!sc->merging) {
-        for (unsigned b = 0; b < sc->nb; b++)
-            if (!sc->bk[b].done && sc->bk[b].head == NULL)
+        for (unsigned b = 0; b < sc->nb; b++) {
+            if (!sc->bk[b].done && sc->bk[b].head == NULL) {
                 return; /* every bucket's first batch is needed */
-        for (unsigned b = 0; b < sc->nb; b++)
-            if (sc->bk[b].head != NULL)
+            }
+        }
+        for (unsigned b = 0; b < sc->nb; b++) {
+            if (sc->bk[b].head != NULL) {
                 bench_heap_push(sc, b);
+            }
+        }
         sc->merging = TRUE;
     }
-    if (sc->stalled >= 0 || sc->merge_done)
+    if (sc->stalled >= 0 || sc->merge_done) {
         return;
+    }
     while (sc->hn > 0) {
         unsigned b = sc->heap[0];
         struct bench_bucket *bk = &sc->bk[b];
@@ -788,8 +848,9 @@ bench_heap_run(struct bench_session *s)
         bench_bucket_fetch(s, b);
         if (bk->head == NULL) {
             sc->heap[0] = sc->heap[--sc->hn];
-            if (sc->hn > 0)
+            if (sc->hn > 0) {
                 bench_heap_down(sc, 0);
+            }
             if (!bk->done) {
                 sc->stalled = (int)b; /* its next row may be the smallest */
                 return;
@@ -824,21 +885,25 @@ bench_seq_run(struct bench_session *s)
             }
         }
         for (unsigned b = 0; b < sc->nb; b++) {
-            if (sc->bk[b].head == NULL)
+            if (sc->bk[b].head == NULL) {
                 continue;
-            if (best < 0 || bench_heap_less(sc, b, (unsigned)best))
+            }
+            if (best < 0 || bench_heap_less(sc, b, (unsigned)best)) {
                 best = (int)b;
+            }
         }
-        if (best < 0)
+        if (best < 0) {
             break;
+        }
         {
             const struct bench_rowref *r = bench_bucket_head(&sc->bk[best]);
 
             bench_scan_row(s, r->p, r->len);
             bench_bucket_pop(&sc->bk[best]);
         }
-        if (bench_scan_limited(s))
+        if (bench_scan_limited(s)) {
             break;
+        }
     }
     sc->merge_done = TRUE;
     /* close() walks the scanners one by one too */
@@ -859,15 +924,17 @@ bench_on_reply(struct bench_conn *c, struct bench_expect e)
     s->outstanding--;
     if (!rep->ok) {
         bench_error(rep->error ? rep->error : "failed reply");
-        if (e.kind == BENCH_EXP_OPEN || e.kind == BENCH_EXP_LIST)
+        if (e.kind == BENCH_EXP_OPEN || e.kind == BENCH_EXP_LIST) {
             bench_die("scan failed: %s", rep->error ? rep->error : "?");
+        }
     }
     switch (e.kind) {
     case BENCH_EXP_POINT:
     case BENCH_EXP_MULTI:
         s->op_rows += rep->rows->len; /* rows read; puts counted at send */
-        if (s->outstanding == 0)
+        if (s->outstanding == 0) {
             bench_op_done(s);
+        }
         return;
     case BENCH_EXP_OPEN:
         if (!B.salted) {
@@ -877,10 +944,11 @@ bench_on_reply(struct bench_conn *c, struct bench_expect e)
             bench_send(c, BENCH_EXP_LIST, 0);
         } else if (B.sequential) {
             sc->bk[e.bucket].id = rep->i32;
-            if (e.bucket + 1 < sc->nb)
+            if (e.bucket + 1 < sc->nb) {
                 bench_scan_open_bucket(s, c, e.bucket + 1);
-            else
+            } else {
                 bench_seq_run(s);
+            }
         } else {
             sc->bk[e.bucket].id = rep->i32;
             bench_bucket_fetch(s, e.bucket);
@@ -889,8 +957,9 @@ bench_on_reply(struct bench_conn *c, struct bench_expect e)
     case BENCH_EXP_LIST:
         if (!B.salted) {
             for (guint i = 0; i < rep->rows->len; i++) {
-                struct bench_rowref *r =
-                    &g_array_index(rep->rows, struct bench_rowref, i);
+                struct bench_rowref *r = &g_array_index(rep->rows,
+                                                        struct bench_rowref,
+                                                        i);
 
                 bench_scan_row(s, r->p, r->len);
             }
@@ -931,12 +1000,14 @@ bench_on_reply(struct bench_conn *c, struct bench_expect e)
             bench_bucket_fetch(s, e.bucket);
             if (sc->stalled == (int)e.bucket) {
                 sc->stalled = -1;
-                if (bk->head != NULL)
+                if (bk->head != NULL) {
                     bench_heap_push(sc, e.bucket);
+                }
             }
             bench_heap_run(s);
-            if (sc->merge_done && s->outstanding == 0)
+            if (sc->merge_done && s->outstanding == 0) {
                 bench_op_done(s);
+            }
         }
         return;
     case BENCH_EXP_CLOSE:
@@ -945,11 +1016,11 @@ bench_on_reply(struct bench_conn *c, struct bench_expect e)
             bench_send(c, BENCH_EXP_CLOSE, sc->seq_i);
             return;
         }
-        if (s->outstanding == 0 && (!B.salted || sc->merge_done))
+        if (s->outstanding == 0 && (!B.salted || sc->merge_done)) {
             bench_op_done(s);
+        }
         return;
-    default:
-        return;
+    default: return;
     }
 }
 
@@ -965,21 +1036,25 @@ bench_read_cb(struct bufferevent *bev, void *arg)
         gssize n;
         struct bench_expect e;
 
-        if (have == 0)
+        if (have == 0) {
             return;
+        }
         if (B.codec.framed) {
             uint8_t h[4];
             size_t need;
 
-            if (have < 4)
+            if (have < 4) {
                 return;
+            }
             evbuffer_copyout(in, h, 4);
             need = 4 + (((size_t)h[0] << 24) | ((size_t)h[1] << 16) |
                         ((size_t)h[2] << 8) | h[3]);
-            if (need > (size_t)B.codec.limits.max_message + 4)
+            if (need > (size_t)B.codec.limits.max_message + 4) {
                 bench_die("reply frame too large");
-            if (have < need)
+            }
+            if (have < need) {
                 return;
+            }
             data = evbuffer_pullup(in, (ev_ssize_t)need);
             n = (gssize)need;
         } else {
@@ -989,21 +1064,25 @@ bench_read_cb(struct bufferevent *bev, void *arg)
                 wire_scan_init(c->scan);
             }
             n = bench_reply_length(&B.codec, c->scan, data, have);
-            if (n == 0)
+            if (n == 0) {
                 return;
+            }
         }
-        if (n < 0)
+        if (n < 0) {
             bench_die("unparseable reply from %s", bench_opt.target);
-        if (c->qn == 0)
+        }
+        if (c->qn == 0) {
             bench_die("reply without a request");
+        }
         e = c->q[c->qh];
         c->qh = (c->qh + 1) % BENCH_MAXQ;
         c->qn--;
         bench_reply_parse(&B.codec, data, (size_t)n, &B.rep);
         bench_on_reply(c, e);
         evbuffer_drain(in, (size_t)n);
-        if (B.finished)
+        if (B.finished) {
             return;
+        }
     }
 }
 
@@ -1012,8 +1091,9 @@ bench_read_cb(struct bufferevent *bev, void *arg)
 static void
 bench_finish(void)
 {
-    if (B.finished)
+    if (B.finished) {
         return;
+    }
     if (B.workload == BENCH_W_IDLE && !B.idle_holding) {
         /* every client did its one call: now they sit idle for the
          * duration while the RSS of --pid is sampled */
@@ -1021,7 +1101,8 @@ bench_finish(void)
 
         B.idle_holding = TRUE;
         tv.tv_sec = (time_t)bench_opt.duration;
-        tv.tv_usec = (suseconds_t)((bench_opt.duration - (double)tv.tv_sec) * 1e6);
+        tv.tv_usec = (suseconds_t)((bench_opt.duration - (double)tv.tv_sec) *
+                                   1e6);
         event_add(B.ev_stop, &tv);
         return;
     }
@@ -1045,13 +1126,15 @@ bench_measure_begin(void)
     B.cpu_start = bench_proc_cpu(bench_opt.pid);
     B.bcpu_start = bench_proc_cpu(bench_opt.backend_pid);
     B.scpu_start = bench_proc_cpu(getpid());
-    if (B.workload != BENCH_W_IDLE)
+    if (B.workload != BENCH_W_IDLE) {
         B.rss_start = bench_proc_rss_kb(bench_opt.pid);
+    }
     if (bench_opt.duration > 0 && B.workload != BENCH_W_IDLE) {
         struct timeval tv;
 
         tv.tv_sec = (time_t)bench_opt.duration;
-        tv.tv_usec = (suseconds_t)((bench_opt.duration - (double)tv.tv_sec) * 1e6);
+        tv.tv_usec = (suseconds_t)((bench_opt.duration - (double)tv.tv_sec) *
+                                   1e6);
         event_add(B.ev_stop, &tv);
     }
 }
@@ -1073,8 +1156,9 @@ bench_stop_cb(evutil_socket_t fd, short what, void *arg)
     B.rss_end = bench_proc_rss_kb(bench_opt.pid);
     B.measuring = FALSE;
     B.stopping = TRUE;
-    if (B.active == 0)
+    if (B.active == 0) {
         bench_finish();
+    }
 }
 
 static void
@@ -1089,8 +1173,9 @@ bench_rss_cb(evutil_socket_t fd, short what, void *arg)
 {
     long kb = bench_proc_rss_kb(bench_opt.pid);
 
-    if (kb > B.rss_max)
+    if (kb > B.rss_max) {
         B.rss_max = kb;
+    }
 }
 
 static void
@@ -1103,7 +1188,8 @@ bench_all_connected(void)
         struct timeval tv;
 
         tv.tv_sec = (time_t)bench_opt.warmup;
-        tv.tv_usec = (suseconds_t)((bench_opt.warmup - (double)tv.tv_sec) * 1e6);
+        tv.tv_usec = (suseconds_t)((bench_opt.warmup - (double)tv.tv_sec) *
+                                   1e6);
         event_add(B.ev_warm, &tv);
     }
     B.active = B.nsessions;
@@ -1115,8 +1201,9 @@ bench_all_connected(void)
         }
         bench_op_start(&B.sessions[i]);
     }
-    if (B.active == 0)
+    if (B.active == 0) {
         bench_finish();
+    }
 }
 
 static void bench_connect_next(void);
@@ -1130,17 +1217,19 @@ bench_event_cb(struct bufferevent *bev, short what, void *arg)
         setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
                    sizeof(one));
         bufferevent_enable(bev, EV_READ | EV_WRITE);
-        if (++B.connected == B.conns->len)
+        if (++B.connected == B.conns->len) {
             bench_all_connected();
-        else
+        } else {
             bench_connect_next();
+        }
         return;
     }
     bench_die("connection to %s %s%s%s", bench_opt.target,
               (what & BEV_EVENT_EOF) ? "closed by the peer" : "failed",
               (what & BEV_EVENT_ERROR) ? ": " : "",
               (what & BEV_EVENT_ERROR)
-                  ? evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()) : "");
+                  ? evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR())
+                  : "");
 }
 
 static void
@@ -1167,8 +1256,9 @@ bench_connect_next(void)
         bufferevent_set_max_single_read(c->bev, 1 << 20);
         bufferevent_setcb(c->bev, bench_read_cb, NULL, bench_event_cb, c);
         if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&B.addr,
-                                       (int)B.addrlen) != 0)
+                                       (int)B.addrlen) != 0) {
             bench_die("connect to %s: %s", bench_opt.target, strerror(errno));
+        }
     }
 }
 
@@ -1181,40 +1271,47 @@ bench_parse_target(const char *t)
     long port;
     char *end;
 
-    if (t == NULL)
+    if (t == NULL) {
         bench_die("--target HOST:PORT is required");
+    }
     if (t[0] == '[') {
         const char *rb = strchr(t, ']');
 
-        if (rb == NULL || rb[1] != ':')
+        if (rb == NULL || rb[1] != ':') {
             bench_die("bad --target %s", t);
+        }
         host = g_strndup(t + 1, (gsize)(rb - t - 1));
         colon = rb + 1;
     } else {
         colon = strrchr(t, ':');
-        if (colon == NULL)
+        if (colon == NULL) {
             bench_die("bad --target %s (HOST:PORT)", t);
+        }
         host = g_strndup(t, (gsize)(colon - t));
     }
     port = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || port < 1 || port > 65535)
+    if (*end != '\0' || port < 1 || port > 65535) {
         bench_die("bad port in --target %s", t);
+    }
     memset(&B.addr, 0, sizeof(B.addr));
-    if (strcmp(host, "localhost") == 0)
+    if (strcmp(host, "localhost") == 0) {
         g_free(g_steal_pointer(&host)), host = g_strdup("127.0.0.1");
+    }
     {
         struct sockaddr_in *a4 = (struct sockaddr_in *)&B.addr;
         struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&B.addr;
 
         if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-            if ((ntohl(a4->sin_addr.s_addr) >> 24) != 127)
+            if ((ntohl(a4->sin_addr.s_addr) >> 24) != 127) {
                 bench_die("refusing non-loopback target %s", t);
+            }
             a4->sin_family = AF_INET;
             a4->sin_port = htons((uint16_t)port);
             B.addrlen = sizeof(*a4);
         } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-            if (!IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr))
+            if (!IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr)) {
                 bench_die("refusing non-loopback target %s", t);
+            }
             a6->sin6_family = AF_INET6;
             a6->sin6_port = htons((uint16_t)port);
             B.addrlen = sizeof(*a6);
@@ -1226,14 +1323,17 @@ bench_parse_target(const char *t)
 }
 
 static int
-bench_lookup(const char *what, const char *v, const char *const *names,
-             int n, int dflt)
+bench_lookup(const char *what, const char *v, const char *const *names, int n,
+             int dflt)
 {
-    if (v == NULL)
+    if (v == NULL) {
         return dflt;
-    for (int i = 0; i < n; i++)
-        if (strcmp(v, names[i]) == 0)
+    }
+    for (int i = 0; i < n; i++) {
+        if (strcmp(v, names[i]) == 0) {
             return i;
+        }
+    }
     bench_die("unknown %s '%s'", what, v);
 }
 
@@ -1242,10 +1342,12 @@ bench_json_str(GString *g, const char *s)
 {
     g_string_append_c(g, '"');
     for (; s != NULL && *s; s++) {
-        if (*s == '"' || *s == '\\')
+        if (*s == '"' || *s == '\\') {
             g_string_append_c(g, '\\');
-        if ((unsigned char)*s >= 0x20)
+        }
+        if ((unsigned char)*s >= 0x20) {
             g_string_append_c(g, *s);
+        }
     }
     g_string_append_c(g, '"');
 }
@@ -1255,10 +1357,15 @@ bench_report(void)
 {
     double el = (double)(B.t_stop - B.t_start) / 1e9;
     double ops_s = el > 0 ? (double)B.ops_done / el : 0;
-    double cpu = B.cpu_start >= 0 && B.cpu_end >= 0 ? B.cpu_end - B.cpu_start : -1;
-    double bcpu = B.bcpu_start >= 0 && B.bcpu_end >= 0 ? B.bcpu_end - B.bcpu_start : -1;
-    double cpu_op = cpu >= 0 && B.ops_done ? cpu * 1e6 / (double)B.ops_done : -1;
-    double bcpu_op = bcpu >= 0 && B.ops_done ? bcpu * 1e6 / (double)B.ops_done : -1;
+    double cpu = B.cpu_start >= 0 && B.cpu_end >= 0 ? B.cpu_end - B.cpu_start
+                                                    : -1;
+    double bcpu = B.bcpu_start >= 0 && B.bcpu_end >= 0
+                      ? B.bcpu_end - B.bcpu_start
+                      : -1;
+    double cpu_op = cpu >= 0 && B.ops_done ? cpu * 1e6 / (double)B.ops_done
+                                           : -1;
+    double bcpu_op = bcpu >= 0 && B.ops_done ? bcpu * 1e6 / (double)B.ops_done
+                                             : -1;
     double scpu = B.scpu_start >= 0 && B.scpu_end >= 0
                       ? B.scpu_end - B.scpu_start
                       : -1;
@@ -1268,18 +1375,20 @@ bench_report(void)
     double p99 = (double)bench_hist_quantile(&B.hist, 0.99) / 1e3;
     double p999 = (double)bench_hist_quantile(&B.hist, 0.999) / 1e3;
     double mean = B.hist.count ? B.hist.sum / (double)B.hist.count / 1e3 : 0;
-    const char *mode = !B.salted ? "plain"
-                       : B.sequential ? "salted-sequential" : "salted-heap";
+    const char *mode = !B.salted      ? "plain"
+                       : B.sequential ? "salted-sequential"
+                                      : "salted-heap";
     GString *g = g_string_new("{\"label\":");
 
-    if (B.rss_end <= 0)
+    if (B.rss_end <= 0) {
         B.rss_end = bench_proc_rss_kb(bench_opt.pid);
-    if (B.rss_end > B.rss_max)
+    }
+    if (B.rss_end > B.rss_max) {
         B.rss_max = B.rss_end;
+    }
     bench_json_str(g, bench_opt.label ? bench_opt.label : "");
     g_string_append_printf(g, ",\"workload\":\"%s\",\"mode\":\"%s\"",
-                           bench_workload_names[B.workload],
-                           mode);
+                           bench_workload_names[B.workload], mode);
     g_string_append_printf(
         g,
         ",\"target\":\"%s\",\"protocol\":\"%s\",\"transport\":\"%s\","
@@ -1305,14 +1414,17 @@ bench_report(void)
             bench_opt.label ? bench_opt.label : "", bench_opt.workload, mode,
             bench_opt.connections, B.ops_done, el, ops_s,
             el > 0 ? (double)B.rows / el : 0, p50, p99, p999);
-    if (cpu_op >= 0)
+    if (cpu_op >= 0) {
         fprintf(stderr, ", pid %d %.2f us CPU/op", bench_opt.pid, cpu_op);
-    if (B.rss_max > 0)
-        fprintf(stderr, ", RSS %ld->%ld (max %ld) KiB", B.rss_start,
-                B.rss_end, B.rss_max);
-    if (B.errors)
-        fprintf(stderr, ", %" G_GUINT64_FORMAT " ERRORS (first: %s)",
-                B.errors, B.first_error);
+    }
+    if (B.rss_max > 0) {
+        fprintf(stderr, ", RSS %ld->%ld (max %ld) KiB", B.rss_start, B.rss_end,
+                B.rss_max);
+    }
+    if (B.errors) {
+        fprintf(stderr, ", %" G_GUINT64_FORMAT " ERRORS (first: %s)", B.errors,
+                B.first_error);
+    }
     fputc('\n', stderr);
     g_string_free(g, TRUE);
 }
@@ -1336,68 +1448,83 @@ main(int argc, char **argv)
     unsigned per_session, needed_keys;
 
     g_option_context_add_main_entries(ctx, bench_entries, NULL);
-    if (!g_option_context_parse(ctx, &argc, &argv, &err))
+    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         bench_die("%s", err->message);
+    }
     bench_parse_target(bench_opt.target);
     if (bench_opt.tls_ca != NULL) {
         B.tls = SSL_CTX_new(TLS_client_method());
         SSL_CTX_set_min_proto_version(B.tls, TLS1_2_VERSION);
-        if (SSL_CTX_load_verify_locations(B.tls, bench_opt.tls_ca, NULL) != 1)
+        if (SSL_CTX_load_verify_locations(B.tls, bench_opt.tls_ca, NULL) !=
+            1) {
             bench_die("--tls-ca %s: cannot load it", bench_opt.tls_ca);
+        }
         SSL_CTX_set_verify(B.tls, SSL_VERIFY_PEER, NULL);
     }
-    if (bench_opt.table == NULL)
+    if (bench_opt.table == NULL) {
         bench_opt.table = g_strdup("bench");
-    if (bench_opt.column == NULL)
+    }
+    if (bench_opt.column == NULL) {
         bench_opt.column = g_strdup("f:v");
-    if (bench_opt.workload == NULL)
+    }
+    if (bench_opt.workload == NULL) {
         bench_opt.workload = g_strdup("get");
-    B.workload = (bench_workload_t)bench_lookup(
-        "workload", bench_opt.workload, bench_workload_names,
-        G_N_ELEMENTS(bench_workload_names), 0);
+    }
+    B.workload = (bench_workload_t)
+        bench_lookup("workload", bench_opt.workload, bench_workload_names,
+                     G_N_ELEMENTS(bench_workload_names), 0);
     B.codec.proto = (wire_proto_t)bench_lookup("protocol", bench_opt.protocol,
                                                protos, 2, 0);
-    B.codec.framed = bench_lookup("transport", bench_opt.transport,
-                                  transports, 2, 0) == 1;
+    B.codec.framed = bench_lookup("transport", bench_opt.transport, transports,
+                                  2, 0) == 1;
     B.codec.limits = wire_default_limits;
     B.codec.limits.max_message = 256u << 20;
     B.codec.limits.max_string = 256u << 20;
     B.codec.thrift2 = bench_lookup("service", bench_opt.service, services, 2,
                                    0) == 1;
     B.sequential = bench_lookup("merge", bench_opt.merge, merges, 2, 0) == 1;
-    if (bench_opt.connections < 1 || bench_opt.connections > 100000)
+    if (bench_opt.connections < 1 || bench_opt.connections > 100000) {
         bench_die("--connections must be 1..100000");
-    if (bench_opt.pipeline < 1 || bench_opt.pipeline > BENCH_MAXQ)
+    }
+    if (bench_opt.pipeline < 1 || bench_opt.pipeline > BENCH_MAXQ) {
         bench_die("--pipeline must be 1..%d", BENCH_MAXQ);
+    }
     if (bench_opt.rows < 1 || bench_opt.value_size < 0 ||
         bench_opt.value_size > (64 << 20) || bench_opt.scan_batch < 1 ||
         bench_opt.multiget_keys < 1 || bench_opt.multiget_keys > 2000000 ||
         bench_opt.batch < 0 || bench_opt.batch > 1000000 ||
         bench_opt.celebrity < 0 || bench_opt.celebrity > 1 ||
         bench_opt.max_connecting < 1 || bench_opt.timeout <= 0 ||
-        bench_opt.scan_limit < 0 || bench_opt.prefix_fields < 0)
+        bench_opt.scan_limit < 0 || bench_opt.prefix_fields < 0) {
         bench_die("option out of range");
-    B.scan_target = (bench_target_t)bench_lookup(
-        "scan target", bench_opt.scan_target, targets, 3, 0);
-    if (bench_opt.batch == 0)
+    }
+    B.scan_target = (bench_target_t)bench_lookup("scan target",
+                                                 bench_opt.scan_target,
+                                                 targets, 3, 0);
+    if (bench_opt.batch == 0) {
         bench_opt.batch = B.workload == BENCH_W_LOAD ? 1000 : 1;
+    }
     /* bounded in time: a run without --ops gets a duration */
     if (bench_opt.duration <= 0 && bench_opt.max_ops <= 0 &&
-        B.workload != BENCH_W_LOAD)
+        B.workload != BENCH_W_LOAD) {
         bench_opt.duration = 5;
+    }
     if (bench_opt.salt_buckets < 0 ||
-        (guint)bench_opt.salt_buckets > SALT_MAX_BUCKETS)
+        (guint)bench_opt.salt_buckets > SALT_MAX_BUCKETS) {
         bench_die("--salt-buckets out of range");
+    }
     B.salted = bench_opt.salt_buckets > 0;
     if (B.salted &&
         !salt_table_init(&B.salt, (uint32_t)bench_opt.salt_buckets,
                          (salt_format_t)bench_lookup("salt format",
                                                      bench_opt.salt_format,
                                                      formats, 3, 0),
-                         NULL, 0, &err))
+                         NULL, 0, &err)) {
         bench_die("%s", err->message);
-    if (!B.salted)
+    }
+    if (!B.salted) {
         B.sequential = FALSE;
+    }
     B.table_name = bench_opt.table;
 
     /* 10 000 idle connections need the descriptors */
@@ -1406,21 +1533,25 @@ main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     if (bench_opt.users < 0 || bench_opt.apps < 0 ||
-        !bench_keys_init(&B.keys, (bench_keydist_t)bench_lookup(
-                                      "key distribution", bench_opt.keys,
-                                      dists, G_N_ELEMENTS(dists), 0),
+        !bench_keys_init(&B.keys,
+                         (bench_keydist_t)bench_lookup("key distribution",
+                                                       bench_opt.keys, dists,
+                                                       G_N_ELEMENTS(dists), 0),
                          (uint64_t)bench_opt.rows, bench_opt.zipf_s,
                          bench_opt.celebrity, (uint64_t)bench_opt.users,
                          (uint64_t)bench_opt.apps, (uint64_t)bench_opt.seed,
-                         &why))
+                         &why)) {
         bench_die("%s", why ? why : "--users/--apps out of range");
+    }
     /* a range of indices is a range of rows only for the k keys */
-    if (B.workload == BENCH_W_SCAN_RANGE && !bench_keys_ordered(&B.keys))
+    if (B.workload == BENCH_W_SCAN_RANGE && !bench_keys_ordered(&B.keys)) {
         bench_die("scan-range needs uniform, zipf or monotonic keys; use "
                   "scan-prefix with --prefix-fields for a key shape");
+    }
     B.value = g_malloc((gsize)bench_opt.value_size + 1);
-    for (int i = 0; i < bench_opt.value_size; i++)
+    for (int i = 0; i < bench_opt.value_size; i++) {
         B.value[i] = (uint8_t)('a' + bench_rand(&B.keys.rng) % 26);
+    }
     wire_buf_init(&B.out);
     B.rep.rows = g_array_new(FALSE, FALSE, sizeof(struct bench_rowref));
     bench_hist_reset(&B.hist);
@@ -1430,8 +1561,9 @@ main(int argc, char **argv)
     B.rss_end = -1;
 
     B.base = event_base_new();
-    if (B.base == NULL)
+    if (B.base == NULL) {
         bench_die("event_base_new failed");
+    }
     B.ev_warm = evtimer_new(B.base, bench_warm_cb, NULL);
     B.ev_stop = evtimer_new(B.base, bench_stop_cb, NULL);
     B.ev_abort = evtimer_new(B.base, bench_abort_cb, NULL);
@@ -1452,8 +1584,9 @@ main(int argc, char **argv)
     per_session = 1;
     if (B.salted && !B.sequential &&
         (B.workload == BENCH_W_MULTIGET || B.workload >= BENCH_W_SCAN_FULL) &&
-        B.workload <= BENCH_W_SCAN_RANGE)
+        B.workload <= BENCH_W_SCAN_RANGE) {
         per_session = B.salt.buckets;
+    }
     needed_keys = (unsigned)MAX(bench_opt.batch, bench_opt.multiget_keys);
     B.nsessions = (unsigned)bench_opt.connections;
     B.sessions = g_new0(struct bench_session, B.nsessions);
@@ -1477,8 +1610,9 @@ main(int argc, char **argv)
     }
     bench_connect_next();
     event_base_dispatch(B.base);
-    if (B.t_stop == 0)
+    if (B.t_stop == 0) {
         B.t_stop = bench_now_ns();
+    }
     bench_report();
     return B.errors > 0 ? 1 : 0;
 }

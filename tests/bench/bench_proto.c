@@ -19,12 +19,13 @@ bench_req_begin(struct bench_codec *c, struct wire_buf *b,
 }
 
 static void
-bench_req_end(struct bench_codec *c, struct wire_buf *b,
-              struct wire_writer *w, size_t off)
+bench_req_end(struct bench_codec *c, struct wire_buf *b, struct wire_writer *w,
+              size_t off)
 {
     wire_write_struct_end(w);
-    if (c->framed)
+    if (c->framed) {
         wire_frame_end(b, off);
+    }
 }
 
 static void
@@ -43,8 +44,9 @@ bench_field_column2(struct wire_writer *w, const char *column)
     size_t flen = colon != NULL ? (size_t)(colon - column) : strlen(column);
 
     bench_field_str(w, 1, column, flen);
-    if (colon != NULL)
+    if (colon != NULL) {
         bench_field_str(w, 2, colon + 1, strlen(colon + 1));
+    }
 }
 
 /* TGet { 1: row, 2: columns } */
@@ -66,9 +68,8 @@ bench_tget(struct wire_writer *w, const struct bench_key *row,
 }
 
 void
-bench_req_get_row(struct bench_codec *c, struct wire_buf *b,
-                  const char *table, const struct bench_key *row,
-                  const char *column)
+bench_req_get_row(struct bench_codec *c, struct wire_buf *b, const char *table,
+                  const struct bench_key *row, const char *column)
 {
     struct wire_writer w;
     size_t off;
@@ -121,8 +122,9 @@ bench_req_puts2(struct bench_codec *c, struct wire_buf *b, const char *table,
         wire_write_container_end(&w);
         wire_write_struct_end(&w);
     }
-    if (n != 1)
+    if (n != 1) {
         wire_write_container_end(&w);
+    }
     bench_req_end(c, b, &w, off);
 }
 
@@ -145,11 +147,11 @@ bench_req_mutate_rows(struct bench_codec *c, struct wire_buf *b,
     wire_write_field(&w, WIRE_T_LIST, 2);
     wire_write_list_begin(&w, WIRE_T_STRUCT, n);
     for (unsigned i = 0; i < n; i++) {
-        wire_write_struct_begin(&w);          /* BatchMutation */
+        wire_write_struct_begin(&w); /* BatchMutation */
         bench_field_str(&w, 1, rows[i].k, rows[i].len);
         wire_write_field(&w, WIRE_T_LIST, 2);
         wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
-        wire_write_struct_begin(&w);          /* Mutation */
+        wire_write_struct_begin(&w); /* Mutation */
         wire_write_field(&w, WIRE_T_BOOL, 1);
         wire_write_bool(&w, FALSE);
         bench_field_str(&w, 2, column, strlen(column));
@@ -177,10 +179,11 @@ bench_req_get_rows(struct bench_codec *c, struct wire_buf *b,
     for (unsigned i = 0; i < n; i++) {
         const struct bench_key *k = &rows[idx != NULL ? idx[i] : i];
 
-        if (c->thrift2)
+        if (c->thrift2) {
             bench_tget(&w, k, NULL); /* whole rows, as getRows reads */
-        else
+        } else {
             wire_write_binary(&w, k->k, k->len);
+        }
     }
     wire_write_container_end(&w);
     bench_req_end(c, b, &w, off);
@@ -188,9 +191,8 @@ bench_req_get_rows(struct bench_codec *c, struct wire_buf *b,
 
 void
 bench_req_scan_open(struct bench_codec *c, struct wire_buf *b,
-                    const char *table, const uint8_t *start,
-                    size_t start_len, const uint8_t *stop, size_t stop_len,
-                    int32_t caching)
+                    const char *table, const uint8_t *start, size_t start_len,
+                    const uint8_t *stop, size_t stop_len, int32_t caching)
 {
     struct wire_writer w;
     size_t off = bench_req_begin(c, b, &w,
@@ -200,10 +202,12 @@ bench_req_scan_open(struct bench_codec *c, struct wire_buf *b,
     bench_field_str(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_STRUCT, 2);
     wire_write_struct_begin(&w); /* TScan, either service's */
-    if (start_len > 0)
+    if (start_len > 0) {
         bench_field_str(&w, 1, start, start_len);
-    if (stop_len > 0)
+    }
+    if (stop_len > 0) {
         bench_field_str(&w, 2, stop, stop_len);
+    }
     if (caching > 0) {
         /* Thrift1's TScan.caching is field 5, Thrift2's field 4 */
         wire_write_field(&w, WIRE_T_I32, c->thrift2 ? 4 : 5);
@@ -214,8 +218,8 @@ bench_req_scan_open(struct bench_codec *c, struct wire_buf *b,
 }
 
 void
-bench_req_scan_get_list(struct bench_codec *c, struct wire_buf *b,
-                        int32_t id, int32_t n)
+bench_req_scan_get_list(struct bench_codec *c, struct wire_buf *b, int32_t id,
+                        int32_t n)
 {
     struct wire_writer w;
     size_t off = bench_req_begin(c, b, &w,
@@ -252,24 +256,22 @@ bench_reply_length(struct bench_codec *c, struct wire_scan *scan,
         /* no need to walk the message: the frame says it */
         uint32_t flen;
 
-        if (len < 4)
+        if (len < 4) {
             return 0;
+        }
         flen = ((uint32_t)buf[0] << 24) | ((uint32_t)buf[1] << 16) |
                ((uint32_t)buf[2] << 8) | buf[3];
-        if (flen > c->limits.max_message)
+        if (flen > c->limits.max_message) {
             return -1;
+        }
         return len >= (size_t)flen + 4 ? (gssize)flen + 4 : 0;
     }
     /* resumed where the last read left it: big replies arriving in many
      * reads cost one walk, as in the proxy */
     switch (wire_scan_feed(scan, c->proto, buf, len, &c->limits, &n, &why)) {
-    case WIRE_OK:
-        wire_scan_init(scan);
-        return (gssize)n;
-    case WIRE_AGAIN:
-        return 0;
-    default:
-        return -1;
+    case WIRE_OK: wire_scan_init(scan); return (gssize)n;
+    case WIRE_AGAIN: return 0;
+    default: return -1;
     }
 }
 
@@ -284,14 +286,16 @@ bench_reply_row(struct wire_reader *r, struct bench_reply *rep)
 
     wire_read_struct_begin(r);
     while (wire_read_field(r, &t, &fid) == WIRE_OK && t != WIRE_T_STOP) {
-        if (fid == 1 && t == WIRE_T_STRING)
+        if (fid == 1 && t == WIRE_T_STRING) {
             wire_read_binary(r, &ref.p, &ref.len);
-        else
+        } else {
             wire_skip(r, t);
+        }
     }
     wire_read_struct_end(r);
-    if (ref.p != NULL)
+    if (ref.p != NULL) {
         g_array_append_val(rep->rows, ref);
+    }
 }
 
 /* list<TRowResult> or list<TResult>: keep each row key, skip the cells. */
@@ -301,13 +305,15 @@ bench_reply_rows(struct wire_reader *r, struct bench_reply *rep)
     uint8_t et;
     uint32_t n;
 
-    if (wire_read_list_begin(r, &et, &n) != WIRE_OK)
+    if (wire_read_list_begin(r, &et, &n) != WIRE_OK) {
         return;
+    }
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
-        if (et != WIRE_T_STRUCT)
+        if (et != WIRE_T_STRUCT) {
             wire_skip(r, et);
-        else
+        } else {
             bench_reply_row(r, rep);
+        }
     }
     wire_read_container_end(r);
 }
@@ -355,8 +361,9 @@ bench_reply_parse(struct bench_codec *c, const uint8_t *msg, size_t len,
             rep->i32 = wire_read_i32(&r);
             got_success = TRUE;
         } else {
-            if (fid != 0)
+            if (fid != 0) {
                 got_exception = TRUE;
+            }
             wire_skip(&r, t);
             got_success = got_success || fid == 0;
         }

@@ -20,7 +20,10 @@ static const char *const emu_admin2_compression[] = {
     "LZO", "GZ", "NONE", "SNAPPY", "LZ4", "BZIP2", "ZSTD",
 };
 static const char *const emu_admin2_bloom[] = {
-    "NONE", "ROW", "ROWCOL", "ROWPREFIX_FIXED_LENGTH",
+    "NONE",
+    "ROW",
+    "ROWCOL",
+    "ROWPREFIX_FIXED_LENGTH",
 };
 static const char *const emu_admin2_durability[] = {
     "USE_DEFAULT", "SKIP_WAL", "ASYNC_WAL", "SYNC_WAL", "FSYNC_WAL",
@@ -49,9 +52,11 @@ static emu_store *emu_admin2_store(Hbase2THBaseServiceIf *iface)
 static gint emu_admin2_enum_of(const char *const *names, guint n,
                                const char *name, gint dflt)
 {
-    for (guint i = 0; name != NULL && i < n; i++)
-        if (g_ascii_strcasecmp(names[i], name) == 0)
+    for (guint i = 0; name != NULL && i < n; i++) {
+        if (g_ascii_strcasecmp(names[i], name) == 0) {
             return (gint)i;
+        }
+    }
     return dflt;
 }
 
@@ -114,10 +119,11 @@ static Hbase2TTableDescriptor *emu_admin2_descriptor(emu_table *t)
                             emu_handler2_bytes(vp, vl));
         d->__isset_attributes = TRUE;
         if (kl == strlen(EMU_ADMIN2_DURABILITY_KEY) &&
-            memcmp(kp, EMU_ADMIN2_DURABILITY_KEY, kl) == 0)
+            memcmp(kp, EMU_ADMIN2_DURABILITY_KEY, kl) == 0) {
             d->durability = emu_admin2_enum_of(
                 emu_admin2_durability, G_N_ELEMENTS(emu_admin2_durability), v,
                 HBASE2_T_DURABILITY_USE_DEFAULT);
+        }
     }
     d->__isset_durability = TRUE;
     return d;
@@ -132,24 +138,29 @@ static emu_table *emu_admin2_table(emu_store *store,
     return emu_store_table_ref(store, name->data, name->len, FALSE, error);
 }
 
-static gboolean emu_admin2_get_table_descriptor(
-    Hbase2THBaseServiceIf *iface, Hbase2TTableDescriptor **ret,
-    const Hbase2TTableName *tn, Hbase2TIOError **io, GError **error)
+static gboolean emu_admin2_get_table_descriptor(Hbase2THBaseServiceIf *iface,
+                                                Hbase2TTableDescriptor **ret,
+                                                const Hbase2TTableName *tn,
+                                                Hbase2TIOError **io,
+                                                GError **error)
 {
     GError *err = NULL;
     g_autoptr(emu_table) t = emu_admin2_table(emu_admin2_store(iface), tn,
                                               &err);
 
-    if (t == NULL)
+    if (t == NULL) {
         return emu_handler2_fail(err, "getTableDescriptor", io, error);
+    }
     g_object_unref(*ret);
     *ret = emu_admin2_descriptor(t);
     return TRUE;
 }
 
-static gboolean emu_admin2_get_table_descriptors(
-    Hbase2THBaseServiceIf *iface, GPtrArray **ret, const GPtrArray *tables,
-    Hbase2TIOError **io, GError **error)
+static gboolean emu_admin2_get_table_descriptors(Hbase2THBaseServiceIf *iface,
+                                                 GPtrArray **ret,
+                                                 const GPtrArray *tables,
+                                                 Hbase2TIOError **io,
+                                                 GError **error)
 {
     emu_store *store = emu_admin2_store(iface);
 
@@ -158,8 +169,9 @@ static gboolean emu_admin2_get_table_descriptors(
         g_autoptr(emu_table) t = emu_admin2_table(
             store, g_ptr_array_index(tables, i), NULL);
 
-        if (t != NULL)
+        if (t != NULL) {
             g_ptr_array_add(*ret, emu_admin2_descriptor(t));
+        }
     }
     return TRUE;
 }
@@ -181,8 +193,7 @@ static gboolean emu_admin2_table_exists(Hbase2THBaseServiceIf *iface,
  * default-namespace table also as "default:name"; NULL: every table.
  * The emulator has no system tables, so includeSysTables adds none.
  */
-static gboolean emu_admin2_tables_matching(emu_store *store,
-                                           const char *regex,
+static gboolean emu_admin2_tables_matching(emu_store *store, const char *regex,
                                            GPtrArray *out, GError **error)
 {
     g_autoptr(GPtrArray) names = emu_store_table_names(store, NULL);
@@ -192,8 +203,9 @@ static gboolean emu_admin2_tables_matching(emu_store *store,
         g_autofree char *anchored = g_strdup_printf("^(?:%s)$", regex);
 
         re = g_regex_new(anchored, 0, 0, error);
-        if (re == NULL)
+        if (re == NULL) {
             return FALSE;
+        }
     }
     for (guint i = 0; i < names->len; i++) {
         const char *n = g_ptr_array_index(names, i);
@@ -203,12 +215,14 @@ static gboolean emu_admin2_tables_matching(emu_store *store,
         emu_table *t;
 
         if (re != NULL && !g_regex_match(re, n, 0, NULL) &&
-            (qualified == NULL || !g_regex_match(re, qualified, 0, NULL)))
+            (qualified == NULL || !g_regex_match(re, qualified, 0, NULL))) {
             continue;
+        }
         t = emu_store_table_ref(store, (const uint8_t *)n, strlen(n), FALSE,
                                 NULL);
-        if (t != NULL)
+        if (t != NULL) {
             g_ptr_array_add(out, t);
+        }
     }
     return TRUE;
 }
@@ -235,11 +249,10 @@ typedef enum {
 } emu_admin2_select;
 
 /* The four list calls: descriptors or names, by pattern or namespace. */
-static gboolean emu_admin2_list(Hbase2THBaseServiceIf *iface,
-                                GPtrArray *ret, emu_admin2_select by,
-                                const char *arg, gboolean descriptors,
-                                const char *method, Hbase2TIOError **io,
-                                GError **error)
+static gboolean emu_admin2_list(Hbase2THBaseServiceIf *iface, GPtrArray *ret,
+                                emu_admin2_select by, const char *arg,
+                                gboolean descriptors, const char *method,
+                                Hbase2TIOError **io, GError **error)
 {
     emu_store *store = emu_admin2_store(iface);
     g_autoptr(GPtrArray) tables = g_ptr_array_new_with_free_func(
@@ -249,11 +262,13 @@ static gboolean emu_admin2_list(Hbase2THBaseServiceIf *iface,
                       ? emu_admin2_tables_matching(store, arg, tables, &err)
                       : emu_admin2_tables_in(store, arg, tables, &err);
 
-    if (!ok && by == EMU_ADMIN2_BY_PATTERN)
+    if (!ok && by == EMU_ADMIN2_BY_PATTERN) {
         /* PatternSyntaxException is unchecked */
         return emu_handler2_internal(error, method);
-    if (!ok)
+    }
+    if (!ok) {
         return emu_handler2_fail(g_steal_pointer(&err), method, io, error);
+    }
     for (guint i = 0; i < tables->len; i++) {
         emu_table *t = g_ptr_array_index(tables, i);
 
@@ -332,17 +347,16 @@ static struct emu_family *emu_admin2_family(
     f->name = (uint8_t *)g_strndup((const char *)name->data, name->len);
     f->name_len = name->len;
     f->max_versions = cf->__isset_maxVersions ? cf->maxVersions : 1;
-    f->compression = g_strdup(
-        cf->__isset_compressionType &&
-                (guint)cf->compressionType <
-                    G_N_ELEMENTS(emu_admin2_compression)
-            ? emu_admin2_compression[cf->compressionType]
-            : "NONE");
-    f->bloom_type = g_strdup(
-        cf->__isset_bloomnFilterType &&
-                (guint)cf->bloomnFilterType < G_N_ELEMENTS(emu_admin2_bloom)
-            ? emu_admin2_bloom[cf->bloomnFilterType]
-            : "ROW");
+    f->compression = g_strdup(cf->__isset_compressionType &&
+                                      (guint)cf->compressionType <
+                                          G_N_ELEMENTS(emu_admin2_compression)
+                                  ? emu_admin2_compression[cf->compressionType]
+                                  : "NONE");
+    f->bloom_type = g_strdup(cf->__isset_bloomnFilterType &&
+                                     (guint)cf->bloomnFilterType <
+                                         G_N_ELEMENTS(emu_admin2_bloom)
+                                 ? emu_admin2_bloom[cf->bloomnFilterType]
+                                 : "ROW");
     f->in_memory = cf->__isset_inMemory && cf->inMemory;
     f->block_cache = !cf->__isset_blockCacheEnabled || cf->blockCacheEnabled;
     f->ttl = cf->__isset_timeToLive && cf->timeToLive > 0 ? cf->timeToLive
@@ -371,12 +385,13 @@ static GPtrArray *emu_admin2_values(const Hbase2TTableDescriptor *desc)
             GBytes *key = g_bytes_new(EMU_DATA((GByteArray *)k),
                                       EMU_LEN((GByteArray *)k));
 
-            if (EMU_LEN((GByteArray *)v) == 0)
+            if (EMU_LEN((GByteArray *)v) == 0) {
                 g_hash_table_remove(map, key), g_bytes_unref(key);
-            else
+            } else {
                 g_hash_table_replace(map, key,
                                      g_bytes_new(EMU_DATA((GByteArray *)v),
                                                  EMU_LEN((GByteArray *)v)));
+            }
         }
     }
     if (desc->__isset_durability) {
@@ -412,8 +427,9 @@ static GPtrArray *emu_admin2_families(const Hbase2TTableDescriptor *desc,
         struct emu_family *f = emu_admin2_family(
             g_ptr_array_index(desc->columns, i), error);
 
-        if (f == NULL)
+        if (f == NULL) {
             return NULL;
+        }
         for (guint j = 0; j < fams->len; j++) {
             const struct emu_family *g = g_ptr_array_index(fams, j);
 
@@ -444,18 +460,19 @@ static gboolean emu_admin2_create_table(Hbase2THBaseServiceIf *iface,
     g_autoptr(GPtrArray) values = emu_admin2_values(desc);
     g_autoptr(GPtrArray) splits = NULL;
 
-    if (fams == NULL)
+    if (fams == NULL) {
         return emu_handler2_fail(err, "createTable", io, error);
-    if (fams->len == 0)
+    }
+    if (fams->len == 0) {
         /* the master's sanity check comes before its existence check */
         return emu_handler2_fail(
             g_error_new_literal(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                                 EMU_STORE_NO_FAMILY_MESSAGE),
             "createTable", io, error);
+    }
     /* splitKeyFromThrift: an empty list is no split keys at all. */
     if (split_keys != NULL && split_keys->len > 0) {
-        splits = g_ptr_array_new_with_free_func(
-            (GDestroyNotify)g_bytes_unref);
+        splits = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
         for (guint i = 0; i < split_keys->len; i++) {
             const GByteArray *k = g_ptr_array_index(split_keys, i);
 
@@ -473,7 +490,8 @@ static gboolean emu_admin2_create_table(Hbase2THBaseServiceIf *iface,
             g_clear_error(&err);
             err = g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                               "org.apache.hadoop.hbase.TableExistsException:"
-                              " %s", n);
+                              " %s",
+                              n);
         }
         return emu_handler2_fail(err, "createTable", io, error);
     }
@@ -492,8 +510,9 @@ static gboolean emu_admin2_delete_table(Hbase2THBaseServiceIf *iface,
 
     /* Admin.deleteTable of a missing table: TableNotFoundException. */
     if (t == NULL ||
-        !emu_store_delete_table(store, name->data, name->len, &err))
+        !emu_store_delete_table(store, name->data, name->len, &err)) {
         return emu_handler2_fail(err, "deleteTable", io, error);
+    }
     return TRUE;
 }
 
@@ -506,8 +525,9 @@ static gboolean emu_admin2_truncate_table(Hbase2THBaseServiceIf *iface,
     g_autoptr(GByteArray) name = emu_handler2_table_name(tn);
 
     if (!emu_store_truncate_table(emu_admin2_store(iface), name->data,
-                                  name->len, preserve_splits, &err))
+                                  name->len, preserve_splits, &err)) {
         return emu_handler2_fail(err, "truncateTable", io, error);
+    }
     return TRUE;
 }
 
@@ -519,9 +539,10 @@ static gboolean emu_admin2_set_enabled(Hbase2THBaseServiceIf *iface,
     GError *err = NULL;
     g_autoptr(GByteArray) name = emu_handler2_table_name(tn);
 
-    if (!emu_store_set_enabled(emu_admin2_store(iface), name->data,
-                               name->len, enabled, &err))
+    if (!emu_store_set_enabled(emu_admin2_store(iface), name->data, name->len,
+                               enabled, &err)) {
         return emu_handler2_fail(err, method, io, error);
+    }
     return TRUE;
 }
 
@@ -536,8 +557,7 @@ static gboolean emu_admin2_disable_table(Hbase2THBaseServiceIf *iface,
                                          const Hbase2TTableName *tn,
                                          Hbase2TIOError **io, GError **error)
 {
-    return emu_admin2_set_enabled(iface, tn, FALSE, "disableTable", io,
-                                  error);
+    return emu_admin2_set_enabled(iface, tn, FALSE, "disableTable", io, error);
 }
 
 typedef enum {
@@ -572,13 +592,15 @@ static gboolean emu_admin2_state_of(Hbase2THBaseServiceIf *iface,
         *ret = FALSE;
         return TRUE;
     }
-    if (t == NULL)
+    if (t == NULL) {
         return emu_handler2_fail(err, method, io, error);
+    }
     live = emu_table_is_live(t, NULL);
     *ret = what == EMU_ADMIN2_DISABLED ? !live : live;
     if (what != EMU_ADMIN2_AVAILABLE || !*ret || split_keys == NULL ||
-        split_keys->len == 0)
+        split_keys->len == 0) {
         return TRUE;
+    }
     *ret = emu_table_region_count(t) == split_keys->len + 1;
     for (guint i = 0; *ret && i < split_keys->len; i++) {
         const GByteArray *k = g_ptr_array_index(split_keys, i);
@@ -737,13 +759,15 @@ static gboolean emu_admin2_apply(const emu_table *t, GPtrArray *fams,
         return TRUE;
     case EMU_ADMIN2_REPLACE_ALL:
         g_ptr_array_set_size(fams, 0);
-        for (guint i = 0; i < c->families->len; i++)
+        for (guint i = 0; i < c->families->len; i++) {
             g_ptr_array_add(fams, c->families->pdata[i]);
+        }
         g_ptr_array_set_free_func(c->families, NULL);
         g_ptr_array_set_size(c->families, 0);
         g_ptr_array_set_size(values, 0);
-        for (guint i = 0; i < c->values->len; i++)
+        for (guint i = 0; i < c->values->len; i++) {
             g_ptr_array_add(values, g_bytes_ref(c->values->pdata[i]));
+        }
         return TRUE;
     }
     return TRUE;
@@ -760,10 +784,12 @@ static gboolean emu_admin2_change(Hbase2THBaseServiceIf *iface,
     gboolean ok = emu_store_alter_table(emu_admin2_store(iface), name->data,
                                         name->len, emu_admin2_apply, c, &err);
 
-    if (c->family != NULL)
+    if (c->family != NULL) {
         emu_family_free(g_steal_pointer(&c->family));
-    if (!ok)
+    }
+    if (!ok) {
         return emu_handler2_fail(err, method, io, error);
+    }
     return TRUE;
 }
 
@@ -778,8 +804,9 @@ static gboolean emu_admin2_family_change(
                                    NULL, 0,
                                    NULL, NULL };
 
-    if (c.family == NULL)
+    if (c.family == NULL) {
         return emu_handler2_fail(err, method, io, error);
+    }
     return emu_admin2_change(iface, tn, &c, method, io, error);
 }
 
@@ -829,14 +856,16 @@ static gboolean emu_admin2_modify_table(Hbase2THBaseServiceIf *iface,
         EMU_ADMIN2_REPLACE_ALL, NULL, NULL, 0, NULL, NULL
     };
 
-    if (fams == NULL)
+    if (fams == NULL) {
         return emu_handler2_fail(err, "modifyTable", io, error);
+    }
     /* HMaster checks the new descriptor before it looks for the table */
-    if (fams->len == 0)
+    if (fams->len == 0) {
         return emu_handler2_fail(
             g_error_new_literal(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                                 EMU_STORE_NO_FAMILY_MESSAGE),
             "modifyTable", io, error);
+    }
     values = emu_admin2_values(desc);
     c.families = fams;
     c.values = values;
@@ -852,11 +881,13 @@ static gboolean emu_admin2_create_namespace(
 {
     GError *err = NULL;
 
-    if (nd->name == NULL)
+    if (nd->name == NULL) {
         return emu_handler2_internal(error, "createNamespace");
+    }
     if (!emu_store_create_namespace(emu_admin2_store(iface), nd->name,
-                                    nd->configuration, &err))
+                                    nd->configuration, &err)) {
         return emu_handler2_fail(err, "createNamespace", io, error);
+    }
     return TRUE;
 }
 
@@ -879,9 +910,10 @@ static gboolean emu_admin2_modify_namespace(
 {
     if (nd->name == NULL ||
         !emu_store_set_namespace_conf(emu_admin2_store(iface), nd->name,
-                                      nd->configuration))
+                                      nd->configuration)) {
         return emu_admin2_missing_namespace(nd->name, "modifyNamespace", io,
                                             error);
+    }
     return TRUE;
 }
 
@@ -892,10 +924,12 @@ static gboolean emu_admin2_delete_namespace(Hbase2THBaseServiceIf *iface,
 {
     GError *err = NULL;
 
-    if (name == NULL)
+    if (name == NULL) {
         return emu_handler2_internal(error, "deleteNamespace");
-    if (!emu_store_delete_namespace(emu_admin2_store(iface), name, &err))
+    }
+    if (!emu_store_delete_namespace(emu_admin2_store(iface), name, &err)) {
         return emu_handler2_fail(err, "deleteNamespace", io, error);
+    }
     return TRUE;
 }
 
@@ -910,21 +944,24 @@ static void emu_admin2_fill_conf(Hbase2THBaseServiceIf *iface,
     gpointer k, v;
 
     nd->__isset_configuration = c != NULL;
-    if (c == NULL)
+    if (c == NULL) {
         return;
+    }
     g_hash_table_iter_init(&it, c);
-    while (g_hash_table_iter_next(&it, &k, &v))
+    while (g_hash_table_iter_next(&it, &k, &v)) {
         g_hash_table_insert(nd->configuration, g_strdup(k), g_strdup(v));
+    }
 }
 
 static gboolean emu_admin2_get_namespace_descriptor(
     Hbase2THBaseServiceIf *iface, Hbase2TNamespaceDescriptor **ret,
     const gchar *name, Hbase2TIOError **io, GError **error)
 {
-    if (name == NULL || !emu_store_has_namespace(emu_admin2_store(iface),
-                                                 name))
-        return emu_admin2_missing_namespace(name, "getNamespaceDescriptor",
-                                            io, error);
+    if (name == NULL ||
+        !emu_store_has_namespace(emu_admin2_store(iface), name)) {
+        return emu_admin2_missing_namespace(name, "getNamespaceDescriptor", io,
+                                            error);
+    }
     g_free((*ret)->name);
     (*ret)->name = g_strdup(name);
     emu_admin2_fill_conf(iface, *ret);
@@ -951,22 +988,22 @@ static gboolean emu_admin2_list_namespace_descriptors(
 
 static gboolean emu_admin2_list_namespaces(Hbase2THBaseServiceIf *iface,
                                            GPtrArray **ret,
-                                           Hbase2TIOError **io,
-                                           GError **error)
+                                           Hbase2TIOError **io, GError **error)
 {
     g_autoptr(GPtrArray) names = emu_store_namespace_names(
         emu_admin2_store(iface));
 
-    for (guint i = 0; i < names->len; i++)
+    for (guint i = 0; i < names->len; i++) {
         g_ptr_array_add(*ret, g_strdup(g_ptr_array_index(names, i)));
+    }
     return TRUE;
 }
 
 /* ---- cluster ---- */
 
-static gboolean emu_admin2_get_thrift_server_type(
-    Hbase2THBaseServiceIf *iface, Hbase2TThriftServerType *ret,
-    GError **error)
+static gboolean emu_admin2_get_thrift_server_type(Hbase2THBaseServiceIf *iface,
+                                                  Hbase2TThriftServerType *ret,
+                                                  GError **error)
 {
     emu_admin2_self(iface);
     *ret = HBASE2_T_THRIFT_SERVER_TYPE_TWO;
@@ -994,8 +1031,8 @@ static gboolean emu_admin2_get_slow_log_responses(
 
 /* One answer per server named, each cleared. */
 static gboolean emu_admin2_clear_slow_log_responses(
-    Hbase2THBaseServiceIf *iface, GArray **ret,
-    const GHashTable *server_names, Hbase2TIOError **io, GError **error)
+    Hbase2THBaseServiceIf *iface, GArray **ret, const GHashTable *server_names,
+    Hbase2TIOError **io, GError **error)
 {
     guint n = server_names != NULL
                   ? g_hash_table_size((GHashTable *)server_names)
@@ -1028,8 +1065,7 @@ static gboolean emu_admin2_grant(Hbase2THBaseServiceIf *iface, gboolean *ret,
     return emu_admin2_acl(iface, "grant", io, error);
 }
 
-static gboolean emu_admin2_revoke(Hbase2THBaseServiceIf *iface,
-                                  gboolean *ret,
+static gboolean emu_admin2_revoke(Hbase2THBaseServiceIf *iface, gboolean *ret,
                                   const Hbase2TAccessControlEntity *info,
                                   Hbase2TIOError **io, GError **error)
 {

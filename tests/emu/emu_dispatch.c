@@ -56,8 +56,9 @@ emu_dispatch *emu_dispatch_new(emu_service_t service, GObject *handler,
 
 void emu_dispatch_free(emu_dispatch *d)
 {
-    if (d == NULL)
+    if (d == NULL) {
         return;
+    }
     g_object_unref(d->in);
     g_object_unref(d->out);
     g_object_unref(d->tr);
@@ -118,9 +119,10 @@ emu_dispatch_result_t emu_dispatch_call(emu_dispatch *d, const guint8 *msg,
         return EMU_DISPATCH_FAIL;
     }
     name = g_strndup((const char *)m.name, m.name_len);
-    if (m.type != WIRE_CALL && m.type != WIRE_ONEWAY)
+    if (m.type != WIRE_CALL && m.type != WIRE_ONEWAY) {
         return emu_dispatch_app_error(d, &m, WIRE_APP_INVALID_MESSAGE_TYPE,
                                       "Invalid message type", reply);
+    }
     /* Answered here rather than by c_glib's dispatcher, which leaks the
      * name on this path; the text is libthrift's. */
     if (memchr(m.name, 0, m.name_len) != NULL ||
@@ -155,8 +157,9 @@ emu_dispatch_result_t emu_dispatch_call(emu_dispatch *d, const guint8 *msg,
                                       err ? err->message : "invalid arguments",
                                       reply);
     }
-    if (m.type == WIRE_ONEWAY)
+    if (m.type == WIRE_ONEWAY) {
         return EMU_DISPATCH_ONEWAY;
+    }
     *reply = emu_transport_output(d->tr);
     return EMU_DISPATCH_REPLY;
 }

@@ -22,10 +22,12 @@ static char *emu_gss_part(OM_uint32 code, int type)
         gss_buffer_desc b = GSS_C_EMPTY_BUFFER;
 
         if (GSS_ERROR(gss_display_status(&minor, code, type, GSS_C_NO_OID,
-                                         &ctx, &b)))
+                                         &ctx, &b))) {
             break;
-        if (s->len > 0)
+        }
+        if (s->len > 0) {
             g_string_append(s, ": ");
+        }
         g_string_append_len(s, b.value, (gssize)b.length);
         gss_release_buffer(&minor, &b);
     } while (ctx != 0);
@@ -41,10 +43,12 @@ char *emu_gss_error_text(OM_uint32 major, OM_uint32 minor)
     g_autofree char *min = minor != 0 ? emu_gss_part(minor, GSS_C_MECH_CODE)
                                       : NULL;
 
-    if (min == NULL || *min == '\0' || strcmp(min, "Success") == 0)
+    if (min == NULL || *min == '\0' || strcmp(min, "Success") == 0) {
         return g_steal_pointer(&maj);
-    if (GSS_ROUTINE_ERROR(major) == GSS_S_FAILURE)
+    }
+    if (GSS_ROUTINE_ERROR(major) == GSS_S_FAILURE) {
         return g_steal_pointer(&min);
+    }
     return g_strdup_printf("%s: %s", maj, min);
 }
 
@@ -89,8 +93,9 @@ gboolean emu_gss_check_keytab(const char *principal, const char *keytab,
     gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
     OM_uint32 major, minor, min2;
 
-    if (!emu_gss_acquire(principal, keytab, FALSE, &cred, error))
+    if (!emu_gss_acquire(principal, keytab, FALSE, &cred, error)) {
         return FALSE;
+    }
     /* gss_acquire_cred_from defers reading the keytab; asking for the
      * credential's lifetime makes it look for the principal's key now. */
     major = gss_inquire_cred_by_mech(&minor, cred, gss_mech_krb5, NULL, NULL,
@@ -109,8 +114,9 @@ char *emu_gss_display_name(gss_name_t name)
     OM_uint32 minor;
     char *s;
 
-    if (GSS_ERROR(gss_display_name(&minor, name, &b, NULL)))
+    if (GSS_ERROR(gss_display_name(&minor, name, &b, NULL))) {
         return g_strdup("?");
+    }
     s = g_strndup(b.value, b.length);
     gss_release_buffer(&minor, &b);
     return s;

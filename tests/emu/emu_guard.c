@@ -10,8 +10,7 @@ static gint emu_guard_uint_cmp(gconstpointer a, gconstpointer b)
 
 void emu_guard_enter(struct emu_guard *g,
                      const struct emu_handler_options *opts, emu_table *t,
-                     const uint8_t *const *keys, const size_t *lens,
-                     guint n)
+                     const uint8_t *const *keys, const size_t *lens, guint n)
 {
     guint out = 0;
 
@@ -27,8 +26,9 @@ void emu_guard_enter(struct emu_guard *g,
     for (guint i = 0; i < g->regions->len; i++) {
         guint r = g_array_index(g->regions, guint, i);
 
-        if (out > 0 && g_array_index(g->regions, guint, out - 1) == r)
+        if (out > 0 && g_array_index(g->regions, guint, out - 1) == r) {
             continue;
+        }
         g_array_index(g->regions, guint, out++) = r;
     }
     g_array_set_size(g->regions, out);
@@ -37,8 +37,9 @@ void emu_guard_enter(struct emu_guard *g,
             t, g_array_index(g->regions, guint, i));
 
         __atomic_fetch_add(&reg->requests, 1, __ATOMIC_RELAXED);
-        if (opts->region_serial)
+        if (opts->region_serial) {
             g_mutex_lock(&reg->serial);
+        }
     }
     emu_guard_latency(opts);
 }
@@ -65,8 +66,9 @@ void emu_guard_leave(struct emu_guard *g)
 
 void emu_guard_latency(const struct emu_handler_options *opts)
 {
-    if (opts->rpc_latency_us > 0)
+    if (opts->rpc_latency_us > 0) {
         g_usleep(opts->rpc_latency_us);
+    }
 }
 
 struct emu_region *emu_guard_first_region(const struct emu_guard *g)

@@ -15,7 +15,7 @@ struct emu_handler_options {
 struct emu_guard {
     const struct emu_handler_options *opts;
     emu_table *table;
-    GArray *regions;        /* guint, ascending, distinct */
+    GArray *regions; /* guint, ascending, distinct */
 };
 
 /*
@@ -25,8 +25,7 @@ struct emu_guard {
  */
 void emu_guard_enter(struct emu_guard *g,
                      const struct emu_handler_options *opts, emu_table *t,
-                     const uint8_t *const *keys, const size_t *lens,
-                     guint n);
+                     const uint8_t *const *keys, const size_t *lens, guint n);
 void emu_guard_enter1(struct emu_guard *g,
                       const struct emu_handler_options *opts, emu_table *t,
                       const uint8_t *key, size_t len);

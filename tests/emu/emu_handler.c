@@ -24,7 +24,7 @@ struct _EmuHandler {
 G_DEFINE_TYPE(EmuHandler, emu_handler, HBASE_TYPE_HBASE_HANDLER)
 
 GQuark emu_handler_error_quark(void);
-G_DEFINE_QUARK(emu-handler-error-quark, emu_handler_error)
+G_DEFINE_QUARK(emu - handler - error - quark, emu_handler_error)
 
 #define EMU_DATA(b) ((const uint8_t *)((b) != NULL ? (b)->data : NULL))
 #define EMU_LEN(b) ((size_t)((b) != NULL ? (b)->len : 0))
@@ -54,9 +54,10 @@ static char *emu_handler_remote_message(const char *msg)
     for (guint i = 0; i < G_N_ELEMENTS(remote); i++) {
         const char *colon = strchr(remote[i], ':');
 
-        if (g_str_has_prefix(msg, remote[i]))
+        if (g_str_has_prefix(msg, remote[i])) {
             return g_strdup_printf("%.*s: %s", (int)(colon - remote[i]),
                                    remote[i], msg);
+        }
     }
     return g_strdup(msg);
 }
@@ -84,36 +85,38 @@ static GError *emu_handler_admin_error(GError *err, const char *method,
 
     emu_store_append_binary(tn, EMU_DATA(name), EMU_LEN(name));
     if (strcmp(method, "enableTable") == 0 &&
-        g_str_has_prefix(m, not_disabled))
+        g_str_has_prefix(m, not_disabled)) {
         out = g_error_new(EMU_STORE_ERROR, err->code,
                           "%stableName=%s, state=ENABLED", not_disabled,
                           tn->str);
-    else if (strcmp(method, "deleteTable") == 0 &&
-             g_str_has_prefix(m, not_disabled))
+    } else if (strcmp(method, "deleteTable") == 0 &&
+               g_str_has_prefix(m, not_disabled)) {
         out = g_error_new(EMU_STORE_ERROR, err->code,
                           "%s%sNot DISABLED; tableName=%s, state=ENABLED",
                           not_disabled, not_disabled, tn->str);
-    else if (strcmp(method, "disableTable") == 0 &&
-             (g_str_has_prefix(m, not_found) ||
-              g_str_has_prefix(m, not_enabled)))
+    } else if (strcmp(method, "disableTable") == 0 &&
+               (g_str_has_prefix(m, not_found) ||
+                g_str_has_prefix(m, not_enabled))) {
         out = g_error_new(EMU_STORE_ERROR, err->code, "%.*s%s",
                           (int)(strchr(m, ':') - m + 2), m, m);
-    else if (strcmp(method, "compact") == 0 &&
-             g_str_has_prefix(m, "java.lang.IllegalArgumentException: "
-                                 "Invalid table or region name"))
+    } else if (strcmp(method, "compact") == 0 &&
+               g_str_has_prefix(m, "java.lang.IllegalArgumentException: "
+                                   "Invalid table or region name")) {
         out = g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY, "%s%s",
                           not_found, tn->str);
-    else if (strcmp(method, "createTable") == 0 &&
-             strcmp(m, EMU_STORE_NO_FAMILY_MESSAGE) == 0)
+    } else if (strcmp(method, "createTable") == 0 &&
+               strcmp(m, EMU_STORE_NO_FAMILY_MESSAGE) == 0) {
         out = g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                           EMU_HBASE "DoNotRetryIOException: %s", m);
-    else if (strcmp(method, "createTable") == 0 &&
-             strstr(m, "User-space table qualifiers") != NULL)
+    } else if (strcmp(method, "createTable") == 0 &&
+               strstr(m, "User-space table qualifiers") != NULL) {
         /* TableName.valueOf's IllegalArgumentException escapes */
         out = g_error_new_literal(EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL,
                                   m);
-    if (out == NULL)
+    }
+    if (out == NULL) {
         return err;
+    }
     g_error_free(err);
     return out;
 }
@@ -127,11 +130,11 @@ static gboolean emu_handler_fail(GError *err, const char *method,
     int code = e ? e->code : EMU_STORE_ERROR_INTERNAL;
 
     if (code == EMU_STORE_ERROR_ILLEGAL && ia != NULL) {
-        *ia = g_object_new(HBASE_TYPE_ILLEGAL_ARGUMENT, "message",
-                           e->message, NULL);
+        *ia = g_object_new(HBASE_TYPE_ILLEGAL_ARGUMENT, "message", e->message,
+                           NULL);
     } else if (code == EMU_STORE_ERROR_EXISTS && exist != NULL) {
-        *exist = g_object_new(HBASE_TYPE_ALREADY_EXISTS, "message",
-                              e->message, NULL);
+        *exist = g_object_new(HBASE_TYPE_ALREADY_EXISTS, "message", e->message,
+                              NULL);
     } else if (code != EMU_STORE_ERROR_INTERNAL && io != NULL) {
         g_autofree char *msg = emu_handler_remote_message(e->message);
 
@@ -153,13 +156,16 @@ static GError *emu_handler_err(int code, const char *msg)
  * method, so the caller picks the code. */
 static GError *emu_handler_check_row(const GByteArray *row, int code)
 {
-    if (EMU_LEN(row) == 0)
+    if (EMU_LEN(row) == 0) {
         return emu_handler_err(code, "java.lang.IllegalArgumentException: "
                                      "Row length is 0");
-    if (EMU_LEN(row) > 32767)
+    }
+    if (EMU_LEN(row) > 32767) {
         return g_error_new(EMU_STORE_ERROR, code,
                            "java.lang.IllegalArgumentException: Row length "
-                           "%u is > 32767", row->len);
+                           "%u is > 32767",
+                           row->len);
+    }
     return NULL;
 }
 
@@ -170,8 +176,9 @@ static emu_colspec *emu_handler_colspec(emu_table *t, const GPtrArray *cols,
 {
     g_autoptr(emu_colspec) spec = emu_colspec_new(t);
 
-    if (!emu_colspec_add_all(spec, t, cols, error))
+    if (!emu_colspec_add_all(spec, t, cols, error)) {
         return NULL;
+    }
     return g_steal_pointer(&spec);
 }
 
@@ -181,17 +188,17 @@ static void emu_handler_read_row(emu_table *t, const GByteArray *row,
 {
     emu_row *r = emu_table_row_find(t, EMU_DATA(row), EMU_LEN(row));
 
-    if (r != NULL)
+    if (r != NULL) {
         emu_row_cells(t, r, rd, cells);
+    }
 }
 
 static gboolean emu_handler_get_cells(EmuHandler *self, GPtrArray *ret,
                                       const GByteArray *table,
                                       const GByteArray *row,
-                                      const GByteArray *column,
-                                      int64_t ts, int32_t versions,
-                                      const char *method, HbaseIOError **io,
-                                      GError **error)
+                                      const GByteArray *column, int64_t ts,
+                                      int32_t versions, const char *method,
+                                      HbaseIOError **io, GError **error)
 {
     GError *err = emu_handler_check_row(row, EMU_STORE_ERROR_INTERNAL);
     g_autoptr(emu_table) t = NULL;
@@ -199,11 +206,13 @@ static gboolean emu_handler_get_cells(EmuHandler *self, GPtrArray *ret,
     g_autoptr(GArray) cells = NULL;
     struct emu_guard g;
 
-    if (err != NULL)
+    if (err != NULL) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
-    if (ts < 0)
+    }
+    if (ts < 0) {
         return emu_handler_fail(NULL, method, io, NULL, NULL, error);
-    if (versions <= 0)
+    }
+    if (versions <= 0) {
         /* Get.readVersions, before the table is looked up: a plain
          * IOException, so canRetry */
         return emu_handler_fail(
@@ -211,13 +220,16 @@ static gboolean emu_handler_get_cells(EmuHandler *self, GPtrArray *ret,
                             "java.io.IOException: versions must be "
                             "positive"),
             method, io, NULL, NULL, error);
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
-    if (t == NULL)
+    }
+    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table), TRUE,
+                            &err);
+    if (t == NULL) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
+    }
     spec = emu_colspec_new(t);
-    if (!emu_colspec_add(spec, t, EMU_DATA(column), EMU_LEN(column), &err))
+    if (!emu_colspec_add(spec, t, EMU_DATA(column), EMU_LEN(column), &err)) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
+    }
     struct emu_read rd = { spec, ts, versions };
     cells = g_array_new(FALSE, FALSE, sizeof(struct emu_cell));
     emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
@@ -226,10 +238,12 @@ static gboolean emu_handler_get_cells(EmuHandler *self, GPtrArray *ret,
     emu_result_add_cells(ret, (const struct emu_cell *)(void *)cells->data,
                          cells->len);
     emu_table_read_unlock(t);
-    if (cells->len > 0)
-        __atomic_fetch_add(&emu_table_region(t, g_array_index(g.regions,
-                                             guint, 0))->rows_read, 1,
-                           __ATOMIC_RELAXED);
+    if (cells->len > 0) {
+        __atomic_fetch_add(
+            &emu_table_region(t, g_array_index(g.regions, guint, 0))
+                 ->rows_read,
+            1, __ATOMIC_RELAXED);
+    }
     emu_guard_leave(&g);
     return TRUE;
 }
@@ -254,23 +268,27 @@ static gboolean emu_handler_get_rows(EmuHandler *self, GPtrArray *ret,
     for (guint i = 0; i < n; i++) {
         err = emu_handler_check_row(g_ptr_array_index(rows, i),
                                     EMU_STORE_ERROR_INTERNAL);
-        if (err != NULL)
+        if (err != NULL) {
             return emu_handler_fail(err, method, io, NULL, NULL, error);
+        }
     }
-    if (ts < 0)
+    if (ts < 0) {
         return emu_handler_fail(NULL, method, io, NULL, NULL, error);
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
-    if (t == NULL)
+    }
+    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table), TRUE,
+                            &err);
+    if (t == NULL) {
         /* getRows*: table.get(List<Get>), one action a row (getRow* is
          * one Get) */
         return emu_handler_fail(g_str_has_prefix(method, "getRows")
                                     ? emu_store_batch_error(err, n)
                                     : err,
                                 method, io, NULL, NULL, error);
+    }
     spec = emu_handler_colspec(t, columns, &err);
-    if (spec == NULL)
+    if (spec == NULL) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
+    }
     struct emu_read rd = { spec, ts, 1 };
     keys = g_new(const uint8_t *, n + 1);
     lens = g_new(size_t, n + 1);
@@ -285,14 +303,16 @@ static gboolean emu_handler_get_rows(EmuHandler *self, GPtrArray *ret,
     for (guint i = 0; i < n; i++) {
         g_array_set_size(cells, 0);
         emu_handler_read_row(t, g_ptr_array_index(rows, i), &rd, cells);
-        if (cells->len == 0)
+        if (cells->len == 0) {
             continue; /* missing rows are left out, order kept */
+        }
         emu_result_add_row(ret, keys[i], lens[i],
                            (const struct emu_cell *)(void *)cells->data,
                            cells->len, FALSE, 0);
-        __atomic_fetch_add(&emu_table_region(t, emu_table_region_of(
-                               t, keys[i], lens[i]))->rows_read, 1,
-                           __ATOMIC_RELAXED);
+        __atomic_fetch_add(
+            &emu_table_region(t, emu_table_region_of(t, keys[i], lens[i]))
+                 ->rows_read,
+            1, __ATOMIC_RELAXED);
     }
     emu_table_read_unlock(t);
     emu_guard_leave(&g);
@@ -336,11 +356,13 @@ static gboolean emu_handler_parse_muts(emu_table *t, const GPtrArray *ms,
                                 "Family cannot be null");
             return FALSE;
         }
-        if (t == NULL)
+        if (t == NULL) {
             continue; /* syntax pass only */
-        if (!emu_table_family_index(t, EMU_DATA(m->column), fam_len,
-                                    &mu.fam, error))
+        }
+        if (!emu_table_family_index(t, EMU_DATA(m->column), fam_len, &mu.fam,
+                                    error)) {
             return FALSE;
+        }
         if (m->isDelete) {
             mu.kind = has_qual ? EMU_MUT_DELETE_COLUMN : EMU_MUT_DELETE_FAMILY;
         } else {
@@ -354,31 +376,28 @@ static gboolean emu_handler_parse_muts(emu_table *t, const GPtrArray *ms,
     return TRUE;
 }
 
-static gboolean emu_handler_mutate_row_ts(HbaseHbaseIf *iface,
-                                          const GByteArray *table,
-                                          const GByteArray *row,
-                                          const GPtrArray *mutations,
-                                          int64_t ts, const char *method,
-                                          HbaseIOError **io,
-                                          HbaseIllegalArgument **ia,
-                                          GError **error)
+static gboolean emu_handler_mutate_row_ts(
+    HbaseHbaseIf *iface, const GByteArray *table, const GByteArray *row,
+    const GPtrArray *mutations, int64_t ts, const char *method,
+    HbaseIOError **io, HbaseIllegalArgument **ia, GError **error)
 {
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = NULL;
     g_autoptr(emu_table) t = NULL;
-    g_autoptr(GArray) muts = g_array_new(FALSE, FALSE,
-                                         sizeof(struct emu_mut));
+    g_autoptr(GArray) muts = g_array_new(FALSE, FALSE, sizeof(struct emu_mut));
     struct emu_guard g;
 
     /* the Put and Delete are built (new Put(row), addImmutable) before
      * the table is asked for anything */
     err = emu_handler_check_row(row, EMU_STORE_ERROR_ILLEGAL);
     if (err == NULL &&
-        emu_handler_parse_muts(NULL, mutations, FALSE, muts, &err))
+        emu_handler_parse_muts(NULL, mutations, FALSE, muts, &err)) {
         t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                                 TRUE, &err);
-    if (t == NULL)
+    }
+    if (t == NULL) {
         return emu_handler_fail(err, method, io, ia, NULL, error);
+    }
     /* table.delete(delete), then table.put(put): two calls, so a Put
      * the region refuses (a missing family) leaves the Delete applied */
     emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
@@ -388,34 +407,34 @@ static gboolean emu_handler_mutate_row_ts(HbaseHbaseIf *iface,
         for (guint i = 0; mutations != NULL && i < mutations->len; i++) {
             const HbaseMutation *m = g_ptr_array_index(mutations, i);
 
-            if (m->isDelete == (pass == 0))
+            if (m->isDelete == (pass == 0)) {
                 g_ptr_array_add(part, (gpointer)m);
+            }
         }
         g_array_set_size(muts, 0);
         if (!emu_handler_parse_muts(t, part, FALSE, muts, &err) ||
-            muts->len == 0)
+            muts->len == 0) {
             continue;
+        }
         emu_table_write_lock(t);
         emu_table_mutate(t, row->data, row->len,
-                         (const struct emu_mut *)(void *)muts->data,
-                         muts->len, ts);
+                         (const struct emu_mut *)(void *)muts->data, muts->len,
+                         ts);
         emu_table_write_unlock(t);
     }
     emu_guard_leave(&g);
-    if (err != NULL)
+    if (err != NULL) {
         return emu_handler_fail(err, method, io, ia, NULL, error);
+    }
     return TRUE;
 }
 
 /* mutateRows: every put first, then every delete, as HBase's handler
  * sends table.put(puts) before table.delete(deletes). */
-static gboolean emu_handler_mutate_rows_ts(HbaseHbaseIf *iface,
-                                           const GByteArray *table,
-                                           const GPtrArray *batches,
-                                           int64_t ts, const char *method,
-                                           HbaseIOError **io,
-                                           HbaseIllegalArgument **ia,
-                                           GError **error)
+static gboolean emu_handler_mutate_rows_ts(
+    HbaseHbaseIf *iface, const GByteArray *table, const GPtrArray *batches,
+    int64_t ts, const char *method, HbaseIOError **io,
+    HbaseIllegalArgument **ia, GError **error)
 {
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = NULL;
@@ -434,22 +453,26 @@ static gboolean emu_handler_mutate_rows_ts(HbaseHbaseIf *iface,
                                             sizeof(struct emu_mut));
 
         err = emu_handler_check_row(b->row, EMU_STORE_ERROR_INTERNAL);
-        if (err != NULL)
+        if (err != NULL) {
             return emu_handler_fail(err, method, io, ia, NULL, error);
-        if (!emu_handler_parse_muts(NULL, b->mutations, TRUE, tmp, &err))
+        }
+        if (!emu_handler_parse_muts(NULL, b->mutations, TRUE, tmp, &err)) {
             return emu_handler_fail(err, method, io, ia, NULL, error);
+        }
     }
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
-    if (t == NULL)
+    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table), TRUE,
+                            &err);
+    if (t == NULL) {
         return emu_handler_fail(err, method, io, ia, NULL, error);
+    }
     for (guint i = 0; i < n; i++) {
         const HbaseBatchMutation *b = g_ptr_array_index(batches, i);
         GArray *m = g_array_new(FALSE, FALSE, sizeof(struct emu_mut));
 
         g_ptr_array_add(parsed, m);
-        if (!emu_handler_parse_muts(t, b->mutations, TRUE, m, &err))
+        if (!emu_handler_parse_muts(t, b->mutations, TRUE, m, &err)) {
             return emu_handler_fail(err, method, io, ia, NULL, error);
+        }
         keys[i] = b->row->data;
         lens[i] = b->row->len;
     }
@@ -464,13 +487,15 @@ static gboolean emu_handler_mutate_rows_ts(HbaseHbaseIf *iface,
             for (guint j = 0; j < m->len; j++) {
                 struct emu_mut *mu = &g_array_index(m, struct emu_mut, j);
 
-                if ((mu->kind == EMU_MUT_PUT) == (pass == 0))
+                if ((mu->kind == EMU_MUT_PUT) == (pass == 0)) {
                     g_array_append_val(sel, *mu);
+                }
             }
-            if (sel->len > 0)
+            if (sel->len > 0) {
                 emu_table_mutate(t, keys[i], lens[i],
                                  (const struct emu_mut *)(void *)sel->data,
                                  sel->len, ts);
+            }
         }
     }
     emu_table_write_unlock(t);
@@ -489,10 +514,11 @@ static gboolean emu_handler_enable_table(HbaseHbaseIf *iface,
 
     emu_guard_latency(&self->opts);
     if (!emu_store_set_enabled(self->store, EMU_DATA(name), EMU_LEN(name),
-                               TRUE, &err))
+                               TRUE, &err)) {
         return emu_handler_fail(
             emu_handler_admin_error(err, "enableTable", name), "enableTable",
             io, NULL, NULL, error);
+    }
     return TRUE;
 }
 
@@ -505,28 +531,29 @@ static gboolean emu_handler_disable_table(HbaseHbaseIf *iface,
 
     emu_guard_latency(&self->opts);
     if (!emu_store_set_enabled(self->store, EMU_DATA(name), EMU_LEN(name),
-                               FALSE, &err))
+                               FALSE, &err)) {
         return emu_handler_fail(
             emu_handler_admin_error(err, "disableTable", name), "disableTable",
             io, NULL, NULL, error);
+    }
     return TRUE;
 }
 
 static gboolean emu_handler_is_table_enabled(HbaseHbaseIf *iface,
                                              gboolean *ret,
                                              const HbaseBytes name,
-                                             HbaseIOError **io,
-                                             GError **error)
+                                             HbaseIOError **io, GError **error)
 {
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = NULL;
     g_autoptr(emu_table) t = NULL;
 
     emu_guard_latency(&self->opts);
-    t = emu_store_table_ref(self->store, EMU_DATA(name), EMU_LEN(name),
-                            FALSE, &err);
-    if (t == NULL)
+    t = emu_store_table_ref(self->store, EMU_DATA(name), EMU_LEN(name), FALSE,
+                            &err);
+    if (t == NULL) {
         return emu_handler_fail(err, "isTableEnabled", io, NULL, NULL, error);
+    }
     *ret = emu_table_is_live(t, NULL);
     return TRUE;
 }
@@ -541,16 +568,16 @@ static gboolean emu_handler_compact_common(HbaseHbaseIf *iface,
 
     emu_guard_latency(&self->opts);
     if (!emu_store_compact(self->store, EMU_DATA(name), EMU_LEN(name), major,
-                           &err))
+                           &err)) {
         return emu_handler_fail(emu_handler_admin_error(err, "compact", name),
                                 major ? "majorCompact" : "compact", io, NULL,
                                 NULL, error);
+    }
     return TRUE;
 }
 
-static gboolean emu_handler_compact(HbaseHbaseIf *iface,
-                                    const HbaseBytes name, HbaseIOError **io,
-                                    GError **error)
+static gboolean emu_handler_compact(HbaseHbaseIf *iface, const HbaseBytes name,
+                                    HbaseIOError **io, GError **error)
 {
     return emu_handler_compact_common(iface, name, FALSE, io, error);
 }
@@ -571,8 +598,8 @@ static GByteArray *emu_handler_bytes(const void *p, size_t len)
 }
 
 static gboolean emu_handler_get_table_names(HbaseHbaseIf *iface,
-                                            GPtrArray **ret,
-                                            HbaseIOError **io, GError **error)
+                                            GPtrArray **ret, HbaseIOError **io,
+                                            GError **error)
 {
     EmuHandler *self = EMU_HANDLER(iface);
     g_autoptr(GPtrArray) names = NULL;
@@ -617,19 +644,19 @@ static gboolean emu_handler_get_column_descriptors(HbaseHbaseIf *iface,
     g_autoptr(emu_table) t = NULL;
 
     emu_guard_latency(&self->opts);
-    t = emu_store_table_ref(self->store, EMU_DATA(name), EMU_LEN(name),
-                            FALSE, &err);
-    if (t == NULL)
+    t = emu_store_table_ref(self->store, EMU_DATA(name), EMU_LEN(name), FALSE,
+                            &err);
+    if (t == NULL) {
         return emu_handler_fail(err, "getColumnDescriptors", io, NULL, NULL,
                                 error);
+    }
     for (guint i = 0; i < emu_table_family_count(t); i++) {
         const struct emu_family *f = emu_table_family(t, i);
         HbaseColumnDescriptor *cd = g_object_new(
             HBASE_TYPE_COLUMN_DESCRIPTOR, "maxVersions", f->max_versions,
             "compression", f->compression, "inMemory", f->in_memory,
-            "bloomFilterType", f->bloom_type,
-            "bloomFilterVectorSize", f->bloom_vector_size,
-            "bloomFilterNbHashes", f->bloom_nb_hashes,
+            "bloomFilterType", f->bloom_type, "bloomFilterVectorSize",
+            f->bloom_vector_size, "bloomFilterNbHashes", f->bloom_nb_hashes,
             "blockCacheEnabled", f->block_cache, "timeToLive", f->ttl, NULL);
         GByteArray *key = emu_handler_bytes(f->name, f->name_len);
 
@@ -675,10 +702,11 @@ static gboolean emu_handler_get_table_regions(HbaseHbaseIf *iface,
     g_autoptr(emu_table) t = NULL;
 
     emu_guard_latency(&self->opts);
-    t = emu_store_table_ref(self->store, EMU_DATA(name), EMU_LEN(name),
-                            FALSE, NULL);
-    if (t == NULL)
+    t = emu_store_table_ref(self->store, EMU_DATA(name), EMU_LEN(name), FALSE,
+                            NULL);
+    if (t == NULL) {
         return TRUE; /* HBase answers an empty list for a missing table */
+    }
     for (guint i = 0; i < emu_table_region_count(t); i++) {
         HbaseTRegionInfo *ri = g_object_new(HBASE_TYPE_T_REGION_INFO, NULL);
 
@@ -688,13 +716,10 @@ static gboolean emu_handler_get_table_regions(HbaseHbaseIf *iface,
     return TRUE;
 }
 
-static gboolean emu_handler_create_table(HbaseHbaseIf *iface,
-                                         const HbaseText name,
-                                         const GPtrArray *cfs,
-                                         HbaseIOError **io,
-                                         HbaseIllegalArgument **ia,
-                                         HbaseAlreadyExists **exist,
-                                         GError **error)
+static gboolean emu_handler_create_table(
+    HbaseHbaseIf *iface, const HbaseText name, const GPtrArray *cfs,
+    HbaseIOError **io, HbaseIllegalArgument **ia, HbaseAlreadyExists **exist,
+    GError **error)
 {
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = NULL;
@@ -710,8 +735,8 @@ static gboolean emu_handler_create_table(HbaseHbaseIf *iface,
         size_t ql;
 
         g_ptr_array_add(fams, f);
-        emu_store_parse_column(EMU_DATA(cd->name), EMU_LEN(cd->name),
-                               &fam_len, &q, &ql);
+        emu_store_parse_column(EMU_DATA(cd->name), EMU_LEN(cd->name), &fam_len,
+                               &q, &ql);
         f->name = (uint8_t *)g_strndup((const char *)EMU_DATA(cd->name),
                                        fam_len);
         f->name_len = fam_len;
@@ -732,10 +757,10 @@ static gboolean emu_handler_create_table(HbaseHbaseIf *iface,
             return emu_handler_fail(err, "createTable", io, ia, exist, error);
         }
         f->max_versions = cd->maxVersions;
-        f->compression = g_ascii_strup(cd->compression ? cd->compression
-                                                       : "NONE", -1);
-        f->bloom_type = g_ascii_strup(cd->bloomFilterType ? cd->bloomFilterType
-                                                          : "NONE", -1);
+        f->compression = g_ascii_strup(
+            cd->compression ? cd->compression : "NONE", -1);
+        f->bloom_type = g_ascii_strup(
+            cd->bloomFilterType ? cd->bloomFilterType : "NONE", -1);
         f->in_memory = cd->inMemory;
         f->block_cache = cd->blockCacheEnabled;
         f->ttl = cd->timeToLive <= 0 ? G_MAXINT32 : cd->timeToLive;
@@ -743,10 +768,11 @@ static gboolean emu_handler_create_table(HbaseHbaseIf *iface,
         f->bloom_nb_hashes = cd->bloomFilterNbHashes;
     }
     if (!emu_store_create_table(self->store, EMU_DATA(name), EMU_LEN(name),
-                                fams, &err))
+                                fams, &err)) {
         return emu_handler_fail(
             emu_handler_admin_error(err, "createTable", name), "createTable",
             io, ia, exist, error);
+    }
     return TRUE;
 }
 
@@ -759,10 +785,11 @@ static gboolean emu_handler_delete_table(HbaseHbaseIf *iface,
 
     emu_guard_latency(&self->opts);
     if (!emu_store_delete_table(self->store, EMU_DATA(name), EMU_LEN(name),
-                                &err))
+                                &err)) {
         return emu_handler_fail(
             emu_handler_admin_error(err, "deleteTable", name), "deleteTable",
             io, NULL, NULL, error);
+    }
     return TRUE;
 }
 
@@ -774,37 +801,34 @@ static gboolean emu_handler_get(HbaseHbaseIf *iface, GPtrArray **ret,
                                 const GHashTable *attributes,
                                 HbaseIOError **io, GError **error)
 {
-    return emu_handler_get_cells(EMU_HANDLER(iface), *ret, table, row,
-                                 column, EMU_LATEST_TS, 1, "get", io, error);
+    return emu_handler_get_cells(EMU_HANDLER(iface), *ret, table, row, column,
+                                 EMU_LATEST_TS, 1, "get", io, error);
 }
 
 static gboolean emu_handler_get_ver(HbaseHbaseIf *iface, GPtrArray **ret,
-                                    const HbaseText table,
-                                    const HbaseText row,
+                                    const HbaseText table, const HbaseText row,
                                     const HbaseText column,
                                     const gint32 versions,
                                     const GHashTable *attributes,
                                     HbaseIOError **io, GError **error)
 {
-    return emu_handler_get_cells(EMU_HANDLER(iface), *ret, table, row,
-                                 column, EMU_LATEST_TS, versions, "getVer",
-                                 io, error);
+    return emu_handler_get_cells(EMU_HANDLER(iface), *ret, table, row, column,
+                                 EMU_LATEST_TS, versions, "getVer", io, error);
 }
 
 static gboolean emu_handler_get_ver_ts(HbaseHbaseIf *iface, GPtrArray **ret,
                                        const HbaseText table,
                                        const HbaseText row,
-                                       const HbaseText column,
-                                       const gint64 ts, const gint32 versions,
+                                       const HbaseText column, const gint64 ts,
+                                       const gint32 versions,
                                        const GHashTable *attributes,
                                        HbaseIOError **io, GError **error)
 {
-    return emu_handler_get_cells(EMU_HANDLER(iface), *ret, table, row,
-                                 column, ts, versions, "getVerTs", io, error);
+    return emu_handler_get_cells(EMU_HANDLER(iface), *ret, table, row, column,
+                                 ts, versions, "getVerTs", io, error);
 }
 
-static gboolean emu_handler_get_row_common(HbaseHbaseIf *iface,
-                                           GPtrArray *ret,
+static gboolean emu_handler_get_row_common(HbaseHbaseIf *iface, GPtrArray *ret,
                                            const HbaseText table,
                                            const HbaseText row,
                                            const GPtrArray *columns,
@@ -814,13 +838,12 @@ static gboolean emu_handler_get_row_common(HbaseHbaseIf *iface,
     g_autoptr(GPtrArray) rows = g_ptr_array_new();
 
     g_ptr_array_add(rows, (gpointer)row);
-    return emu_handler_get_rows(EMU_HANDLER(iface), ret, table, rows,
-                                columns, ts, method, io, error);
+    return emu_handler_get_rows(EMU_HANDLER(iface), ret, table, rows, columns,
+                                ts, method, io, error);
 }
 
 static gboolean emu_handler_get_row(HbaseHbaseIf *iface, GPtrArray **ret,
-                                    const HbaseText table,
-                                    const HbaseText row,
+                                    const HbaseText table, const HbaseText row,
                                     const GHashTable *attributes,
                                     HbaseIOError **io, GError **error)
 {
@@ -872,15 +895,14 @@ static gboolean emu_handler_get_rows_with_columns(
     const GPtrArray *rows, const GPtrArray *columns,
     const GHashTable *attributes, HbaseIOError **io, GError **error)
 {
-    return emu_handler_get_rows(EMU_HANDLER(iface), *ret, table, rows,
-                                columns, EMU_LATEST_TS, "getRowsWithColumns",
-                                io, error);
+    return emu_handler_get_rows(EMU_HANDLER(iface), *ret, table, rows, columns,
+                                EMU_LATEST_TS, "getRowsWithColumns", io,
+                                error);
 }
 
 static gboolean emu_handler_get_rows_ts(HbaseHbaseIf *iface, GPtrArray **ret,
                                         const HbaseText table,
-                                        const GPtrArray *rows,
-                                        const gint64 ts,
+                                        const GPtrArray *rows, const gint64 ts,
                                         const GHashTable *attributes,
                                         HbaseIOError **io, GError **error)
 {
@@ -893,61 +915,44 @@ static gboolean emu_handler_get_rows_with_columns_ts(
     const GPtrArray *rows, const GPtrArray *columns, const gint64 ts,
     const GHashTable *attributes, HbaseIOError **io, GError **error)
 {
-    return emu_handler_get_rows(EMU_HANDLER(iface), *ret, table, rows,
-                                columns, ts, "getRowsWithColumnsTs", io,
-                                error);
+    return emu_handler_get_rows(EMU_HANDLER(iface), *ret, table, rows, columns,
+                                ts, "getRowsWithColumnsTs", io, error);
 }
 
 /* ---- Hbase methods: writes ---- */
 
-static gboolean emu_handler_mutate_row(HbaseHbaseIf *iface,
-                                       const HbaseText table,
-                                       const HbaseText row,
-                                       const GPtrArray *mutations,
-                                       const GHashTable *attributes,
-                                       HbaseIOError **io,
-                                       HbaseIllegalArgument **ia,
-                                       GError **error)
+static gboolean emu_handler_mutate_row(
+    HbaseHbaseIf *iface, const HbaseText table, const HbaseText row,
+    const GPtrArray *mutations, const GHashTable *attributes,
+    HbaseIOError **io, HbaseIllegalArgument **ia, GError **error)
 {
     return emu_handler_mutate_row_ts(iface, table, row, mutations,
                                      EMU_LATEST_TS, "mutateRow", io, ia,
                                      error);
 }
 
-static gboolean emu_handler_mutate_row_ts_m(HbaseHbaseIf *iface,
-                                            const HbaseText table,
-                                            const HbaseText row,
-                                            const GPtrArray *mutations,
-                                            const gint64 ts,
-                                            const GHashTable *attributes,
-                                            HbaseIOError **io,
-                                            HbaseIllegalArgument **ia,
-                                            GError **error)
+static gboolean emu_handler_mutate_row_ts_m(
+    HbaseHbaseIf *iface, const HbaseText table, const HbaseText row,
+    const GPtrArray *mutations, const gint64 ts, const GHashTable *attributes,
+    HbaseIOError **io, HbaseIllegalArgument **ia, GError **error)
 {
     return emu_handler_mutate_row_ts(iface, table, row, mutations, ts,
                                      "mutateRowTs", io, ia, error);
 }
 
-static gboolean emu_handler_mutate_rows(HbaseHbaseIf *iface,
-                                        const HbaseText table,
-                                        const GPtrArray *batches,
-                                        const GHashTable *attributes,
-                                        HbaseIOError **io,
-                                        HbaseIllegalArgument **ia,
-                                        GError **error)
+static gboolean emu_handler_mutate_rows(
+    HbaseHbaseIf *iface, const HbaseText table, const GPtrArray *batches,
+    const GHashTable *attributes, HbaseIOError **io, HbaseIllegalArgument **ia,
+    GError **error)
 {
     return emu_handler_mutate_rows_ts(iface, table, batches, EMU_LATEST_TS,
                                       "mutateRows", io, ia, error);
 }
 
-static gboolean emu_handler_mutate_rows_ts_m(HbaseHbaseIf *iface,
-                                             const HbaseText table,
-                                             const GPtrArray *batches,
-                                             const gint64 ts,
-                                             const GHashTable *attributes,
-                                             HbaseIOError **io,
-                                             HbaseIllegalArgument **ia,
-                                             GError **error)
+static gboolean emu_handler_mutate_rows_ts_m(
+    HbaseHbaseIf *iface, const HbaseText table, const GPtrArray *batches,
+    const gint64 ts, const GHashTable *attributes, HbaseIOError **io,
+    HbaseIllegalArgument **ia, GError **error)
 {
     return emu_handler_mutate_rows_ts(iface, table, batches, ts,
                                       "mutateRowsTs", io, ia, error);
@@ -976,24 +981,21 @@ static emu_table *emu_handler_cell_target(EmuHandler *self,
         *qual = (const uint8_t *)"";
         *qual_len = 0;
     }
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, error);
-    if (t == NULL)
+    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table), TRUE,
+                            error);
+    if (t == NULL) {
         return NULL;
-    if (!emu_table_family_index(t, EMU_DATA(column), fam_len, fam, error))
+    }
+    if (!emu_table_family_index(t, EMU_DATA(column), fam_len, fam, error)) {
         return NULL;
+    }
     return g_steal_pointer(&t);
 }
 
-static gboolean emu_handler_atomic_increment(HbaseHbaseIf *iface,
-                                             gint64 *ret,
-                                             const HbaseText table,
-                                             const HbaseText row,
-                                             const HbaseText column,
-                                             const gint64 value,
-                                             HbaseIOError **io,
-                                             HbaseIllegalArgument **ia,
-                                             GError **error)
+static gboolean emu_handler_atomic_increment(
+    HbaseHbaseIf *iface, gint64 *ret, const HbaseText table,
+    const HbaseText row, const HbaseText column, const gint64 value,
+    HbaseIOError **io, HbaseIllegalArgument **ia, GError **error)
 {
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = emu_handler_check_row(row, EMU_STORE_ERROR_INTERNAL);
@@ -1005,20 +1007,23 @@ static gboolean emu_handler_atomic_increment(HbaseHbaseIf *iface,
     gboolean ok;
     struct emu_guard g;
 
-    if (err != NULL)
+    if (err != NULL) {
         return emu_handler_fail(err, "atomicIncrement", io, ia, NULL, error);
+    }
     t = emu_handler_cell_target(self, table, column, FALSE, &fam, &qual,
                                 &qual_len, &err);
-    if (t == NULL)
+    if (t == NULL) {
         return emu_handler_fail(err, "atomicIncrement", io, ia, NULL, error);
+    }
     emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
     emu_table_write_lock(t);
     ok = emu_table_increment(t, row->data, row->len, fam, qual, qual_len,
                              value, ret, &ts, &err);
     emu_table_write_unlock(t);
     emu_guard_leave(&g);
-    if (!ok)
+    if (!ok) {
         return emu_handler_fail(err, "atomicIncrement", io, ia, NULL, error);
+    }
     return TRUE;
 }
 
@@ -1039,20 +1044,24 @@ static gboolean emu_handler_increment_one(EmuHandler *self,
     /* new Increment(row) refuses a row longer than 32767 bytes with an
      * IllegalArgumentException the handler does not catch */
     if (inc == NULL || EMU_LEN(inc->row) == 0 || EMU_LEN(inc->table) == 0 ||
-        EMU_LEN(inc->row) > 32767)
+        EMU_LEN(inc->row) > 32767) {
         return emu_handler_fail(NULL, method, io, NULL, NULL, error);
+    }
     t = emu_handler_cell_target(self, inc->table, inc->column, TRUE, &fam,
                                 &qual, &qual_len, &err);
-    if (t == NULL)
+    if (t == NULL) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
-    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(inc->row), EMU_LEN(inc->row));
+    }
+    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(inc->row),
+                     EMU_LEN(inc->row));
     emu_table_write_lock(t);
     ok = emu_table_increment(t, inc->row->data, inc->row->len, fam, qual,
                              qual_len, inc->ammount, &result, &ts, &err);
     emu_table_write_unlock(t);
     emu_guard_leave(&g);
-    if (!ok)
+    if (!ok) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
+    }
     return TRUE;
 }
 
@@ -1060,30 +1069,28 @@ static gboolean emu_handler_increment(HbaseHbaseIf *iface,
                                       const HbaseTIncrement *inc,
                                       HbaseIOError **io, GError **error)
 {
-    return emu_handler_increment_one(EMU_HANDLER(iface), inc, "increment",
-                                     io, error);
+    return emu_handler_increment_one(EMU_HANDLER(iface), inc, "increment", io,
+                                     error);
 }
 
 static gboolean emu_handler_increment_rows(HbaseHbaseIf *iface,
                                            const GPtrArray *incs,
                                            HbaseIOError **io, GError **error)
 {
-    for (guint i = 0; incs != NULL && i < incs->len; i++)
+    for (guint i = 0; incs != NULL && i < incs->len; i++) {
         if (!emu_handler_increment_one(EMU_HANDLER(iface),
                                        g_ptr_array_index(incs, i),
-                                       "incrementRows", io, error))
+                                       "incrementRows", io, error)) {
             return FALSE;
+        }
+    }
     return TRUE;
 }
 
-static gboolean emu_handler_delete_all_ts_common(HbaseHbaseIf *iface,
-                                                 const HbaseText table,
-                                                 const HbaseText row,
-                                                 const HbaseText column,
-                                                 int64_t ts,
-                                                 const char *method,
-                                                 HbaseIOError **io,
-                                                 GError **error)
+static gboolean emu_handler_delete_all_ts_common(
+    HbaseHbaseIf *iface, const HbaseText table, const HbaseText row,
+    const HbaseText column, int64_t ts, const char *method, HbaseIOError **io,
+    GError **error)
 {
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = emu_handler_check_row(row, EMU_STORE_ERROR_INTERNAL);
@@ -1092,18 +1099,21 @@ static gboolean emu_handler_delete_all_ts_common(HbaseHbaseIf *iface,
     size_t fam_len;
     struct emu_guard g;
 
-    if (err != NULL)
+    if (err != NULL) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
-    if (t == NULL)
+    }
+    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table), TRUE,
+                            &err);
+    if (t == NULL) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
+    }
     mu.kind = emu_store_parse_column(EMU_DATA(column), EMU_LEN(column),
                                      &fam_len, &mu.qual, &mu.qual_len)
                   ? EMU_MUT_DELETE_COLUMN
                   : EMU_MUT_DELETE_FAMILY;
-    if (!emu_table_family_index(t, EMU_DATA(column), fam_len, &mu.fam, &err))
+    if (!emu_table_family_index(t, EMU_DATA(column), fam_len, &mu.fam, &err)) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
+    }
     emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
     emu_table_write_lock(t);
     emu_table_mutate(t, row->data, row->len, &mu, 1, ts);
@@ -1119,41 +1129,36 @@ static gboolean emu_handler_delete_all(HbaseHbaseIf *iface,
                                        const GHashTable *attributes,
                                        HbaseIOError **io, GError **error)
 {
-    return emu_handler_delete_all_ts_common(iface, table, row, column,
-                                            EMU_LATEST_TS, "deleteAll", io,
-                                            error);
+    return emu_handler_delete_all_ts_common(
+        iface, table, row, column, EMU_LATEST_TS, "deleteAll", io, error);
 }
 
-static gboolean emu_handler_delete_all_ts(HbaseHbaseIf *iface,
-                                          const HbaseText table,
-                                          const HbaseText row,
-                                          const HbaseText column,
-                                          const gint64 ts,
-                                          const GHashTable *attributes,
-                                          HbaseIOError **io, GError **error)
+static gboolean emu_handler_delete_all_ts(
+    HbaseHbaseIf *iface, const HbaseText table, const HbaseText row,
+    const HbaseText column, const gint64 ts, const GHashTable *attributes,
+    HbaseIOError **io, GError **error)
 {
     return emu_handler_delete_all_ts_common(iface, table, row, column, ts,
                                             "deleteAllTs", io, error);
 }
 
-static gboolean emu_handler_delete_row_common(HbaseHbaseIf *iface,
-                                              const HbaseText table,
-                                              const HbaseText row,
-                                              int64_t ts, const char *method,
-                                              HbaseIOError **io,
-                                              GError **error)
+static gboolean emu_handler_delete_row_common(
+    HbaseHbaseIf *iface, const HbaseText table, const HbaseText row,
+    int64_t ts, const char *method, HbaseIOError **io, GError **error)
 {
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = emu_handler_check_row(row, EMU_STORE_ERROR_INTERNAL);
     g_autoptr(emu_table) t = NULL;
     struct emu_guard g;
 
-    if (err != NULL)
+    if (err != NULL) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
-    if (t == NULL)
+    }
+    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table), TRUE,
+                            &err);
+    if (t == NULL) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
+    }
     emu_guard_enter1(&g, &self->opts, t, EMU_DATA(row), EMU_LEN(row));
     emu_table_write_lock(t);
     emu_table_delete_row(t, row->data, row->len, ts);
@@ -1172,21 +1177,18 @@ static gboolean emu_handler_delete_all_row(HbaseHbaseIf *iface,
                                          "deleteAllRow", io, error);
 }
 
-static gboolean emu_handler_delete_all_row_ts(HbaseHbaseIf *iface,
-                                              const HbaseText table,
-                                              const HbaseText row,
-                                              const gint64 ts,
-                                              const GHashTable *attributes,
-                                              HbaseIOError **io,
-                                              GError **error)
+static gboolean emu_handler_delete_all_row_ts(
+    HbaseHbaseIf *iface, const HbaseText table, const HbaseText row,
+    const gint64 ts, const GHashTable *attributes, HbaseIOError **io,
+    GError **error)
 {
     return emu_handler_delete_row_common(iface, table, row, ts,
                                          "deleteAllRowTs", io, error);
 }
 
 static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
-                                   const HbaseTAppend *app,
-                                   HbaseIOError **io, GError **error)
+                                   const HbaseTAppend *app, HbaseIOError **io,
+                                   GError **error)
 {
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = NULL;
@@ -1200,9 +1202,10 @@ static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
 
     /* new Append(row) refuses an over-long row as Increment does */
     if (app == NULL || EMU_LEN(app->row) == 0 || EMU_LEN(app->table) == 0 ||
-        EMU_LEN(app->row) > 32767 || app->columns == NULL || app->values == NULL ||
-        app->columns->len != app->values->len)
+        EMU_LEN(app->row) > 32767 || app->columns == NULL ||
+        app->values == NULL || app->columns->len != app->values->len) {
         return emu_handler_fail(NULL, "append", io, NULL, NULL, error);
+    }
     n = app->columns->len;
     /* appendFromThrift builds the Append first: a column without a family
      * is the cell builder's IllegalArgumentException, table or not */
@@ -1213,13 +1216,15 @@ static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
 
         if (!emu_store_parse_column(EMU_DATA(c), EMU_LEN(c), &fam_len, &q,
                                     &ql) ||
-            fam_len == 0)
+            fam_len == 0) {
             return emu_handler_fail(NULL, "append", io, NULL, NULL, error);
+        }
     }
     t = emu_store_table_ref(self->store, EMU_DATA(app->table),
                             EMU_LEN(app->table), TRUE, &err);
-    if (t == NULL)
+    if (t == NULL) {
         return emu_handler_fail(err, "append", io, NULL, NULL, error);
+    }
     /* Every column must name an existing family before anything changes. */
     for (guint i = 0; i < n; i++) {
         const GByteArray *c = g_ptr_array_index(app->columns, i);
@@ -1228,10 +1233,12 @@ static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
         guint fam;
 
         emu_store_parse_column(EMU_DATA(c), EMU_LEN(c), &fam_len, &q, &ql);
-        if (!emu_table_family_index(t, EMU_DATA(c), fam_len, &fam, &err))
+        if (!emu_table_family_index(t, EMU_DATA(c), fam_len, &fam, &err)) {
             return emu_handler_fail(err, "append", io, NULL, NULL, error);
+        }
     }
-    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(app->row), EMU_LEN(app->row));
+    emu_guard_enter1(&g, &self->opts, t, EMU_DATA(app->row),
+                     EMU_LEN(app->row));
     emu_table_write_lock(t);
     for (guint i = 0; i < n; i++) {
         const GByteArray *c = g_ptr_array_index(app->columns, i);
@@ -1265,17 +1272,11 @@ static gboolean emu_handler_append(HbaseHbaseIf *iface, GPtrArray **ret,
     return TRUE;
 }
 
-static gboolean emu_handler_check_and_put(HbaseHbaseIf *iface,
-                                          gboolean *ret,
-                                          const HbaseText table,
-                                          const HbaseText row,
-                                          const HbaseText column,
-                                          const HbaseText value,
-                                          const HbaseMutation *mput,
-                                          const GHashTable *attributes,
-                                          HbaseIOError **io,
-                                          HbaseIllegalArgument **ia,
-                                          GError **error)
+static gboolean emu_handler_check_and_put(
+    HbaseHbaseIf *iface, gboolean *ret, const HbaseText table,
+    const HbaseText row, const HbaseText column, const HbaseText value,
+    const HbaseMutation *mput, const GHashTable *attributes, HbaseIOError **io,
+    HbaseIllegalArgument **ia, GError **error)
 {
     EmuHandler *self = EMU_HANDLER(iface);
     GError *err = NULL;
@@ -1291,26 +1292,31 @@ static gboolean emu_handler_check_and_put(HbaseHbaseIf *iface,
 
     /* The Put is built first: its faults are IllegalArgument or, for a
      * missing qualifier or Mutation, undeclared. */
-    if (mput == NULL)
+    if (mput == NULL) {
         return emu_handler_fail(NULL, "checkAndPut", io, ia, NULL, error);
+    }
     err = emu_handler_check_row(row, EMU_STORE_ERROR_ILLEGAL);
-    if (err != NULL)
+    if (err != NULL) {
         return emu_handler_fail(err, "checkAndPut", io, ia, NULL, error);
+    }
     /* both columns are split (famAndQf[1]) before the table is looked
      * up; the region checks the checked family, and the Put's only once
      * the condition holds */
     if (!emu_store_parse_column(EMU_DATA(mput->column), EMU_LEN(mput->column),
                                 &put_fam_len, &put.qual, &put.qual_len) ||
         !emu_store_parse_column(EMU_DATA(column), EMU_LEN(column), &fam_len,
-                                &qual, &qual_len))
+                                &qual, &qual_len)) {
         return emu_handler_fail(NULL, "checkAndPut", io, ia, NULL, error);
+    }
     t = emu_handler_cell_target(self, table, column, TRUE, &fam, &qual,
                                 &qual_len, &err);
-    if (t == NULL)
+    if (t == NULL) {
         return emu_handler_fail(err, "checkAndPut", io, ia, NULL, error);
+    }
     if (!emu_table_family_index(t, EMU_DATA(mput->column), put_fam_len,
-                                &put.fam, &later))
+                                &put.fam, &later)) {
         put.fam = G_MAXUINT;
+    }
     put.kind = EMU_MUT_PUT;
     put.value = EMU_DATA(mput->value) ? EMU_DATA(mput->value)
                                       : (const uint8_t *)"";
@@ -1319,20 +1325,23 @@ static gboolean emu_handler_check_and_put(HbaseHbaseIf *iface,
     emu_table_write_lock(t);
     cur = emu_table_cell_latest(t, row->data, row->len, fam, qual, qual_len,
                                 &cur_len);
-    if (value == NULL)
-        match = cur == NULL;  /* ifNotExists */
-    else if (value->len == 0)
+    if (value == NULL) {
+        match = cur == NULL; /* ifNotExists */
+    } else if (value->len == 0) {
         match = cur == NULL || cur_len == 0; /* HBase: empty matches absent */
-    else
+    } else {
         match = cur != NULL && cur_len == value->len &&
                 memcmp(cur, value->data, cur_len) == 0;
-    if (match && later == NULL)
+    }
+    if (match && later == NULL) {
         emu_table_mutate(t, row->data, row->len, &put, 1, EMU_LATEST_TS);
+    }
     emu_table_write_unlock(t);
     emu_guard_leave(&g);
-    if (match && later != NULL)
+    if (match && later != NULL) {
         return emu_handler_fail(g_steal_pointer(&later), "checkAndPut", io, ia,
                                 NULL, error);
+    }
     *ret = match;
     return TRUE;
 }
@@ -1342,9 +1351,8 @@ static gboolean emu_handler_check_and_put(HbaseHbaseIf *iface,
 static gboolean emu_handler_open(EmuHandler *self, HbaseScannerID *ret,
                                  const GByteArray *table,
                                  struct emu_scan_spec *spec,
-                                 const GPtrArray *columns,
-                                 const char *method, HbaseIOError **io,
-                                 GError **error)
+                                 const GPtrArray *columns, const char *method,
+                                 HbaseIOError **io, GError **error)
 {
     GError *err = NULL;
     g_autoptr(emu_table) t = NULL;
@@ -1354,17 +1362,21 @@ static gboolean emu_handler_open(EmuHandler *self, HbaseScannerID *ret,
     /* Scan.withStartRow/withStopRow refuse bounds longer than a row can
      * be with an IllegalArgumentException, which the scannerOpen*
      * handlers do not catch, before they look at anything else */
-    if (spec->start_len > 32767 || spec->stop_len > 32767)
+    if (spec->start_len > 32767 || spec->stop_len > 32767) {
         return emu_handler_fail(NULL, method, io, NULL, NULL, error);
-    if (spec->max_ts < 0)
+    }
+    if (spec->max_ts < 0) {
         return emu_handler_fail(NULL, method, io, NULL, NULL, error);
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
-    if (t == NULL)
+    }
+    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table), TRUE,
+                            &err);
+    if (t == NULL) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
+    }
     spec->cols = emu_handler_colspec(t, columns, &err);
-    if (spec->cols == NULL)
+    if (spec->cols == NULL) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
+    }
     emu_guard_enter(&g, &self->opts, t, &spec->start, &spec->start_len, 1);
     ok = emu_scanner_open(t, spec, ret, &err);
     emu_colspec_free(spec->cols);
@@ -1376,8 +1388,9 @@ static gboolean emu_handler_open(EmuHandler *self, HbaseScannerID *ret,
         g_error_free(err);
         return emu_handler_fail(NULL, method, io, NULL, NULL, error);
     }
-    if (!ok)
+    if (!ok) {
         return emu_handler_fail(err, method, io, NULL, NULL, error);
+    }
     return TRUE;
 }
 
@@ -1400,13 +1413,14 @@ static gboolean emu_handler_scanner_open_with_scan(
 {
     struct emu_scan_spec spec;
 
-    if (scan == NULL)
+    if (scan == NULL) {
         return emu_handler_fail(NULL, "scannerOpenWithScan", io, NULL, NULL,
                                 error);
-    emu_handler_spec_init(&spec, scan->__isset_startRow ? scan->startRow : NULL,
-                          scan->__isset_stopRow ? scan->stopRow : NULL,
-                          scan->__isset_timestamp ? scan->timestamp
-                                                  : EMU_LATEST_TS);
+    }
+    emu_handler_spec_init(
+        &spec, scan->__isset_startRow ? scan->startRow : NULL,
+        scan->__isset_stopRow ? scan->stopRow : NULL,
+        scan->__isset_timestamp ? scan->timestamp : EMU_LATEST_TS);
     spec.batch = scan->__isset_batchSize ? scan->batchSize : 0;
     spec.sorted = scan->__isset_sortColumns && scan->sortColumns;
     spec.reversed = scan->__isset_reversed && scan->reversed;
@@ -1420,13 +1434,10 @@ static gboolean emu_handler_scanner_open_with_scan(
                             "scannerOpenWithScan", io, error);
 }
 
-static gboolean emu_handler_scanner_open(HbaseHbaseIf *iface,
-                                         HbaseScannerID *ret,
-                                         const HbaseText table,
-                                         const HbaseText start,
-                                         const GPtrArray *columns,
-                                         const GHashTable *attributes,
-                                         HbaseIOError **io, GError **error)
+static gboolean emu_handler_scanner_open(
+    HbaseHbaseIf *iface, HbaseScannerID *ret, const HbaseText table,
+    const HbaseText start, const GPtrArray *columns,
+    const GHashTable *attributes, HbaseIOError **io, GError **error)
 {
     struct emu_scan_spec spec;
 
@@ -1460,14 +1471,10 @@ static gboolean emu_handler_scanner_open_with_prefix(
                             "scannerOpenWithPrefix", io, error);
 }
 
-static gboolean emu_handler_scanner_open_ts(HbaseHbaseIf *iface,
-                                            HbaseScannerID *ret,
-                                            const HbaseText table,
-                                            const HbaseText start,
-                                            const GPtrArray *columns,
-                                            const gint64 ts,
-                                            const GHashTable *attributes,
-                                            HbaseIOError **io, GError **error)
+static gboolean emu_handler_scanner_open_ts(
+    HbaseHbaseIf *iface, HbaseScannerID *ret, const HbaseText table,
+    const HbaseText start, const GPtrArray *columns, const gint64 ts,
+    const GHashTable *attributes, HbaseIOError **io, GError **error)
 {
     struct emu_scan_spec spec;
 
@@ -1492,8 +1499,7 @@ static gboolean emu_handler_scanner_open_with_stop_ts(
 static gboolean emu_handler_scanner_get_list(HbaseHbaseIf *iface,
                                              GPtrArray **ret,
                                              const HbaseScannerID id,
-                                             const gint32 n,
-                                             HbaseIOError **io,
+                                             const gint32 n, HbaseIOError **io,
                                              HbaseIllegalArgument **ia,
                                              GError **error)
 {
@@ -1506,8 +1512,9 @@ static gboolean emu_handler_scanner_get_list(HbaseHbaseIf *iface,
     const uint8_t *p;
     gboolean ok;
 
-    if (sc == NULL)
+    if (sc == NULL) {
         return emu_handler_fail(err, "scannerGetList", io, ia, NULL, error);
+    }
     if (n < 0) {
         /* ResultScanner.next(n) sizes an ArrayList by n: unchecked, the
          * scanner as it was */
@@ -1521,8 +1528,9 @@ static gboolean emu_handler_scanner_get_list(HbaseHbaseIf *iface,
     ok = emu_scanner_fetch(sc, n, *ret, &err);
     emu_guard_leave(&g);
     emu_scanner_busy(sc, FALSE);
-    if (!ok)
+    if (!ok) {
         return emu_handler_fail(err, "scannerGetList", io, ia, NULL, error);
+    }
     return TRUE;
 }
 
@@ -1544,8 +1552,9 @@ static gboolean emu_handler_scanner_close(HbaseHbaseIf *iface,
     GError *err = NULL;
 
     emu_guard_latency(&EMU_HANDLER(iface)->opts);
-    if (!emu_scanner_close(id, &err))
+    if (!emu_scanner_close(id, &err)) {
         return emu_handler_fail(err, "scannerClose", io, ia, NULL, error);
+    }
     return TRUE;
 }
 
@@ -1562,16 +1571,18 @@ static gboolean emu_handler_get_region_info(HbaseHbaseIf *iface,
     guint region;
 
     emu_guard_latency(&self->opts);
-    t = emu_store_region_for_meta_row(self->store, EMU_DATA(row),
-                                      EMU_LEN(row), &region, &err);
-    if (t == NULL)
+    t = emu_store_region_for_meta_row(self->store, EMU_DATA(row), EMU_LEN(row),
+                                      &region, &err);
+    if (t == NULL) {
         return emu_handler_fail(err, "getRegionInfo", io, NULL, NULL, error);
+    }
     emu_handler_fill_region(self, *ret, t, region);
     return TRUE;
 }
 
-static gboolean emu_handler_get_thrift_server_type(
-    HbaseHbaseIf *iface, HbaseTThriftServerType *ret, GError **error)
+static gboolean emu_handler_get_thrift_server_type(HbaseHbaseIf *iface,
+                                                   HbaseTThriftServerType *ret,
+                                                   GError **error)
 {
     emu_guard_latency(&EMU_HANDLER(iface)->opts);
     *ret = HBASE_T_THRIFT_SERVER_TYPE_ONE;
@@ -1593,8 +1604,7 @@ static gboolean emu_handler_acl(HbaseHbaseIf *iface, const char *method,
 {
     emu_guard_latency(&EMU_HANDLER(iface)->opts);
     return emu_handler_fail(
-        emu_handler_err(EMU_STORE_ERROR_IO_NORETRY,
-                        EMU_NO_ACL_MESSAGE),
+        emu_handler_err(EMU_STORE_ERROR_IO_NORETRY, EMU_NO_ACL_MESSAGE),
         method, io, NULL, NULL, error);
 }
 

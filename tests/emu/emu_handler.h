@@ -10,9 +10,9 @@
 /* One cluster behind both services: the same id from each. */
 #define EMU_CLUSTER_ID "6d2a4f1e-5c3b-4e8a-9b7d-0e1f2a3b4c5d"
 /* grant/revoke without the AccessController coprocessor. */
-#define EMU_NO_ACL_MESSAGE \
-    "org.apache.hadoop.hbase.exceptions.UnknownProtocolException: No " \
-    "registered Master Coprocessor Endpoint found for " \
+#define EMU_NO_ACL_MESSAGE                                                    \
+    "org.apache.hadoop.hbase.exceptions.UnknownProtocolException: No "        \
+    "registered Master Coprocessor Endpoint found for "                       \
     "AccessControlService. Has it been enabled?"
 
 /* The generated parent has no autoptr cleanup; G_DECLARE_* needs one. */

@@ -19,7 +19,7 @@
  */
 
 #define EMU_APP_INTERNAL_ERROR 6
-#define EMU_MAX_ROW 32767       /* HConstants.MAX_ROW_LENGTH */
+#define EMU_MAX_ROW 32767 /* HConstants.MAX_ROW_LENGTH */
 
 struct _EmuHandler2 {
     Hbase2THBaseServiceHandler parent;
@@ -30,7 +30,7 @@ struct _EmuHandler2 {
 G_DEFINE_TYPE(EmuHandler2, emu_handler2, HBASE2_TYPE_T_H_BASE_SERVICE_HANDLER)
 
 static GQuark emu_handler2_error_quark(void);
-G_DEFINE_QUARK(emu-handler2-error-quark, emu_handler2_error)
+G_DEFINE_QUARK(emu - handler2 - error - quark, emu_handler2_error)
 
 #define EMU_DATA(b) ((const uint8_t *)((b) != NULL ? (b)->data : NULL))
 #define EMU_LEN(b) ((size_t)((b) != NULL ? (b)->len : 0))
@@ -65,24 +65,29 @@ static const char *emu_handler2_message(const char *msg, const char *method)
         "modifyTable",
     };
 
-    for (guint i = 0; i < G_N_ELEMENTS(master); i++)
-        if (strcmp(method, master[i]) == 0)
+    for (guint i = 0; i < G_N_ELEMENTS(master); i++) {
+        if (strcmp(method, master[i]) == 0) {
             return msg;
-    for (guint i = 0; i < G_N_ELEMENTS(local); i++)
-        if (g_str_has_prefix(msg, local[i]))
+        }
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(local); i++) {
+        if (g_str_has_prefix(msg, local[i])) {
             return msg + strlen(local[i]);
+        }
+    }
     return msg;
 }
 
 gboolean emu_handler2_fail(GError *err, const char *method,
-                                  Hbase2TIOError **io, GError **error)
+                           Hbase2TIOError **io, GError **error)
 {
     g_autoptr(GError) e = err;
 
     if (e == NULL || e->code == EMU_STORE_ERROR_INTERNAL ||
         (e->code == EMU_STORE_ERROR_ILLEGAL &&
-         g_str_has_prefix(e->message, "java.lang.IllegalArgumentException")))
+         g_str_has_prefix(e->message, "java.lang.IllegalArgumentException"))) {
         return emu_handler2_internal(error, method);
+    }
     *io = g_object_new(HBASE2_TYPE_T_I_O_ERROR, "message",
                        emu_handler2_message(e->message, method), "canRetry",
                        e->code == EMU_STORE_ERROR_IO, NULL);
@@ -97,14 +102,17 @@ static GError *emu_handler2_err(int code, const char *msg)
 /* new Get/Put/Delete(row): an unchecked IllegalArgumentException. */
 static GError *emu_handler2_check_row(const GByteArray *row)
 {
-    if (EMU_LEN(row) == 0)
+    if (EMU_LEN(row) == 0) {
         return emu_handler2_err(EMU_STORE_ERROR_INTERNAL,
                                 "java.lang.IllegalArgumentException: Row "
                                 "length is 0");
-    if (EMU_LEN(row) > EMU_MAX_ROW)
+    }
+    if (EMU_LEN(row) > EMU_MAX_ROW) {
         return g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL,
                            "java.lang.IllegalArgumentException: Row length "
-                           "%u is > %d", row->len, EMU_MAX_ROW);
+                           "%u is > %d",
+                           row->len, EMU_MAX_ROW);
+    }
     return NULL;
 }
 
@@ -146,10 +154,11 @@ static GError *emu_handler2_filter_bytes(const GByteArray *pb,
         }
     }
     *text = filter_serialize(tree, len, &ferr);
-    if (*text == NULL)
+    if (*text == NULL) {
         return g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                            "emulator: filterBytes not supported: %s",
                            ferr->message);
+    }
     f = emu_filter_compile(*text, *len, reversed, NULL);
     if (f == NULL) {
         g_clear_pointer(text, g_free);
@@ -163,11 +172,13 @@ static GError *emu_handler2_filter_bytes(const GByteArray *pb,
 /* new TimeRange(min, max): negative or inverted bounds are refused. */
 static GError *emu_handler2_check_range(int64_t min, int64_t max)
 {
-    if (min < 0 || max < 0 || max < min)
+    if (min < 0 || max < 0 || max < min) {
         return g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL,
                            "java.lang.IllegalArgumentException: invalid time "
                            "range [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                           ")", min, max);
+                           ")",
+                           min, max);
+    }
     return NULL;
 }
 
@@ -175,8 +186,9 @@ GByteArray *emu_handler2_bytes(const void *p, size_t len)
 {
     GByteArray *b = g_byte_array_sized_new((guint)len);
 
-    if (len > 0)
+    if (len > 0) {
         g_byte_array_append(b, p, (guint)len);
+    }
     return b;
 }
 
@@ -184,14 +196,16 @@ GByteArray *emu_handler2_table_name(const Hbase2TTableName *tn)
 {
     GByteArray *b = g_byte_array_new();
 
-    if (tn == NULL)
+    if (tn == NULL) {
         return b;
+    }
     if (tn->__isset_ns && EMU_LEN(tn->ns) > 0) {
         g_byte_array_append(b, tn->ns->data, tn->ns->len);
         g_byte_array_append(b, (const guint8 *)":", 1);
     }
-    if (tn->qualifier != NULL)
+    if (tn->qualifier != NULL) {
         g_byte_array_append(b, tn->qualifier->data, tn->qualifier->len);
+    }
     return b;
 }
 
@@ -205,8 +219,9 @@ static gboolean emu_handler2_colspec(emu_table *t, const GPtrArray *tcols,
     g_autoptr(GPtrArray) cols = NULL;
 
     *out = NULL;
-    if (tcols == NULL || tcols->len == 0)
+    if (tcols == NULL || tcols->len == 0) {
         return TRUE;
+    }
     spec = emu_colspec_new(t);
     cols = g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
     for (guint i = 0; i < tcols->len; i++) {
@@ -217,14 +232,16 @@ static gboolean emu_handler2_colspec(emu_table *t, const GPtrArray *tcols,
         /* The family cannot hold ':', so the first one splits them. */
         if (c->__isset_qualifier) {
             g_byte_array_append(col, (const guint8 *)":", 1);
-            if (EMU_LEN(c->qualifier) > 0)
+            if (EMU_LEN(c->qualifier) > 0) {
                 g_byte_array_append(col, c->qualifier->data,
                                     c->qualifier->len);
+            }
         }
         g_ptr_array_add(cols, col);
     }
-    if (!emu_colspec_add_all(spec, t, cols, error))
+    if (!emu_colspec_add_all(spec, t, cols, error)) {
         return FALSE;
+    }
     *out = g_steal_pointer(&spec);
     return TRUE;
 }
@@ -240,8 +257,9 @@ struct emu_get2 {
 static void emu_handler2_get_clear(struct emu_get2 *g)
 {
     emu_colspec_free(g->cols);
-    if (g->filter != NULL)
+    if (g->filter != NULL) {
         emu_filter_free(g->filter);
+    }
     memset(g, 0, sizeof(*g));
 }
 
@@ -260,10 +278,9 @@ static gboolean emu_handler2_get_prepare(emu_table *t, const Hbase2TGet *tg,
     }
     /* The timestamp wins over the time range (getFromThrift). */
     if (tg->__isset_timestamp) {
-        err = emu_handler2_check_range(tg->timestamp,
-                                       tg->timestamp == EMU_LATEST_TS
-                                           ? tg->timestamp
-                                           : tg->timestamp + 1);
+        err = emu_handler2_check_range(
+            tg->timestamp, tg->timestamp == EMU_LATEST_TS ? tg->timestamp
+                                                          : tg->timestamp + 1);
         g->rd.min_ts = tg->timestamp;
         g->rd.max_ts = tg->timestamp == EMU_LATEST_TS ? EMU_LATEST_TS
                                                       : tg->timestamp + 1;
@@ -274,10 +291,11 @@ static gboolean emu_handler2_get_prepare(emu_table *t, const Hbase2TGet *tg,
         g->rd.max_ts = tg->timeRange->maxStamp;
     }
     if (err == NULL && tg->__isset_maxVersions) {
-        if (tg->maxVersions <= 0)
+        if (tg->maxVersions <= 0) {
             err = emu_handler2_err(EMU_STORE_ERROR_IO,
                                    "java.io.IOException: versions must be "
                                    "positive");
+        }
         g->rd.max_versions = tg->maxVersions;
     }
     if (err != NULL) {
@@ -288,8 +306,9 @@ static gboolean emu_handler2_get_prepare(emu_table *t, const Hbase2TGet *tg,
         g->rd.has_store_limit = TRUE;
         g->rd.store_limit = tg->storeLimit;
     }
-    if (tg->__isset_storeOffset)
+    if (tg->__isset_storeOffset) {
         g->rd.store_offset = MAX(tg->storeOffset, 0);
+    }
     if (tg->__isset_filterString && tg->filterString != NULL) {
         g_autoptr(GError) ferr = NULL;
 
@@ -298,16 +317,18 @@ static gboolean emu_handler2_get_prepare(emu_table *t, const Hbase2TGet *tg,
                                        &ferr);
         if (g->filter == NULL) {
             /* ParseFilter's IllegalArgumentException is unchecked. */
-            g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL,
-                        "%s", ferr ? ferr->message : "invalid filter");
+            g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL, "%s",
+                        ferr ? ferr->message : "invalid filter");
             return FALSE;
         }
     }
-    if (t == NULL)
+    if (t == NULL) {
         return TRUE; /* getFromThrift's own checks only */
+    }
     if (!emu_handler2_colspec(t, tg->__isset_columns ? tg->columns : NULL,
-                              &g->cols, error))
+                              &g->cols, error)) {
         return FALSE;
+    }
     g->rd.cols = g->cols;
     /* getFromThrift sets filterBytes last: it replaces filterString */
     if (tg->__isset_filterBytes && tg->filterBytes != NULL) {
@@ -319,11 +340,13 @@ static gboolean emu_handler2_get_prepare(emu_table *t, const Hbase2TGet *tg,
             g_propagate_error(error, err);
             return FALSE;
         }
-        if (g->filter != NULL)
+        if (g->filter != NULL) {
             emu_filter_free(g->filter);
+        }
         g->filter = emu_filter_compile(text, len, FALSE, error);
-        if (g->filter == NULL)
+        if (g->filter == NULL) {
             return FALSE;
+        }
     }
     return TRUE;
 }
@@ -337,17 +360,21 @@ static void emu_handler2_get_cells(emu_table *t, struct emu_get2 *g,
     emu_row *r = emu_table_row_find(t, EMU_DATA(row), EMU_LEN(row));
 
     g_array_set_size(cells, 0);
-    if (r == NULL)
+    if (r == NULL) {
         return;
+    }
     emu_row_cells(t, r, &g->rd, cells);
     if (g->filter != NULL && cells->len > 0 &&
         emu_filter_row_cells(g->filter, row->data, row->len, cells) !=
-            EMU_FILTER_INCLUDE)
+            EMU_FILTER_INCLUDE) {
         g_array_set_size(cells, 0);
-    if (cells->len > 0)
-        __atomic_fetch_add(&emu_table_region(t, emu_table_region_of(
-                               t, row->data, row->len))->rows_read, 1,
-                           __ATOMIC_RELAXED);
+    }
+    if (cells->len > 0) {
+        __atomic_fetch_add(
+            &emu_table_region(t, emu_table_region_of(t, row->data, row->len))
+                 ->rows_read,
+            1, __ATOMIC_RELAXED);
+    }
 }
 
 /* How a batch of Gets answers: a TResult or an existence flag each. */
@@ -359,8 +386,8 @@ static void emu_handler2_emit_into(gpointer out, const struct emu_get2 *g,
                                    const GArray *cells)
 {
     emu_result2_fill(out, EMU_DATA(g->tget->row), EMU_LEN(g->tget->row),
-                     (const struct emu_cell *)(void *)cells->data,
-                     cells->len, FALSE);
+                     (const struct emu_cell *)(void *)cells->data, cells->len,
+                     FALSE);
 }
 
 static void emu_handler2_emit_result(gpointer out, const struct emu_get2 *g,
@@ -413,19 +440,23 @@ static gboolean emu_handler2_gets(EmuHandler2 *self, const GByteArray *table,
                                  &err);
         emu_handler2_get_clear(&pre);
     }
-    if (err == NULL)
+    if (err == NULL) {
         t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                                 TRUE, &err);
+    }
     if (t == NULL && (strcmp(method, "getMultiple") == 0 ||
-                      strcmp(method, "existsAll") == 0))
+                      strcmp(method, "existsAll") == 0)) {
         err = emu_store_batch_error(err, n); /* table.get(List<Get>) */
-    if (t == NULL)
+    }
+    if (t == NULL) {
         return emu_handler2_fail(err, method, io, error);
+    }
     for (; ready < n; ready++) {
         const Hbase2TGet *tg = g_ptr_array_index(tgets, ready);
 
-        if (!emu_handler2_get_prepare(t, tg, &gs[ready], &err))
+        if (!emu_handler2_get_prepare(t, tg, &gs[ready], &err)) {
             break;
+        }
         keys[ready] = EMU_DATA(tg->row);
         lens[ready] = EMU_LEN(tg->row);
         existence_only |= tg->__isset_existence_only && tg->existence_only;
@@ -440,12 +471,15 @@ static gboolean emu_handler2_gets(EmuHandler2 *self, const GByteArray *table,
         emu_table_read_unlock(t);
         emu_guard_leave(&g);
     }
-    for (guint i = 0; i < n; i++)
+    for (guint i = 0; i < n; i++) {
         emu_handler2_get_clear(&gs[i]);
-    if (ready < n)
+    }
+    if (ready < n) {
         return emu_handler2_fail(err, method, io, error);
-    if (results && existence_only)
+    }
+    if (results && existence_only) {
         return emu_handler2_internal(error, method);
+    }
     return TRUE;
 }
 
@@ -472,8 +506,9 @@ static gboolean emu_handler2_exists(Hbase2THBaseServiceIf *iface,
 
     if (!emu_handler2_get1(EMU_HANDLER2(iface), table, tget, FALSE,
                            emu_handler2_emit_exists, flags, "exists", io,
-                           error))
+                           error)) {
         return FALSE;
+    }
     *ret = g_array_index(flags, gboolean, 0);
     return TRUE;
 }
@@ -505,8 +540,8 @@ static gboolean emu_handler2_get_multiple(Hbase2THBaseServiceIf *iface,
 {
     /* One TResult per TGet, a missing row as an empty one (§2.3). */
     return emu_handler2_gets(EMU_HANDLER2(iface), table, tgets, TRUE,
-                             emu_handler2_emit_result, *ret, "getMultiple",
-                             io, error);
+                             emu_handler2_emit_result, *ret, "getMultiple", io,
+                             error);
 }
 
 /* ---- mutations ---- */
@@ -514,17 +549,18 @@ static gboolean emu_handler2_get_multiple(Hbase2THBaseServiceIf *iface,
 /* The parsed mutations of one row. */
 struct emu_rowmut {
     const GByteArray *row;
-    GArray *muts;             /* struct emu_mut */
-    gboolean whole_row;       /* a row delete, applied before muts */
-    int64_t row_ts;           /* its timestamp, EMU_LATEST_TS: now */
+    GArray *muts;       /* struct emu_mut */
+    gboolean whole_row; /* a row delete, applied before muts */
+    int64_t row_ts;     /* its timestamp, EMU_LATEST_TS: now */
 };
 
 static void emu_rowmut_clear(gpointer p)
 {
     struct emu_rowmut *rm = p;
 
-    if (rm->muts != NULL)
+    if (rm->muts != NULL) {
         g_array_unref(rm->muts);
+    }
 }
 
 static GArray *emu_rowmut_array(void)
@@ -546,11 +582,13 @@ static struct emu_rowmut *emu_rowmut_add(GArray *rms, const GByteArray *row)
 
 static GError *emu_handler2_check_ts(int64_t ts)
 {
-    if (ts >= 0)
+    if (ts >= 0) {
         return NULL;
+    }
     return g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL,
                        "java.lang.IllegalArgumentException: Timestamp cannot "
-                       "be negative. ts=%" G_GINT64_FORMAT, ts);
+                       "be negative. ts=%" G_GINT64_FORMAT,
+                       ts);
 }
 
 /* putFromThrift; durability, attributes and visibility are accepted. */
@@ -570,21 +608,26 @@ static GError *emu_handler2_put_client_check(const Hbase2TPut *p)
 {
     GError *err = emu_handler2_check_row(p->row);
 
-    if (err == NULL && p->__isset_timestamp)
+    if (err == NULL && p->__isset_timestamp) {
         err = emu_handler2_check_ts(p->timestamp);
-    if (err == NULL && (p->columnValues == NULL || p->columnValues->len == 0))
+    }
+    if (err == NULL &&
+        (p->columnValues == NULL || p->columnValues->len == 0)) {
         err = emu_handler2_err(EMU_STORE_ERROR_INTERNAL,
                                "java.lang.IllegalArgumentException: No "
                                "columns to insert");
+    }
     for (guint i = 0; err == NULL && i < p->columnValues->len; i++) {
         const Hbase2TColumnValue *cv = g_ptr_array_index(p->columnValues, i);
 
-        if (cv->__isset_timestamp)
+        if (cv->__isset_timestamp) {
             err = emu_handler2_check_ts(cv->timestamp);
-        if (err == NULL && EMU_LEN(cv->family) == 0)
+        }
+        if (err == NULL && EMU_LEN(cv->family) == 0) {
             err = emu_handler2_err(EMU_STORE_ERROR_INTERNAL,
                                    "java.lang.IllegalArgumentException: "
                                    "Family cannot be null");
+        }
     }
     return err;
 }
@@ -608,8 +651,9 @@ static GError *emu_handler2_puts_client_check(emu_mut2_kind kind,
              j++) {
             const Hbase2TMutation *mu = g_ptr_array_index(m->mutations, j);
 
-            if (mu->__isset_put)
+            if (mu->__isset_put) {
                 err = emu_handler2_put_client_check(mu->put);
+            }
         }
     }
     return err;
@@ -629,8 +673,9 @@ static gboolean emu_handler2_parse_put(emu_table *t, const Hbase2TPut *p,
         struct emu_mut mu = { 0 };
 
         if (!emu_table_family_index(t, EMU_DATA(cv->family),
-                                    EMU_LEN(cv->family), &mu.fam, error))
+                                    EMU_LEN(cv->family), &mu.fam, error)) {
             return FALSE;
+        }
         mu.kind = EMU_MUT_PUT;
         mu.qual = EMU_DATA(cv->qualifier) ? EMU_DATA(cv->qualifier)
                                           : (const uint8_t *)"";
@@ -651,8 +696,7 @@ static gboolean emu_handler2_parse_put(emu_table *t, const Hbase2TPut *p,
  * without it) and each column's own timestamp applies.  An unset
  * deleteType reads as the IDL default DELETE_COLUMNS, as Java's does.
  */
-static gboolean emu_handler2_parse_delete(emu_table *t,
-                                          const Hbase2TDelete *d,
+static gboolean emu_handler2_parse_delete(emu_table *t, const Hbase2TDelete *d,
                                           struct emu_rowmut *rm,
                                           GError **error)
 {
@@ -661,8 +705,9 @@ static gboolean emu_handler2_parse_delete(emu_table *t,
                                  ? d->deleteType
                                  : HBASE2_T_DELETE_TYPE_DELETE_COLUMNS;
 
-    if (err == NULL && d->__isset_timestamp)
+    if (err == NULL && d->__isset_timestamp) {
         err = emu_handler2_check_ts(d->timestamp);
+    }
     if (err != NULL) {
         g_propagate_error(error, err);
         return FALSE;
@@ -676,9 +721,10 @@ static gboolean emu_handler2_parse_delete(emu_table *t,
         const Hbase2TColumn *c = g_ptr_array_index(d->columns, i);
         struct emu_mut mu = { 0 };
 
-        if (!emu_table_family_index(t, EMU_DATA(c->family),
-                                    EMU_LEN(c->family), &mu.fam, error))
+        if (!emu_table_family_index(t, EMU_DATA(c->family), EMU_LEN(c->family),
+                                    &mu.fam, error)) {
             return FALSE;
+        }
         mu.qual = EMU_DATA(c->qualifier) ? EMU_DATA(c->qualifier)
                                          : (const uint8_t *)"";
         mu.qual_len = EMU_LEN(c->qualifier);
@@ -730,13 +776,14 @@ static gboolean emu_handler2_parse_row_mutations(emu_table *t,
     for (guint i = 0; m->mutations != NULL && i < m->mutations->len; i++) {
         const Hbase2TMutation *mu = g_ptr_array_index(m->mutations, i);
         const GByteArray *row = mu->__isset_put ? mu->put->row
-                              : mu->__isset_deleteSingle
-                                  ? mu->deleteSingle->row
-                                  : NULL;
+                                : mu->__isset_deleteSingle
+                                    ? mu->deleteSingle->row
+                                    : NULL;
         gboolean ok = TRUE;
 
-        if (row == NULL)
+        if (row == NULL) {
             continue; /* an empty union adds nothing */
+        }
         if (row->len != m->row->len ||
             memcmp(row->data, m->row->data, row->len) != 0) {
             g_set_error_literal(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO,
@@ -746,12 +793,14 @@ static gboolean emu_handler2_parse_row_mutations(emu_table *t,
                                 "the original one");
             return FALSE;
         }
-        if (mu->__isset_put)
+        if (mu->__isset_put) {
             ok = emu_handler2_parse_put(t, mu->put, rm, error);
-        else
+        } else {
             ok = emu_handler2_parse_delete(t, mu->deleteSingle, rm, error);
-        if (!ok)
+        }
+        if (!ok) {
             return FALSE;
+        }
     }
     return TRUE;
 }
@@ -761,12 +810,14 @@ static void emu_handler2_apply_row(emu_table *t, const struct emu_rowmut *rm)
 {
     const GByteArray *row = rm->row;
 
-    if (rm->whole_row)
+    if (rm->whole_row) {
         emu_table_delete_row(t, row->data, row->len, rm->row_ts);
-    if (rm->muts->len > 0)
+    }
+    if (rm->muts->len > 0) {
         emu_table_mutate(t, row->data, row->len,
                          (const struct emu_mut *)(void *)rm->muts->data,
                          rm->muts->len, EMU_LATEST_TS);
+    }
 }
 
 /* Applies parsed rows in order under the guard and the write lock. */
@@ -785,8 +836,9 @@ static void emu_handler2_apply(EmuHandler2 *self, emu_table *t, GArray *rms)
     }
     emu_guard_enter(&g, &self->opts, t, keys, lens, rms->len);
     emu_table_write_lock(t);
-    for (guint i = 0; i < rms->len; i++)
+    for (guint i = 0; i < rms->len; i++) {
         emu_handler2_apply_row(t, &g_array_index(rms, struct emu_rowmut, i));
+    }
     emu_table_write_unlock(t);
     emu_guard_leave(&g);
 }
@@ -798,10 +850,12 @@ static guint emu_handler2_actions(emu_mut2_kind kind, const GPtrArray *items)
 {
     const Hbase2TRowMutations *m;
 
-    if (items == NULL)
+    if (items == NULL) {
         return 0;
-    if (kind != EMU_MUT2_ROW_MUTATIONS)
+    }
+    if (kind != EMU_MUT2_ROW_MUTATIONS) {
         return items->len;
+    }
     m = items->len > 0 ? g_ptr_array_index(items, 0) : NULL;
     return m != NULL && m->mutations != NULL ? m->mutations->len : 0;
 }
@@ -816,15 +870,18 @@ static gboolean emu_handler2_write(EmuHandler2 *self, const GByteArray *table,
     g_autoptr(GArray) rms = emu_rowmut_array();
 
     err = emu_handler2_puts_client_check(kind, items);
-    if (err == NULL)
+    if (err == NULL) {
         t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                                 TRUE, &err);
-    if (t == NULL && multi)
+    }
+    if (t == NULL && multi) {
         /* a list of actions (putMultiple, deleteMultiple: one each; a
          * RowMutations: one a mutation) meets the missing table */
         err = emu_store_batch_error(err, emu_handler2_actions(kind, items));
-    if (t == NULL)
+    }
+    if (t == NULL) {
         return emu_handler2_fail(err, method, io, error);
+    }
     for (guint i = 0; items != NULL && i < items->len; i++) {
         gconstpointer it = g_ptr_array_index(items, i);
         gboolean ok;
@@ -842,19 +899,20 @@ static gboolean emu_handler2_write(EmuHandler2 *self, const GByteArray *table,
             ok = emu_handler2_parse_delete(t, d, emu_rowmut_add(rms, d->row),
                                            &err);
         }
-        if (!ok)
+        if (!ok) {
             return emu_handler2_fail(err, method, io, error);
+        }
     }
-    if (rms->len > 0)
+    if (rms->len > 0) {
         emu_handler2_apply(self, t, rms);
-    else
+    } else {
         emu_guard_latency(&self->opts);
+    }
     return TRUE;
 }
 
 /* One item as a list for emu_handler2_write. */
-static gboolean emu_handler2_write1(EmuHandler2 *self,
-                                    const GByteArray *table,
+static gboolean emu_handler2_write1(EmuHandler2 *self, const GByteArray *table,
                                     emu_mut2_kind kind, gconstpointer item,
                                     const char *method, Hbase2TIOError **io,
                                     GError **error)
@@ -874,8 +932,8 @@ static gboolean emu_handler2_put(Hbase2THBaseServiceIf *iface,
                                  const Hbase2TPut *tput, Hbase2TIOError **io,
                                  GError **error)
 {
-    return emu_handler2_write1(EMU_HANDLER2(iface), table, EMU_MUT2_PUT,
-                               tput, "put", io, error);
+    return emu_handler2_write1(EMU_HANDLER2(iface), table, EMU_MUT2_PUT, tput,
+                               "put", io, error);
 }
 
 static gboolean emu_handler2_put_multiple(Hbase2THBaseServiceIf *iface,
@@ -883,26 +941,22 @@ static gboolean emu_handler2_put_multiple(Hbase2THBaseServiceIf *iface,
                                           const GPtrArray *tputs,
                                           Hbase2TIOError **io, GError **error)
 {
-    return emu_handler2_write(EMU_HANDLER2(iface), table, EMU_MUT2_PUT,
-                              tputs, TRUE, "putMultiple", io, error);
+    return emu_handler2_write(EMU_HANDLER2(iface), table, EMU_MUT2_PUT, tputs,
+                              TRUE, "putMultiple", io, error);
 }
 
 static gboolean emu_handler2_delete_single(Hbase2THBaseServiceIf *iface,
                                            const GByteArray *table,
                                            const Hbase2TDelete *tdelete,
-                                           Hbase2TIOError **io,
-                                           GError **error)
+                                           Hbase2TIOError **io, GError **error)
 {
     return emu_handler2_write1(EMU_HANDLER2(iface), table, EMU_MUT2_DELETE,
                                tdelete, "deleteSingle", io, error);
 }
 
-static gboolean emu_handler2_delete_multiple(Hbase2THBaseServiceIf *iface,
-                                             GPtrArray **ret,
-                                             const GByteArray *table,
-                                             const GPtrArray *tdeletes,
-                                             Hbase2TIOError **io,
-                                             GError **error)
+static gboolean emu_handler2_delete_multiple(
+    Hbase2THBaseServiceIf *iface, GPtrArray **ret, const GByteArray *table,
+    const GPtrArray *tdeletes, Hbase2TIOError **io, GError **error)
 {
     /* HBase answers an empty list: every delete was applied. */
     return emu_handler2_write(EMU_HANDLER2(iface), table, EMU_MUT2_DELETE,
@@ -990,8 +1044,9 @@ static GError *emu_handler2_check_action_row(const GByteArray *row,
 
     if (EMU_LEN(action_row) == EMU_LEN(row) &&
         (EMU_LEN(row) == 0 ||
-         memcmp(action_row->data, row->data, row->len) == 0))
+         memcmp(action_row->data, row->data, row->len) == 0)) {
         return NULL;
+    }
     msg = g_string_new("org.apache.hadoop.hbase.DoNotRetryIOException: The "
                        "row of the action <");
     emu_store_append_binary(msg, EMU_DATA(action_row), EMU_LEN(action_row));
@@ -1002,16 +1057,12 @@ static GError *emu_handler2_check_action_row(const GByteArray *row,
 }
 
 /* checkAndPut / checkAndDelete / checkAndMutate on one row. */
-static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
-                                       const GByteArray *table,
-                                       const GByteArray *row,
-                                       const GByteArray *family,
-                                       const GByteArray *qualifier,
-                                       Hbase2TCompareOperator op,
-                                       const GByteArray *value,
-                                       emu_mut2_kind kind, gconstpointer item,
-                                       const char *method,
-                                       Hbase2TIOError **io, GError **error)
+static gboolean emu_handler2_check_and(
+    EmuHandler2 *self, gboolean *ret, const GByteArray *table,
+    const GByteArray *row, const GByteArray *family,
+    const GByteArray *qualifier, Hbase2TCompareOperator op,
+    const GByteArray *value, emu_mut2_kind kind, gconstpointer item,
+    const char *method, Hbase2TIOError **io, GError **error)
 {
     GError *err = emu_handler2_check_row(row);
     g_autoptr(emu_table) t = NULL;
@@ -1022,36 +1073,43 @@ static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
     gboolean ok = TRUE;
     struct emu_guard g;
 
-    if (err != NULL)
+    if (err != NULL) {
         return emu_handler2_fail(err, method, io, error);
-    if ((guint)op > HBASE2_T_COMPARE_OPERATOR_NO_OP)
+    }
+    if ((guint)op > HBASE2_T_COMPARE_OPERATOR_NO_OP) {
         /* compareOpFromThrift gives null; the builder's check throws */
         return emu_handler2_internal(error, method);
-    if (kind == EMU_MUT2_ROW_MUTATIONS && value == NULL)
+    }
+    if (kind == EMU_MUT2_ROW_MUTATIONS && value == NULL) {
         /* checkAndMutate passes the value through byteBufferToByteArray,
          * which dereferences it: a NullPointerException */
         return emu_handler2_internal(error, method);
+    }
     /* the client builds the mutation before the table is looked up */
     one = g_ptr_array_new();
     g_ptr_array_add(one, (gpointer)item);
     err = emu_handler2_puts_client_check(kind, one);
-    if (err == NULL)
+    if (err == NULL) {
         t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                                 TRUE, &err);
-    if (t == NULL && kind == EMU_MUT2_ROW_MUTATIONS)
+    }
+    if (t == NULL && kind == EMU_MUT2_ROW_MUTATIONS) {
         err = emu_store_batch_error(err, emu_handler2_actions(kind, one));
-    if (t == NULL)
+    }
+    if (t == NULL) {
         return emu_handler2_fail(err, method, io, error);
-    if (kind == EMU_MUT2_ROW_MUTATIONS)
+    }
+    if (kind == EMU_MUT2_ROW_MUTATIONS) {
         ok = emu_handler2_parse_row_mutations(t, item, rms, &err);
-    else if (kind == EMU_MUT2_PUT)
+    } else if (kind == EMU_MUT2_PUT) {
         ok = emu_handler2_parse_put(
             t, item, emu_rowmut_add(rms, ((const Hbase2TPut *)item)->row),
             &err);
-    else
+    } else {
         ok = emu_handler2_parse_delete(
             t, item, emu_rowmut_add(rms, ((const Hbase2TDelete *)item)->row),
             &err);
+    }
     if (!ok && g_str_has_prefix(err->message, EMU_NO_SUCH_FAMILY)) {
         /* the region checks the mutation's families only once the
          * condition holds: a failed check answers false */
@@ -1067,42 +1125,50 @@ static gboolean emu_handler2_check_and(EmuHandler2 *self, gboolean *ret,
         err = emu_handler2_check_action_row(
             row, kind == EMU_MUT2_PUT ? ((const Hbase2TPut *)item)->row
                                       : ((const Hbase2TDelete *)item)->row);
-        if (err != NULL)
+        if (err != NULL) {
             return emu_handler2_fail(err, method, io, error);
+        }
     }
     for (guint i = 0; later == NULL && i < rms->len; i++) {
         const GByteArray *r = g_array_index(rms, struct emu_rowmut, i).row;
 
-        if (r->len != row->len || memcmp(r->data, row->data, r->len) != 0)
+        if (r->len != row->len || memcmp(r->data, row->data, r->len) != 0) {
             return emu_handler2_fail(
                 emu_handler2_err(EMU_STORE_ERROR_IO_NORETRY,
                                  "org.apache.hadoop.hbase."
                                  "DoNotRetryIOException: Action's getRow "
-                                 "must match"), method, io, error);
+                                 "must match"),
+                method, io, error);
+        }
     }
     if (!emu_table_family_index(t, EMU_DATA(family), EMU_LEN(family), &fam,
-                                &err))
+                                &err)) {
         return emu_handler2_fail(err, method, io, error);
+    }
     if (later != NULL) {
         emu_table_read_lock(t);
         ok = emu_handler2_check(t, row, fam, qualifier, op, value, ret, &err);
         emu_table_read_unlock(t);
-        if (!ok)
+        if (!ok) {
             return emu_handler2_fail(err, method, io, error);
-        if (*ret)
+        }
+        if (*ret) {
             return emu_handler2_fail(g_steal_pointer(&later), method, io,
                                      error);
+        }
         return TRUE;
     }
     emu_guard_enter1(&g, &self->opts, t, row->data, row->len);
     emu_table_write_lock(t);
     ok = emu_handler2_check(t, row, fam, qualifier, op, value, ret, &err);
-    for (guint i = 0; ok && *ret && i < rms->len; i++)
+    for (guint i = 0; ok && *ret && i < rms->len; i++) {
         emu_handler2_apply_row(t, &g_array_index(rms, struct emu_rowmut, i));
+    }
     emu_table_write_unlock(t);
     emu_guard_leave(&g);
-    if (!ok)
+    if (!ok) {
         return emu_handler2_fail(err, method, io, error);
+    }
     return TRUE;
 }
 
@@ -1113,10 +1179,9 @@ static gboolean emu_handler2_check_and_put(
     const Hbase2TPut *tput, Hbase2TIOError **io, GError **error)
 {
     /* No value: ifNotExists, which HRegion checks as EQUAL to nothing. */
-    return emu_handler2_check_and(EMU_HANDLER2(iface), ret, table, row,
-                                  family, qualifier,
-                                  HBASE2_T_COMPARE_OPERATOR_EQUAL, value,
-                                  EMU_MUT2_PUT, tput, "checkAndPut", io,
+    return emu_handler2_check_and(EMU_HANDLER2(iface), ret, table, row, family,
+                                  qualifier, HBASE2_T_COMPARE_OPERATOR_EQUAL,
+                                  value, EMU_MUT2_PUT, tput, "checkAndPut", io,
                                   error);
 }
 
@@ -1126,11 +1191,10 @@ static gboolean emu_handler2_check_and_delete(
     const GByteArray *qualifier, const GByteArray *value,
     const Hbase2TDelete *tdelete, Hbase2TIOError **io, GError **error)
 {
-    return emu_handler2_check_and(EMU_HANDLER2(iface), ret, table, row,
-                                  family, qualifier,
-                                  HBASE2_T_COMPARE_OPERATOR_EQUAL, value,
-                                  EMU_MUT2_DELETE, tdelete, "checkAndDelete",
-                                  io, error);
+    return emu_handler2_check_and(EMU_HANDLER2(iface), ret, table, row, family,
+                                  qualifier, HBASE2_T_COMPARE_OPERATOR_EQUAL,
+                                  value, EMU_MUT2_DELETE, tdelete,
+                                  "checkAndDelete", io, error);
 }
 
 static gboolean emu_handler2_check_and_mutate(
@@ -1140,10 +1204,9 @@ static gboolean emu_handler2_check_and_mutate(
     const GByteArray *value, const Hbase2TRowMutations *trm,
     Hbase2TIOError **io, GError **error)
 {
-    return emu_handler2_check_and(EMU_HANDLER2(iface), ret, table, row,
-                                  family, qualifier, op, value,
-                                  EMU_MUT2_ROW_MUTATIONS, trm,
-                                  "checkAndMutate", io, error);
+    return emu_handler2_check_and(EMU_HANDLER2(iface), ret, table, row, family,
+                                  qualifier, op, value, EMU_MUT2_ROW_MUTATIONS,
+                                  trm, "checkAndMutate", io, error);
 }
 
 /* ---- increment and append ---- */
@@ -1163,10 +1226,11 @@ static gboolean emu_handler2_rmw_targets(emu_table *t, const GByteArray *row,
 {
     GError *err = emu_handler2_check_row(row);
 
-    if (err == NULL && (cols == NULL || cols->len == 0))
+    if (err == NULL && (cols == NULL || cols->len == 0)) {
         err = emu_handler2_err(EMU_STORE_ERROR_INTERNAL,
                                "java.lang.IllegalArgumentException: No "
                                "columns to insert");
+    }
     if (err != NULL) {
         g_propagate_error(error, err);
         return FALSE;
@@ -1186,9 +1250,10 @@ static gboolean emu_handler2_rmw_targets(emu_table *t, const GByteArray *row,
             w.family = cv->family;
             q = cv->qualifier;
         }
-        if (!emu_table_family_index(t, EMU_DATA(w.family),
-                                    EMU_LEN(w.family), &w.fam, error))
+        if (!emu_table_family_index(t, EMU_DATA(w.family), EMU_LEN(w.family),
+                                    &w.fam, error)) {
             return FALSE;
+        }
         w.qual = EMU_DATA(q) ? EMU_DATA(q) : (const uint8_t *)"";
         w.qual_len = EMU_LEN(q);
         g_array_append_val(out, w);
@@ -1219,12 +1284,14 @@ static gboolean emu_handler2_rmw(EmuHandler2 *self, Hbase2TResult *ret,
         (GDestroyNotify)g_byte_array_unref);
     struct emu_guard g;
 
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
-    if (t == NULL)
+    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table), TRUE,
+                            &err);
+    if (t == NULL) {
         return emu_handler2_fail(err, method, io, error);
-    if (!emu_handler2_rmw_targets(t, row, cols, increment, targets, &err))
+    }
+    if (!emu_handler2_rmw_targets(t, row, cols, increment, targets, &err)) {
         return emu_handler2_fail(err, method, io, error);
+    }
     emu_guard_enter1(&g, &self->opts, t, row->data, row->len);
     emu_table_write_lock(t);
     for (guint i = 0; increment && err == NULL && i < targets->len; i++) {
@@ -1232,11 +1299,13 @@ static gboolean emu_handler2_rmw(EmuHandler2 *self, Hbase2TResult *ret,
         size_t len = 0;
 
         if (emu_table_cell_latest(t, row->data, row->len, w->fam, w->qual,
-                                  w->qual_len, &len) != NULL && len != 8)
+                                  w->qual_len, &len) != NULL &&
+            len != 8) {
             err = g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                               "org.apache.hadoop.hbase.DoNotRetryIOException"
                               ": Field is not a long, it's %zu bytes wide",
                               len);
+        }
     }
     for (guint i = 0; err == NULL && i < targets->len; i++) {
         const struct emu_rmw *w = &g_array_index(targets, struct emu_rmw, i);
@@ -1276,8 +1345,9 @@ static gboolean emu_handler2_rmw(EmuHandler2 *self, Hbase2TResult *ret,
     }
     emu_table_write_unlock(t);
     emu_guard_leave(&g);
-    if (err != NULL)
+    if (err != NULL) {
         return emu_handler2_fail(err, method, io, error);
+    }
     g_array_sort(cells, emu_result_cell_col_cmp);
     emu_result2_fill(ret, row->data, row->len,
                      (const struct emu_cell *)(void *)cells->data,
@@ -1358,12 +1428,13 @@ static gboolean emu_handler2_scan_spec(emu_table *t, const Hbase2TScan *sc,
             const Hbase2TTimeRange *tr = v;
             guint fi;
 
-            if (tr == NULL)
+            if (tr == NULL) {
                 continue;
+            }
             err = emu_handler2_check_range(tr->minStamp, tr->maxStamp);
-            if (err == NULL && emu_table_family_index(t, EMU_DATA(fam),
-                                                      EMU_LEN(fam), &fi,
-                                                      NULL)) {
+            if (err == NULL &&
+                emu_table_family_index(t, EMU_DATA(fam), EMU_LEN(fam), &fi,
+                                       NULL)) {
                 r[fi] = tr->minStamp;
                 r[nf + fi] = tr->maxStamp;
             }
@@ -1381,8 +1452,8 @@ static gboolean emu_handler2_scan_spec(emu_table *t, const Hbase2TScan *sc,
     spec->stop_len = EMU_LEN(stop);
     spec->stop_inclusive = spec->start_len > 0 &&
                            spec->start_len == spec->stop_len &&
-                           memcmp(spec->start, spec->stop,
-                                  spec->start_len) == 0;
+                           memcmp(spec->start, spec->stop, spec->start_len) ==
+                               0;
     spec->min_ts = lo;
     spec->max_ts = hi;
     spec->max_versions = sc->__isset_maxVersions ? sc->maxVersions : 1;
@@ -1399,11 +1470,11 @@ static gboolean emu_handler2_scan_spec(emu_table *t, const Hbase2TScan *sc,
         spec->filter_len = sc->filterString->len;
         /* Compiled here too: ParseFilter's errors are unchecked, so they
          * are TApplicationExceptions on Thrift2, not TIOError. */
-        f = emu_filter_compile(spec->filter, spec->filter_len,
-                               spec->reversed, &ferr);
+        f = emu_filter_compile(spec->filter, spec->filter_len, spec->reversed,
+                               &ferr);
         if (f == NULL) {
-            g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL,
-                        "%s", ferr ? ferr->message : "invalid filter");
+            g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_INTERNAL, "%s",
+                        ferr ? ferr->message : "invalid filter");
             return FALSE;
         }
         emu_filter_free(f);
@@ -1439,12 +1510,15 @@ static gboolean emu_handler2_open(EmuHandler2 *self, int32_t *id,
     struct emu_guard g;
     gboolean ok;
 
-    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
-                            TRUE, &err);
-    if (t == NULL)
+    t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table), TRUE,
+                            &err);
+    if (t == NULL) {
         return emu_handler2_fail(err, method, io, error);
-    if (!emu_handler2_scan_spec(t, tscan, &spec, &ranges, &filter_text, &err))
+    }
+    if (!emu_handler2_scan_spec(t, tscan, &spec, &ranges, &filter_text,
+                                &err)) {
         return emu_handler2_fail(err, method, io, error);
+    }
     emu_guard_enter1(&g, &self->opts, t, spec.start, spec.start_len);
     if (unlisted != NULL) {
         *unlisted = emu_scanner_new(t, &spec, &err);
@@ -1454,14 +1528,14 @@ static gboolean emu_handler2_open(EmuHandler2 *self, int32_t *id,
     }
     emu_colspec_free(spec.cols);
     emu_guard_leave(&g);
-    if (!ok)
+    if (!ok) {
         return emu_handler2_fail(err, method, io, error);
+    }
     return TRUE;
 }
 
 static gboolean emu_handler2_open_scanner(Hbase2THBaseServiceIf *iface,
-                                          gint32 *ret,
-                                          const GByteArray *table,
+                                          gint32 *ret, const GByteArray *table,
                                           const Hbase2TScan *tscan,
                                           Hbase2TIOError **io, GError **error)
 {
@@ -1487,8 +1561,7 @@ static gboolean emu_handler2_fetch(EmuHandler2 *self, emu_scanner *sc,
 }
 
 static gboolean emu_handler2_get_scanner_rows(Hbase2THBaseServiceIf *iface,
-                                              GPtrArray **ret,
-                                              const gint32 id,
+                                              GPtrArray **ret, const gint32 id,
                                               const gint32 n,
                                               Hbase2TIOError **io,
                                               Hbase2TIllegalArgument **ia,
@@ -1505,10 +1578,12 @@ static gboolean emu_handler2_get_scanner_rows(Hbase2THBaseServiceIf *iface,
                            "Invalid scanner Id", NULL);
         return FALSE;
     }
-    if (n < 0) /* as scannerGetList's */
+    if (n < 0) { /* as scannerGetList's */
         return emu_handler2_internal(error, "getScannerRows");
-    if (!emu_handler2_fetch(self, sc, n, *ret, &err))
+    }
+    if (!emu_handler2_fetch(self, sc, n, *ret, &err)) {
         return emu_handler2_fail(err, "getScannerRows", io, error);
+    }
     return TRUE;
 }
 
@@ -1520,8 +1595,9 @@ static gboolean emu_handler2_close_scanner(Hbase2THBaseServiceIf *iface,
 {
     emu_guard_latency(&EMU_HANDLER2(iface)->opts);
     /* 2.x logs an unknown or expired id and returns normally (§2.3). */
-    if (!emu_scanner_close_for(id, emu_result2_add_row, NULL))
+    if (!emu_scanner_close_for(id, emu_result2_add_row, NULL)) {
         g_debug("closeScanner: scanner ID %d is invalid", id);
+    }
     return TRUE;
 }
 
@@ -1536,14 +1612,17 @@ static gboolean emu_handler2_get_scanner_results(
     gboolean ok;
 
     if (!emu_handler2_open(self, NULL, &sc, table, tscan, "getScannerResults",
-                           io, error))
+                           io, error)) {
         return FALSE;
-    if (n < 0) /* as scannerGetList's: ResultScanner.next(n) sizes a list
+    }
+    if (n < 0) { /* as scannerGetList's: ResultScanner.next(n) sizes a list
                   by n, an exception no handler catches */
         return emu_handler2_internal(error, "getScannerResults");
+    }
     ok = emu_handler2_fetch(self, sc, n, *ret, &err);
-    if (!ok)
+    if (!ok) {
         return emu_handler2_fail(err, "getScannerResults", io, error);
+    }
     return TRUE;
 }
 
@@ -1585,8 +1664,8 @@ static void emu_handler2_fill_location(EmuHandler2 *self,
  * answering the error. */
 static emu_table *emu_handler2_locator(EmuHandler2 *self,
                                        const GByteArray *table,
-                                       const char *method,
-                                       Hbase2TIOError **io, GError **error)
+                                       const char *method, Hbase2TIOError **io,
+                                       GError **error)
 {
     GError *err = NULL;
     emu_table *t;
@@ -1594,8 +1673,9 @@ static emu_table *emu_handler2_locator(EmuHandler2 *self,
     emu_guard_latency(&self->opts);
     t = emu_store_table_ref(self->store, EMU_DATA(table), EMU_LEN(table),
                             FALSE, &err);
-    if (t == NULL)
+    if (t == NULL) {
         emu_handler2_fail(err, method, io, error);
+    }
     return t;
 }
 
@@ -1605,15 +1685,14 @@ static gboolean emu_handler2_get_region_location(
     Hbase2TIOError **io, GError **error)
 {
     EmuHandler2 *self = EMU_HANDLER2(iface);
-    g_autoptr(emu_table) t = emu_handler2_locator(self, table,
-                                                  "getRegionLocation", io,
-                                                  error);
+    g_autoptr(emu_table) t = emu_handler2_locator(
+        self, table, "getRegionLocation", io, error);
 
-    if (t == NULL)
+    if (t == NULL) {
         return FALSE;
-    emu_handler2_fill_location(self, *ret, t,
-                               emu_table_region_of(t, EMU_DATA(row),
-                                                   EMU_LEN(row)));
+    }
+    emu_handler2_fill_location(
+        self, *ret, t, emu_table_region_of(t, EMU_DATA(row), EMU_LEN(row)));
     return TRUE;
 }
 
@@ -1636,8 +1715,9 @@ static gboolean emu_handler2_get_all_region_locations(
         g_error_free(err);
         return TRUE;
     }
-    if (t == NULL)
+    if (t == NULL) {
         return emu_handler2_fail(err, "getAllRegionLocations", io, error);
+    }
     for (guint i = 0; i < emu_table_region_count(t); i++) {
         Hbase2THRegionLocation *loc = g_object_new(
             HBASE2_TYPE_T_H_REGION_LOCATION, NULL);
@@ -1668,8 +1748,8 @@ static void emu_handler2_init(EmuHandler2 *self)
 
 static void emu_handler2_class_init(EmuHandler2Class *klass)
 {
-    Hbase2THBaseServiceHandlerClass *h =
-        HBASE2_T_H_BASE_SERVICE_HANDLER_CLASS(klass);
+    Hbase2THBaseServiceHandlerClass *h = HBASE2_T_H_BASE_SERVICE_HANDLER_CLASS(
+        klass);
 
     h->exists = emu_handler2_exists;
     h->exists_all = emu_handler2_exists_all;

@@ -82,8 +82,9 @@ static G_DEFINE_QUARK(emu - http - error - quark, emu_http_error)
     char buf[256] = "unknown error";
     unsigned long e = ERR_get_error();
 
-    if (e != 0)
+    if (e != 0) {
         ERR_error_string_n(e, buf, sizeof(buf));
+    }
     ERR_clear_error();
     g_set_error(error, EMU_HTTP_ERROR, 0, "%s: %s", what, buf);
 }
@@ -124,12 +125,14 @@ static struct bufferevent *emu_http_tls_bev(struct event_base *base, void *arg)
     SSL *ssl = SSL_new(h->cfg.tls->ctx);
     struct bufferevent *bev;
 
-    if (ssl == NULL)
+    if (ssl == NULL) {
         return NULL;
+    }
     bev = bufferevent_openssl_socket_new(
         base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-    if (bev != NULL)
+    if (bev != NULL) {
         bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    }
     return bev;
 }
 
@@ -139,8 +142,9 @@ static void emu_http_peer(struct evhttp_request *req, char *buf, gsize size)
     char *addr = NULL;
     ev_uint16_t port = 0;
 
-    if (conn != NULL)
+    if (conn != NULL) {
         evhttp_connection_get_peer(conn, &addr, &port);
+    }
     g_snprintf(buf, size, "%s:%u", addr ? addr : "?", port);
 }
 
@@ -216,8 +220,9 @@ static const char *emu_http_doas(struct evkeyvalq *headers)
 {
     for (struct evkeyval *kv = headers->tqh_first; kv != NULL;
          kv = kv->next.tqe_next) {
-        if (g_ascii_strcasecmp(kv->key, "doAs") == 0)
+        if (g_ascii_strcasecmp(kv->key, "doAs") == 0) {
             return kv->value;
+        }
     }
     return NULL;
 }
@@ -429,8 +434,9 @@ static gboolean emu_http_worker_init(emu_http *h, struct emu_http_worker *w,
     evhttp_set_max_body_size(w->http, h->cfg.max_body);
     evhttp_set_timeout(w->http, EMU_HTTP_IDLE_TIMEOUT_S);
     evhttp_set_gencb(w->http, emu_http_on_request, w);
-    if (h->cfg.tls != NULL)
+    if (h->cfg.tls != NULL) {
         evhttp_set_bevcb(w->http, emu_http_tls_bev, h);
+    }
     if (evhttp_accept_socket_with_handle(w->http, h->fd) == NULL) {
         g_set_error(error, EMU_HTTP_ERROR, 0, "evhttp cannot accept");
         return FALSE;
@@ -476,8 +482,9 @@ static int emu_http_listen(const struct emu_http_config *cfg, int *bound_port,
 
         g_set_error(error, EMU_HTTP_ERROR, 0, "listen on %s:%d: %s", cfg->host,
                     cfg->port, g_strerror(e));
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
+        }
         freeaddrinfo(res);
         return -1;
     }
@@ -494,8 +501,9 @@ emu_http *emu_http_new(const struct emu_http_config *cfg, GObject *handler,
     emu_http *h;
     int fd = emu_http_listen(cfg, bound_port, error);
 
-    if (fd < 0)
+    if (fd < 0) {
         return NULL;
+    }
     h = g_new0(emu_http, 1);
     h->fd = fd;
     h->cfg = *cfg;
@@ -517,8 +525,9 @@ emu_http *emu_http_new(const struct emu_http_config *cfg, GObject *handler,
     h->workers = g_new0(struct emu_http_worker, h->cfg.threads);
     for (guint i = 0; i < h->cfg.threads; i++) {
         /* A half-built server is not worth unwinding: the caller exits. */
-        if (!emu_http_worker_init(h, &h->workers[i], error))
+        if (!emu_http_worker_init(h, &h->workers[i], error)) {
             return NULL;
+        }
     }
     return h;
 }
@@ -533,12 +542,14 @@ static gpointer emu_http_worker_thread(gpointer data)
 
 void emu_http_run(emu_http *h)
 {
-    for (guint i = 1; i < h->cfg.threads; i++)
+    for (guint i = 1; i < h->cfg.threads; i++) {
         h->workers[i].thread = g_thread_new("emu-http", emu_http_worker_thread,
                                             &h->workers[i]);
+    }
     emu_http_worker_thread(&h->workers[0]);
-    for (guint i = 1; i < h->cfg.threads; i++)
+    for (guint i = 1; i < h->cfg.threads; i++) {
         g_thread_join(h->workers[i].thread);
+    }
 }
 
 void emu_http_stop(emu_http *h)
@@ -546,6 +557,7 @@ void emu_http_stop(emu_http *h)
     guint64 one = 1;
 
     /* Level-triggered and never read: every loop sees it. */
-    if (write(h->stop_fd, &one, sizeof(one)) < 0)
+    if (write(h->stop_fd, &one, sizeof(one)) < 0) {
         g_warning("http stop: %s", g_strerror(errno));
+    }
 }

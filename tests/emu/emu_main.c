@@ -199,22 +199,28 @@ static gpointer emu_main_signal_thread(gpointer data)
     for (;;) {
         int sig = 0;
 
-        if (sigwait(set, &sig) != 0)
+        if (sigwait(set, &sig) != 0) {
             continue;
+        }
         if (sig == SIGUSR1) {
             emu_main_dump_stats();
             continue;
         }
-        if (emu_main_opts.stats_file != NULL)
+        if (emu_main_opts.stats_file != NULL) {
             emu_main_dump_stats();
-        if (emu_main_server2 != NULL)
+        }
+        if (emu_main_server2 != NULL) {
             emu_server_stop(emu_main_server2);
-        if (emu_main_http2 != NULL)
+        }
+        if (emu_main_http2 != NULL) {
             emu_http_stop(emu_main_http2);
-        if (emu_main_server != NULL)
+        }
+        if (emu_main_server != NULL) {
             emu_server_stop(emu_main_server);
-        if (emu_main_http != NULL)
+        }
+        if (emu_main_http != NULL) {
             emu_http_stop(emu_main_http);
+        }
         return NULL;
     }
 }
@@ -258,8 +264,7 @@ static gboolean emu_main_parse_addr(const char *opt, const char *addr,
     return TRUE;
 }
 
-static gboolean emu_main_write_port(const char *path, int port,
-                                    GError **error)
+static gboolean emu_main_write_port(const char *path, int port, GError **error)
 {
     g_autofree char *txt = g_strdup_printf("%d\n", port);
 
@@ -268,10 +273,11 @@ static gboolean emu_main_write_port(const char *path, int port,
 
 static gpointer emu_main_thrift2_thread(gpointer data)
 {
-    if (emu_main_http2 != NULL)
+    if (emu_main_http2 != NULL) {
         emu_http_run(emu_main_http2);
-    else
+    } else {
         emu_server_run(emu_main_server2);
+    }
     return NULL;
 }
 
@@ -311,8 +317,9 @@ static gboolean emu_main_http_setup(struct emu_http_config *hc,
         fprintf(stderr, "hbase-emu: --http-threads out of range\n");
         return FALSE;
     }
-    if (!any)
+    if (!any) {
         return TRUE;
+    }
     /* With a QOP the server is a secure one: SPNEGO on HTTP, its keys
      * falling back to the Kerberos ones as HBase's do. */
     if (sasl_qop != NULL && principal == NULL) {
@@ -366,7 +373,7 @@ int main(int argc, char **argv)
     struct emu_server_config cfg = { 0 };
     struct emu_handler_options hopts = { 0 };
     static sigset_t set;
-    emu_sasl *sasl = NULL;    /* lives as long as the process */
+    emu_sasl *sasl = NULL; /* lives as long as the process */
     struct emu_http_config hc = { 0 };
     GThread *thrift2 = NULL; /* a Thrift2 HTTP listener's loop */
     int status = 0;
@@ -374,7 +381,8 @@ int main(int argc, char **argv)
     int port = -1;
 
     g_option_context_add_main_entries(ctx, emu_main_entries, NULL);
-    g_option_context_set_description(ctx,
+    g_option_context_set_description(
+        ctx,
         "Stats (SIGUSR1, and at exit with --stats-file) are lines of\n"
         "  region table=T index=I start=K end=K requests=N rows_read=N "
         "cells_written=N\n"
@@ -384,12 +392,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "hbase-emu: %s\n", err->message);
         return 2;
     }
-    if (!emu_main_parse_addr("listen", emu_main_opts.listen, &host, &port))
+    if (!emu_main_parse_addr("listen", emu_main_opts.listen, &host, &port)) {
         return 2;
+    }
     if (emu_main_opts.thrift2_listen != NULL &&
         !emu_main_parse_addr("thrift2-listen", emu_main_opts.thrift2_listen,
-                             &host2, &port2))
+                             &host2, &port2)) {
         return 2;
+    }
     if (emu_main_opts.max_frame_mb <= 0 || emu_main_opts.max_frame_mb > 2047 ||
         emu_main_opts.regions <= 0 || emu_main_opts.regions > 65536 ||
         emu_main_opts.rpc_latency_us < 0 ||
@@ -405,23 +415,23 @@ int main(int argc, char **argv)
 
         if (!emu_sasl_parse_qop(emu_main_opts.sasl_qop, &qop)) {
             fprintf(stderr, "hbase-emu: --sasl-qop: expected auth, auth-int "
-                    "or auth-conf\n");
+                            "or auth-conf\n");
             return 2;
         }
         /* HBase refuses to start this way (ThriftServer's transport
          * factory), with these words. */
         if (emu_main_opts.framed) {
             fprintf(stderr, "hbase-emu: Thrift server authentication "
-                    "doesn't work with framed transport yet\n");
+                            "doesn't work with framed transport yet\n");
             return 2;
         }
         if (emu_main_opts.keytab == NULL || emu_main_opts.principal == NULL) {
             fprintf(stderr, "hbase-emu: --sasl-qop needs --keytab and "
-                    "--principal\n");
+                            "--principal\n");
             return 2;
         }
-        sasl = emu_sasl_new(emu_main_opts.principal, emu_main_opts.keytab,
-                            qop, &err);
+        sasl = emu_sasl_new(emu_main_opts.principal, emu_main_opts.keytab, qop,
+                            &err);
         if (sasl == NULL) {
             fprintf(stderr, "hbase-emu: %s\n", err->message);
             return 1;
@@ -429,12 +439,13 @@ int main(int argc, char **argv)
     } else if (emu_main_opts.keytab != NULL ||
                emu_main_opts.principal != NULL) {
         fprintf(stderr, "hbase-emu: --keytab and --principal need "
-                "--sasl-qop\n");
+                        "--sasl-qop\n");
         return 2;
     }
 
-    if (!emu_main_http_setup(&hc, emu_main_opts.sasl_qop, &status))
+    if (!emu_main_http_setup(&hc, emu_main_opts.sasl_qop, &status)) {
         return status;
+    }
 
     scfg.regions = (guint)emu_main_opts.regions;
     scfg.server_name = host;
@@ -447,8 +458,9 @@ int main(int argc, char **argv)
         for (guint i = 0; keys[i] != NULL; i++) {
             GBytes *key;
 
-            if (keys[i][0] == '\0')
+            if (keys[i][0] == '\0') {
                 continue;
+            }
             /* the proxy's syntax: keys it prints (salt_escape) read back */
             key = escape_decode(keys[i], &err);
             if (key == NULL) {
@@ -461,10 +473,12 @@ int main(int argc, char **argv)
         }
     }
     emu_main_store = emu_store_new(&scfg);
-    if (scfg.split_keys != NULL)
+    if (scfg.split_keys != NULL) {
         g_ptr_array_unref(scfg.split_keys);
+    }
     for (guint i = 0; emu_main_opts.create_tables != NULL &&
-                      emu_main_opts.create_tables[i] != NULL; i++) {
+                      emu_main_opts.create_tables[i] != NULL;
+         i++) {
         if (!emu_main_create_table(emu_main_opts.create_tables[i], &err)) {
             fprintf(stderr, "hbase-emu: %s\n", err->message);
             return 2;
@@ -541,17 +555,18 @@ int main(int argc, char **argv)
     }
     g_thread_unref(g_thread_new("emu-signals", emu_main_signal_thread, &set));
     g_thread_unref(g_thread_new("emu-sweeper", emu_main_sweeper_thread, NULL));
-    if (emu_main_http != NULL)
+    if (emu_main_http != NULL) {
         g_message("listening on %s:%d (%s, binary%s%s)", host, port,
                   hc.tls != NULL ? "https" : "http",
                   hc.spnego != NULL ? ", spnego" : "",
                   hc.proxyuser ? ", proxyuser" : "");
-    else
+    } else {
         g_message("listening on %s:%d (%s, %s%s%s)", host, port,
                   cfg.framed ? "framed" : "buffered",
                   cfg.compact ? "compact" : "binary",
                   sasl != NULL ? ", sasl qop " : "",
                   sasl != NULL ? emu_main_opts.sasl_qop : "");
+    }
     if (host2 != NULL) {
         g_message("thrift2 listening on %s:%d%s", host2, port2,
                   emu_main_http2 == NULL ? ""
@@ -560,20 +575,23 @@ int main(int argc, char **argv)
         GThread *t = g_thread_new("emu-thrift2", emu_main_thrift2_thread,
                                   NULL);
 
-        if (emu_main_http2 != NULL)
+        if (emu_main_http2 != NULL) {
             thrift2 = t; /* joined below */
-        else
+        } else {
             g_thread_unref(t);
+        }
     }
-    if (emu_main_http != NULL)
+    if (emu_main_http != NULL) {
         emu_http_run(emu_main_http);
-    else
+    } else {
         emu_server_run(emu_main_server);
+    }
     /* The signal thread stopped a Thrift2 HTTP listener first: wait for
      * its loops, so that none is inside OpenSSL while exit() cleans it up
      * (an HTTPS emulator once aborted at exit that way).  Connection
      * threads of the socket servers may still run; the exit ends them. */
-    if (thrift2 != NULL)
+    if (thrift2 != NULL) {
         g_thread_join(thrift2);
+    }
     return 0;
 }

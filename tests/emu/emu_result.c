@@ -9,10 +9,11 @@ gint emu_result_cell_col_cmp(gconstpointer a, gconstpointer b)
 {
     const struct emu_cell *x = a, *y = b;
     int c = emu_store_bytes_cmp(x->family, x->family_len, y->family,
-                                 y->family_len);
+                                y->family_len);
 
-    return c != 0 ? c : emu_store_bytes_cmp(x->qualifier, x->qualifier_len,
-                                             y->qualifier, y->qualifier_len);
+    return c != 0 ? c
+                  : emu_store_bytes_cmp(x->qualifier, x->qualifier_len,
+                                        y->qualifier, y->qualifier_len);
 }
 
 GByteArray *emu_result_column_name(const struct emu_cell *c)
@@ -80,28 +81,32 @@ static HbaseTRowResult *emu_result_row(const uint8_t *key, size_t key_len,
         /* Versions come newest first; the map keeps the last one put,
          * i.e. the oldest, so only the last of each run is inserted (the
          * generated map hashes keys by pointer and would keep both). */
-        if (i + 1 < n && emu_result_same_column(c, &cells[i + 1]))
+        if (i + 1 < n && emu_result_same_column(c, &cells[i + 1])) {
             continue;
+        }
         HbaseTCell *tc = g_object_new(HBASE_TYPE_T_CELL, NULL);
         emu_result_fill_cell(tc, c);
         g_hash_table_insert(r->columns, emu_result_column_name(c), tc);
     }
-    if (sorted)
+    if (sorted) {
         r->__isset_sortedColumns = TRUE;
-    else
+    } else {
         r->__isset_columns = TRUE;
+    }
     return r;
 }
 
 void emu_result_add_row(GPtrArray *out, const uint8_t *key, size_t key_len,
-                        const struct emu_cell *cells, guint n,
-                        gboolean sorted, int32_t batch)
+                        const struct emu_cell *cells, guint n, gboolean sorted,
+                        int32_t batch)
 {
     guint step = batch > 0 ? (guint)batch : n;
 
-    if (n == 0)
+    if (n == 0) {
         return;
-    for (guint off = 0; off < n; off += step)
+    }
+    for (guint off = 0; off < n; off += step) {
         g_ptr_array_add(out, emu_result_row(key, key_len, cells + off,
                                             MIN(step, n - off), sorted));
+    }
 }

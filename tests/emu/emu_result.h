@@ -13,8 +13,8 @@
  * does) or sortedColumns, never both.
  */
 void emu_result_add_row(GPtrArray *out, const uint8_t *key, size_t key_len,
-                        const struct emu_cell *cells, guint n,
-                        gboolean sorted, int32_t batch);
+                        const struct emu_cell *cells, guint n, gboolean sorted,
+                        int32_t batch);
 
 /* Appends one HbaseTCell per cell to out. */
 void emu_result_add_cells(GPtrArray *out, const struct emu_cell *cells,

@@ -8,14 +8,14 @@ static GByteArray *emu_result2_bytes(const uint8_t *p, size_t len)
 {
     GByteArray *b = g_byte_array_sized_new((guint)len);
 
-    if (len > 0)
+    if (len > 0) {
         g_byte_array_append(b, p, (guint)len);
+    }
     return b;
 }
 
 void emu_result2_fill(Hbase2TResult *r, const uint8_t *key, size_t key_len,
-                      const struct emu_cell *cells, guint n,
-                      gboolean partial)
+                      const struct emu_cell *cells, guint n, gboolean partial)
 {
     if (n > 0) {
         r->row = emu_result2_bytes(key, key_len);

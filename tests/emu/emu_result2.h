@@ -12,8 +12,7 @@
  * timestamp and type Put, stale and partial always written.
  */
 void emu_result2_fill(Hbase2TResult *r, const uint8_t *key, size_t key_len,
-                      const struct emu_cell *cells, guint n,
-                      gboolean partial);
+                      const struct emu_cell *cells, guint n, gboolean partial);
 
 /*
  * The scanner's emit function for Thrift2: one TResult per row, or with

@@ -49,35 +49,36 @@ enum {
 #define EMU_SASL_HANDSHAKE_TIMEOUT_S 60
 
 struct emu_sasl {
-    char *principal;          /* hbase/HOST@REALM */
-    char *keytab;             /* path, read per connection */
+    char *principal; /* hbase/HOST@REALM */
+    char *keytab;    /* path, read per connection */
     emu_qop_t qop;
 };
 
 struct emu_sasl_conn {
     gss_ctx_id_t ctx;
-    emu_qop_t layer;          /* what the client selected */
-    char *user;               /* short name of the authenticated principal */
+    emu_qop_t layer; /* what the client selected */
+    char *user;      /* short name of the authenticated principal */
 };
 
-G_DEFINE_QUARK(emu-sasl-error-quark, emu_sasl_error)
+G_DEFINE_QUARK(emu - sasl - error - quark, emu_sasl_error)
 
 static const char *const emu_sasl_status_names[] = {
-    [EMU_SASL_ST_START] = "START", [EMU_SASL_ST_OK] = "OK",
-    [EMU_SASL_ST_BAD] = "BAD", [EMU_SASL_ST_ERROR] = "ERROR",
+    [EMU_SASL_ST_START] = "START",       [EMU_SASL_ST_OK] = "OK",
+    [EMU_SASL_ST_BAD] = "BAD",           [EMU_SASL_ST_ERROR] = "ERROR",
     [EMU_SASL_ST_COMPLETE] = "COMPLETE",
 };
 
 gboolean emu_sasl_parse_qop(const char *name, emu_qop_t *qop)
 {
-    if (g_strcmp0(name, "auth") == 0)
+    if (g_strcmp0(name, "auth") == 0) {
         *qop = EMU_QOP_AUTH;
-    else if (g_strcmp0(name, "auth-int") == 0)
+    } else if (g_strcmp0(name, "auth-int") == 0) {
         *qop = EMU_QOP_AUTH_INT;
-    else if (g_strcmp0(name, "auth-conf") == 0)
+    } else if (g_strcmp0(name, "auth-conf") == 0) {
         *qop = EMU_QOP_AUTH_CONF;
-    else
+    } else {
         return FALSE;
+    }
     return TRUE;
 }
 
@@ -93,8 +94,9 @@ emu_sasl *emu_sasl_new(const char *principal, const char *keytab,
 {
     emu_sasl *s;
 
-    if (!emu_gss_check_keytab(principal, keytab, error))
+    if (!emu_gss_check_keytab(principal, keytab, error)) {
         return NULL;
+    }
     s = g_new0(emu_sasl, 1);
     s->principal = g_strdup(principal);
     s->keytab = g_strdup(keytab);
@@ -104,23 +106,25 @@ emu_sasl *emu_sasl_new(const char *principal, const char *keytab,
 
 void emu_sasl_free(emu_sasl *s)
 {
-    if (s == NULL)
+    if (s == NULL) {
         return;
+    }
     g_free(s->principal);
     g_free(s->keytab);
     g_free(s);
 }
 
 /* FALSE at EOF or on an error; *eof tells them apart. */
-static gboolean emu_sasl_recv_all(int fd, guint8 *p, gsize len,
-                                  gboolean *eof, GError **error)
+static gboolean emu_sasl_recv_all(int fd, guint8 *p, gsize len, gboolean *eof,
+                                  GError **error)
 {
     *eof = FALSE;
     while (len > 0) {
         ssize_t n = recv(fd, p, len, 0);
 
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
+        }
         if (n == 0) {
             *eof = TRUE;
             return FALSE;
@@ -128,8 +132,8 @@ static gboolean emu_sasl_recv_all(int fd, guint8 *p, gsize len,
         if (n < 0) {
             int e = errno;
 
-            g_set_error(error, EMU_SASL_ERROR, EMU_SASL_ERROR_IO,
-                        "recv: %s", g_strerror(e));
+            g_set_error(error, EMU_SASL_ERROR, EMU_SASL_ERROR_IO, "recv: %s",
+                        g_strerror(e));
             return FALSE;
         }
         p += n;
@@ -160,8 +164,9 @@ static gboolean emu_sasl_send_msg(int fd, guint8 status, const void *data,
 
     emu_sasl_put_be32(hdr + 1, (guint32)len);
     g_byte_array_append(m, hdr, 5);
-    if (len > 0)
+    if (len > 0) {
         g_byte_array_append(m, data, (guint)len);
+    }
     return emu_server_send_all(fd, m->data, m->len);
 }
 
@@ -179,11 +184,12 @@ static void emu_sasl_refuse(int fd, guint8 status, GError **error,
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
     emu_sasl_send_msg(fd, status, msg, strlen(msg));
-    if (error != NULL && *error == NULL)
+    if (error != NULL && *error == NULL) {
         g_set_error(error, EMU_SASL_ERROR,
                     status == EMU_SASL_ST_BAD ? EMU_SASL_ERROR_REFUSED
                                               : EMU_SASL_ERROR_PROTOCOL,
                     "%s %s", emu_sasl_status_names[status], msg);
+    }
 }
 
 /* One negotiation message; NULL (with error set) if the connection must
@@ -196,9 +202,10 @@ static GBytes *emu_sasl_recv_msg(int fd, guint8 *status, GError **error)
     gboolean eof;
 
     if (!emu_sasl_recv_all(fd, hdr, 5, &eof, error)) {
-        if (eof)
+        if (eof) {
             g_set_error(error, EMU_SASL_ERROR, EMU_SASL_ERROR_CLOSED,
                         "closed during negotiation");
+        }
         return NULL;
     }
     *status = hdr[0];
@@ -215,9 +222,10 @@ static GBytes *emu_sasl_recv_msg(int fd, guint8 *status, GError **error)
     }
     payload = g_malloc(MAX(len, 1u));
     if (!emu_sasl_recv_all(fd, payload, len, &eof, error)) {
-        if (eof)
+        if (eof) {
             g_set_error(error, EMU_SASL_ERROR, EMU_SASL_ERROR_CLOSED,
                         "closed during negotiation");
+        }
         return NULL;
     }
     if (*status == EMU_SASL_ST_BAD || *status == EMU_SASL_ST_ERROR) {
@@ -245,7 +253,8 @@ static gboolean emu_sasl_offer(emu_sasl *s, emu_sasl_conn *c, int fd,
     major = gss_wrap(&minor, c->ctx, 0, GSS_C_QOP_DEFAULT, &in, NULL, &out);
     if (GSS_ERROR(major)) {
         emu_gss_set_error(error, "wrap", major, minor);
-        emu_sasl_refuse(fd, EMU_SASL_ST_BAD, NULL, "Problem wrapping handshake1");
+        emu_sasl_refuse(fd, EMU_SASL_ST_BAD, NULL,
+                        "Problem wrapping handshake1");
         return FALSE;
     }
     ok = emu_sasl_send_msg(fd, EMU_SASL_ST_OK, out.value, out.length);
@@ -267,8 +276,9 @@ static gboolean emu_sasl_choose(emu_sasl *s, emu_sasl_conn *c, int fd,
 
     major = gss_unwrap(&minor, c->ctx, &in, &out, NULL, NULL);
     if (GSS_ERROR(major) || major != GSS_S_COMPLETE || out.length < 4) {
-        if (GSS_ERROR(major))
+        if (GSS_ERROR(major)) {
             emu_gss_set_error(error, "unwrap", major, minor);
+        }
         gss_release_buffer(&minor, &out);
         emu_sasl_refuse(fd, EMU_SASL_ST_BAD, error,
                         "Final handshake step failed");
@@ -286,8 +296,9 @@ static gboolean emu_sasl_choose(emu_sasl *s, emu_sasl_conn *c, int fd,
         return FALSE;
     }
     /* The JDK takes the strongest bit the client set, offered or not. */
-    c->layer = (sel & EMU_QOP_AUTH_CONF) ? EMU_QOP_AUTH_CONF
-             : (sel & EMU_QOP_AUTH_INT) ? EMU_QOP_AUTH_INT : EMU_QOP_AUTH;
+    c->layer = (sel & EMU_QOP_AUTH_CONF)  ? EMU_QOP_AUTH_CONF
+               : (sel & EMU_QOP_AUTH_INT) ? EMU_QOP_AUTH_INT
+                                          : EMU_QOP_AUTH;
     /* HBase's callback: no impersonation over SASL. */
     if (strcmp(authzid, peer_name) != 0) {
         emu_sasl_refuse(fd, EMU_SASL_ST_BAD, error,
@@ -311,7 +322,7 @@ static gboolean emu_sasl_negotiate(emu_sasl *s, emu_sasl_conn *c, int fd,
                                    gss_cred_id_t cred, GError **error)
 {
     g_autofree char *peer_name = NULL;
-    int stage = 0;            /* 0: context, 1: empty ack, 2: the choice */
+    int stage = 0; /* 0: context, 1: empty ack, 2: the choice */
 
     for (;;) {
         guint8 st = 0;
@@ -319,8 +330,9 @@ static gboolean emu_sasl_negotiate(emu_sasl *s, emu_sasl_conn *c, int fd,
         gsize len = 0;
         const void *data;
 
-        if (msg == NULL)
+        if (msg == NULL) {
             return FALSE;
+        }
         if (st != EMU_SASL_ST_OK && st != EMU_SASL_ST_COMPLETE) {
             emu_sasl_refuse(fd, EMU_SASL_ST_ERROR, error,
                             "Expected COMPLETE or OK, got %s",
@@ -328,8 +340,9 @@ static gboolean emu_sasl_negotiate(emu_sasl *s, emu_sasl_conn *c, int fd,
             return FALSE;
         }
         data = g_bytes_get_data(msg, &len);
-        if (stage == 2)
+        if (stage == 2) {
             return emu_sasl_choose(s, c, fd, peer_name, msg, error);
+        }
         if (stage == 1) {
             if (len > 0) {
                 emu_sasl_refuse(fd, EMU_SASL_ST_BAD, error,
@@ -337,8 +350,9 @@ static gboolean emu_sasl_negotiate(emu_sasl *s, emu_sasl_conn *c, int fd,
                                 "from server");
                 return FALSE;
             }
-            if (!emu_sasl_offer(s, c, fd, error))
+            if (!emu_sasl_offer(s, c, fd, error)) {
                 return FALSE;
+            }
             stage = 2;
             continue;
         }
@@ -360,10 +374,12 @@ static gboolean emu_sasl_negotiate(emu_sasl *s, emu_sasl_conn *c, int fd,
             return FALSE;
         }
         if (major == GSS_S_CONTINUE_NEEDED) {
-            sent = emu_sasl_send_msg(fd, EMU_SASL_ST_OK, out.value, out.length);
+            sent = emu_sasl_send_msg(fd, EMU_SASL_ST_OK, out.value,
+                                     out.length);
             gss_release_buffer(&minor, &out);
-            if (!sent)
+            if (!sent) {
                 return FALSE;
+            }
             continue;
         }
         peer_name = emu_gss_display_name(src);
@@ -380,16 +396,19 @@ static gboolean emu_sasl_negotiate(emu_sasl *s, emu_sasl_conn *c, int fd,
         if (out.length > 0) {
             /* Mutual authentication: the AP-REP first, the offer after
              * the client's empty answer. */
-            sent = emu_sasl_send_msg(fd, EMU_SASL_ST_OK, out.value, out.length);
+            sent = emu_sasl_send_msg(fd, EMU_SASL_ST_OK, out.value,
+                                     out.length);
             gss_release_buffer(&minor, &out);
-            if (!sent)
+            if (!sent) {
                 return FALSE;
+            }
             stage = 1;
             continue;
         }
         gss_release_buffer(&minor, &out);
-        if (!emu_sasl_offer(s, c, fd, error))
+        if (!emu_sasl_offer(s, c, fd, error)) {
             return FALSE;
+        }
         stage = 2;
     }
 }
@@ -407,8 +426,9 @@ emu_sasl_conn *emu_sasl_accept(emu_sasl *s, int fd, const char *peer,
     c->ctx = GSS_C_NO_CONTEXT;
     emu_sasl_set_timeout(fd, EMU_SASL_HANDSHAKE_TIMEOUT_S);
     start = emu_sasl_recv_msg(fd, &st, error);
-    if (start == NULL)
+    if (start == NULL) {
         goto out;
+    }
     if (st != EMU_SASL_ST_START) {
         emu_sasl_refuse(fd, EMU_SASL_ST_ERROR, error,
                         "Expecting START status, received %s",
@@ -442,16 +462,17 @@ out:
     return c;
 }
 
-gboolean emu_sasl_read(emu_sasl_conn *c, int fd, GByteArray *buf,
-                       guint32 max, GError **error)
+gboolean emu_sasl_read(emu_sasl_conn *c, int fd, GByteArray *buf, guint32 max,
+                       GError **error)
 {
     guint8 hdr[4];
     guint32 len;
     gboolean eof;
     guint old = buf->len;
 
-    if (!emu_sasl_recv_all(fd, hdr, 4, &eof, error))
+    if (!emu_sasl_recv_all(fd, hdr, 4, &eof, error)) {
         return FALSE;
+    }
     len = emu_sasl_be32(hdr);
     if ((gint32)len < 0) {
         g_set_error(error, EMU_SASL_ERROR, EMU_SASL_ERROR_PROTOCOL,
@@ -466,13 +487,15 @@ gboolean emu_sasl_read(emu_sasl_conn *c, int fd, GByteArray *buf,
     g_byte_array_set_size(buf, old + len);
     if (!emu_sasl_recv_all(fd, buf->data + old, len, &eof, error)) {
         g_byte_array_set_size(buf, old);
-        if (eof)
+        if (eof) {
             g_set_error(error, EMU_SASL_ERROR, EMU_SASL_ERROR_CLOSED,
                         "closed inside a frame");
+        }
         return FALSE;
     }
-    if (c->layer == EMU_QOP_AUTH)
+    if (c->layer == EMU_QOP_AUTH) {
         return TRUE;
+    }
 
     gss_buffer_desc in = { len, buf->data + old }, out = GSS_C_EMPTY_BUFFER;
     OM_uint32 major, minor;
@@ -495,8 +518,9 @@ gboolean emu_sasl_read(emu_sasl_conn *c, int fd, GByteArray *buf,
         return FALSE;
     }
     g_byte_array_set_size(buf, old);
-    if (out.length > 0)
+    if (out.length > 0) {
         g_byte_array_append(buf, out.value, (guint)out.length);
+    }
     gss_release_buffer(&minor, &out);
     return TRUE;
 }
@@ -529,8 +553,7 @@ gboolean emu_sasl_write(emu_sasl_conn *c, int fd, const guint8 *data,
         gss_release_buffer(&minor, &out);
     }
     if (!emu_server_send_all(fd, f->data, f->len)) {
-        g_set_error(error, EMU_SASL_ERROR, EMU_SASL_ERROR_IO,
-                    "send failed");
+        g_set_error(error, EMU_SASL_ERROR, EMU_SASL_ERROR_IO, "send failed");
         return FALSE;
     }
     return TRUE;
@@ -545,10 +568,12 @@ void emu_sasl_conn_free(emu_sasl_conn *c)
 {
     OM_uint32 minor;
 
-    if (c == NULL)
+    if (c == NULL) {
         return;
-    if (c->ctx != GSS_C_NO_CONTEXT)
+    }
+    if (c->ctx != GSS_C_NO_CONTEXT) {
         gss_delete_sec_context(&minor, &c->ctx, GSS_C_NO_BUFFER);
+    }
     g_free(c->user);
     g_free(c);
 }

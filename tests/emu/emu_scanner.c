@@ -19,7 +19,7 @@
 struct emu_scanner {
     gint refcount;
     int32_t id;
-    GMutex lock;                /* one fetch at a time per scanner */
+    GMutex lock; /* one fetch at a time per scanner */
     emu_table *table;
     GBytes *start;
     GBytes *stop;
@@ -33,16 +33,16 @@ struct emu_scanner {
     emu_scan_emit_fn emit;
     int64_t min_ts;
     int32_t max_versions;
-    int64_t *fam_min;           /* NULL or one per family */
+    int64_t *fam_min; /* NULL or one per family */
     int64_t *fam_max;
-    int32_t limit;              /* rows left to return; -1: no limit */
+    int32_t limit; /* rows left to return; -1: no limit */
     gboolean stop_inclusive;
-    GByteArray *last;           /* last row passed; NULL before the first */
+    GByteArray *last; /* last row passed; NULL before the first */
     gboolean done;
-    GQueue pending;             /* reply objects left from a split row */
-    gint64 last_access;         /* monotonic us, under the registry lock */
-    gint64 timeout_us;          /* idle time after which it is gone */
-    gint busy;                  /* calls running on it (emu_scanner_busy) */
+    GQueue pending;     /* reply objects left from a split row */
+    gint64 last_access; /* monotonic us, under the registry lock */
+    gint64 timeout_us;  /* idle time after which it is gone */
+    gint busy;          /* calls running on it (emu_scanner_busy) */
 };
 
 static struct {
@@ -53,23 +53,26 @@ static struct {
     GHashTable *scanners2; /* Thrift2 */
     guint32 next_id;
     guint32 next_id2;
-    gint64 timeout_us;          /* Thrift1 scanners */
-    gint64 timeout2_us;         /* Thrift2 scanners */
+    gint64 timeout_us;  /* Thrift1 scanners */
+    gint64 timeout2_us; /* Thrift2 scanners */
 } emu_scanner_reg;
 
 static void emu_scanner_free(emu_scanner *sc)
 {
     GObject *r;
 
-    while ((r = g_queue_pop_head(&sc->pending)) != NULL)
+    while ((r = g_queue_pop_head(&sc->pending)) != NULL) {
         g_object_unref(r);
+    }
     g_free(sc->fam_min);
     g_free(sc->fam_max);
-    if (sc->filter != NULL)
+    if (sc->filter != NULL) {
         emu_filter_free(sc->filter);
+    }
     emu_colspec_free(sc->cols);
-    if (sc->last != NULL)
+    if (sc->last != NULL) {
         g_byte_array_unref(sc->last);
+    }
     g_bytes_unref(sc->start);
     g_bytes_unref(sc->stop);
     emu_table_unref(sc->table);
@@ -79,8 +82,9 @@ static void emu_scanner_free(emu_scanner *sc)
 
 void emu_scanner_unref(emu_scanner *sc)
 {
-    if (sc != NULL && g_atomic_int_dec_and_test(&sc->refcount))
+    if (sc != NULL && g_atomic_int_dec_and_test(&sc->refcount)) {
         emu_scanner_free(sc);
+    }
 }
 
 void emu_scanner_init(int64_t timeout_ms, int64_t timeout2_ms)
@@ -130,7 +134,8 @@ emu_scanner *emu_scanner_new(emu_table *t, struct emu_scan_spec *spec,
             /* Reads as the IllegalArgumentException ParseFilter throws. */
             g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                         "%s%s",
-                        g_str_has_prefix(msg, "java.") ? ""
+                        g_str_has_prefix(msg, "java.")
+                            ? ""
                             : "java.lang.IllegalArgumentException: ",
                         msg);
             return NULL;
@@ -169,8 +174,9 @@ gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
 {
     emu_scanner *sc = emu_scanner_new(t, spec, error);
 
-    if (sc == NULL)
+    if (sc == NULL) {
         return FALSE;
+    }
     g_mutex_lock(&emu_scanner_reg.lock);
     /* Java int arithmetic: wraps to negative after 2^31 opens. */
     sc->id = (int32_t)(sc->emit != NULL ? emu_scanner_reg.next_id2++
@@ -216,8 +222,9 @@ emu_scanner *emu_scanner_get_for(int32_t id, emu_scan_emit_fn emit,
         g_atomic_int_inc(&sc->refcount);
     }
     g_mutex_unlock(&emu_scanner_reg.lock);
-    if (sc == NULL)
+    if (sc == NULL) {
         emu_scanner_invalid(error);
+    }
     return sc;
 }
 
@@ -236,15 +243,18 @@ gboolean emu_scanner_close_for(int32_t id, emu_scan_emit_fn emit,
 {
     g_autoptr(emu_scanner) sc = emu_scanner_get_for(id, emit, error);
 
-    if (sc == NULL)
+    if (sc == NULL) {
         return FALSE;
-    if (g_atomic_int_get(&sc->busy) > 0)
+    }
+    if (g_atomic_int_get(&sc->busy) > 0) {
         g_printerr("hbase-emu: scanner %d closed while a call on it runs "
                    "(HBase's ClientScanner is not thread-safe)\n",
                    id);
+    }
     g_mutex_lock(&emu_scanner_reg.lock);
-    if (emu_scanner_map(emit) != NULL)
+    if (emu_scanner_map(emit) != NULL) {
         g_hash_table_remove(emu_scanner_map(emit), GINT_TO_POINTER(id));
+    }
     g_mutex_unlock(&emu_scanner_reg.lock);
     return TRUE;
 }
@@ -259,8 +269,9 @@ static void emu_scanner_expire_map(GHashTable *map, gint64 now)
     while (g_hash_table_iter_next(&it, &k, &v)) {
         emu_scanner *sc = v;
 
-        if (now - sc->last_access > sc->timeout_us)
+        if (now - sc->last_access > sc->timeout_us) {
             g_hash_table_iter_remove(&it);
+        }
     }
 }
 
@@ -299,8 +310,8 @@ GBytes *emu_scanner_position(emu_scanner *sc)
 }
 
 /* TRUE when key is past the scan's end (stop row or prefix). */
-static gboolean emu_scanner_past_end(const emu_scanner *sc,
-                                     const uint8_t *key, size_t len)
+static gboolean emu_scanner_past_end(const emu_scanner *sc, const uint8_t *key,
+                                     size_t len)
 {
     gsize sl;
     const uint8_t *sp;
@@ -310,13 +321,16 @@ static gboolean emu_scanner_past_end(const emu_scanner *sc,
         return len < sl || (sl > 0 && memcmp(key, sp, sl) != 0);
     }
     sp = g_bytes_get_data(sc->stop, &sl);
-    if (sl == 0)
+    if (sl == 0) {
         return FALSE;
+    }
     int c = memcmp(key, sp, MIN(len, sl));
-    if (c == 0)
+    if (c == 0) {
         c = len < sl ? -1 : len > sl ? 1 : 0;
-    if (sc->stop_inclusive)
+    }
+    if (sc->stop_inclusive) {
         return sc->reversed ? c < 0 : c > 0;
+    }
     return sc->reversed ? c <= 0 : c >= 0;
 }
 
@@ -347,8 +361,8 @@ static void emu_scanner_step(emu_scanner *sc, guint want)
         n = emu_table_seek(t, sc->last->data, sc->last->len, sc->reversed,
                            FALSE);
     }
-    for (; n != NULL && sc->pending.length < want &&
-           examined < EMU_SCANNER_STEP;
+    for (;
+         n != NULL && sc->pending.length < want && examined < EMU_SCANNER_STEP;
          n = emu_table_node_step(n, sc->reversed)) {
         emu_row *row = emu_table_node_row(n);
         size_t klen;
@@ -359,8 +373,9 @@ static void emu_scanner_step(emu_scanner *sc, guint want)
             sc->done = TRUE;
             return;
         }
-        if (sc->last == NULL)
+        if (sc->last == NULL) {
             sc->last = g_byte_array_new();
+        }
         g_byte_array_set_size(sc->last, 0);
         g_byte_array_append(sc->last, key, (guint)klen);
         examined++;
@@ -368,11 +383,12 @@ static void emu_scanner_step(emu_scanner *sc, guint want)
         g_array_set_size(cells, 0);
         emu_row_cells(t, row, &rd, cells);
         ncells = cells->len;
-        if (ncells == 0)
+        if (ncells == 0) {
             continue;
+        }
         if (sc->filter != NULL) {
-            emu_filter_result res = emu_filter_row_cells(sc->filter, key,
-                                                         klen, cells);
+            emu_filter_result res = emu_filter_row_cells(sc->filter, key, klen,
+                                                         cells);
 
             if (res == EMU_FILTER_DONE) {
                 sc->done = TRUE;
@@ -386,11 +402,13 @@ static void emu_scanner_step(emu_scanner *sc, guint want)
                 continue;
             }
             ncells = cells->len;
-            if (emu_filter_all_remaining(sc->filter))
+            if (emu_filter_all_remaining(sc->filter)) {
                 sc->done = TRUE;
+            }
             if (ncells == 0) {
-                if (sc->done)
+                if (sc->done) {
                     return;
+                }
                 continue;
             }
         }
@@ -402,18 +420,22 @@ static void emu_scanner_step(emu_scanner *sc, guint want)
             (sc->emit != NULL ? sc->emit : emu_result_add_row)(
                 rows, key, klen, (const struct emu_cell *)(void *)cells->data,
                 ncells, sc->sorted, sc->batch);
-            for (guint i = 0; i < rows->len; i++)
+            for (guint i = 0; i < rows->len; i++) {
                 g_queue_push_tail(&sc->pending, g_ptr_array_index(rows, i));
+            }
             __atomic_fetch_add(&reg->rows_read, 1, __ATOMIC_RELAXED);
             /* Scan.setLimit counts rows, however batchSize splits them. */
-            if (sc->limit > 0 && --sc->limit == 0)
+            if (sc->limit > 0 && --sc->limit == 0) {
                 sc->done = TRUE;
+            }
         }
-        if (sc->done)
+        if (sc->done) {
             return;
+        }
     }
-    if (n == NULL)
+    if (n == NULL) {
         sc->done = TRUE;
+    }
 }
 
 gboolean emu_scanner_fetch(emu_scanner *sc, int32_t n, GPtrArray *out,
@@ -430,8 +452,9 @@ gboolean emu_scanner_fetch(emu_scanner *sc, int32_t n, GPtrArray *out,
                     n);
         return FALSE;
     }
-    if (n == 0)
+    if (n == 0) {
         return TRUE; /* ResultScanner.next(0): nothing, read as the end */
+    }
     g_mutex_lock(&sc->lock);
     while (out->len < (guint)n) {
         GObject *r = g_queue_pop_head(&sc->pending);
@@ -440,15 +463,18 @@ gboolean emu_scanner_fetch(emu_scanner *sc, int32_t n, GPtrArray *out,
             g_ptr_array_add(out, r);
             continue;
         }
-        if (sc->done)
+        if (sc->done) {
             break;
+        }
         emu_table_read_lock(sc->table);
         ok = emu_table_is_live(sc->table, error);
-        if (ok)
+        if (ok) {
             emu_scanner_step(sc, (guint)n - out->len);
+        }
         emu_table_read_unlock(sc->table);
-        if (!ok)
+        if (!ok) {
             break;
+        }
     }
     g_mutex_unlock(&sc->lock);
     return ok;

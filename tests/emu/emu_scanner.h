@@ -21,25 +21,25 @@ typedef void (*emu_scan_emit_fn)(GPtrArray *out, const uint8_t *key,
  * when zero.
  */
 struct emu_scan_spec {
-    const uint8_t *start;       /* inclusive; empty: table start (end if reversed) */
+    const uint8_t *start; /* inclusive; empty: table start (end if reversed) */
     size_t start_len;
-    const uint8_t *stop;        /* exclusive; empty: no stop */
+    const uint8_t *stop; /* exclusive; empty: no stop */
     size_t stop_len;
-    gboolean has_prefix;        /* scannerOpenWithPrefix: stop at first miss */
-    int64_t max_ts;             /* exclusive bound, EMU_LATEST_TS */
-    emu_colspec *cols;          /* taken over; NULL: all columns */
-    int32_t batch;              /* cells per TRowResult, <= 0: whole rows */
-    gboolean sorted;            /* sortedColumns instead of columns */
+    gboolean has_prefix; /* scannerOpenWithPrefix: stop at first miss */
+    int64_t max_ts;      /* exclusive bound, EMU_LATEST_TS */
+    emu_colspec *cols;   /* taken over; NULL: all columns */
+    int32_t batch;       /* cells per TRowResult, <= 0: whole rows */
+    gboolean sorted;     /* sortedColumns instead of columns */
     gboolean reversed;
-    const uint8_t *filter;      /* filter string or NULL */
+    const uint8_t *filter; /* filter string or NULL */
     size_t filter_len;
-    emu_scan_emit_fn emit;      /* NULL: Thrift1 TRowResults */
-    int64_t min_ts;             /* inclusive lower time bound */
-    int32_t max_versions;       /* <= 0: 1 */
-    const int64_t *fam_min;     /* per-family time ranges, as in */
-    const int64_t *fam_max;     /* struct emu_read; NULL: none */
-    int32_t limit;              /* rows at most; <= 0: no limit */
-    gboolean stop_inclusive;    /* the stop row itself is returned */
+    emu_scan_emit_fn emit;   /* NULL: Thrift1 TRowResults */
+    int64_t min_ts;          /* inclusive lower time bound */
+    int32_t max_versions;    /* <= 0: 1 */
+    const int64_t *fam_min;  /* per-family time ranges, as in */
+    const int64_t *fam_max;  /* struct emu_read; NULL: none */
+    int32_t limit;           /* rows at most; <= 0: no limit */
+    gboolean stop_inclusive; /* the stop row itself is returned */
 };
 
 /*

@@ -36,7 +36,7 @@ struct emu_conn {
     emu_server *srv;
     int fd;
     char peer[64];
-    emu_sasl_conn *sasl;      /* the negotiated SASL session, or NULL */
+    emu_sasl_conn *sasl; /* the negotiated SASL session, or NULL */
 };
 
 gboolean emu_server_send_all(int fd, const guint8 *p, gsize len)
@@ -44,10 +44,12 @@ gboolean emu_server_send_all(int fd, const guint8 *p, gsize len)
     while (len > 0) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
-        if (n <= 0)
+        }
+        if (n <= 0) {
             return FALSE;
+        }
         p += n;
         len -= (gsize)n;
     }
@@ -69,8 +71,9 @@ static gboolean emu_server_reply(struct emu_conn *c, const GByteArray *out)
         guint8 hdr[4] = { (guint8)(out->len >> 24), (guint8)(out->len >> 16),
                           (guint8)(out->len >> 8), (guint8)out->len };
 
-        if (!emu_server_send_all(c->fd, hdr, 4))
+        if (!emu_server_send_all(c->fd, hdr, 4)) {
             return FALSE;
+        }
     }
     return emu_server_send_all(c->fd, out->data, out->len);
 }
@@ -106,10 +109,12 @@ static int emu_server_fill(struct emu_conn *c, GByteArray *buf)
         g_autoptr(GError) err = NULL;
 
         if (emu_sasl_read(c->sasl, c->fd, buf, c->srv->limits.max_message,
-                          &err))
+                          &err)) {
             return 1;
-        if (err == NULL)
+        }
+        if (err == NULL) {
             return 0;
+        }
         g_message("%s: closing: %s", c->peer, err->message);
         return -1;
     }
@@ -129,7 +134,7 @@ static gpointer emu_server_conn_thread(gpointer data)
     emu_dispatch *d = emu_dispatch_new(srv->cfg.service, srv->handler, proto,
                                        &srv->limits);
     GByteArray *buf = g_byte_array_sized_new(65536);
-    gsize scanned_at = 0;   /* buffer length at the last AGAIN */
+    gsize scanned_at = 0; /* buffer length at the last AGAIN */
 
     if (srv->cfg.sasl != NULL) {
         g_autoptr(GError) err = NULL;
@@ -155,8 +160,8 @@ static gpointer emu_server_conn_thread(gpointer data)
         if (buf->len > 0 &&
             (scanned_at == 0 || buf->len >= scanned_at + scanned_at / 2 ||
              (ioctl(c->fd, FIONREAD, &pending) == 0 && pending == 0))) {
-            st = wire_message_scan(proto, srv->cfg.framed, buf->data,
-                                   buf->len, &srv->limits, &msg_len, &why);
+            st = wire_message_scan(proto, srv->cfg.framed, buf->data, buf->len,
+                                   &srv->limits, &msg_len, &why);
         }
         if (st == WIRE_ERROR) {
             g_message("%s: closing: %s", c->peer, why ? why : "bad input");
@@ -166,25 +171,29 @@ static gpointer emu_server_conn_thread(gpointer data)
             const guint8 *msg = buf->data + (srv->cfg.framed ? 4 : 0);
             gsize mlen = msg_len - (srv->cfg.framed ? 4 : 0);
 
-            if (!emu_server_handle(c, d, msg, mlen))
+            if (!emu_server_handle(c, d, msg, mlen)) {
                 break;
+            }
             g_byte_array_remove_range(buf, 0, (guint)msg_len);
             scanned_at = 0;
             continue;
         }
-        if (buf->len > 0)
+        if (buf->len > 0) {
             scanned_at = buf->len;
+        }
         if (buf->len > (gsize)srv->limits.max_message + 4) {
             g_message("%s: closing: message larger than the maximum size",
                       c->peer);
             break;
         }
         guint old = buf->len;
-        if (emu_server_fill(c, buf) <= 0)
+        if (emu_server_fill(c, buf) <= 0) {
             break;
+        }
         /* Scan again at once when this read drained the socket. */
-        if (ioctl(c->fd, FIONREAD, &pending) == 0 && pending == 0)
+        if (ioctl(c->fd, FIONREAD, &pending) == 0 && pending == 0) {
             scanned_at = 0;
+        }
         /* Give back memory a big message left behind. */
         if (buf->len == 0 && buf->data != NULL && old > (1u << 20)) {
             g_byte_array_unref(buf);
@@ -201,8 +210,7 @@ done:
 }
 
 emu_server *emu_server_new(const struct emu_server_config *cfg,
-                           GObject *handler, int *bound_port,
-                           GError **error)
+                           GObject *handler, int *bound_port, GError **error)
 {
     struct addrinfo hints = { 0 }, *res = NULL;
     char portstr[16];
@@ -231,8 +239,9 @@ emu_server *emu_server_new(const struct emu_server_config *cfg,
         g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e),
                     "listen on %s:%d: %s", cfg->host, cfg->port,
                     g_strerror(e));
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
+        }
         freeaddrinfo(res);
         return NULL;
     }
@@ -264,8 +273,9 @@ void emu_server_run(emu_server *srv)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
                 errno == ENFILE) {
-                if (errno == EMFILE || errno == ENFILE)
+                if (errno == EMFILE || errno == ENFILE) {
                     g_usleep(10000);
+                }
                 continue;
             }
             break; /* listener closed by emu_server_stop */
@@ -295,8 +305,9 @@ void emu_server_stop(emu_server *srv)
 
 void emu_server_free(emu_server *srv)
 {
-    if (srv == NULL)
+    if (srv == NULL) {
         return;
+    }
     close(srv->fd);
     g_object_unref(srv->handler);
     g_free(srv);

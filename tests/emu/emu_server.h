@@ -11,11 +11,11 @@
 struct emu_server_config {
     emu_service_t service;
     const char *host;
-    int port;                 /* 0: ephemeral */
-    gboolean framed;          /* HBase -f */
-    gboolean compact;         /* HBase -c */
-    guint32 max_frame;        /* bytes, one whole message */
-    emu_sasl *sasl;           /* SASL GSSAPI (unframed only), or NULL */
+    int port;          /* 0: ephemeral */
+    gboolean framed;   /* HBase -f */
+    gboolean compact;  /* HBase -c */
+    guint32 max_frame; /* bytes, one whole message */
+    emu_sasl *sasl;    /* SASL GSSAPI (unframed only), or NULL */
 };
 
 typedef struct emu_server emu_server;
@@ -23,8 +23,7 @@ typedef struct emu_server emu_server;
 /* Binds and listens; *bound_port is the port actually bound.  handler
  * implements the service cfg names (EmuHandler or EmuHandler2). */
 emu_server *emu_server_new(const struct emu_server_config *cfg,
-                           GObject *handler, int *bound_port,
-                           GError **error);
+                           GObject *handler, int *bound_port, GError **error);
 /* Accepts until emu_server_stop; returns when the listener closes. */
 void emu_server_run(emu_server *srv);
 void emu_server_stop(emu_server *srv);

@@ -20,8 +20,9 @@ emu_spnego *emu_spnego_new(const char *principal, const char *keytab,
 {
     emu_spnego *s;
 
-    if (!emu_gss_check_keytab(principal, keytab, error))
+    if (!emu_gss_check_keytab(principal, keytab, error)) {
         return NULL;
+    }
     s = g_new0(emu_spnego, 1);
     s->principal = g_strdup(principal);
     s->keytab = g_strdup(keytab);
@@ -30,8 +31,9 @@ emu_spnego *emu_spnego_new(const char *principal, const char *keytab,
 
 void emu_spnego_free(emu_spnego *s)
 {
-    if (s == NULL)
+    if (s == NULL) {
         return;
+    }
     g_free(s->principal);
     g_free(s->keytab);
     g_free(s);
@@ -47,11 +49,13 @@ static gboolean emu_spnego_b64_valid(const char *p)
         n--;
         pad++;
     }
-    if (n % 4 == 1)
+    if (n % 4 == 1) {
         return FALSE;
+    }
     for (gsize i = 0; i < n; i++) {
-        if (!g_ascii_isalnum(p[i]) && p[i] != '+' && p[i] != '/')
+        if (!g_ascii_isalnum(p[i]) && p[i] != '+' && p[i] != '/') {
             return FALSE;
+        }
     }
     return TRUE;
 }
@@ -131,8 +135,9 @@ gboolean emu_spnego_check(emu_spnego *s, const char *header, char **user,
         g_autofree char *text = emu_gss_error_text(major, minor);
 
         gss_release_buffer(&min2, &out);
-        if (ctx != GSS_C_NO_CONTEXT)
+        if (ctx != GSS_C_NO_CONTEXT) {
             gss_delete_sec_context(&min2, &ctx, GSS_C_NO_BUFFER);
+        }
         emu_spnego_fail(error, "Kerberos authentication failed: %s", text);
         return FALSE;
     }
@@ -141,8 +146,9 @@ gboolean emu_spnego_check(emu_spnego *s, const char *header, char **user,
          * never ties to the first. */
         gss_release_buffer(&min2, &out);
         gss_delete_sec_context(&min2, &ctx, GSS_C_NO_BUFFER);
-        if (src != GSS_C_NO_NAME)
+        if (src != GSS_C_NO_NAME) {
             gss_release_name(&min2, &src);
+        }
         emu_spnego_fail(error, "Kerberos authentication failed: unable to "
                                "establish context with the service ticket "
                                "provided by the client.");
@@ -150,8 +156,9 @@ gboolean emu_spnego_check(emu_spnego *s, const char *header, char **user,
     }
     name = emu_gss_display_name(src);
     gss_release_name(&min2, &src);
-    if (out.length > 0)
+    if (out.length > 0) {
         *reply_token = g_base64_encode(out.value, out.length);
+    }
     gss_release_buffer(&min2, &out);
     gss_delete_sec_context(&min2, &ctx, GSS_C_NO_BUFFER);
     *user = emu_gss_short_name(name);

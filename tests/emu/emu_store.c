@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK(emu-store-error-quark, emu_store_error)
+G_DEFINE_QUARK(emu - store - error - quark, emu_store_error)
 
 /*
  * Layout: a table maps row keys (GTree, unsigned bytewise, shorter first)
@@ -25,20 +25,20 @@ struct emu_ver {
 };
 
 struct emu_col {
-    guint fam;            /* index into the table's families */
+    guint fam; /* index into the table's families */
     uint32_t qual_len;
     uint8_t *qual;
-    int64_t del_ts;       /* DeleteColumns marker or EMU_NO_MARK */
+    int64_t del_ts; /* DeleteColumns marker or EMU_NO_MARK */
     guint nver;
     guint cap;
-    struct emu_ver *ver;  /* newest first */
+    struct emu_ver *ver; /* newest first */
 };
 
 struct emu_row {
-    struct emu_key key;   /* first member: the GTree key */
-    int64_t last_ts;      /* last server-assigned timestamp */
-    int64_t del_ts;       /* row marker (Delete(row, ts)) */
-    int64_t *fam_del;     /* per-family markers, NULL when none */
+    struct emu_key key; /* first member: the GTree key */
+    int64_t last_ts;    /* last server-assigned timestamp */
+    int64_t del_ts;     /* row marker (Delete(row, ts)) */
+    int64_t *fam_del;   /* per-family markers, NULL when none */
     guint ncols;
     guint cap;
     struct emu_col *cols;
@@ -47,13 +47,13 @@ struct emu_row {
 
 struct emu_table {
     gint refcount;
-    char *name;             /* NUL-terminated; may not hold NUL itself */
+    char *name; /* NUL-terminated; may not hold NUL itself */
     size_t name_len;
-    GPtrArray *families;    /* struct emu_family *, sorted by name */
-    GPtrArray *values;      /* GBytes *: key, value, ... sorted by key */
-    gboolean enabled;       /* under the store lock */
-    gboolean dropped;       /* deleted: refs may still exist */
-    emu_table *successor;   /* after a schema change: the new object */
+    GPtrArray *families;  /* struct emu_family *, sorted by name */
+    GPtrArray *values;    /* GBytes *: key, value, ... sorted by key */
+    gboolean enabled;     /* under the store lock */
+    gboolean dropped;     /* deleted: refs may still exist */
+    emu_table *successor; /* after a schema change: the new object */
     int64_t created_ms;
     GRWLock lock;
     GTree *rows;
@@ -62,10 +62,10 @@ struct emu_table {
 };
 
 struct emu_colspec {
-    gboolean any;           /* FALSE: no columns named, return all */
+    gboolean any; /* FALSE: no columns named, return all */
     guint nfam;
-    uint8_t *mode;          /* per family: 0 none, 1 all, 2 qualifier set */
-    GPtrArray **quals;      /* per family: GBytes * qualifiers */
+    uint8_t *mode;     /* per family: 0 none, 1 all, 2 qualifier set */
+    GPtrArray **quals; /* per family: GBytes * qualifiers */
 };
 
 enum { EMU_COLSPEC_NONE = 0, EMU_COLSPEC_ALL = 1, EMU_COLSPEC_SOME = 2 };
@@ -87,8 +87,9 @@ int emu_store_bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
 {
     int c = MIN(alen, blen) ? memcmp(a, b, MIN(alen, blen)) : 0;
 
-    if (c != 0)
+    if (c != 0) {
         return c;
+    }
     return alen < blen ? -1 : alen > blen ? 1 : 0;
 }
 
@@ -123,10 +124,11 @@ void emu_store_append_binary(GString *out, const uint8_t *p, size_t len)
     static const char keep[] = " `~!@#$%^&*()-_=+[]{}|;:'\",.<>/?";
 
     for (size_t i = 0; i < len; i++) {
-        if (g_ascii_isalnum(p[i]) || (p[i] != 0 && strchr(keep, p[i])))
+        if (g_ascii_isalnum(p[i]) || (p[i] != 0 && strchr(keep, p[i]))) {
             g_string_append_c(out, (char)p[i]);
-        else
+        } else {
             g_string_append_printf(out, "\\x%02X", p[i]);
+        }
     }
 }
 
@@ -152,8 +154,9 @@ gboolean emu_store_parse_column(const uint8_t *col, size_t len,
 
 static void emu_store_col_clear(struct emu_col *c)
 {
-    for (guint i = 0; i < c->nver; i++)
+    for (guint i = 0; i < c->nver; i++) {
         g_free(c->ver[i].data);
+    }
     g_free(c->ver);
     g_free(c->qual);
 }
@@ -162,8 +165,9 @@ static void emu_store_row_free(gpointer p)
 {
     emu_row *r = p;
 
-    for (guint i = 0; i < r->ncols; i++)
+    for (guint i = 0; i < r->ncols; i++) {
         emu_store_col_clear(&r->cols[i]);
+    }
     g_free(r->cols);
     g_free(r->fam_del);
     g_free(r);
@@ -184,8 +188,9 @@ static emu_row *emu_store_row_new(const uint8_t *key, size_t len)
 static int emu_store_col_cmp(const struct emu_col *c, guint fam,
                              const uint8_t *q, size_t qlen)
 {
-    if (c->fam != fam)
+    if (c->fam != fam) {
         return c->fam < fam ? -1 : 1;
+    }
     return emu_store_bytes_cmp(c->qual, c->qual_len, q, qlen);
 }
 
@@ -203,10 +208,11 @@ static gboolean emu_store_col_find(const emu_row *r, guint fam,
             *pos = mid;
             return TRUE;
         }
-        if (c < 0)
+        if (c < 0) {
             lo = mid + 1;
-        else
+        } else {
             hi = mid;
+        }
     }
     *pos = lo;
     return FALSE;
@@ -217,8 +223,9 @@ static struct emu_col *emu_store_col_get(emu_row *r, guint fam,
 {
     guint pos;
 
-    if (emu_store_col_find(r, fam, q, qlen, &pos))
+    if (emu_store_col_find(r, fam, q, qlen, &pos)) {
         return &r->cols[pos];
+    }
     if (r->ncols == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 2;
         r->cols = g_renew(struct emu_col, r->cols, r->cap);
@@ -242,10 +249,12 @@ static void emu_store_col_delete_upto(struct emu_col *c, int64_t upto)
     guint keep = 0;
 
     /* Newest first: the survivors are a prefix. */
-    while (keep < c->nver && c->ver[keep].ts > upto)
+    while (keep < c->nver && c->ver[keep].ts > upto) {
         keep++;
-    for (guint i = keep; i < c->nver; i++)
+    }
+    for (guint i = keep; i < c->nver; i++) {
         g_free(c->ver[i].data);
+    }
     c->nver = keep;
 }
 
@@ -257,11 +266,14 @@ static void emu_store_col_delete_at(struct emu_col *c, int64_t ts)
 {
     guint v = 0;
 
-    if (ts != EMU_LATEST_TS)
-        while (v < c->nver && c->ver[v].ts != ts)
+    if (ts != EMU_LATEST_TS) {
+        while (v < c->nver && c->ver[v].ts != ts) {
             v++;
-    if (v >= c->nver)
+        }
+    }
+    if (v >= c->nver) {
         return;
+    }
     g_free(c->ver[v].data);
     memmove(&c->ver[v], &c->ver[v + 1],
             (c->nver - v - 1) * sizeof(struct emu_ver));
@@ -272,8 +284,9 @@ static int64_t emu_store_col_mask(const emu_row *r, const struct emu_col *c)
 {
     int64_t m = MAX(r->del_ts, c->del_ts);
 
-    if (r->fam_del != NULL)
+    if (r->fam_del != NULL) {
         m = MAX(m, r->fam_del[c->fam]);
+    }
     return m;
 }
 
@@ -284,16 +297,19 @@ static gboolean emu_store_col_put(emu_row *r, struct emu_col *c, int64_t ts,
 {
     guint pos = 0;
 
-    if (ts <= emu_store_col_mask(r, c))
+    if (ts <= emu_store_col_mask(r, c)) {
         return FALSE;
-    while (pos < c->nver && c->ver[pos].ts > ts)
+    }
+    while (pos < c->nver && c->ver[pos].ts > ts) {
         pos++;
+    }
     if (pos < c->nver && c->ver[pos].ts == ts) {
         /* Same coordinates: the newer write wins, as in HBase. */
         g_free(c->ver[pos].data);
     } else {
-        if ((int32_t)pos >= max_versions)
+        if ((int32_t)pos >= max_versions) {
             return TRUE; /* older than every kept version: trimmed at once */
+        }
         if (c->nver == c->cap) {
             c->cap = c->cap ? c->cap * 2 : 1;
             c->ver = g_renew(struct emu_ver, c->ver, c->cap);
@@ -325,14 +341,16 @@ static void emu_store_row_compact_cols(emu_row *r, gboolean drop_markers)
     for (guint i = 0; i < r->ncols; i++) {
         struct emu_col *c = &r->cols[i];
 
-        if (drop_markers)
+        if (drop_markers) {
             c->del_ts = EMU_NO_MARK;
+        }
         if (c->nver == 0 && c->del_ts == EMU_NO_MARK) {
             emu_store_col_clear(c);
             continue;
         }
-        if (out != i)
+        if (out != i) {
             r->cols[out] = *c;
+        }
         out++;
     }
     r->ncols = out;
@@ -353,8 +371,9 @@ void emu_family_free(gpointer p)
 {
     struct emu_family *f = p;
 
-    if (f == NULL)
+    if (f == NULL) {
         return;
+    }
 
     g_free(f->name);
     g_free(f->compression);
@@ -370,8 +389,9 @@ emu_table *emu_table_ref(emu_table *t)
 
 void emu_table_unref(emu_table *t)
 {
-    if (t == NULL || !g_atomic_int_dec_and_test(&t->refcount))
+    if (t == NULL || !g_atomic_int_dec_and_test(&t->refcount)) {
         return;
+    }
     g_tree_destroy(t->rows);
     for (guint i = 0; i < t->nregions; i++) {
         g_bytes_unref(t->regions[i].start);
@@ -382,8 +402,9 @@ void emu_table_unref(emu_table *t)
     g_free(t->regions);
     g_ptr_array_unref(t->families);
     g_ptr_array_unref(t->values);
-    if (t->successor != NULL)
+    if (t->successor != NULL) {
         emu_table_unref(t->successor);
+    }
     g_rw_lock_clear(&t->lock);
     g_free(t->name);
     g_free(t);
@@ -462,18 +483,31 @@ guint emu_table_region_of(const emu_table *t, const uint8_t *key, size_t len)
         gsize slen;
         const uint8_t *s = g_bytes_get_data(t->regions[mid].start, &slen);
 
-        if (emu_store_bytes_cmp(s, slen, key, len) <= 0)
+        if (emu_store_bytes_cmp(s, slen, key, len) <= 0) {
             lo = mid;
-        else
+        } else {
             hi = mid;
+        }
     }
     return lo;
 }
 
-void emu_table_read_lock(emu_table *t) { g_rw_lock_reader_lock(&t->lock); }
-void emu_table_read_unlock(emu_table *t) { g_rw_lock_reader_unlock(&t->lock); }
-void emu_table_write_lock(emu_table *t) { g_rw_lock_writer_lock(&t->lock); }
-void emu_table_write_unlock(emu_table *t) { g_rw_lock_writer_unlock(&t->lock); }
+void emu_table_read_lock(emu_table *t)
+{
+    g_rw_lock_reader_lock(&t->lock);
+}
+void emu_table_read_unlock(emu_table *t)
+{
+    g_rw_lock_reader_unlock(&t->lock);
+}
+void emu_table_write_lock(emu_table *t)
+{
+    g_rw_lock_writer_lock(&t->lock);
+}
+void emu_table_write_unlock(emu_table *t)
+{
+    g_rw_lock_writer_unlock(&t->lock);
+}
 
 emu_row *emu_table_row_find(emu_table *t, const uint8_t *key, size_t len)
 {
@@ -488,11 +522,14 @@ GTreeNode *emu_table_seek(emu_table *t, const uint8_t *key, size_t len,
     struct emu_key k = { key, len };
     GTreeNode *n;
 
-    if (key == NULL)
-        return reversed ? g_tree_node_last(t->rows) : g_tree_node_first(t->rows);
-    if (!reversed)
+    if (key == NULL) {
+        return reversed ? g_tree_node_last(t->rows)
+                        : g_tree_node_first(t->rows);
+    }
+    if (!reversed) {
         return inclusive ? g_tree_lower_bound(t->rows, &k)
                          : g_tree_upper_bound(t->rows, &k);
+    }
     /* The node before the first one past (or at) the key. */
     n = inclusive ? g_tree_upper_bound(t->rows, &k)
                   : g_tree_lower_bound(t->rows, &k);
@@ -518,12 +555,15 @@ const uint8_t *emu_row_key(const emu_row *r, size_t *len)
 static gboolean emu_colspec_match(const emu_colspec *c,
                                   const struct emu_col *col)
 {
-    if (c == NULL || !c->any)
+    if (c == NULL || !c->any) {
         return TRUE;
-    if (c->mode[col->fam] == EMU_COLSPEC_ALL)
+    }
+    if (c->mode[col->fam] == EMU_COLSPEC_ALL) {
         return TRUE;
-    if (c->mode[col->fam] != EMU_COLSPEC_SOME)
+    }
+    if (c->mode[col->fam] != EMU_COLSPEC_SOME) {
         return FALSE;
+    }
     GPtrArray *qs = c->quals[col->fam];
     for (guint i = 0; i < qs->len; i++) {
         gsize ql;
@@ -531,8 +571,10 @@ static gboolean emu_colspec_match(const emu_colspec *c,
 
         /* An empty qualifier's data may be NULL, which memcmp must not
          * see even for a zero length. */
-        if (ql == col->qual_len && (ql == 0 || memcmp(q, col->qual, ql) == 0))
+        if (ql == col->qual_len &&
+            (ql == 0 || memcmp(q, col->qual, ql) == 0)) {
             return TRUE;
+        }
     }
     return FALSE;
 }
@@ -541,7 +583,7 @@ void emu_row_cells(const emu_table *t, const emu_row *r,
                    const struct emu_read *rd, GArray *out)
 {
     guint cur_fam = G_MAXUINT;
-    int32_t fam_seen = 0;   /* cells of cur_fam that passed so far */
+    int32_t fam_seen = 0; /* cells of cur_fam that passed so far */
 
     for (guint i = 0; i < r->ncols; i++) {
         const struct emu_col *c = &r->cols[i];
@@ -549,8 +591,9 @@ void emu_row_cells(const emu_table *t, const emu_row *r,
         int32_t n = 0;
         int64_t lo = rd->min_ts, hi = rd->max_ts;
 
-        if (c->nver == 0 || !emu_colspec_match(rd->cols, c))
+        if (c->nver == 0 || !emu_colspec_match(rd->cols, c)) {
             continue;
+        }
         if (c->fam != cur_fam) {
             cur_fam = c->fam;
             fam_seen = 0;
@@ -563,17 +606,20 @@ void emu_row_cells(const emu_table *t, const emu_row *r,
         for (guint v = 0; v < c->nver && n < rd->max_versions; v++) {
             struct emu_cell cell;
 
-            if (c->ver[v].ts >= hi || c->ver[v].ts < lo)
+            if (c->ver[v].ts >= hi || c->ver[v].ts < lo) {
                 continue;
+            }
             n++;
             /* The per-family offset and limit count the cells the
              * version and time checks let through (StoreScanner). */
             fam_seen++;
-            if (fam_seen <= rd->store_offset)
+            if (fam_seen <= rd->store_offset) {
                 continue;
+            }
             if (rd->has_store_limit &&
-                fam_seen - rd->store_offset > rd->store_limit)
+                fam_seen - rd->store_offset > rd->store_limit) {
                 break;
+            }
             memset(&cell, 0, sizeof(cell));
             cell.family = f->name;
             cell.family_len = f->name_len;
@@ -602,8 +648,9 @@ static emu_row *emu_store_row_for_write(emu_table *t, const uint8_t *key,
 
 static void emu_store_row_release(emu_table *t, emu_row *r)
 {
-    if (emu_store_row_is_empty(r))
+    if (emu_store_row_is_empty(r)) {
         g_tree_remove(t->rows, &r->key);
+    }
 }
 
 /* A server timestamp: wall clock, but never reused within a row, so two
@@ -617,8 +664,8 @@ static int64_t emu_store_row_ts(emu_row *r)
     return r->last_ts;
 }
 
-static void emu_store_count_cells(emu_table *t, const uint8_t *key,
-                                  size_t len, gint64 n)
+static void emu_store_count_cells(emu_table *t, const uint8_t *key, size_t len,
+                                  gint64 n)
 {
     struct emu_region *reg = &t->regions[emu_table_region_of(t, key, len)];
 
@@ -634,14 +681,16 @@ int64_t emu_table_mutate(emu_table *t, const uint8_t *key, size_t len,
     gboolean any_del = FALSE, any_put = FALSE;
 
     for (guint i = 0; i < n; i++) {
-        if (muts[i].kind == EMU_MUT_PUT)
+        if (muts[i].kind == EMU_MUT_PUT) {
             any_put = TRUE;
-        else
+        } else {
             any_del = TRUE;
+        }
     }
     /* HBase's handler sends the Delete, then the Put: two server times. */
-    if (any_del && dts == EMU_LATEST_TS)
+    if (any_del && dts == EMU_LATEST_TS) {
         dts = emu_store_row_ts(r);
+    }
     for (guint i = 0; i < n; i++) {
         const struct emu_mut *m = &muts[i];
         int64_t mts = m->has_ts ? m->ts : dts;
@@ -654,43 +703,53 @@ int64_t emu_table_mutate(emu_table *t, const uint8_t *key, size_t len,
         } else if (m->kind == EMU_MUT_DELETE_FAMILY) {
             if (r->fam_del == NULL) {
                 r->fam_del = g_new(int64_t, t->families->len);
-                for (guint f = 0; f < t->families->len; f++)
+                for (guint f = 0; f < t->families->len; f++) {
                     r->fam_del[f] = EMU_NO_MARK;
+                }
             }
             r->fam_del[m->fam] = MAX(r->fam_del[m->fam], mts);
-            for (guint c = 0; c < r->ncols; c++)
-                if (r->cols[c].fam == m->fam)
+            for (guint c = 0; c < r->ncols; c++) {
+                if (r->cols[c].fam == m->fam) {
                     emu_store_col_delete_upto(&r->cols[c], mts);
+                }
+            }
         } else if (m->kind == EMU_MUT_DELETE_VERSION) {
             guint pos;
 
             /* Without a timestamp HBase deletes the newest version. */
-            if (emu_store_col_find(r, m->fam, m->qual, m->qual_len, &pos))
+            if (emu_store_col_find(r, m->fam, m->qual, m->qual_len, &pos)) {
                 emu_store_col_delete_at(&r->cols[pos],
                                         m->has_ts ? m->ts : EMU_LATEST_TS);
+            }
         } else if (m->kind == EMU_MUT_DELETE_FAMILY_VERSION) {
-            for (guint c = 0; c < r->ncols; c++)
-                if (r->cols[c].fam == m->fam)
+            for (guint c = 0; c < r->ncols; c++) {
+                if (r->cols[c].fam == m->fam) {
                     emu_store_col_delete_at(&r->cols[c], m->ts);
+                }
+            }
         }
     }
-    if (any_put && pts == EMU_LATEST_TS)
+    if (any_put && pts == EMU_LATEST_TS) {
         pts = emu_store_row_ts(r);
+    }
     for (guint i = 0; i < n; i++) {
         const struct emu_mut *m = &muts[i];
         const struct emu_family *f;
 
-        if (m->kind != EMU_MUT_PUT)
+        if (m->kind != EMU_MUT_PUT) {
             continue;
+        }
         f = g_ptr_array_index(t->families, m->fam);
         struct emu_col *c = emu_store_col_get(r, m->fam, m->qual, m->qual_len);
         if (emu_store_col_put(r, c, m->has_ts ? m->ts : pts, m->value,
-                              m->value_len, f->max_versions))
+                              m->value_len, f->max_versions)) {
             written++;
+        }
     }
     emu_store_row_compact_cols(r, FALSE);
-    if (written)
+    if (written) {
         emu_store_count_cells(t, key, len, written);
+    }
     emu_store_row_release(t, r);
     return any_put ? pts : dts;
 }
@@ -700,21 +759,24 @@ void emu_table_delete_row(emu_table *t, const uint8_t *key, size_t len,
 {
     emu_row *r = emu_table_row_find(t, key, len);
 
-    if (r == NULL)
+    if (r == NULL) {
         r = emu_store_row_for_write(t, key, len);
-    if (ts == EMU_LATEST_TS)
+    }
+    if (ts == EMU_LATEST_TS) {
         ts = emu_store_row_ts(r);
+    }
     r->del_ts = MAX(r->del_ts, ts);
-    for (guint c = 0; c < r->ncols; c++)
+    for (guint c = 0; c < r->ncols; c++) {
         emu_store_col_delete_upto(&r->cols[c], ts);
+    }
     emu_store_row_compact_cols(r, FALSE);
     emu_store_row_release(t, r);
 }
 
 gboolean emu_table_increment(emu_table *t, const uint8_t *key, size_t len,
                              guint fam, const uint8_t *qual, size_t qual_len,
-                             int64_t amount, int64_t *result,
-                             int64_t *ts_out, GError **error)
+                             int64_t amount, int64_t *result, int64_t *ts_out,
+                             GError **error)
 {
     emu_row *r = emu_store_row_for_write(t, key, len);
     struct emu_col *c = emu_store_col_get(r, fam, qual, qual_len);
@@ -732,10 +794,11 @@ gboolean emu_table_increment(emu_table *t, const uint8_t *key, size_t len,
             emu_store_row_release(t, r);
             return FALSE;
         }
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < 8; i++) {
             v = (v << 8) | c->ver[0].data[i];
+        }
     }
-    v += (uint64_t)amount;   /* wraps like Java's long */
+    v += (uint64_t)amount; /* wraps like Java's long */
     *result = (int64_t)v;
     for (int i = 7; i >= 0; i--) {
         be[i] = (uint8_t)(v & 0xff);
@@ -749,8 +812,8 @@ gboolean emu_table_increment(emu_table *t, const uint8_t *key, size_t len,
     return TRUE;
 }
 
-void emu_table_append(emu_table *t, const uint8_t *key, size_t len,
-                      guint fam, const uint8_t *qual, size_t qual_len,
+void emu_table_append(emu_table *t, const uint8_t *key, size_t len, guint fam,
+                      const uint8_t *qual, size_t qual_len,
                       const uint8_t *value, size_t value_len,
                       GByteArray **result, int64_t *ts_out)
 {
@@ -759,8 +822,9 @@ void emu_table_append(emu_table *t, const uint8_t *key, size_t len,
     const struct emu_family *f = g_ptr_array_index(t->families, fam);
     GByteArray *nv = g_byte_array_new();
 
-    if (c->nver > 0)
+    if (c->nver > 0) {
         g_byte_array_append(nv, c->ver[0].data, c->ver[0].len);
+    }
     g_byte_array_append(nv, value, (guint)value_len);
     *ts_out = emu_store_row_ts(r);
     emu_store_col_put(r, c, *ts_out, nv->data, nv->len, f->max_versions);
@@ -779,8 +843,9 @@ const uint8_t *emu_table_cell_latest(emu_table *t, const uint8_t *key,
     guint pos;
 
     if (r == NULL || !emu_store_col_find(r, fam, qual, qual_len, &pos) ||
-        r->cols[pos].nver == 0)
+        r->cols[pos].nver == 0) {
         return NULL;
+    }
     *value_len = r->cols[pos].ver[0].len;
     return r->cols[pos].ver[0].data;
 }
@@ -799,11 +864,14 @@ emu_colspec *emu_colspec_new(const emu_table *t)
 
 void emu_colspec_free(emu_colspec *c)
 {
-    if (c == NULL)
+    if (c == NULL) {
         return;
-    for (guint i = 0; i < c->nfam; i++)
-        if (c->quals[i] != NULL)
+    }
+    for (guint i = 0; i < c->nfam; i++) {
+        if (c->quals[i] != NULL) {
             g_ptr_array_unref(c->quals[i]);
+        }
+    }
     g_free(c->quals);
     g_free(c->mode);
     g_free(c);
@@ -822,8 +890,9 @@ gboolean emu_colspec_add_all(emu_colspec *c, const emu_table *t,
         size_t fl, ql;
         GError *err = NULL;
 
-        if (emu_colspec_add(c, t, col->data, col->len, &err))
+        if (emu_colspec_add(c, t, col->data, col->len, &err)) {
             continue;
+        }
         emu_store_parse_column(col->data, col->len, &fl, &q, &ql);
         if (first == NULL ||
             emu_store_bytes_cmp(col->data, fl, first_col->data, first_len) <
@@ -836,8 +905,9 @@ gboolean emu_colspec_add_all(emu_colspec *c, const emu_table *t,
             g_error_free(err);
         }
     }
-    if (first == NULL)
+    if (first == NULL) {
         return TRUE;
+    }
     g_propagate_error(error, first);
     return FALSE;
 }
@@ -851,8 +921,9 @@ gboolean emu_colspec_add(emu_colspec *c, const emu_table *t,
     gboolean has_qual = emu_store_parse_column(col, len, &fam_len, &qual,
                                                &qual_len);
 
-    if (!emu_table_family_index(t, col, fam_len, &fam, error))
+    if (!emu_table_family_index(t, col, fam_len, &fam, error)) {
         return FALSE;
+    }
     c->any = TRUE;
     if (!has_qual) {
         /* addFamily: the whole family, whatever came before. */
@@ -903,8 +974,9 @@ static void emu_store_make_regions(emu_store *s, emu_table *t,
                                                : s->cfg.split_keys;
 
     if (given != NULL && given->len > 0) {
-        for (guint i = 0; i < given->len; i++)
+        for (guint i = 0; i < given->len; i++) {
             g_ptr_array_add(splits, g_bytes_ref(g_ptr_array_index(given, i)));
+        }
         g_ptr_array_sort(splits, emu_store_gbytes_cmp);
     } else if (explicit_splits != NULL) {
         /* an explicit empty list: one region */
@@ -923,8 +995,9 @@ static void emu_store_make_regions(emu_store *s, emu_table *t,
 
         r->start = i == 0 ? g_bytes_ref(empty)
                           : g_bytes_ref(g_ptr_array_index(splits, i - 1));
-        r->end = i + 1 == t->nregions ? g_bytes_ref(empty)
-                                      : g_bytes_ref(g_ptr_array_index(splits, i));
+        r->end = i + 1 == t->nregions
+                     ? g_bytes_ref(empty)
+                     : g_bytes_ref(g_ptr_array_index(splits, i));
         r->id = t->created_ms;
         g_mutex_init(&r->serial);
         /* "table,startKey,regionId.encoded." with encoded = md5 of the rest */
@@ -934,7 +1007,8 @@ static void emu_store_make_regions(emu_store *s, emu_table *t,
         g_byte_array_append(name, sp, (guint)slen);
         idstr = g_strdup_printf(",%" G_GINT64_FORMAT ".", r->id);
         g_byte_array_append(name, (const guint8 *)idstr, (guint)strlen(idstr));
-        md5 = g_compute_checksum_for_data(G_CHECKSUM_MD5, name->data, name->len);
+        md5 = g_compute_checksum_for_data(G_CHECKSUM_MD5, name->data,
+                                          name->len);
         g_byte_array_append(name, (const guint8 *)md5, (guint)strlen(md5));
         g_byte_array_append(name, (const guint8 *)".", 1);
         r->name = g_bytes_new(name->data, name->len);
@@ -944,8 +1018,9 @@ static void emu_store_make_regions(emu_store *s, emu_table *t,
 
 static void emu_store_conf_free(gpointer p)
 {
-    if (p != NULL)
+    if (p != NULL) {
         g_hash_table_unref(p);
+    }
 }
 
 /* A copy of a string -> string map; NULL when empty, as HBase keeps an
@@ -956,12 +1031,14 @@ static GHashTable *emu_store_conf_copy(const GHashTable *conf)
     GHashTableIter it;
     gpointer k, v;
 
-    if (conf == NULL || g_hash_table_size((GHashTable *)conf) == 0)
+    if (conf == NULL || g_hash_table_size((GHashTable *)conf) == 0) {
         return NULL;
+    }
     c = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     g_hash_table_iter_init(&it, (GHashTable *)conf);
-    while (g_hash_table_iter_next(&it, &k, &v))
+    while (g_hash_table_iter_next(&it, &k, &v)) {
         g_hash_table_insert(c, g_strdup(k), g_strdup(v ? v : ""));
+    }
     return c;
 }
 
@@ -978,8 +1055,9 @@ emu_store *emu_store_new(const struct emu_store_config *cfg)
     /* HBase's system namespace: listed, never removable. */
     g_hash_table_insert(s->namespaces, g_strdup("hbase"), NULL);
     s->cfg = *cfg;
-    if (s->cfg.split_keys != NULL)
+    if (s->cfg.split_keys != NULL) {
         g_ptr_array_ref(s->cfg.split_keys);
+    }
     s->cfg.server_name = g_strdup(cfg->server_name ? cfg->server_name
                                                    : "localhost");
     return s;
@@ -987,12 +1065,14 @@ emu_store *emu_store_new(const struct emu_store_config *cfg)
 
 void emu_store_free(emu_store *s)
 {
-    if (s == NULL)
+    if (s == NULL) {
         return;
+    }
     g_hash_table_unref(s->tables);
     g_hash_table_unref(s->namespaces);
-    if (s->cfg.split_keys != NULL)
+    if (s->cfg.split_keys != NULL) {
         g_ptr_array_unref(s->cfg.split_keys);
+    }
     g_free(s->cfg.server_name);
     g_rw_lock_clear(&s->lock);
     g_free(s);
@@ -1006,8 +1086,9 @@ const struct emu_store_config *emu_store_get_config(const emu_store *s)
 void emu_store_add_namespace(emu_store *s, const char *ns)
 {
     g_rw_lock_writer_lock(&s->lock);
-    if (!g_hash_table_contains(s->namespaces, ns))
+    if (!g_hash_table_contains(s->namespaces, ns)) {
         g_hash_table_insert(s->namespaces, g_strdup(ns), NULL);
+    }
     g_rw_lock_writer_unlock(&s->lock);
 }
 
@@ -1021,7 +1102,8 @@ static gboolean emu_store_check_ns(const char *ns, size_t len,
                         "java.lang.IllegalArgumentException: Illegal "
                         "character <%c> at %d. Namespaces may only contain "
                         "'alphanumeric characters' from any language and "
-                        "digits: %s", ns[i], (int)i, whole);
+                        "digits: %s",
+                        ns[i], (int)i, whole);
             return FALSE;
         }
     }
@@ -1048,8 +1130,9 @@ static char *emu_store_canonical_name(const uint8_t *name, size_t len,
     colon = strchr(s, ':');
     qual = colon ? colon + 1 : s;
     if (colon != NULL &&
-        !emu_store_check_ns(s, (size_t)(colon - s), s, error))
+        !emu_store_check_ns(s, (size_t)(colon - s), s, error)) {
         return NULL;
+    }
     if (*qual == '\0') {
         g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
                     "java.lang.IllegalArgumentException: Table qualifier "
@@ -1061,7 +1144,8 @@ static char *emu_store_canonical_name(const uint8_t *name, size_t len,
                     "java.lang.IllegalArgumentException: Illegal first "
                     "character <%d> at 0. User-space table qualifiers can "
                     "only start with 'alphanumeric characters' from any "
-                    "language: %s", *qual, qual);
+                    "language: %s",
+                    *qual, qual);
         return NULL;
     }
     for (const char *p = qual; *p; p++) {
@@ -1075,10 +1159,13 @@ static char *emu_store_canonical_name(const uint8_t *name, size_t len,
             return NULL;
         }
     }
-    if (ns_out != NULL)
-        *ns_out = colon ? g_strndup(s, (gsize)(colon - s)) : g_strdup("default");
-    if (colon != NULL && colon - s == 7 && strncmp(s, "default", 7) == 0)
+    if (ns_out != NULL) {
+        *ns_out = colon ? g_strndup(s, (gsize)(colon - s))
+                        : g_strdup("default");
+    }
+    if (colon != NULL && colon - s == 7 && strncmp(s, "default", 7) == 0) {
         return g_strdup(qual);
+    }
     return g_steal_pointer(&s);
 }
 
@@ -1115,8 +1202,9 @@ static gboolean emu_store_check_splits(GPtrArray *splits, GError **error)
 {
     g_autoptr(GPtrArray) sorted = NULL;
 
-    if (splits == NULL)
+    if (splits == NULL) {
         return TRUE;
+    }
     sorted = g_ptr_array_copy(splits, NULL, NULL);
     /* the copy borrows the keys: it must not unref them */
     g_ptr_array_set_free_func(sorted, NULL);
@@ -1190,8 +1278,9 @@ static emu_table *emu_store_table_new(emu_store *s, char *canon,
     t->name = canon;
     t->name_len = strlen(t->name);
     t->families = g_ptr_array_new_with_free_func(emu_family_free);
-    for (guint i = 0; i < families->len; i++)
+    for (guint i = 0; i < families->len; i++) {
         g_ptr_array_add(t->families, g_ptr_array_index(families, i));
+    }
     /* Families are taken over; sorted so index order is name order. */
     g_ptr_array_set_free_func(families, NULL);
     g_ptr_array_set_size(families, 0);
@@ -1200,8 +1289,8 @@ static emu_table *emu_store_table_new(emu_store *s, char *canon,
     t->enabled = TRUE;
     t->created_ms = created_ms != 0 ? created_ms : emu_store_now_ms();
     g_rw_lock_init(&t->lock);
-    t->rows = g_tree_new_full(emu_store_key_cmp_data, NULL,
-                              NULL, emu_store_row_free);
+    t->rows = g_tree_new_full(emu_store_key_cmp_data, NULL, NULL,
+                              emu_store_row_free);
     emu_store_make_regions(s, t, splits);
     return t;
 }
@@ -1216,8 +1305,9 @@ gboolean emu_store_create_table_split(emu_store *s, const uint8_t *name,
                                                       error);
     emu_table *t;
 
-    if (canon == NULL)
+    if (canon == NULL) {
         return FALSE;
+    }
     g_rw_lock_writer_lock(&s->lock);
     if (g_hash_table_contains(s->tables, canon)) {
         g_rw_lock_writer_unlock(&s->lock);
@@ -1327,11 +1417,13 @@ gboolean emu_store_truncate_table(emu_store *s, const uint8_t *name,
                     t->name);
         return FALSE;
     }
-    for (guint i = 0; i < t->families->len; i++)
-        g_ptr_array_add(fams, emu_store_family_copy(
-                                  g_ptr_array_index(t->families, i)));
-    for (guint i = 1; preserve_splits && i < t->nregions; i++)
+    for (guint i = 0; i < t->families->len; i++) {
+        g_ptr_array_add(
+            fams, emu_store_family_copy(g_ptr_array_index(t->families, i)));
+    }
+    for (guint i = 1; preserve_splits && i < t->nregions; i++) {
         g_ptr_array_add(splits, g_bytes_ref(t->regions[i].start));
+    }
     /* A new table object: calls and scanners still holding the old one
      * see it dropped, as after HBase's delete-and-recreate. */
     nt = emu_store_table_new(s, g_strdup(t->name), fams, splits, t->values, 0);
@@ -1358,23 +1450,27 @@ static emu_row *emu_store_row_remap(const emu_row *r, const gint *map,
         gboolean any = FALSE;
 
         n->fam_del = g_new(int64_t, nfam);
-        for (guint f = 0; f < nfam; f++)
+        for (guint f = 0; f < nfam; f++) {
             n->fam_del[f] = EMU_NO_MARK;
-        for (guint f = 0; map[f] != G_MININT; f++)
+        }
+        for (guint f = 0; map[f] != G_MININT; f++) {
             if (map[f] >= 0) {
                 n->fam_del[map[f]] = r->fam_del[f];
                 any |= r->fam_del[f] != EMU_NO_MARK;
             }
-        if (!any)
+        }
+        if (!any) {
             g_clear_pointer(&n->fam_del, g_free);
+        }
     }
     for (guint i = 0; i < r->ncols; i++) {
         const struct emu_col *c = &r->cols[i];
         struct emu_col *d;
         gint to = map[c->fam];
 
-        if (to < 0)
+        if (to < 0) {
             continue;
+        }
         if (n->ncols == n->cap) {
             n->cap = n->cap ? n->cap * 2 : 2;
             n->cols = g_renew(struct emu_col, n->cols, n->cap);
@@ -1423,38 +1519,44 @@ gboolean emu_store_alter_table(emu_store *s, const uint8_t *name,
 
     g_rw_lock_reader_lock(&s->lock);
     t = emu_store_lookup(s, name, name_len);
-    if (t != NULL)
+    if (t != NULL) {
         emu_table_ref(t);
+    }
     g_rw_lock_reader_unlock(&s->lock);
     if (t == NULL) {
         emu_store_not_found(error, name, name_len);
         return FALSE;
     }
     /* A table object's families and values never change: work on copies. */
-    for (guint i = 0; i < t->families->len; i++)
+    for (guint i = 0; i < t->families->len; i++) {
         g_ptr_array_add(
             fams, emu_store_family_copy(g_ptr_array_index(t->families, i)));
-    for (guint i = 0; i < t->values->len; i++)
+    }
+    for (guint i = 0; i < t->values->len; i++) {
         g_ptr_array_add(values, g_bytes_ref(g_ptr_array_index(t->values, i)));
-    if (!fn(t, fams, values, data, error))
+    }
+    if (!fn(t, fams, values, data, error)) {
         return FALSE;
+    }
     if (fams->len == 0) {
         g_set_error_literal(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                             EMU_STORE_NO_FAMILY_MESSAGE);
         return FALSE;
     }
-    for (guint i = 1; i < t->nregions; i++)
+    for (guint i = 1; i < t->nregions; i++) {
         g_ptr_array_add(splits, g_bytes_ref(t->regions[i].start));
+    }
     /* Same name, region boundaries and ids: HBase reopens the regions. */
     nt = emu_store_table_new(s, g_strdup(t->name), fams, splits, values,
                              t->created_ms);
     nold = t->families->len;
     map = g_new(gint, nold + 1);
     maxv = g_new(int32_t, nt->families->len + 1);
-    for (guint i = 0; i < nt->families->len; i++)
+    for (guint i = 0; i < nt->families->len; i++) {
         maxv[i] = ((const struct emu_family *)g_ptr_array_index(nt->families,
                                                                 i))
                       ->max_versions;
+    }
     for (guint i = 0; i < nold; i++) {
         const struct emu_family *f = g_ptr_array_index(t->families, i);
         guint to;
@@ -1478,8 +1580,9 @@ gboolean emu_store_alter_table(emu_store *s, const uint8_t *name,
         emu_row *r = emu_store_row_remap(g_tree_node_value(node), map,
                                          nt->families->len, maxv);
 
-        if (r != NULL)
+        if (r != NULL) {
             g_tree_insert(nt->rows, &r->key, r);
+        }
     }
     emu_table_read_unlock(t);
     g_rw_lock_writer_lock(&s->lock);
@@ -1504,8 +1607,9 @@ gboolean emu_store_create_namespace(emu_store *s, const char *ns,
 {
     gboolean ok = TRUE;
 
-    if (!emu_store_check_ns(ns, strlen(ns), ns, error))
+    if (!emu_store_check_ns(ns, strlen(ns), ns, error)) {
         return FALSE;
+    }
     if (*ns == '\0') {
         g_set_error_literal(error, EMU_STORE_ERROR, EMU_STORE_ERROR_ILLEGAL,
                             "java.lang.IllegalArgumentException: Namespace "
@@ -1543,8 +1647,9 @@ static guint emu_store_namespace_tables(emu_store *s, const char *ns)
 
         if (dflt ? colon == NULL
                  : (colon != NULL && (size_t)(colon - name) == nl &&
-                    strncmp(name, ns, nl) == 0))
+                    strncmp(name, ns, nl) == 0)) {
             n++;
+        }
     }
     return n;
 }
@@ -1557,7 +1662,8 @@ gboolean emu_store_delete_namespace(emu_store *s, const char *ns,
     if (strcmp(ns, "default") == 0 || strcmp(ns, "hbase") == 0) {
         g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                     "org.apache.hadoop.hbase.constraint.ConstraintException: "
-                    "Reserved namespace %s cannot be removed.", ns);
+                    "Reserved namespace %s cannot be removed.",
+                    ns);
         return FALSE;
     }
     g_rw_lock_writer_lock(&s->lock);
@@ -1574,7 +1680,8 @@ gboolean emu_store_delete_namespace(emu_store *s, const char *ns,
         g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                     "org.apache.hadoop.hbase.constraint.ConstraintException: "
                     "Only empty namespaces can be removed. Namespace %s has "
-                    "%u tables", ns, ntables);
+                    "%u tables",
+                    ns, ntables);
         return FALSE;
     }
     g_hash_table_remove(s->namespaces, ns);
@@ -1588,8 +1695,9 @@ GError *emu_store_batch_error(GError *err, guint n)
                                   "TableNotFoundException: ";
     GError *out;
 
-    if (err == NULL || n == 0 || !g_str_has_prefix(err->message, nf))
+    if (err == NULL || n == 0 || !g_str_has_prefix(err->message, nf)) {
         return err;
+    }
     out = g_error_new(EMU_STORE_ERROR, EMU_STORE_ERROR_IO,
                       "org.apache.hadoop.hbase.client."
                       "RetriesExhaustedWithDetailsException: Failed %u "
@@ -1608,9 +1716,10 @@ gboolean emu_store_set_namespace_conf(emu_store *s, const char *ns,
 
     g_rw_lock_writer_lock(&s->lock);
     has = g_hash_table_contains(s->namespaces, ns);
-    if (has)
+    if (has) {
         g_hash_table_insert(s->namespaces, g_strdup(ns),
                             emu_store_conf_copy(conf));
+    }
     g_rw_lock_writer_unlock(&s->lock);
     return has;
 }
@@ -1644,8 +1753,9 @@ static GPtrArray *emu_store_sorted_keys(emu_store *s, GHashTable *h)
 
     g_rw_lock_reader_lock(&s->lock);
     g_hash_table_iter_init(&it, h);
-    while (g_hash_table_iter_next(&it, &k, &v))
+    while (g_hash_table_iter_next(&it, &k, &v)) {
         g_ptr_array_add(names, g_strdup(k));
+    }
     g_rw_lock_reader_unlock(&s->lock);
     g_ptr_array_sort(names, emu_store_str_cmp);
     return names;
@@ -1671,10 +1781,11 @@ gboolean emu_store_set_enabled(emu_store *s, const uint8_t *name,
     }
     if (t->enabled == enabled) {
         g_rw_lock_writer_unlock(&s->lock);
-        g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
-                    enabled ? "org.apache.hadoop.hbase.TableNotDisabledException: %s"
-                            : "org.apache.hadoop.hbase.TableNotEnabledException: %s",
-                    t->name);
+        g_set_error(
+            error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
+            enabled ? "org.apache.hadoop.hbase.TableNotDisabledException: %s"
+                    : "org.apache.hadoop.hbase.TableNotEnabledException: %s",
+            t->name);
         return FALSE;
     }
     g_atomic_int_set(&t->enabled, enabled);
@@ -1690,8 +1801,9 @@ emu_table *emu_store_table_ref(emu_store *s, const uint8_t *name,
 
     g_rw_lock_reader_lock(&s->lock);
     t = emu_store_lookup(s, name, name_len);
-    if (t != NULL)
+    if (t != NULL) {
         emu_table_ref(t);
+    }
     g_rw_lock_reader_unlock(&s->lock);
     if (t == NULL) {
         emu_store_not_found(error, name, name_len);
@@ -1708,8 +1820,9 @@ gboolean emu_table_is_live(emu_table *t, GError **error)
 {
     emu_table *next;
 
-    while ((next = g_atomic_pointer_get(&t->successor)) != NULL)
+    while ((next = g_atomic_pointer_get(&t->successor)) != NULL) {
         t = next;
+    }
     if (g_atomic_int_get(&t->dropped)) {
         g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                     "org.apache.hadoop.hbase.TableNotFoundException: %s",
@@ -1719,12 +1832,12 @@ gboolean emu_table_is_live(emu_table *t, GError **error)
     if (!g_atomic_int_get(&t->enabled)) {
         g_set_error(error, EMU_STORE_ERROR, EMU_STORE_ERROR_IO_NORETRY,
                     "org.apache.hadoop.hbase.TableNotEnabledException: "
-                    "%s is disabled.", t->name);
+                    "%s is disabled.",
+                    t->name);
         return FALSE;
     }
     return TRUE;
 }
-
 
 GPtrArray *emu_store_table_names(emu_store *s, GArray **enabled)
 {
@@ -1753,16 +1866,18 @@ static void emu_store_compact_range(emu_table *t, const uint8_t *start,
     g_autoptr(GPtrArray) empty = g_ptr_array_new();
 
     emu_table_write_lock(t);
-    for (GTreeNode *n = emu_table_seek(t, start, slen, FALSE, TRUE);
-         n != NULL; n = g_tree_node_next(n)) {
+    for (GTreeNode *n = emu_table_seek(t, start, slen, FALSE, TRUE); n != NULL;
+         n = g_tree_node_next(n)) {
         emu_row *row = g_tree_node_value(n);
 
-        if (elen > 0 && emu_store_bytes_cmp(row->key.p, row->key.len,
-                                            end, elen) >= 0)
+        if (elen > 0 &&
+            emu_store_bytes_cmp(row->key.p, row->key.len, end, elen) >= 0) {
             break;
+        }
         emu_store_row_compact_cols(row, TRUE);
-        if (emu_store_row_is_empty(row))
+        if (emu_store_row_is_empty(row)) {
             g_ptr_array_add(empty, row);
+        }
     }
     for (guint i = 0; i < empty->len; i++) {
         emu_row *row = g_ptr_array_index(empty, i);
@@ -1793,7 +1908,8 @@ gboolean emu_store_compact(emu_store *s, const uint8_t *name, size_t len,
 
             for (guint i = 0; i < cand->nregions; i++) {
                 gsize nl;
-                const uint8_t *np = g_bytes_get_data(cand->regions[i].name, &nl);
+                const uint8_t *np = g_bytes_get_data(cand->regions[i].name,
+                                                     &nl);
 
                 if (nl == len && memcmp(np, name, len) == 0) {
                     t = emu_table_ref(cand);
@@ -1813,8 +1929,9 @@ gboolean emu_store_compact(emu_store *s, const uint8_t *name, size_t len,
                             msg->str);
         return FALSE;
     }
-    if (!major)
+    if (!major) {
         return TRUE; /* minor compactions keep delete markers */
+    }
     if (reg != NULL) {
         gsize sl, el;
         const uint8_t *sp = g_bytes_get_data(reg->start, &sl);
@@ -1849,8 +1966,9 @@ emu_table *emu_store_region_for_meta_row(emu_store *s, const uint8_t *row,
         klen = (size_t)(last - key);
         g_rw_lock_reader_lock(&s->lock);
         t = emu_store_lookup(s, row, (size_t)(comma - row));
-        if (t != NULL)
+        if (t != NULL) {
             emu_table_ref(t);
+        }
         g_rw_lock_reader_unlock(&s->lock);
         if (t != NULL) {
             *region = emu_table_region_of(t, key, klen);
@@ -1872,10 +1990,11 @@ static void emu_store_append_stat_bytes(GString *out, const uint8_t *p,
     for (size_t i = 0; i < len; i++) {
         /* memchr, not strchr: strchr finds NUL, the terminator, and a
          * raw NUL would end the stats text there */
-        if (g_ascii_isalnum(p[i]) || memchr("._:-", p[i], 4) != NULL)
+        if (g_ascii_isalnum(p[i]) || memchr("._:-", p[i], 4) != NULL) {
             g_string_append_c(out, (char)p[i]);
-        else
+        } else {
             g_string_append_printf(out, "\\x%02X", p[i]);
+        }
     }
 }
 
@@ -1889,11 +2008,13 @@ void emu_store_write_stats(emu_store *s, GString *out)
 
     g_rw_lock_reader_lock(&s->lock);
     g_hash_table_iter_init(&it, s->tables);
-    while (g_hash_table_iter_next(&it, &k, &v))
+    while (g_hash_table_iter_next(&it, &k, &v)) {
         g_ptr_array_add(tables, emu_table_ref(v));
+    }
     g_rw_lock_reader_unlock(&s->lock);
-    g_string_append_printf(out, "# hbase-emu stats v1 time_ms=%" G_GINT64_FORMAT "\n",
-                           emu_store_now_ms());
+    g_string_append_printf(
+        out, "# hbase-emu stats v1 time_ms=%" G_GINT64_FORMAT "\n",
+        emu_store_now_ms());
     for (guint i = 0; i < tables->len; i++) {
         emu_table *t = g_ptr_array_index(tables, i);
 
@@ -1913,7 +2034,8 @@ void emu_store_write_stats(emu_store *s, GString *out)
             emu_store_append_stat_bytes(out, sp, sl);
             g_string_append(out, " end=");
             emu_store_append_stat_bytes(out, ep, el);
-            g_string_append_printf(out, " requests=%" G_GINT64_FORMAT
+            g_string_append_printf(out,
+                                   " requests=%" G_GINT64_FORMAT
                                    " rows_read=%" G_GINT64_FORMAT
                                    " cells_written=%" G_GINT64_FORMAT "\n",
                                    rq, rr, cw);
@@ -1922,7 +2044,8 @@ void emu_store_write_stats(emu_store *s, GString *out)
             tot_cells += cw;
         }
     }
-    g_string_append_printf(out, "total requests=%" G_GINT64_FORMAT
+    g_string_append_printf(out,
+                           "total requests=%" G_GINT64_FORMAT
                            " rows_read=%" G_GINT64_FORMAT
                            " cells_written=%" G_GINT64_FORMAT "\n",
                            tot_req, tot_rows, tot_cells);

@@ -15,11 +15,11 @@
 GQuark emu_store_error_quark(void);
 
 typedef enum {
-    EMU_STORE_ERROR_IO,          /* IOError, canRetry true */
-    EMU_STORE_ERROR_IO_NORETRY,  /* IOError from a DoNotRetryIOException */
-    EMU_STORE_ERROR_ILLEGAL,     /* IllegalArgument */
-    EMU_STORE_ERROR_EXISTS,      /* AlreadyExists */
-    EMU_STORE_ERROR_INTERNAL,    /* undeclared: TApplicationException 6 */
+    EMU_STORE_ERROR_IO,         /* IOError, canRetry true */
+    EMU_STORE_ERROR_IO_NORETRY, /* IOError from a DoNotRetryIOException */
+    EMU_STORE_ERROR_ILLEGAL,    /* IllegalArgument */
+    EMU_STORE_ERROR_EXISTS,     /* AlreadyExists */
+    EMU_STORE_ERROR_INTERNAL,   /* undeclared: TApplicationException 6 */
 } emu_store_error_t;
 
 /* HBase's LATEST_TIMESTAMP: "let the server pick". */
@@ -33,7 +33,7 @@ typedef struct emu_row emu_row;
 
 /* One column family as created; echoed back by getColumnDescriptors. */
 struct emu_family {
-    uint8_t *name;        /* family name, NUL-terminated copy */
+    uint8_t *name; /* family name, NUL-terminated copy */
     size_t name_len;
     int32_t max_versions;
     char *compression;
@@ -59,10 +59,10 @@ struct emu_region {
 
 /* Store-wide settings, fixed at startup. */
 struct emu_store_config {
-    guint regions;            /* even split of the byte space */
-    GPtrArray *split_keys;    /* GBytes *, explicit split points, or NULL */
-    char *server_name;        /* TRegionInfo.serverName */
-    int32_t server_port;      /* TRegionInfo.port */
+    guint regions;         /* even split of the byte space */
+    GPtrArray *split_keys; /* GBytes *, explicit split points, or NULL */
+    char *server_name;     /* TRegionInfo.serverName */
+    int32_t server_port;   /* TRegionInfo.port */
 };
 
 /* Which columns a read returns: per family, all, none or a qualifier set. */
@@ -73,8 +73,8 @@ typedef struct emu_colspec emu_colspec;
  * max_versions are Thrift2's and read as "not asked for" when zero.
  */
 struct emu_read {
-    const emu_colspec *cols;  /* NULL: everything */
-    int64_t max_ts;           /* cells with ts < max_ts; EMU_LATEST_TS */
+    const emu_colspec *cols; /* NULL: everything */
+    int64_t max_ts;          /* cells with ts < max_ts; EMU_LATEST_TS */
     int32_t max_versions;
     int64_t min_ts;           /* cells with ts >= min_ts */
     const int64_t *fam_min;   /* per family [min, max), replacing the */
@@ -87,20 +87,20 @@ struct emu_read {
 /* One mutation on one row, already parsed. */
 typedef enum {
     EMU_MUT_PUT,
-    EMU_MUT_DELETE_COLUMN,    /* all versions <= ts of fam:qual */
-    EMU_MUT_DELETE_FAMILY,    /* all versions <= ts of the family */
-    EMU_MUT_DELETE_VERSION,   /* fam:qual at exactly ts, or its newest */
+    EMU_MUT_DELETE_COLUMN,         /* all versions <= ts of fam:qual */
+    EMU_MUT_DELETE_FAMILY,         /* all versions <= ts of the family */
+    EMU_MUT_DELETE_VERSION,        /* fam:qual at exactly ts, or its newest */
     EMU_MUT_DELETE_FAMILY_VERSION, /* every column of the family at ts */
 } emu_mut_kind;
 
 struct emu_mut {
     emu_mut_kind kind;
-    guint fam;                /* family index in the table */
+    guint fam; /* family index in the table */
     const uint8_t *qual;
     size_t qual_len;
     const uint8_t *value;
     size_t value_len;
-    gboolean has_ts;          /* ts below instead of the call's */
+    gboolean has_ts; /* ts below instead of the call's */
     int64_t ts;
 };
 
@@ -211,8 +211,7 @@ gboolean emu_table_family_index(const emu_table *t, const uint8_t *fam,
                                 size_t len, guint *index, GError **error);
 guint emu_table_region_count(const emu_table *t);
 struct emu_region *emu_table_region(emu_table *t, guint i);
-guint emu_table_region_of(const emu_table *t, const uint8_t *key,
-                          size_t len);
+guint emu_table_region_of(const emu_table *t, const uint8_t *key, size_t len);
 
 /* Column specs: HBase's Get.addFamily/addColumn, applied in order. */
 emu_colspec *emu_colspec_new(const emu_table *t);
@@ -270,10 +269,10 @@ void emu_table_delete_row(emu_table *t, const uint8_t *key, size_t len,
  */
 gboolean emu_table_increment(emu_table *t, const uint8_t *key, size_t len,
                              guint fam, const uint8_t *qual, size_t qual_len,
-                             int64_t amount, int64_t *result,
-                             int64_t *ts_out, GError **error);
-void emu_table_append(emu_table *t, const uint8_t *key, size_t len,
-                      guint fam, const uint8_t *qual, size_t qual_len,
+                             int64_t amount, int64_t *result, int64_t *ts_out,
+                             GError **error);
+void emu_table_append(emu_table *t, const uint8_t *key, size_t len, guint fam,
+                      const uint8_t *qual, size_t qual_len,
                       const uint8_t *value, size_t value_len,
                       GByteArray **result, int64_t *ts_out);
 /* Newest visible version of one cell, or NULL. */

@@ -5,7 +5,7 @@
 
 struct _EmuTransport {
     ThriftTransport parent;
-    const guint8 *seg[2];   /* header, then body */
+    const guint8 *seg[2]; /* header, then body */
     gsize seg_len[2];
     gsize seg_pos[2];
     GByteArray *out;
@@ -48,8 +48,9 @@ static gint32 emu_transport_read(ThriftTransport *tr, gpointer buf,
 
         /* An empty segment may have a NULL base; memcpy needs a valid
          * pointer even for zero bytes. */
-        if (n == 0)
+        if (n == 0) {
             continue;
+        }
         memcpy(dst + got, t->seg[s] + t->seg_pos[s], n);
         t->seg_pos[s] += n;
         got += (guint32)n;

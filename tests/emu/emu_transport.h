@@ -18,7 +18,7 @@ typedef struct {
 
 GType emu_transport_get_type(void);
 #define EMU_TYPE_TRANSPORT (emu_transport_get_type())
-#define EMU_TRANSPORT(o) \
+#define EMU_TRANSPORT(o)                                                      \
     (G_TYPE_CHECK_INSTANCE_CAST((o), EMU_TYPE_TRANSPORT, EmuTransport))
 
 EmuTransport *emu_transport_new(void);

@@ -90,13 +90,13 @@ fuzz_salt(unsigned i)
 }
 
 /* A broken invariant: abort so that libFuzzer keeps the input. */
-#define FUZZ_CHECK(cond)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            abort();                                                       \
-        }                                                                  \
+#define FUZZ_CHECK(cond)                                                      \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,  \
+                    #cond);                                                   \
+            abort();                                                          \
+        }                                                                     \
     } while (0)
 
 /*

@@ -42,11 +42,10 @@ fuzz_table(const struct config *cfg, const struct config_table *t,
     FUZZ_CHECK(salt_hashed_len(&t->salt, key, klen) <= klen);
 
     /* scan bounds of the first and the last bucket fit their buffer */
-    FUZZ_CHECK(salt_scan_start(&t->salt, 0, FALSE, key, klen, bound)
-               <= salt_prefix_len(&t->salt) + klen);
-    FUZZ_CHECK(salt_scan_stop(&t->salt, t->salt.buckets - 1, TRUE, key,
-                              klen, bound)
-               <= salt_prefix_len(&t->salt) + klen);
+    FUZZ_CHECK(salt_scan_start(&t->salt, 0, FALSE, key, klen, bound) <=
+               salt_prefix_len(&t->salt) + klen);
+    FUZZ_CHECK(salt_scan_stop(&t->salt, t->salt.buckets - 1, TRUE, key, klen,
+                              bound) <= salt_prefix_len(&t->salt) + klen);
     if (salt_prefix_bucket(&t->salt, key, klen, &bucket)) {
         FUZZ_CHECK(bucket < t->salt.buckets);
     }
@@ -75,8 +74,8 @@ fuzz_round_trip(const struct config *cfg)
     FUZZ_CHECK(back->n_servers == cfg->n_servers);
     for (size_t i = 0; i < cfg->n_servers; i++) {
         FUZZ_CHECK(back->servers[i].port == cfg->servers[i].port);
-        FUZZ_CHECK(g_strcmp0(back->servers[i].host,
-                             cfg->servers[i].host) == 0);
+        FUZZ_CHECK(g_strcmp0(back->servers[i].host, cfg->servers[i].host) ==
+                   0);
     }
     FUZZ_CHECK(back->protocol == cfg->protocol);
     FUZZ_CHECK(back->transport == cfg->transport);

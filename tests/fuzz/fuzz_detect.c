@@ -22,8 +22,8 @@ static const struct wire_limits fuzz_limits = {
 static uint32_t
 fuzz_be32(const uint8_t *p)
 {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-           (uint32_t)p[2] << 8 | p[3];
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+           p[3];
 }
 
 int

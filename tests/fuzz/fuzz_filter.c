@@ -70,8 +70,8 @@ fuzz_tree(const uint8_t *text, size_t len, guint flags)
     } else {
         m = filter_parse(s1, len1, FILTER_PARSE_DEFAULT, &error);
         if (m == NULL) {
-            fprintf(stderr, "serialized %.*s does not parse: %s\n",
-                    (int)len1, (const char *)s1, error->message);
+            fprintf(stderr, "serialized %.*s does not parse: %s\n", (int)len1,
+                    (const char *)s1, error->message);
         }
         FUZZ_CHECK(m != NULL);
         FUZZ_CHECK(filter_node_equal(n, m));

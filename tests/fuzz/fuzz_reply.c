@@ -125,10 +125,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
             FUZZ_CHECK(sst == wst);
             FUZZ_CHECK(wst != CODEC_OK || used == n);
-            FUZZ_CHECK(streamed.len == whole.len
-                       && (whole.len == 0
-                           || memcmp(streamed.data, whole.data,
-                                     whole.len) == 0));
+            FUZZ_CHECK(streamed.len == whole.len &&
+                       (whole.len == 0 ||
+                        memcmp(streamed.data, whole.data, whole.len) == 0));
         }
         wire_buf_free(&streamed);
         wire_buf_free(&whole);

@@ -38,8 +38,7 @@ static const struct wire_limits fuzz_tight_limits = {
 
 /* out[from..] must hold exactly one whole message in proto. */
 static void
-fuzz_check_message(wire_proto_t proto, const struct wire_buf *out,
-                   size_t from)
+fuzz_check_message(wire_proto_t proto, const struct wire_buf *out, size_t from)
 {
     const char *why = NULL;
     size_t n = 0;
@@ -60,8 +59,8 @@ fuzz_check_message(wire_proto_t proto, const struct wire_buf *out,
  * FALSE when absent or when the message does not parse.
  */
 static gboolean
-fuzz_last_arg(wire_proto_t proto, const uint8_t *msg, size_t len,
-              int16_t want, const uint8_t **data, uint32_t *data_len)
+fuzz_last_arg(wire_proto_t proto, const uint8_t *msg, size_t len, int16_t want,
+              const uint8_t **data, uint32_t *data_len)
 {
     struct wire_reader r;
     struct wire_msg m;
@@ -70,12 +69,12 @@ fuzz_last_arg(wire_proto_t proto, const uint8_t *msg, size_t len,
     int16_t fid;
 
     wire_reader_init(&r, proto, msg, len, TRUE, &wire_default_limits);
-    if (wire_read_msg_begin(&r, &m) != WIRE_OK
-        || wire_read_struct_begin(&r) != WIRE_OK) {
+    if (wire_read_msg_begin(&r, &m) != WIRE_OK ||
+        wire_read_struct_begin(&r) != WIRE_OK) {
         return FALSE;
     }
-    while (wire_read_field(&r, &type, &fid) == WIRE_OK
-           && type != WIRE_T_STOP) {
+    while (wire_read_field(&r, &type, &fid) == WIRE_OK &&
+           type != WIRE_T_STOP) {
         if (fid == want && type == WIRE_T_STRING) {
             found = wire_read_binary(&r, data, data_len) == WIRE_OK;
         } else if (wire_skip(&r, type) != WIRE_OK) {
@@ -102,23 +101,22 @@ fuzz_check_routing(const struct config *cfg, const struct codec_call *call,
         return;
     }
     tf = hbase1_schema_field(call->method->args, 1);
-    if (tf == NULL || tf->action != HBASE1_TABLE
-        || !fuzz_last_arg(from, msg, len, 1, &name, &name_len)) {
+    if (tf == NULL || tf->action != HBASE1_TABLE ||
+        !fuzz_last_arg(from, msg, len, 1, &name, &name_len)) {
         return;
     }
     t = config_find_table(cfg, name, name_len);
     FUZZ_CHECK(call->salt == (t != NULL ? &t->salt : NULL));
 
     rf = hbase1_schema_field(call->method->args, 2);
-    if (out == NULL || t == NULL || rf == NULL || rf->action != HBASE1_ROW
-        || !fuzz_last_arg(from, msg, len, 2, &row, &row_len)) {
+    if (out == NULL || t == NULL || rf == NULL || rf->action != HBASE1_ROW ||
+        !fuzz_last_arg(from, msg, len, 2, &row, &row_len)) {
         return;
     }
     FUZZ_CHECK(fuzz_last_arg(to, out->data, out->len, 2, &sent, &sent_len));
     if (row_len == 0 || row_len > SALT_HBASE_MAX_ROW) {
         /* HBase refuses it as it would unsalted */
-        FUZZ_CHECK(sent_len == row_len
-                   && memcmp(sent, row, row_len) == 0);
+        FUZZ_CHECK(sent_len == row_len && memcmp(sent, row, row_len) == 0);
         return;
     }
     /* a row the table cannot store is never sent alone */
@@ -221,9 +219,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!framed) {
             FUZZ_CHECK(st == CODEC_CLOSE || stally.nnotes == tally.nnotes);
             for (uint32_t i = 0; st != CODEC_CLOSE && i < tally.nnotes; i++) {
-                FUZZ_CHECK(stally.notes[i].key_hash == tally.notes[i].key_hash
-                           && stally.notes[i].bucket == tally.notes[i].bucket
-                           && stally.notes[i].kind == tally.notes[i].kind);
+                FUZZ_CHECK(stally.notes[i].key_hash ==
+                               tally.notes[i].key_hash &&
+                           stally.notes[i].bucket == tally.notes[i].bucket &&
+                           stally.notes[i].kind == tally.notes[i].kind);
             }
         }
         codec_tally_clear(&tally);
@@ -231,18 +230,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!framed) {
             FUZZ_CHECK(sst == st);
             FUZZ_CHECK(st == CODEC_CLOSE || slen == msg_len);
-            FUZZ_CHECK(streamed.len == out.len
-                       && (out.len == 0
-                           || memcmp(streamed.data, out.data, out.len) == 0));
-            FUZZ_CHECK(st != CODEC_REJECT
-                       || (serr.app_type == err.app_type
-                           && serr.answer == err.answer));
+            FUZZ_CHECK(streamed.len == out.len &&
+                       (out.len == 0 ||
+                        memcmp(streamed.data, out.data, out.len) == 0));
+            FUZZ_CHECK(st != CODEC_REJECT || (serr.app_type == err.app_type &&
+                                              serr.answer == err.answer));
         }
         switch (st) {
         case CODEC_OK:
             fuzz_check_message(to, &out, 0);
-            fuzz_check_routing(cfg, &call, from, data + hdr, msg_len - hdr,
-                               to, &out);
+            fuzz_check_routing(cfg, &call, from, data + hdr, msg_len - hdr, to,
+                               &out);
             /* what the backend fails with still reaches the client */
             wire_buf_clear(&out);
             codec_write_io_error(&call, from, "backend gone", TRUE, &out);
@@ -256,8 +254,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case CODEC_SCAN:
             FUZZ_CHECK(out.len == 0);
-            fuzz_check_routing(cfg, &call, from, data + hdr, msg_len - hdr,
-                               to, NULL);
+            fuzz_check_routing(cfg, &call, from, data + hdr, msg_len - hdr, to,
+                               NULL);
             /* the replies the scan engine builds for this call */
             codec_write_i32_reply(&call, from, 42, &out);
             fuzz_check_message(from, &out, 0);

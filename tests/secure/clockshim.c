@@ -18,12 +18,14 @@ clock_gettime(clockid_t clk, struct timespec *ts)
     static int (*real)(clockid_t, struct timespec *);
     int rc;
 
-    if (real == NULL)
+    if (real == NULL) {
         real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT,
                                                             "clock_gettime");
+    }
     rc = real(clk, ts);
-    if (rc == 0 && (clk == CLOCK_REALTIME || clk == CLOCK_REALTIME_COARSE))
+    if (rc == 0 && (clk == CLOCK_REALTIME || clk == CLOCK_REALTIME_COARSE)) {
         ts->tv_sec += clockshim_offset();
+    }
     return rc;
 }
 
@@ -45,7 +47,8 @@ time(time_t *t)
     struct timespec ts;
 
     clock_gettime(CLOCK_REALTIME, &ts);
-    if (t != NULL)
+    if (t != NULL) {
         *t = ts.tv_sec;
+    }
     return ts.tv_sec;
 }

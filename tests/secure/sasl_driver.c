@@ -35,8 +35,9 @@ error_code_name(const GError *e)
     };
 
     if (e->domain != SASL_ERROR || e->code < 0 ||
-        (size_t)e->code >= G_N_ELEMENTS(names))
+        (size_t)e->code >= G_N_ELEMENTS(names)) {
         return "other";
+    }
     return names[e->code];
 }
 
@@ -55,11 +56,13 @@ dial(const char *hostport)
     struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
     int fd;
 
-    if (colon == NULL)
+    if (colon == NULL) {
         return -1;
+    }
     *colon = '\0';
-    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0) {
         return -1;
+    }
     fd = socket(ai->ai_family, SOCK_STREAM, 0);
     if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
         close(fd);
@@ -75,10 +78,12 @@ send_all(int fd, const guint8 *p, gsize len)
     while (len > 0) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
-        if (n <= 0)
+        }
+        if (n <= 0) {
             return FALSE;
+        }
         p += n;
         len -= (gsize)n;
     }
@@ -92,11 +97,12 @@ recv_some(int fd, GByteArray *in)
     guint8 buf[16384];
     ssize_t n;
 
-    do
+    do {
         n = recv(fd, buf, sizeof(buf), 0);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) {
         return FALSE;
+    }
     g_byte_array_append(in, buf, (guint)n);
     return TRUE;
 }
@@ -110,11 +116,13 @@ struct conn {
 static void
 conn_close(struct conn *c)
 {
-    if (c->fd >= 0)
+    if (c->fd >= 0) {
         close(c->fd);
+    }
     sasl_client_free(c->sc);
-    if (c->in != NULL)
+    if (c->in != NULL) {
         g_byte_array_unref(c->in);
+    }
     memset(c, 0, sizeof(*c));
     c->fd = -1;
 }
@@ -155,8 +163,9 @@ negotiate(struct conn *c, struct sasl_creds *creds, sasl_qop_t qop,
     }
     if (st == SASL_STEP_FAILED) {
         /* a refusal may still owe the server our last message */
-        if (out->len > 0)
+        if (out->len > 0) {
             send_all(c->fd, out->data, out->len);
+        }
         return FALSE;
     }
     return TRUE;
@@ -185,8 +194,9 @@ reply_complete(const GByteArray *r, gsize *names_at)
     gsize pos = 8 + 13 + 4;
     guint32 n;
 
-    if (r->len < pos + 3 + 5)
+    if (r->len < pos + 3 + 5) {
         return FALSE;
+    }
     pos += 3;
     n = (guint32)r->data[pos + 1] << 24 | (guint32)r->data[pos + 2] << 16 |
         (guint32)r->data[pos + 3] << 8 | r->data[pos + 4];
@@ -195,12 +205,14 @@ reply_complete(const GByteArray *r, gsize *names_at)
     for (guint32 i = 0; i < n; i++) {
         guint32 l;
 
-        if (r->len < pos + 4)
+        if (r->len < pos + 4) {
             return FALSE;
+        }
         l = (guint32)r->data[pos] << 24 | (guint32)r->data[pos + 1] << 16 |
             (guint32)r->data[pos + 2] << 8 | r->data[pos + 3];
-        if (r->len - pos - 4 < l)
+        if (r->len - pos - 4 < l) {
             return FALSE;
+        }
         pos += 4 + l;
     }
     return r->len >= pos + 1;
@@ -215,8 +227,9 @@ call(struct conn *c, guint32 seqid, GError **error)
     gsize names_at = 0;
 
     build_call(msg, seqid);
-    if (!sasl_client_wrap(c->sc, msg->data, msg->len, frame, error))
+    if (!sasl_client_wrap(c->sc, msg->data, msg->len, frame, error)) {
         return FALSE;
+    }
     if (!send_all(c->fd, frame->data, frame->len)) {
         g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "send failed");
         return FALSE;
@@ -225,11 +238,13 @@ call(struct conn *c, guint32 seqid, GError **error)
         size_t used = 0;
 
         if (!sasl_client_unwrap(c->sc, c->in->data, c->in->len, &used, reply,
-                                error))
+                                error)) {
             return FALSE;
+        }
         g_byte_array_remove_range(c->in, 0, (guint)used);
-        if (reply_complete(reply, &names_at))
+        if (reply_complete(reply, &names_at)) {
             break;
+        }
         if (!recv_some(c->fd, c->in)) {
             g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO,
                         "the server closed before the reply was complete");
@@ -279,9 +294,10 @@ main(int argc, char **argv)
         rc = report(error);
         /* contexts then fail with the same reason */
         g_clear_error(&error);
-        if (!negotiate(&a, creds, qop, &error))
+        if (!negotiate(&a, creds, qop, &error)) {
             printf("then: error %s: %s\n", error_code_name(error),
                    error->message);
+        }
         goto out;
     }
     exp1 = sasl_creds_expiry(creds);
@@ -295,11 +311,12 @@ main(int argc, char **argv)
     }
     printf("ok negotiated %s with %s\n", sasl_qop_name(sasl_client_qop(a.sc)),
            sasl_client_server_principal(a.sc));
-    for (int i = 0; i < opt_calls; i++)
+    for (int i = 0; i < opt_calls; i++) {
         if (!call(&a, (guint32)i, &error)) {
             rc = report(error);
             goto out;
         }
+    }
     printf("ok %d calls\n", opt_calls);
     if (opt_renew) {
         g_usleep(1100 * 1000); /* a later expiry, to the second */

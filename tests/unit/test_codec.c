@@ -12,21 +12,19 @@
 #include "hbase_hbase_types.h"
 #include "salt.h"
 
-static const char test_conf[] =
-    "[table:salted]\n"
-    "buckets = 16\n"
-    "[table:hexed]\n"
-    "buckets = 300\n"
-    "salt_format = hex\n"
-    "salt_separator = -\n";
+static const char test_conf[] = "[table:salted]\n"
+                                "buckets = 16\n"
+                                "[table:hexed]\n"
+                                "buckets = 300\n"
+                                "salt_format = hex\n"
+                                "salt_separator = -\n";
 
 static struct config *test_cfg;
 
 static ThriftProtocol *
 test_protocol_new(wire_proto_t proto, ThriftMemoryBuffer **mem)
 {
-    *mem = g_object_new(THRIFT_TYPE_MEMORY_BUFFER, "buf_size", 1 << 24,
-                        NULL);
+    *mem = g_object_new(THRIFT_TYPE_MEMORY_BUFFER, "buf_size", 1 << 24, NULL);
     return g_object_new(proto == WIRE_BINARY ? THRIFT_TYPE_BINARY_PROTOCOL
                                              : THRIFT_TYPE_COMPACT_PROTOCOL,
                         "transport", *mem, NULL);
@@ -52,9 +50,9 @@ test_encode(wire_proto_t proto, const char *name, ThriftMessageType type,
     GByteArray *out;
 
     g_assert_cmpint(thrift_protocol_write_message_begin(p, name, type, seqid,
-                                                        &error), >, 0);
-    g_assert_cmpint(thrift_struct_write(THRIFT_STRUCT(body), p, &error), >,
-                    0);
+                                                        &error),
+                    >, 0);
+    g_assert_cmpint(thrift_struct_write(THRIFT_STRUCT(body), p, &error), >, 0);
     g_assert_cmpint(thrift_protocol_write_message_end(p, &error), >=, 0);
     g_assert_no_error(error);
     out = test_bytes(mem->buf->data, mem->buf->len);
@@ -77,9 +75,9 @@ test_decode(wire_proto_t proto, const uint8_t *data, size_t len,
     gint32 got_seqid;
 
     g_byte_array_append(mem->buf, data, (guint)len);
-    g_assert_cmpint(thrift_protocol_read_message_begin(p, &got_name,
-                                                       &got_type, &got_seqid,
-                                                       &error), >, 0);
+    g_assert_cmpint(thrift_protocol_read_message_begin(p, &got_name, &got_type,
+                                                       &got_seqid, &error),
+                    >, 0);
     g_assert_no_error(error);
     g_assert_cmpstr(got_name, ==, name);
     g_assert_cmpint(got_type, ==, type);
@@ -95,8 +93,8 @@ test_decode(wire_proto_t proto, const uint8_t *data, size_t len,
 static const struct salt_table *
 test_table(const char *name)
 {
-    const struct config_table *t =
-        config_find_table(test_cfg, name, strlen(name));
+    const struct config_table *t = config_find_table(test_cfg, name,
+                                                     strlen(name));
 
     g_assert_nonnull(t);
     return &t->salt;
@@ -123,7 +121,10 @@ static const struct {
     const char *key;
     size_t len;
 } test_rows[] = {
-    { "a", 1 }, { "b\0c", 3 }, { "\xff\xff", 2 }, { "user42", 6 },
+    { "a", 1 },
+    { "b\0c", 3 },
+    { "\xff\xff", 2 },
+    { "user42", 6 },
 };
 
 static void
@@ -167,8 +168,8 @@ test_get_rows_request(gconstpointer data)
                     strlen(table));
     g_assert_cmpuint(back->rows->len, ==, G_N_ELEMENTS(test_rows));
     for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
-        g_autoptr(GByteArray) want =
-            test_physical(table, test_rows[i].key, test_rows[i].len);
+        g_autoptr(GByteArray) want = test_physical(table, test_rows[i].key,
+                                                   test_rows[i].len);
 
         test_assert_bytes(g_ptr_array_index(back->rows, i), want);
     }
@@ -384,8 +385,7 @@ test_mutate_rows_request(void)
     args->tableName = test_bytes("salted", 6);
     args->__isset_tableName = TRUE;
     for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
-        HbaseBatchMutation *bm = g_object_new(HBASE_TYPE_BATCH_MUTATION,
-                                              NULL);
+        HbaseBatchMutation *bm = g_object_new(HBASE_TYPE_BATCH_MUTATION, NULL);
         HbaseMutation *mu = g_object_new(HBASE_TYPE_MUTATION, NULL);
 
         bm->row = test_bytes(test_rows[i].key, test_rows[i].len);
@@ -407,13 +407,12 @@ test_mutate_rows_request(void)
                                   NULL),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_MUTATE_ROWS_ARGS, NULL);
-    test_decode(WIRE_BINARY, out.data, out.len, "mutateRows", T_CALL, 5,
-                back);
+    test_decode(WIRE_BINARY, out.data, out.len, "mutateRows", T_CALL, 5, back);
     for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
         HbaseBatchMutation *bm = g_ptr_array_index(back->rowBatches, i);
         HbaseMutation *mu = g_ptr_array_index(bm->mutations, 0);
-        g_autoptr(GByteArray) want =
-            test_physical("salted", test_rows[i].key, test_rows[i].len);
+        g_autoptr(GByteArray) want = test_physical("salted", test_rows[i].key,
+                                                   test_rows[i].len);
 
         test_assert_bytes(bm->row, want);
         /* values are never touched, even when they look like keys */
@@ -627,15 +626,16 @@ test_get_rows_reply(gconstpointer data)
 
     test_call_for("salted", "getRows", &call);
     for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
-        g_autoptr(GByteArray) phys =
-            test_physical("salted", test_rows[i].key, test_rows[i].len);
+        g_autoptr(GByteArray) phys = test_physical("salted", test_rows[i].key,
+                                                   test_rows[i].len);
 
         g_ptr_array_add(res->success, test_row_result(phys));
     }
     /* a row written around the proxy: its first byte parses as a bucket,
      * but the rest does not hash to it (checked below) */
     g_assert_cmpuint(salt_bucket(test_table("salted"),
-                                 (const uint8_t *)"legacy", 6), !=, 3);
+                                 (const uint8_t *)"legacy", 6),
+                     !=, 3);
     g_ptr_array_add(res->success, test_row_result(legacy));
     res->__isset_success = TRUE;
     msg = test_encode(from, "getRows", T_REPLY, 8, res);
@@ -678,8 +678,8 @@ test_get_rows_reply(gconstpointer data)
 static void
 test_reply_checks(void)
 {
-    HbaseHbaseGetRowResult *res =
-        g_object_new(HBASE_TYPE_HBASE_GET_ROW_RESULT, NULL);
+    HbaseHbaseGetRowResult *res = g_object_new(HBASE_TYPE_HBASE_GET_ROW_RESULT,
+                                               NULL);
     HbaseHbaseGetRowResult *back;
     HbaseIOError *io = g_object_new(HBASE_TYPE_I_O_ERROR, NULL);
     struct codec_call call;
@@ -949,7 +949,7 @@ test_stream(void)
     /* bytes that cannot be a message close the stream */
     {
         static const uint8_t junk[] = { 0x80, 0x01, 0x00, 0x01, 0xff, 0xff,
-                                        0xff, 0xff, 0, 0, 0, 0 };
+                                        0xff, 0xff, 0,    0,    0,    0 };
 
         g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, junk,
                                              sizeof(junk), WIRE_BINARY, 1,
@@ -997,8 +997,8 @@ test_stream(void)
  * tests need some twice.  wire's writer is held to c_glib by test_wire.c.
  */
 static void
-test_raw_begin(struct wire_writer *w, struct wire_buf *buf,
-               wire_proto_t proto, const char *method)
+test_raw_begin(struct wire_writer *w, struct wire_buf *buf, wire_proto_t proto,
+               const char *method)
 {
     wire_buf_init(buf);
     wire_writer_init(w, proto, buf);
@@ -1066,12 +1066,12 @@ test_raw_batches(struct wire_writer *w, const char *row, const char *row2)
 
 static const struct {
     const char *method;
-    const char *twice;      /* field named in the refusal, NULL: accepted */
+    const char *twice; /* field named in the refusal, NULL: accepted */
 } test_repeats[] = {
-    { "mutateRow", "tableName" },       /* unsalted, then salted */
-    { "mutateRow", "tableName" },       /* salted, then unsalted */
+    { "mutateRow", "tableName" }, /* unsalted, then salted */
+    { "mutateRow", "tableName" }, /* salted, then unsalted */
     { "getRow", "row" },
-    { "getRow", NULL },                 /* row twice, unsalted table */
+    { "getRow", NULL }, /* row twice, unsalted table */
     { "getRows", "rows" },
     { "mutateRows", "BatchMutation.row" },
     { "mutateRowsTs", "rowBatches" },
@@ -1079,9 +1079,9 @@ static const struct {
     { "incrementRows", "TIncrement.row" },
     { "append", "append" },
     { "scannerOpen", "tableName" },
-    { "mutateRow", NULL },              /* attributes twice */
+    { "mutateRow", NULL }, /* attributes twice */
     { "checkAndPut", "row" },
-    { "get", NULL },                    /* tableName twice, once no string */
+    { "get", NULL }, /* tableName twice, once no string */
 };
 
 static void
@@ -1126,9 +1126,7 @@ test_repeat_build(guint i, wire_proto_t proto, struct wire_buf *buf)
         test_raw_batches(&w, "a", NULL);
         test_raw_batches(&w, "b", NULL);
         break;
-    case 7:
-        test_raw_table_row(&w, 1, "plain", "salted", "r", NULL);
-        break;
+    case 7: test_raw_table_row(&w, 1, "plain", "salted", "r", NULL); break;
     case 8:
         wire_write_field(&w, WIRE_T_LIST, 1);
         wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
@@ -1162,8 +1160,7 @@ test_repeat_build(guint i, wire_proto_t proto, struct wire_buf *buf)
         wire_write_i32(&w, 5);
         test_raw_str(&w, 2, "r");
         break;
-    default:
-        g_assert_not_reached();
+    default: g_assert_not_reached();
     }
     wire_write_struct_end(&w);
 }
@@ -1203,9 +1200,9 @@ test_repeated_fields(void)
                 g_assert_cmpint(st, ==, i == 10 ? CODEC_SCAN : CODEC_OK);
                 g_assert_cmpuint(out.len, >, 0);
             } else {
-                g_autofree char *want = g_strdup_printf(
-                    "hbase-salt-proxy: field %s sent twice",
-                    test_repeats[i].twice);
+                g_autofree char *want =
+                    g_strdup_printf("hbase-salt-proxy: field %s sent twice",
+                                    test_repeats[i].twice);
 
                 g_test_message("case %u %s", i, test_repeats[i].method);
                 g_assert_cmpint(st, ==, CODEC_REJECT);
@@ -1301,18 +1298,18 @@ test_repeated_reply_row(void)
 
 /* Where a call carries its table and rows. */
 enum test_shape {
-    TEST_ROW,       /* 1: tableName, 2: row */
-    TEST_ROWS,      /* 1: tableName, 2: list<Text> rows */
-    TEST_BATCHES,   /* 1: tableName, 2: list<BatchMutation> */
-    TEST_STRUCT,    /* 1: TIncrement or TAppend { 1: table, 2: row } */
-    TEST_STRUCTS,   /* 1: list<TIncrement> */
+    TEST_ROW,     /* 1: tableName, 2: row */
+    TEST_ROWS,    /* 1: tableName, 2: list<Text> rows */
+    TEST_BATCHES, /* 1: tableName, 2: list<BatchMutation> */
+    TEST_STRUCT,  /* 1: TIncrement or TAppend { 1: table, 2: row } */
+    TEST_STRUCTS, /* 1: list<TIncrement> */
 };
 
 static const struct {
     const char *method;
     enum test_shape shape;
-    gboolean read;          /* a read: absent rows, no error */
-    int16_t error_fid;      /* result field of the refusal of a write */
+    gboolean read;     /* a read: absent rows, no error */
+    int16_t error_fid; /* result field of the refusal of a write */
 } test_limit_calls[] = {
     { "get", TEST_ROW, TRUE, 0 },
     { "getVer", TEST_ROW, TRUE, 0 },
@@ -1351,8 +1348,8 @@ test_raw_call(wire_proto_t proto, const char *method, enum test_shape shape,
 
     wire_buf_init(buf);
     wire_writer_init(&w, proto, buf);
-    wire_write_msg_begin(&w, (const uint8_t *)method,
-                         (uint32_t)strlen(method), WIRE_CALL, seqid);
+    wire_write_msg_begin(&w, (const uint8_t *)method, (uint32_t)strlen(method),
+                         WIRE_CALL, seqid);
     wire_write_struct_begin(&w);
     if (shape == TEST_STRUCTS) {
         wire_write_field(&w, WIRE_T_LIST, 1);
@@ -1381,8 +1378,10 @@ test_raw_call(wire_proto_t proto, const char *method, enum test_shape shape,
         wire_write_binary(&w, rows[0]->data, rows[0]->len);
     } else {
         wire_write_field(&w, WIRE_T_LIST, 2);
-        wire_write_list_begin(&w, shape == TEST_ROWS ? WIRE_T_STRING
-                                                     : WIRE_T_STRUCT, n);
+        wire_write_list_begin(&w,
+                              shape == TEST_ROWS ? WIRE_T_STRING
+                                                 : WIRE_T_STRUCT,
+                              n);
         for (guint i = 0; i < n; i++) {
             if (shape == TEST_BATCHES) {
                 wire_write_struct_begin(&w);
@@ -1410,7 +1409,7 @@ test_long_key(const char *table, size_t len, gboolean salted)
 
     g_byte_array_set_size(key, (guint)len);
     memset(key->data, 'k', len);
-    key->data[len / 2] = (uint8_t)len;  /* keys of other lengths differ */
+    key->data[len / 2] = (uint8_t)len; /* keys of other lengths differ */
     if (salted && table != NULL) {
         const struct salt_table *t = test_table(table);
 
@@ -1477,7 +1476,8 @@ test_row_limit(gconstpointer data)
                       SALT_HBASE_MAX_ROW + 1 };
     g_autofree char *want = g_strdup_printf(
         "hbase-salt-proxy: row length %zu exceeds %zu, the longest row "
-        "table %s can store (32767 less its %s)", limit + 1, limit, table,
+        "table %s can store (32767 less its %s)",
+        limit + 1, limit, table,
         strcmp(table, "salted") == 0 ? "1-byte salt"
                                      : "3-byte salt and 1-byte separator");
 
@@ -1497,19 +1497,19 @@ test_row_limit(gconstpointer data)
             struct codec_error err;
             codec_status_t st;
 
-            test_raw_call(WIRE_BINARY, method, shape, table, &key, 1, 3,
-                          &msg);
+            test_raw_call(WIRE_BINARY, method, shape, table, &key, 1, 3, &msg);
             wire_buf_init(&out);
             st = codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
                                WIRE_BINARY, 9, &out, &call, &err, NULL, NULL);
-            if (storable || hbase_refuses
-                || (shape == TEST_ROWS && test_limit_calls[m].read)) {
+            if (storable || hbase_refuses ||
+                (shape == TEST_ROWS && test_limit_calls[m].read)) {
                 /* salted, or on as it came, or left out of the list */
                 g_assert_cmpint(st, ==, CODEC_OK);
                 test_raw_call(WIRE_BINARY, method, shape, table,
                               storable ? &phys : &key,
-                              shape == TEST_ROWS && !storable
-                                      && !hbase_refuses ? 0 : 1,
+                              shape == TEST_ROWS && !storable && !hbase_refuses
+                                  ? 0
+                                  : 1,
                               9, &expect);
                 g_assert_cmpmem(out.data, out.len, expect.data, expect.len);
                 wire_buf_free(&expect);
@@ -1591,8 +1591,8 @@ test_row_limit_mixed(void)
     wire_buf_free(&msg);
 
     /* with a row HBase refuses anyway, HBase answers, as unsalted */
-    test_raw_call(WIRE_BINARY, "mutateRows", TEST_BATCHES, table, with_huge,
-                  3, 3, &msg);
+    test_raw_call(WIRE_BINARY, "mutateRows", TEST_BATCHES, table, with_huge, 3,
+                  3, &msg);
     g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
                                   WIRE_BINARY, 9, &out, &call, &err, NULL,
                                   NULL),
@@ -1981,18 +1981,19 @@ main(int argc, char **argv)
                                 &error);
     g_assert_no_error(error);
     for (int mode = 0; mode < 8; mode++) {
-        g_autofree char *req = g_strdup_printf(
-            "/codec/request/get-rows/%s-to-%s/%s",
-            (mode & 1) ? "compact" : "binary",
-            (mode & 2) ? "compact" : "binary", (mode & 4) ? "hex" : "byte");
+        g_autofree char *req =
+            g_strdup_printf("/codec/request/get-rows/%s-to-%s/%s",
+                            (mode & 1) ? "compact" : "binary",
+                            (mode & 2) ? "compact" : "binary",
+                            (mode & 4) ? "hex" : "byte");
 
         g_test_add_data_func(req, GINT_TO_POINTER(mode),
                              test_get_rows_request);
         if (mode < 4) {
-            g_autofree char *rep = g_strdup_printf(
-                "/codec/reply/get-rows/%s-to-%s",
-                (mode & 1) ? "compact" : "binary",
-                (mode & 2) ? "compact" : "binary");
+            g_autofree char *rep =
+                g_strdup_printf("/codec/reply/get-rows/%s-to-%s",
+                                (mode & 1) ? "compact" : "binary",
+                                (mode & 2) ? "compact" : "binary");
 
             g_test_add_data_func(rep, GINT_TO_POINTER(mode),
                                  test_get_rows_reply);

@@ -100,8 +100,7 @@ test_shipped_example(void)
     g_assert_cmpuint(cfg->n_tables, ==, 1);
     t = config_find_table(cfg, "events", 6);
     g_assert_nonnull(t);
-    g_assert_true(salt_table_init(&want, 16, SALT_FORMAT_BYTE, "", 0,
-                                  &error));
+    g_assert_true(salt_table_init(&want, 16, SALT_FORMAT_BYTE, "", 0, &error));
     g_assert_true(salt_table_equal(&t->salt, &want));
 }
 
@@ -194,8 +193,8 @@ test_full(void)
     t = config_find_table(cfg, "plain", 5);
     g_assert_nonnull(t);
     g_assert_cmpstr(t->name, ==, "plain");
-    g_assert_true(salt_table_init(&want, 16, SALT_FORMAT_BYTE, "\x00\xff ",
-                                  3, &error));
+    g_assert_true(salt_table_init(&want, 16, SALT_FORMAT_BYTE, "\x00\xff ", 3,
+                                  &error));
     g_assert_true(salt_table_hash_delimiter(&want, "a:\\:", 4, 2, &error));
     g_assert_true(salt_table_equal(&t->salt, &want));
     g_assert_no_error(error);
@@ -218,16 +217,17 @@ test_find_many(void)
     g_autoptr(GError) error = NULL;
     g_autoptr(config_t) cfg = NULL;
 
-    for (unsigned i = 0; i < 500; i++)
+    for (unsigned i = 0; i < 500; i++) {
         g_string_append_printf(text, "[table:t%u]\nbuckets = %u\n", i * 7,
                                i % 300 + 1);
+    }
     cfg = load(text->str, &error);
     g_assert_no_error(error);
     g_assert_cmpuint(cfg->n_tables, ==, 500);
     for (unsigned i = 0; i < 3500; i++) {
         g_autofree char *name = g_strdup_printf("t%u", i);
-        const struct config_table *t =
-            config_find_table(cfg, name, strlen(name));
+        const struct config_table *t = config_find_table(cfg, name,
+                                                         strlen(name));
 
         if (i % 7 != 0) {
             g_assert_null(t);
@@ -247,18 +247,18 @@ test_accepted_values(void)
         const char *text;
         uint32_t size;
     } sizes[] = {
-        {"1024", 1024},       {"1024B", 1024},     {"1KiB", 1024},
-        {"3 MiB", 3u << 20},  {"1GiB", 1u << 30},  {"16MiB", 16u << 20},
+        { "1024", 1024 },      { "1024B", 1024 },    { "1KiB", 1024 },
+        { "3 MiB", 3u << 20 }, { "1GiB", 1u << 30 }, { "16MiB", 16u << 20 },
     };
     static const struct {
         const char *text, *host;
         unsigned port;
     } addrs[] = {
-        {"localhost:1", "localhost", 1},
-        {"[::]:65535", "::", 65535},
-        {"[2001:db8::1]:9090", "2001:db8::1", 9090},
-        {"0.0.0.0:80", "0.0.0.0", 80},
-        {"hbase-1.dc_2.example:9090", "hbase-1.dc_2.example", 9090},
+        { "localhost:1", "localhost", 1 },
+        { "[::]:65535", "::", 65535 },
+        { "[2001:db8::1]:9090", "2001:db8::1", 9090 },
+        { "0.0.0.0:80", "0.0.0.0", 80 },
+        { "hbase-1.dc_2.example:9090", "hbase-1.dc_2.example", 9090 },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
@@ -272,8 +272,8 @@ test_accepted_values(void)
     }
     for (size_t i = 0; i < G_N_ELEMENTS(addrs); i++) {
         g_autoptr(GError) error = NULL;
-        g_autofree char *text =
-            g_strdup_printf("[backend]\nservers = %s\n", addrs[i].text);
+        g_autofree char *text = g_strdup_printf("[backend]\nservers = %s\n",
+                                                addrs[i].text);
         g_autoptr(config_t) cfg = load(text, &error);
 
         g_assert_no_error(error);
@@ -292,14 +292,16 @@ assert_fails(const char *text, int code, ...)
     va_list ap;
 
     g_assert_null(cfg);
-    if (error == NULL || !g_error_matches(error, CONFIG_ERROR, code))
+    if (error == NULL || !g_error_matches(error, CONFIG_ERROR, code)) {
         g_test_message("config:\n%s", text);
+    }
     g_assert_error(error, CONFIG_ERROR, code);
     g_test_message("%s", error->message);
     va_start(ap, code);
     for (const char *want; (want = va_arg(ap, const char *)) != NULL;) {
-        if (strstr(error->message, want) == NULL)
+        if (strstr(error->message, want) == NULL) {
             g_test_message("'%s' not in '%s'", want, error->message);
+        }
         g_assert_nonnull(strstr(error->message, want));
     }
     va_end(ap);
@@ -340,8 +342,8 @@ test_error_parse(void)
     assert_fails("[proxy]\n= 1\n", CONFIG_ERROR_PARSE, "test.conf", NULL);
     {
         g_autoptr(GError) error = NULL;
-        g_autoptr(config_t) cfg =
-            config_load_data("[proxy]\0x", 9, "nul.conf", &error);
+        g_autoptr(config_t) cfg = config_load_data("[proxy]\0x", 9, "nul.conf",
+                                                   &error);
         g_assert_null(cfg);
         g_assert_error(error, CONFIG_ERROR, CONFIG_ERROR_PARSE);
         g_assert_nonnull(strstr(error->message, "nul.conf"));
@@ -356,8 +358,7 @@ test_error_duplicate(void)
                  CONFIG_ERROR_DUPLICATE, "test.conf:4:", "[proxy] workers",
                  "line 2", NULL);
     assert_fails("[table:t]\nbuckets = 4\n[proxy]\n[table:t]\n",
-                 CONFIG_ERROR_DUPLICATE, "test.conf:4:", "[table:t]",
-                 NULL);
+                 CONFIG_ERROR_DUPLICATE, "test.conf:4:", "[table:t]", NULL);
     assert_fails("[table:t]\n[table:default:t]\n", CONFIG_ERROR_DUPLICATE,
                  "test.conf:2:", "[table:default:t]", "[table:t]", NULL);
 }
@@ -368,8 +369,8 @@ test_error_group(void)
 {
     assert_fails("[proxy]\n[proxi]\nworkers = 1\n", CONFIG_ERROR_INVALID_GROUP,
                  "test.conf:2:", "[proxi]", NULL);
-    assert_fails("[table:]\n", CONFIG_ERROR_INVALID_GROUP, "test.conf:1:",
-                 "[table:]", NULL);
+    assert_fails("[table:]\n", CONFIG_ERROR_INVALID_GROUP,
+                 "test.conf:1:", "[table:]", NULL);
     assert_fails("[table:my table]\n", CONFIG_ERROR_INVALID_GROUP,
                  "[table:my table]", NULL);
     assert_fails("[table:.hidden]\n", CONFIG_ERROR_INVALID_GROUP,
@@ -387,8 +388,8 @@ static void
 test_error_key(void)
 {
     assert_fails("[table:events]\nbuckets = 16\nbukets = 16\n",
-                 CONFIG_ERROR_INVALID_KEY, "test.conf:3:",
-                 "[table:events] bukets", "buckets", NULL);
+                 CONFIG_ERROR_INVALID_KEY,
+                 "test.conf:3:", "[table:events] bukets", "buckets", NULL);
     assert_fails("[proxy]\nlisten = 127.0.0.1:1\nlisten[de] = x\n",
                  CONFIG_ERROR_INVALID_KEY, "[proxy] listen[de]", NULL);
     assert_fails("[admin]\nport = 9100\n", CONFIG_ERROR_INVALID_KEY,
@@ -479,9 +480,9 @@ test_error_value(void)
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
-        g_autofree char *text = g_strdup_printf(
-            "# a comment\n[%s]\n%s = %s\n", bad[i].group, bad[i].key,
-            bad[i].value);
+        g_autofree char *text = g_strdup_printf("# a comment\n[%s]\n%s = %s\n",
+                                                bad[i].group, bad[i].key,
+                                                bad[i].value);
         g_autofree char *where = g_strdup_printf("[%s] %s", bad[i].group,
                                                  bad[i].key);
 
@@ -966,8 +967,9 @@ test_catalog(void)
             g_autofree char *f2 = g_strdup_printf("[table:t]\n%s",
                                                   sections[j]);
 
-            if (j == i)
+            if (j == i) {
                 continue;
+            }
             other = load(f2, &error);
             g_assert_no_error(error);
             g_assert_false(salt_table_equal(&back, &other->tables[0].salt));
@@ -1065,11 +1067,12 @@ main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
 
-    if (argc > 1 && g_file_test(argv[1], G_FILE_TEST_IS_REGULAR))
+    if (argc > 1 && g_file_test(argv[1], G_FILE_TEST_IS_REGULAR)) {
         shipped_path = g_strdup(argv[1]);
-    else
+    } else {
         shipped_path = g_test_build_filename(G_TEST_DIST, "..", "..", "conf",
                                              "hbase-salt-proxy.conf", NULL);
+    }
 
     g_test_add_func("/config/defaults", test_defaults);
     g_test_add_func("/config/shipped", test_shipped);

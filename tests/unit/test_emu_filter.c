@@ -62,10 +62,11 @@ static void
 append_bytes(GString *out, const uint8_t *p, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
-        if (p[i] < 0x20 || p[i] >= 0x7f)
+        if (p[i] < 0x20 || p[i] >= 0x7f) {
             g_string_append_printf(out, "\\x%02x", p[i]);
-        else
+        } else {
             g_string_append_c(out, (char)p[i]);
+        }
     }
 }
 
@@ -94,16 +95,19 @@ run(const char *filter, gboolean reversed, const char *const *rows)
         if (res == EMU_FILTER_INCLUDE) {
             gboolean first = TRUE;
 
-            if (out->len > 0)
+            if (out->len > 0) {
                 g_string_append_c(out, ' ');
+            }
             g_string_append_printf(out, "%s[", r.key);
             for (size_t k = 0; k < r.ncells; k++) {
                 const struct emu_cell *c = &r.cells[k];
 
-                if (!keep[k])
+                if (!keep[k]) {
                     continue;
-                if (!first)
+                }
+                if (!first) {
                     g_string_append_c(out, ',');
+                }
                 first = FALSE;
                 append_bytes(out, c->family, c->family_len);
                 g_string_append_c(out, ':');
@@ -116,8 +120,9 @@ run(const char *filter, gboolean reversed, const char *const *rows)
         }
         if (res == EMU_FILTER_DONE || emu_filter_all_remaining(f)) {
             ended = rows[i + 1] != NULL || res == EMU_FILTER_DONE;
-            if (ended)
+            if (ended) {
                 g_string_append(out, out->len > 0 ? " END" : "END");
+            }
             ended = TRUE;
         }
         test_row_clear(&r);
@@ -165,58 +170,74 @@ static const struct test_case cases[] = {
     { "PrefixFilter('')", FALSE, rows_rev + 3, "r1[f:a@1=1]" },
     { "InclusiveStopFilter('r2a')", FALSE, rows,
       "r1[f:a@1=1,f:b@1=2] r2a[f:a@2=3,g:c@2=4] END" },
-    { "InclusiveStopFilter('r2b')", TRUE, rows_rev, "r3[f:a@4=1] r2b[f:b@3=0] END" },
+    { "InclusiveStopFilter('r2b')", TRUE, rows_rev,
+      "r3[f:a@4=1] r2b[f:b@3=0] END" },
     { "RowFilter(<, 'binary:r2')", FALSE, rows, "r1[f:a@1=1,f:b@1=2]" },
     { "RowFilter(<=, 'binary:r2a')", FALSE, rows,
       "r1[f:a@1=1,f:b@1=2] r2a[f:a@2=3,g:c@2=4]" },
     { "RowFilter(>, 'binary:r2b')", FALSE, rows_rev, "r3[f:a@4=1]" },
-    { "RowFilter(>=, 'binary:r2b')", FALSE, rows_rev, "r3[f:a@4=1] r2b[f:b@3=0]" },
+    { "RowFilter(>=, 'binary:r2b')", FALSE, rows_rev,
+      "r3[f:a@4=1] r2b[f:b@3=0]" },
     { "RowFilter(!=, 'binary:r2b')", FALSE, rows_rev,
       "r3[f:a@4=1] r2a[f:a@2=3] r1[f:a@1=1]" },
-    { "RowFilter(=, 'binaryprefix:r2')", FALSE, rows_rev, "r2b[f:b@3=0] r2a[f:a@2=3]" },
+    { "RowFilter(=, 'binaryprefix:r2')", FALSE, rows_rev,
+      "r2b[f:b@3=0] r2a[f:a@2=3]" },
     { "RowFilter(>, 'binaryprefix:r2')", FALSE, rows_rev, "r3[f:a@4=1]" },
-    { "RowFilter(=, 'regexstring:^r[13]$')", FALSE, rows_rev, "r3[f:a@4=1] r1[f:a@1=1]" },
-    { "RowFilter(=, 'regexstring:2')", FALSE, rows_rev, "r2b[f:b@3=0] r2a[f:a@2=3]" },
-    { "RowFilter(!=, 'regexstring:2')", FALSE, rows_rev, "r3[f:a@4=1] r1[f:a@1=1]" },
+    { "RowFilter(=, 'regexstring:^r[13]$')", FALSE, rows_rev,
+      "r3[f:a@4=1] r1[f:a@1=1]" },
+    { "RowFilter(=, 'regexstring:2')", FALSE, rows_rev,
+      "r2b[f:b@3=0] r2a[f:a@2=3]" },
+    { "RowFilter(!=, 'regexstring:2')", FALSE, rows_rev,
+      "r3[f:a@4=1] r1[f:a@1=1]" },
     { "RowFilter(=, 'substring:R2A')", FALSE, rows_rev, "r2a[f:a@2=3]" },
-    { "RowFilter(!=, 'substring:r2')", FALSE, rows_rev, "r3[f:a@4=1] r1[f:a@1=1]" },
+    { "RowFilter(!=, 'substring:r2')", FALSE, rows_rev,
+      "r3[f:a@4=1] r1[f:a@1=1]" },
     /* Cell filters and families as stores. */
     { "FamilyFilter(=, 'binary:g')", FALSE, rows, "r2a[g:c@2=4]" },
-    { "FamilyFilter(<, 'binary:g')", FALSE, rows_rev + 1, "r2b[f:b@3=0] r2a[f:a@2=3] r1[f:a@1=1]" },
+    { "FamilyFilter(<, 'binary:g')", FALSE, rows_rev + 1,
+      "r2b[f:b@3=0] r2a[f:a@2=3] r1[f:a@1=1]" },
     { "QualifierFilter(>, 'binary:a')", FALSE, rows,
       "r1[f:b@1=2] r2a[g:c@2=4] r2b[f:b@3=0] r3[f:c@4=x]" },
     { "ValueFilter(=, 'binary:1')", FALSE, rows, "r1[f:a@1=1] r3[f:a@4=1]" },
     { "ValueFilter(=, 'regexstring:[a-z]')", FALSE, rows, "r3[f:c@4=x]" },
-    { "ValueFilter(!=, 'substring:X')", FALSE, rows + 3, "r3[f:a@4=1,f:a@3=9]" },
-    { "KeyOnlyFilter()", FALSE, rows, "r1[f:a@1=,f:b@1=] r2a[f:a@2=,g:c@2=] "
+    { "ValueFilter(!=, 'substring:X')", FALSE, rows + 3,
+      "r3[f:a@4=1,f:a@3=9]" },
+    { "KeyOnlyFilter()", FALSE, rows,
+      "r1[f:a@1=,f:b@1=] r2a[f:a@2=,g:c@2=] "
       "r2b[f:b@3=] r3[f:a@4=,f:a@3=,f:c@4=]" },
-    { "KeyOnlyFilter(true)", FALSE, rows + 2, "r2b[f:b@3=\\x00\\x00\\x00\\x01] "
+    { "KeyOnlyFilter(true)", FALSE, rows + 2,
+      "r2b[f:b@3=\\x00\\x00\\x00\\x01] "
       "r3[f:a@4=\\x00\\x00\\x00\\x01,f:a@3=\\x00\\x00\\x00\\x01,f:c@4=\\x00\\x00\\x00\\x01]" },
     { "FirstKeyOnlyFilter()", FALSE, rows,
       "r1[f:a@1=1] r2a[f:a@2=3] r2b[f:b@3=0] r3[f:a@4=1]" },
-    { "PageFilter(2)", FALSE, rows, "r1[f:a@1=1,f:b@1=2] r2a[f:a@2=3,g:c@2=4] END" },
+    { "PageFilter(2)", FALSE, rows,
+      "r1[f:a@1=1,f:b@1=2] r2a[f:a@2=3,g:c@2=4] END" },
     { "PageFilter(0)", FALSE, rows, "END" },
-    { "ColumnPrefixFilter('b')", FALSE, cols, "c1[f:b1@5=v2,f:b2@5=v3,g:b9@5=v6]" },
+    { "ColumnPrefixFilter('b')", FALSE, cols,
+      "c1[f:b1@5=v2,f:b2@5=v3,g:b9@5=v6]" },
     { "MultipleColumnPrefixFilter('c', 'b2', 'a')", FALSE, cols,
       "c1[f:a@5=v1,f:a@3=v0,f:b2@5=v3,f:c@7=v4,g:a@5=v5]" },
     { "ColumnRangeFilter('a', false, 'b2', true)", FALSE, cols,
       "c1[f:b1@5=v2,f:b2@5=v3]" },
     { "ColumnRangeFilter('', true, 'b1', false)", FALSE, cols,
       "c1[f:a@5=v1,f:a@3=v0,g:a@5=v5]" },
-    { "ColumnCountGetFilter(3)", FALSE, cols2, "c1[f:a@5=v1,f:b1@5=v2,f:b2@5=v3] END" },
+    { "ColumnCountGetFilter(3)", FALSE, cols2,
+      "c1[f:a@5=v1,f:b1@5=v2,f:b2@5=v3] END" },
     { "ColumnPaginationFilter(2, 1)", FALSE, cols, "c1[f:b1@5=v2,f:b2@5=v3]" },
     { "TimestampsFilter(3, 7)", FALSE, cols, "c1[f:a@3=v0,f:c@7=v4]" },
     /* Column-value filters. */
     { "SingleColumnValueFilter('f', 'a', =, 'binary:1')", FALSE, rows,
       "r1[f:a@1=1,f:b@1=2] r2b[f:b@3=0] r3[f:a@4=1,f:a@3=9,f:c@4=x]" },
-    { "SingleColumnValueFilter('f', 'a', =, 'binary:1', true, true)", FALSE, rows,
-      "r1[f:a@1=1,f:b@1=2] r3[f:a@4=1,f:a@3=9,f:c@4=x]" },
-    { "SingleColumnValueFilter('f', 'a', =, 'binary:9', true, true)", FALSE, rows, "" },
-    { "SingleColumnValueFilter('f', 'a', =, 'binary:9', true, false)", FALSE, rows,
+    { "SingleColumnValueFilter('f', 'a', =, 'binary:1', true, true)", FALSE,
+      rows, "r1[f:a@1=1,f:b@1=2] r3[f:a@4=1,f:a@3=9,f:c@4=x]" },
+    { "SingleColumnValueFilter('f', 'a', =, 'binary:9', true, true)", FALSE,
+      rows, "" },
+    { "SingleColumnValueFilter('f', 'a', =, 'binary:9', true, false)", FALSE,
+      rows, "r3[f:a@4=1,f:a@3=9,f:c@4=x]" },
+    { "SingleColumnValueExcludeFilter('f', 'a', =, 'binary:1', true, true)",
+      FALSE, rows, "r1[f:b@1=2] r3[f:c@4=x]" },
+    { "DependentColumnFilter('f', 'a')", FALSE, rows + 3,
       "r3[f:a@4=1,f:a@3=9,f:c@4=x]" },
-    { "SingleColumnValueExcludeFilter('f', 'a', =, 'binary:1', true, true)", FALSE,
-      rows, "r1[f:b@1=2] r3[f:c@4=x]" },
-    { "DependentColumnFilter('f', 'a')", FALSE, rows + 3, "r3[f:a@4=1,f:a@3=9,f:c@4=x]" },
     { "DependentColumnFilter('f', 'a', true)", FALSE, rows,
       "r1[f:b@1=2] r2a[g:c@2=4] r3[f:c@4=x]" },
     { "DependentColumnFilter('f', 'a', false, =, 'binary:9')", FALSE, rows + 3,
@@ -226,13 +247,14 @@ static const struct test_case cases[] = {
     /* Lists and wrappers. */
     { "PrefixFilter('r2') AND QualifierFilter(=, 'binary:a')", FALSE, rows,
       "r2a[f:a@2=3] END" },
-    { "QualifierFilter(=, 'binary:c') OR ValueFilter(=, 'binary:2')", FALSE, rows,
-      "r1[f:b@1=2] r2a[g:c@2=4] r3[f:c@4=x]" },
+    { "QualifierFilter(=, 'binary:c') OR ValueFilter(=, 'binary:2')", FALSE,
+      rows, "r1[f:b@1=2] r2a[g:c@2=4] r3[f:c@4=x]" },
     { "RowFilter(=, 'binary:r1') OR RowFilter(=, 'binary:r3')", FALSE, rows,
       "r1[f:a@1=1,f:b@1=2] r3[f:a@4=1,f:a@3=9,f:c@4=x]" },
     { "ColumnPrefixFilter('a') OR ColumnPrefixFilter('c')", FALSE, cols,
       "c1[f:a@5=v1,f:a@3=v0,f:c@7=v4,g:a@5=v5]" },
-    { "KeyOnlyFilter() AND ValueFilter(=, 'binary:3')", FALSE, rows, "r2a[f:a@2=]" },
+    { "KeyOnlyFilter() AND ValueFilter(=, 'binary:3')", FALSE, rows,
+      "r2a[f:a@2=]" },
     { "SKIP ValueFilter(!=, 'binary:0')", FALSE, rows,
       "r1[f:a@1=1,f:b@1=2] r2a[f:a@2=3,g:c@2=4] r3[f:a@4=1,f:a@3=9,f:c@4=x]" },
     { "WHILE RowFilter(<, 'binary:r2b')", FALSE, rows,
@@ -242,11 +264,14 @@ static const struct test_case cases[] = {
     { "WHILE PrefixFilter('r1')", FALSE, rows, "r1[f:a@1=1,f:b@1=2] END" },
     /* Errors read as HBase's. */
     { "Foo('a')", FALSE, rows, "ERR:Filter Name Foo not supported" },
-    { "PrefixFilter('a') AND Foo()", FALSE, rows, "ERR:Filter Name Foo not supported" },
+    { "PrefixFilter('a') AND Foo()", FALSE, rows,
+      "ERR:Filter Name Foo not supported" },
     { "RowFilter(=, 'bad:x')", FALSE, rows,
       "ERR:Incorrect filter string RowFilter(=, 'bad:x'): Incorrect comparatorType" },
-    { "RowFilter(>, 'substring:x')", FALSE, rows, "ERR:Incorrect filter string" },
-    { "RowFilter(=, 'regexstring:(')", FALSE, rows, "ERR:Incorrect filter string" },
+    { "RowFilter(>, 'substring:x')", FALSE, rows,
+      "ERR:Incorrect filter string" },
+    { "RowFilter(=, 'regexstring:(')", FALSE, rows,
+      "ERR:Incorrect filter string" },
     { "PrefixFilter('a'", FALSE, rows, "ERR:Incorrect Filter String" },
 };
 
@@ -254,14 +279,17 @@ static void
 test_cases(void)
 {
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-        g_autofree char *got = run(cases[i].filter, cases[i].reversed, cases[i].rows);
+        g_autofree char *got = run(cases[i].filter, cases[i].reversed,
+                                   cases[i].rows);
         gboolean ok = g_str_has_prefix(cases[i].want, "ERR:")
-            ? g_str_has_prefix(got, cases[i].want)
-            : g_strcmp0(got, cases[i].want) == 0;
+                          ? g_str_has_prefix(got, cases[i].want)
+                          : g_strcmp0(got, cases[i].want) == 0;
 
-        if (!ok)
+        if (!ok) {
             g_error("%s%s:\n got  %s\n want %s", cases[i].filter,
-                    cases[i].reversed ? " (reversed)" : "", got, cases[i].want);
+                    cases[i].reversed ? " (reversed)" : "", got,
+                    cases[i].want);
+        }
     }
 }
 
@@ -274,12 +302,17 @@ test_binary_rows(void)
     static const uint8_t row1[] = { 0x00, 0xff, 'a', 'b' };
     static const uint8_t row2[] = { 0x00, 0xfe, 'a' };
     struct emu_cell cell = {
-        .family = (const uint8_t *)"f", .family_len = 1,
-        .qualifier = (const uint8_t *)"q", .qualifier_len = 1,
-        .timestamp = 1, .value = (const uint8_t *)"v", .value_len = 1,
+        .family = (const uint8_t *)"f",
+        .family_len = 1,
+        .qualifier = (const uint8_t *)"q",
+        .qualifier_len = 1,
+        .timestamp = 1,
+        .value = (const uint8_t *)"v",
+        .value_len = 1,
     };
     gboolean keep;
-    emu_filter *f = emu_filter_compile(filter, sizeof(filter) - 1, FALSE, NULL);
+    emu_filter *f = emu_filter_compile(filter, sizeof(filter) - 1, FALSE,
+                                       NULL);
 
     g_assert_nonnull(f);
     g_assert_cmpint(emu_filter_row(f, row1, sizeof(row1), &cell, 1, &keep), ==,
@@ -303,15 +336,15 @@ static void
 test_done_sticks(void)
 {
     static const char text[] = "InclusiveStopFilter('b')";
-    emu_filter *f = emu_filter_compile((const uint8_t *)text, strlen(text), FALSE,
-                                       NULL);
+    emu_filter *f = emu_filter_compile((const uint8_t *)text, strlen(text),
+                                       FALSE, NULL);
     gboolean keep;
 
-    g_assert_cmpint(emu_filter_row(f, (const uint8_t *)"c", 1, NULL, 0, &keep), ==,
-                    EMU_FILTER_DONE);
+    g_assert_cmpint(emu_filter_row(f, (const uint8_t *)"c", 1, NULL, 0, &keep),
+                    ==, EMU_FILTER_DONE);
     g_assert_true(emu_filter_all_remaining(f));
-    g_assert_cmpint(emu_filter_row(f, (const uint8_t *)"a", 1, NULL, 0, &keep), ==,
-                    EMU_FILTER_DONE);
+    g_assert_cmpint(emu_filter_row(f, (const uint8_t *)"a", 1, NULL, 0, &keep),
+                    ==, EMU_FILTER_DONE);
     emu_filter_free(f);
 }
 

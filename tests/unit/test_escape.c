@@ -73,8 +73,9 @@ test_round_trip(void)
     uint8_t all[256];
     g_autoptr(GString) text = g_string_new(NULL);
 
-    for (size_t i = 0; i < sizeof(all); i++)
+    for (size_t i = 0; i < sizeof(all); i++) {
         all[i] = (uint8_t)i;
+    }
     escape_append(text, all, sizeof(all));
     g_assert_null(strchr(text->str, ' '));
     g_assert_null(strchr(text->str, ':'));

@@ -21,8 +21,9 @@ shape_into(GString *out, const struct filter_node *n)
     }
     g_string_append_printf(out, "%s(", kinds[n->kind]);
     for (guint i = 0; i < n->nchildren; i++) {
-        if (i > 0)
+        if (i > 0) {
             g_string_append_c(out, ',');
+        }
         shape_into(out, n->children[i]);
     }
     g_string_append_c(out, ')');
@@ -60,8 +61,8 @@ static void
 test_leaf(void)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(filter_node) n = parse("PrefixFilter('abc')", FILTER_PARSE_STRICT,
-                                     &error);
+    g_autoptr(filter_node) n = parse("PrefixFilter('abc')",
+                                     FILTER_PARSE_STRICT, &error);
     struct filter_params p;
 
     g_assert_no_error(error);
@@ -113,13 +114,14 @@ test_tokens(void)
     g_autoptr(filter_node) n = NULL;
     struct filter_params p;
 
-    n = parse("SingleColumnValueFilter ( 'f','q' , >=,'binaryprefix:v:w', TRUE, fAlSe)",
-              FILTER_PARSE_STRICT, &error);
+    n = parse(
+        "SingleColumnValueFilter ( 'f','q' , >=,'binaryprefix:v:w', TRUE, fAlSe)",
+        FILTER_PARSE_STRICT, &error);
     g_assert_no_error(error);
     g_assert_true(filter_leaf_params(n, &p, &error));
     g_assert_cmpint(p.op, ==, FILTER_OP_GREATER_OR_EQUAL);
     g_assert_cmpint(p.cmp.type, ==, FILTER_CMP_BINARY_PREFIX);
-    g_assert_cmpmem(p.cmp.value, p.cmp.len, "v:w", 3);  /* first ':' only */
+    g_assert_cmpmem(p.cmp.value, p.cmp.len, "v:w", 3); /* first ':' only */
     g_assert_true(p.filter_if_missing);
     g_assert_false(p.latest_version_only);
 
@@ -183,10 +185,12 @@ test_precedence(void)
         { "AND()", "AND" },
         { "ORDER()", "ORDER" },
         { "A() B()", "ERR:Incorrect Filter String" },
-        { "A() AND", "ERR:Incorrect Filter String" },  /* no space after: a name */
-        { "A() AND ", "ERR:Incorrect input string - an AND needs two filters" },
+        { "A() AND",
+          "ERR:Incorrect Filter String" }, /* no space after: a name */
+        { "A() AND ",
+          "ERR:Incorrect input string - an AND needs two filters" },
         { "A() OR ", "ERR:Incorrect input string - an OR needs two filters" },
-        { "OR A()", "OR" },  /* no keyword at the start: a filter named OR */
+        { "OR A()", "OR" }, /* no keyword at the start: a filter named OR */
         { "SKIP", "ERR:Incorrect Filter String" },
         { "A() SKIP", "ERR:Incorrect Filter String" },
         { "SKIP ", "ERR:Incorrect input string - a SKIP wraps a filter" },
@@ -205,8 +209,9 @@ test_precedence(void)
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *got = shape(cases[i].in);
 
-        if (g_strcmp0(got, cases[i].shape) != 0)
+        if (g_strcmp0(got, cases[i].shape) != 0) {
             g_error("'%s': got %s, want %s", cases[i].in, got, cases[i].shape);
+        }
     }
 }
 
@@ -218,52 +223,72 @@ test_errors(void)
         int code;
         const char *msg;
     } cases[] = {
-        { "Foo('a')", FILTER_ERROR_UNKNOWN_FILTER, "Filter Name Foo not supported" },
+        { "Foo('a')", FILTER_ERROR_UNKNOWN_FILTER,
+          "Filter Name Foo not supported" },
         { "prefixfilter('a')", FILTER_ERROR_UNKNOWN_FILTER, "not supported" },
-        { "TimeStampsFilter(1)", FILTER_ERROR_UNKNOWN_FILTER, "not supported" },
-        { "RowFilter(=, 'foo:bar')", FILTER_ERROR_ARGUMENTS, "Incorrect comparatorType" },
-        { "RowFilter(=, 'Binary:bar')", FILTER_ERROR_ARGUMENTS, "Incorrect comparatorType" },
-        { "RowFilter(=, 'nocolon')", FILTER_ERROR_ARGUMENTS, "Incorrect comparator" },
-        { "RowFilter(<, 'regexstring:a')", FILTER_ERROR_ARGUMENTS, "EQUAL and NOT_EQUAL" },
-        { "ValueFilter(>=, 'substring:a')", FILTER_ERROR_ARGUMENTS, "EQUAL and NOT_EQUAL" },
-        { "RowFilter(==, 'binary:a')", FILTER_ERROR_ARGUMENTS, "Invalid compare operator" },
-        { "RowFilter('=', 'binary:a')", FILTER_ERROR_ARGUMENTS, "Invalid compare operator" },
+        { "TimeStampsFilter(1)", FILTER_ERROR_UNKNOWN_FILTER,
+          "not supported" },
+        { "RowFilter(=, 'foo:bar')", FILTER_ERROR_ARGUMENTS,
+          "Incorrect comparatorType" },
+        { "RowFilter(=, 'Binary:bar')", FILTER_ERROR_ARGUMENTS,
+          "Incorrect comparatorType" },
+        { "RowFilter(=, 'nocolon')", FILTER_ERROR_ARGUMENTS,
+          "Incorrect comparator" },
+        { "RowFilter(<, 'regexstring:a')", FILTER_ERROR_ARGUMENTS,
+          "EQUAL and NOT_EQUAL" },
+        { "ValueFilter(>=, 'substring:a')", FILTER_ERROR_ARGUMENTS,
+          "EQUAL and NOT_EQUAL" },
+        { "RowFilter(==, 'binary:a')", FILTER_ERROR_ARGUMENTS,
+          "Invalid compare operator" },
+        { "RowFilter('=', 'binary:a')", FILTER_ERROR_ARGUMENTS,
+          "Invalid compare operator" },
         { "RowFilter(=)", FILTER_ERROR_ARGUMENTS, "Expected 2 but got: 1" },
         { "RowFilter(=, binary:a)", FILTER_ERROR_ARGUMENTS, "quoted" },
         { "PrefixFilter()", FILTER_ERROR_ARGUMENTS, "Expected 1" },
         { "PrefixFilter(abc)", FILTER_ERROR_ARGUMENTS, "quoted" },
-        { "KeyOnlyFilter(yes)", FILTER_ERROR_ARGUMENTS, "Incorrect Boolean Expression" },
-        { "KeyOnlyFilter('true')", FILTER_ERROR_ARGUMENTS, "Incorrect Boolean Expression" },
+        { "KeyOnlyFilter(yes)", FILTER_ERROR_ARGUMENTS,
+          "Incorrect Boolean Expression" },
+        { "KeyOnlyFilter('true')", FILTER_ERROR_ARGUMENTS,
+          "Incorrect Boolean Expression" },
         /* Tabs separate tokens but not arguments, as in ParseFilter. */
-        { "KeyOnlyFilter(\ttrue)", FILTER_ERROR_ARGUMENTS, "Incorrect Boolean Expression" },
+        { "KeyOnlyFilter(\ttrue)", FILTER_ERROR_ARGUMENTS,
+          "Incorrect Boolean Expression" },
         { "FirstKeyOnlyFilter(1)", FILTER_ERROR_ARGUMENTS, "Expected 0" },
         { "PageFilter(-1)", FILTER_ERROR_ARGUMENTS, "must be positive" },
         { "PageFilter(12a)", FILTER_ERROR_ARGUMENTS, "only contain digits" },
-        { "PageFilter(9223372036854775808)", FILTER_ERROR_ARGUMENTS, "greater than" },
-        { "ColumnCountGetFilter(2147483648)", FILTER_ERROR_ARGUMENTS, "greater than" },
+        { "PageFilter(9223372036854775808)", FILTER_ERROR_ARGUMENTS,
+          "greater than" },
+        { "ColumnCountGetFilter(2147483648)", FILTER_ERROR_ARGUMENTS,
+          "greater than" },
         { "ColumnPaginationFilter(1)", FILTER_ERROR_ARGUMENTS, "Expected 2" },
         { "SingleColumnValueFilter('f', 'q', =, 'binary:v', true)",
           FILTER_ERROR_ARGUMENTS, "Expected 4 or 6 but got: 5" },
         { "DependentColumnFilter('f', 'q', true, =)", FILTER_ERROR_ARGUMENTS,
           "Expected 2, 3 or 5" },
-        { "ColumnValueFilter('f', 'q', =)", FILTER_ERROR_ARGUMENTS, "Expected 4" },
-        { "MultipleColumnPrefixFilter('a', 'a')", FILTER_ERROR_ARGUMENTS, "distinct" },
-        { "ColumnRangeFilter('a', true, 'b')", FILTER_ERROR_ARGUMENTS, "Expected 4" },
+        { "ColumnValueFilter('f', 'q', =)", FILTER_ERROR_ARGUMENTS,
+          "Expected 4" },
+        { "MultipleColumnPrefixFilter('a', 'a')", FILTER_ERROR_ARGUMENTS,
+          "distinct" },
+        { "ColumnRangeFilter('a', true, 'b')", FILTER_ERROR_ARGUMENTS,
+          "Expected 4" },
         { "Mismatch(", FILTER_ERROR_SYNTAX, "Incorrect Filter String" },
         /* HBase reports the first failing leaf, left to right. */
-        { "Foo() AND (", FILTER_ERROR_UNKNOWN_FILTER, "Filter Name Foo not supported" },
+        { "Foo() AND (", FILTER_ERROR_UNKNOWN_FILTER,
+          "Filter Name Foo not supported" },
         { "PrefixFilter('a') OR Bar(1)", FILTER_ERROR_UNKNOWN_FILTER, "Bar" },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GError) error = NULL;
-        g_autoptr(filter_node) n = parse(cases[i].in, FILTER_PARSE_STRICT, &error);
+        g_autoptr(filter_node) n = parse(cases[i].in, FILTER_PARSE_STRICT,
+                                         &error);
 
         g_assert_null(n);
         if (!g_error_matches(error, FILTER_ERROR, cases[i].code) ||
-            strstr(error->message, cases[i].msg) == NULL)
+            strstr(error->message, cases[i].msg) == NULL) {
             g_error("'%s': got %d '%s', want %d '%s'", cases[i].in,
                     error->code, error->message, cases[i].code, cases[i].msg);
+        }
     }
 }
 
@@ -272,8 +297,9 @@ static void
 test_layers(void)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(filter_node) n = parse("Custom('x', 1) AND RowFilter(=, 'bogus:x')",
-                                     FILTER_PARSE_DEFAULT, &error);
+    g_autoptr(filter_node) n =
+        parse("Custom('x', 1) AND RowFilter(=, 'bogus:x')",
+              FILTER_PARSE_DEFAULT, &error);
 
     g_assert_no_error(error);
     g_assert_cmpint(n->children[0]->type, ==, FILTER_TYPE_UNKNOWN);
@@ -311,8 +337,10 @@ test_roundtrip(void)
         { "A() OR SKIP C()", "A() OR (SKIP C())" },
         { "A() AND (B() OR (SKIP C()))", "A() AND (B() OR (SKIP C()))" },
         { "SKIP SKIP WHILE A()", "SKIP (SKIP (WHILE A()))" },
-        { "SKIP (A() OR B()) AND WHILE C()", "(SKIP (A() OR B())) AND (WHILE C())" },
-        { "RowFilter(!=,'regexstring:^a.*b$')", "RowFilter(!=, 'regexstring:^a.*b$')" },
+        { "SKIP (A() OR B()) AND WHILE C()",
+          "(SKIP (A() OR B())) AND (WHILE C())" },
+        { "RowFilter(!=,'regexstring:^a.*b$')",
+          "RowFilter(!=, 'regexstring:^a.*b$')" },
         { "(OR())", "\tOR()" },
         { "(A() AND \tSKIP(1))", "A() AND \tSKIP(1)" },
         { "X(a\tb,'c'd)", "X(a\tb, 'c')" },
@@ -324,8 +352,10 @@ test_roundtrip(void)
         g_autoptr(filter_node) a = parse(cases[i].in, 0, NULL);
         g_autoptr(filter_node) b = parse(got, 0, NULL);
 
-        if (g_strcmp0(got, cases[i].out) != 0)
-            g_error("'%s': got '%s', want '%s'", cases[i].in, got, cases[i].out);
+        if (g_strcmp0(got, cases[i].out) != 0) {
+            g_error("'%s': got '%s', want '%s'", cases[i].in, got,
+                    cases[i].out);
+        }
         g_assert_cmpstr(again, ==, got);
         g_assert_true(filter_node_equal(a, b));
     }
@@ -338,8 +368,9 @@ salt_prefix(struct filter_node *n, guint depth, gpointer user_data)
     struct filter_comparator cmp;
     GByteArray *b;
 
-    if (!filter_node_reads_row(n))
+    if (!filter_node_reads_row(n)) {
         return TRUE;
+    }
     b = g_byte_array_new();
     g_byte_array_append(b, (const guint8 *)salt, (guint)strlen(salt));
     if (n->type == FILTER_TYPE_ROW) {
@@ -358,7 +389,7 @@ static gboolean
 count_nodes(struct filter_node *n, guint depth, gpointer user_data)
 {
     (*(guint *)user_data)++;
-    return depth < 2;  /* stop below the root's children */
+    return depth < 2; /* stop below the root's children */
 }
 
 /* What the proxy does per bucket: copy, rewrite row arguments, write. */
@@ -366,9 +397,10 @@ static void
 test_rewrite(void)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(filter_node) n = parse("WHILE PrefixFilter('ab') AND RowFilter(<, "
-                                     "'binaryprefix:x''y') AND KeyOnlyFilter()",
-                                     FILTER_PARSE_STRICT, &error);
+    g_autoptr(filter_node) n =
+        parse("WHILE PrefixFilter('ab') AND RowFilter(<, "
+              "'binaryprefix:x''y') AND KeyOnlyFilter()",
+              FILTER_PARSE_STRICT, &error);
     g_autoptr(filter_node) c = filter_node_copy(n);
     g_autofree uint8_t *orig = NULL, *out = NULL;
     guint count = 0;
@@ -397,7 +429,7 @@ test_build(void)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(filter_node) and = filter_node_new_op(FILTER_NODE_AND);
-    struct filter_node *or = filter_node_new_op(FILTER_NODE_OR);
+    struct filter_node * or = filter_node_new_op(FILTER_NODE_OR);
     struct filter_node *leaf = filter_node_new_leaf("PageFilter", 10);
     g_autofree uint8_t *out = NULL;
     g_autoptr(filter_node) empty = filter_node_new_op(FILTER_NODE_OR);
@@ -406,7 +438,7 @@ test_build(void)
     g_assert_cmpint(leaf->type, ==, FILTER_TYPE_PAGE);
     filter_node_add_arg(leaf, FILTER_ARG_BARE, "5", 1);
     filter_node_add_child(or, leaf);
-    filter_node_add_child(and, or);  /* one-child lists write as the child */
+    filter_node_add_child(and, or); /* one-child lists write as the child */
     out = filter_serialize(and, NULL, &error);
     g_assert_no_error(error);
     g_assert_cmpstr((char *)out, ==, "PageFilter(5)");
@@ -426,8 +458,9 @@ test_limits(void)
     g_autoptr(filter_node) n = NULL;
     g_autofree uint8_t *big = NULL;
 
-    for (int i = 0; i < FILTER_MAX_DEPTH - 1; i++)
+    for (int i = 0; i < FILTER_MAX_DEPTH - 1; i++) {
         g_string_append(s, "SKIP ");
+    }
     g_string_append(s, "KeyOnlyFilter()");
     n = parse(s->str, FILTER_PARSE_STRICT, &error);
     g_assert_no_error(error);
@@ -442,11 +475,13 @@ test_limits(void)
 
     /* Deep parentheses and long flat lists cost no depth. */
     g_string_truncate(s, 0);
-    for (int i = 0; i < 10000; i++)
+    for (int i = 0; i < 10000; i++) {
         g_string_append_c(s, '(');
+    }
     g_string_append(s, "A()");
-    for (int i = 0; i < 5000; i++)
+    for (int i = 0; i < 5000; i++) {
         g_string_append(s, " AND A()");
+    }
     n = parse(s->str, 0, &error);
     g_assert_no_error(error);
     g_assert_cmpuint(n->nchildren, ==, 5001);
@@ -468,9 +503,29 @@ static void
 test_hostile(void)
 {
     static const char *const atoms[] = {
-        "(", ")", "'", "''", " ", "\t", ",", "AND", "OR", "SKIP", "WHILE",
-        "A", "PrefixFilter", "RowFilter", "=", "binary:", "1", "-", "true",
-        "\0", "\xff", "KeyOnlyFilter()", "x",
+        "(",
+        ")",
+        "'",
+        "''",
+        " ",
+        "\t",
+        ",",
+        "AND",
+        "OR",
+        "SKIP",
+        "WHILE",
+        "A",
+        "PrefixFilter",
+        "RowFilter",
+        "=",
+        "binary:",
+        "1",
+        "-",
+        "true",
+        "\0",
+        "\xff",
+        "KeyOnlyFilter()",
+        "x",
     };
     guint parsed = 0, written = 0;
 
@@ -481,7 +536,8 @@ test_hostile(void)
         GError *error = NULL;
 
         for (guint k = 0; k < natoms; k++) {
-            const char *a = atoms[g_test_rand_int_range(0, G_N_ELEMENTS(atoms))];
+            const char *a =
+                atoms[g_test_rand_int_range(0, G_N_ELEMENTS(atoms))];
             size_t alen = a[0] == '\0' ? 1 : strlen(a);
 
             g_byte_array_append(in, (const guint8 *)a, (guint)alen);

@@ -19,8 +19,9 @@ put_varint(GByteArray *b, uint64_t v)
         uint8_t c = (uint8_t)(v & 0x7f);
 
         v >>= 7;
-        if (v != 0)
+        if (v != 0) {
             c |= 0x80;
+        }
         g_byte_array_append(b, &c, 1);
     } while (v != 0);
 }
@@ -97,8 +98,9 @@ regex(const char *pattern, int32_t flags, const char *charset,
     put_str(s, 1, pattern);
     put_int(s, 2, flags);
     put_str(s, 3, charset);
-    if (engine != NULL)
+    if (engine != NULL) {
         put_str(s, 4, engine);
+    }
     return comparator("RegexStringComparator", s);
 }
 
@@ -118,8 +120,9 @@ compare(const char *cls, int op, GByteArray *cmp)
     GByteArray *s = msg(), *cf = msg();
 
     put_int(cf, 1, op);
-    if (cmp != NULL)
+    if (cmp != NULL) {
         put_msg(cf, 2, cmp);
+    }
     put_msg(s, 1, cf);
     return filter(cls, s);
 }
@@ -151,8 +154,9 @@ list(int op, ...)
 
     put_int(s, 1, op);
     va_start(ap, op);
-    while ((k = va_arg(ap, GByteArray *)) != NULL)
+    while ((k = va_arg(ap, GByteArray *)) != NULL) {
         put_msg(s, 2, k);
+    }
     va_end(ap);
     return filter("FilterList", s);
 }
@@ -208,8 +212,9 @@ as_string(const uint8_t *pb, size_t len, GError **error)
     uint8_t *s;
     size_t n = 0;
 
-    if (t == NULL)
+    if (t == NULL) {
         return NULL;
+    }
     s = filter_serialize(t, &n, error);
     return (char *)s;
 }
@@ -294,10 +299,12 @@ check_refused(GByteArray *pb, int code, const char *needle)
 
     g_assert_null(f);
     g_assert_nonnull(error);
-    if (code >= 0)
+    if (code >= 0) {
         g_assert_error(error, FILTERPB_ERROR, code);
-    if (needle != NULL && strstr(error->message, needle) == NULL)
+    }
+    if (needle != NULL && strstr(error->message, needle) == NULL) {
         g_error("\"%s\" lacks \"%s\"", error->message, needle);
+    }
     g_byte_array_unref(pb);
 }
 
@@ -316,8 +323,9 @@ check_bad(const void *raw, size_t len, int code, const char *message)
     t = filterpb_to_filter(raw, len, &e2);
     g_assert_null(t);
     g_assert_error(e2, FILTERPB_ERROR, code);
-    if (message != NULL)
+    if (message != NULL) {
         g_assert_cmpstr(e2->message, ==, message);
+    }
 }
 
 /* ---- tests ------------------------------------------------------------ */
@@ -662,8 +670,9 @@ test_depth(void)
 {
     GByteArray *pb = bytes_filter("PrefixFilter", "a");
 
-    for (int i = 0; i < FILTERPB_MAX_DEPTH + 5; i++)
+    for (int i = 0; i < FILTERPB_MAX_DEPTH + 5; i++) {
         pb = wrap("SkipFilter", pb);
+    }
     check_bad(pb->data, pb->len, FILTERPB_ERROR_LIMIT, NULL);
     g_byte_array_unref(pb);
 }

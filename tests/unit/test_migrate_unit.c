@@ -44,8 +44,8 @@ refused(const char *line, const char *why)
 static void
 test_parse_format(void)
 {
-    static const char *const lines[] = {"source - -", "source - 00ff",
-                                        "source 00ff -", "dest 41 42ff"};
+    static const char *const lines[] = { "source - -", "source - 00ff",
+                                         "source 00ff -", "dest 41 42ff" };
     struct unit u;
     gboolean skip = FALSE;
 
@@ -105,7 +105,7 @@ test_shard(void)
     g_assert_cmpuint(i, ==, 2);
     g_assert_cmpuint(n, ==, 4);
     for (guint k = 0; k < 4; k++) {
-        const char *bad[] = {"0/2", "3/2", "1/0", "1", "a/b", "1/2x"};
+        const char *bad[] = { "0/2", "3/2", "1/0", "1", "a/b", "1/2x" };
 
         g_assert_false(unit_parse_shard(bad[k], &i, &n, NULL));
     }
@@ -113,8 +113,9 @@ test_shard(void)
         for (guint k = 0; k < 17; k++) {
             guint owners = 0;
 
-            for (guint s = 1; s <= count; s++)
+            for (guint s = 1; s <= count; s++) {
                 owners += unit_in_shard(k, s, count);
+            }
             g_assert_cmpuint(owners, ==, 1);
         }
     }
@@ -127,14 +128,19 @@ test_fraction(void)
     struct unit u = parse_ok("source 4000 8000");
     struct unit open = parse_ok("source 80 -");
 
-    g_assert_cmpfloat_with_epsilon(
-        unit_fraction(&u, (const uint8_t *)"\x40\x00", 2), 0, 1e-9);
-    g_assert_cmpfloat_with_epsilon(
-        unit_fraction(&u, (const uint8_t *)"\x60", 1), 0.5, 1e-6);
-    g_assert_cmpfloat_with_epsilon(
-        unit_fraction(&u, (const uint8_t *)"\x90", 1), 1, 1e-9);
-    g_assert_cmpfloat_with_epsilon(
-        unit_fraction(&open, (const uint8_t *)"\xc0", 1), 0.5, 1e-2);
+    g_assert_cmpfloat_with_epsilon(unit_fraction(&u,
+                                                 (const uint8_t *)"\x40\x00",
+                                                 2),
+                                   0, 1e-9);
+    g_assert_cmpfloat_with_epsilon(unit_fraction(&u, (const uint8_t *)"\x60",
+                                                 1),
+                                   0.5, 1e-6);
+    g_assert_cmpfloat_with_epsilon(unit_fraction(&u, (const uint8_t *)"\x90",
+                                                 1),
+                                   1, 1e-9);
+    g_assert_cmpfloat_with_epsilon(unit_fraction(&open,
+                                                 (const uint8_t *)"\xc0", 1),
+                                   0.5, 1e-2);
     unit_clear(&u);
     unit_clear(&open);
 }
@@ -165,11 +171,13 @@ add_rows(struct progress *p, guint unit, guint64 rows, const char *last,
          gboolean done)
 {
     progress_slot_begin(p, 0, unit, "unit", 0, NULL);
-    if (rows > 0)
+    if (rows > 0) {
         progress_slot_add(p, 0, rows, rows * 10, (const uint8_t *)last,
                           strlen(last));
-    if (done)
+    }
+    if (done) {
         progress_slot_end(p, 0, TRUE);
+    }
 }
 
 /*
@@ -289,8 +297,8 @@ test_checkpoint(void)
     g_autofree char *dir = g_dir_make_tmp("hsm-ckpt-XXXXXX", NULL);
     g_autofree char *path = g_build_filename(dir, "ck", NULL);
     g_autofree char *tmp = g_strconcat(path, ".tmp", NULL);
-    struct unit units[3] = {parse_ok("source - 40"), parse_ok("source 40 -"),
-                            parse_ok("dest - -")};
+    struct unit units[3] = { parse_ok("source - 40"), parse_ok("source 40 -"),
+                             parse_ok("dest - -") };
     struct ckpt *c = ckpt_new(path, "from a to b versions=all", units, 3);
     struct ckpt *back = NULL;
     struct ckpt_entry *e;
@@ -333,8 +341,9 @@ test_checkpoint(void)
     ckpt_free(back);
     back = NULL;
     g_assert_true(g_file_set_contents(
-        path, "# hbase-salt-migrate checkpoint v1\njob x\nunit source - - "
-              "sideways rows=0 cells=0 bytes=0\n",
+        path,
+        "# hbase-salt-migrate checkpoint v1\njob x\nunit source - - "
+        "sideways rows=0 cells=0 bytes=0\n",
         -1, NULL));
     g_assert_false(ckpt_load(path, &back, &error));
     g_assert_nonnull(strstr(error->message, ":3: malformed"));
@@ -343,8 +352,9 @@ test_checkpoint(void)
     g_assert_false(ckpt_load(path, &back, &error));
     g_assert_nonnull(strstr(error->message, "not a hbase-salt-migrate"));
     ckpt_free(c);
-    for (guint i = 0; i < 3; i++)
+    for (guint i = 0; i < 3; i++) {
         unit_clear(&units[i]);
+    }
     g_unlink(path);
     g_rmdir(dir);
 }

@@ -85,10 +85,11 @@ test_counts(void)
             table(&t, buckets[i], SALT_FORMAT_BYTE, "");
             splits_compute(&t, regions[j], out);
             g_assert_cmpuint(out->len, ==, want - 1);
-            for (guint k = 1; k < out->len; k++)
+            for (guint k = 1; k < out->len; k++) {
                 g_assert_cmpint(g_bytes_compare(out->pdata[k - 1],
                                                 out->pdata[k]),
                                 <, 0);
+            }
         }
     }
 }
@@ -118,8 +119,9 @@ test_keys_in_their_bucket(void)
             const uint8_t *s = g_bytes_get_data(out->pdata[region], &sl);
 
             if (memcmp(phys, s, MIN(pn, sl)) < 0 ||
-                (memcmp(phys, s, MIN(pn, sl)) == 0 && pn < sl))
+                (memcmp(phys, s, MIN(pn, sl)) == 0 && pn < sl)) {
                 break;
+            }
             region++;
         }
         g_assert_cmpuint(region, ==, b);
@@ -149,14 +151,16 @@ shared(const struct salt_table *t, const char *starts, guint *fullest,
         GBytes *b = parts[i][0] != '\0' ? escape_decode(parts[i], &err) : NULL;
 
         g_assert_no_error(err);
-        if (b != NULL)
+        if (b != NULL) {
             g_ptr_array_add(in, b);
+        }
     }
     most = splits_buckets_per_region(t, in, &first, out);
     /* the region's index in start order */
     *fullest = 0;
-    for (guint i = 1; i < in->len; i++)
+    for (guint i = 1; i < in->len; i++) {
         *fullest += g_bytes_compare(in->pdata[i], first) <= 0 ? 1 : 0;
+    }
     for (guint i = 0; i < out->len; i++) {
         gsize n;
         const uint8_t *p = g_bytes_get_data(out->pdata[i], &n);

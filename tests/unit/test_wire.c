@@ -12,8 +12,7 @@
 static ThriftProtocol *
 test_protocol_new(wire_proto_t proto, ThriftMemoryBuffer **mem)
 {
-    *mem = g_object_new(THRIFT_TYPE_MEMORY_BUFFER, "buf_size", 1 << 24,
-                        NULL);
+    *mem = g_object_new(THRIFT_TYPE_MEMORY_BUFFER, "buf_size", 1 << 24, NULL);
     return g_object_new(proto == WIRE_BINARY ? THRIFT_TYPE_BINARY_PROTOCOL
                                              : THRIFT_TYPE_COMPACT_PROTOCOL,
                         "transport", *mem, NULL);
@@ -207,17 +206,21 @@ test_message_header(gconstpointer data)
     wire_frame_end(&b, off);
 
     g_assert_cmpint(wire_message_scan(proto, TRUE, b.data, b.len, NULL, &len,
-                                      &why), ==, WIRE_OK);
+                                      &why),
+                    ==, WIRE_OK);
     g_assert_cmpuint(len, ==, b.len);
     g_assert_cmpint(wire_message_scan(proto, FALSE, b.data + 4, b.len - 4,
-                                      NULL, &len, &why), ==, WIRE_OK);
+                                      NULL, &len, &why),
+                    ==, WIRE_OK);
     g_assert_cmpuint(len, ==, b.len - 4);
     /* every strict prefix of an unframed message asks for more */
     for (size_t i = 0; i < b.len - 4; i++) {
         g_assert_cmpint(wire_message_scan(proto, FALSE, b.data + 4, i, NULL,
-                                          &len, &why), ==, WIRE_AGAIN);
+                                          &len, &why),
+                        ==, WIRE_AGAIN);
         g_assert_cmpint(wire_message_scan(proto, TRUE, b.data, i + 4, NULL,
-                                          &len, &why), ==, WIRE_AGAIN);
+                                          &len, &why),
+                        ==, WIRE_AGAIN);
     }
 
     wire_reader_init(&r, proto, b.data + 4, b.len - 4, TRUE, NULL);
@@ -249,7 +252,8 @@ test_non_strict_binary(void)
                     WIRE_OK);
     g_assert_true(proto == WIRE_BINARY && !framed);
     g_assert_cmpint(wire_message_scan(WIRE_BINARY, FALSE, msg, sizeof(msg),
-                                      NULL, &len, &why), ==, WIRE_OK);
+                                      NULL, &len, &why),
+                    ==, WIRE_OK);
     g_assert_cmpuint(len, ==, sizeof(msg));
 }
 
@@ -317,18 +321,20 @@ test_malformed_binary(void)
         wire_status_t partial;  /* as the start of a stream */
     } cases[] = {
         /* string field 1 with length -1: the c_glib 0.17 crasher */
-        { "negative string", "\x0b\x00\x01\xff\xff\xff\xff\x00", 8,
-          WIRE_ERROR, WIRE_ERROR },
-        { "string past the end", "\x0b\x00\x01\x00\x00\x00\x10" "ab", 9,
-          WIRE_ERROR, WIRE_AGAIN },
+        { "negative string", "\x0b\x00\x01\xff\xff\xff\xff\x00", 8, WIRE_ERROR,
+          WIRE_ERROR },
+        { "string past the end",
+          "\x0b\x00\x01\x00\x00\x00\x10"
+          "ab",
+          9, WIRE_ERROR, WIRE_AGAIN },
         { "string over the limit", "\x0b\x00\x01\x7f\x00\x00\x00", 7,
           WIRE_ERROR, WIRE_ERROR },
-        { "negative list", "\x0f\x00\x01\x0b\xff\xff\xff\xfe", 8,
-          WIRE_ERROR, WIRE_ERROR },
+        { "negative list", "\x0f\x00\x01\x0b\xff\xff\xff\xfe", 8, WIRE_ERROR,
+          WIRE_ERROR },
         { "negative map", "\x0d\x00\x01\x0b\x0b\x80\x00\x00\x00", 9,
           WIRE_ERROR, WIRE_ERROR },
-        { "list of more than the bytes", "\x0f\x00\x01\x08\x00\x10\x00\x00",
-          8, WIRE_ERROR, WIRE_AGAIN },
+        { "list of more than the bytes", "\x0f\x00\x01\x08\x00\x10\x00\x00", 8,
+          WIRE_ERROR, WIRE_AGAIN },
         { "invalid field type", "\x01\x00\x01\x00", 4, WIRE_ERROR,
           WIRE_ERROR },
         { "invalid element type", "\x0f\x00\x01\x10\x00\x00\x00\x01\x00", 9,
@@ -354,8 +360,8 @@ test_malformed_binary(void)
         g_assert_cmpint(wire_skip(&r, WIRE_T_STRUCT), ==, cases[i].complete);
         g_assert_nonnull(r.error);
         g_assert_cmpint(wire_message_scan(WIRE_BINARY, FALSE, b.data, b.len,
-                                          &lim, &len, &why), ==,
-                        cases[i].partial);
+                                          &lim, &len, &why),
+                        ==, cases[i].partial);
         wire_buf_free(&b);
     }
 }
@@ -372,7 +378,10 @@ test_malformed_compact(void)
         { "huge string", "\x18\xff\xff\xff\xff\x0f", 6 },
         { "overlong varint", "\x15\xff\xff\xff\xff\xff\xff\x01", 8 },
         { "bad field type", "\x1d\x00", 2 },
-        { "string past the end", "\x18\x05" "ab", 4 },
+        { "string past the end",
+          "\x18\x05"
+          "ab",
+          4 },
         { "list past the end", "\x19\xf5\x80\x80\x80\x01", 6 },
         { "field id out of range", "\x05\xff\xff\x7f\x00\x00", 6 },
     };
@@ -435,10 +444,12 @@ test_frame_limits(void)
                                       sizeof(negative), NULL, &len, &why),
                     ==, WIRE_ERROR);
     g_assert_cmpint(wire_message_scan(WIRE_BINARY, TRUE, huge, sizeof(huge),
-                                      NULL, &len, &why), ==, WIRE_ERROR);
+                                      NULL, &len, &why),
+                    ==, WIRE_ERROR);
     g_assert_cmpstr(why, ==, "frame larger than the maximum size");
     g_assert_cmpint(wire_message_scan(WIRE_BINARY, TRUE, zero, sizeof(zero),
-                                      NULL, &len, &why), ==, WIRE_ERROR);
+                                      NULL, &len, &why),
+                    ==, WIRE_ERROR);
 }
 
 /* ---- the resumable scan -------------------------------------------------- */
@@ -456,8 +467,7 @@ scan_sample(wire_proto_t proto, struct wire_buf *b, size_t big)
         blob[i] = (uint8_t)(i * 7);
     }
     wire_writer_init(&w, proto, b);
-    wire_write_msg_begin(&w, (const uint8_t *)"mutateRows", 10, WIRE_CALL,
-                         42);
+    wire_write_msg_begin(&w, (const uint8_t *)"mutateRows", 10, WIRE_CALL, 42);
     wire_write_struct_begin(&w);
     wire_write_field(&w, WIRE_T_STRING, 1);
     wire_write_binary(&w, "t", 1);
@@ -543,7 +553,8 @@ test_scan_splits(gconstpointer data)
         /* a second message right behind: the scan stops at the first */
         scan_sample(proto, &b, 3);
         g_assert_cmpint(wire_message_scan(proto, FALSE, b.data, b.len, NULL,
-                                          &len, &why), ==, WIRE_OK);
+                                          &len, &why),
+                        ==, WIRE_OK);
         g_assert_cmpuint(len, ==, whole);
 
         /* one byte at a time: AGAIN at every strict prefix */
@@ -551,12 +562,13 @@ test_scan_splits(gconstpointer data)
         for (size_t i = 0; i < whole; i++) {
             cuts[i] = i;
         }
-        g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, cuts, whole,
-                                       &len, &why), ==, WIRE_OK);
+        g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, cuts, whole, &len,
+                                       &why),
+                        ==, WIRE_OK);
         g_assert_cmpuint(len, ==, whole);
         g_assert_cmpint(scan_in_pieces(proto, b.data, whole - 1, cuts,
-                                       whole - 1, &len, &why), ==,
-                        WIRE_AGAIN);
+                                       whole - 1, &len, &why),
+                        ==, WIRE_AGAIN);
         /* random cuts */
         for (int round = 0; round < 50; round++) {
             size_t n = 0;
@@ -569,8 +581,9 @@ test_scan_splits(gconstpointer data)
                     }
                 }
             }
-            g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, cuts, n,
-                                           &len, &why), ==, WIRE_OK);
+            g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, cuts, n, &len,
+                                           &why),
+                            ==, WIRE_OK);
             g_assert_cmpuint(len, ==, whole);
         }
         g_free(cuts);
@@ -598,8 +611,8 @@ test_scan_agrees(gconstpointer data)
         int flips = g_rand_int_range(rng, 1, 4);
 
         for (int f = 0; f < flips; f++) {
-            m[g_rand_int_range(rng, 0, (gint32)len)] =
-                (uint8_t)g_rand_int_range(rng, 0, 256);
+            m[g_rand_int_range(rng, 0, (gint32)len)] = (uint8_t)
+                g_rand_int_range(rng, 0, 256);
         }
         if (g_rand_boolean(rng)) {
             len = (size_t)g_rand_int_range(rng, 1, (gint32)len);
@@ -640,13 +653,15 @@ test_scan_limits(void)
     lim.max_message = 4096;
     wire_scan_init(&sc);
     g_assert_cmpint(wire_scan_feed(&sc, WIRE_BINARY, b.data, 200, &lim, &len,
-                                   &why), ==, WIRE_ERROR);
+                                   &why),
+                    ==, WIRE_ERROR);
     g_assert_cmpstr(why, ==, "size larger than the maximum message");
     lim = wire_default_limits;
     lim.max_string = 1000;
     wire_scan_init(&sc);
     g_assert_cmpint(wire_scan_feed(&sc, WIRE_BINARY, b.data, 200, &lim, &len,
-                                   &why), ==, WIRE_ERROR);
+                                   &why),
+                    ==, WIRE_ERROR);
     g_assert_cmpstr(why, ==, "string larger than the limit");
     wire_buf_free(&b);
 }
@@ -916,22 +931,23 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_data_func("/wire/writer/binary", GINT_TO_POINTER(WIRE_BINARY),
                          test_writer_against_c_glib);
-    g_test_add_data_func("/wire/writer/compact",
-                         GINT_TO_POINTER(WIRE_COMPACT),
+    g_test_add_data_func("/wire/writer/compact", GINT_TO_POINTER(WIRE_COMPACT),
                          test_writer_against_c_glib);
     for (int mode = 0; mode < 8; mode++) {
-        g_autofree char *path = g_strdup_printf(
-            "/wire/copy/%s-to-%s/%s", (mode & 1) ? "compact" : "binary",
-            (mode & 2) ? "compact" : "binary",
-            (mode & 4) ? "sorted" : "map");
+        g_autofree char *path = g_strdup_printf("/wire/copy/%s-to-%s/%s",
+                                                (mode & 1) ? "compact"
+                                                           : "binary",
+                                                (mode & 2) ? "compact"
+                                                           : "binary",
+                                                (mode & 4) ? "sorted" : "map");
 
         g_test_add_data_func(path, GINT_TO_POINTER(mode),
                              test_copy_transcodes);
     }
     g_test_add_data_func("/wire/header/binary", GINT_TO_POINTER(WIRE_BINARY),
                          test_message_header);
-    g_test_add_data_func("/wire/header/compact",
-                         GINT_TO_POINTER(WIRE_COMPACT), test_message_header);
+    g_test_add_data_func("/wire/header/compact", GINT_TO_POINTER(WIRE_COMPACT),
+                         test_message_header);
     g_test_add_func("/wire/header/non-strict", test_non_strict_binary);
     g_test_add_func("/wire/detect", test_detect);
     g_test_add_func("/wire/malformed/binary", test_malformed_binary);
