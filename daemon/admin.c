@@ -20,7 +20,7 @@
 #include "proxy.h"
 #include "tablecheck.h"
 
-G_DEFINE_QUARK(admin - error - quark, admin_error)
+G_DEFINE_QUARK(admin_error_quark, admin_error)
 
 struct admin {
     struct proxy *p;

@@ -14,7 +14,7 @@
 #include "metrics.h"
 #include "sasl.h"
 
-G_DEFINE_QUARK(backend - error - quark, backend_error)
+G_DEFINE_QUARK(backend_error_quark, backend_error)
 
 /*
  * A server whose connect failed is not dialled again for this long;

@@ -9,7 +9,7 @@
 #include "escape.h"
 #include "filter.h"
 
-G_DEFINE_QUARK(config - error - quark, config_error)
+G_DEFINE_QUARK(config_error_quark, config_error)
 
 /*
  * The defaults.  Each is also written, commented, in

@@ -3,7 +3,7 @@
 
 #include "filter.h"
 
-G_DEFINE_QUARK(filter - error - quark, filter_error)
+G_DEFINE_QUARK(filter_error_quark, filter_error)
 
 static const char *const filter_names[FILTER_TYPE_COUNT] = {
     [FILTER_TYPE_UNKNOWN] = NULL,

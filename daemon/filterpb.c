@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK(filterpb - error - quark, filterpb_error)
+G_DEFINE_QUARK(filterpb_error_quark, filterpb_error)
 
 /* ---- the protobuf wire format ------------------------------------------- */
 

@@ -18,7 +18,7 @@
 #include "httpc.h"
 #include "sasl.h"
 
-G_DEFINE_QUARK(hconn - error - quark, hconn_error)
+G_DEFINE_QUARK(hconn_error_quark, hconn_error)
 
 struct hconn {
     int fd;

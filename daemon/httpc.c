@@ -36,7 +36,7 @@
  * the bridge closes its socket and the engine dials a new one.
  */
 
-G_DEFINE_QUARK(httpc - error - quark, httpc_error)
+G_DEFINE_QUARK(httpc_error_quark, httpc_error)
 
 /* Every bridge, so a loop that ends frees its own (a bridge closing
  * frees itself from the loop, which may not run again). */

@@ -28,7 +28,7 @@
  * most one call of a connection is on the bridge at a time.
  */
 
-G_DEFINE_QUARK(httpd - error - quark, httpd_error)
+G_DEFINE_QUARK(httpd_error_quark, httpd_error)
 
 /* Jetty's limit on request headers (HBase's DEFAULT_HTTP_MAX_HEADER_SIZE). */
 #define HTTPD_MAX_HEADERS (64 * 1024)

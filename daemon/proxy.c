@@ -98,7 +98,7 @@
 /* Shutdown never waits longer than this for answers. */
 #define PROXY_SHUTDOWN_MAX_MS 10000
 
-G_DEFINE_QUARK(proxy - error - quark, proxy_error)
+G_DEFINE_QUARK(proxy_error_quark, proxy_error)
 
 /* ---- settings ----------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-G_DEFINE_QUARK(salt - error - quark, salt_error)
+G_DEFINE_QUARK(salt_error_quark, salt_error)
 
 static const char salt_hex_digits[] = "0123456789abcdef";
 

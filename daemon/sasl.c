@@ -10,7 +10,7 @@
 #include <gssapi/gssapi_krb5.h>
 #include <krb5.h>
 
-G_DEFINE_QUARK(sasl - error - quark, sasl_error)
+G_DEFINE_QUARK(sasl_error_quark, sasl_error)
 
 enum {
     SASL_ST_START = 1,

@@ -7,7 +7,7 @@
 #include "filterpb.h"
 
 #define SCANFILTER_ERROR scanfilter_error_quark()
-static G_DEFINE_QUARK(scanfilter - error - quark, scanfilter_error)
+static G_DEFINE_QUARK(scanfilter_error_quark, scanfilter_error)
 
     struct scanfilter {
     const struct salt_table *salt;

@@ -9,7 +9,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-G_DEFINE_QUARK(tls - error - quark, tls_error)
+G_DEFINE_QUARK(tls_error_quark, tls_error)
 
 void
 tls_last_error(char *buf, size_t len, const char *fallback)

@@ -9,7 +9,7 @@
 
 #define JOB_ERROR job_error_quark()
 static GQuark job_error_quark(void);
-G_DEFINE_QUARK(job - error - quark, job_error)
+G_DEFINE_QUARK(job_error_quark, job_error)
 
 typedef enum {
     JOB_ERROR_DATA,        /* a row the mappings cannot carry: no retry */

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK(unit - error - quark, unit_error)
+G_DEFINE_QUARK(unit_error_quark, unit_error)
 
 void
 unit_clear(struct unit *u)

@@ -29,7 +29,7 @@ struct emu_dispatch {
     GByteArray *err_reply; /* exceptions built without c_glib */
 };
 
-G_DEFINE_QUARK(emu - dispatch - error - quark, emu_dispatch_error)
+G_DEFINE_QUARK(emu_dispatch_error_quark, emu_dispatch_error)
 
 emu_dispatch *emu_dispatch_new(emu_service_t service, GObject *handler,
                                wire_proto_t proto,

@@ -6,7 +6,7 @@
 #include <gssapi/gssapi_ext.h>
 #include <gssapi/gssapi_krb5.h>
 
-G_DEFINE_QUARK(emu - gss - error - quark, emu_gss_error)
+G_DEFINE_QUARK(emu_gss_error_quark, emu_gss_error)
 
 /* 1.3.6.1.5.5.2: MIT's headers do not export SPNEGO's OID. */
 static gss_OID_desc emu_gss_spnego_oid = {

@@ -24,7 +24,7 @@ struct _EmuHandler {
 G_DEFINE_TYPE(EmuHandler, emu_handler, HBASE_TYPE_HBASE_HANDLER)
 
 GQuark emu_handler_error_quark(void);
-G_DEFINE_QUARK(emu - handler - error - quark, emu_handler_error)
+G_DEFINE_QUARK(emu_handler_error_quark, emu_handler_error)
 
 #define EMU_DATA(b) ((const uint8_t *)((b) != NULL ? (b)->data : NULL))
 #define EMU_LEN(b) ((size_t)((b) != NULL ? (b)->len : 0))

@@ -30,7 +30,7 @@ struct _EmuHandler2 {
 G_DEFINE_TYPE(EmuHandler2, emu_handler2, HBASE2_TYPE_T_H_BASE_SERVICE_HANDLER)
 
 static GQuark emu_handler2_error_quark(void);
-G_DEFINE_QUARK(emu - handler2 - error - quark, emu_handler2_error)
+G_DEFINE_QUARK(emu_handler2_error_quark, emu_handler2_error)
 
 #define EMU_DATA(b) ((const uint8_t *)((b) != NULL ? (b)->data : NULL))
 #define EMU_LEN(b) ((size_t)((b) != NULL ? (b)->len : 0))

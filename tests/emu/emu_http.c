@@ -74,7 +74,7 @@ struct emu_http {
 /* Jetty's default idle timeout on a connection, seconds. */
 #define EMU_HTTP_IDLE_TIMEOUT_S 30
 
-static G_DEFINE_QUARK(emu - http - error - quark, emu_http_error)
+static G_DEFINE_QUARK(emu_http_error_quark, emu_http_error)
 #define EMU_HTTP_ERROR (emu_http_error_quark())
 
     static void emu_http_set_tls_error(GError **error, const char *what)

@@ -60,7 +60,7 @@ struct emu_sasl_conn {
     char *user;      /* short name of the authenticated principal */
 };
 
-G_DEFINE_QUARK(emu - sasl - error - quark, emu_sasl_error)
+G_DEFINE_QUARK(emu_sasl_error_quark, emu_sasl_error)
 
 static const char *const emu_sasl_status_names[] = {
     [EMU_SASL_ST_START] = "START",       [EMU_SASL_ST_OK] = "OK",

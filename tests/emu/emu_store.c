@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK(emu - store - error - quark, emu_store_error)
+G_DEFINE_QUARK(emu_store_error_quark, emu_store_error)
 
 /*
  * Layout: a table maps row keys (GTree, unsigned bytewise, shorter first)
