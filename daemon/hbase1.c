@@ -1,5 +1,6 @@
 /* hbase1.c: the Thrift1 method table (field ids from thrift/hbase.thrift). */
 #include "hbase1.h"
+#include "hbase2.h"
 
 #include <string.h>
 

@@ -204,9 +204,6 @@ const struct hbase1_method *hbase1_lookup(const uint8_t *name, size_t len);
 /* Every Thrift1 method, in IDL order. */
 const struct hbase1_method *hbase1_methods(size_t *count);
 
-/* Thrift2's table, for hbase1_service (hbase2.c). */
-struct hbase1_service *hbase2_service_table(void);
-
 /* The field of a schema with this id, or NULL. */
 const struct hbase1_field *hbase1_schema_field(const struct hbase1_schema *s,
                                                int16_t fid);

@@ -7,7 +7,7 @@
  * the table argument, and come back in TResult.row (and in the TDelete
  * list deleteMultiple returns).
  */
-#include "hbase1.h"
+#include "hbase2.h"
 #include "hbase1_table.h"
 #include "wire.h"
 
