@@ -17,7 +17,7 @@ import sys
 # Lowest first.  See "Layers" in README.md.
 LAYERS = [
     ('pure', ['wire', 'salt', 'legacy', 'filter', 'filterpb', 'scanfilter',
-              'config', 'escape', 'hbase1', 'hbase1_table', 'hbase2',
+              'config', 'escape', 'hbase1', 'hbase1_table', 'hbase1_types', 'hbase2',
               'merge', 'scanargs', 'scanbatch', 'scantab', 'splits', 'codec']),
     ('requests', ['req', 'bell', 'sasl', 'tls', 'lograte']),
     ('metrics', ['metrics', 'keyviz']),
