@@ -8,7 +8,7 @@ and 2/2 together copy every row once; --units - reads units on stdin and
 answers one line per unit; a copy and a verify over a compact, framed
 backend as [backend] says (CompactFramedTest).
 
-  /usr/bin/python3 tests/e2e/test_migrate.py --migrate BUILD/migrate/hbase-salt-migrate \\
+  /usr/bin/python3 tests/e2e/test_migrate.py --migrate BUILD/daemon/migrate/hbase-salt-migrate \\
       --proxy BUILD/daemon/hbase-salt-proxy --emu BUILD/tests/emu/hbase-emu \\
       --pydir BUILD/thrift/py [unittest args]
 """
