@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-# Lowest first.  See "Layers" in README.md.
+# Lowest first.  See "Layers" in daemon/README.md.
 LAYERS = [
     ('pure', ['wire', 'salt', 'legacy', 'filter', 'filterpb', 'scanfilter',
               'config', 'escape', 'hbase1', 'hbase1_table', 'hbase2',

@@ -40,7 +40,7 @@ TABLES = {
     'dst': 'buckets = 8\nsalt_format = hex\nsalt_separator = -\n',
     'dst_b': 'buckets = 4\n',
     'dst_d': 'buckets = 3\nsalt_format = decimal\n',
-    # another tool's salt (README, "Adopting tables salted by other tools")
+    # another tool's salt (conf/README.md, "Adopting tables salted by other tools")
     'phx': 'buckets = 4\nsalt_mapping = phoenix\n',
     'bts': 'buckets = 4\nsalt_mapping = bigtable-sample\n',
     # forward-looking: keys below 0x80 stay unsalted, where the salted
