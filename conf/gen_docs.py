@@ -32,7 +32,7 @@ def strip_comments(text):
 
 def parse_blocks(text):
     """[(kind, payload)]: ('h1'|'h2'|'h3', title), ('p', text),
-    ('li', text), ('code', lines), ('table', rows)."""
+    ('li', (mark, level, text)), ('code', lines), ('table', rows)."""
     lines = strip_comments(text).split('\n')
     out = []
     i = 0
@@ -67,13 +67,19 @@ def parse_blocks(text):
             continue
         m = re.match(r'^(- |\d+\. )(.*)$', line)
         if m:
-            item = [m.group(2)]
+            # an item, its continuation lines, and items nested in it
+            items = [(m.group(1).strip(), 0, [m.group(2)])]
             i += 1
             while i < len(lines) and lines[i].startswith('  ') and \
                     lines[i].strip():
-                item.append(lines[i].strip())
+                sub = re.match(r'^ +(- |\d+\. )(.*)$', lines[i])
+                if sub:
+                    items.append((sub.group(1).strip(), 1, [sub.group(2)]))
+                else:
+                    items[-1][2].append(lines[i].strip())
                 i += 1
-            out.append(('li', ' '.join(item)))
+            for mark, level, text in items:
+                out.append(('li', (mark, level, ' '.join(text))))
             continue
         para = [line.strip()]
         i += 1
@@ -173,8 +179,12 @@ def roff_block(kind, payload, indented):
     if kind == 'p':
         return ('.IP\n' if indented else '.PP\n') + roff_wrap(payload)
     if kind == 'li':
-        return ('.RS\n' if indented else '') + '.IP \\(bu 2\n' + \
-            roff_wrap(payload) + ('\n.RE' if indented else '')
+        mark, level, text = payload
+        tag = '\\(bu' if mark == '-' else mark
+        nest = int(indented) + level
+        width = 2 if mark == '-' else len(mark) + 1
+        return '.RS\n' * nest + '.IP %s %d\n' % (tag, width) + \
+            roff_wrap(text) + '\n.RE' * nest
     if kind == 'code':
         body = '\n'.join('\\&' + roff_text(l) for l in payload)
         return '.PP\n.RS 4\n.nf\n' + body + '\n.fi\n.RE'

@@ -50,6 +50,9 @@ def main():
                             'says "%s")' % (mode, cmd))
     for doc in DOCS:
         path = os.path.join(src, doc)
+        if not os.path.exists(path):
+            problems.append('%s: missing' % doc)
+            continue
         text = open(path).read()
         for m in re.finditer(r'\]\(([^)\s]+)\)', text):
             link = m.group(1)
