@@ -2,6 +2,7 @@
 """check_layers.py: the daemon's #include "..." arrows only point down.
 
 Usage: check_layers.py DAEMON-DIR
+       check_layers.py --self-test
 
 Every module of the daemon (a stem: foo.c and foo.h) sits in one layer
 of the table below, lowest first.  A module may include modules of its
@@ -126,7 +127,37 @@ def find_cycles(graph):
     return out
 
 
+def self_test():
+    """The tools rule on a tree of three files: a core module including a
+    tool's header fails, naming the tool; the tool including the core's
+    does not."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix='hsp-layers-')
+    try:
+        os.makedirs(os.path.join(d, 'migrate'))
+        files = {'salt.h': '', 'salt.c': '#include "salt.h"\n',
+                 'migrate/job.h': '#include "salt.h"\n',
+                 'migrate/job.c': '#include "job.h"\n#include "salt.h"\n'}
+        for name, text in files.items():
+            with open(os.path.join(d, name), 'w') as f:
+                f.write(text)
+        graph, problems = read_includes(d)
+        ok = problems == [] and graph['migrate/job'] != {}
+        with open(os.path.join(d, 'salt.c'), 'a') as f:
+            f.write('#include "job.h"\n')
+        graph, problems = read_includes(d)
+        ok = ok and len(problems) == 1 and 'of the tool migrate/' in \
+            problems[0]
+        print('self-test: %s (%s)' % ('ok' if ok else 'FAILED', problems))
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
+    if sys.argv[1] == '--self-test':
+        return self_test()
     daemon = sys.argv[1]
     layer_of = {}
     for n, (lname, mods) in enumerate(LAYERS):
