@@ -577,29 +577,24 @@ client_take_tally(struct worker *w, struct req *req)
 }
 
 /*
- * The call at the front of c's unframed stream (buf, avail), into the
- * worker's scratch: rewritten by one walk when it came whole; else c's
- * scan walks on through what arrives, and the whole call is rewritten
- * once it is there, so every byte is walked a bounded number of times
- * however the client cuts it.  Answers as codec_request_stream.
+ * The call at the front of c's unframed stream (io: data, len, stream),
+ * into the worker's scratch: rewritten by one walk when it came whole;
+ * else c's scan walks on through what arrives, and the whole call is
+ * rewritten once it is there, so every byte is walked a bounded number
+ * of times however the client cuts it.  Answers as codec_request on a
+ * stream.
  */
 static codec_status_t
-client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
-                      size_t avail, struct codec_error *err, size_t *len)
+client_request_stream(struct client *c, struct req *req, struct codec_io *io)
 {
     struct worker *w = c->worker;
-    const struct worker_settings *set = w->startup;
-    const struct config *cfg = w->gen->cfg;
     size_t mark = w->scratch.len;
     const char *why = NULL;
     codec_status_t cs;
     wire_status_t st;
 
     if (c->scan == NULL || !wire_scan_started(c->scan)) {
-        cs = codec_request_stream_svc(cfg, c->svc, c->proto, buf, avail,
-                                      set->backend_proto, req->backend_seqid,
-                                      &w->scratch, &req->call, err,
-                                      &w->client_limits, len, &w->tally);
+        cs = codec_request(io, &req->call);
         client_take_tally(w, req);
         if (cs != CODEC_AGAIN) {
             return cs;
@@ -609,20 +604,20 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
             wire_scan_init(c->scan);
         }
     }
-    st = wire_scan_feed(c->scan, c->proto, buf, avail, &w->client_limits, len,
-                        &why);
+    st = wire_scan_feed(c->scan, c->proto, io->data, io->len,
+                        &w->client_limits, &io->used, &why);
     if (st == WIRE_AGAIN) {
         return CODEC_AGAIN;
     }
     wire_scan_init(c->scan);
     if (st == WIRE_ERROR) {
-        err->message = why;
+        io->err->message = why;
         return CODEC_CLOSE;
     }
     w->scratch.len = mark;
-    cs = codec_request_svc(cfg, c->svc, c->proto, buf, *len,
-                           set->backend_proto, req->backend_seqid, &w->scratch,
-                           &req->call, err, &w->client_limits, &w->tally);
+    io->len = io->used;
+    io->stream = FALSE;
+    cs = codec_request(io, &req->call);
     client_take_tally(w, req);
     return cs;
 }
@@ -646,27 +641,37 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     struct worker *w = c->worker;
     const struct worker_settings *set = w->startup;
     struct req *req = worker_req_get(w);
-    const struct config *cfg = w->gen->cfg;
     struct codec_error err; /* the codec sets what it uses */
     struct wire_buf *out = &w->scratch;
     size_t off = 0, hdr = c->framed ? 4 : 0, len, msg_len;
     const uint8_t *msg;
     codec_status_t st;
+    struct codec_io io = {
+        .data = buf + hdr,
+        .len = avail - hdr,
+        .from = c->proto,
+        .stream = !c->framed,
+        .to = set->backend_proto,
+        .out = out,
+        .cfg = w->gen->cfg,
+        .svc = c->svc,
+        .limits = &w->client_limits,
+        .tally = &w->tally,
+        .err = &err,
+    };
 
     req->client = c;
     req->client_proto = c->proto;
     req->client_framed = c->framed ? 1 : 0;
     req->backend_seqid = worker_next_seqid(w);
+    io.backend_seqid = req->backend_seqid;
 
     wire_buf_clear(out);
     if (set->backend_framed) {
         off = wire_frame_begin(out);
     }
     if (c->framed) {
-        len = avail - hdr;
-        st = codec_request_svc(cfg, c->svc, c->proto, buf + hdr, len,
-                               set->backend_proto, req->backend_seqid, out,
-                               &req->call, &err, &w->client_limits, &w->tally);
+        st = codec_request(&io, &req->call);
         client_take_tally(w, req);
         if (st == CODEC_REJECT) {
             const char *why = NULL;
@@ -682,8 +687,9 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
             }
         }
     } else {
-        st = client_request_stream(c, req, buf, avail, &err, &len);
+        st = client_request_stream(c, req, &io);
     }
+    len = io.used;
     if (st == CODEC_AGAIN) {
         worker_req_put(w, req);
         if (avail >= w->client_limits.max_message) {

@@ -12,9 +12,9 @@
  *   (any of      req_read() into client->in; wire_detect once;        |
  *    binary/     each message a struct req on client->reqs            |
  *    compact x   |                                                    |
- *    framed/     | codec_request() on a whole frame, or               |
- *    buffered)   | codec_request_stream(), which finds the end as it  |
- *                | walks the stream;                                  |
+ *    framed/     | codec_request() on a whole frame, or on the front  |
+ *    buffered)   | of the stream (codec_io.stream), where it finds    |
+ *                | the end as it walks;                               |
  *                | salt rows, backend seqid/protocol                  |
  *                v                                                    |
  *             client_send(): in the client's order (see below)        |
