@@ -111,6 +111,7 @@ proxy_resolve(const char *host, uint16_t port, gboolean passive,
     char service[8];
     int rc;
 
+    g_assert(out != NULL && outlen != NULL);
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -138,6 +139,7 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
 {
     unsigned i;
 
+    g_assert(set != NULL && cfg != NULL);
     memset(set, 0, sizeof(*set));
     g_strlcpy(set->listen_host,
               cfg->listen.host != NULL ? cfg->listen.host : "",
@@ -1016,6 +1018,7 @@ proxy_tls_ctx(struct proxy *p)
 {
     SSL_CTX *ctx;
 
+    g_assert(p != NULL);
     g_mutex_lock(&p->tls_lock);
     ctx = p->tls_ctx;
     if (ctx != NULL) {
@@ -1039,6 +1042,7 @@ proxy_new(struct config *cfg, GError **error)
     struct proxy *p;
     unsigned i;
 
+    g_assert(cfg != NULL);
     p = g_new0(struct proxy, 1);
     p->cfg = cfg;
     p->scans = scan_table_new();

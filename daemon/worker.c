@@ -87,7 +87,9 @@ worker_req_free_all(struct worker *w)
 {
     struct req *req;
 
+    g_assert(w != NULL);
     while ((req = TAILQ_FIRST(&w->free_reqs)) != NULL) {
+        HSP_CHECK(req->state == REQ_FREE);
         TAILQ_REMOVE(&w->free_reqs, req, backend_link);
         wire_buf_free(&req->reply);
         wire_buf_free(&req->raw);
@@ -208,6 +210,7 @@ worker_run_posted(struct worker *w)
     GQueue batch = G_QUEUE_INIT;
     struct worker_call *call;
 
+    g_assert(w != NULL);
     g_mutex_lock(&w->inbox_lock);
     batch = w->inbox;
     g_queue_init(&w->inbox);
