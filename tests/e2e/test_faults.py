@@ -216,6 +216,9 @@ class _Base(unittest.TestCase):
         except AssertionError:
             self.fail('fd leak: %d descriptors besides connections, %d '
                       'before' % (self.proxy.settled_fds(), fds))
+        # every request and connection went along the arrows of its
+        # states (a release build counts a broken one; this one stops)
+        self.assertEqual(self.proxy.metric('hsp_invariant_errors_total'), 0)
 
 
 class SingleBackendTest(_Base):

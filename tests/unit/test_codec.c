@@ -21,6 +21,11 @@ static const char test_conf[] = "[table:salted]\n"
 
 static struct config *test_cfg;
 
+/* One message through the codec with the tests' config: the fields each
+ * call sets, by name (a pointer to a compound literal, alive to the end
+ * of the enclosing block). */
+#define TEST_IO(...) (&(struct codec_io){ .cfg = test_cfg, __VA_ARGS__ })
+
 static ThriftProtocol *
 test_protocol_new(wire_proto_t proto, ThriftMemoryBuffer **mem)
 {
@@ -155,8 +160,11 @@ test_get_rows_request(gconstpointer data)
     msg = test_encode(from, "getRows", T_CALL, 7, args);
 
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, from, msg->data, msg->len, to,
-                                  1234, &out, &call, &err, NULL, NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
+                                          .from = from, .to = to,
+                                          .backend_seqid = 1234, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     g_assert_cmpint(call.client_seqid, ==, 7);
     g_assert_cmpstr(call.name, ==, "getRows");
@@ -209,9 +217,12 @@ test_unsalted_passthrough(void)
     reencoded = test_encode(WIRE_BINARY, "mutateRow", T_CALL, 99, args);
 
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 99, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 99, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     g_assert_null(call.salt);
     g_assert_cmpmem(out.data, out.len, reencoded->data, reencoded->len);
@@ -236,6 +247,7 @@ test_orphan_refused(void)
     struct codec_error err;
     struct wire_buf out;
     const char *tables[] = { "plain", "default:plain", "plain2" };
+    codec_status_t st;
 
     set->n = 2;
     set->items[0] = (struct config_orphan){ "other", 5, "other" };
@@ -251,21 +263,20 @@ test_orphan_refused(void)
         args->__isset_row = TRUE;
         msg = test_encode(WIRE_BINARY, "mutateRow", T_CALL, 3, args);
         out.len = 0;
+        st = codec_request(TEST_IO(.data = msg->data, .len = msg->len,
+                                   .from = WIRE_BINARY, .to = WIRE_BINARY,
+                                   .backend_seqid = 99, .out = &out,
+                                   .err = &err),
+                           &call);
         if (i < 2) {
-            g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
-                                          msg->len, WIRE_BINARY, 99, &out,
-                                          &call, &err, NULL, NULL),
-                            ==, CODEC_REJECT);
+            g_assert_cmpint(st, ==, CODEC_REJECT);
             g_assert_cmpstr(err.message, ==, why);
             g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IO);
             g_assert_cmpint(err.can_retry, ==, 0);
             g_assert_cmpuint(out.len, ==, 0);
         } else {
             /* a name it is a prefix of: passes through */
-            g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
-                                          msg->len, WIRE_BINARY, 99, &out,
-                                          &call, &err, NULL, NULL),
-                            ==, CODEC_OK);
+            g_assert_cmpint(st, ==, CODEC_OK);
         }
         g_byte_array_unref(args->tableName);
         g_byte_array_unref(args->row);
@@ -280,9 +291,13 @@ test_orphan_refused(void)
         msg = test_encode(WIRE_BINARY, "getColumnDescriptors", T_CALL, 4,
                           desc);
         out.len = 0;
-        g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
-                                      msg->len, WIRE_BINARY, 99, &out, &call,
-                                      &err, NULL, NULL),
+        g_assert_cmpint(codec_request(TEST_IO(.data = msg->data,
+                                              .len = msg->len,
+                                              .from = WIRE_BINARY,
+                                              .to = WIRE_BINARY,
+                                              .backend_seqid = 99, .out = &out,
+                                              .err = &err),
+                                      &call),
                         ==, CODEC_OK);
     }
     g_atomic_pointer_set(&test_cfg->catalog_orphans, NULL);
@@ -310,8 +325,11 @@ test_region_info_row(wire_proto_t proto, const void *meta, size_t len)
     args->__isset_row = TRUE;
     msg = test_encode(proto, "getRegionInfo", T_CALL, 5, args);
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, proto, msg->data, msg->len, proto,
-                                  7, &out, &call, &err, NULL, NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
+                                          .from = proto, .to = proto,
+                                          .backend_seqid = 7, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     test_decode(proto, out.data, out.len, "getRegionInfo", T_CALL, 7, back);
     row = g_byte_array_ref(back->row);
@@ -402,9 +420,12 @@ test_mutate_rows_request(void)
     msg = test_encode(WIRE_COMPACT, "mutateRows", T_CALL, 1, args);
 
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_COMPACT, msg->data, msg->len,
-                                  WIRE_BINARY, 5, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
+                                          .from = WIRE_COMPACT,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 5, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_MUTATE_ROWS_ARGS, NULL);
     test_decode(WIRE_BINARY, out.data, out.len, "mutateRows", T_CALL, 5, back);
@@ -456,9 +477,12 @@ test_increment_rows_mixed_tables(void)
     msg = test_encode(WIRE_BINARY, "incrementRows", T_CALL, 1, args);
 
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_COMPACT, 2, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_COMPACT,
+                                          .backend_seqid = 2, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_INCREMENT_ROWS_ARGS, NULL);
     test_decode(WIRE_COMPACT, out.data, out.len, "incrementRows", T_CALL, 2,
@@ -526,9 +550,12 @@ test_call_for(const char *table, const char *method, struct codec_call *call)
     args->__isset_row = TRUE;
     msg = test_encode(WIRE_BINARY, method, T_CALL, 42, args);
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 8, &out, call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 8, .out = &out,
+                                          .err = &err),
+                                  call),
                     ==, CODEC_OK);
     wire_buf_free(&out);
     g_object_unref(args);
@@ -642,8 +669,11 @@ test_get_rows_reply(gconstpointer data)
 
     wire_buf_init(&out);
     codec_tally_init(&tally);
-    g_assert_cmpint(codec_reply(&call, from, msg->data, msg->len, 8, to, &out,
-                                &err, NULL, &tally),
+    g_assert_cmpint(codec_reply(TEST_IO(.data = msg->data, .len = msg->len,
+                                        .from = from, .to = to,
+                                        .backend_seqid = 8, .out = &out,
+                                        .tally = &tally, .err = &err),
+                                &call),
                     ==, CODEC_OK);
     /* every salted row is reported in its bucket, the legacy one as
      * handed back unsalted; nothing asked for */
@@ -697,22 +727,34 @@ test_reply_checks(void)
     wire_buf_init(&out);
 
     /* wrong sequence id, wrong method: the backend stream is broken */
-    g_assert_cmpint(codec_reply(&call, WIRE_BINARY, msg->data, msg->len, 9,
-                                WIRE_BINARY, &out, &err, NULL, NULL),
+    g_assert_cmpint(codec_reply(TEST_IO(.data = msg->data, .len = msg->len,
+                                        .from = WIRE_BINARY, .to = WIRE_BINARY,
+                                        .backend_seqid = 9, .out = &out,
+                                        .err = &err),
+                                &call),
                     ==, CODEC_CLOSE);
     g_assert_nonnull(err.message);
     other = test_encode(WIRE_BINARY, "getRows", T_REPLY, 8, res);
-    g_assert_cmpint(codec_reply(&call, WIRE_BINARY, other->data, other->len, 8,
-                                WIRE_BINARY, &out, &err, NULL, NULL),
+    g_assert_cmpint(codec_reply(TEST_IO(.data = other->data, .len = other->len,
+                                        .from = WIRE_BINARY, .to = WIRE_BINARY,
+                                        .backend_seqid = 8, .out = &out,
+                                        .err = &err),
+                                &call),
                     ==, CODEC_CLOSE);
-    g_assert_cmpint(codec_reply(&call, WIRE_BINARY, msg->data, msg->len - 1, 8,
-                                WIRE_BINARY, &out, &err, NULL, NULL),
+    g_assert_cmpint(codec_reply(TEST_IO(.data = msg->data, .len = msg->len - 1,
+                                        .from = WIRE_BINARY, .to = WIRE_BINARY,
+                                        .backend_seqid = 8, .out = &out,
+                                        .err = &err),
+                                &call),
                     ==, CODEC_CLOSE);
     g_assert_cmpuint(out.len, ==, 0);
 
     /* exceptions pass through unchanged */
-    g_assert_cmpint(codec_reply(&call, WIRE_BINARY, msg->data, msg->len, 8,
-                                WIRE_COMPACT, &out, &err, NULL, NULL),
+    g_assert_cmpint(codec_reply(TEST_IO(.data = msg->data, .len = msg->len,
+                                        .from = WIRE_BINARY,
+                                        .to = WIRE_COMPACT, .backend_seqid = 8,
+                                        .out = &out, .err = &err),
+                                &call),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_GET_ROW_RESULT, NULL);
     test_decode(WIRE_COMPACT, out.data, out.len, "getRow", T_REPLY, 42, back);
@@ -747,9 +789,12 @@ test_rejects(void)
     args->__isset_row = TRUE;
     msg = test_encode(WIRE_BINARY, "getRow", T_CALL, 11, args);
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 1, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 1, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_GET_ROW_ARGS, NULL);
     test_decode(WIRE_BINARY, out.data, out.len, "getRow", T_CALL, 1, back);
@@ -773,22 +818,33 @@ test_rejects(void)
     g_byte_array_unref(msg);
     msg = test_encode(WIRE_BINARY, "getRow", T_CALL, 11, args);
     wire_buf_clear(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
-                                  msg->len - 2, WIRE_BINARY, 1, &out, &call,
-                                  &err, NULL, NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data,
+                                          .len = msg->len - 2,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 1, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_REJECT);
     g_assert_cmpint(err.app_type, ==, WIRE_APP_PROTOCOL_ERROR);
     g_assert_cmpint(err.answer, ==, CODEC_ANSWER_APP);
     /* a header that cannot be read cannot be answered */
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, 6,
-                                  WIRE_BINARY, 1, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = 6,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 1, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_CLOSE);
     /* a client must not send replies */
     reply = test_encode(WIRE_BINARY, "getRow", T_REPLY, 4, args);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, reply->data,
-                                  reply->len, WIRE_BINARY, 1, &out, &call,
-                                  &err, NULL, NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = reply->data,
+                                          .len = reply->len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 1, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_REJECT);
     g_assert_cmpint(err.app_type, ==, WIRE_APP_INVALID_MESSAGE_TYPE);
 
@@ -799,9 +855,12 @@ test_rejects(void)
     scan->__isset_startRow = TRUE;
     smsg = test_encode(WIRE_BINARY, "scannerOpen", T_CALL, 1, scan);
     wire_buf_clear(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, smsg->data, smsg->len,
-                                  WIRE_BINARY, 1, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = smsg->data, .len = smsg->len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 1, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_SCAN);
     g_assert_true(call.salt == test_table("salted"));
     g_assert_cmpuint(out.len, ==, 0);
@@ -829,9 +888,12 @@ test_unknown_method(void)
     msg = test_encode(WIRE_BINARY, "getRowOrBefore", T_CALL, 1, args);
     want = test_encode(WIRE_BINARY, "getRowOrBefore", T_CALL, 77, args);
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 77, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 77, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     g_assert_null(call.method);
     g_assert_cmpmem(out.data, out.len, want->data, want->len);
@@ -883,7 +945,7 @@ test_stream(void)
     struct codec_error err;
     struct wire_buf whole, out;
     struct codec_tally tally, whole_tally;
-    size_t used;
+    struct codec_io io;
 
     args->tableName = test_bytes("salted", 6);
     args->__isset_tableName = TRUE;
@@ -897,30 +959,38 @@ test_stream(void)
     wire_buf_init(&out);
     codec_tally_init(&tally);
     codec_tally_init(&whole_tally);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_COMPACT, 5, &whole, &call, &err, NULL,
-                                  &whole_tally),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_COMPACT,
+                                          .backend_seqid = 5, .out = &whole,
+                                          .tally = &whole_tally, .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     g_assert_cmpuint(test_tally_sum(&whole_tally, FALSE), >, 0);
 
     /* the message, then the start of the next one */
     g_byte_array_append(stream, msg->data, msg->len);
     g_byte_array_append(stream, msg->data, 9);
+    io = (struct codec_io){ .cfg = test_cfg,
+                            .data = stream->data,
+                            .from = WIRE_BINARY,
+                            .stream = TRUE,
+                            .to = WIRE_COMPACT,
+                            .backend_seqid = 5,
+                            .out = &out,
+                            .tally = &tally,
+                            .err = &err };
     for (size_t cut = 0; cut < msg->len; cut++) {
-        g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY,
-                                             stream->data, cut, WIRE_COMPACT,
-                                             5, &out, &call, &err, NULL, &used,
-                                             &tally),
-                        ==, CODEC_AGAIN);
+        io.len = cut;
+        g_assert_cmpint(codec_request(&io, &call), ==, CODEC_AGAIN);
+        g_assert_cmpuint(io.used, ==, 0);
         g_assert_cmpuint(out.len, ==, 0);
         /* a message not whole yet reports nothing */
         g_assert_cmpuint(tally.n, ==, 0);
     }
-    g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, stream->data,
-                                         stream->len, WIRE_COMPACT, 5, &out,
-                                         &call, &err, NULL, &used, &tally),
-                    ==, CODEC_OK);
-    g_assert_cmpuint(used, ==, msg->len);
+    io.len = stream->len;
+    g_assert_cmpint(codec_request(&io, &call), ==, CODEC_OK);
+    g_assert_cmpuint(io.used, ==, msg->len);
     /* the same buckets as the whole message, once */
     g_assert_cmpuint(tally.n, ==, whole_tally.n);
     g_assert_cmpmem(tally.v, tally.n * sizeof(*tally.v), whole_tally.v,
@@ -936,26 +1006,24 @@ test_stream(void)
     scan->__isset_startRow = TRUE;
     smsg = test_encode(WIRE_BINARY, "scannerOpen", T_CALL, 1, scan);
     wire_buf_clear(&out);
-    g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, smsg->data,
-                                         smsg->len - 1, WIRE_BINARY, 1, &out,
-                                         &scall, &err, NULL, &used, NULL),
-                    ==, CODEC_AGAIN);
-    g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, smsg->data,
-                                         smsg->len, WIRE_BINARY, 1, &out,
-                                         &scall, &err, NULL, &used, NULL),
-                    ==, CODEC_SCAN);
-    g_assert_cmpuint(used, ==, smsg->len);
+    io.data = smsg->data;
+    io.len = smsg->len - 1;
+    io.to = WIRE_BINARY;
+    io.backend_seqid = 1;
+    io.tally = NULL;
+    g_assert_cmpint(codec_request(&io, &scall), ==, CODEC_AGAIN);
+    io.len = smsg->len;
+    g_assert_cmpint(codec_request(&io, &scall), ==, CODEC_SCAN);
+    g_assert_cmpuint(io.used, ==, smsg->len);
 
     /* bytes that cannot be a message close the stream */
     {
         static const uint8_t junk[] = { 0x80, 0x01, 0x00, 0x01, 0xff, 0xff,
                                         0xff, 0xff, 0,    0,    0,    0 };
 
-        g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, junk,
-                                             sizeof(junk), WIRE_BINARY, 1,
-                                             &out, &scall, &err, NULL, &used,
-                                             NULL),
-                        ==, CODEC_CLOSE);
+        io.data = junk;
+        io.len = sizeof(junk);
+        g_assert_cmpint(codec_request(&io, &scall), ==, CODEC_CLOSE);
         g_assert_nonnull(err.message);
     }
 
@@ -964,21 +1032,20 @@ test_stream(void)
     g_ptr_array_add(res->success, test_row_result(legacy));
     res->__isset_success = TRUE;
     reply = test_encode(WIRE_BINARY, "getRows", T_REPLY, 8, res);
+    io.data = reply->data;
+    io.backend_seqid = 8;
+    io.tally = &tally;
     for (size_t cut = 0; cut < reply->len; cut++) {
         wire_buf_clear(&out);
-        g_assert_cmpint(codec_reply_stream(&call, WIRE_BINARY, reply->data,
-                                           cut, 8, WIRE_BINARY, &out, &err,
-                                           NULL, &used, &tally),
-                        ==, CODEC_AGAIN);
+        io.len = cut;
+        g_assert_cmpint(codec_reply(&io, &call), ==, CODEC_AGAIN);
         g_assert_cmpuint(out.len, ==, 0);
     }
     g_assert_cmpuint(tally.unsalted, ==, 0);
     g_assert_cmpuint(tally.n, ==, 0);
-    g_assert_cmpint(codec_reply_stream(&call, WIRE_BINARY, reply->data,
-                                       reply->len, 8, WIRE_BINARY, &out, &err,
-                                       NULL, &used, &tally),
-                    ==, CODEC_OK);
-    g_assert_cmpuint(used, ==, reply->len);
+    io.len = reply->len;
+    g_assert_cmpint(codec_reply(&io, &call), ==, CODEC_OK);
+    g_assert_cmpuint(io.used, ==, reply->len);
     g_assert_cmpuint(tally.unsalted, ==, 1);
     codec_tally_free(&tally);
     codec_tally_free(&whole_tally);
@@ -1183,13 +1250,16 @@ test_repeated_fields(void)
             struct codec_tally tally;
             struct wire_buf msg, out;
             codec_status_t st;
-            size_t used = 0;
+            struct codec_io io;
 
             test_repeat_build(i, proto, &msg);
             wire_buf_init(&out);
             codec_tally_init(&tally);
-            st = codec_request(test_cfg, proto, msg.data, msg.len, proto, 9,
-                               &out, &call, &err, NULL, &tally);
+            st = codec_request(TEST_IO(.data = msg.data, .len = msg.len,
+                                       .from = proto, .to = proto,
+                                       .backend_seqid = 9, .out = &out,
+                                       .tally = &tally, .err = &err),
+                               &call);
             /* a refused call reports no bucket, whatever it salted
              * before the repeat was found */
             if (st == CODEC_REJECT) {
@@ -1211,12 +1281,17 @@ test_repeated_fields(void)
                 g_assert_cmpint(err.answer, ==, CODEC_ANSWER_APP);
                 g_assert_cmpstr(err.message, ==, want);
                 /* the unframed path agrees and knows the message's end */
-                g_assert_cmpint(codec_request_stream(test_cfg, proto, msg.data,
-                                                     msg.len, proto, 9, &out,
-                                                     &call, &err, NULL, &used,
-                                                     NULL),
-                                ==, CODEC_REJECT);
-                g_assert_cmpuint(used, ==, msg.len);
+                io = (struct codec_io){ .cfg = test_cfg,
+                                        .data = msg.data,
+                                        .len = msg.len,
+                                        .from = proto,
+                                        .stream = TRUE,
+                                        .to = proto,
+                                        .backend_seqid = 9,
+                                        .out = &out,
+                                        .err = &err };
+                g_assert_cmpint(codec_request(&io, &call), ==, CODEC_REJECT);
+                g_assert_cmpuint(io.used, ==, msg.len);
                 g_assert_cmpstr(err.message, ==, want);
                 g_assert_cmpuint(out.len, ==, 0);
             }
@@ -1272,8 +1347,11 @@ test_repeated_reply_row(void)
     wire_write_struct_end(&w);
 
     wire_buf_init(&out);
-    g_assert_cmpint(codec_reply(&call, WIRE_BINARY, msg.data, msg.len, 8,
-                                WIRE_BINARY, &out, &err, NULL, NULL),
+    g_assert_cmpint(codec_reply(TEST_IO(.data = msg.data, .len = msg.len,
+                                        .from = WIRE_BINARY, .to = WIRE_BINARY,
+                                        .backend_seqid = 8, .out = &out,
+                                        .err = &err),
+                                &call),
                     ==, CODEC_OK);
     wire_reader_init(&r, WIRE_BINARY, out.data, out.len, TRUE, NULL);
     g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
@@ -1499,8 +1577,11 @@ test_row_limit(gconstpointer data)
 
             test_raw_call(WIRE_BINARY, method, shape, table, &key, 1, 3, &msg);
             wire_buf_init(&out);
-            st = codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
-                               WIRE_BINARY, 9, &out, &call, &err, NULL, NULL);
+            st = codec_request(TEST_IO(.data = msg.data, .len = msg.len,
+                                       .from = WIRE_BINARY, .to = WIRE_BINARY,
+                                       .backend_seqid = 9, .out = &out,
+                                       .err = &err),
+                               &call);
             if (storable || hbase_refuses ||
                 (shape == TEST_ROWS && test_limit_calls[m].read)) {
                 /* salted, or on as it came, or left out of the list */
@@ -1568,9 +1649,12 @@ test_row_limit_mixed(void)
     /* getRows: the unstorable rows are left out, the others read */
     test_raw_call(WIRE_BINARY, "getRows", TEST_ROWS, table, rows, 5, 3, &msg);
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
-                                  WIRE_BINARY, 9, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg.data, .len = msg.len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 9, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     test_raw_call(WIRE_BINARY, "getRows", TEST_ROWS, table, sent, 3, 9,
                   &expect);
@@ -1582,9 +1666,12 @@ test_row_limit_mixed(void)
     test_raw_call(WIRE_COMPACT, "mutateRows", TEST_BATCHES, table, writes, 3,
                   3, &msg);
     wire_buf_clear(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_COMPACT, msg.data, msg.len,
-                                  WIRE_BINARY, 9, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg.data, .len = msg.len,
+                                          .from = WIRE_COMPACT,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 9, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_REJECT);
     g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IA);
     g_assert_cmpuint(out.len, ==, 0);
@@ -1593,9 +1680,12 @@ test_row_limit_mixed(void)
     /* with a row HBase refuses anyway, HBase answers, as unsalted */
     test_raw_call(WIRE_BINARY, "mutateRows", TEST_BATCHES, table, with_huge, 3,
                   3, &msg);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
-                                  WIRE_BINARY, 9, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg.data, .len = msg.len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 9, .out = &out,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     test_raw_call(WIRE_BINARY, "mutateRows", TEST_BATCHES, table, written, 3,
                   9, &expect);
@@ -1683,9 +1773,13 @@ test_thrift2_check_and_mutate(gconstpointer data)
     wire_write_struct_end(&w);
     wire_write_struct_end(&w);
 
-    g_assert_cmpint(codec_request_svc(test_cfg, svc, from, msg.data, msg.len,
-                                      to, 77, &out, &call, &err,
-                                      &wire_default_limits, NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg.data, .len = msg.len,
+                                          .from = from, .to = to,
+                                          .backend_seqid = 77, .out = &out,
+                                          .svc = svc,
+                                          .limits = &wire_default_limits,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     g_assert_true(call.service == svc);
     g_assert_nonnull(call.method);
@@ -1765,9 +1859,13 @@ test_thrift2_error_rows(gconstpointer data)
     wire_write_container_end(&w);
     wire_write_struct_end(&w);
     wire_write_struct_end(&w);
-    g_assert_cmpint(codec_request_svc(test_cfg, svc, from, msg.data, msg.len,
-                                      to, 77, &out, &call, &err,
-                                      &wire_default_limits, NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg.data, .len = msg.len,
+                                          .from = from, .to = to,
+                                          .backend_seqid = 77, .out = &out,
+                                          .svc = svc,
+                                          .limits = &wire_default_limits,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     g_assert_true(call.salt == test_table("salted"));
 
@@ -1781,8 +1879,11 @@ test_thrift2_error_rows(gconstpointer data)
     res->__isset_io = TRUE;
     reply = test_encode(to, "mutateRow", T_REPLY, 77, res);
     out.len = 0;
-    g_assert_cmpint(codec_reply(&call, to, reply->data, reply->len, 77, from,
-                                &out, &err, NULL, NULL),
+    g_assert_cmpint(codec_reply(TEST_IO(.data = reply->data, .len = reply->len,
+                                        .from = to, .to = from,
+                                        .backend_seqid = 77, .out = &out,
+                                        .err = &err),
+                                &call),
                     ==, CODEC_OK);
     test_decode(from, out.data, out.len, "mutateRow", T_REPLY, 5, back);
     g_assert_nonnull(back->io);
@@ -1843,8 +1944,12 @@ test_thrift2_get_multiple_reply(gconstpointer data)
     wire_write_container_end(&w);
     wire_write_struct_end(&w);
 
-    g_assert_cmpint(codec_reply(&call, from, msg.data, msg.len, 40, to, &out,
-                                &err, &wire_default_limits, NULL),
+    g_assert_cmpint(codec_reply(TEST_IO(.data = msg.data, .len = msg.len,
+                                        .from = from, .to = to,
+                                        .backend_seqid = 40, .out = &out,
+                                        .limits = &wire_default_limits,
+                                        .err = &err),
+                                &call),
                     ==, CODEC_OK);
     test_decode(to, out.data, out.len, "getMultiple", T_REPLY, 3, back);
     g_assert_cmpuint(back->success->len, ==, 2);
@@ -1901,9 +2006,12 @@ test_thrift2_get_services(void)
         test_w_bin(&w, 15, "\x0a\x01x", 3);
         wire_write_struct_end(&w);
         wire_write_struct_end(&w);
-        st = codec_request_svc(test_cfg, two, WIRE_BINARY, msg.data, msg.len,
-                               WIRE_BINARY, 2, &out, &call, &err,
-                               &wire_default_limits, NULL);
+        st = codec_request(TEST_IO(.data = msg.data, .len = msg.len,
+                                   .from = WIRE_BINARY, .to = WIRE_BINARY,
+                                   .backend_seqid = 2, .out = &out, .svc = two,
+                                   .limits = &wire_default_limits,
+                                   .err = &err),
+                           &call);
         if (i == 0) {
             g_assert_cmpint(st, ==, CODEC_REJECT);
             g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IO);
@@ -1956,9 +2064,14 @@ test_thrift2_get_filter(void)
     test_w_bin(&w, 1, "abc", 3);
     wire_write_struct_end(&w);
     wire_write_struct_end(&w);
-    g_assert_cmpint(codec_request_svc(test_cfg, two, WIRE_BINARY, msg.data,
-                                      msg.len, WIRE_BINARY, 2, &out, &call,
-                                      &err, &wire_default_limits, NULL),
+    g_assert_cmpint(codec_request(TEST_IO(.data = msg.data, .len = msg.len,
+                                          .from = WIRE_BINARY,
+                                          .to = WIRE_BINARY,
+                                          .backend_seqid = 2, .out = &out,
+                                          .svc = two,
+                                          .limits = &wire_default_limits,
+                                          .err = &err),
+                                  &call),
                     ==, CODEC_OK);
     test_decode(WIRE_BINARY, out.data, out.len, "get", T_CALL, 2, back);
     test_assert_bytes(back->tget->row, phys);
