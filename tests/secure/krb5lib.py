@@ -8,8 +8,13 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+from hsptest import free_port  # noqa: E402,F401
 
 REALM = 'HSP.TEST'
 # Debian installs the KDC tools outside a normal user's PATH.
@@ -31,24 +36,6 @@ def find_tool(name):
                         'krb5-admin-server and krb5-user '
                         '(.ci/quickstart test does)')
     return p
-
-
-def free_port():
-    """A port free on loopback for both TCP and UDP (the KDC binds both)."""
-    for _ in range(50):
-        t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        t.bind(('127.0.0.1', 0))
-        port = t.getsockname()[1]
-        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            u.bind(('127.0.0.1', port))
-        except OSError:
-            continue
-        finally:
-            t.close()
-            u.close()
-        return port
-    raise Krb5Error('no free port for the KDC')
 
 
 class Realm:

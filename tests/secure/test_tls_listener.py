@@ -25,22 +25,14 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'e2e'))
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+import hsptest  # noqa: E402
+from hsptest import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
 Hbase = T = TSocket = TSSLSocket = TTransport = TBinaryProtocol = None
 PKI = None
-
-
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TSSLSocket, TTransport, TBinaryProtocol
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _H, ttypes as _T
-    from thrift.transport import TSocket as _S, TSSLSocket as _SS
-    from thrift.transport import TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B
-    Hbase, T, TSocket, TSSLSocket, TTransport, TBinaryProtocol = \
-        _H, _T, _S, _SS, _TT, _B
 
 
 def openssl(*argv, cwd):
@@ -399,7 +391,7 @@ def main():
     if shutil.which('openssl') is None:
         print('openssl CLI not found: install openssl (.ci/quickstart test)')
         return 1
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals())
     pki = tempfile.mkdtemp(prefix='hsp-tls-pki-')
     try:
         PKI = make_pki(pki)
