@@ -56,6 +56,16 @@ def can_connect(port, host='127.0.0.1'):
         return False
 
 
+class Failure(Exception):
+    """A check that failed, for the tests that run their cases by hand: it
+    is reported as its message, without a traceback."""
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
 def read_port_file(path):
     """The port a program wrote to path, or None while there is none."""
     try:
@@ -298,6 +308,29 @@ def client(port, proto='binary', transport='buffered', timeout=10.0,
            strict=None, accel=False):
     """A Thrift1 client of the modules import_thrift loaded."""
     return TH.client1(port, proto, transport, timeout, strict, accel)
+
+
+def put(c, table, row, value, column=b'd:a'):
+    """One cell written through c, a client() of Thrift1."""
+    c.mutateRow(table, row, [TH.T.Mutation(column=column, value=value)], {})
+
+
+def get(c, table, row, column=b'd:a'):
+    """The cell put() wrote, or None."""
+    rows = c.getRow(table, row, {})
+    return rows[0].columns[column].value if rows else None
+
+
+# ---- certificates ------------------------------------------------------------
+
+def openssl(*argv, cwd):
+    """openssl ARGV in cwd: its output, or AssertionError with its
+    complaint."""
+    p = subprocess.run(['openssl'] + list(argv), cwd=cwd,
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError('openssl %s: %s' % (argv[0], p.stderr.strip()))
+    return p.stdout
 
 
 # ---- backends --------------------------------------------------------------

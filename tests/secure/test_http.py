@@ -21,7 +21,6 @@ import os
 import shutil
 import socket
 import ssl
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,20 +28,13 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 import krb5lib  # noqa: E402
 import hsptest  # noqa: E402
+from hsptest import Failure, check, openssl  # noqa: E402
 
 Hbase = T = THBaseService = T2 = THttpClient = None
 TBinaryProtocol = TCompactProtocol = TApplicationException = kerberos = None
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 # ---------------------------------------------------------------------------
@@ -448,13 +440,6 @@ class HttpSuite:
 
 # ---------------------------------------------------------------------------
 # mode https
-
-def openssl(*argv, cwd):
-    p = subprocess.run(['openssl'] + list(argv), cwd=cwd,
-                       capture_output=True, text=True, timeout=60)
-    if p.returncode != 0:
-        raise Failure('openssl %s: %s' % (argv[0], p.stderr.strip()))
-
 
 def make_pki(d):
     """A CA, a server certificate it signs for localhost and 127.0.0.1,

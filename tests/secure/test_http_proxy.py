@@ -26,6 +26,7 @@ import hsptest  # noqa: E402
 from hsptest import can_connect, free_port, wait_for  # noqa: E402
 import krb5lib  # noqa: E402
 import test_tls_listener as tlsl  # noqa: E402
+from test_tls_listener import put  # noqa: E402
 
 ARGS = None
 Hbase = T = TSocket = TTransport = TBinaryProtocol = None
@@ -35,10 +36,6 @@ KT = {}
 
 def client(port):
     return hsptest.client(port, timeout=20.0)
-
-
-def put(c, row, value):
-    c.mutateRow(b't', row, [T.Mutation(column=b'd:q', value=value)], {})
 
 
 def text_of(e):

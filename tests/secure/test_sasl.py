@@ -23,8 +23,10 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 import krb5lib  # noqa: E402
 import hsptest  # noqa: E402
+from hsptest import Failure, check  # noqa: E402,F401
 
 START, OK, BAD, ERROR, COMPLETE = 1, 2, 3, 4, 5
 LAYER = {'auth': 1, 'auth-int': 2, 'auth-conf': 4}
@@ -56,15 +58,6 @@ def patch_puresasl():
         return base64.b64decode(kerberos.authGSSClientResponse(self.context))
 
     mechanisms.GSSAPIMechanism.wrap = wrap
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 # ---------------------------------------------------------------------------

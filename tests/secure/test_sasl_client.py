@@ -21,6 +21,7 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 import krb5lib  # noqa: E402
 from test_sasl import Emu, Failure, check  # noqa: E402
 

@@ -28,19 +28,11 @@ sys.path.insert(0, os.path.join(HERE, '..', 'e2e'))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
 import hsptest  # noqa: E402
-from hsptest import can_connect, free_port, wait_for  # noqa: E402
+from hsptest import can_connect, free_port, openssl, wait_for  # noqa: E402
 
 ARGS = None
 Hbase = T = TSocket = TSSLSocket = TTransport = TBinaryProtocol = None
 PKI = None
-
-
-def openssl(*argv, cwd):
-    p = subprocess.run(['openssl'] + list(argv), cwd=cwd,
-                       capture_output=True, text=True, timeout=60)
-    if p.returncode != 0:
-        raise AssertionError('openssl %s: %s' % (argv[0], p.stderr))
-    return p.stdout
 
 
 EXT = """[srv]
@@ -107,12 +99,11 @@ def plain_client(port):
 
 
 def put(c, row, value):
-    c.mutateRow(b't', row, [T.Mutation(column=b'd:q', value=value)], {})
+    hsptest.put(c, b't', row, value, b'd:q')
 
 
 def get(c, row):
-    r = c.getRow(b't', row, {})
-    return r[0].columns[b'd:q'].value if r else None
+    return hsptest.get(c, b't', row, b'd:q')
 
 
 def served_serial(port):

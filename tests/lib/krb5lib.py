@@ -1,4 +1,5 @@
-"""krb5lib: a throwaway MIT Kerberos realm (krb5kdc on loopback) for the secure-transport tests."""
+"""krb5lib: a throwaway MIT Kerberos realm (krb5kdc on loopback) for the
+tests of secure transports (tests/secure, the SASL scan oracle)."""
 # Nothing here reads or writes a system file: krb5.conf and kdc.conf live in
 # a temporary directory and reach every child (and this process's GSSAPI
 # calls) through KRB5_CONFIG / KRB5_KDC_PROFILE; the replay cache goes
@@ -8,13 +9,10 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                '..', 'lib'))
-from hsptest import free_port  # noqa: E402,F401
+from hsptest import free_port
 
 REALM = 'HSP.TEST'
 # Debian installs the KDC tools outside a normal user's PATH.
