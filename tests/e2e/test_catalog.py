@@ -45,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 import hsptest  # noqa: E402
-from hsptest import can_connect, free_port, wait_for  # noqa: E402
+from hsptest import free_port, wait_for  # noqa: E402
 
 ARGS = None
 # --backend-kind real: the one hbase-mini every test shares (a cluster
@@ -176,8 +176,10 @@ class RealEmu(object):
         c._trans.close()
 
 
-class Proxy(object):
+class Proxy(hsptest.Daemon):
     """One proxy with its own config file, log and state directory."""
+
+    stop_timeout = 15
 
     def __init__(self, workdir, name, emu_port, tables, catalog=True,
                  state_dir=None, start=True, thrift2_port=None):
@@ -204,22 +206,15 @@ class Proxy(object):
             for t, lines in tables.items():
                 f.write('[table:%s]\n%s' % (t, lines))
         self.logpath = os.path.join(workdir, name + '.log')
-        self.proc = None
         if start:
             self.start()
 
     def start(self):
-        self.log = open(self.logpath, 'ab')
-        self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf],
-                                     stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+        self.open_log(self.logpath, 'ab')
+        self.spawn([ARGS.proxy, '-c', self.conf])
 
     def wait_listening(self):
-        wait_for(lambda: can_connect(self.port) or
-                 self.proc.poll() is not None, 20, self.name + ' listening')
-        if self.proc.poll() is not None:
-            raise AssertionError('%s exited at start: %s'
-                                 % (self.name, self.text()))
+        self.wait_ports([self.port], 20)
 
     def text(self):
         with open(self.logpath, errors='replace') as f:
@@ -230,10 +225,8 @@ class Proxy(object):
                               capture_output=True, text=True, timeout=30)
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(15)
-            self.log.close()
+        if self.alive():
+            super().stop()
 
 
 class CatalogCase(unittest.TestCase):

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
 import hsptest  # noqa: E402
-from hsptest import client, free_port, wait_for  # noqa: E402
+from hsptest import client, free_port, get, put, wait_for  # noqa: E402
 
 ARGS = None
 REQUEST_TIMEOUT_MS = 1500
@@ -85,15 +85,6 @@ class Proxy(hsptest.Proxy):
                    REQUEST_TIMEOUT_MS))
         super().__init__(ARGS.proxy, workdir, conf, [self.port],
                          name='proxy-%d' % self.port, timeout=10)
-
-
-def put(c, table, row, value):
-    c.mutateRow(table, row, [T.Mutation(column=b'd:a', value=value)], {})
-
-
-def get(c, table, row):
-    rows = c.getRow(table, row, {})
-    return rows[0].columns[b'd:a'].value if rows else None
 
 
 def encode_call(proto, name, args_obj, seqid):

@@ -906,7 +906,7 @@ def main():
                     help='the proxy reaches the salted tables over SASL '
                          'GSSAPI with this QOP, on an emulator of their own '
                          'in HBase\'s SASL mode, against a throwaway MIT KDC '
-                         '(tests/secure/krb5lib.py); the unsalted reference '
+                         '(tests/lib/krb5lib.py); the unsalted reference '
                          'stays on a plain emulator')
     hsptest.add_backend_args(ap)
     ARGS = ap.parse_args()
@@ -937,8 +937,6 @@ def main():
     if ARGS.sasl_qop is not None:
         # SASL is unframed only, as HBase enforces
         transport = 'buffered'
-        sys.path.insert(0, os.path.join(os.path.dirname(
-            os.path.abspath(__file__)), '..', 'secure'))
         import krb5lib
         realm = krb5lib.Realm()
         realm.start()

@@ -111,7 +111,7 @@ class Procs(object):
 
 
 def client(port):
-    return faultlib.client(port, timeout=30.0)
+    return hsptest.client(port, timeout=30.0)
 
 
 # real HBase: an IllegalArgument carries the Java stack trace after its
