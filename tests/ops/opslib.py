@@ -15,7 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
 import hsptest  # noqa: E402
 # ports, waiting and clients: the one definition every test shares
-from hsptest import can_connect, client, free_port, wait_for  # noqa: E402,F401
+from hsptest import (can_connect, client, free_port, get,  # noqa: E402,F401
+                     put, wait_for)
 
 Hbase = T = None
 
@@ -197,15 +198,6 @@ def series(metrics, name, **labels):
     want = set(labels.items())
     return {k[1]: v for k, v in metrics.items()
             if k[0] == name and want <= set(k[1])}
-
-
-def put(c, table, row, value):
-    c.mutateRow(table, row, [T.Mutation(column=b'd:a', value=value)], {})
-
-
-def get(c, table, row):
-    rows = c.getRow(table, row, {})
-    return rows[0].columns[b'd:a'].value if rows else None
 
 
 def physical_rows(port, table):
