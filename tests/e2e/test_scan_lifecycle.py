@@ -67,8 +67,9 @@ class Emu(hsptest.Emu):
     def __init__(self, workdir, *extra):
         super().__init__(ARGS.emu, workdir,
                          ['--create-table', 's:d', '--create-table', 'plain:d',
-                          '--create-table', 'big:d', '--create-table', 'warm:d']
-                         + list(extra), start=False)
+                          '--create-table', 'big:d',
+                          '--create-table', 'warm:d'] + list(extra),
+                         start=False)
 
     def start(self):
         super().start()

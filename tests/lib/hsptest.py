@@ -66,6 +66,27 @@ def check(cond, what):
         raise Failure(what)
 
 
+def run_cases(suite, names=None):
+    """Runs suite's test_* methods (or names, in that order), a line for
+    each: ok with its time, or FAIL with the reason (and the traceback
+    unless it is a Failure).  Returns the names that failed."""
+    import traceback
+    if names is None:
+        names = sorted(n for n in dir(suite) if n.startswith('test_'))
+    failed = []
+    for name in names:
+        t0 = time.monotonic()
+        try:
+            getattr(suite, name)()
+            print('ok   %-32s %.2fs' % (name, time.monotonic() - t0))
+        except Exception as e:  # noqa: BLE001 - report every case
+            failed.append(name)
+            print('FAIL %-32s %s' % (name, e))
+            if not isinstance(e, Failure):
+                traceback.print_exc()
+    return failed
+
+
 def read_port_file(path):
     """The port a program wrote to path, or None while there is none."""
     try:
@@ -321,7 +342,7 @@ def get(c, table, row, column=b'd:a'):
     return rows[0].columns[column].value if rows else None
 
 
-# ---- certificates ------------------------------------------------------------
+# ---- certificates ---------------------------------------------------------
 
 def openssl(*argv, cwd):
     """openssl ARGV in cwd: its output, or AssertionError with its

@@ -24,7 +24,6 @@ import ssl
 import sys
 import tempfile
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -432,10 +431,10 @@ class HttpSuite:
         self.good_client_works(emu)
 
     def run(self):
-        return run_tests(self, ['test_round_trip', 'test_any_path',
-                                'test_keep_alive', 'test_methods',
-                                'test_options_allowed', 'test_bad_bodies',
-                                'test_compact_refused', 'test_doas'])
+        return hsptest.run_cases(self, [
+            'test_round_trip', 'test_any_path', 'test_keep_alive',
+            'test_methods', 'test_options_allowed', 'test_bad_bodies',
+            'test_compact_refused', 'test_doas'])
 
 
 # ---------------------------------------------------------------------------
@@ -557,10 +556,10 @@ class HttpsSuite:
               'a certificate with the wrong key: ' + emu.log_text())
 
     def run(self):
-        return run_tests(self, ['test_round_trip', 'test_keep_alive',
-                                'test_wrong_ca',
-                                'test_plain_http_to_tls_port',
-                                'test_bad_key'])
+        return hsptest.run_cases(self, ['test_round_trip', 'test_keep_alive',
+                                        'test_wrong_ca',
+                                        'test_plain_http_to_tls_port',
+                                        'test_bad_key'])
 
 
 # ---------------------------------------------------------------------------
@@ -726,27 +725,12 @@ class SpnegoSuite:
               emu.log_text(), 'auth-conf without TLS: ' + emu.log_text())
 
     def run(self):
-        return run_tests(self, ['test_no_token', 'test_good_token',
-                                'test_bad_tokens', 'test_doas',
-                                'test_startup_checks'])
+        return hsptest.run_cases(self, ['test_no_token', 'test_good_token',
+                                        'test_bad_tokens', 'test_doas',
+                                        'test_startup_checks'])
 
 
 # ---------------------------------------------------------------------------
-
-def run_tests(suite, names):
-    failed = []
-    for name in names:
-        t0 = time.monotonic()
-        try:
-            getattr(suite, name)()
-            print('ok   %-32s %.2fs' % (name, time.monotonic() - t0))
-        except Exception as e:
-            failed.append(name)
-            print('FAIL %-32s %s' % (name, e))
-            if not isinstance(e, Failure):
-                traceback.print_exc()
-    return failed
-
 
 def finish(suite, failed):
     for emu in getattr(suite, 'emus', []):

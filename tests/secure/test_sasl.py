@@ -19,7 +19,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -575,17 +574,7 @@ class Suite:
                                                      p.stderr))
 
     def run(self):
-        tests = [n for n in sorted(dir(self)) if n.startswith('test_')]
-        failed = []
-        for name in tests:
-            t0 = time.monotonic()
-            try:
-                getattr(self, name)()
-                print('ok   %-28s %.2fs' % (name, time.monotonic() - t0))
-            except Exception:  # noqa: BLE001 - report every test
-                failed.append(name)
-                print('FAIL %s' % name)
-                traceback.print_exc()
+        failed = hsptest.run_cases(self)
         # nothing from the keys may reach the log; the realm's key files
         # are the only place their bytes are
         log = self.emu.log_text()

@@ -263,17 +263,7 @@ class Suite:
             n for n in dir(self) if n.startswith('test_') and
             n not in ('test_round_trip', 'test_recovers')) + \
             ['test_recovers']
-        failed = []
-        for name in names:
-            t0 = time.monotonic()
-            try:
-                getattr(self, name)()
-                print('ok   %-32s %.2fs' % (name, time.monotonic() - t0))
-            except Exception:  # noqa: BLE001 - report every test
-                failed.append(name)
-                print('FAIL %s' % name)
-                traceback.print_exc()
-        return failed
+        return hsptest.run_cases(self, names)
 
     def logs(self):
         return [self.proxy] + self.others
