@@ -1,16 +1,13 @@
 /* test_codec.c: call and reply rewriting, checked by decoding with c_glib. */
 #include <string.h>
 
-#include <thrift/c_glib/protocol/thrift_binary_protocol.h>
-#include <thrift/c_glib/protocol/thrift_compact_protocol.h>
-#include <thrift/c_glib/transport/thrift_memory_buffer.h>
-
 #include "codec.h"
 #include "config.h"
 #include "hbase1.h"
 #include "hbase2_hbase2_types.h"
 #include "hbase_hbase_types.h"
 #include "salt.h"
+#include "unit_helpers.h"
 
 static const char test_conf[] = "[table:salted]\n"
                                 "buckets = 16\n"
@@ -25,75 +22,6 @@ static struct config *test_cfg;
  * call sets, by name (a pointer to a compound literal, alive to the end
  * of the enclosing block). */
 #define TEST_IO(...) (&(struct codec_io){ .cfg = test_cfg, __VA_ARGS__ })
-
-static ThriftProtocol *
-test_protocol_new(wire_proto_t proto, ThriftMemoryBuffer **mem)
-{
-    *mem = g_object_new(THRIFT_TYPE_MEMORY_BUFFER, "buf_size", 1 << 24, NULL);
-    return g_object_new(proto == WIRE_BINARY ? THRIFT_TYPE_BINARY_PROTOCOL
-                                             : THRIFT_TYPE_COMPACT_PROTOCOL,
-                        "transport", *mem, NULL);
-}
-
-static GByteArray *
-test_bytes(const void *p, size_t n)
-{
-    GByteArray *a = g_byte_array_new();
-
-    g_byte_array_append(a, p, (guint)n);
-    return a;
-}
-
-/* Encodes one message with c_glib; returns its bytes (g_byte_array_unref). */
-static GByteArray *
-test_encode(wire_proto_t proto, const char *name, ThriftMessageType type,
-            gint32 seqid, gpointer body)
-{
-    ThriftMemoryBuffer *mem;
-    ThriftProtocol *p = test_protocol_new(proto, &mem);
-    GError *error = NULL;
-    GByteArray *out;
-
-    g_assert_cmpint(thrift_protocol_write_message_begin(p, name, type, seqid,
-                                                        &error),
-                    >, 0);
-    g_assert_cmpint(thrift_struct_write(THRIFT_STRUCT(body), p, &error), >, 0);
-    g_assert_cmpint(thrift_protocol_write_message_end(p, &error), >=, 0);
-    g_assert_no_error(error);
-    out = test_bytes(mem->buf->data, mem->buf->len);
-    g_object_unref(p);
-    g_object_unref(mem);
-    return out;
-}
-
-/* Decodes one message with c_glib into body; checks header fields. */
-static void
-test_decode(wire_proto_t proto, const uint8_t *data, size_t len,
-            const char *name, ThriftMessageType type, gint32 seqid,
-            gpointer body)
-{
-    ThriftMemoryBuffer *mem;
-    ThriftProtocol *p = test_protocol_new(proto, &mem);
-    GError *error = NULL;
-    gchar *got_name = NULL;
-    ThriftMessageType got_type;
-    gint32 got_seqid;
-
-    g_byte_array_append(mem->buf, data, (guint)len);
-    g_assert_cmpint(thrift_protocol_read_message_begin(p, &got_name, &got_type,
-                                                       &got_seqid, &error),
-                    >, 0);
-    g_assert_no_error(error);
-    g_assert_cmpstr(got_name, ==, name);
-    g_assert_cmpint(got_type, ==, type);
-    g_assert_cmpint(got_seqid, ==, seqid);
-    g_assert_cmpint(thrift_struct_read(THRIFT_STRUCT(body), p, &error), >, 0);
-    g_assert_no_error(error);
-    g_assert_cmpuint(mem->buf->len, ==, 0);
-    g_free(got_name);
-    g_object_unref(p);
-    g_object_unref(mem);
-}
 
 static const struct salt_table *
 test_table(const char *name)
@@ -113,7 +41,7 @@ test_physical(const char *table, const void *key, size_t len)
     size_t n = salt_key(test_table(table), key, len, buf, sizeof(buf));
 
     g_assert_cmpuint(n, >, 0);
-    return test_bytes(buf, n);
+    return unit_bytes(buf, n);
 }
 
 static void
@@ -147,17 +75,17 @@ test_get_rows_request(gconstpointer data)
     struct wire_buf out;
     GByteArray *msg;
 
-    args->tableName = test_bytes(table, strlen(table));
+    args->tableName = unit_bytes(table, strlen(table));
     args->__isset_tableName = TRUE;
     for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
         g_ptr_array_add(args->rows,
-                        test_bytes(test_rows[i].key, test_rows[i].len));
+                        unit_bytes(test_rows[i].key, test_rows[i].len));
     }
     args->__isset_rows = TRUE;
-    g_hash_table_insert(args->attributes, test_bytes("k", 1),
-                        test_bytes("v", 1));
+    g_hash_table_insert(args->attributes, unit_bytes("k", 1),
+                        unit_bytes("v", 1));
     args->__isset_attributes = TRUE;
-    msg = test_encode(from, "getRows", T_CALL, 7, args);
+    msg = unit_encode(from, "getRows", T_CALL, 7, args);
 
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
@@ -171,7 +99,7 @@ test_get_rows_request(gconstpointer data)
     g_assert_true(call.salt == test_table(table));
 
     back = g_object_new(HBASE_TYPE_HBASE_GET_ROWS_ARGS, NULL);
-    test_decode(to, out.data, out.len, "getRows", T_CALL, 1234, back);
+    unit_decode(to, out.data, out.len, "getRows", T_CALL, 1234, back);
     g_assert_cmpmem(back->tableName->data, back->tableName->len, table,
                     strlen(table));
     g_assert_cmpuint(back->rows->len, ==, G_N_ELEMENTS(test_rows));
@@ -202,19 +130,19 @@ test_unsalted_passthrough(void)
     g_autoptr(GByteArray) msg = NULL;
     g_autoptr(GByteArray) reencoded = NULL;
 
-    args->tableName = test_bytes("plain", 5);
+    args->tableName = unit_bytes("plain", 5);
     args->__isset_tableName = TRUE;
-    args->row = test_bytes("r1", 2);
+    args->row = unit_bytes("r1", 2);
     args->__isset_row = TRUE;
-    mu->column = test_bytes("cf:q", 4);
+    mu->column = unit_bytes("cf:q", 4);
     mu->__isset_column = TRUE;
-    mu->value = test_bytes("value", 5);
+    mu->value = unit_bytes("value", 5);
     mu->__isset_value = TRUE;
     g_ptr_array_add(args->mutations, mu);
     args->__isset_mutations = TRUE;
-    msg = test_encode(WIRE_BINARY, "mutateRow", T_CALL, 3, args);
+    msg = unit_encode(WIRE_BINARY, "mutateRow", T_CALL, 3, args);
     /* what the output must be: the same call under the backend's seqid */
-    reencoded = test_encode(WIRE_BINARY, "mutateRow", T_CALL, 99, args);
+    reencoded = unit_encode(WIRE_BINARY, "mutateRow", T_CALL, 99, args);
 
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
@@ -257,11 +185,11 @@ test_orphan_refused(void)
     for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
         g_autoptr(GByteArray) msg = NULL;
 
-        args->tableName = test_bytes(tables[i], strlen(tables[i]));
+        args->tableName = unit_bytes(tables[i], strlen(tables[i]));
         args->__isset_tableName = TRUE;
-        args->row = test_bytes("r1", 2);
+        args->row = unit_bytes("r1", 2);
         args->__isset_row = TRUE;
-        msg = test_encode(WIRE_BINARY, "mutateRow", T_CALL, 3, args);
+        msg = unit_encode(WIRE_BINARY, "mutateRow", T_CALL, 3, args);
         out.len = 0;
         st = codec_request(TEST_IO(.data = msg->data, .len = msg->len,
                                    .from = WIRE_BINARY, .to = WIRE_BINARY,
@@ -286,9 +214,9 @@ test_orphan_refused(void)
     {
         g_autoptr(GByteArray) msg = NULL;
 
-        desc->tableName = test_bytes("plain", 5);
+        desc->tableName = unit_bytes("plain", 5);
         desc->__isset_tableName = TRUE;
-        msg = test_encode(WIRE_BINARY, "getColumnDescriptors", T_CALL, 4,
+        msg = unit_encode(WIRE_BINARY, "getColumnDescriptors", T_CALL, 4,
                           desc);
         out.len = 0;
         g_assert_cmpint(codec_request(TEST_IO(.data = msg->data,
@@ -321,9 +249,9 @@ test_region_info_row(wire_proto_t proto, const void *meta, size_t len)
     g_autoptr(GByteArray) msg = NULL;
     GByteArray *row;
 
-    args->row = test_bytes(meta, len);
+    args->row = unit_bytes(meta, len);
     args->__isset_row = TRUE;
-    msg = test_encode(proto, "getRegionInfo", T_CALL, 5, args);
+    msg = unit_encode(proto, "getRegionInfo", T_CALL, 5, args);
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
                                           .from = proto, .to = proto,
@@ -331,7 +259,7 @@ test_region_info_row(wire_proto_t proto, const void *meta, size_t len)
                                           .err = &err),
                                   &call),
                     ==, CODEC_OK);
-    test_decode(proto, out.data, out.len, "getRegionInfo", T_CALL, 7, back);
+    unit_decode(proto, out.data, out.len, "getRegionInfo", T_CALL, 7, back);
     row = g_byte_array_ref(back->row);
     g_object_unref(args);
     g_object_unref(back);
@@ -400,24 +328,24 @@ test_mutate_rows_request(void)
     struct wire_buf out;
     g_autoptr(GByteArray) msg = NULL;
 
-    args->tableName = test_bytes("salted", 6);
+    args->tableName = unit_bytes("salted", 6);
     args->__isset_tableName = TRUE;
     for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
         HbaseBatchMutation *bm = g_object_new(HBASE_TYPE_BATCH_MUTATION, NULL);
         HbaseMutation *mu = g_object_new(HBASE_TYPE_MUTATION, NULL);
 
-        bm->row = test_bytes(test_rows[i].key, test_rows[i].len);
+        bm->row = unit_bytes(test_rows[i].key, test_rows[i].len);
         bm->__isset_row = TRUE;
-        mu->column = test_bytes("cf:q", 4);
+        mu->column = unit_bytes("cf:q", 4);
         mu->__isset_column = TRUE;
-        mu->value = test_bytes(test_rows[i].key, test_rows[i].len);
+        mu->value = unit_bytes(test_rows[i].key, test_rows[i].len);
         mu->__isset_value = TRUE;
         g_ptr_array_add(bm->mutations, mu);
         bm->__isset_mutations = TRUE;
         g_ptr_array_add(args->rowBatches, bm);
     }
     args->__isset_rowBatches = TRUE;
-    msg = test_encode(WIRE_COMPACT, "mutateRows", T_CALL, 1, args);
+    msg = unit_encode(WIRE_COMPACT, "mutateRows", T_CALL, 1, args);
 
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
@@ -428,7 +356,7 @@ test_mutate_rows_request(void)
                                   &call),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_MUTATE_ROWS_ARGS, NULL);
-    test_decode(WIRE_BINARY, out.data, out.len, "mutateRows", T_CALL, 5, back);
+    unit_decode(WIRE_BINARY, out.data, out.len, "mutateRows", T_CALL, 5, back);
     for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
         HbaseBatchMutation *bm = g_ptr_array_index(back->rowBatches, i);
         HbaseMutation *mu = g_ptr_array_index(bm->mutations, 0);
@@ -463,18 +391,18 @@ test_increment_rows_mixed_tables(void)
 
         /* row before table on the wire cannot happen with c_glib, but the
          * codec reads the table ahead anyway */
-        inc->table = test_bytes(tables[i], strlen(tables[i]));
+        inc->table = unit_bytes(tables[i], strlen(tables[i]));
         inc->__isset_table = TRUE;
-        inc->row = test_bytes("counter", 7);
+        inc->row = unit_bytes("counter", 7);
         inc->__isset_row = TRUE;
-        inc->column = test_bytes("cf:n", 4);
+        inc->column = unit_bytes("cf:n", 4);
         inc->__isset_column = TRUE;
         inc->ammount = 5;
         inc->__isset_ammount = TRUE;
         g_ptr_array_add(args->increments, inc);
     }
     args->__isset_increments = TRUE;
-    msg = test_encode(WIRE_BINARY, "incrementRows", T_CALL, 1, args);
+    msg = unit_encode(WIRE_BINARY, "incrementRows", T_CALL, 1, args);
 
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
@@ -485,7 +413,7 @@ test_increment_rows_mixed_tables(void)
                                   &call),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_INCREMENT_ROWS_ARGS, NULL);
-    test_decode(WIRE_COMPACT, out.data, out.len, "incrementRows", T_CALL, 2,
+    unit_decode(WIRE_COMPACT, out.data, out.len, "incrementRows", T_CALL, 2,
                 back);
     for (size_t i = 0; i < G_N_ELEMENTS(tables); i++) {
         HbaseTIncrement *inc = g_ptr_array_index(back->increments, i);
@@ -511,13 +439,13 @@ test_row_result(const GByteArray *row)
     HbaseTRowResult *rr = g_object_new(HBASE_TYPE_T_ROW_RESULT, NULL);
     HbaseTCell *cell = g_object_new(HBASE_TYPE_T_CELL, NULL);
 
-    rr->row = test_bytes(row->data, row->len);
+    rr->row = unit_bytes(row->data, row->len);
     rr->__isset_row = TRUE;
-    cell->value = test_bytes("v", 1);
+    cell->value = unit_bytes("v", 1);
     cell->__isset_value = TRUE;
     cell->timestamp = 1;
     cell->__isset_timestamp = TRUE;
-    g_hash_table_insert(rr->columns, test_bytes("cf:q", 4), cell);
+    g_hash_table_insert(rr->columns, unit_bytes("cf:q", 4), cell);
     rr->__isset_columns = TRUE;
     return rr;
 }
@@ -544,11 +472,11 @@ test_call_for(const char *table, const char *method, struct codec_call *call)
     struct wire_buf out;
     g_autoptr(GByteArray) msg = NULL;
 
-    args->tableName = test_bytes(table, strlen(table));
+    args->tableName = unit_bytes(table, strlen(table));
     args->__isset_tableName = TRUE;
-    args->row = test_bytes("x", 1);
+    args->row = unit_bytes("x", 1);
     args->__isset_row = TRUE;
-    msg = test_encode(WIRE_BINARY, method, T_CALL, 42, args);
+    msg = unit_encode(WIRE_BINARY, method, T_CALL, 42, args);
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
                                           .from = WIRE_BINARY,
@@ -600,8 +528,7 @@ test_rows_reply_in_place(void)
             codec_rows_reply_end(proto, at, cases[i].max, cases[i].count,
                                  &out);
 
-            wire_reader_init(&r, proto, out.data, out.len, TRUE, NULL);
-            g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+            unit_read_msg_begin(&r, proto, out.data, out.len, &m);
             g_assert_cmpint(m.type, ==, WIRE_REPLY);
             g_assert_cmpint(m.seqid, ==, 42);
             wire_read_struct_begin(&r);
@@ -648,7 +575,7 @@ test_get_rows_reply(gconstpointer data)
     struct codec_error err;
     struct wire_buf out;
     g_autoptr(GByteArray) msg = NULL;
-    g_autoptr(GByteArray) legacy = test_bytes("\x03legacy", 7);
+    g_autoptr(GByteArray) legacy = unit_bytes("\x03legacy", 7);
     struct codec_tally tally;
 
     test_call_for("salted", "getRows", &call);
@@ -665,7 +592,7 @@ test_get_rows_reply(gconstpointer data)
                      !=, 3);
     g_ptr_array_add(res->success, test_row_result(legacy));
     res->__isset_success = TRUE;
-    msg = test_encode(from, "getRows", T_REPLY, 8, res);
+    msg = unit_encode(from, "getRows", T_REPLY, 8, res);
 
     wire_buf_init(&out);
     codec_tally_init(&tally);
@@ -686,7 +613,7 @@ test_get_rows_reply(gconstpointer data)
     }
     codec_tally_free(&tally);
     back = g_object_new(HBASE_TYPE_HBASE_GET_ROWS_RESULT, NULL);
-    test_decode(to, out.data, out.len, "getRows", T_REPLY, 42, back);
+    unit_decode(to, out.data, out.len, "getRows", T_REPLY, 42, back);
     g_assert_cmpuint(back->success->len, ==, G_N_ELEMENTS(test_rows) + 1);
     for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
         HbaseTRowResult *rr = g_ptr_array_index(back->success, i);
@@ -723,7 +650,7 @@ test_reply_checks(void)
     io->__isset_message = TRUE;
     res->io = io;
     res->__isset_io = TRUE;
-    msg = test_encode(WIRE_BINARY, "getRow", T_REPLY, 8, res);
+    msg = unit_encode(WIRE_BINARY, "getRow", T_REPLY, 8, res);
     wire_buf_init(&out);
 
     /* wrong sequence id, wrong method: the backend stream is broken */
@@ -734,7 +661,7 @@ test_reply_checks(void)
                                 &call),
                     ==, CODEC_CLOSE);
     g_assert_nonnull(err.message);
-    other = test_encode(WIRE_BINARY, "getRows", T_REPLY, 8, res);
+    other = unit_encode(WIRE_BINARY, "getRows", T_REPLY, 8, res);
     g_assert_cmpint(codec_reply(TEST_IO(.data = other->data, .len = other->len,
                                         .from = WIRE_BINARY, .to = WIRE_BINARY,
                                         .backend_seqid = 8, .out = &out,
@@ -757,7 +684,7 @@ test_reply_checks(void)
                                 &call),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_GET_ROW_RESULT, NULL);
-    test_decode(WIRE_COMPACT, out.data, out.len, "getRow", T_REPLY, 42, back);
+    unit_decode(WIRE_COMPACT, out.data, out.len, "getRow", T_REPLY, 42, back);
     g_assert_true(back->__isset_io);
     g_assert_cmpstr(back->io->message, ==, "region offline");
     g_object_unref(back);
@@ -783,11 +710,11 @@ test_rejects(void)
 
     /* HBase refuses empty rows, method by method: an empty row goes on
      * unsalted so that the backend answers exactly as it would */
-    args->tableName = test_bytes("salted", 6);
+    args->tableName = unit_bytes("salted", 6);
     args->__isset_tableName = TRUE;
-    args->row = test_bytes("", 0);
+    args->row = unit_bytes("", 0);
     args->__isset_row = TRUE;
-    msg = test_encode(WIRE_BINARY, "getRow", T_CALL, 11, args);
+    msg = unit_encode(WIRE_BINARY, "getRow", T_CALL, 11, args);
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
                                           .from = WIRE_BINARY,
@@ -797,7 +724,7 @@ test_rejects(void)
                                   &call),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_GET_ROW_ARGS, NULL);
-    test_decode(WIRE_BINARY, out.data, out.len, "getRow", T_CALL, 1, back);
+    unit_decode(WIRE_BINARY, out.data, out.len, "getRow", T_CALL, 1, back);
     g_assert_cmpuint(back->row->len, ==, 0);
     g_object_unref(back);
 
@@ -807,16 +734,16 @@ test_rejects(void)
     wire_buf_clear(&out);
     codec_write_error(&call, WIRE_BINARY, &err, &out);
     res = g_object_new(HBASE_TYPE_HBASE_GET_ROW_RESULT, NULL);
-    test_decode(WIRE_BINARY, out.data, out.len, "getRow", T_REPLY, 11, res);
+    unit_decode(WIRE_BINARY, out.data, out.len, "getRow", T_REPLY, 11, res);
     g_assert_true(res->__isset_io);
     g_assert_cmpstr(res->io->message, ==, "refused");
     g_object_unref(res);
 
     /* a truncated body is a protocol error the client can survive */
     g_byte_array_unref(args->row);
-    args->row = test_bytes("r", 1);
+    args->row = unit_bytes("r", 1);
     g_byte_array_unref(msg);
-    msg = test_encode(WIRE_BINARY, "getRow", T_CALL, 11, args);
+    msg = unit_encode(WIRE_BINARY, "getRow", T_CALL, 11, args);
     wire_buf_clear(&out);
     g_assert_cmpint(codec_request(TEST_IO(.data = msg->data,
                                           .len = msg->len - 2,
@@ -837,7 +764,7 @@ test_rejects(void)
                                   &call),
                     ==, CODEC_CLOSE);
     /* a client must not send replies */
-    reply = test_encode(WIRE_BINARY, "getRow", T_REPLY, 4, args);
+    reply = unit_encode(WIRE_BINARY, "getRow", T_REPLY, 4, args);
     g_assert_cmpint(codec_request(TEST_IO(.data = reply->data,
                                           .len = reply->len,
                                           .from = WIRE_BINARY,
@@ -849,11 +776,11 @@ test_rejects(void)
     g_assert_cmpint(err.app_type, ==, WIRE_APP_INVALID_MESSAGE_TYPE);
 
     /* scanner calls go to the scan engine, with the table's policy */
-    scan->tableName = test_bytes("salted", 6);
+    scan->tableName = unit_bytes("salted", 6);
     scan->__isset_tableName = TRUE;
-    scan->startRow = test_bytes("", 0);
+    scan->startRow = unit_bytes("", 0);
     scan->__isset_startRow = TRUE;
-    smsg = test_encode(WIRE_BINARY, "scannerOpen", T_CALL, 1, scan);
+    smsg = unit_encode(WIRE_BINARY, "scannerOpen", T_CALL, 1, scan);
     wire_buf_clear(&out);
     g_assert_cmpint(codec_request(TEST_IO(.data = smsg->data, .len = smsg->len,
                                           .from = WIRE_BINARY,
@@ -881,12 +808,12 @@ test_unknown_method(void)
     g_autoptr(GByteArray) msg = NULL;
     g_autoptr(GByteArray) want = NULL;
 
-    args->tableName = test_bytes("salted", 6);
+    args->tableName = unit_bytes("salted", 6);
     args->__isset_tableName = TRUE;
-    args->row = test_bytes("r", 1);
+    args->row = unit_bytes("r", 1);
     args->__isset_row = TRUE;
-    msg = test_encode(WIRE_BINARY, "getRowOrBefore", T_CALL, 1, args);
-    want = test_encode(WIRE_BINARY, "getRowOrBefore", T_CALL, 77, args);
+    msg = unit_encode(WIRE_BINARY, "getRowOrBefore", T_CALL, 1, args);
+    want = unit_encode(WIRE_BINARY, "getRowOrBefore", T_CALL, 77, args);
     wire_buf_init(&out);
     g_assert_cmpint(codec_request(TEST_IO(.data = msg->data, .len = msg->len,
                                           .from = WIRE_BINARY,
@@ -914,7 +841,7 @@ test_io_error_reply(void)
                          "hbase-salt-proxy: backend 127.0.0.1:1: refused",
                          TRUE, &out);
     res = g_object_new(HBASE_TYPE_HBASE_GET_ROW_RESULT, NULL);
-    test_decode(WIRE_COMPACT, out.data, out.len, "getRow", T_REPLY, 42, res);
+    unit_decode(WIRE_COMPACT, out.data, out.len, "getRow", T_REPLY, 42, res);
     g_assert_true(res->__isset_io);
     g_assert_true(res->io->canRetry);
     g_assert_cmpstr(res->io->message, ==,
@@ -936,7 +863,7 @@ test_stream(void)
         g_object_new(HBASE_TYPE_HBASE_GET_ROWS_RESULT, NULL);
     HbaseHbaseScannerOpenArgs *scan =
         g_object_new(HBASE_TYPE_HBASE_SCANNER_OPEN_ARGS, NULL);
-    g_autoptr(GByteArray) legacy = test_bytes("\x03legacy", 7);
+    g_autoptr(GByteArray) legacy = unit_bytes("\x03legacy", 7);
     g_autoptr(GByteArray) msg = NULL;
     g_autoptr(GByteArray) reply = NULL;
     g_autoptr(GByteArray) smsg = NULL;
@@ -947,14 +874,14 @@ test_stream(void)
     struct codec_tally tally, whole_tally;
     struct codec_io io;
 
-    args->tableName = test_bytes("salted", 6);
+    args->tableName = unit_bytes("salted", 6);
     args->__isset_tableName = TRUE;
     for (size_t i = 0; i < G_N_ELEMENTS(test_rows); i++) {
         g_ptr_array_add(args->rows,
-                        test_bytes(test_rows[i].key, test_rows[i].len));
+                        unit_bytes(test_rows[i].key, test_rows[i].len));
     }
     args->__isset_rows = TRUE;
-    msg = test_encode(WIRE_BINARY, "getRows", T_CALL, 7, args);
+    msg = unit_encode(WIRE_BINARY, "getRows", T_CALL, 7, args);
     wire_buf_init(&whole);
     wire_buf_init(&out);
     codec_tally_init(&tally);
@@ -1000,11 +927,11 @@ test_stream(void)
 
     /* scanner calls and rejected calls stop early: the length is still
      * that of the whole message */
-    scan->tableName = test_bytes("salted", 6);
+    scan->tableName = unit_bytes("salted", 6);
     scan->__isset_tableName = TRUE;
-    scan->startRow = test_bytes("", 0);
+    scan->startRow = unit_bytes("", 0);
     scan->__isset_startRow = TRUE;
-    smsg = test_encode(WIRE_BINARY, "scannerOpen", T_CALL, 1, scan);
+    smsg = unit_encode(WIRE_BINARY, "scannerOpen", T_CALL, 1, scan);
     wire_buf_clear(&out);
     io.data = smsg->data;
     io.len = smsg->len - 1;
@@ -1031,7 +958,7 @@ test_stream(void)
     test_call_for("salted", "getRows", &call);
     g_ptr_array_add(res->success, test_row_result(legacy));
     res->__isset_success = TRUE;
-    reply = test_encode(WIRE_BINARY, "getRows", T_REPLY, 8, res);
+    reply = unit_encode(WIRE_BINARY, "getRows", T_REPLY, 8, res);
     io.data = reply->data;
     io.backend_seqid = 8;
     io.tally = &tally;
@@ -1063,17 +990,6 @@ test_stream(void)
  * Calls written field by field: c_glib writes each field once, and these
  * tests need some twice.  wire's writer is held to c_glib by test_wire.c.
  */
-static void
-test_raw_begin(struct wire_writer *w, struct wire_buf *buf, wire_proto_t proto,
-               const char *method)
-{
-    wire_buf_init(buf);
-    wire_writer_init(w, proto, buf);
-    wire_write_msg_begin(w, (const uint8_t *)method, (uint32_t)strlen(method),
-                         WIRE_CALL, 3);
-    wire_write_struct_begin(w);
-}
-
 static void
 test_raw_str(struct wire_writer *w, int16_t fid, const char *s)
 {
@@ -1156,7 +1072,7 @@ test_repeat_build(guint i, wire_proto_t proto, struct wire_buf *buf)
 {
     struct wire_writer w;
 
-    test_raw_begin(&w, buf, proto, test_repeats[i].method);
+    unit_msg_begin(&w, buf, proto, test_repeats[i].method, WIRE_CALL, 3);
     switch (i) {
     case 0:
         test_raw_str(&w, 1, "plain");
@@ -1331,10 +1247,7 @@ test_repeated_reply_row(void)
     int16_t fid;
 
     test_call_for("salted", "getRow", &call);
-    wire_buf_init(&msg);
-    wire_writer_init(&w, WIRE_BINARY, &msg);
-    wire_write_msg_begin(&w, (const uint8_t *)"getRow", 6, WIRE_REPLY, 8);
-    wire_write_struct_begin(&w);
+    unit_msg_begin(&w, &msg, WIRE_BINARY, "getRow", WIRE_REPLY, 8);
     wire_write_field(&w, WIRE_T_LIST, 0);
     wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
     wire_write_struct_begin(&w);
@@ -1353,8 +1266,7 @@ test_repeated_reply_row(void)
                                         .err = &err),
                                 &call),
                     ==, CODEC_OK);
-    wire_reader_init(&r, WIRE_BINARY, out.data, out.len, TRUE, NULL);
-    g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+    unit_read_msg_begin(&r, WIRE_BINARY, out.data, out.len, &m);
     wire_read_struct_begin(&r);
     wire_read_field(&r, &type, &fid);
     wire_read_list_begin(&r, &et, &count);
@@ -1424,11 +1336,7 @@ test_raw_call(wire_proto_t proto, const char *method, enum test_shape shape,
 {
     struct wire_writer w;
 
-    wire_buf_init(buf);
-    wire_writer_init(&w, proto, buf);
-    wire_write_msg_begin(&w, (const uint8_t *)method, (uint32_t)strlen(method),
-                         WIRE_CALL, seqid);
-    wire_write_struct_begin(&w);
+    unit_msg_begin(&w, buf, proto, method, WIRE_CALL, seqid);
     if (shape == TEST_STRUCTS) {
         wire_write_field(&w, WIRE_T_LIST, 1);
         wire_write_list_begin(&w, WIRE_T_STRUCT, n);
@@ -1512,8 +1420,7 @@ test_check_answer(const struct codec_call *call, const struct codec_error *err,
 
     wire_buf_init(&out);
     codec_write_error(call, WIRE_COMPACT, err, &out);
-    wire_reader_init(&r, WIRE_COMPACT, out.data, out.len, TRUE, NULL);
-    g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+    unit_read_msg_begin(&r, WIRE_COMPACT, out.data, out.len, &m);
     g_assert_cmpint(m.type, ==, WIRE_REPLY);
     g_assert_cmpint(m.seqid, ==, 3);
     wire_read_struct_begin(&r);
@@ -1627,8 +1534,8 @@ test_row_limit_mixed(void)
 {
     const char *table = "hexed";
     size_t limit = salt_max_row(test_table(table));
-    g_autoptr(GByteArray) a = test_bytes("a", 1);
-    g_autoptr(GByteArray) b = test_bytes("b", 1);
+    g_autoptr(GByteArray) a = unit_bytes("a", 1);
+    g_autoptr(GByteArray) b = unit_bytes("b", 1);
     g_autoptr(GByteArray) pa = test_physical(table, "a", 1);
     g_autoptr(GByteArray) pb = test_physical(table, "b", 1);
     g_autoptr(GByteArray) over = test_long_key(table, limit + 1, FALSE);
@@ -1741,12 +1648,8 @@ test_thrift2_check_and_mutate(gconstpointer data)
     struct codec_error err;
     Hbase2TMutation *m0, *m1;
 
-    wire_buf_init(&msg);
     wire_buf_init(&out);
-    wire_writer_init(&w, from, &msg);
-    wire_write_msg_begin(&w, (const uint8_t *)"checkAndMutate", 14, WIRE_CALL,
-                         5);
-    wire_write_struct_begin(&w);
+    unit_msg_begin(&w, &msg, from, "checkAndMutate", WIRE_CALL, 5);
     test_w_bin(&w, 1, "salted", 6);
     test_w_bin(&w, 2, "k\x01\xff", 3);
     test_w_bin(&w, 3, "a", 1);
@@ -1785,7 +1688,7 @@ test_thrift2_check_and_mutate(gconstpointer data)
     g_assert_nonnull(call.method);
     g_assert_true(call.method->service == svc);
     g_assert_true(call.salt == test_table("salted"));
-    test_decode(to, out.data, out.len, "checkAndMutate", T_CALL, 77, back);
+    unit_decode(to, out.data, out.len, "checkAndMutate", T_CALL, 77, back);
     test_assert_bytes(back->row, phys);
     test_assert_bytes(back->rowMutations->row, phys);
     g_assert_cmpuint(back->rowMutations->mutations->len, ==, 2);
@@ -1841,11 +1744,8 @@ test_thrift2_error_rows(gconstpointer data)
     struct codec_call call;
     struct codec_error err;
 
-    wire_buf_init(&msg);
     wire_buf_init(&out);
-    wire_writer_init(&w, from, &msg);
-    wire_write_msg_begin(&w, (const uint8_t *)"mutateRow", 9, WIRE_CALL, 5);
-    wire_write_struct_begin(&w);
+    unit_msg_begin(&w, &msg, from, "mutateRow", WIRE_CALL, 5);
     test_w_bin(&w, 1, "salted", 6);
     wire_write_field(&w, WIRE_T_STRUCT, 2);
     wire_write_struct_begin(&w);
@@ -1877,7 +1777,7 @@ test_thrift2_error_rows(gconstpointer data)
     io->__isset_message = TRUE;
     res->io = io;
     res->__isset_io = TRUE;
-    reply = test_encode(to, "mutateRow", T_REPLY, 77, res);
+    reply = unit_encode(to, "mutateRow", T_REPLY, 77, res);
     out.len = 0;
     g_assert_cmpint(codec_reply(TEST_IO(.data = reply->data, .len = reply->len,
                                         .from = to, .to = from,
@@ -1885,7 +1785,7 @@ test_thrift2_error_rows(gconstpointer data)
                                         .err = &err),
                                 &call),
                     ==, CODEC_OK);
-    test_decode(from, out.data, out.len, "mutateRow", T_REPLY, 5, back);
+    unit_decode(from, out.data, out.len, "mutateRow", T_REPLY, 5, back);
     g_assert_nonnull(back->io);
     g_assert_cmpstr(back->io->message, ==,
                     "The row of the action <u1\\xFFx> doesn't match the "
@@ -1922,12 +1822,8 @@ test_thrift2_get_multiple_reply(gconstpointer data)
     call.client_seqid = 3;
     call.name_len = 11;
     memcpy(call.name, "getMultiple", 12);
-    wire_buf_init(&msg);
     wire_buf_init(&out);
-    wire_writer_init(&w, from, &msg);
-    wire_write_msg_begin(&w, (const uint8_t *)"getMultiple", 11, WIRE_REPLY,
-                         40);
-    wire_write_struct_begin(&w);
+    unit_msg_begin(&w, &msg, from, "getMultiple", WIRE_REPLY, 40);
     wire_write_field(&w, WIRE_T_LIST, 0);
     wire_write_list_begin(&w, WIRE_T_STRUCT, 2);
     wire_write_struct_begin(&w);
@@ -1951,7 +1847,7 @@ test_thrift2_get_multiple_reply(gconstpointer data)
                                         .err = &err),
                                 &call),
                     ==, CODEC_OK);
-    test_decode(to, out.data, out.len, "getMultiple", T_REPLY, 3, back);
+    unit_decode(to, out.data, out.len, "getMultiple", T_REPLY, 3, back);
     g_assert_cmpuint(back->success->len, ==, 2);
     r0 = g_ptr_array_index(back->success, 0);
     r1 = g_ptr_array_index(back->success, 1);
@@ -1994,11 +1890,8 @@ test_thrift2_get_services(void)
         struct codec_error err;
         codec_status_t st;
 
-        wire_buf_init(&msg);
         wire_buf_init(&out);
-        wire_writer_init(&w, WIRE_BINARY, &msg);
-        wire_write_msg_begin(&w, (const uint8_t *)"get", 3, WIRE_CALL, 1);
-        wire_write_struct_begin(&w);
+        unit_msg_begin(&w, &msg, WIRE_BINARY, "get", WIRE_CALL, 1);
         test_w_bin(&w, 1, tables[i], strlen(tables[i]));
         wire_write_field(&w, WIRE_T_STRUCT, 2);
         wire_write_struct_begin(&w);
@@ -2017,7 +1910,7 @@ test_thrift2_get_services(void)
             g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IO);
             g_assert_cmpuint(out.len, ==, 0);
             codec_write_error(&call, WIRE_BINARY, &err, &out);
-            test_decode(WIRE_BINARY, out.data, out.len, "get", T_REPLY, 1,
+            unit_decode(WIRE_BINARY, out.data, out.len, "get", T_REPLY, 1,
                         res);
             g_assert_true(res->__isset_io);
             /* a class the proxy cannot follow: refused, not sent */
@@ -2052,11 +1945,8 @@ test_thrift2_get_filter(void)
     struct codec_call call;
     struct codec_error err;
 
-    wire_buf_init(&msg);
     wire_buf_init(&out);
-    wire_writer_init(&w, WIRE_BINARY, &msg);
-    wire_write_msg_begin(&w, (const uint8_t *)"get", 3, WIRE_CALL, 1);
-    wire_write_struct_begin(&w);
+    unit_msg_begin(&w, &msg, WIRE_BINARY, "get", WIRE_CALL, 1);
     test_w_bin(&w, 1, "hexed", 5);
     wire_write_field(&w, WIRE_T_STRUCT, 2);
     wire_write_struct_begin(&w);
@@ -2073,7 +1963,7 @@ test_thrift2_get_filter(void)
                                           .err = &err),
                                   &call),
                     ==, CODEC_OK);
-    test_decode(WIRE_BINARY, out.data, out.len, "get", T_CALL, 2, back);
+    unit_decode(WIRE_BINARY, out.data, out.len, "get", T_CALL, 2, back);
     test_assert_bytes(back->tget->row, phys);
     g_assert_true(back->tget->__isset_filterString);
     g_assert_cmpmem(back->tget->filterString->data,
