@@ -53,6 +53,23 @@ codec_tally_free(struct codec_tally *t)
     t->keys_on = keys_on;
 }
 
+/* n for key, whose hash_part (part_len bytes) hashes to part_hash. */
+static inline void
+codec_key_note_set(struct codec_key_note *n, const struct salt_table *salt,
+                   codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                   size_t len, size_t part_len, guint64 part_hash)
+{
+    n->salt = salt;
+    n->key = key;
+    n->part_hash = part_hash;
+    n->key_hash = part_len == len ? part_hash : XXH3_64bits(key, len);
+    n->len = (uint32_t)len;
+    n->part_len = (uint32_t)part_len;
+    n->bucket = bucket;
+    n->bytes = 0;
+    n->kind = (uint8_t)kind;
+}
+
 void
 codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
                     codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
@@ -63,37 +80,42 @@ codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
     size_t part = kind == CODEC_KEY_ROW ? len
                                         : salt_hashed_len(salt, key, len);
 
-    n->salt = salt;
-    n->key_hash = kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, len);
-    n->part_hash = part == len ? n->key_hash : XXH3_64bits(key, part);
-    n->len = (uint32_t)len;
-    n->part_len = (uint32_t)part;
-    n->bucket = bucket;
-    n->bytes = 0;
-    n->kind = (uint8_t)kind;
-    n->kept = (uint8_t)MIN(len, CODEC_NOTE_KEY_MAX);
-    memcpy(n->key, key, n->kept);
+    codec_key_note_set(n, salt, kind, bucket, key, len, part,
+                       kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, part));
 }
 
-/* One logical key for the key visualizer, when the owner asked.  The
- * array grows to the most keys one batch met, then is reused. */
-static void
-codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
-                codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
-                size_t len)
+/* A new note of t, when the owner asked for keys and the batch has room;
+ * else NULL.  The array grows to the most keys one batch met, then is
+ * reused. */
+static struct codec_key_note *
+codec_tally_note(struct codec_tally *t)
 {
     if (t == NULL || !t->keys_on || t->nnotes == CODEC_NOTE_MAX) {
-        return;
+        return NULL;
     }
     if (t->nnotes == t->notes_cap) {
         t->notes_cap = t->notes_cap == 0 ? 16 : t->notes_cap * 2;
         t->notes = g_renew(struct codec_key_note, t->notes, t->notes_cap);
     }
-    codec_key_note_fill(&t->notes[t->nnotes++], salt, kind, bucket, key, len);
+    return &t->notes[t->nnotes++];
+}
+
+/* One logical key for the key visualizer, when the owner asked. */
+static void
+codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
+                codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                size_t len)
+{
+    struct codec_key_note *n = codec_tally_note(t);
+
+    if (n != NULL) {
+        codec_key_note_fill(n, salt, kind, bucket, key, len);
+    }
 }
 
 /* The call remembers its first noted key (since the mark's count), for
- * an error its reply may carry. */
+ * an error its reply may carry: copied, as the reply comes after the
+ * request's bytes are gone. */
 static void
 codec_tally_first(const struct codec_tally *t, uint32_t since,
                   struct codec_call *call)
@@ -107,8 +129,8 @@ codec_tally_first(const struct codec_tally *t, uint32_t since,
     n = &t->notes[since];
     call->first_key.salt = n->salt;
     call->first_key.bucket = n->bucket;
-    call->first_key.kept = n->kept;
-    memcpy(call->first_key.key, n->key, n->kept);
+    call->first_key.kept = (uint8_t)MIN(n->len, CODEC_NOTE_KEY_MAX);
+    codec_note_copy(call->first_key.key, n->key, call->first_key.kept);
 }
 
 /* Shares a message's len bytes among the keys it noted since the mark's
@@ -123,6 +145,11 @@ codec_tally_bytes(struct codec_tally *t, uint32_t since, size_t len)
         return;
     }
     n = t->nnotes - since;
+    if (n == 1) {
+        /* a point call's one key */
+        t->notes[since].bytes = (uint32_t)MIN(len, G_MAXUINT32);
+        return;
+    }
     share = len / n;
     for (uint32_t i = since; i < t->nnotes; i++) {
         t->notes[i].bytes = (uint32_t)MIN(share, G_MAXUINT32);
@@ -579,6 +606,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     size_t plen;
     uint32_t bucket;
     legacy_route_t route;
+    struct codec_key_note *note;
 
     if (salt == NULL) {
         wire_write_binary(&c->w, key, len);
@@ -613,11 +641,20 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         c->unstorable_clash = route == LEGACY_ROUTE_CLASH;
         c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
-    bucket = salt_bucket(salt, key, len);
+    note = codec_tally_note(c->tally);
+    if (note != NULL) {
+        /* the hash that chose the bucket is the key visualizer's too */
+        size_t part;
+        guint64 hash;
+
+        bucket = salt_bucket_part(salt, key, len, &part, &hash);
+        codec_key_note_set(note, salt,
+                           c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket,
+                           key, len, part, hash);
+    } else {
+        bucket = salt_bucket(salt, key, len);
+    }
     codec_tally_add(c->tally, salt, bucket, 1, c->write, 0);
-    codec_tally_key(c->tally, salt,
-                    c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket, key,
-                    len);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }

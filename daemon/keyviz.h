@@ -97,6 +97,9 @@ void keyviz_add_table(struct keyviz *kv, unsigned id, const char *name,
 
 /* Counts one noted key (hot path, the worker's thread). */
 void keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n);
+/* Counts count noted keys: a batch's, the table's slot found once. */
+void keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
+                  uint32_t count);
 
 /* A call whose first noted key was key failed (its reply is an
  * exception): counted against that key's range (worker's thread). */

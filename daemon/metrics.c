@@ -305,8 +305,8 @@ metrics_take_tally(struct metrics_worker *mw, struct codec_tally *t)
     if (t->unsalted > 0) {
         METRICS_ADD(mw->unsalted_rows, t->unsalted);
     }
-    for (uint32_t i = 0; mw->kv != NULL && i < t->nnotes; i++) {
-        keyviz_note(mw->kv, &t->notes[i]);
+    if (mw->kv != NULL && t->nnotes > 0) {
+        keyviz_notes(mw->kv, t->notes, t->nnotes);
     }
     codec_tally_clear(t);
 }
