@@ -54,7 +54,7 @@ codec_tally_free(struct codec_tally *t)
 }
 
 /* n for key, whose hash_part (part_len bytes) hashes to part_hash. */
-static inline void
+static G_ALWAYS_INLINE inline void
 codec_key_note_set(struct codec_key_note *n, const struct salt_table *salt,
                    codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
                    size_t len, size_t part_len, guint64 part_hash)
@@ -87,7 +87,7 @@ codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
 /* A new note of t, when the owner asked for keys and the batch has room;
  * else NULL.  The array grows to the most keys one batch met, then is
  * reused. */
-static struct codec_key_note *
+static G_ALWAYS_INLINE inline struct codec_key_note *
 codec_tally_note(struct codec_tally *t)
 {
     if (t == NULL || !t->keys_on || t->nnotes == CODEC_NOTE_MAX) {
@@ -116,7 +116,7 @@ codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
 /* The call remembers its first noted key (since the mark's count), for
  * an error its reply may carry: copied, as the reply comes after the
  * request's bytes are gone. */
-static void
+static G_ALWAYS_INLINE inline void
 codec_tally_first(const struct codec_tally *t, uint32_t since,
                   struct codec_call *call)
 {
@@ -135,7 +135,7 @@ codec_tally_first(const struct codec_tally *t, uint32_t since,
 
 /* Shares a message's len bytes among the keys it noted since the mark's
  * count (an even share, the rest on the first). */
-static void
+static G_ALWAYS_INLINE inline void
 codec_tally_bytes(struct codec_tally *t, uint32_t since, size_t len)
 {
     uint32_t n;

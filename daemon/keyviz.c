@@ -129,6 +129,12 @@ struct keyviz_wtable {
 struct keyviz_worker {
     struct keyviz *kv;
     struct keyviz_wtable **tables; /* by stats_id - 1 */
+    /* the slot found last: the next key is most likely of the same
+     * table and interval (stats_id names a table across reloads) */
+    unsigned last_id;
+    gint64 last_epoch; /* -2: none */
+    struct keyviz_wtable *last_wt;
+    struct keyviz_slot *last_sl;
 };
 
 /* A hot key or hash_part value of an interval, merged. */
@@ -193,7 +199,7 @@ keyviz_key_cmp(const struct keyviz_key *a, const uint8_t *b, size_t blen)
     return (a->kept > blen) - (a->kept < blen);
 }
 
-static void
+static G_ALWAYS_INLINE inline void
 keyviz_key_set(struct keyviz_key *k, const uint8_t *p, size_t len)
 {
     k->kept = (uint8_t)MIN(len, CODEC_NOTE_KEY_MAX);
@@ -218,7 +224,7 @@ keyviz_prefix(const uint8_t *key, size_t len)
 }
 
 /* The range of key: how many boundaries are <= it. */
-static inline uint32_t
+static G_ALWAYS_INLINE inline uint32_t
 keyviz_range_of(const struct keyviz_bounds *b, const uint8_t *key, size_t len)
 {
     uint32_t lo, hi;
@@ -371,7 +377,7 @@ keyviz_sketch_count(const struct keyviz_sketch *s, uint32_t ei)
 }
 
 /* Place at becomes a run of its own, of count. */
-static inline void
+static G_ALWAYS_INLINE inline void
 keyviz_run_new(struct keyviz_sketch *s, uint32_t at, guint64 count)
 {
     uint32_t r = s->nfree > 0 ? s->free[--s->nfree] : s->nruns++;
@@ -384,7 +390,7 @@ keyviz_run_new(struct keyviz_sketch *s, uint32_t at, guint64 count)
 
 /* Place at, just in front of the run at + 1 (if any), takes count: it
  * joins that run when the counts are equal.  Tells whether it did. */
-static inline gboolean
+static G_ALWAYS_INLINE inline gboolean
 keyviz_run_join(struct keyviz_sketch *s, uint32_t at, guint64 count)
 {
     uint32_t up;
@@ -399,7 +405,7 @@ keyviz_run_join(struct keyviz_sketch *s, uint32_t at, guint64 count)
 
 /* Entry ei's count goes up by one: it takes the last place of its run,
  * and that place passes to the run above. */
-static inline void
+static G_ALWAYS_INLINE inline void
 keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
 {
     uint32_t p = s->pos[ei], r = s->rid[p];
@@ -431,7 +437,7 @@ keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
 }
 
 /* The entry of hash, or -1. */
-static inline int32_t
+static G_ALWAYS_INLINE inline int32_t
 keyviz_index_find(const struct keyviz_sketch *s, guint64 hash)
 {
     int32_t i = s->index[(uint32_t)hash & s->mask];
@@ -443,7 +449,7 @@ keyviz_index_find(const struct keyviz_sketch *s, guint64 hash)
 }
 
 /* Entry ei leaves its chain. */
-static inline void
+static G_ALWAYS_INLINE inline void
 keyviz_index_remove(struct keyviz_sketch *s, uint32_t ei)
 {
     int32_t *at = &s->index[(uint32_t)s->e[ei].hash & s->mask];
@@ -455,7 +461,7 @@ keyviz_index_remove(struct keyviz_sketch *s, uint32_t ei)
 }
 
 /* One more operation on a key (hash identifies it; kept shows it). */
-static void
+static G_ALWAYS_INLINE inline void
 keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
                   size_t kept_len, uint32_t len, uint32_t bucket)
 {
@@ -559,7 +565,7 @@ keyviz_slot_enter(struct keyviz *kv, const struct keyviz_table *t,
     __atomic_store_n(&sl->epoch, epoch, __ATOMIC_RELEASE);
 }
 
-static inline void
+static G_ALWAYS_INLINE inline void
 keyviz_sample_set(struct keyviz_sampled *s, const struct codec_key_note *n)
 {
     s->key_hash = n->key_hash;
@@ -570,7 +576,7 @@ keyviz_sample_set(struct keyviz_sampled *s, const struct codec_key_note *n)
 
 /* The worker's slot of salt's table for the current interval, entered
  * if new; NULL when the table is not counted (or nothing ticks yet). */
-static inline struct keyviz_slot *
+static G_ALWAYS_INLINE inline struct keyviz_slot *
 keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
                struct keyviz_wtable **wt_out)
 {
@@ -584,6 +590,11 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     struct keyviz_wtable *wt;
     struct keyviz_slot *sl;
 
+    if (ct->stats_id == w->last_id && epoch == w->last_epoch &&
+        !ct->keyviz_off) {
+        *wt_out = w->last_wt;
+        return w->last_sl;
+    }
     if (epoch < 0 || ct->stats_id == 0 || ct->keyviz_off ||
         ct->stats_id > KEYVIZ_MAX_TABLES ||
         (wt = w->tables[ct->stats_id - 1]) == NULL) {
@@ -593,12 +604,16 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     if (sl->epoch != epoch) {
         keyviz_slot_enter(kv, kv->tables[ct->stats_id - 1], sl, epoch);
     }
+    w->last_id = ct->stats_id;
+    w->last_epoch = epoch;
+    w->last_wt = wt;
+    w->last_sl = sl;
     *wt_out = wt;
     return sl;
 }
 
 /* Counts n in sl, its table's slot. */
-static inline void
+static G_ALWAYS_INLINE inline void
 keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
              const struct codec_key_note *n)
 {
@@ -697,6 +712,7 @@ keyviz_new(const struct config_keyviz *set, unsigned nworkers)
     kv->workers = g_new0(struct keyviz_worker, nworkers);
     for (unsigned i = 0; i < nworkers; i++) {
         kv->workers[i].kv = kv;
+        kv->workers[i].last_epoch = -2;
         kv->workers[i].tables = g_new0(struct keyviz_wtable *,
                                        KEYVIZ_MAX_TABLES);
     }
