@@ -341,6 +341,20 @@ class Proxy(object):
         self.log.close()
 
 
+def finish(workdir, ok, *procs):
+    """A plain script's end: closes procs (Proxy, backends; None skipped),
+    in order, then removes workdir if ok (and HSP_KEEP_LOGS is not set),
+    else says where its logs are."""
+    import shutil
+    for p in procs:
+        if p is not None:
+            p.close()
+    if ok and not os.environ.get('HSP_KEEP_LOGS'):
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        sys.stderr.write('logs kept in %s\n' % workdir)
+
+
 def unittest_main_shared(argv, workdir, backend):
     """unittest.main for a test whose classes share one real HBase cluster
     (a JVM start costs ~30 s): backend() gives that cluster, or None if no
