@@ -14,13 +14,10 @@ import argparse
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
@@ -31,17 +28,8 @@ INTERVAL_S = 2
 SECONDS = 12.0
 
 
-def http(port, path):
-    url = 'http://127.0.0.1:%d%s' % (port, path)
-    try:
-        with urllib.request.urlopen(url, timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
 def get_json(port, path):
-    status, body = http(port, path)
+    status, body = hsptest.http_get(port, path)
     assert status == 200, (path, status, body)
     return json.loads(body)
 
@@ -151,16 +139,9 @@ def main():
         check(args, thrift, workdir, port, admin)
         ok = True
     finally:
-        if proxy is not None:
-            proxy.close()
-        if backend is not None:
-            backend.close()
+        hsptest.finish(workdir, ok, proxy, backend)
         sys.stderr.write('%s backend, %.1f s\n' % (args.backend_kind,
                                                    time.time() - t0))
-        if ok and not os.environ.get('HSP_KEEP_LOGS'):
-            shutil.rmtree(workdir, ignore_errors=True)
-        else:
-            sys.stderr.write('logs kept in %s\n' % workdir)
     return 0
 
 
