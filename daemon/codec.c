@@ -246,6 +246,8 @@ struct codec_ctx {
                                        count as writes */
     gboolean passthrough;                /* table not salted: copy rows, only
                                        check the fields routing reads */
+    const struct salt_table *kv_salt;    /* the call's kv_salt: its keys
+                                       are noted, not salted */
     const struct salt_table *unstorable; /* table of the first row too
                                        long for it once salted, or one
                                        its mapping cannot hold, or NULL */
@@ -496,6 +498,28 @@ codec_note_table(struct codec_ctx *c, const uint8_t *name, size_t len)
 }
 
 /*
+ * The salt of the table named (and its name noted for the call).  An
+ * unsalted one the key visualizer counts ([keyviz] unsalted_tables)
+ * gives the call its kv_salt, when keys are noted at all; NULL is
+ * returned all the same: nothing of it is salted.
+ */
+static const struct salt_table *
+codec_named_table(struct codec_ctx *c, const uint8_t *name, size_t len)
+{
+    const struct config_table *t;
+
+    codec_note_table(c, name, len);
+    t = codec_find_table(c, name, len);
+    if (t == NULL && c->call != NULL && c->tally != NULL &&
+        c->tally->keys_on) {
+        t = config_find_keyviz_unsalted(c->cfg, name, len);
+        c->call->kv_salt = t != NULL ? &t->salt : NULL;
+        return NULL;
+    }
+    return codec_table_salt(c, t);
+}
+
+/*
  * The salt of the table a Thrift2 TTableName names (in a descriptor's
  * field 1 when desc), read at r: "ns:qualifier", the default namespace
  * (absent, empty or "default") as the bare qualifier, as the config
@@ -507,7 +531,6 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
 {
     const uint8_t *ns = NULL, *q = NULL;
     uint32_t ns_len = 0, q_len = 0;
-    const struct config_table *t;
     uint8_t type, name[512];
     int16_t fid;
     size_t n = 0;
@@ -544,9 +567,7 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
         n = (size_t)ns_len + 1;
     }
     memcpy(name + n, q, q_len);
-    codec_note_table(c, name, n + q_len);
-    t = codec_find_table(c, name, n + q_len);
-    return codec_table_salt(c, t);
+    return codec_named_table(c, name, n + q_len);
 }
 
 /* Reads ahead, without consuming, the table named by a struct's TABLE
@@ -572,7 +593,6 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
         }
         f = hbase1_schema_field(s, fid);
         if (f != NULL && f->action == HBASE1_TABLE && f->type == type) {
-            const struct config_table *t;
             const uint8_t *name;
             uint32_t len;
 
@@ -580,9 +600,7 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
                 return NULL;
             }
             *found = TRUE;
-            codec_note_table(c, name, len);
-            t = codec_find_table(c, name, len);
-            return codec_table_salt(c, t);
+            return codec_named_table(c, name, len);
         }
         if (f != NULL && f->type == type &&
             (f->action == HBASE1_TABLE_NAME ||
@@ -609,6 +627,11 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     struct codec_key_note *note;
 
     if (salt == NULL) {
+        if (c->kv_salt != NULL) {
+            codec_tally_key(c->tally, c->kv_salt,
+                            c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, 0,
+                            key, len);
+        }
         wire_write_binary(&c->w, key, len);
         return;
     }
@@ -783,6 +806,9 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
         return FALSE;
     }
     if (salt == NULL) {
+        if (c->kv_salt != NULL) {
+            codec_tally_key(c->tally, c->kv_salt, CODEC_KEY_ROW, 0, phys, len);
+        }
         wire_write_binary(&c->w, phys, len);
         return TRUE;
     }
@@ -1120,8 +1146,10 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     uint8_t et;
     uint32_t count, i;
 
-    if (c->passthrough) {
-        /* nothing to rewrite; codec_walk_struct checked the field */
+    if (c->passthrough && c->kv_salt == NULL) {
+        /* nothing to rewrite; codec_walk_struct checked the field (an
+         * unsalted table the key visualizer counts is walked on: its
+         * row keys are noted, and pass as they are, salt being NULL) */
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     }
     switch (f->action) {
@@ -1276,6 +1304,7 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
     call->service = svc;
     call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
+    call->kv_salt = NULL;
     call->first_key.salt = NULL;
 }
 
@@ -1359,6 +1388,7 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
             /* a table the config does not salt: bytes pass through, but
              * a second table name would be the one HBase writes to */
             c->passthrough = named && call->salt == NULL;
+            c->kv_salt = call->kv_salt;
             ok = codec_walk_struct(c, method->args, call->salt);
         }
     }
@@ -1551,8 +1581,12 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
     wire_writer_init(&c->w, to, out);
     wire_write_msg_begin(&c->w, m.name, m.name_len, m.type,
                          call->client_seqid);
-    if (m.type == WIRE_REPLY && call->salt != NULL && call->method != NULL &&
-        call->method->result != NULL) {
+    /* an unsalted table the key visualizer counts: walked for its rows,
+     * which pass as they are */
+    c->kv_salt = call->kv_salt;
+    if (m.type == WIRE_REPLY &&
+        (call->salt != NULL || call->kv_salt != NULL) &&
+        call->method != NULL && call->method->result != NULL) {
         ok = codec_walk_struct(c, call->method->result, call->salt);
     } else {
         ok = wire_copy(&c->r, &c->w, WIRE_T_STRUCT) == WIRE_OK;

@@ -66,6 +66,11 @@ struct codec_call {
                                            for logs (cut at
                                            CODEC_TABLE_MAX bytes); 0: none */
     char table[CODEC_TABLE_MAX + 1];
+    const struct salt_table *kv_salt; /* the call's table is unsalted and
+                                         the key visualizer counts it
+                                         ([keyviz] unsalted_tables): its
+                                         one-bucket salt, which salts
+                                         nothing; else NULL */
     struct codec_key_note_ref {
         const struct salt_table *salt; /* NULL: no key noted */
         uint32_t bucket;
