@@ -44,15 +44,21 @@ struct keyviz_key {
  * empty key, the last to the end.  Main thread owns and frees them;
  * workers read the one published for their interval. */
 struct keyviz_bounds {
-    gint64 epoch;          /* the interval they were made for */
-    int refs;              /* main thread only */
-    uint32_t n;            /* boundaries: n + 1 ranges */
-    uint32_t cap;          /* boundaries allocated */
-    guint64 *pfx;          /* each boundary's first 8 bytes, big-endian,
-                     zero-padded: most comparisons end there */
-    uint16_t by_byte[257]; /* boundaries whose first byte is below i: a
-                              key starting with byte f lies between
-                              by_byte[f] and by_byte[f + 1] */
+    gint64 epoch; /* the interval they were made for */
+    int refs;     /* main thread only */
+    uint32_t n;   /* boundaries: n + 1 ranges */
+    uint32_t cap; /* boundaries allocated */
+    /* Quantile boundaries often share a long prefix (user0000..., a
+     * date): the lookup compares that once, then works on what follows */
+    uint32_t lcp;          /* bytes every boundary starts with */
+    guint64 lcp_head;      /* the first MIN(lcp, 8) of them, big-endian */
+    guint64 *pfx;          /* each boundary's 8 bytes after the lcp,
+                              big-endian, zero-padded: most comparisons
+                              end there */
+    uint16_t by_byte[257]; /* boundaries whose byte after the lcp is
+                              below i (one ending there: below 0): a key
+                              with byte f there lies between by_byte[f]
+                              and by_byte[f + 1] */
     struct keyviz_key b[];
 };
 
@@ -227,15 +233,35 @@ keyviz_prefix(const uint8_t *key, size_t len)
 static G_ALWAYS_INLINE inline uint32_t
 keyviz_range_of(const struct keyviz_bounds *b, const uint8_t *key, size_t len)
 {
-    uint32_t lo, hi;
-    guint64 kp = keyviz_prefix(key, len);
+    uint32_t lo, hi, lcp = b->lcp;
+    guint64 kp;
 
-    if (len == 0) {
-        return 0; /* below every boundary: none is empty */
+    if (lcp > 0) {
+        if (len < lcp) {
+            /* a prefix of the common part is below every boundary */
+            return memcmp(key, b->b[0].key, len) <= 0 ? 0 : b->n;
+        }
+        if (lcp <= 8) {
+            guint64 head = keyviz_prefix(key, len) >> (64 - 8 * lcp);
+
+            if (head != b->lcp_head) {
+                return head < b->lcp_head ? 0 : b->n;
+            }
+        } else {
+            int r = memcmp(key, b->b[0].key, lcp);
+
+            if (r != 0) {
+                return r < 0 ? 0 : b->n;
+            }
+        }
     }
-    lo = b->by_byte[key[0]];
-    hi = b->by_byte[key[0] + 1];
-
+    if (len == lcp) {
+        /* the common part itself: above only a boundary equal to it */
+        return b->by_byte[0];
+    }
+    lo = b->by_byte[key[lcp]];
+    hi = b->by_byte[key[lcp] + 1];
+    kp = keyviz_prefix(key + lcp, len - lcp);
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
 
@@ -280,18 +306,36 @@ keyviz_bounds_new(struct keyviz *kv, uint32_t n, gint64 epoch)
     return b;
 }
 
-/* The boundaries are set: their prefixes too. */
+/* The boundaries are set: their common prefix, and what follows it. */
 static void
 keyviz_bounds_seal(struct keyviz_bounds *b)
 {
     uint32_t i = 0;
 
+    b->lcp = 0;
+    if (b->n > 0) {
+        /* sorted: what the first and the last share, all do */
+        const struct keyviz_key *f = &b->b[0], *l = &b->b[b->n - 1];
+
+        while (b->lcp < MIN(f->kept, l->kept) &&
+               f->key[b->lcp] == l->key[b->lcp]) {
+            b->lcp++;
+        }
+        if (b->lcp > 0) {
+            b->lcp_head = keyviz_prefix(f->key, f->kept) >>
+                          (64 - 8 * MIN(b->lcp, 8u));
+        }
+    }
     for (i = 0; i < b->n; i++) {
-        b->pfx[i] = keyviz_prefix(b->b[i].key, b->b[i].kept);
+        b->pfx[i] = keyviz_prefix(b->b[i].key + b->lcp, b->b[i].kept - b->lcp);
     }
     i = 0;
+    /* one boundary may end with the common prefix: the first */
+    while (i < b->n && b->b[i].kept == b->lcp) {
+        i++;
+    }
     for (unsigned v = 0; v <= 256; v++) {
-        while (i < b->n && b->b[i].key[0] < v) {
+        while (i < b->n && b->b[i].key[b->lcp] < v) {
             i++;
         }
         b->by_byte[v] = (uint16_t)i;
