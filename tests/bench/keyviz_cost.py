@@ -50,7 +50,10 @@ def run(args, top, keyviz, ops):
     with open(path, 'w') as f:
         f.write(conf)
     out = os.path.join(workdir, 'cg.%s.%d' % (keyviz, ops))
+    # uncompressed names: a dump after --warm's zeroing names its
+    # functions itself (callgrind_annotate on --keep's files)
     proc = subprocess.Popen(['valgrind', '--tool=callgrind',
+                             '--compress-strings=no', '--compress-pos=no',
                              '--callgrind-out-file=' + out,
                              args.proxy, '-c', path, '--log-level',
                              'warning'],
