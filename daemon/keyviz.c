@@ -261,7 +261,16 @@ keyviz_range_of(const struct keyviz_bounds *b, const uint8_t *key, size_t len)
     }
     lo = b->by_byte[key[lcp]];
     hi = b->by_byte[key[lcp] + 1];
-    kp = keyviz_prefix(key + lcp, len - lcp);
+    if (len - lcp < 8 && len >= 8) {
+        /* fewer than 8 bytes after the common part: the key's last 8,
+         * shifted up, rather than a copy of a variable length */
+        guint64 v;
+
+        memcpy(&v, key + len - 8, sizeof(v));
+        kp = GUINT64_FROM_BE(v) << (8 * (8 - (len - lcp)));
+    } else {
+        kp = keyviz_prefix(key + lcp, len - lcp);
+    }
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
 
