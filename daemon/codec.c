@@ -53,6 +53,23 @@ codec_tally_free(struct codec_tally *t)
     t->keys_on = keys_on;
 }
 
+/* n for key, whose hash_part (part_len bytes) hashes to part_hash. */
+static G_ALWAYS_INLINE inline void
+codec_key_note_set(struct codec_key_note *n, const struct salt_table *salt,
+                   codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                   size_t len, size_t part_len, guint64 part_hash)
+{
+    n->salt = salt;
+    n->key = key;
+    n->part_hash = part_hash;
+    n->key_hash = part_len == len ? part_hash : XXH3_64bits(key, len);
+    n->len = (uint32_t)len;
+    n->part_len = (uint32_t)part_len;
+    n->bucket = bucket;
+    n->bytes = 0;
+    n->kind = (uint8_t)kind;
+}
+
 void
 codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
                     codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
@@ -63,38 +80,43 @@ codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
     size_t part = kind == CODEC_KEY_ROW ? len
                                         : salt_hashed_len(salt, key, len);
 
-    n->salt = salt;
-    n->key_hash = kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, len);
-    n->part_hash = part == len ? n->key_hash : XXH3_64bits(key, part);
-    n->len = (uint32_t)len;
-    n->part_len = (uint32_t)part;
-    n->bucket = bucket;
-    n->bytes = 0;
-    n->kind = (uint8_t)kind;
-    n->kept = (uint8_t)MIN(len, CODEC_NOTE_KEY_MAX);
-    memcpy(n->key, key, n->kept);
+    codec_key_note_set(n, salt, kind, bucket, key, len, part,
+                       kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, part));
 }
 
-/* One logical key for the key visualizer, when the owner asked.  The
- * array grows to the most keys one batch met, then is reused. */
-static void
-codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
-                codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
-                size_t len)
+/* A new note of t, when the owner asked for keys and the batch has room;
+ * else NULL.  The array grows to the most keys one batch met, then is
+ * reused. */
+static G_ALWAYS_INLINE inline struct codec_key_note *
+codec_tally_note(struct codec_tally *t)
 {
     if (t == NULL || !t->keys_on || t->nnotes == CODEC_NOTE_MAX) {
-        return;
+        return NULL;
     }
     if (t->nnotes == t->notes_cap) {
         t->notes_cap = t->notes_cap == 0 ? 16 : t->notes_cap * 2;
         t->notes = g_renew(struct codec_key_note, t->notes, t->notes_cap);
     }
-    codec_key_note_fill(&t->notes[t->nnotes++], salt, kind, bucket, key, len);
+    return &t->notes[t->nnotes++];
+}
+
+/* One logical key for the key visualizer, when the owner asked. */
+static void
+codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
+                codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                size_t len)
+{
+    struct codec_key_note *n = codec_tally_note(t);
+
+    if (n != NULL) {
+        codec_key_note_fill(n, salt, kind, bucket, key, len);
+    }
 }
 
 /* The call remembers its first noted key (since the mark's count), for
- * an error its reply may carry. */
-static void
+ * an error its reply may carry: copied, as the reply comes after the
+ * request's bytes are gone. */
+static G_ALWAYS_INLINE inline void
 codec_tally_first(const struct codec_tally *t, uint32_t since,
                   struct codec_call *call)
 {
@@ -107,13 +129,13 @@ codec_tally_first(const struct codec_tally *t, uint32_t since,
     n = &t->notes[since];
     call->first_key.salt = n->salt;
     call->first_key.bucket = n->bucket;
-    call->first_key.kept = n->kept;
-    memcpy(call->first_key.key, n->key, n->kept);
+    call->first_key.kept = (uint8_t)MIN(n->len, CODEC_NOTE_KEY_MAX);
+    codec_note_copy(call->first_key.key, n->key, call->first_key.kept);
 }
 
 /* Shares a message's len bytes among the keys it noted since the mark's
  * count (an even share, the rest on the first). */
-static void
+static G_ALWAYS_INLINE inline void
 codec_tally_bytes(struct codec_tally *t, uint32_t since, size_t len)
 {
     uint32_t n;
@@ -123,6 +145,11 @@ codec_tally_bytes(struct codec_tally *t, uint32_t since, size_t len)
         return;
     }
     n = t->nnotes - since;
+    if (n == 1) {
+        /* a point call's one key */
+        t->notes[since].bytes = (uint32_t)MIN(len, G_MAXUINT32);
+        return;
+    }
     share = len / n;
     for (uint32_t i = since; i < t->nnotes; i++) {
         t->notes[i].bytes = (uint32_t)MIN(share, G_MAXUINT32);
@@ -219,6 +246,8 @@ struct codec_ctx {
                                        count as writes */
     gboolean passthrough;                /* table not salted: copy rows, only
                                        check the fields routing reads */
+    const struct salt_table *kv_salt;    /* the call's kv_salt: its keys
+                                       are noted, not salted */
     const struct salt_table *unstorable; /* table of the first row too
                                        long for it once salted, or one
                                        its mapping cannot hold, or NULL */
@@ -469,6 +498,28 @@ codec_note_table(struct codec_ctx *c, const uint8_t *name, size_t len)
 }
 
 /*
+ * The salt of the table named (and its name noted for the call).  An
+ * unsalted one the key visualizer counts ([keyviz] unsalted_tables)
+ * gives the call its kv_salt, when keys are noted at all; NULL is
+ * returned all the same: nothing of it is salted.
+ */
+static const struct salt_table *
+codec_named_table(struct codec_ctx *c, const uint8_t *name, size_t len)
+{
+    const struct config_table *t;
+
+    codec_note_table(c, name, len);
+    t = codec_find_table(c, name, len);
+    if (t == NULL && c->call != NULL && c->tally != NULL &&
+        c->tally->keys_on) {
+        t = config_find_keyviz_unsalted(c->cfg, name, len);
+        c->call->kv_salt = t != NULL ? &t->salt : NULL;
+        return NULL;
+    }
+    return codec_table_salt(c, t);
+}
+
+/*
  * The salt of the table a Thrift2 TTableName names (in a descriptor's
  * field 1 when desc), read at r: "ns:qualifier", the default namespace
  * (absent, empty or "default") as the bare qualifier, as the config
@@ -480,7 +531,6 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
 {
     const uint8_t *ns = NULL, *q = NULL;
     uint32_t ns_len = 0, q_len = 0;
-    const struct config_table *t;
     uint8_t type, name[512];
     int16_t fid;
     size_t n = 0;
@@ -517,9 +567,7 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
         n = (size_t)ns_len + 1;
     }
     memcpy(name + n, q, q_len);
-    codec_note_table(c, name, n + q_len);
-    t = codec_find_table(c, name, n + q_len);
-    return codec_table_salt(c, t);
+    return codec_named_table(c, name, n + q_len);
 }
 
 /* Reads ahead, without consuming, the table named by a struct's TABLE
@@ -545,7 +593,6 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
         }
         f = hbase1_schema_field(s, fid);
         if (f != NULL && f->action == HBASE1_TABLE && f->type == type) {
-            const struct config_table *t;
             const uint8_t *name;
             uint32_t len;
 
@@ -553,9 +600,7 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
                 return NULL;
             }
             *found = TRUE;
-            codec_note_table(c, name, len);
-            t = codec_find_table(c, name, len);
-            return codec_table_salt(c, t);
+            return codec_named_table(c, name, len);
         }
         if (f != NULL && f->type == type &&
             (f->action == HBASE1_TABLE_NAME ||
@@ -579,8 +624,14 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     size_t plen;
     uint32_t bucket;
     legacy_route_t route;
+    struct codec_key_note *note;
 
     if (salt == NULL) {
+        if (c->kv_salt != NULL) {
+            codec_tally_key(c->tally, c->kv_salt,
+                            c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, 0,
+                            key, len);
+        }
         wire_write_binary(&c->w, key, len);
         return;
     }
@@ -613,11 +664,20 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         c->unstorable_clash = route == LEGACY_ROUTE_CLASH;
         c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
-    bucket = salt_bucket(salt, key, len);
+    note = codec_tally_note(c->tally);
+    if (note != NULL) {
+        /* the hash that chose the bucket is the key visualizer's too */
+        size_t part;
+        guint64 hash;
+
+        bucket = salt_bucket_part(salt, key, len, &part, &hash);
+        codec_key_note_set(note, salt,
+                           c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket,
+                           key, len, part, hash);
+    } else {
+        bucket = salt_bucket(salt, key, len);
+    }
     codec_tally_add(c->tally, salt, bucket, 1, c->write, 0);
-    codec_tally_key(c->tally, salt,
-                    c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket, key,
-                    len);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }
@@ -746,6 +806,9 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
         return FALSE;
     }
     if (salt == NULL) {
+        if (c->kv_salt != NULL) {
+            codec_tally_key(c->tally, c->kv_salt, CODEC_KEY_ROW, 0, phys, len);
+        }
         wire_write_binary(&c->w, phys, len);
         return TRUE;
     }
@@ -1083,8 +1146,10 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     uint8_t et;
     uint32_t count, i;
 
-    if (c->passthrough) {
-        /* nothing to rewrite; codec_walk_struct checked the field */
+    if (c->passthrough && c->kv_salt == NULL) {
+        /* nothing to rewrite; codec_walk_struct checked the field (an
+         * unsalted table the key visualizer counts is walked on: its
+         * row keys are noted, and pass as they are, salt being NULL) */
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     }
     switch (f->action) {
@@ -1239,6 +1304,7 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
     call->service = svc;
     call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
+    call->kv_salt = NULL;
     call->first_key.salt = NULL;
 }
 
@@ -1360,6 +1426,7 @@ codec_request_args(struct codec_ctx *c, const struct codec_io *io,
             /* a table the config does not salt: bytes pass through, but
              * a second table name would be the one HBase writes to */
             c->passthrough = named && call->salt == NULL;
+            c->kv_salt = call->kv_salt;
             ok = codec_walk_struct(c, method->args, call->salt);
         }
     }
@@ -1519,8 +1586,12 @@ codec_reply_body(struct codec_ctx *c, const struct codec_io *io,
     wire_writer_init(&c->w, io->to, out);
     wire_write_msg_begin(&c->w, m.name, m.name_len, m.type,
                          call->client_seqid);
-    if (m.type == WIRE_REPLY && call->salt != NULL && call->method != NULL &&
-        call->method->result != NULL) {
+    /* an unsalted table the key visualizer counts: walked for its rows,
+     * which pass as they are */
+    c->kv_salt = call->kv_salt;
+    if (m.type == WIRE_REPLY &&
+        (call->salt != NULL || call->kv_salt != NULL) &&
+        call->method != NULL && call->method->result != NULL) {
         ok = codec_walk_struct(c, call->method->result, call->salt);
     } else {
         ok = wire_copy(&c->r, &c->w, WIRE_T_STRUCT) == WIRE_OK;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <glib.h>
+#include <string.h>
 
 #include "wire.h"
 
@@ -14,6 +15,31 @@ struct hbase1_scanner;
 /* Bytes of a logical key a note keeps: boundaries and hot keys are shown
  * by this prefix (the hashes cover the whole key). */
 #define CODEC_NOTE_KEY_MAX 48
+/* Copies n <= CODEC_NOTE_KEY_MAX bytes as a few fixed-size moves that
+ * overlap (no call: a key visualizer's copy is on every request's path);
+ * reads and writes only [0, n). */
+static inline void
+codec_note_copy(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    if (n >= 16) {
+        memcpy(dst, src, 16);
+        if (n > 32) {
+            memcpy(dst + 16, src + 16, 16);
+        }
+        memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            dst[i] = src[i];
+        }
+    }
+}
+
 /* Bytes of a table name a call keeps for its log lines. */
 #define CODEC_TABLE_MAX 128
 
@@ -40,6 +66,11 @@ struct codec_call {
                                            for logs (cut at
                                            CODEC_TABLE_MAX bytes); 0: none */
     char table[CODEC_TABLE_MAX + 1];
+    const struct salt_table *kv_salt; /* the call's table is unsalted and
+                                         the key visualizer counts it
+                                         ([keyviz] unsalted_tables): its
+                                         one-bucket salt, which salts
+                                         nothing; else NULL */
     struct codec_key_note_ref {
         const struct salt_table *salt; /* NULL: no key noted */
         uint32_t bucket;
@@ -79,10 +110,16 @@ typedef enum {
 /*
  * One logical key of a salted table a walk met (codec_tally.keys_on):
  * fixed size, so the tally's array is the only memory, reused from one
- * batch to the next.
+ * batch to the next.  It points at the key rather than copying it: the
+ * owner takes the tally right after each walk.
  */
 struct codec_key_note {
     const struct salt_table *salt; /* the table's mapping */
+    const uint8_t *key;            /* the whole key, where the walk read
+                                      it: in the message walked, valid
+                                      until its owner takes the tally
+                                      (which it does before letting the
+                                      message's bytes go) */
     guint64 key_hash;              /* XXH3 of the whole key (0 for a
                                       CODEC_KEY_ROW: not needed) */
     guint64 part_hash;             /* XXH3 of its hash_part (the same) */
@@ -92,11 +129,10 @@ struct codec_key_note {
                                       legacy range) */
     uint32_t bytes;                /* its share of the message's bytes */
     uint8_t kind;                  /* codec_key_kind_t */
-    uint8_t kept;                  /* bytes of key[] used */
-    uint8_t key[CODEC_NOTE_KEY_MAX];
 };
 
-/* Fills n for key of salt (pure; the engines' scan rows use it too). */
+/* Fills n for key of salt (pure; the engines' scan rows use it too): n
+ * points at key, which must outlive n's use. */
 void codec_key_note_fill(struct codec_key_note *n,
                          const struct salt_table *salt, codec_key_kind_t kind,
                          uint32_t bucket, const uint8_t *key, size_t len);

@@ -114,8 +114,11 @@ extern const guint64 metrics_batch_le[METRICS_BATCH_BUCKETS];
 struct metrics_table {
     char *name;
     uint32_t buckets;
-    gboolean legacy; /* forward-looking in some generation: its legacy
+    gboolean legacy;      /* forward-looking in some generation: its legacy
                         range has series too */
+    gboolean keyviz_only; /* unsalted, counted by the key visualizer
+                             alone ([keyviz] unsalted_tables): no
+                             counters, no series */
 };
 
 /* The counter of kind and bucket (buckets: the legacy range) in a table's

@@ -177,7 +177,7 @@ metrics_render_table_series(struct metrics *m, GString *out, const char *name,
     metrics_render_head(out, name, "counter", help);
     for (guint t = 0; t < m->tables->len; t++) {
         const struct metrics_table *mt = g_ptr_array_index(m->tables, t);
-        uint32_t n = mt->buckets + (mt->legacy ? 1 : 0);
+        uint32_t n = mt->keyviz_only ? 0 : mt->buckets + (mt->legacy ? 1 : 0);
 
         for (uint32_t b = 0; b < n; b++) {
             guint64 v = 0;

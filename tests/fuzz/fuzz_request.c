@@ -125,11 +125,12 @@ fuzz_check_routing(const struct config *cfg, const struct codec_call *call,
     FUZZ_CHECK(n > 0 && n == sent_len && memcmp(sent, phys, n) == 0);
 }
 
-/* The key notes a walk of a len-byte message left: none if refused; each
- * a key of a salted table, its kept bytes within the key; the message's
- * bytes shared among them. */
+/* The key notes a walk of the len-byte message at msg left: none if
+ * refused; each a key of a salted table, within the message; the
+ * message's bytes shared among them. */
 static void
-fuzz_check_notes(const struct codec_tally *t, codec_status_t st, size_t len)
+fuzz_check_notes(const struct codec_tally *t, codec_status_t st,
+                 const uint8_t *msg, size_t len)
 {
     guint64 bytes = 0;
 
@@ -138,7 +139,8 @@ fuzz_check_notes(const struct codec_tally *t, codec_status_t st, size_t len)
         const struct codec_key_note *n = &t->notes[i];
 
         FUZZ_CHECK(n->salt != NULL && n->kind != CODEC_KEY_ROW);
-        FUZZ_CHECK(n->kept == MIN(n->len, CODEC_NOTE_KEY_MAX));
+        FUZZ_CHECK(n->key >= msg && n->len <= len &&
+                   (size_t)(n->key - msg) <= len - n->len);
         FUZZ_CHECK(n->part_len <= n->len);
         FUZZ_CHECK(n->bucket <= n->salt->buckets);
         bytes += n->bytes;
@@ -234,7 +236,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         io.backend_seqid = seqid++;
         st = codec_request(&io, &call);
         FUZZ_CHECK(io.used == io.len);
-        fuzz_check_notes(&tally, st, msg_len - hdr);
+        fuzz_check_notes(&tally, st, data + hdr, msg_len - hdr);
         if (!framed) {
             FUZZ_CHECK(st == CODEC_CLOSE || stally.nnotes == tally.nnotes);
             for (uint32_t i = 0; st != CODEC_CLOSE && i < tally.nnotes; i++) {

@@ -48,6 +48,19 @@ def wait_for(pred, timeout, what):
         time.sleep(0.02)
 
 
+def http_get(port, path, host='127.0.0.1', timeout=10):
+    """(status, body text) of GET path on an HTTP endpoint (the proxy's
+    admin listener): an error status is returned, not raised."""
+    import urllib.error
+    import urllib.request
+    url = 'http://%s:%d%s' % (host, port, path)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
 def can_connect(port, host='127.0.0.1'):
     try:
         socket.create_connection((host, port), timeout=0.5).close()
@@ -594,6 +607,20 @@ class Proxy(Daemon):
     def close(self):
         if not self.log.closed:
             self.stop(20, killed=-9)
+
+
+def finish(workdir, ok, *procs):
+    """A plain script's end: closes procs (Proxy, backends; None skipped),
+    in order, then removes workdir if ok (and HSP_KEEP_LOGS is not set),
+    else says where its logs are."""
+    import shutil
+    for p in procs:
+        if p is not None:
+            p.close()
+    if ok and not os.environ.get('HSP_KEEP_LOGS'):
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        sys.stderr.write('logs kept in %s\n' % workdir)
 
 
 def unittest_main_shared(argv, workdir, backend):
