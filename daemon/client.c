@@ -596,10 +596,11 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
     wire_status_t st;
 
     if (c->scan == NULL || !wire_scan_started(c->scan)) {
-        cs = codec_request_stream_svc(cfg, c->svc, c->proto, buf, avail,
-                                      set->backend_proto, req->backend_seqid,
-                                      &w->scratch, &req->call, err,
-                                      &w->client_limits, len, &w->tally);
+        cs = codec_request_stream_svc(cfg, w->gen->ts, c->svc, c->proto, buf,
+                                      avail, set->backend_proto,
+                                      req->backend_seqid, &w->scratch,
+                                      &req->call, err, &w->client_limits, len,
+                                      &w->tally);
         client_take_tally(w, req);
         if (cs != CODEC_AGAIN) {
             return cs;
@@ -620,7 +621,7 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
         return CODEC_CLOSE;
     }
     w->scratch.len = mark;
-    cs = codec_request_svc(cfg, c->svc, c->proto, buf, *len,
+    cs = codec_request_svc(cfg, w->gen->ts, c->svc, c->proto, buf, *len,
                            set->backend_proto, req->backend_seqid, &w->scratch,
                            &req->call, err, &w->client_limits, &w->tally);
     client_take_tally(w, req);
@@ -664,9 +665,10 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     }
     if (c->framed) {
         len = avail - hdr;
-        st = codec_request_svc(cfg, c->svc, c->proto, buf + hdr, len,
-                               set->backend_proto, req->backend_seqid, out,
-                               &req->call, &err, &w->client_limits, &w->tally);
+        st = codec_request_svc(cfg, w->gen->ts, c->svc, c->proto, buf + hdr,
+                               len, set->backend_proto, req->backend_seqid,
+                               out, &req->call, &err, &w->client_limits,
+                               &w->tally);
         client_take_tally(w, req);
         if (st == CODEC_REJECT) {
             const char *why = NULL;

@@ -13,6 +13,7 @@
 #include "legacy.h"
 #include "salt.h"
 #include "splits.h"
+#include "tabstate.h"
 #include "scanfilter.h"
 
 /*
@@ -79,8 +80,8 @@ codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
  * array grows to the most keys one batch met, then is reused. */
 static void
 codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
-                codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
-                size_t len)
+                unsigned stats_id, codec_key_kind_t kind, uint32_t bucket,
+                const uint8_t *key, size_t len)
 {
     if (t == NULL || !t->keys_on || t->nnotes == CODEC_NOTE_MAX) {
         return;
@@ -89,7 +90,8 @@ codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
         t->notes_cap = t->notes_cap == 0 ? 16 : t->notes_cap * 2;
         t->notes = g_renew(struct codec_key_note, t->notes, t->notes_cap);
     }
-    codec_key_note_fill(&t->notes[t->nnotes++], salt, kind, bucket, key, len);
+    codec_key_note_fill(&t->notes[t->nnotes], salt, kind, bucket, key, len);
+    t->notes[t->nnotes++].stats_id = stats_id;
 }
 
 /* The call remembers its first noted key (since the mark's count), for
@@ -106,6 +108,7 @@ codec_tally_first(const struct codec_tally *t, uint32_t since,
     }
     n = &t->notes[since];
     call->first_key.salt = n->salt;
+    call->first_key.stats_id = n->stats_id;
     call->first_key.bucket = n->bucket;
     call->first_key.kept = n->kept;
     memcpy(call->first_key.key, n->key, n->kept);
@@ -134,8 +137,8 @@ codec_tally_bytes(struct codec_tally *t, uint32_t since, size_t len)
  * bucket. */
 static void
 codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
-                uint32_t bucket, uint32_t requests, uint32_t writes,
-                uint32_t rows)
+                unsigned stats_id, uint32_t bucket, uint32_t requests,
+                uint32_t writes, uint32_t rows)
 {
     struct codec_bucket_count *e;
 
@@ -156,7 +159,10 @@ codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
         t->v = g_renew(struct codec_bucket_count, t->v, t->cap);
     }
     e = &t->v[t->n++];
+    /* the padding too: tallies compare as bytes (tests) */
+    memset(e, 0, sizeof(*e));
     e->salt = salt;
+    e->stats_id = stats_id;
     e->bucket = bucket;
     e->requests = requests;
     e->writes = writes;
@@ -209,6 +215,9 @@ codec_tally_rewind(struct codec_tally *t, const struct codec_tally_mark *m)
 /* State of one rewrite. */
 struct codec_ctx {
     const struct config *cfg;
+    const struct tabstate *ts; /* cfg's run-time state: refusals, metrics
+                                  slots; NULL: none */
+    unsigned stats_id;         /* a reply's: the call's table's slot */
     struct wire_reader r;
     struct wire_writer w;
     struct codec_error *err;
@@ -235,7 +244,7 @@ struct codec_ctx {
     gboolean splits_set; /* split keys written by the proxy */
     uint32_t splits_asked, splits_sent;
     const char *refused;    /* a table the call names is refused by the
-                            table catalog (config_table.refusal) */
+                            table catalog (tabstate_table.refusal) */
     gboolean refused_retry; /* and whether that clears by itself */
 };
 
@@ -259,6 +268,22 @@ codec_table_of(const struct salt_table *salt)
                                  offsetof(struct config_table, salt));
 }
 
+/* The metrics slot of salt's table: a request's from its generation's
+ * state, a reply's from its call. */
+static unsigned
+codec_stats_id(const struct codec_ctx *c, const struct salt_table *salt)
+{
+    return c->reply ? c->stats_id
+                    : tabstate_stats_id(c->ts, codec_table_of(salt));
+}
+
+/* The metrics slot of the call's table, 0: none. */
+static unsigned
+codec_call_stats_id(const struct codec_ctx *c, const struct codec_call *call)
+{
+    return call->salt != NULL ? codec_stats_id(c, call->salt) : 0;
+}
+
 /* A named table's salt; notes a refusal by the table catalog. */
 static const struct salt_table *
 codec_table_salt(struct codec_ctx *c, const struct config_table *t)
@@ -268,10 +293,10 @@ codec_table_salt(struct codec_ctx *c, const struct config_table *t)
     if (t == NULL) {
         return NULL;
     }
-    why = config_table_refusal(t);
+    why = tabstate_refusal(c->ts, t);
     if (why != NULL && c->refused == NULL) {
         c->refused = why;
-        c->refused_retry = config_table_refusal_retry(t);
+        c->refused_retry = tabstate_refusal_retry(c->ts, t);
     }
     return &t->salt;
 }
@@ -293,7 +318,7 @@ codec_find_table(struct codec_ctx *c, const void *name, size_t len)
         c->call->method->kind == HBASE1_ADMIN) {
         return t;
     }
-    why = config_orphan_refusal(c->cfg, name, len);
+    why = tabstate_orphan_refusal(c->ts, name, len);
     if (why != NULL && c->refused == NULL) {
         c->refused = why;
         c->refused_retry = FALSE; /* only an operator clears it */
@@ -596,8 +621,9 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     if (route == LEGACY_ROUTE_LEGACY) {
         /* kept where it always was: unsalted; counted as the legacy
          * range, the index past the last bucket */
-        codec_tally_add(c->tally, salt, salt->buckets, 1, c->write, 0);
-        codec_tally_key(c->tally, salt,
+        codec_tally_add(c->tally, salt, codec_stats_id(c, salt), salt->buckets,
+                        1, c->write, 0);
+        codec_tally_key(c->tally, salt, codec_stats_id(c, salt),
                         c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ,
                         salt->buckets, key, len);
         wire_write_binary(&c->w, key, len);
@@ -614,8 +640,9 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
     bucket = salt_bucket(salt, key, len);
-    codec_tally_add(c->tally, salt, bucket, 1, c->write, 0);
-    codec_tally_key(c->tally, salt,
+    codec_tally_add(c->tally, salt, codec_stats_id(c, salt), bucket, 1,
+                    c->write, 0);
+    codec_tally_key(c->tally, salt, codec_stats_id(c, salt),
                     c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket, key,
                     len);
     plen = salt_write_prefix(salt, bucket, prefix);
@@ -751,16 +778,16 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     }
     switch (salt_owner(salt, phys, len, &logical, &logical_len, &bucket)) {
     case LEGACY_OWNER_SALTED:
-        codec_tally_add(c->tally, salt, bucket, 0, 0, 1);
-        codec_tally_key(c->tally, salt, CODEC_KEY_ROW, bucket, logical,
-                        logical_len);
+        codec_tally_add(c->tally, salt, c->stats_id, bucket, 0, 0, 1);
+        codec_tally_key(c->tally, salt, c->stats_id, CODEC_KEY_ROW, bucket,
+                        logical, logical_len);
         wire_write_binary(&c->w, logical, (uint32_t)logical_len);
         return TRUE;
     case LEGACY_OWNER_LEGACY:
         /* a legacy row: stored as its logical key */
-        codec_tally_add(c->tally, salt, salt->buckets, 0, 0, 1);
-        codec_tally_key(c->tally, salt, CODEC_KEY_ROW, salt->buckets, phys,
-                        len);
+        codec_tally_add(c->tally, salt, c->stats_id, salt->buckets, 0, 0, 1);
+        codec_tally_key(c->tally, salt, c->stats_id, CODEC_KEY_ROW,
+                        salt->buckets, phys, len);
         wire_write_binary(&c->w, phys, len);
         return TRUE;
     default:
@@ -1239,6 +1266,7 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
     call->service = svc;
     call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
+    call->stats_id = 0;
     call->first_key.salt = NULL;
 }
 
@@ -1289,6 +1317,7 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
                 return CODEC_REJECT;
             }
             call->salt = codec_peek_table(c, method->args, &named);
+            call->stats_id = codec_call_stats_id(c, call);
         }
         if (c->r.status != WIRE_OK) {
             err->app_type = WIRE_APP_PROTOCOL_ERROR;
@@ -1316,6 +1345,7 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
         gboolean named = FALSE;
 
         call->salt = codec_peek_table(c, method->args, &named);
+        call->stats_id = codec_call_stats_id(c, call);
         if (c->r.status != WIRE_OK) {
             ok = FALSE;
         } else {
@@ -1356,16 +1386,17 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
  * ran out first); *used: the message's length when OK.
  */
 static codec_status_t
-codec_request_walk(const struct config *cfg, const struct hbase1_service *svc,
-                   wire_proto_t from, const uint8_t *msg, size_t len,
-                   gboolean complete, struct codec_tally *tally,
-                   wire_proto_t to, int32_t backend_seqid,
-                   struct wire_buf *out, struct codec_call *call,
-                   struct codec_error *err, const struct wire_limits *limits,
-                   wire_status_t *rs, size_t *used)
+codec_request_walk(const struct config *cfg, const struct tabstate *ts,
+                   const struct hbase1_service *svc, wire_proto_t from,
+                   const uint8_t *msg, size_t len, gboolean complete,
+                   struct codec_tally *tally, wire_proto_t to,
+                   int32_t backend_seqid, struct wire_buf *out,
+                   struct codec_call *call, struct codec_error *err,
+                   const struct wire_limits *limits, wire_status_t *rs,
+                   size_t *used)
 {
     struct codec_ctx c = {
-        .cfg = cfg, .err = err, .reply = FALSE, .tally = tally
+        .cfg = cfg, .ts = ts, .err = err, .reply = FALSE, .tally = tally
     };
     codec_status_t st = codec_request_body(&c, svc, from, msg, len, complete,
                                            to, backend_seqid, out, call,
@@ -1377,21 +1408,22 @@ codec_request_walk(const struct config *cfg, const struct hbase1_service *svc,
 }
 
 codec_status_t
-codec_request(const struct config *cfg, wire_proto_t from, const uint8_t *msg,
-              size_t len, wire_proto_t to, int32_t backend_seqid,
-              struct wire_buf *out, struct codec_call *call,
-              struct codec_error *err, const struct wire_limits *limits,
-              struct codec_tally *tally)
+codec_request(const struct config *cfg, const struct tabstate *ts,
+              wire_proto_t from, const uint8_t *msg, size_t len,
+              wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
+              struct codec_call *call, struct codec_error *err,
+              const struct wire_limits *limits, struct codec_tally *tally)
 {
-    return codec_request_svc(cfg, hbase1_service(HBASE1_SERVICE_THRIFT1), from,
-                             msg, len, to, backend_seqid, out, call, err,
+    return codec_request_svc(cfg, ts, hbase1_service(HBASE1_SERVICE_THRIFT1),
+                             from, msg, len, to, backend_seqid, out, call, err,
                              limits, tally);
 }
 
 codec_status_t
-codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
-                  wire_proto_t from, const uint8_t *msg, size_t len,
-                  wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
+codec_request_svc(const struct config *cfg, const struct tabstate *ts,
+                  const struct hbase1_service *svc, wire_proto_t from,
+                  const uint8_t *msg, size_t len, wire_proto_t to,
+                  int32_t backend_seqid, struct wire_buf *out,
                   struct codec_call *call, struct codec_error *err,
                   const struct wire_limits *limits, struct codec_tally *tally)
 {
@@ -1401,7 +1433,7 @@ codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
     codec_status_t st;
 
     codec_tally_mark(tally, &tm);
-    st = codec_request_walk(cfg, svc, from, msg, len, TRUE, tally, to,
+    st = codec_request_walk(cfg, ts, svc, from, msg, len, TRUE, tally, to,
                             backend_seqid, out, call, err, limits, &rs, &used);
     if (st == CODEC_REJECT) {
         codec_tally_rewind(tally, &tm);
@@ -1413,21 +1445,21 @@ codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
 }
 
 codec_status_t
-codec_request_stream(const struct config *cfg, wire_proto_t from,
-                     const uint8_t *buf, size_t avail, wire_proto_t to,
-                     int32_t backend_seqid, struct wire_buf *out,
-                     struct codec_call *call, struct codec_error *err,
-                     const struct wire_limits *limits, size_t *msg_len,
-                     struct codec_tally *tally)
+codec_request_stream(const struct config *cfg, const struct tabstate *ts,
+                     wire_proto_t from, const uint8_t *buf, size_t avail,
+                     wire_proto_t to, int32_t backend_seqid,
+                     struct wire_buf *out, struct codec_call *call,
+                     struct codec_error *err, const struct wire_limits *limits,
+                     size_t *msg_len, struct codec_tally *tally)
 {
-    return codec_request_stream_svc(cfg,
+    return codec_request_stream_svc(cfg, ts,
                                     hbase1_service(HBASE1_SERVICE_THRIFT1),
                                     from, buf, avail, to, backend_seqid, out,
                                     call, err, limits, msg_len, tally);
 }
 
 codec_status_t
-codec_request_stream_svc(const struct config *cfg,
+codec_request_stream_svc(const struct config *cfg, const struct tabstate *ts,
                          const struct hbase1_service *svc, wire_proto_t from,
                          const uint8_t *buf, size_t avail, wire_proto_t to,
                          int32_t backend_seqid, struct wire_buf *out,
@@ -1443,7 +1475,7 @@ codec_request_stream_svc(const struct config *cfg,
 
     *msg_len = 0;
     codec_tally_mark(tally, &tm);
-    st = codec_request_walk(cfg, svc, from, buf, avail, FALSE, tally, to,
+    st = codec_request_walk(cfg, ts, svc, from, buf, avail, FALSE, tally, to,
                             backend_seqid, out, call, err, limits, &rs,
                             msg_len);
     if (rs == WIRE_AGAIN) {
@@ -1537,7 +1569,9 @@ codec_reply_walk(const struct codec_call *call, wire_proto_t from,
                  struct codec_error *err, const struct wire_limits *limits,
                  wire_status_t *rs, size_t *used)
 {
-    struct codec_ctx c = { .err = err, .reply = TRUE, .tally = tally };
+    struct codec_ctx c = {
+        .err = err, .reply = TRUE, .tally = tally, .stats_id = call->stats_id
+    };
     codec_status_t st = codec_reply_body(&c, call, from, msg, len, complete,
                                          backend_seqid, to, out, limits);
 
@@ -1759,11 +1793,13 @@ codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
 wire_status_t
 codec_row_result(const struct hbase1_scanner *scanner, struct wire_reader *r,
                  struct wire_writer *w, const struct salt_table *salt,
-                 struct codec_tally *tally)
+                 unsigned stats_id, struct codec_tally *tally)
 {
     /* a reply's walk never rejects: no need to clear text[] per row */
     struct codec_error err;
-    struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = tally };
+    struct codec_ctx c = {
+        .err = &err, .reply = TRUE, .tally = tally, .stats_id = stats_id
+    };
     c.r = *r;
     c.w = *w;
     codec_walk_struct(&c, scanner->row, salt);

@@ -7,6 +7,7 @@
 
 struct config;
 struct salt_table;
+struct tabstate;
 struct hbase1_method;
 struct hbase1_service;
 struct hbase1_scanner;
@@ -26,6 +27,8 @@ struct codec_call {
     const struct hbase1_service *service; /* the connection's service */
     const struct hbase1_method *method;   /* NULL: name not in its table */
     const struct salt_table *salt; /* salted table of the call, or NULL */
+    unsigned stats_id;             /* its metrics slot + 1 (tabstate.h),
+                                      0: none; its rows count there */
     int32_t client_seqid;          /* echoed to the client */
     uint16_t name_len;
     char name[WIRE_MAX_NAME + 1]; /* method name as the client sent it */
@@ -42,6 +45,7 @@ struct codec_call {
     char table[CODEC_TABLE_MAX + 1];
     struct codec_key_note_ref {
         const struct salt_table *salt; /* NULL: no key noted */
+        unsigned stats_id;
         uint32_t bucket;
         uint8_t kept;
         uint8_t key[CODEC_NOTE_KEY_MAX];
@@ -59,6 +63,7 @@ char *codec_splits_describe(const struct codec_call *call);
 /* Row keys sent to, and rows returned from, one bucket of a salted table. */
 struct codec_bucket_count {
     const struct salt_table *salt; /* the table's mapping */
+    unsigned stats_id;             /* its metrics slot + 1, 0: none */
     uint32_t bucket;               /* salt->buckets: a forward-looking
                                       table's legacy (unsalted) keys */
     uint32_t requests;             /* row keys salted into it */
@@ -83,6 +88,8 @@ typedef enum {
  */
 struct codec_key_note {
     const struct salt_table *salt; /* the table's mapping */
+    unsigned stats_id;             /* its metrics slot + 1, 0: none (set
+                                      by whoever fills the note) */
     guint64 key_hash;              /* XXH3 of the whole key (0 for a
                                       CODEC_KEY_ROW: not needed) */
     guint64 part_hash;             /* XXH3 of its hash_part (the same) */
@@ -172,7 +179,8 @@ struct codec_error {
  * framing is the caller's.  On REJECT, out is left as it was and
  * codec_write_error builds the reply.
  */
-codec_status_t codec_request(const struct config *cfg, wire_proto_t from,
+codec_status_t codec_request(const struct config *cfg,
+                             const struct tabstate *ts, wire_proto_t from,
                              const uint8_t *msg, size_t len, wire_proto_t to,
                              int32_t backend_seqid, struct wire_buf *out,
                              struct codec_call *call, struct codec_error *err,
@@ -183,9 +191,10 @@ codec_status_t codec_request(const struct config *cfg, wire_proto_t from,
  * Thrift2, hbase1.h): its method table decides what is rewritten.
  * codec_request is this on Thrift1. */
 codec_status_t
-codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
-                  wire_proto_t from, const uint8_t *msg, size_t len,
-                  wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
+codec_request_svc(const struct config *cfg, const struct tabstate *ts,
+                  const struct hbase1_service *svc, wire_proto_t from,
+                  const uint8_t *msg, size_t len, wire_proto_t to,
+                  int32_t backend_seqid, struct wire_buf *out,
                   struct codec_call *call, struct codec_error *err,
                   const struct wire_limits *limits, struct codec_tally *tally);
 
@@ -199,16 +208,16 @@ codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
  * says why).
  */
 codec_status_t
-codec_request_stream(const struct config *cfg, wire_proto_t from,
-                     const uint8_t *buf, size_t avail, wire_proto_t to,
-                     int32_t backend_seqid, struct wire_buf *out,
-                     struct codec_call *call, struct codec_error *err,
-                     const struct wire_limits *limits, size_t *msg_len,
-                     struct codec_tally *tally);
+codec_request_stream(const struct config *cfg, const struct tabstate *ts,
+                     wire_proto_t from, const uint8_t *buf, size_t avail,
+                     wire_proto_t to, int32_t backend_seqid,
+                     struct wire_buf *out, struct codec_call *call,
+                     struct codec_error *err, const struct wire_limits *limits,
+                     size_t *msg_len, struct codec_tally *tally);
 
 /* codec_request_stream for service svc (see codec_request_svc). */
 codec_status_t
-codec_request_stream_svc(const struct config *cfg,
+codec_request_stream_svc(const struct config *cfg, const struct tabstate *ts,
                          const struct hbase1_service *svc, wire_proto_t from,
                          const uint8_t *buf, size_t avail, wire_proto_t to,
                          int32_t backend_seqid, struct wire_buf *out,
@@ -296,4 +305,4 @@ void codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
 wire_status_t codec_row_result(const struct hbase1_scanner *scanner,
                                struct wire_reader *r, struct wire_writer *w,
                                const struct salt_table *salt,
-                               struct codec_tally *tally);
+                               unsigned stats_id, struct codec_tally *tally);

@@ -526,7 +526,7 @@ keyviz_sample_set(struct keyviz_sampled *s, const struct codec_key_note *n)
  * if new; NULL when the table is not counted (or nothing ticks yet). */
 static inline struct keyviz_slot *
 keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
-               struct keyviz_wtable **wt_out)
+               unsigned stats_id, struct keyviz_wtable **wt_out)
 {
     /* every salt the codec notes lives in a config (as metrics.h) */
     const struct config_table *ct =
@@ -538,14 +538,14 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     struct keyviz_wtable *wt;
     struct keyviz_slot *sl;
 
-    if (epoch < 0 || ct->stats_id == 0 || ct->keyviz_off ||
-        ct->stats_id > KEYVIZ_MAX_TABLES ||
-        (wt = w->tables[ct->stats_id - 1]) == NULL) {
+    if (epoch < 0 || stats_id == 0 || ct->keyviz_off ||
+        stats_id > KEYVIZ_MAX_TABLES ||
+        (wt = w->tables[stats_id - 1]) == NULL) {
         return NULL;
     }
     sl = &wt->slot[epoch % KEYVIZ_SLOTS];
     if (sl->epoch != epoch) {
-        keyviz_slot_enter(kv, kv->tables[ct->stats_id - 1], sl, epoch);
+        keyviz_slot_enter(kv, kv->tables[stats_id - 1], sl, epoch);
     }
     *wt_out = wt;
     return sl;
@@ -555,7 +555,7 @@ void
 keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
 {
     struct keyviz_wtable *wt;
-    struct keyviz_slot *sl = keyviz_slot_of(w, n->salt, &wt);
+    struct keyviz_slot *sl = keyviz_slot_of(w, n->salt, n->stats_id, &wt);
     guint64 *c;
 
     if (sl == NULL) {
@@ -602,7 +602,7 @@ void
 keyviz_error(struct keyviz_worker *w, const struct codec_key_note_ref *key)
 {
     struct keyviz_wtable *wt;
-    struct keyviz_slot *sl = keyviz_slot_of(w, key->salt, &wt);
+    struct keyviz_slot *sl = keyviz_slot_of(w, key->salt, key->stats_id, &wt);
 
     if (sl == NULL) {
         return;

@@ -27,6 +27,7 @@
 #include "salt.h"
 #include "scan.h"
 #include "splits.h"
+#include "tabstate.h"
 #include "tls.h"
 
 #if HSP_HAVE_SD_NOTIFY
@@ -548,7 +549,8 @@ main_catalog_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct main_ctx *m = arg;
     /* the verdicts are run-time state of the generation's tables */
-    struct config *cfg = (struct config *)m->p->gen->cfg;
+    struct tabstate *ts = m->p->gen->ts;
+    const struct config *cfg = ts->cfg;
     struct catalog_report rep;
     unsigned up = 0;
 
@@ -561,14 +563,14 @@ main_catalog_cb(evutil_socket_t fd, short what, void *arg)
     if (up == 0) {
         return;
     }
-    if (!catalog_pending(cfg)) {
+    if (!catalog_pending(ts)) {
         /* an entry registered since, by another proxy or by
          * hbase-salt-migrate, for a table this file has no section for:
          * one scan of the catalog */
-        catalog_check_orphans(cfg);
+        catalog_check_orphans(ts);
         return;
     }
-    if (catalog_check(cfg, &rep)) {
+    if (catalog_check(ts, &rep)) {
         g_message("catalog: HBase answers again: the salted tables are "
                   "checked");
     }
@@ -634,12 +636,13 @@ main_run(struct config *cfg, const char *config_path)
                                (cfg->catalog_recheck_ms % 1000) * 1000 };
     struct admin *admin = NULL;
     struct catalog_report rep;
+    struct tabstate *ts = tabstate_new(cfg, NULL);
 
     /* before any listener: no call on a salted table is served unchecked */
-    catalog_check(cfg, &rep);
+    catalog_check(ts, &rep);
     catalog_report_clear(&rep);
 
-    m.p = proxy_new(cfg, &error);
+    m.p = proxy_new(ts, &error);
     if (m.p == NULL) {
         g_critical("%s", error->message);
         return 1;
@@ -797,7 +800,7 @@ main_check_services(const struct config *cfg, const char *name)
  * HBase holds them; none when it cannot be asked (said already, or no
  * catalog is kept and the file is checked alone). */
 static void
-main_check_tables(struct config *cfg, const char *name)
+main_check_tables(const struct config *cfg, const char *name)
 {
     g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
 
@@ -815,7 +818,7 @@ main_check_tables(struct config *cfg, const char *name)
  * FALSE when a start would refuse a table.
  */
 static gboolean
-main_check_catalog(struct config *cfg, const char *name)
+main_check_catalog(const struct config *cfg, const char *name)
 {
     g_autoptr(GString) out = g_string_new(NULL);
     g_autoptr(GError) error = NULL;

@@ -195,8 +195,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!framed) {
             fuzz_check_resumable(from, data, want, limits);
             wire_buf_clear(&streamed);
-            sst = codec_request_stream_svc(cfg, svc, from, data, want, to,
-                                           seqid, &streamed, &scall, &serr,
+            sst = codec_request_stream_svc(cfg, NULL, svc, from, data, want,
+                                           to, seqid, &streamed, &scall, &serr,
                                            limits, &slen, &stally);
             if (scan == WIRE_AGAIN) {
                 FUZZ_CHECK(sst == CODEC_AGAIN && streamed.len == 0);
@@ -213,8 +213,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(msg_len > hdr && msg_len <= want);
 
         wire_buf_clear(&out);
-        st = codec_request_svc(cfg, svc, from, data + hdr, msg_len - hdr, to,
-                               seqid++, &out, &call, &err, limits, &tally);
+        st = codec_request_svc(cfg, NULL, svc, from, data + hdr, msg_len - hdr,
+                               to, seqid++, &out, &call, &err, limits, &tally);
         fuzz_check_notes(&tally, st, msg_len - hdr);
         if (!framed) {
             FUZZ_CHECK(st == CODEC_CLOSE || stally.nnotes == tally.nnotes);

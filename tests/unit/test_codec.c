@@ -11,6 +11,7 @@
 #include "hbase2_hbase2_types.h"
 #include "hbase_hbase_types.h"
 #include "salt.h"
+#include "tabstate.h"
 
 static const char test_conf[] = "[table:salted]\n"
                                 "buckets = 16\n"
@@ -20,6 +21,7 @@ static const char test_conf[] = "[table:salted]\n"
                                 "salt_separator = -\n";
 
 static struct config *test_cfg;
+static struct tabstate *test_ts; /* test_cfg's: orphans, refusals */
 
 static ThriftProtocol *
 test_protocol_new(wire_proto_t proto, ThriftMemoryBuffer **mem)
@@ -155,8 +157,8 @@ test_get_rows_request(gconstpointer data)
     msg = test_encode(from, "getRows", T_CALL, 7, args);
 
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, from, msg->data, msg->len, to,
-                                  1234, &out, &call, &err, NULL, NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, from, msg->data, msg->len,
+                                  to, 1234, &out, &call, &err, NULL, NULL),
                     ==, CODEC_OK);
     g_assert_cmpint(call.client_seqid, ==, 7);
     g_assert_cmpstr(call.name, ==, "getRows");
@@ -209,9 +211,9 @@ test_unsalted_passthrough(void)
     reencoded = test_encode(WIRE_BINARY, "mutateRow", T_CALL, 99, args);
 
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 99, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, msg->data,
+                                  msg->len, WIRE_BINARY, 99, &out, &call, &err,
+                                  NULL, NULL),
                     ==, CODEC_OK);
     g_assert_null(call.salt);
     g_assert_cmpmem(out.data, out.len, reencoded->data, reencoded->len);
@@ -240,7 +242,7 @@ test_orphan_refused(void)
     set->n = 2;
     set->items[0] = (struct config_orphan){ "other", 5, "other" };
     set->items[1] = (struct config_orphan){ "plain", 5, why };
-    g_atomic_pointer_set(&test_cfg->catalog_orphans, set);
+    g_atomic_pointer_set(&test_ts->orphans, set);
     wire_buf_init(&out);
     for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
         g_autoptr(GByteArray) msg = NULL;
@@ -252,9 +254,9 @@ test_orphan_refused(void)
         msg = test_encode(WIRE_BINARY, "mutateRow", T_CALL, 3, args);
         out.len = 0;
         if (i < 2) {
-            g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
-                                          msg->len, WIRE_BINARY, 99, &out,
-                                          &call, &err, NULL, NULL),
+            g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY,
+                                          msg->data, msg->len, WIRE_BINARY, 99,
+                                          &out, &call, &err, NULL, NULL),
                             ==, CODEC_REJECT);
             g_assert_cmpstr(err.message, ==, why);
             g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IO);
@@ -262,9 +264,9 @@ test_orphan_refused(void)
             g_assert_cmpuint(out.len, ==, 0);
         } else {
             /* a name it is a prefix of: passes through */
-            g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
-                                          msg->len, WIRE_BINARY, 99, &out,
-                                          &call, &err, NULL, NULL),
+            g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY,
+                                          msg->data, msg->len, WIRE_BINARY, 99,
+                                          &out, &call, &err, NULL, NULL),
                             ==, CODEC_OK);
         }
         g_byte_array_unref(args->tableName);
@@ -280,12 +282,12 @@ test_orphan_refused(void)
         msg = test_encode(WIRE_BINARY, "getColumnDescriptors", T_CALL, 4,
                           desc);
         out.len = 0;
-        g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
-                                      msg->len, WIRE_BINARY, 99, &out, &call,
-                                      &err, NULL, NULL),
+        g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY,
+                                      msg->data, msg->len, WIRE_BINARY, 99,
+                                      &out, &call, &err, NULL, NULL),
                         ==, CODEC_OK);
     }
-    g_atomic_pointer_set(&test_cfg->catalog_orphans, NULL);
+    g_atomic_pointer_set(&test_ts->orphans, NULL);
     g_free(set);
     g_object_unref(args);
     g_object_unref(desc);
@@ -310,8 +312,9 @@ test_region_info_row(wire_proto_t proto, const void *meta, size_t len)
     args->__isset_row = TRUE;
     msg = test_encode(proto, "getRegionInfo", T_CALL, 5, args);
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, proto, msg->data, msg->len, proto,
-                                  7, &out, &call, &err, NULL, NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, proto, msg->data,
+                                  msg->len, proto, 7, &out, &call, &err, NULL,
+                                  NULL),
                     ==, CODEC_OK);
     test_decode(proto, out.data, out.len, "getRegionInfo", T_CALL, 7, back);
     row = g_byte_array_ref(back->row);
@@ -402,9 +405,9 @@ test_mutate_rows_request(void)
     msg = test_encode(WIRE_COMPACT, "mutateRows", T_CALL, 1, args);
 
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_COMPACT, msg->data, msg->len,
-                                  WIRE_BINARY, 5, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_COMPACT, msg->data,
+                                  msg->len, WIRE_BINARY, 5, &out, &call, &err,
+                                  NULL, NULL),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_MUTATE_ROWS_ARGS, NULL);
     test_decode(WIRE_BINARY, out.data, out.len, "mutateRows", T_CALL, 5, back);
@@ -456,9 +459,9 @@ test_increment_rows_mixed_tables(void)
     msg = test_encode(WIRE_BINARY, "incrementRows", T_CALL, 1, args);
 
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_COMPACT, 2, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, msg->data,
+                                  msg->len, WIRE_COMPACT, 2, &out, &call, &err,
+                                  NULL, NULL),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_INCREMENT_ROWS_ARGS, NULL);
     test_decode(WIRE_COMPACT, out.data, out.len, "incrementRows", T_CALL, 2,
@@ -526,9 +529,9 @@ test_call_for(const char *table, const char *method, struct codec_call *call)
     args->__isset_row = TRUE;
     msg = test_encode(WIRE_BINARY, method, T_CALL, 42, args);
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 8, &out, call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, msg->data,
+                                  msg->len, WIRE_BINARY, 8, &out, call, &err,
+                                  NULL, NULL),
                     ==, CODEC_OK);
     wire_buf_free(&out);
     g_object_unref(args);
@@ -747,9 +750,9 @@ test_rejects(void)
     args->__isset_row = TRUE;
     msg = test_encode(WIRE_BINARY, "getRow", T_CALL, 11, args);
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 1, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, msg->data,
+                                  msg->len, WIRE_BINARY, 1, &out, &call, &err,
+                                  NULL, NULL),
                     ==, CODEC_OK);
     back = g_object_new(HBASE_TYPE_HBASE_GET_ROW_ARGS, NULL);
     test_decode(WIRE_BINARY, out.data, out.len, "getRow", T_CALL, 1, back);
@@ -773,20 +776,20 @@ test_rejects(void)
     g_byte_array_unref(msg);
     msg = test_encode(WIRE_BINARY, "getRow", T_CALL, 11, args);
     wire_buf_clear(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data,
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, msg->data,
                                   msg->len - 2, WIRE_BINARY, 1, &out, &call,
                                   &err, NULL, NULL),
                     ==, CODEC_REJECT);
     g_assert_cmpint(err.app_type, ==, WIRE_APP_PROTOCOL_ERROR);
     g_assert_cmpint(err.answer, ==, CODEC_ANSWER_APP);
     /* a header that cannot be read cannot be answered */
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, 6,
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, msg->data, 6,
                                   WIRE_BINARY, 1, &out, &call, &err, NULL,
                                   NULL),
                     ==, CODEC_CLOSE);
     /* a client must not send replies */
     reply = test_encode(WIRE_BINARY, "getRow", T_REPLY, 4, args);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, reply->data,
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, reply->data,
                                   reply->len, WIRE_BINARY, 1, &out, &call,
                                   &err, NULL, NULL),
                     ==, CODEC_REJECT);
@@ -799,9 +802,9 @@ test_rejects(void)
     scan->__isset_startRow = TRUE;
     smsg = test_encode(WIRE_BINARY, "scannerOpen", T_CALL, 1, scan);
     wire_buf_clear(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, smsg->data, smsg->len,
-                                  WIRE_BINARY, 1, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, smsg->data,
+                                  smsg->len, WIRE_BINARY, 1, &out, &call, &err,
+                                  NULL, NULL),
                     ==, CODEC_SCAN);
     g_assert_true(call.salt == test_table("salted"));
     g_assert_cmpuint(out.len, ==, 0);
@@ -829,9 +832,9 @@ test_unknown_method(void)
     msg = test_encode(WIRE_BINARY, "getRowOrBefore", T_CALL, 1, args);
     want = test_encode(WIRE_BINARY, "getRowOrBefore", T_CALL, 77, args);
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_BINARY, 77, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, msg->data,
+                                  msg->len, WIRE_BINARY, 77, &out, &call, &err,
+                                  NULL, NULL),
                     ==, CODEC_OK);
     g_assert_null(call.method);
     g_assert_cmpmem(out.data, out.len, want->data, want->len);
@@ -897,9 +900,9 @@ test_stream(void)
     wire_buf_init(&out);
     codec_tally_init(&tally);
     codec_tally_init(&whole_tally);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg->data, msg->len,
-                                  WIRE_COMPACT, 5, &whole, &call, &err, NULL,
-                                  &whole_tally),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, msg->data,
+                                  msg->len, WIRE_COMPACT, 5, &whole, &call,
+                                  &err, NULL, &whole_tally),
                     ==, CODEC_OK);
     g_assert_cmpuint(test_tally_sum(&whole_tally, FALSE), >, 0);
 
@@ -907,7 +910,7 @@ test_stream(void)
     g_byte_array_append(stream, msg->data, msg->len);
     g_byte_array_append(stream, msg->data, 9);
     for (size_t cut = 0; cut < msg->len; cut++) {
-        g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY,
+        g_assert_cmpint(codec_request_stream(test_cfg, test_ts, WIRE_BINARY,
                                              stream->data, cut, WIRE_COMPACT,
                                              5, &out, &call, &err, NULL, &used,
                                              &tally),
@@ -916,9 +919,10 @@ test_stream(void)
         /* a message not whole yet reports nothing */
         g_assert_cmpuint(tally.n, ==, 0);
     }
-    g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, stream->data,
-                                         stream->len, WIRE_COMPACT, 5, &out,
-                                         &call, &err, NULL, &used, &tally),
+    g_assert_cmpint(codec_request_stream(test_cfg, test_ts, WIRE_BINARY,
+                                         stream->data, stream->len,
+                                         WIRE_COMPACT, 5, &out, &call, &err,
+                                         NULL, &used, &tally),
                     ==, CODEC_OK);
     g_assert_cmpuint(used, ==, msg->len);
     /* the same buckets as the whole message, once */
@@ -936,13 +940,15 @@ test_stream(void)
     scan->__isset_startRow = TRUE;
     smsg = test_encode(WIRE_BINARY, "scannerOpen", T_CALL, 1, scan);
     wire_buf_clear(&out);
-    g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, smsg->data,
-                                         smsg->len - 1, WIRE_BINARY, 1, &out,
-                                         &scall, &err, NULL, &used, NULL),
+    g_assert_cmpint(codec_request_stream(test_cfg, test_ts, WIRE_BINARY,
+                                         smsg->data, smsg->len - 1,
+                                         WIRE_BINARY, 1, &out, &scall, &err,
+                                         NULL, &used, NULL),
                     ==, CODEC_AGAIN);
-    g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, smsg->data,
-                                         smsg->len, WIRE_BINARY, 1, &out,
-                                         &scall, &err, NULL, &used, NULL),
+    g_assert_cmpint(codec_request_stream(test_cfg, test_ts, WIRE_BINARY,
+                                         smsg->data, smsg->len, WIRE_BINARY, 1,
+                                         &out, &scall, &err, NULL, &used,
+                                         NULL),
                     ==, CODEC_SCAN);
     g_assert_cmpuint(used, ==, smsg->len);
 
@@ -951,10 +957,10 @@ test_stream(void)
         static const uint8_t junk[] = { 0x80, 0x01, 0x00, 0x01, 0xff, 0xff,
                                         0xff, 0xff, 0,    0,    0,    0 };
 
-        g_assert_cmpint(codec_request_stream(test_cfg, WIRE_BINARY, junk,
-                                             sizeof(junk), WIRE_BINARY, 1,
-                                             &out, &scall, &err, NULL, &used,
-                                             NULL),
+        g_assert_cmpint(codec_request_stream(test_cfg, test_ts, WIRE_BINARY,
+                                             junk, sizeof(junk), WIRE_BINARY,
+                                             1, &out, &scall, &err, NULL,
+                                             &used, NULL),
                         ==, CODEC_CLOSE);
         g_assert_nonnull(err.message);
     }
@@ -1188,8 +1194,8 @@ test_repeated_fields(void)
             test_repeat_build(i, proto, &msg);
             wire_buf_init(&out);
             codec_tally_init(&tally);
-            st = codec_request(test_cfg, proto, msg.data, msg.len, proto, 9,
-                               &out, &call, &err, NULL, &tally);
+            st = codec_request(test_cfg, test_ts, proto, msg.data, msg.len,
+                               proto, 9, &out, &call, &err, NULL, &tally);
             /* a refused call reports no bucket, whatever it salted
              * before the repeat was found */
             if (st == CODEC_REJECT) {
@@ -1211,10 +1217,10 @@ test_repeated_fields(void)
                 g_assert_cmpint(err.answer, ==, CODEC_ANSWER_APP);
                 g_assert_cmpstr(err.message, ==, want);
                 /* the unframed path agrees and knows the message's end */
-                g_assert_cmpint(codec_request_stream(test_cfg, proto, msg.data,
-                                                     msg.len, proto, 9, &out,
-                                                     &call, &err, NULL, &used,
-                                                     NULL),
+                g_assert_cmpint(codec_request_stream(test_cfg, test_ts, proto,
+                                                     msg.data, msg.len, proto,
+                                                     9, &out, &call, &err,
+                                                     NULL, &used, NULL),
                                 ==, CODEC_REJECT);
                 g_assert_cmpuint(used, ==, msg.len);
                 g_assert_cmpstr(err.message, ==, want);
@@ -1499,8 +1505,9 @@ test_row_limit(gconstpointer data)
 
             test_raw_call(WIRE_BINARY, method, shape, table, &key, 1, 3, &msg);
             wire_buf_init(&out);
-            st = codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
-                               WIRE_BINARY, 9, &out, &call, &err, NULL, NULL);
+            st = codec_request(test_cfg, test_ts, WIRE_BINARY, msg.data,
+                               msg.len, WIRE_BINARY, 9, &out, &call, &err,
+                               NULL, NULL);
             if (storable || hbase_refuses ||
                 (shape == TEST_ROWS && test_limit_calls[m].read)) {
                 /* salted, or on as it came, or left out of the list */
@@ -1568,9 +1575,9 @@ test_row_limit_mixed(void)
     /* getRows: the unstorable rows are left out, the others read */
     test_raw_call(WIRE_BINARY, "getRows", TEST_ROWS, table, rows, 5, 3, &msg);
     wire_buf_init(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
-                                  WIRE_BINARY, 9, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, msg.data,
+                                  msg.len, WIRE_BINARY, 9, &out, &call, &err,
+                                  NULL, NULL),
                     ==, CODEC_OK);
     test_raw_call(WIRE_BINARY, "getRows", TEST_ROWS, table, sent, 3, 9,
                   &expect);
@@ -1582,9 +1589,9 @@ test_row_limit_mixed(void)
     test_raw_call(WIRE_COMPACT, "mutateRows", TEST_BATCHES, table, writes, 3,
                   3, &msg);
     wire_buf_clear(&out);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_COMPACT, msg.data, msg.len,
-                                  WIRE_BINARY, 9, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_COMPACT, msg.data,
+                                  msg.len, WIRE_BINARY, 9, &out, &call, &err,
+                                  NULL, NULL),
                     ==, CODEC_REJECT);
     g_assert_cmpint(err.answer, ==, CODEC_ANSWER_IA);
     g_assert_cmpuint(out.len, ==, 0);
@@ -1593,9 +1600,9 @@ test_row_limit_mixed(void)
     /* with a row HBase refuses anyway, HBase answers, as unsalted */
     test_raw_call(WIRE_BINARY, "mutateRows", TEST_BATCHES, table, with_huge, 3,
                   3, &msg);
-    g_assert_cmpint(codec_request(test_cfg, WIRE_BINARY, msg.data, msg.len,
-                                  WIRE_BINARY, 9, &out, &call, &err, NULL,
-                                  NULL),
+    g_assert_cmpint(codec_request(test_cfg, test_ts, WIRE_BINARY, msg.data,
+                                  msg.len, WIRE_BINARY, 9, &out, &call, &err,
+                                  NULL, NULL),
                     ==, CODEC_OK);
     test_raw_call(WIRE_BINARY, "mutateRows", TEST_BATCHES, table, written, 3,
                   9, &expect);
@@ -1683,8 +1690,8 @@ test_thrift2_check_and_mutate(gconstpointer data)
     wire_write_struct_end(&w);
     wire_write_struct_end(&w);
 
-    g_assert_cmpint(codec_request_svc(test_cfg, svc, from, msg.data, msg.len,
-                                      to, 77, &out, &call, &err,
+    g_assert_cmpint(codec_request_svc(test_cfg, test_ts, svc, from, msg.data,
+                                      msg.len, to, 77, &out, &call, &err,
                                       &wire_default_limits, NULL),
                     ==, CODEC_OK);
     g_assert_true(call.service == svc);
@@ -1765,8 +1772,8 @@ test_thrift2_error_rows(gconstpointer data)
     wire_write_container_end(&w);
     wire_write_struct_end(&w);
     wire_write_struct_end(&w);
-    g_assert_cmpint(codec_request_svc(test_cfg, svc, from, msg.data, msg.len,
-                                      to, 77, &out, &call, &err,
+    g_assert_cmpint(codec_request_svc(test_cfg, test_ts, svc, from, msg.data,
+                                      msg.len, to, 77, &out, &call, &err,
                                       &wire_default_limits, NULL),
                     ==, CODEC_OK);
     g_assert_true(call.salt == test_table("salted"));
@@ -1901,8 +1908,8 @@ test_thrift2_get_services(void)
         test_w_bin(&w, 15, "\x0a\x01x", 3);
         wire_write_struct_end(&w);
         wire_write_struct_end(&w);
-        st = codec_request_svc(test_cfg, two, WIRE_BINARY, msg.data, msg.len,
-                               WIRE_BINARY, 2, &out, &call, &err,
+        st = codec_request_svc(test_cfg, test_ts, two, WIRE_BINARY, msg.data,
+                               msg.len, WIRE_BINARY, 2, &out, &call, &err,
                                &wire_default_limits, NULL);
         if (i == 0) {
             g_assert_cmpint(st, ==, CODEC_REJECT);
@@ -1956,9 +1963,9 @@ test_thrift2_get_filter(void)
     test_w_bin(&w, 1, "abc", 3);
     wire_write_struct_end(&w);
     wire_write_struct_end(&w);
-    g_assert_cmpint(codec_request_svc(test_cfg, two, WIRE_BINARY, msg.data,
-                                      msg.len, WIRE_BINARY, 2, &out, &call,
-                                      &err, &wire_default_limits, NULL),
+    g_assert_cmpint(codec_request_svc(test_cfg, test_ts, two, WIRE_BINARY,
+                                      msg.data, msg.len, WIRE_BINARY, 2, &out,
+                                      &call, &err, &wire_default_limits, NULL),
                     ==, CODEC_OK);
     test_decode(WIRE_BINARY, out.data, out.len, "get", T_CALL, 2, back);
     test_assert_bytes(back->tget->row, phys);
@@ -1980,6 +1987,7 @@ main(int argc, char **argv)
     test_cfg = config_load_data(test_conf, sizeof(test_conf) - 1, "test",
                                 &error);
     g_assert_no_error(error);
+    test_ts = tabstate_new(test_cfg, test_cfg);
     for (int mode = 0; mode < 8; mode++) {
         g_autofree char *req =
             g_strdup_printf("/codec/request/get-rows/%s-to-%s/%s",
@@ -2040,6 +2048,6 @@ main(int argc, char **argv)
                          test_row_limit);
     g_test_add_func("/codec/request/row-limit/mixed", test_row_limit_mixed);
     rc = g_test_run();
-    config_free(test_cfg);
+    tabstate_unref(test_ts); /* and test_cfg */
     return rc;
 }
