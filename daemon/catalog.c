@@ -2,11 +2,14 @@
 #include "catalog.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
 
+#include "bell.h"
 #include "hconn.h"
 #include "hsp-config.h"
 #include "salt.h"
@@ -1029,4 +1032,190 @@ catalog_check_copy(struct hconn *c, const struct config *cfg,
         g_warning("%s", *refusal);
     }
     return TRUE;
+}
+
+/* ---- the catalog's thread ----------------------------------------------- */
+
+/* One check asked of the thread. */
+struct catalog_job {
+    catalog_job_t kind;
+    struct tabstate *ts; /* a reference */
+    catalog_done_fn done;
+    void *arg;
+    gboolean ran;     /* set by the thread */
+    gboolean reached; /* the same */
+};
+
+struct catalog_thread {
+    GThread *thread;
+    GMutex lock;        /* guards todo, finished and stop */
+    GCond wake;         /* todo or stop changed */
+    GQueue todo;        /* struct catalog_job *, in the order asked */
+    GQueue finished;    /* run, their done not called yet */
+    gboolean stop;      /* catalog_thread_free asked */
+    unsigned queued[2]; /* per catalog_job_t: asked, done not called yet
+                           (the loop's thread only) */
+    struct bell bell;   /* rung by the thread: finished grew */
+};
+
+static void
+catalog_job_run(struct catalog_job *job)
+{
+    struct catalog_report rep;
+
+    if (job->kind == CATALOG_JOB_RECHECK && !catalog_pending(job->ts)) {
+        /* an entry registered since, by another proxy or by
+         * hbase-salt-migrate, for a table this file has no section for:
+         * one scan of the catalog */
+        catalog_check_orphans(job->ts);
+        job->reached = TRUE;
+    } else {
+        job->reached = catalog_check(job->ts, &rep);
+        catalog_report_clear(&rep);
+        if (job->kind == CATALOG_JOB_RECHECK && job->reached) {
+            g_message("catalog: HBase answers again: the salted tables are "
+                      "checked");
+        }
+    }
+    job->ran = TRUE;
+}
+
+static gpointer
+catalog_thread_main(gpointer arg)
+{
+    struct catalog_thread *ct = arg;
+
+    g_mutex_lock(&ct->lock);
+    for (;;) {
+        struct catalog_job *job;
+
+        while (!ct->stop && g_queue_is_empty(&ct->todo)) {
+            g_cond_wait(&ct->wake, &ct->lock);
+        }
+        if (ct->stop) {
+            break;
+        }
+        job = g_queue_pop_head(&ct->todo);
+        g_mutex_unlock(&ct->lock);
+        catalog_job_run(job);
+        g_mutex_lock(&ct->lock);
+        g_queue_push_tail(&ct->finished, job);
+        bell_ring(&ct->bell);
+    }
+    g_mutex_unlock(&ct->lock);
+    return NULL;
+}
+
+/* The loop's side of a job: its done, then it goes. */
+static void
+catalog_job_finish(struct catalog_thread *ct, struct catalog_job *job,
+                   gboolean ran)
+{
+    ct->queued[job->kind]--;
+    if (job->done != NULL) {
+        job->done(job->arg, ran && job->ran, job->reached);
+    }
+    tabstate_unref(job->ts);
+    g_free(job);
+}
+
+static void
+catalog_thread_bell_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct catalog_thread *ct = arg;
+    GQueue done = G_QUEUE_INIT;
+    struct catalog_job *job;
+
+    bell_answer(&ct->bell);
+    g_mutex_lock(&ct->lock);
+    while ((job = g_queue_pop_head(&ct->finished)) != NULL) {
+        g_queue_push_tail(&done, job);
+    }
+    g_mutex_unlock(&ct->lock);
+    while ((job = g_queue_pop_head(&done)) != NULL) {
+        catalog_job_finish(ct, job, TRUE);
+    }
+}
+
+struct catalog_thread *
+catalog_thread_new(struct event_base *base, GError **error)
+{
+    struct catalog_thread *ct = g_new0(struct catalog_thread, 1);
+    sigset_t all, old;
+
+    g_mutex_init(&ct->lock);
+    g_cond_init(&ct->wake);
+    g_queue_init(&ct->todo);
+    g_queue_init(&ct->finished);
+    if (!bell_init(&ct->bell, base, catalog_thread_bell_cb, ct)) {
+        g_set_error(error, G_THREAD_ERROR, G_THREAD_ERROR_AGAIN,
+                    "catalog: cannot make the thread's doorbell: %s",
+                    g_strerror(errno));
+        g_mutex_clear(&ct->lock);
+        g_cond_clear(&ct->wake);
+        g_free(ct);
+        return NULL;
+    }
+    /* threads inherit the mask: signals stay with the main thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    ct->thread = g_thread_try_new("catalog", catalog_thread_main, ct, error);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (ct->thread == NULL) {
+        bell_free(&ct->bell);
+        g_mutex_clear(&ct->lock);
+        g_cond_clear(&ct->wake);
+        g_free(ct);
+        return NULL;
+    }
+    return ct;
+}
+
+void
+catalog_thread_push(struct catalog_thread *ct, catalog_job_t kind,
+                    struct tabstate *ts, catalog_done_fn done, void *arg)
+{
+    struct catalog_job *job = g_new0(struct catalog_job, 1);
+
+    job->kind = kind;
+    job->ts = tabstate_ref(ts);
+    job->done = done;
+    job->arg = arg;
+    ct->queued[kind]++;
+    g_mutex_lock(&ct->lock);
+    g_queue_push_tail(&ct->todo, job);
+    g_cond_signal(&ct->wake);
+    g_mutex_unlock(&ct->lock);
+}
+
+unsigned
+catalog_thread_queued(struct catalog_thread *ct, catalog_job_t kind)
+{
+    return ct->queued[kind];
+}
+
+void
+catalog_thread_free(struct catalog_thread *ct)
+{
+    struct catalog_job *job;
+
+    if (ct == NULL) {
+        return;
+    }
+    g_mutex_lock(&ct->lock);
+    ct->stop = TRUE;
+    g_cond_signal(&ct->wake);
+    g_mutex_unlock(&ct->lock);
+    g_thread_join(ct->thread);
+    /* stopping: nothing found now is applied */
+    while ((job = g_queue_pop_head(&ct->finished)) != NULL) {
+        catalog_job_finish(ct, job, FALSE);
+    }
+    while ((job = g_queue_pop_head(&ct->todo)) != NULL) {
+        catalog_job_finish(ct, job, FALSE);
+    }
+    bell_free(&ct->bell);
+    g_mutex_clear(&ct->lock);
+    g_cond_clear(&ct->wake);
+    g_free(ct);
 }

@@ -6,6 +6,8 @@
 #include "config.h"
 #include "tabstate.h"
 
+struct event_base;
+
 /* The one column a catalog row holds: the mapping as text. */
 #define CATALOG_FAMILY "m"
 #define CATALOG_COLUMN "m:mapping"
@@ -93,3 +95,41 @@ struct hconn;
 gboolean catalog_check_copy(struct hconn *c, const struct config *cfg,
                             const char *table, gboolean write, char **refusal,
                             GError **error);
+
+/*
+ * The catalog's own thread: the checks above block on HBase (a server
+ * that accepts and never answers holds one for request_timeout_ms per
+ * call), so after start they run here, one at a time in the order
+ * asked, and never on the main loop, which also serves the admin
+ * endpoint (/metrics, /healthz) and signals.  What a check finds goes
+ * into the tabstate it was given (atomics, tabstate.h); a job's done
+ * callback, if any, runs on the loop's thread afterwards.
+ */
+struct catalog_thread;
+
+/* A job finished (ran) or was dropped unrun by catalog_thread_free
+ * (!ran); reached: catalog_check reached HBase.  The loop's thread. */
+typedef void (*catalog_done_fn)(void *arg, gboolean ran, gboolean reached);
+
+typedef enum {
+    CATALOG_JOB_CHECK,   /* catalog_check: a reload's new tables */
+    CATALOG_JOB_RECHECK, /* catalog_check again while HBase has not
+                            answered one, else catalog_check_orphans */
+} catalog_job_t;
+
+/* Starts the thread; done callbacks run on base's thread.  Signals stay
+ * with the caller's thread. */
+struct catalog_thread *catalog_thread_new(struct event_base *base,
+                                          GError **error);
+
+/* Queues a job on ts (a reference is taken); done may be NULL. */
+void catalog_thread_push(struct catalog_thread *ct, catalog_job_t kind,
+                         struct tabstate *ts, catalog_done_fn done, void *arg);
+
+/* Jobs queued or running that kind, for not asking twice. */
+unsigned catalog_thread_queued(struct catalog_thread *ct, catalog_job_t kind);
+
+/* Stops the thread: the job under way finishes (its calls are bounded by
+ * the [backend] timeouts), the queued ones are dropped (done with
+ * !ran); joined and freed.  The loop's thread. */
+void catalog_thread_free(struct catalog_thread *ct);

@@ -972,22 +972,6 @@ proxy_reload_abandon(struct proxy_reload *r)
     g_free(r);
 }
 
-gboolean
-proxy_reload(struct proxy *p, struct config *cfg, GError **error)
-{
-    struct proxy_reload *r = proxy_reload_prepare(p, cfg, error);
-    struct catalog_report rep;
-
-    if (r == NULL) {
-        return FALSE;
-    }
-    /* the new file's tables are judged before any call reaches them */
-    catalog_check(r->ts, &rep);
-    catalog_report_clear(&rep);
-    proxy_reload_commit(p, r);
-    return TRUE;
-}
-
 void
 proxy_reload_commit(struct proxy *p, struct proxy_reload *r)
 {

@@ -83,24 +83,16 @@ struct proxy *proxy_new(struct tabstate *ts, GError **error)
     G_GNUC_WARN_UNUSED_RESULT;
 
 /*
- * SIGHUP: makes cfg (taken over, also on failure) the next generation
- * and posts it to every worker.  Refused, with the reason in error, when
- * it would change the salt mapping of a salted table (including dropping
- * its section) or a setting that needs a restart; the running
- * generation stays.  Main thread.
- */
-gboolean proxy_reload(struct proxy *p, struct config *cfg, GError **error)
-    G_GNUC_WARN_UNUSED_RESULT;
-
-/*
- * proxy_reload in two steps, so that the catalog check between them
- * (blocking calls to HBase) runs off the main loop.  prepare: the checks
- * that refuse a reload (cfg taken over, also on failure), and the new
- * generation's tabstate with the orphans it inherits; NULL with error
- * when refused.  The caller runs catalog_check on proxy_reload_state,
- * then commit makes it the next generation (main thread), or abandon
- * drops it (shutdown).  The newest generation must not change between
- * prepare and commit.
+ * SIGHUP, in two steps, so that the catalog check between them (blocking
+ * calls to HBase) runs off the main loop.  prepare: the checks that
+ * refuse a reload, with the reason in error, when cfg (taken over, also
+ * on failure) would change the salt mapping of a salted table (including
+ * dropping its section) or a setting that needs a restart; the running
+ * generation stays.  Else the new generation's tabstate, with the orphans
+ * it inherits.  The caller runs catalog_check on proxy_reload_state, then
+ * commit makes cfg the next generation and posts it to every worker, or
+ * abandon drops it (stopping).  The newest generation must not change
+ * between prepare and commit.  Main thread.
  */
 struct proxy_reload;
 struct proxy_reload *proxy_reload_prepare(struct proxy *p, struct config *cfg,
