@@ -658,7 +658,7 @@ main_hup_cb(evutil_socket_t sig, short what, void *arg)
 
 /* Runs until SIGTERM or SIGINT; returns the exit code. */
 static int
-main_run(struct config *cfg, const char *config_path)
+main_run(const struct config *cfg, const char *config_path)
 {
     g_autoptr(GError) error = NULL;
     struct main_ctx m = { .config_path = config_path };
