@@ -313,12 +313,22 @@ backend_reply_stream(struct backend_conn *conn, struct req *req,
     struct wire_scan *scan = conn->scan;
     size_t mark = req->reply.len; /* the frame header, if any */
     wire_status_t st;
+    struct codec_io io = {
+        .data = buf,
+        .len = avail,
+        .from = set->backend_proto,
+        .stream = TRUE,
+        .to = req->client_proto,
+        .backend_seqid = req->backend_seqid,
+        .out = &req->reply,
+        .limits = &w->reply_limits,
+        .tally = &w->tally,
+        .err = err,
+    };
 
     if (scan == NULL || !wire_scan_started(scan)) {
-        *cs = codec_reply_stream(&req->call, set->backend_proto, buf, avail,
-                                 req->backend_seqid, req->client_proto,
-                                 &req->reply, err, &w->reply_limits, len,
-                                 &w->tally);
+        *cs = codec_reply(&io, &req->call);
+        *len = io.used;
         metrics_take_tally(w->metrics, &w->tally);
         if (*cs != CODEC_AGAIN) {
             return WIRE_OK;
@@ -336,9 +346,9 @@ backend_reply_stream(struct backend_conn *conn, struct req *req,
         return st;
     }
     wire_scan_init(scan);
-    *cs = codec_reply(&req->call, set->backend_proto, buf, *len,
-                      req->backend_seqid, req->client_proto, &req->reply, err,
-                      &w->reply_limits, &w->tally);
+    io.len = *len;
+    io.stream = FALSE;
+    *cs = codec_reply(&io, &req->call);
     metrics_take_tally(w->metrics, &w->tally);
     return WIRE_OK;
 }
@@ -1411,11 +1421,20 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                 size_t frame = req_reply_begin(req);
 
                 if (set->backend_framed) {
-                    len = avail - hdr;
-                    cs = codec_reply(&req->call, set->backend_proto, buf + hdr,
-                                     len, req->backend_seqid,
-                                     req->client_proto, &req->reply, &err,
-                                     &w->reply_limits, &w->tally);
+                    struct codec_io io = {
+                        .data = buf + hdr,
+                        .len = avail - hdr,
+                        .from = set->backend_proto,
+                        .to = req->client_proto,
+                        .backend_seqid = req->backend_seqid,
+                        .out = &req->reply,
+                        .limits = &w->reply_limits,
+                        .tally = &w->tally,
+                        .err = &err,
+                    };
+
+                    len = io.len;
+                    cs = codec_reply(&io, &req->call);
                     metrics_take_tally(w->metrics, &w->tally);
                 } else {
                     st = backend_reply_stream(conn, req, buf, avail, &cs, &err,

@@ -633,7 +633,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         c->unstorable == NULL) {
         /* salted it is too long for HBase, or it is no key of the table:
          * sent only if another row of the call fails anyway, see
-         * codec_request_body */
+         * codec_request_args */
         c->unstorable = salt;
         c->unstorable_len = len;
         c->unstorable_clash = route == LEGACY_ROUTE_CLASH;
@@ -1270,18 +1270,29 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
     call->first_key.salt = NULL;
 }
 
+/* A walk over io: a whole message, or the front of a stream. */
+static void
+codec_ctx_init(struct codec_ctx *c, const struct codec_io *io, gboolean reply)
+{
+    memset(c, 0, sizeof(*c));
+    c->cfg = io->cfg;
+    c->ts = io->ts;
+    c->err = io->err;
+    c->reply = reply;
+    c->tally = io->tally;
+    wire_reader_init(&c->r, io->from, io->data, io->len, !io->stream,
+                     io->limits);
+}
+
+/*
+ * The call's message header, into m and call (its method looked up in
+ * the table of io's service).  CLOSE: no header; REJECT: not a call.
+ */
 static codec_status_t
-codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
-                   wire_proto_t from, const uint8_t *msg, size_t len,
-                   gboolean complete, wire_proto_t to, int32_t backend_seqid,
-                   struct wire_buf *out, struct codec_call *call,
-                   const struct wire_limits *limits)
+codec_request_head(struct codec_ctx *c, const struct codec_io *io,
+                   struct codec_call *call, struct wire_msg *m)
 {
     struct codec_error *err = c->err;
-    const struct hbase1_method *method;
-    size_t mark = out->len;
-    struct wire_msg m;
-    gboolean ok;
 
     memset(call, 0, sizeof(*call));
     c->call = call;
@@ -1290,54 +1301,82 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
     err->message = NULL;
     err->answer = CODEC_ANSWER_APP;
     err->can_retry = 0;
-    wire_reader_init(&c->r, from, msg, len, complete, limits);
-    if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
+    if (wire_read_msg_begin(&c->r, m) != WIRE_OK) {
         err->app_type = WIRE_APP_PROTOCOL_ERROR;
         err->message = c->r.error != NULL ? c->r.error : "bad message header";
         return CODEC_CLOSE;
     }
-    codec_call_init(call, svc, &m);
-    if (m.type != WIRE_CALL) {
+    codec_call_init(call,
+                    io->svc != NULL ? io->svc
+                                    : hbase1_service(HBASE1_SERVICE_THRIFT1),
+                    m);
+    if (m->type != WIRE_CALL) {
         codec_reject(c, WIRE_APP_INVALID_MESSAGE_TYPE, CODEC_ANSWER_APP,
                      "hbase-salt-proxy: expected a call message");
         return CODEC_REJECT;
     }
-    method = call->method;
-    c->write = method != NULL && method->kind == HBASE1_WRITE;
-    if (method != NULL && method->kind >= HBASE1_SCAN_OPEN) {
-        gboolean named = FALSE;
+    c->write = call->method != NULL && call->method->kind == HBASE1_WRITE;
+    return CODEC_OK;
+}
 
-        if (method->args != NULL) {
-            const struct hbase1_field *twice =
-                codec_repeated_field(c, method->args);
+/*
+ * A scanner call (kind HBASE1_SCAN_OPEN and after): SCAN, the scan
+ * engine takes it; REJECT; or OK for a one-shot scan of an unsalted
+ * table (getScannerResults), which has no scanner id to keep: it goes on
+ * as any other call.
+ */
+static codec_status_t
+codec_request_scanner(struct codec_ctx *c, struct codec_call *call)
+{
+    const struct hbase1_method *method = call->method;
+    struct codec_error *err = c->err;
+    gboolean named = FALSE;
 
-            if (twice != NULL) {
-                codec_reject(c, WIRE_APP_PROTOCOL_ERROR, CODEC_ANSWER_APP,
-                             twice->repeated);
-                return CODEC_REJECT;
-            }
-            call->salt = codec_peek_table(c, method->args, &named);
-            call->stats_id = codec_call_stats_id(c, call);
-        }
-        if (c->r.status != WIRE_OK) {
-            err->app_type = WIRE_APP_PROTOCOL_ERROR;
-            err->message = c->r.error;
+    if (method->args != NULL) {
+        const struct hbase1_field *twice = codec_repeated_field(c,
+                                                                method->args);
+
+        if (twice != NULL) {
+            codec_reject(c, WIRE_APP_PROTOCOL_ERROR, CODEC_ANSWER_APP,
+                         twice->repeated);
             return CODEC_REJECT;
         }
-        if (c->refused != NULL) {
-            codec_refuse_catalog(c);
-            return CODEC_REJECT;
-        }
-        /* a one-shot scan of an unsalted table (getScannerResults) has
-         * no scanner id to keep: it goes on as any other call */
-        if (method->kind != HBASE1_SCAN_ONCE || call->salt != NULL) {
-            return CODEC_SCAN;
-        }
-        call->salt = NULL;
+        call->salt = codec_peek_table(c, method->args, &named);
+        call->stats_id = codec_call_stats_id(c, call);
     }
+    if (c->r.status != WIRE_OK) {
+        err->app_type = WIRE_APP_PROTOCOL_ERROR;
+        err->message = c->r.error;
+        return CODEC_REJECT;
+    }
+    if (c->refused != NULL) {
+        codec_refuse_catalog(c);
+        return CODEC_REJECT;
+    }
+    if (method->kind != HBASE1_SCAN_ONCE || call->salt != NULL) {
+        return CODEC_SCAN;
+    }
+    call->salt = NULL;
+    return CODEC_OK;
+}
 
-    wire_writer_init(&c->w, to, out);
-    wire_write_msg_begin(&c->w, m.name, m.name_len, WIRE_CALL, backend_seqid);
+/*
+ * The call after its header m, rewritten into io->out: OK, or REJECT
+ * with io->out as it was.
+ */
+static codec_status_t
+codec_request_args(struct codec_ctx *c, const struct codec_io *io,
+                   const struct wire_msg *m, struct codec_call *call)
+{
+    const struct hbase1_method *method = call->method;
+    struct codec_error *err = c->err;
+    struct wire_buf *out = io->out;
+    size_t mark = out->len;
+    gboolean ok;
+
+    wire_writer_init(&c->w, io->to, out);
+    wire_write_msg_begin(&c->w, m->name, m->name_len, WIRE_CALL,
+                         io->backend_seqid);
     if (method == NULL || method->args == NULL) {
         /* no row keys: unknown names too, the backend answers those */
         ok = wire_copy(&c->r, &c->w, WIRE_T_STRUCT) == WIRE_OK;
@@ -1381,142 +1420,108 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
 }
 
 /*
- * codec_request over msg[0..len), a whole message when complete, else the
- * front of a stream.  *rs: the reader's final status (AGAIN when the bytes
- * ran out first); *used: the message's length when OK.
+ * One walk of codec_request over io's bytes.  *rs: the reader's final
+ * status (AGAIN when the bytes ran out first); io->used: where it
+ * stopped, the message's length when OK.
  */
 static codec_status_t
-codec_request_walk(const struct config *cfg, const struct tabstate *ts,
-                   const struct hbase1_service *svc, wire_proto_t from,
-                   const uint8_t *msg, size_t len, gboolean complete,
-                   struct codec_tally *tally, wire_proto_t to,
-                   int32_t backend_seqid, struct wire_buf *out,
-                   struct codec_call *call, struct codec_error *err,
-                   const struct wire_limits *limits, wire_status_t *rs,
-                   size_t *used)
+codec_request_walk(struct codec_io *io, struct codec_call *call,
+                   wire_status_t *rs)
 {
-    struct codec_ctx c = {
-        .cfg = cfg, .ts = ts, .err = err, .reply = FALSE, .tally = tally
-    };
-    codec_status_t st = codec_request_body(&c, svc, from, msg, len, complete,
-                                           to, backend_seqid, out, call,
-                                           limits);
-
-    *rs = c.r.status;
-    *used = wire_reader_offset(&c.r);
-    return st;
-}
-
-codec_status_t
-codec_request(const struct config *cfg, const struct tabstate *ts,
-              wire_proto_t from, const uint8_t *msg, size_t len,
-              wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
-              struct codec_call *call, struct codec_error *err,
-              const struct wire_limits *limits, struct codec_tally *tally)
-{
-    return codec_request_svc(cfg, ts, hbase1_service(HBASE1_SERVICE_THRIFT1),
-                             from, msg, len, to, backend_seqid, out, call, err,
-                             limits, tally);
-}
-
-codec_status_t
-codec_request_svc(const struct config *cfg, const struct tabstate *ts,
-                  const struct hbase1_service *svc, wire_proto_t from,
-                  const uint8_t *msg, size_t len, wire_proto_t to,
-                  int32_t backend_seqid, struct wire_buf *out,
-                  struct codec_call *call, struct codec_error *err,
-                  const struct wire_limits *limits, struct codec_tally *tally)
-{
-    struct codec_tally_mark tm;
-    wire_status_t rs;
-    size_t used;
+    struct codec_ctx c;
+    struct wire_msg m;
     codec_status_t st;
 
-    codec_tally_mark(tally, &tm);
-    st = codec_request_walk(cfg, ts, svc, from, msg, len, TRUE, tally, to,
-                            backend_seqid, out, call, err, limits, &rs, &used);
-    if (st == CODEC_REJECT) {
-        codec_tally_rewind(tally, &tm);
-    } else {
-        codec_tally_bytes(tally, tm.nnotes, len);
+    codec_ctx_init(&c, io, FALSE);
+    st = codec_request_head(&c, io, call, &m);
+    if (st == CODEC_OK && call->method != NULL &&
+        call->method->kind >= HBASE1_SCAN_OPEN) {
+        st = codec_request_scanner(&c, call);
     }
-    codec_tally_first(tally, tm.nnotes, call);
+    if (st == CODEC_OK) {
+        st = codec_request_args(&c, io, &m, call);
+    }
+    *rs = c.r.status;
+    io->used = wire_reader_offset(&c.r);
     return st;
 }
 
-codec_status_t
-codec_request_stream(const struct config *cfg, const struct tabstate *ts,
-                     wire_proto_t from, const uint8_t *buf, size_t avail,
-                     wire_proto_t to, int32_t backend_seqid,
-                     struct wire_buf *out, struct codec_call *call,
-                     struct codec_error *err, const struct wire_limits *limits,
-                     size_t *msg_len, struct codec_tally *tally)
+/*
+ * The end of codec_request on a stream, after the walk (st, rs) from the
+ * marks of io->out and the tally: AGAIN takes everything back; a walk
+ * that stopped early (REJECT, SCAN) leaves the end of the message to be
+ * found the plain way.
+ */
+static codec_status_t
+codec_request_stream_end(struct codec_io *io, struct codec_call *call,
+                         codec_status_t st, wire_status_t rs, size_t mark,
+                         const struct codec_tally_mark *tm)
 {
-    return codec_request_stream_svc(cfg, ts,
-                                    hbase1_service(HBASE1_SERVICE_THRIFT1),
-                                    from, buf, avail, to, backend_seqid, out,
-                                    call, err, limits, msg_len, tally);
-}
-
-codec_status_t
-codec_request_stream_svc(const struct config *cfg, const struct tabstate *ts,
-                         const struct hbase1_service *svc, wire_proto_t from,
-                         const uint8_t *buf, size_t avail, wire_proto_t to,
-                         int32_t backend_seqid, struct wire_buf *out,
-                         struct codec_call *call, struct codec_error *err,
-                         const struct wire_limits *limits, size_t *msg_len,
-                         struct codec_tally *tally)
-{
-    size_t mark = out->len;
-    struct codec_tally_mark tm;
     const char *why = NULL;
-    wire_status_t rs;
-    codec_status_t st;
 
-    *msg_len = 0;
-    codec_tally_mark(tally, &tm);
-    st = codec_request_walk(cfg, ts, svc, from, buf, avail, FALSE, tally, to,
-                            backend_seqid, out, call, err, limits, &rs,
-                            msg_len);
     if (rs == WIRE_AGAIN) {
         /* rows of a message we will walk again */
-        out->len = mark;
-        codec_tally_rewind(tally, &tm);
-        *msg_len = 0;
+        io->out->len = mark;
+        codec_tally_rewind(io->tally, tm);
+        io->used = 0;
         return CODEC_AGAIN;
     }
     if (st == CODEC_OK || st == CODEC_CLOSE) {
-        codec_tally_bytes(tally, tm.nnotes, *msg_len);
-        codec_tally_first(tally, tm.nnotes, call);
+        codec_tally_bytes(io->tally, tm->nnotes, io->used);
+        codec_tally_first(io->tally, tm->nnotes, call);
         return st;
     }
     if (st == CODEC_REJECT) {
-        codec_tally_rewind(tally, &tm);
+        codec_tally_rewind(io->tally, tm);
     }
-    /* REJECT and SCAN stop early: the end is found the plain way */
-    switch (wire_message_scan(from, FALSE, buf, avail, limits, msg_len,
-                              &why)) {
+    switch (wire_message_scan(io->from, FALSE, io->data, io->len, io->limits,
+                              &io->used, &why)) {
     case WIRE_OK: return st;
     case WIRE_AGAIN:
-        out->len = mark;
-        *msg_len = 0;
+        io->out->len = mark;
+        io->used = 0;
         return CODEC_AGAIN;
     default:
-        out->len = mark;
-        *msg_len = 0;
-        err->app_type = WIRE_APP_PROTOCOL_ERROR;
-        err->message = why != NULL ? why : "malformed message";
+        io->out->len = mark;
+        io->used = 0;
+        io->err->app_type = WIRE_APP_PROTOCOL_ERROR;
+        io->err->message = why != NULL ? why : "malformed message";
         return CODEC_CLOSE;
     }
 }
 
+codec_status_t
+codec_request(struct codec_io *io, struct codec_call *call)
+{
+    struct codec_tally_mark tm;
+    size_t mark;
+    wire_status_t rs;
+    codec_status_t st;
+
+    g_assert(io->cfg != NULL && io->out != NULL && io->err != NULL);
+    g_assert(call != NULL);
+    mark = io->out->len;
+    codec_tally_mark(io->tally, &tm);
+    st = codec_request_walk(io, call, &rs);
+    if (io->stream) {
+        return codec_request_stream_end(io, call, st, rs, mark, &tm);
+    }
+    io->used = io->len;
+    if (st == CODEC_REJECT) {
+        codec_tally_rewind(io->tally, &tm);
+    } else {
+        codec_tally_bytes(io->tally, tm.nnotes, io->len);
+    }
+    codec_tally_first(io->tally, tm.nnotes, call);
+    return st;
+}
+
 static codec_status_t
-codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
-                 wire_proto_t from, const uint8_t *msg, size_t len,
-                 gboolean complete, int32_t backend_seqid, wire_proto_t to,
-                 struct wire_buf *out, const struct wire_limits *limits)
+codec_reply_body(struct codec_ctx *c, const struct codec_io *io,
+                 const struct codec_call *call)
 {
     struct codec_error *err = c->err;
+    struct wire_buf *out = io->out;
     size_t mark = out->len;
     struct wire_msg m;
     gboolean ok;
@@ -1524,7 +1529,6 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
     err->message = NULL;
     err->answer = CODEC_ANSWER_APP;
     err->app_type = WIRE_APP_INTERNAL_ERROR;
-    wire_reader_init(&c->r, from, msg, len, complete, limits);
     if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
         err->message = c->r.error != NULL ? c->r.error : "bad reply header";
         return CODEC_CLOSE;
@@ -1533,7 +1537,7 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
         err->message = "backend sent a message that is not a reply";
         return CODEC_CLOSE;
     }
-    if (m.seqid != backend_seqid) {
+    if (m.seqid != io->backend_seqid) {
         err->message = "backend reply has the wrong sequence id";
         return CODEC_CLOSE;
     }
@@ -1543,7 +1547,7 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
         return CODEC_CLOSE;
     }
 
-    wire_writer_init(&c->w, to, out);
+    wire_writer_init(&c->w, io->to, out);
     wire_write_msg_begin(&c->w, m.name, m.name_len, m.type,
                          call->client_seqid);
     if (m.type == WIRE_REPLY && call->salt != NULL && call->method != NULL &&
@@ -1560,69 +1564,35 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
     return CODEC_OK;
 }
 
-/* codec_reply_body with its own context; see codec_request_walk. */
-static codec_status_t
-codec_reply_walk(const struct codec_call *call, wire_proto_t from,
-                 const uint8_t *msg, size_t len, gboolean complete,
-                 struct codec_tally *tally, int32_t backend_seqid,
-                 wire_proto_t to, struct wire_buf *out,
-                 struct codec_error *err, const struct wire_limits *limits,
-                 wire_status_t *rs, size_t *used)
-{
-    struct codec_ctx c = {
-        .err = err, .reply = TRUE, .tally = tally, .stats_id = call->stats_id
-    };
-    codec_status_t st = codec_reply_body(&c, call, from, msg, len, complete,
-                                         backend_seqid, to, out, limits);
-
-    *rs = c.r.status;
-    *used = wire_reader_offset(&c.r);
-    return st;
-}
-
 codec_status_t
-codec_reply(const struct codec_call *call, wire_proto_t from,
-            const uint8_t *msg, size_t len, int32_t backend_seqid,
-            wire_proto_t to, struct wire_buf *out, struct codec_error *err,
-            const struct wire_limits *limits, struct codec_tally *tally)
+codec_reply(struct codec_io *io, const struct codec_call *call)
 {
-    wire_status_t rs;
-    size_t used;
-    uint32_t since = tally != NULL ? tally->nnotes : 0;
-    codec_status_t st;
-
-    st = codec_reply_walk(call, from, msg, len, TRUE, tally, backend_seqid, to,
-                          out, err, limits, &rs, &used);
-    codec_tally_bytes(tally, since, len);
-    return st;
-}
-
-codec_status_t
-codec_reply_stream(const struct codec_call *call, wire_proto_t from,
-                   const uint8_t *buf, size_t avail, int32_t backend_seqid,
-                   wire_proto_t to, struct wire_buf *out,
-                   struct codec_error *err, const struct wire_limits *limits,
-                   size_t *msg_len, struct codec_tally *tally)
-{
-    size_t mark = out->len;
+    size_t mark;
     struct codec_tally_mark tm;
-    wire_status_t rs;
+    struct codec_ctx c;
     codec_status_t st;
 
-    codec_tally_mark(tally, &tm);
-    st = codec_reply_walk(call, from, buf, avail, FALSE, tally, backend_seqid,
-                          to, out, err, limits, &rs, msg_len);
-    if (rs == WIRE_AGAIN) {
-        /* rows of a reply we will walk again, as codec_request_stream */
-        out->len = mark;
-        codec_tally_rewind(tally, &tm);
-        *msg_len = 0;
+    g_assert(io->out != NULL && io->err != NULL && call != NULL);
+    mark = io->out->len;
+    codec_tally_mark(io->tally, &tm);
+    codec_ctx_init(&c, io, TRUE);
+    c.stats_id = call->stats_id;
+    st = codec_reply_body(&c, io, call);
+    if (!io->stream) {
+        io->used = io->len;
+    } else if (c.r.status == WIRE_AGAIN) {
+        /* rows of a reply we will walk again, as codec_request on a
+         * stream */
+        io->out->len = mark;
+        codec_tally_rewind(io->tally, &tm);
+        io->used = 0;
         return CODEC_AGAIN;
+    } else if (st != CODEC_OK) {
+        io->used = 0;
+    } else {
+        io->used = wire_reader_offset(&c.r);
     }
-    if (st != CODEC_OK) {
-        *msg_len = 0;
-    }
-    codec_tally_bytes(tally, tm.nnotes, *msg_len);
+    codec_tally_bytes(io->tally, tm.nnotes, io->used);
     return st;
 }
 

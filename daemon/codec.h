@@ -144,7 +144,7 @@ typedef enum {
     CODEC_SCAN = 3,   /* a scanner call: the scan engine takes it (call is
                          filled, out untouched) */
     CODEC_AGAIN = 4,  /* the stream ends inside the message: call again
-                         with more bytes (codec_*_stream only) */
+                         with more bytes (codec_io.stream only) */
 } codec_status_t;
 
 /* How a call the codec answers itself is answered. */
@@ -172,85 +172,75 @@ struct codec_error {
 };
 
 /*
- * Rewrites a whole client message (header and argument struct, no frame
- * header) in protocol 'from' into 'out' in protocol 'to', with the
- * backend sequence id 'backend_seqid': row keys of salted tables gain
- * their salt, everything else is copied (or transcoded).  Appends to out;
- * framing is the caller's.  On REJECT, out is left as it was and
- * codec_write_error builds the reply.
+ * One message through the codec, in either direction: the bytes, where
+ * they go, what decides how, and what came of it.  The caller fills it
+ * with designated initialisers (a field left out is zero: its default)
+ * for one codec_request or codec_reply, then reads err and used.  It
+ * holds pointers only: nothing to free.
  */
-codec_status_t codec_request(const struct config *cfg,
-                             const struct tabstate *ts, wire_proto_t from,
-                             const uint8_t *msg, size_t len, wire_proto_t to,
-                             int32_t backend_seqid, struct wire_buf *out,
-                             struct codec_call *call, struct codec_error *err,
-                             const struct wire_limits *limits,
-                             struct codec_tally *tally);
-
-/* codec_request for a connection speaking service svc (Thrift1 or
- * Thrift2, hbase1.h): its method table decides what is rewritten.
- * codec_request is this on Thrift1. */
-codec_status_t
-codec_request_svc(const struct config *cfg, const struct tabstate *ts,
-                  const struct hbase1_service *svc, wire_proto_t from,
-                  const uint8_t *msg, size_t len, wire_proto_t to,
-                  int32_t backend_seqid, struct wire_buf *out,
-                  struct codec_call *call, struct codec_error *err,
-                  const struct wire_limits *limits, struct codec_tally *tally);
+struct codec_io {
+    /* the message: header and argument (or result) struct, no frame
+     * header */
+    const uint8_t *data;
+    size_t len;        /* bytes at data */
+    wire_proto_t from; /* protocol data is in */
+    gboolean stream;   /* data is the front of an unframed stream: it
+                            may end inside the message (AGAIN: nothing
+                            written, nothing counted) or run on past it
+                            (used says where it ends); one walk both
+                            finds the end and rewrites, where
+                            wire_message_scan then a whole-message call
+                            would walk it twice */
+    /* where it goes */
+    wire_proto_t to;       /* protocol written to out */
+    int32_t backend_seqid; /* request: the sequence id written for the
+                              backend; reply: the one it must carry */
+    struct wire_buf *out;  /* appended to; framing is the caller's.  Left
+                              as it was unless OK */
+    /* what decides how */
+    const struct config *cfg;         /* request: salted tables, filters
+                                         (required) */
+    const struct tabstate *ts;        /* request: cfg's run-time state
+                                         (tabstate.h): the catalog's
+                                         refusals, the tables' metrics
+                                         slots; NULL: none */
+    const struct hbase1_service *svc; /* request: the connection's
+                                         service, whose method table
+                                         decides what is rewritten;
+                                         NULL: Thrift1 */
+    const struct wire_limits *limits; /* NULL: wire_default_limits */
+    struct codec_tally *tally;        /* what was salted and unsalted;
+                                         NULL: nothing reported */
+    /* what came of it */
+    struct codec_error *err; /* why, when not OK (required) */
+    size_t used;             /* the message's length: len when whole; in
+                                a stream the bytes to drop from it, 0 on
+                                AGAIN and on a CLOSE for bytes that cannot
+                                be a message */
+};
 
 /*
- * codec_request on the front of an unframed stream, which may end inside
- * the message: one walk both finds where the message ends and rewrites
- * it (wire_message_scan then codec_request would walk it twice).  AGAIN:
- * wait for more bytes, nothing was written or counted.  Otherwise as
- * codec_request, with *msg_len the length of the message to drop from
- * the stream; CLOSE also covers bytes that cannot be a message (err
- * says why).
+ * Rewrites a client message for the backend into io->out: row keys of
+ * salted tables gain their salt, everything else is copied (or
+ * transcoded from io->from to io->to), with io->backend_seqid in place
+ * of the client's sequence id.  Fills call, which codec_reply needs
+ * later.  OK: io->out holds the call; REJECT: codec_write_error builds
+ * the answer from call and io->err; SCAN: the scan engine takes the
+ * call; AGAIN (io->stream only): wait for more bytes; CLOSE: io->err
+ * says why (in a stream, also bytes that cannot be a message).
  */
-codec_status_t
-codec_request_stream(const struct config *cfg, const struct tabstate *ts,
-                     wire_proto_t from, const uint8_t *buf, size_t avail,
-                     wire_proto_t to, int32_t backend_seqid,
-                     struct wire_buf *out, struct codec_call *call,
-                     struct codec_error *err, const struct wire_limits *limits,
-                     size_t *msg_len, struct codec_tally *tally);
-
-/* codec_request_stream for service svc (see codec_request_svc). */
-codec_status_t
-codec_request_stream_svc(const struct config *cfg, const struct tabstate *ts,
-                         const struct hbase1_service *svc, wire_proto_t from,
-                         const uint8_t *buf, size_t avail, wire_proto_t to,
-                         int32_t backend_seqid, struct wire_buf *out,
-                         struct codec_call *call, struct codec_error *err,
-                         const struct wire_limits *limits, size_t *msg_len,
-                         struct codec_tally *tally);
+codec_status_t codec_request(struct codec_io *io, struct codec_call *call);
 
 /*
- * Rewrites a whole backend reply for the client: checks the sequence id
- * and name against the call, strips salts from TRowResult.row of salted
- * tables, restores the client's seqid and protocol.  On failure returns
- * CODEC_CLOSE with err->message set: the backend connection is broken and
- * the caller answers the client with codec_write_io_error.
+ * Rewrites a backend reply to call for the client into io->out: checks
+ * its sequence id (io->backend_seqid) and name against the call, strips
+ * salts from the rows of salted tables, restores the client's sequence
+ * id and protocol.  OK, AGAIN (io->stream only), or CLOSE with
+ * io->err->message set: the backend connection is broken and the caller
+ * answers the client with codec_write_io_error.  io->cfg and io->svc are
+ * not used: call has what the request found.
  */
-codec_status_t codec_reply(const struct codec_call *call, wire_proto_t from,
-                           const uint8_t *msg, size_t len,
-                           int32_t backend_seqid, wire_proto_t to,
-                           struct wire_buf *out, struct codec_error *err,
-                           const struct wire_limits *limits,
-                           struct codec_tally *tally);
-
-/*
- * codec_reply on the front of an unframed stream (see
- * codec_request_stream): AGAIN, or as codec_reply with *msg_len the
- * length of the reply.
- */
-codec_status_t codec_reply_stream(const struct codec_call *call,
-                                  wire_proto_t from, const uint8_t *buf,
-                                  size_t avail, int32_t backend_seqid,
-                                  wire_proto_t to, struct wire_buf *out,
-                                  struct codec_error *err,
-                                  const struct wire_limits *limits,
-                                  size_t *msg_len, struct codec_tally *tally);
+codec_status_t codec_reply(struct codec_io *io, const struct codec_call *call);
 
 /*
  * How a filter scanfilter_new or scanfilter_new_pb refused (error) is

@@ -7,6 +7,7 @@
 #include "hsp-config.h"
 #include "backend.h"
 #include "hbase1.h"
+#include "invariant.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "scan.h"
@@ -551,6 +552,12 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
                        "Bytes of whole client requests read.", sum.bytes_in);
     metrics_render_one(out, "hsp_client_sent_bytes_total", "counter",
                        "Bytes of replies queued to clients.", sum.bytes_out);
+    metrics_render_one(out, "hsp_invariant_errors_total", "counter",
+                       "Internal checks that failed and were survived "
+                       "(release builds; a checked build stops instead): a "
+                       "defect of the proxy, to report with the log's "
+                       "'invariant broken' lines.",
+                       invariant_errors());
 
     metrics_render_one(out, "hsp_config_generation", "gauge",
                        "Configuration generation: 1 at start, +1 per applied "

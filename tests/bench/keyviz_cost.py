@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """keyviz_cost.py: instructions per point operation with the key
-visualizer on and off, under callgrind (README, "Seeing hotspots").
+visualizer on and off, under callgrind (conf/README.md, "Seeing hotspots").
 
   tests/bench/keyviz_cost.py --proxy BUILD/daemon/hbase-salt-proxy \\
       --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py [--ops N]
@@ -20,6 +20,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'ops'))
 import opslib  # noqa: E402
+import hsptest  # noqa: E402
 
 
 def run(args, top, keyviz, ops):
@@ -72,7 +73,7 @@ def main():
                     help='distinct keys, cycled (default: every key new)')
     ap.add_argument('--keep', help='directory to keep the callgrind files in')
     args = ap.parse_args()
-    opslib.load_thrift(args.pydir)
+    hsptest.import_thrift(args.pydir, opslib)
     per = {}
     for keyviz in (False, True):
         with tempfile.TemporaryDirectory() as d:

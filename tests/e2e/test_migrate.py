@@ -8,7 +8,7 @@ and 2/2 together copy every row once; --units - reads units on stdin and
 answers one line per unit; a copy and a verify over a compact, framed
 backend as [backend] says (CompactFramedTest).
 
-  /usr/bin/python3 tests/e2e/test_migrate.py --migrate BUILD/migrate/hbase-salt-migrate \\
+  /usr/bin/python3 tests/e2e/test_migrate.py --migrate BUILD/daemon/migrate/hbase-salt-migrate \\
       --proxy BUILD/daemon/hbase-salt-proxy --emu BUILD/tests/emu/hbase-emu \\
       --pydir BUILD/thrift/py [unittest args]
 """
@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
 import faultlib  # noqa: E402
 import hsptest  # noqa: E402
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
+from hsptest import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
 Hbase = T = None
@@ -40,7 +40,7 @@ TABLES = {
     'dst': 'buckets = 8\nsalt_format = hex\nsalt_separator = -\n',
     'dst_b': 'buckets = 4\n',
     'dst_d': 'buckets = 3\nsalt_format = decimal\n',
-    # another tool's salt (README, "Adopting tables salted by other tools")
+    # another tool's salt (conf/README.md, "Adopting tables salted by other tools")
     'phx': 'buckets = 4\nsalt_mapping = phoenix\n',
     'bts': 'buckets = 4\nsalt_mapping = bigtable-sample\n',
     # forward-looking: keys below 0x80 stay unsalted, where the salted
@@ -74,12 +74,6 @@ REAL_TESTS = [
     'MigrateTest.test_kill_and_resume',
     'MigrateTest.test_catalog_registers_the_destination',
 ]
-
-
-def load_thrift(pydir):
-    global Hbase, T
-    faultlib.load_thrift(pydir)
-    Hbase, T = faultlib.Hbase, faultlib.T
 
 
 class Procs(object):
@@ -159,17 +153,9 @@ class Procs(object):
 
 
 def client(port, compact_framed=False):
-    if not compact_framed:
-        return faultlib.client(port, timeout=30.0)
-    from thrift.transport import TSocket, TTransport
-    from thrift.protocol import TCompactProtocol
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(30000)
-    trans = TTransport.TFramedTransport(sock)
-    c = Hbase.Client(TCompactProtocol.TCompactProtocol(trans))
-    trans.open()
-    c._trans = trans
-    return c
+    if compact_framed:
+        return hsptest.client(port, 'compact', 'framed', timeout=30.0)
+    return hsptest.client(port, timeout=30.0)
 
 
 def put(c, table, row, col, value, ts):
@@ -852,7 +838,7 @@ def main():
     ap.add_argument('--pydir', required=True)
     hsptest.add_backend_args(ap)
     ARGS, rest = ap.parse_known_args()
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals(), faultlib)
     if ARGS.backend_kind == 'real' and not rest:
         # one cluster for the whole run: CompactFramedTest's backend
         # protocol is the methods tests' part on real HBase

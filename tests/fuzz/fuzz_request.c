@@ -17,8 +17,8 @@
  * Messages are cut from the stream with wire_message_scan (at most
  * max_message bytes looked at unframed), then each goes through
  * codec_request.  Every message codec_request produces must itself be one
- * whole, valid message.  Unframed, the daemon instead runs
- * codec_request_stream on the raw stream, which finds the end as it
+ * whole, valid message.  Unframed, the daemon instead runs codec_request
+ * on the raw stream (codec_io.stream), which finds the end as it
  * rewrites: it must agree with that two-pass reference exactly (status,
  * length, bytes), AGAIN where the scan wants more, CLOSE where it fails.
  *
@@ -188,16 +188,32 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wire_status_t scan;
         struct codec_call scall;
         struct codec_error serr;
-        size_t slen = 0;
+        /* the same message, whole (framed) and on the stream */
+        struct codec_io io = {
+            .from = from,
+            .to = to,
+            .out = &out,
+            .cfg = cfg,
+            .svc = svc,
+            .limits = limits,
+            .tally = &tally,
+            .err = &err,
+        };
+        struct codec_io sio = io;
 
         scan = wire_message_scan(from, framed, data, want, limits, &msg_len,
                                  &why);
         if (!framed) {
             fuzz_check_resumable(from, data, want, limits);
             wire_buf_clear(&streamed);
-            sst = codec_request_stream_svc(cfg, NULL, svc, from, data, want,
-                                           to, seqid, &streamed, &scall, &serr,
-                                           limits, &slen, &stally);
+            sio.data = data;
+            sio.len = want;
+            sio.stream = TRUE;
+            sio.backend_seqid = seqid;
+            sio.out = &streamed;
+            sio.tally = &stally;
+            sio.err = &serr;
+            sst = codec_request(&sio, &scall);
             if (scan == WIRE_AGAIN) {
                 FUZZ_CHECK(sst == CODEC_AGAIN && streamed.len == 0);
                 FUZZ_CHECK(stally.nnotes == 0);
@@ -213,8 +229,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(msg_len > hdr && msg_len <= want);
 
         wire_buf_clear(&out);
-        st = codec_request_svc(cfg, NULL, svc, from, data + hdr, msg_len - hdr,
-                               to, seqid++, &out, &call, &err, limits, &tally);
+        io.data = data + hdr;
+        io.len = msg_len - hdr;
+        io.backend_seqid = seqid++;
+        st = codec_request(&io, &call);
+        FUZZ_CHECK(io.used == io.len);
         fuzz_check_notes(&tally, st, msg_len - hdr);
         if (!framed) {
             FUZZ_CHECK(st == CODEC_CLOSE || stally.nnotes == tally.nnotes);
@@ -229,7 +248,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         codec_tally_clear(&stally);
         if (!framed) {
             FUZZ_CHECK(sst == st);
-            FUZZ_CHECK(st == CODEC_CLOSE || slen == msg_len);
+            FUZZ_CHECK(st == CODEC_CLOSE || sio.used == msg_len);
             FUZZ_CHECK(streamed.len == out.len &&
                        (out.len == 0 ||
                         memcmp(streamed.data, out.data, out.len) == 0));
@@ -267,7 +286,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fuzz_check_message(from, &out, 0);
             break;
         case CODEC_AGAIN:
-            FUZZ_CHECK(!"codec_request never waits: its message is whole");
+            FUZZ_CHECK(!"codec_request never waits on a whole message");
             break;
         case CODEC_CLOSE:
             FUZZ_CHECK(err.message != NULL);

@@ -24,6 +24,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import opslib  # noqa: E402
+import hsptest  # noqa: E402
 
 ARGS = None
 
@@ -96,12 +97,17 @@ class UnitTest(unittest.TestCase):
             path = os.path.join(d, 'hbase-salt-proxy.service')
             with open(path, 'w') as f:
                 f.write(text)
-            # Documentation=man:hbase-salt-proxy(8) is checked with man(1):
-            # give it the page from the source tree
+            # Documentation=man:hbase-salt-proxy(8) man:...conf(5) is
+            # checked with man(1): give it the page from the source tree
+            # and the one generated in the build tree
             mandir = os.path.join(d, 'man', 'man8')
             os.makedirs(mandir)
             shutil.copy(os.path.join(ARGS.srcdir, 'daemon',
                                      'hbase-salt-proxy.8'), mandir)
+            os.makedirs(os.path.join(d, 'man', 'man5'))
+            shutil.copy(os.path.join(ARGS.builddir, 'conf',
+                                     'hbase-salt-proxy.conf.5'),
+                        os.path.join(d, 'man', 'man5'))
             env = dict(os.environ, MANPATH=os.path.join(d, 'man'),
                        SYSTEMD_LOG_LEVEL='notice')
             r = subprocess.run(['systemd-analyze', 'verify', path],
@@ -132,6 +138,10 @@ class UnitTest(unittest.TestCase):
         one('/systemd/system/hbase-salt-proxy.service')
         one('/hbase-salt-proxy/hbase-salt-proxy.conf')
         one('/man8/hbase-salt-proxy.8')
+        # the configuration reference and the migration runbook, generated
+        one('/man5/hbase-salt-proxy.conf.5')
+        one('/sbin/hbase-salt-migrate')
+        one('/man8/hbase-salt-migrate.8')
 
 
 class CliTest(unittest.TestCase):
@@ -365,7 +375,7 @@ class NotifyTest(unittest.TestCase):
                                  r'generation 1$')
 
         # a client and an open scanner show in STATUS after a reload
-        opslib.load_thrift(ARGS.pydir)
+        hsptest.import_thrift(ARGS.pydir, opslib)
         c = opslib.client(port)
         opslib.put(c, b't', b'k1', b'v')
         sid = c.scannerOpenWithScan(b't', opslib.T.TScan(caching=1), {})
