@@ -229,7 +229,7 @@ admin_http_cb(struct evhttp_request *req, void *arg)
 
         backend_health_foreach(a->p->health, admin_health_cb, &h);
         /* a salted table the catalog refuses is a table not served */
-        refused = catalog_describe_refused(a->p->gen->cfg, tables);
+        refused = catalog_describe_refused(a->p->gen->ts, tables);
         /* one UP server answered is enough to be useful */
         probed = h.probed == h.total || h.up > 0;
         ok = probed && h.up > 0 && refused == 0;
@@ -254,7 +254,7 @@ admin_http_cb(struct evhttp_request *req, void *arg)
         }
         /* served, only not spread: a warning, not a failed check */
         g_string_truncate(tables, 0);
-        refused = tablecheck_describe(a->p->gen->cfg, tables);
+        refused = tablecheck_describe(a->p->gen->ts, tables);
         if (refused > 0) {
             g_string_append_printf(body,
                                    "warning: %u salted table%s not spread "

@@ -2,15 +2,19 @@
 #include "catalog.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
 
+#include "bell.h"
 #include "hconn.h"
 #include "hsp-config.h"
 #include "salt.h"
 #include "tablecheck.h"
+#include "tabstate.h"
 
 /*
  * One row per salted table, keyed by its name as configured, holding one
@@ -32,9 +36,6 @@
 /* The most rows one scan of the catalog reads: one per salted table. */
 #define CATALOG_SCAN_ROWS 100000
 
-/* Guards every config's catalog_texts. */
-static GMutex catalog_lock;
-
 void
 catalog_report_clear(struct catalog_report *r)
 {
@@ -42,37 +43,28 @@ catalog_report_clear(struct catalog_report *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* Keeps p (g_free) as long as cfg: what a request may still read. */
-static void
-catalog_keep(struct config *cfg, gpointer p)
-{
-    g_mutex_lock(&catalog_lock);
-    if (cfg->catalog_texts == NULL) {
-        cfg->catalog_texts = g_ptr_array_new_with_free_func(g_free);
-    }
-    g_ptr_array_add(cfg->catalog_texts, p);
-    g_mutex_unlock(&catalog_lock);
-}
-
-/* Sets t's refusal to text (NULL: served); the text lives with cfg, as a
+/* Sets t's refusal to text (NULL: served); the text lives with ts, as a
  * request may still point at it.  retry: it clears by itself, a client
- * is told it may retry (config_table_refusal_retry). */
+ * is told it may retry (tabstate_refusal_retry). */
 static void
-catalog_set_refusal_retry(struct config *cfg, struct config_table *t,
+catalog_set_refusal_retry(struct tabstate *ts, const struct config_table *t,
                           char *text, gboolean retry)
 {
+    struct tabstate_table *st = tabstate_at(ts, t);
+
     if (text != NULL) {
-        catalog_keep(cfg, text);
+        tabstate_keep(ts, text);
     }
-    g_atomic_int_set(&t->refusal_retry, retry ? 1 : 0);
-    g_atomic_pointer_set(&t->refusal, text);
+    g_atomic_int_set(&st->refusal_retry, retry ? 1 : 0);
+    g_atomic_pointer_set(&st->refusal, text);
 }
 
 /* A refusal only an operator clears (a mapping that disagrees). */
 static void
-catalog_set_refusal(struct config *cfg, struct config_table *t, char *text)
+catalog_set_refusal(struct tabstate *ts, const struct config_table *t,
+                    char *text)
 {
-    catalog_set_refusal_retry(cfg, t, text, FALSE);
+    catalog_set_refusal_retry(ts, t, text, FALSE);
 }
 
 /* A mapping on one line, for messages: "buckets = 16, salt_format = ...". */
@@ -315,13 +307,13 @@ catalog_orphans_hold(const struct config_orphans *set, const char *name,
 /*
  * Makes set the orphans calls are refused on, each said once: a new one
  * (or a new reason) as a warning, one gone as a message.  The set it
- * replaces stays with cfg, as a request may still read it.
+ * replaces stays with ts, as a request may still read it.
  */
 static void
-catalog_orphans_publish(struct config *cfg, struct config_orphans *set)
+catalog_orphans_publish(struct tabstate *ts, struct config_orphans *set)
 {
-    const struct config_orphans *was =
-        g_atomic_pointer_get(&cfg->catalog_orphans);
+    const struct config *cfg = ts->cfg;
+    const struct config_orphans *was = g_atomic_pointer_get(&ts->orphans);
     gboolean same = (was != NULL ? was->n : 0) == (set != NULL ? set->n : 0);
 
     for (size_t i = 0; set != NULL && i < set->n; i++) {
@@ -343,37 +335,37 @@ catalog_orphans_publish(struct config *cfg, struct config_orphans *set)
         return;
     }
     if (set != NULL) {
-        catalog_keep(cfg, set);
+        tabstate_keep(ts, set);
     }
-    g_atomic_pointer_set(&cfg->catalog_orphans, set);
+    g_atomic_pointer_set(&ts->orphans, set);
 }
 
 /* A scan of the catalog failed: said once until one succeeds. */
 static void
-catalog_scan_failed(struct config *cfg, const GError *err)
+catalog_scan_failed(struct tabstate *ts, const GError *err)
 {
-    if (g_atomic_int_get(&cfg->catalog_scan_failed) == 0) {
+    if (g_atomic_int_get(&ts->scan_failed) == 0) {
         g_warning("catalog: %s could not be scanned for tables this file "
                   "has no section for (tried again every recheck_ms): %s",
-                  cfg->catalog_table, err->message);
+                  ts->cfg->catalog_table, err->message);
     }
-    g_atomic_int_set(&cfg->catalog_scan_failed, 1);
+    g_atomic_int_set(&ts->scan_failed, 1);
 }
 
 /* The orphans again, on c: published, or, when the scan fails, kept as
  * they were (the failure said once until a scan succeeds). */
 static gboolean
-catalog_orphans_check(struct hconn *c, struct config *cfg)
+catalog_orphans_check(struct hconn *c, struct tabstate *ts)
 {
     g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GError) err = NULL;
 
-    if (!catalog_scan_orphans(c, cfg, pairs, &err)) {
-        catalog_scan_failed(cfg, err);
+    if (!catalog_scan_orphans(c, ts->cfg, pairs, &err)) {
+        catalog_scan_failed(ts, err);
         return FALSE;
     }
-    g_atomic_int_set(&cfg->catalog_scan_failed, 0);
-    catalog_orphans_publish(cfg, catalog_orphans_pack(pairs));
+    g_atomic_int_set(&ts->scan_failed, 0);
+    catalog_orphans_publish(ts, catalog_orphans_pack(pairs));
     return TRUE;
 }
 
@@ -467,8 +459,10 @@ typedef enum {
 
 /* The verdict on one table given its entry; sets the refusal. */
 static catalog_verdict_t
-catalog_judge(struct config *cfg, struct config_table *t, const char *entry)
+catalog_judge(struct tabstate *ts, const struct config_table *t,
+              const char *entry)
 {
+    const struct config *cfg = ts->cfg;
     g_autoptr(GError) err = NULL;
     g_autofree char *ours = catalog_mapping_line(&t->salt);
     g_autofree char *origin = catalog_entry_origin(entry);
@@ -490,20 +484,21 @@ catalog_judge(struct config *cfg, struct config_table *t, const char *entry)
             "{%s}; rows written under one are not found under the other",
             t->name, cfg->catalog_table, line, origin, ours);
     } else {
-        catalog_set_refusal(cfg, t, NULL);
+        catalog_set_refusal(ts, t, NULL);
         return CATALOG_SERVED;
     }
     g_warning("%s", why);
-    catalog_set_refusal(cfg, t, why);
+    catalog_set_refusal(ts, t, why);
     return CATALOG_REFUSED;
 }
 
 /* One table against the catalog. */
 static gboolean
-catalog_check_table(struct hconn *c, struct config *cfg,
-                    struct config_table *t, catalog_verdict_t *verdict,
+catalog_check_table(struct hconn *c, struct tabstate *ts,
+                    const struct config_table *t, catalog_verdict_t *verdict,
                     GError **error)
 {
+    const struct config *cfg = ts->cfg;
     g_autofree char *entry = NULL;
     g_autofree char *why = NULL;
     g_autofree char *text = NULL;
@@ -514,7 +509,7 @@ catalog_check_table(struct hconn *c, struct config *cfg,
         return FALSE;
     }
     if (entry != NULL) {
-        *verdict = catalog_judge(cfg, t, entry);
+        *verdict = catalog_judge(ts, t, entry);
         return TRUE;
     }
     if (!catalog_may_register(c, t, &why, error)) {
@@ -522,7 +517,7 @@ catalog_check_table(struct hconn *c, struct config *cfg,
     }
     if (why != NULL) {
         g_warning("%s", why);
-        catalog_set_refusal(cfg, t, g_steal_pointer(&why));
+        catalog_set_refusal(ts, t, g_steal_pointer(&why));
         *verdict = CATALOG_REFUSED;
         return TRUE;
     }
@@ -541,7 +536,7 @@ catalog_check_table(struct hconn *c, struct config *cfg,
 
         g_message("catalog: registered table %s in %s: %s", t->name,
                   cfg->catalog_table, line);
-        catalog_set_refusal(cfg, t, NULL);
+        catalog_set_refusal(ts, t, NULL);
         *verdict = CATALOG_REGISTERED;
         return TRUE;
     }
@@ -555,7 +550,7 @@ catalog_check_table(struct hconn *c, struct config *cfg,
                     cfg->catalog_table, t->name);
         return FALSE;
     }
-    *verdict = catalog_judge(cfg, t, entry);
+    *verdict = catalog_judge(ts, t, entry);
     return TRUE;
 }
 
@@ -567,8 +562,9 @@ catalog_state_path(const struct config *cfg)
 
 /* The served tables' entries, for a start while HBase is unreachable. */
 static void
-catalog_state_write(const struct config *cfg)
+catalog_state_write(const struct tabstate *ts)
 {
+    const struct config *cfg = ts->cfg;
     g_autofree char *path = catalog_state_path(cfg);
     g_autoptr(GError) err = NULL;
     GString *s = g_string_new(NULL);
@@ -582,7 +578,7 @@ catalog_state_write(const struct config *cfg)
     for (size_t i = 0; i < cfg->n_tables; i++) {
         const struct config_table *t = &cfg->tables[i];
 
-        if (config_table_refusal(t) != NULL) {
+        if (tabstate_refusal(ts, t) != NULL) {
             continue;
         }
         g_string_append_printf(s, "\n[table:%s]\n", t->name);
@@ -601,8 +597,9 @@ catalog_state_write(const struct config *cfg)
 
 /* HBase cannot be asked: the state file decides, until it can. */
 static void
-catalog_from_state(struct config *cfg, struct catalog_report *report)
+catalog_from_state(struct tabstate *ts, struct catalog_report *report)
 {
+    const struct config *cfg = ts->cfg;
     g_autofree char *path = catalog_state_path(cfg);
     g_autoptr(GError) err = NULL;
     g_autoptr(config_t) state = config_load(path, &err);
@@ -612,7 +609,7 @@ catalog_from_state(struct config *cfg, struct catalog_report *report)
         g_warning("catalog: the state file is unusable: %s", err->message);
     }
     for (size_t i = 0; i < cfg->n_tables; i++) {
-        struct config_table *t = &cfg->tables[i];
+        const struct config_table *t = &cfg->tables[i];
         const struct config_table *s = state != NULL
                                            ? config_find_table(state, t->name,
                                                                t->name_len)
@@ -620,12 +617,12 @@ catalog_from_state(struct config *cfg, struct catalog_report *report)
 
         if (s != NULL && salt_table_equal(&s->salt, &t->salt)) {
             report->from_state++;
-            catalog_set_refusal(cfg, t, NULL);
+            catalog_set_refusal(ts, t, NULL);
             continue;
         }
         report->unverified++;
         catalog_set_refusal_retry(
-            cfg, t,
+            ts, t,
             g_strdup_printf("hbase-salt-proxy: table %s is not served yet: "
                             "its mapping could not be checked against the "
                             "table catalog %s (%s), and %s holds no "
@@ -666,20 +663,20 @@ catalog_connect(const struct config *cfg, GError **error)
 }
 
 void
-catalog_check_orphans(struct config *cfg)
+catalog_check_orphans(struct tabstate *ts)
 {
     g_autoptr(GError) err = NULL;
     struct hconn *c;
 
-    if (cfg->catalog_table == NULL) {
+    if (ts->cfg->catalog_table == NULL) {
         return;
     }
-    c = catalog_connect(cfg, &err);
+    c = catalog_connect(ts->cfg, &err);
     if (c == NULL) {
-        catalog_scan_failed(cfg, err);
+        catalog_scan_failed(ts, err);
         return;
     }
-    catalog_orphans_check(c, cfg);
+    catalog_orphans_check(c, ts);
     hconn_free(c);
 }
 
@@ -709,14 +706,16 @@ catalog_same_hbase(const struct config *a, const struct config *b)
 }
 
 void
-catalog_inherit_orphans(struct config *cfg, const struct config *old)
+catalog_inherit_orphans(struct tabstate *ts, const struct tabstate *old)
 {
-    const struct config_orphans *was =
-        g_atomic_pointer_get((gpointer *)&old->catalog_orphans);
+    const struct config *cfg = ts->cfg;
+    /* g_atomic_pointer_get's, on a const object */
+    const struct config_orphans *was = __atomic_load_n(&old->orphans,
+                                                       __ATOMIC_SEQ_CST);
     g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func(g_free);
     struct config_orphans *set;
 
-    if (cfg->catalog_table == NULL || !catalog_same_hbase(cfg, old)) {
+    if (cfg->catalog_table == NULL || !catalog_same_hbase(cfg, old->cfg)) {
         return;
     }
     /* a reload never drops a section (config_reload_check): the orphans
@@ -731,12 +730,12 @@ catalog_inherit_orphans(struct config *cfg, const struct config *old)
     /* said by the old generation already: not again */
     set = catalog_orphans_pack(pairs);
     if (set != NULL) {
-        catalog_keep(cfg, set);
+        tabstate_keep(ts, set);
     }
-    g_atomic_pointer_set(&cfg->catalog_orphans, set);
+    g_atomic_pointer_set(&ts->orphans, set);
     /* a scan that failed last: this check scans */
-    if (g_atomic_int_get(&old->catalog_scan_failed) == 0) {
-        g_atomic_int_set(&cfg->catalog_orphans_known, 1);
+    if (__atomic_load_n(&old->scan_failed, __ATOMIC_SEQ_CST) == 0) {
+        g_atomic_int_set(&ts->orphans_known, 1);
     }
 }
 
@@ -744,11 +743,11 @@ catalog_inherit_orphans(struct config *cfg, const struct config *old)
  * that does not exist, buckets sharing a region), to the log, once per
  * check: it changes nothing of what is served. */
 static void
-catalog_advise(struct hconn *c, struct config *cfg)
+catalog_advise(struct hconn *c, struct tabstate *ts)
 {
     g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GError) err = NULL;
-    gboolean ok = tablecheck_run(c, cfg, warnings, &err);
+    gboolean ok = tablecheck_run(c, ts->cfg, ts, warnings, &err);
 
     for (guint i = 0; i < warnings->len; i++) {
         g_warning("%s", (const char *)g_ptr_array_index(warnings, i));
@@ -761,7 +760,7 @@ catalog_advise(struct hconn *c, struct config *cfg)
 }
 
 gboolean
-catalog_advice(struct config *cfg, GPtrArray *warnings, GError **error)
+catalog_advice(const struct config *cfg, GPtrArray *warnings, GError **error)
 {
     struct hconn *c;
     gboolean ok;
@@ -773,14 +772,15 @@ catalog_advice(struct config *cfg, GPtrArray *warnings, GError **error)
     if (c == NULL) {
         return FALSE;
     }
-    ok = tablecheck_run(c, cfg, warnings, error);
+    ok = tablecheck_run(c, cfg, NULL, warnings, error);
     hconn_free(c);
     return ok;
 }
 
 gboolean
-catalog_check(struct config *cfg, struct catalog_report *report)
+catalog_check(struct tabstate *ts, struct catalog_report *report)
 {
+    const struct config *cfg = ts->cfg;
     g_autoptr(GError) err = NULL;
     struct hconn *c = NULL;
     gboolean created;
@@ -790,12 +790,12 @@ catalog_check(struct config *cfg, struct catalog_report *report)
     report->reached = TRUE;
     if (cfg->catalog_table == NULL || cfg->n_tables == 0) {
         for (i = 0; i < cfg->n_tables; i++) {
-            catalog_set_refusal(cfg, &cfg->tables[i], NULL);
+            catalog_set_refusal(ts, &cfg->tables[i], NULL);
         }
-        g_atomic_int_set(&cfg->catalog_unchecked, 0);
+        g_atomic_int_set(&ts->unchecked, 0);
         /* a file with no section may still name a salted table */
-        if (!g_atomic_int_get(&cfg->catalog_orphans_known)) {
-            catalog_check_orphans(cfg);
+        if (!g_atomic_int_get(&ts->orphans_known)) {
+            catalog_check_orphans(ts);
         }
         return TRUE;
     }
@@ -809,7 +809,7 @@ catalog_check(struct config *cfg, struct catalog_report *report)
     for (i = 0; c != NULL && i < cfg->n_tables; i++) {
         catalog_verdict_t v;
 
-        if (!catalog_check_table(c, cfg, &cfg->tables[i], &v, &err)) {
+        if (!catalog_check_table(c, ts, &cfg->tables[i], &v, &err)) {
             g_clear_pointer(&c, hconn_free);
             break;
         }
@@ -821,17 +821,17 @@ catalog_check(struct config *cfg, struct catalog_report *report)
         report->reached = FALSE;
         report->served = report->registered = report->refused = 0;
         report->error = g_strdup(err != NULL ? err->message : "?");
-        catalog_from_state(cfg, report);
-        g_atomic_int_set(&cfg->catalog_unchecked, 1);
+        catalog_from_state(ts, report);
+        g_atomic_int_set(&ts->unchecked, 1);
         return FALSE;
     }
-    if (!g_atomic_int_get(&cfg->catalog_orphans_known)) {
-        catalog_orphans_check(c, cfg);
+    if (!g_atomic_int_get(&ts->orphans_known)) {
+        catalog_orphans_check(c, ts);
     }
-    catalog_advise(c, cfg);
+    catalog_advise(c, ts);
     hconn_free(c);
-    g_atomic_int_set(&cfg->catalog_unchecked, 0);
-    catalog_state_write(cfg);
+    g_atomic_int_set(&ts->unchecked, 0);
+    catalog_state_write(ts);
     g_message("catalog: %zu salted table%s checked against %s: %u served, "
               "%u registered now, %u refused",
               cfg->n_tables, cfg->n_tables == 1 ? "" : "s", cfg->catalog_table,
@@ -840,20 +840,22 @@ catalog_check(struct config *cfg, struct catalog_report *report)
 }
 
 gboolean
-catalog_pending(const struct config *cfg)
+catalog_pending(const struct tabstate *ts)
 {
-    return g_atomic_int_get(&cfg->catalog_unchecked) != 0;
+    /* g_atomic_int_get's, on a const object */
+    return __atomic_load_n(&ts->unchecked, __ATOMIC_SEQ_CST) != 0;
 }
 
 unsigned
-catalog_describe_refused(const struct config *cfg, GString *out)
+catalog_describe_refused(const struct tabstate *ts, GString *out)
 {
-    const struct config_orphans *set =
-        g_atomic_pointer_get((gpointer *)&cfg->catalog_orphans);
+    const struct config *cfg = ts->cfg;
+    const struct config_orphans *set = __atomic_load_n(&ts->orphans,
+                                                       __ATOMIC_SEQ_CST);
     unsigned n = 0;
 
     for (size_t i = 0; i < cfg->n_tables; i++) {
-        const char *why = config_table_refusal(&cfg->tables[i]);
+        const char *why = tabstate_refusal(ts, &cfg->tables[i]);
 
         if (why != NULL) {
             g_string_append_printf(out, "%s\n", why);
@@ -867,7 +869,7 @@ catalog_describe_refused(const struct config *cfg, GString *out)
 }
 
 gboolean
-catalog_compare(struct config *cfg, GString *out, unsigned *mismatches,
+catalog_compare(const struct config *cfg, GString *out, unsigned *mismatches,
                 GError **error)
 {
     struct hconn *c;
@@ -973,13 +975,14 @@ catalog_unsalted_refusal(const struct config *cfg, const char *table,
 }
 
 gboolean
-catalog_check_copy(struct hconn *c, struct config *cfg, const char *table,
-                   gboolean write, char **refusal, GError **error)
+catalog_check_copy(struct hconn *c, const struct config *cfg,
+                   const char *table, gboolean write, char **refusal,
+                   GError **error)
 {
-    const struct config_table *found = config_find_table(cfg, table,
-                                                         strlen(table));
-    struct config_table *t = found != NULL ? &cfg->tables[found - cfg->tables]
-                                           : NULL;
+    const struct config_table *t = config_find_table(cfg, table,
+                                                     strlen(table));
+    /* the verdict, as a proxy's would be, for this one check */
+    g_autoptr(tabstate_t) ts = tabstate_new(cfg, NULL);
     const char *name = t != NULL ? t->name : table;
     g_autofree char *entry = NULL;
     gboolean exists = FALSE, created = FALSE;
@@ -999,10 +1002,10 @@ catalog_check_copy(struct hconn *c, struct config *cfg, const char *table,
             g_message("catalog: created the table catalog %s",
                       cfg->catalog_table);
         }
-        if (!catalog_check_table(c, cfg, t, &v, error)) {
+        if (!catalog_check_table(c, ts, t, &v, error)) {
             return FALSE;
         }
-        *refusal = g_strdup(config_table_refusal(t));
+        *refusal = g_strdup(tabstate_refusal(ts, t));
         return TRUE;
     }
     /* read only: compared, never registered (as --check-config) */
@@ -1022,11 +1025,197 @@ catalog_check_copy(struct hconn *c, struct config *cfg, const char *table,
         return TRUE;
     }
     if (t != NULL) {
-        catalog_judge(cfg, t, entry);
-        *refusal = g_strdup(config_table_refusal(t));
+        catalog_judge(ts, t, entry);
+        *refusal = g_strdup(tabstate_refusal(ts, t));
     } else {
         *refusal = catalog_unsalted_refusal(cfg, name, entry);
         g_warning("%s", *refusal);
     }
     return TRUE;
+}
+
+/* ---- the catalog's thread ----------------------------------------------- */
+
+/* One check asked of the thread. */
+struct catalog_job {
+    catalog_job_t kind;
+    struct tabstate *ts; /* a reference */
+    catalog_done_fn done;
+    void *arg;
+    gboolean ran;     /* set by the thread */
+    gboolean reached; /* the same */
+};
+
+struct catalog_thread {
+    GThread *thread;
+    GMutex lock;        /* guards todo, finished and stop */
+    GCond wake;         /* todo or stop changed */
+    GQueue todo;        /* struct catalog_job *, in the order asked */
+    GQueue finished;    /* run, their done not called yet */
+    gboolean stop;      /* catalog_thread_free asked */
+    unsigned queued[2]; /* per catalog_job_t: asked, done not called yet
+                           (the loop's thread only) */
+    struct bell bell;   /* rung by the thread: finished grew */
+};
+
+static void
+catalog_job_run(struct catalog_job *job)
+{
+    struct catalog_report rep;
+
+    if (job->kind == CATALOG_JOB_RECHECK && !catalog_pending(job->ts)) {
+        /* an entry registered since, by another proxy or by
+         * hbase-salt-migrate, for a table this file has no section for:
+         * one scan of the catalog */
+        catalog_check_orphans(job->ts);
+        job->reached = TRUE;
+    } else {
+        job->reached = catalog_check(job->ts, &rep);
+        catalog_report_clear(&rep);
+        if (job->kind == CATALOG_JOB_RECHECK && job->reached) {
+            g_message("catalog: HBase answers again: the salted tables are "
+                      "checked");
+        }
+    }
+    job->ran = TRUE;
+}
+
+static gpointer
+catalog_thread_main(gpointer arg)
+{
+    struct catalog_thread *ct = arg;
+
+    g_mutex_lock(&ct->lock);
+    for (;;) {
+        struct catalog_job *job;
+
+        while (!ct->stop && g_queue_is_empty(&ct->todo)) {
+            g_cond_wait(&ct->wake, &ct->lock);
+        }
+        if (ct->stop) {
+            break;
+        }
+        job = g_queue_pop_head(&ct->todo);
+        g_mutex_unlock(&ct->lock);
+        catalog_job_run(job);
+        g_mutex_lock(&ct->lock);
+        g_queue_push_tail(&ct->finished, job);
+        bell_ring(&ct->bell);
+    }
+    g_mutex_unlock(&ct->lock);
+    return NULL;
+}
+
+/* The loop's side of a job: its done, then it goes. */
+static void
+catalog_job_finish(struct catalog_thread *ct, struct catalog_job *job,
+                   gboolean ran)
+{
+    ct->queued[job->kind]--;
+    if (job->done != NULL) {
+        job->done(job->arg, ran && job->ran, job->reached);
+    }
+    tabstate_unref(job->ts);
+    g_free(job);
+}
+
+static void
+catalog_thread_bell_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct catalog_thread *ct = arg;
+    GQueue done = G_QUEUE_INIT;
+    struct catalog_job *job;
+
+    bell_answer(&ct->bell);
+    g_mutex_lock(&ct->lock);
+    while ((job = g_queue_pop_head(&ct->finished)) != NULL) {
+        g_queue_push_tail(&done, job);
+    }
+    g_mutex_unlock(&ct->lock);
+    while ((job = g_queue_pop_head(&done)) != NULL) {
+        catalog_job_finish(ct, job, TRUE);
+    }
+}
+
+struct catalog_thread *
+catalog_thread_new(struct event_base *base, GError **error)
+{
+    struct catalog_thread *ct = g_new0(struct catalog_thread, 1);
+    sigset_t all, old;
+
+    g_mutex_init(&ct->lock);
+    g_cond_init(&ct->wake);
+    g_queue_init(&ct->todo);
+    g_queue_init(&ct->finished);
+    if (!bell_init(&ct->bell, base, catalog_thread_bell_cb, ct)) {
+        g_set_error(error, G_THREAD_ERROR, G_THREAD_ERROR_AGAIN,
+                    "catalog: cannot make the thread's doorbell: %s",
+                    g_strerror(errno));
+        g_mutex_clear(&ct->lock);
+        g_cond_clear(&ct->wake);
+        g_free(ct);
+        return NULL;
+    }
+    /* threads inherit the mask: signals stay with the main thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    ct->thread = g_thread_try_new("catalog", catalog_thread_main, ct, error);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (ct->thread == NULL) {
+        bell_free(&ct->bell);
+        g_mutex_clear(&ct->lock);
+        g_cond_clear(&ct->wake);
+        g_free(ct);
+        return NULL;
+    }
+    return ct;
+}
+
+void
+catalog_thread_push(struct catalog_thread *ct, catalog_job_t kind,
+                    struct tabstate *ts, catalog_done_fn done, void *arg)
+{
+    struct catalog_job *job = g_new0(struct catalog_job, 1);
+
+    job->kind = kind;
+    job->ts = tabstate_ref(ts);
+    job->done = done;
+    job->arg = arg;
+    ct->queued[kind]++;
+    g_mutex_lock(&ct->lock);
+    g_queue_push_tail(&ct->todo, job);
+    g_cond_signal(&ct->wake);
+    g_mutex_unlock(&ct->lock);
+}
+
+unsigned
+catalog_thread_queued(struct catalog_thread *ct, catalog_job_t kind)
+{
+    return ct->queued[kind];
+}
+
+void
+catalog_thread_free(struct catalog_thread *ct)
+{
+    struct catalog_job *job;
+
+    if (ct == NULL) {
+        return;
+    }
+    g_mutex_lock(&ct->lock);
+    ct->stop = TRUE;
+    g_cond_signal(&ct->wake);
+    g_mutex_unlock(&ct->lock);
+    g_thread_join(ct->thread);
+    /* stopping: nothing found now is applied */
+    while ((job = g_queue_pop_head(&ct->finished)) != NULL) {
+        catalog_job_finish(ct, job, FALSE);
+    }
+    while ((job = g_queue_pop_head(&ct->todo)) != NULL) {
+        catalog_job_finish(ct, job, FALSE);
+    }
+    bell_free(&ct->bell);
+    g_mutex_clear(&ct->lock);
+    g_cond_clear(&ct->wake);
+    g_free(ct);
 }

@@ -13,6 +13,7 @@
 #include "legacy.h"
 #include "salt.h"
 #include "splits.h"
+#include "tabstate.h"
 #include "scanfilter.h"
 
 /*
@@ -103,13 +104,14 @@ codec_tally_note(struct codec_tally *t)
 /* One logical key for the key visualizer, when the owner asked. */
 static void
 codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
-                codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
-                size_t len)
+                unsigned stats_id, codec_key_kind_t kind, uint32_t bucket,
+                const uint8_t *key, size_t len)
 {
     struct codec_key_note *n = codec_tally_note(t);
 
     if (n != NULL) {
         codec_key_note_fill(n, salt, kind, bucket, key, len);
+        n->stats_id = stats_id;
     }
 }
 
@@ -128,6 +130,7 @@ codec_tally_first(const struct codec_tally *t, uint32_t since,
     }
     n = &t->notes[since];
     call->first_key.salt = n->salt;
+    call->first_key.stats_id = n->stats_id;
     call->first_key.bucket = n->bucket;
     call->first_key.kept = (uint8_t)MIN(n->len, CODEC_NOTE_KEY_MAX);
     codec_note_copy(call->first_key.key, n->key, call->first_key.kept);
@@ -161,8 +164,8 @@ codec_tally_bytes(struct codec_tally *t, uint32_t since, size_t len)
  * bucket. */
 static void
 codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
-                uint32_t bucket, uint32_t requests, uint32_t writes,
-                uint32_t rows)
+                unsigned stats_id, uint32_t bucket, uint32_t requests,
+                uint32_t writes, uint32_t rows)
 {
     struct codec_bucket_count *e;
 
@@ -183,7 +186,10 @@ codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
         t->v = g_renew(struct codec_bucket_count, t->v, t->cap);
     }
     e = &t->v[t->n++];
+    /* the padding too: tallies compare as bytes (tests) */
+    memset(e, 0, sizeof(*e));
     e->salt = salt;
+    e->stats_id = stats_id;
     e->bucket = bucket;
     e->requests = requests;
     e->writes = writes;
@@ -236,6 +242,9 @@ codec_tally_rewind(struct codec_tally *t, const struct codec_tally_mark *m)
 /* State of one rewrite. */
 struct codec_ctx {
     const struct config *cfg;
+    const struct tabstate *ts; /* cfg's run-time state: refusals, metrics
+                                  slots; NULL: none */
+    unsigned stats_id;         /* a reply's: the call's table's slot */
     struct wire_reader r;
     struct wire_writer w;
     struct codec_error *err;
@@ -264,7 +273,7 @@ struct codec_ctx {
     gboolean splits_set; /* split keys written by the proxy */
     uint32_t splits_asked, splits_sent;
     const char *refused;    /* a table the call names is refused by the
-                            table catalog (config_table.refusal) */
+                            table catalog (tabstate_table.refusal) */
     gboolean refused_retry; /* and whether that clears by itself */
 };
 
@@ -288,6 +297,27 @@ codec_table_of(const struct salt_table *salt)
                                  offsetof(struct config_table, salt));
 }
 
+/* The metrics slot of salt's table: a request's from its generation's
+ * state, a reply's from its call. */
+static unsigned
+codec_stats_id(const struct codec_ctx *c, const struct salt_table *salt)
+{
+    return c->reply ? c->stats_id
+                    : tabstate_stats_id(c->ts, codec_table_of(salt));
+}
+
+/* The metrics slot of the call's table, 0: none. */
+static unsigned
+codec_call_stats_id(const struct codec_ctx *c, const struct codec_call *call)
+{
+    if (call->salt != NULL) {
+        return codec_stats_id(c, call->salt);
+    }
+    /* an unsalted table the key visualizer counts ([keyviz]
+     * unsalted_tables): its reply's rows are noted under it */
+    return call->kv_salt != NULL ? codec_stats_id(c, call->kv_salt) : 0;
+}
+
 /* A named table's salt; notes a refusal by the table catalog. */
 static const struct salt_table *
 codec_table_salt(struct codec_ctx *c, const struct config_table *t)
@@ -297,10 +327,10 @@ codec_table_salt(struct codec_ctx *c, const struct config_table *t)
     if (t == NULL) {
         return NULL;
     }
-    why = config_table_refusal(t);
+    why = tabstate_refusal(c->ts, t);
     if (why != NULL && c->refused == NULL) {
         c->refused = why;
-        c->refused_retry = config_table_refusal_retry(t);
+        c->refused_retry = tabstate_refusal_retry(c->ts, t);
     }
     return &t->salt;
 }
@@ -322,7 +352,7 @@ codec_find_table(struct codec_ctx *c, const void *name, size_t len)
         c->call->method->kind == HBASE1_ADMIN) {
         return t;
     }
-    why = config_orphan_refusal(c->cfg, name, len);
+    why = tabstate_orphan_refusal(c->ts, name, len);
     if (why != NULL && c->refused == NULL) {
         c->refused = why;
         c->refused_retry = FALSE; /* only an operator clears it */
@@ -629,6 +659,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     if (salt == NULL) {
         if (c->kv_salt != NULL) {
             codec_tally_key(c->tally, c->kv_salt,
+                            codec_stats_id(c, c->kv_salt),
                             c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, 0,
                             key, len);
         }
@@ -647,8 +678,9 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     if (route == LEGACY_ROUTE_LEGACY) {
         /* kept where it always was: unsalted; counted as the legacy
          * range, the index past the last bucket */
-        codec_tally_add(c->tally, salt, salt->buckets, 1, c->write, 0);
-        codec_tally_key(c->tally, salt,
+        codec_tally_add(c->tally, salt, codec_stats_id(c, salt), salt->buckets,
+                        1, c->write, 0);
+        codec_tally_key(c->tally, salt, codec_stats_id(c, salt),
                         c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ,
                         salt->buckets, key, len);
         wire_write_binary(&c->w, key, len);
@@ -674,10 +706,12 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         codec_key_note_set(note, salt,
                            c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket,
                            key, len, part, hash);
+        note->stats_id = codec_stats_id(c, salt);
     } else {
         bucket = salt_bucket(salt, key, len);
     }
-    codec_tally_add(c->tally, salt, bucket, 1, c->write, 0);
+    codec_tally_add(c->tally, salt, codec_stats_id(c, salt), bucket, 1,
+                    c->write, 0);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }
@@ -807,23 +841,24 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
     }
     if (salt == NULL) {
         if (c->kv_salt != NULL) {
-            codec_tally_key(c->tally, c->kv_salt, CODEC_KEY_ROW, 0, phys, len);
+            codec_tally_key(c->tally, c->kv_salt, c->stats_id, CODEC_KEY_ROW,
+                            0, phys, len);
         }
         wire_write_binary(&c->w, phys, len);
         return TRUE;
     }
     switch (salt_owner(salt, phys, len, &logical, &logical_len, &bucket)) {
     case LEGACY_OWNER_SALTED:
-        codec_tally_add(c->tally, salt, bucket, 0, 0, 1);
-        codec_tally_key(c->tally, salt, CODEC_KEY_ROW, bucket, logical,
-                        logical_len);
+        codec_tally_add(c->tally, salt, c->stats_id, bucket, 0, 0, 1);
+        codec_tally_key(c->tally, salt, c->stats_id, CODEC_KEY_ROW, bucket,
+                        logical, logical_len);
         wire_write_binary(&c->w, logical, (uint32_t)logical_len);
         return TRUE;
     case LEGACY_OWNER_LEGACY:
         /* a legacy row: stored as its logical key */
-        codec_tally_add(c->tally, salt, salt->buckets, 0, 0, 1);
-        codec_tally_key(c->tally, salt, CODEC_KEY_ROW, salt->buckets, phys,
-                        len);
+        codec_tally_add(c->tally, salt, c->stats_id, salt->buckets, 0, 0, 1);
+        codec_tally_key(c->tally, salt, c->stats_id, CODEC_KEY_ROW,
+                        salt->buckets, phys, len);
         wire_write_binary(&c->w, phys, len);
         return TRUE;
     default:
@@ -1305,6 +1340,7 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
     call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
     call->kv_salt = NULL;
+    call->stats_id = 0;
     call->first_key.salt = NULL;
 }
 
@@ -1314,6 +1350,7 @@ codec_ctx_init(struct codec_ctx *c, const struct codec_io *io, gboolean reply)
 {
     memset(c, 0, sizeof(*c));
     c->cfg = io->cfg;
+    c->ts = io->ts;
     c->err = io->err;
     c->reply = reply;
     c->tally = io->tally;
@@ -1379,6 +1416,7 @@ codec_request_scanner(struct codec_ctx *c, struct codec_call *call)
             return CODEC_REJECT;
         }
         call->salt = codec_peek_table(c, method->args, &named);
+        call->stats_id = codec_call_stats_id(c, call);
     }
     if (c->r.status != WIRE_OK) {
         err->app_type = WIRE_APP_PROTOCOL_ERROR;
@@ -1420,6 +1458,7 @@ codec_request_args(struct codec_ctx *c, const struct codec_io *io,
         gboolean named = FALSE;
 
         call->salt = codec_peek_table(c, method->args, &named);
+        call->stats_id = codec_call_stats_id(c, call);
         if (c->r.status != WIRE_OK) {
             ok = FALSE;
         } else {
@@ -1616,6 +1655,7 @@ codec_reply(struct codec_io *io, const struct codec_call *call)
     mark = io->out->len;
     codec_tally_mark(io->tally, &tm);
     codec_ctx_init(&c, io, TRUE);
+    c.stats_id = call->stats_id;
     st = codec_reply_body(&c, io, call);
     if (!io->stream) {
         io->used = io->len;
@@ -1802,11 +1842,13 @@ codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
 wire_status_t
 codec_row_result(const struct hbase1_scanner *scanner, struct wire_reader *r,
                  struct wire_writer *w, const struct salt_table *salt,
-                 struct codec_tally *tally)
+                 unsigned stats_id, struct codec_tally *tally)
 {
     /* a reply's walk never rejects: no need to clear text[] per row */
     struct codec_error err;
-    struct codec_ctx c = { .err = &err, .reply = TRUE, .tally = tally };
+    struct codec_ctx c = {
+        .err = &err, .reply = TRUE, .tally = tally, .stats_id = stats_id
+    };
     c.r = *r;
     c.w = *w;
     codec_walk_struct(&c, scanner->row, salt);

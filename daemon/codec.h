@@ -8,6 +8,7 @@
 
 struct config;
 struct salt_table;
+struct tabstate;
 struct hbase1_method;
 struct hbase1_service;
 struct hbase1_scanner;
@@ -52,6 +53,8 @@ struct codec_call {
     const struct hbase1_service *service; /* the connection's service */
     const struct hbase1_method *method;   /* NULL: name not in its table */
     const struct salt_table *salt; /* salted table of the call, or NULL */
+    unsigned stats_id;             /* its metrics slot + 1 (tabstate.h),
+                                      0: none; its rows count there */
     int32_t client_seqid;          /* echoed to the client */
     uint16_t name_len;
     char name[WIRE_MAX_NAME + 1]; /* method name as the client sent it */
@@ -73,6 +76,7 @@ struct codec_call {
                                          nothing; else NULL */
     struct codec_key_note_ref {
         const struct salt_table *salt; /* NULL: no key noted */
+        unsigned stats_id;
         uint32_t bucket;
         uint8_t kept;
         uint8_t key[CODEC_NOTE_KEY_MAX];
@@ -90,6 +94,7 @@ char *codec_splits_describe(const struct codec_call *call);
 /* Row keys sent to, and rows returned from, one bucket of a salted table. */
 struct codec_bucket_count {
     const struct salt_table *salt; /* the table's mapping */
+    unsigned stats_id;             /* its metrics slot + 1, 0: none */
     uint32_t bucket;               /* salt->buckets: a forward-looking
                                       table's legacy (unsalted) keys */
     uint32_t requests;             /* row keys salted into it */
@@ -120,6 +125,8 @@ struct codec_key_note {
                                       until its owner takes the tally
                                       (which it does before letting the
                                       message's bytes go) */
+    unsigned stats_id;             /* its metrics slot + 1, 0: none (set
+                                      by whoever fills the note) */
     guint64 key_hash;              /* XXH3 of the whole key (0 for a
                                       CODEC_KEY_ROW: not needed) */
     guint64 part_hash;             /* XXH3 of its hash_part (the same) */
@@ -227,9 +234,12 @@ struct codec_io {
     struct wire_buf *out;  /* appended to; framing is the caller's.  Left
                               as it was unless OK */
     /* what decides how */
-    const struct config *cfg;         /* request: salted tables, the
-                                         catalog's refusals, filters
+    const struct config *cfg;         /* request: salted tables, filters
                                          (required) */
+    const struct tabstate *ts;        /* request: cfg's run-time state
+                                         (tabstate.h): the catalog's
+                                         refusals, the tables' metrics
+                                         slots; NULL: none */
     const struct hbase1_service *svc; /* request: the connection's
                                          service, whose method table
                                          decides what is rewritten;
@@ -321,4 +331,4 @@ void codec_rows_reply_end(wire_proto_t to, size_t list_at, uint32_t max,
 wire_status_t codec_row_result(const struct hbase1_scanner *scanner,
                                struct wire_reader *r, struct wire_writer *w,
                                const struct salt_table *salt,
-                               struct codec_tally *tally);
+                               unsigned stats_id, struct codec_tally *tally);

@@ -1930,9 +1930,6 @@ config_free(struct config *cfg)
     g_free(cfg->tls_cert);
     g_free(cfg->tls_key);
     g_free(cfg->tls_client_ca);
-    if (cfg->catalog_texts != NULL) {
-        g_ptr_array_unref(cfg->catalog_texts);
-    }
     for (size_t i = 0; i < cfg->n_tables; i++) {
         g_free(cfg->tables[i].name);
     }
@@ -2003,10 +2000,9 @@ config_find_keyviz_unsalted(const struct config *cfg, const void *name,
 }
 
 const char *
-config_orphan_refusal(const struct config *cfg, const void *name, size_t len)
+config_orphans_find(const struct config_orphans *set, const void *name,
+                    size_t len)
 {
-    const struct config_orphans *set =
-        g_atomic_pointer_get((gpointer *)&cfg->catalog_orphans);
     const struct config_orphan *o;
 
     if (set == NULL) {

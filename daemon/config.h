@@ -72,18 +72,6 @@ struct config_table {
     char *name; /* as clients send it; "default:" dropped */
     size_t name_len;
     struct salt_table salt; /* the salt policy */
-    unsigned stats_id;      /* metrics' counter slot + 1; 0 = none yet
-                               (run-time bookkeeping, not configuration) */
-    gpointer refusal;       /* const char *: why calls on it are refused
-                               (the table catalog disagrees, or could not
-                               be asked), NULL: served.  Run-time state,
-                               g_atomic_pointer; set by catalog.c, the
-                               text lives in catalog_texts */
-    gint region_buckets;    /* the most of its buckets one of its regions
-                               held at the last check (tablecheck.c), 0:
-                               not known.  Run-time state, g_atomic_int */
-    gint refusal_retry;     /* the refusal clears by itself (the catalog
-                               could not be asked yet): IOError canRetry */
     gboolean keyviz_off;    /* keyviz = false: the key visualizer does not
                                count it */
 };
@@ -100,7 +88,7 @@ struct config_orphan {
 
 /* The orphans one catalog scan found, sorted as config_find_table sorts
  * tables.  One allocation, never changed once published: a new scan
- * publishes another (config.catalog_orphans). */
+ * publishes another (tabstate.orphans). */
 struct config_orphans {
     size_t n;
     struct config_orphan items[];
@@ -204,18 +192,6 @@ struct config {
     char *catalog_table;         /* NULL when off (table = empty) */
     char *catalog_state_dir;     /* the last verified catalog */
     unsigned catalog_recheck_ms; /* while unverified or unreachable */
-    GPtrArray *catalog_texts;    /* refusal texts (catalog.c) */
-    gint catalog_unchecked;      /* tables served or refused without
-                                       HBase's word yet (catalog.c) */
-    gpointer catalog_orphans;    /* const struct config_orphans *, NULL:
-                                    none known.  Run-time state,
-                                    g_atomic_pointer, set by catalog.c; the
-                                    sets live in catalog_texts */
-    gint catalog_scan_failed;    /* the last catalog scan failed (said
-                                    once, catalog.c) */
-    gint catalog_orphans_known;  /* catalog_orphans carried over from the
-                                    generation before (catalog.c): a
-                                    reload scans no sooner than recheck_ms */
 
     /* [table:NAME], sorted by name (memcmp, shorter first) */
     struct config_table *tables;
@@ -265,30 +241,10 @@ char *config_to_text(const struct config *cfg);
 char *config_sasl_server_principal(const struct config *cfg, const char *host);
 const char *config_qop_name(config_qop_t qop);
 
-/* Why calls on t are refused (config_table.refusal), or NULL. */
-static inline const char *
-config_table_refusal(const struct config_table *t)
-{
-    /* the pointer changes under readers; what it points to does not */
-    return (const char *)g_atomic_pointer_get((gpointer *)&t->refusal);
-}
-
-/* Why calls naming a table the file has no section for are refused (the
- * table catalog holds it as salted: config_orphan), or NULL.  name as
- * config_find_table takes it.  One atomic load while none is known. */
-const char *config_orphan_refusal(const struct config *cfg, const void *name,
-                                  size_t len);
-
-/* Whether a client may retry a call config_table_refusal refused: TRUE
- * while the catalog could not be asked (it clears once HBase answers),
- * FALSE for a mapping that disagrees (only an operator clears it).
- * Two words, not one: a call racing the catalog's change of a table's
- * verdict may get the hint of the other verdict, once. */
-static inline gboolean
-config_table_refusal_retry(const struct config_table *t)
-{
-    return g_atomic_int_get(&t->refusal_retry) != 0;
-}
+/* The reason set holds for name (as config_find_table takes it), or NULL
+ * (set NULL included). */
+const char *config_orphans_find(const struct config_orphans *set,
+                                const void *name, size_t len);
 
 /* A table's mapping as the key lines of its section (buckets = ...),
  * defaults included: the text the table catalog stores. */

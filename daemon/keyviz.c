@@ -631,7 +631,7 @@ keyviz_sample_set(struct keyviz_sampled *s, const struct codec_key_note *n)
  * if new; NULL when the table is not counted (or nothing ticks yet). */
 static G_ALWAYS_INLINE inline struct keyviz_slot *
 keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
-               struct keyviz_wtable **wt_out)
+               unsigned stats_id, struct keyviz_wtable **wt_out)
 {
     /* every salt the codec notes lives in a config (as metrics.h) */
     const struct config_table *ct =
@@ -643,21 +643,20 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     struct keyviz_wtable *wt;
     struct keyviz_slot *sl;
 
-    if (ct->stats_id == w->last_id && epoch == w->last_epoch &&
-        !ct->keyviz_off) {
+    if (stats_id == w->last_id && epoch == w->last_epoch && !ct->keyviz_off) {
         *wt_out = w->last_wt;
         return w->last_sl;
     }
-    if (epoch < 0 || ct->stats_id == 0 || ct->keyviz_off ||
-        ct->stats_id > KEYVIZ_MAX_TABLES ||
-        (wt = w->tables[ct->stats_id - 1]) == NULL) {
+    if (epoch < 0 || stats_id == 0 || ct->keyviz_off ||
+        stats_id > KEYVIZ_MAX_TABLES ||
+        (wt = w->tables[stats_id - 1]) == NULL) {
         return NULL;
     }
     sl = &wt->slot[epoch % KEYVIZ_SLOTS];
     if (sl->epoch != epoch) {
-        keyviz_slot_enter(kv, kv->tables[ct->stats_id - 1], sl, epoch);
+        keyviz_slot_enter(kv, kv->tables[stats_id - 1], sl, epoch);
     }
-    w->last_id = ct->stats_id;
+    w->last_id = stats_id;
     w->last_epoch = epoch;
     w->last_wt = wt;
     w->last_sl = sl;
@@ -721,7 +720,7 @@ keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
         /* a call's keys are of one table, mostly: its slot once */
         if (n[i].salt != salt) {
             salt = n[i].salt;
-            sl = keyviz_slot_of(w, salt, &wt);
+            sl = keyviz_slot_of(w, salt, n[i].stats_id, &wt);
         }
         if (sl != NULL) {
             keyviz_count(wt, sl, &n[i]);
@@ -739,7 +738,7 @@ void
 keyviz_error(struct keyviz_worker *w, const struct codec_key_note_ref *key)
 {
     struct keyviz_wtable *wt;
-    struct keyviz_slot *sl = keyviz_slot_of(w, key->salt, &wt);
+    struct keyviz_slot *sl = keyviz_slot_of(w, key->salt, key->stats_id, &wt);
 
     if (sl == NULL) {
         return;

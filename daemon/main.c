@@ -27,6 +27,7 @@
 #include "salt.h"
 #include "scan.h"
 #include "splits.h"
+#include "tabstate.h"
 #include "tls.h"
 
 #if HSP_HAVE_SD_NOTIFY
@@ -472,8 +473,12 @@ main_log_advice(const struct config *cfg)
 struct main_ctx {
     struct event_base *base;
     struct proxy *p;
-    const char *config_path; /* NULL: built-in defaults */
-    const char *last_reload; /* for STATUS=, static text */
+    const char *config_path;        /* NULL: built-in defaults */
+    const char *last_reload;        /* for STATUS=, static text */
+    struct catalog_thread *catalog; /* where the catalog's checks block */
+    struct proxy_reload *reloading; /* a reload waiting for its catalog
+                                       check, or NULL */
+    gboolean reload_again;          /* SIGHUP came during it */
 };
 
 /* sd_notify(3) when systemd asked for it (NOTIFY_SOCKET); else nothing. */
@@ -536,7 +541,8 @@ main_stop_cb(evutil_socket_t sig, short what, void *arg)
 
 /* While the table catalog could not be asked: again, on the newest
  * generation's configuration; else its entries for tables the file has
- * no section for. */
+ * no section for.  On the catalog's thread (the calls block): this loop
+ * serves the admin endpoint. */
 static void
 main_count_up(const struct backend_health_info *info, void *arg)
 {
@@ -547,12 +553,14 @@ static void
 main_catalog_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct main_ctx *m = arg;
-    /* the verdicts are run-time state of the generation's tables */
-    struct config *cfg = (struct config *)m->p->gen->cfg;
-    struct catalog_report rep;
     unsigned up = 0;
 
-    if (cfg->catalog_table == NULL) {
+    if (m->p->gen->cfg->catalog_table == NULL) {
+        return;
+    }
+    /* one at a time: a check held up by HBase is not asked again behind
+     * itself */
+    if (catalog_thread_queued(m->catalog, CATALOG_JOB_RECHECK) > 0) {
         return;
     }
     /* asked again once a server answers its health probe: a server that
@@ -561,18 +569,36 @@ main_catalog_cb(evutil_socket_t fd, short what, void *arg)
     if (up == 0) {
         return;
     }
-    if (!catalog_pending(cfg)) {
-        /* an entry registered since, by another proxy or by
-         * hbase-salt-migrate, for a table this file has no section for:
-         * one scan of the catalog */
-        catalog_check_orphans(cfg);
+    /* the verdicts are run-time state of the generation's tables */
+    catalog_thread_push(m->catalog, CATALOG_JOB_RECHECK, m->p->gen->ts, NULL,
+                        NULL);
+}
+
+static void main_hup_cb(evutil_socket_t sig, short what, void *arg);
+
+/* A reload's catalog check is over: the new generation is applied (or
+ * dropped, stopping). */
+static void
+main_reload_done(void *arg, gboolean ran, gboolean reached)
+{
+    struct main_ctx *m = arg;
+    struct proxy_reload *r = g_steal_pointer(&m->reloading);
+
+    if (!ran) {
+        proxy_reload_abandon(r);
         return;
     }
-    if (catalog_check(cfg, &rep)) {
-        g_message("catalog: HBase answers again: the salted tables are "
-                  "checked");
+    proxy_reload_commit(m->p, r);
+    main_publish(m->p->gen->cfg, proxy_generation(m->p));
+    m->last_reload = "applied";
+    metrics_reload(m->p->metrics, METRICS_RELOAD_APPLIED);
+    main_notify("READY=1");
+    main_status(m);
+    if (m->reload_again) {
+        /* the file may have changed since it was read */
+        m->reload_again = FALSE;
+        main_hup_cb(SIGHUP, 0, m);
     }
-    catalog_report_clear(&rep);
 }
 
 /*
@@ -588,6 +614,12 @@ main_hup_cb(evutil_socket_t sig, short what, void *arg)
     struct config *cfg;
     unsigned gen = proxy_generation(m->p);
 
+    if (m->reloading != NULL) {
+        g_message("received SIGHUP while the last reload waits for its "
+                  "catalog check: reloading again once it is applied");
+        m->reload_again = TRUE;
+        return;
+    }
     main_notify("RELOADING=1\nMONOTONIC_USEC=%" G_GINT64_FORMAT
                 "\nSTATUS=reloading",
                 g_get_monotonic_time());
@@ -603,17 +635,21 @@ main_hup_cb(evutil_socket_t sig, short what, void *arg)
         m->last_reload = "failed: invalid file";
         metrics_reload(m->p->metrics, METRICS_RELOAD_INVALID);
     } else {
-        /* proxy_reload takes cfg over: advice first */
+        /* proxy_reload_prepare takes cfg over: advice first */
         main_log_advice(cfg);
-        if (!proxy_reload(m->p, cfg, &error)) {
+        m->reloading = proxy_reload_prepare(m->p, cfg, &error);
+        if (m->reloading == NULL) {
             g_warning("reload of %s refused, keeping generation %u: %s",
                       m->config_path, gen, error->message);
             m->last_reload = "refused";
             metrics_reload(m->p->metrics, METRICS_RELOAD_REFUSED);
         } else {
-            main_publish(m->p->gen->cfg, proxy_generation(m->p));
-            m->last_reload = "applied";
-            metrics_reload(m->p->metrics, METRICS_RELOAD_APPLIED);
+            /* the new file's tables are judged before any call reaches
+             * them, off this loop: main_reload_done applies it */
+            catalog_thread_push(m->catalog, CATALOG_JOB_CHECK,
+                                proxy_reload_state(m->reloading),
+                                main_reload_done, m);
+            return;
         }
     }
     main_notify("READY=1");
@@ -622,7 +658,7 @@ main_hup_cb(evutil_socket_t sig, short what, void *arg)
 
 /* Runs until SIGTERM or SIGINT; returns the exit code. */
 static int
-main_run(struct config *cfg, const char *config_path)
+main_run(const struct config *cfg, const char *config_path)
 {
     g_autoptr(GError) error = NULL;
     struct main_ctx m = { .config_path = config_path };
@@ -634,17 +670,25 @@ main_run(struct config *cfg, const char *config_path)
                                (cfg->catalog_recheck_ms % 1000) * 1000 };
     struct admin *admin = NULL;
     struct catalog_report rep;
+    struct tabstate *ts = tabstate_new(cfg, NULL);
 
     /* before any listener: no call on a salted table is served unchecked */
-    catalog_check(cfg, &rep);
+    catalog_check(ts, &rep);
     catalog_report_clear(&rep);
 
-    m.p = proxy_new(cfg, &error);
+    m.p = proxy_new(ts, &error);
     if (m.p == NULL) {
         g_critical("%s", error->message);
         return 1;
     }
     m.base = event_base_new();
+    m.catalog = catalog_thread_new(m.base, &error);
+    if (m.catalog == NULL) {
+        g_critical("%s", error->message);
+        proxy_free(m.p);
+        event_base_free(m.base);
+        return 1;
+    }
     ev_term = evsignal_new(m.base, SIGTERM, main_stop_cb, &m);
     ev_int = evsignal_new(m.base, SIGINT, main_stop_cb, &m);
     ev_hup = evsignal_new(m.base, SIGHUP, main_hup_cb, &m);
@@ -663,6 +707,7 @@ main_run(struct config *cfg, const char *config_path)
         admin = admin_new(m.base, m.p, &cfg->admin_listen, &error);
         if (admin == NULL) {
             g_critical("%s", error->message);
+            catalog_thread_free(m.catalog);
             proxy_free(m.p);
             return 1;
         }
@@ -670,6 +715,7 @@ main_run(struct config *cfg, const char *config_path)
     if (!proxy_start(m.p, &error)) {
         g_critical("%s", error->message);
         proxy_stop(m.p);
+        catalog_thread_free(m.catalog);
         admin_free(admin);
         proxy_free(m.p);
         return 1;
@@ -692,6 +738,9 @@ main_run(struct config *cfg, const char *config_path)
     }
     main_unpublish();
     proxy_stop(m.p);
+    /* after the check under way, if any (bounded by the [backend]
+     * timeouts); a reload still waiting for one is not applied */
+    catalog_thread_free(m.catalog);
     admin_free(admin);
     proxy_free(m.p);
     event_free(ev_term);
@@ -797,7 +846,7 @@ main_check_services(const struct config *cfg, const char *name)
  * HBase holds them; none when it cannot be asked (said already, or no
  * catalog is kept and the file is checked alone). */
 static void
-main_check_tables(struct config *cfg, const char *name)
+main_check_tables(const struct config *cfg, const char *name)
 {
     g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
 
@@ -815,7 +864,7 @@ main_check_tables(struct config *cfg, const char *name)
  * FALSE when a start would refuse a table.
  */
 static gboolean
-main_check_catalog(struct config *cfg, const char *name)
+main_check_catalog(const struct config *cfg, const char *name)
 {
     g_autoptr(GString) out = g_string_new(NULL);
     g_autoptr(GError) error = NULL;

@@ -6,6 +6,7 @@
 #include "codec.h"
 #include "hbase1.h"
 #include "keyviz.h"
+#include "tabstate.h"
 
 const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS] = {
     100,   250,    500,    1000,   2500,    5000,    10000,   25000,
@@ -112,8 +113,8 @@ metrics_worker(struct metrics *m, unsigned id)
 /* ct's id (stats_id): its name's, or a new one; keyviz_only: an
  * unsalted table only the key visualizer counts. */
 static void
-metrics_add_table(struct metrics *m, struct config_table *ct,
-                  gboolean keyviz_only)
+metrics_add_table(struct metrics *m, const struct config_table *ct,
+                  unsigned *stats_id, gboolean keyviz_only)
 {
     gpointer id = g_hash_table_lookup(m->table_ids, ct->name);
     struct metrics_table *t;
@@ -122,7 +123,7 @@ metrics_add_table(struct metrics *m, struct config_table *ct,
         /* same name, same buckets: reload refuses anything else */
         t = g_ptr_array_index(m->tables, GPOINTER_TO_UINT(id) - 1);
         if (t->buckets == ct->salt.buckets && t->keyviz_only == keyviz_only) {
-            ct->stats_id = GPOINTER_TO_UINT(id);
+            *stats_id = GPOINTER_TO_UINT(id);
             /* read only by the main thread, which renders */
             t->legacy = t->legacy || ct->salt.legacy.kind != LEGACY_NONE;
         }
@@ -137,26 +138,30 @@ metrics_add_table(struct metrics *m, struct config_table *ct,
     t->legacy = ct->salt.legacy.kind != LEGACY_NONE;
     t->keyviz_only = keyviz_only;
     g_ptr_array_add(m->tables, t);
-    ct->stats_id = m->tables->len;
-    g_hash_table_insert(m->table_ids, t->name, GUINT_TO_POINTER(ct->stats_id));
+    *stats_id = m->tables->len;
+    g_hash_table_insert(m->table_ids, t->name, GUINT_TO_POINTER(*stats_id));
     /* workers see this config only after it is posted to them, which
      * orders these stores before their first increment */
     for (unsigned w = 0; !keyviz_only && w < m->nworkers; w++) {
-        m->workers[w].tables[ct->stats_id - 1] =
+        m->workers[w].tables[*stats_id - 1] =
             g_new0(guint64,
                    metrics_table_at(t->buckets, METRICS_TABLE_KINDS, 0));
     }
-    keyviz_add_table(m->kv, ct->stats_id, ct->name, &ct->salt);
+    keyviz_add_table(m->kv, *stats_id, ct->name, &ct->salt);
 }
 
 void
-metrics_add_config(struct metrics *m, struct config *cfg)
+metrics_add_state(struct metrics *m, struct tabstate *ts)
 {
+    const struct config *cfg = ts->cfg;
+
     for (size_t i = 0; i < cfg->n_tables; i++) {
-        metrics_add_table(m, &cfg->tables[i], FALSE);
+        metrics_add_table(m, &cfg->tables[i], &ts->tables[i].stats_id, FALSE);
     }
     for (size_t i = 0; i < cfg->n_keyviz_unsalted; i++) {
-        metrics_add_table(m, &cfg->keyviz_unsalted[i], TRUE);
+        const struct config_table *ct = &cfg->keyviz_unsalted[i];
+
+        metrics_add_table(m, ct, &tabstate_at(ts, ct)->stats_id, TRUE);
     }
 }
 
@@ -302,15 +307,15 @@ metrics_take_tally(struct metrics_worker *mw, struct codec_tally *t)
         const struct codec_bucket_count *e = &t->v[i];
 
         if (e->requests > e->writes) {
-            metrics_bucket_request(mw, e->salt, e->bucket,
+            metrics_bucket_request(mw, e->salt, e->stats_id, e->bucket,
                                    e->requests - e->writes);
         }
         if (e->writes > 0) {
-            metrics_bucket_add(mw, e->salt, METRICS_TABLE_WRITES, e->bucket,
-                               e->writes);
+            metrics_bucket_add(mw, e->salt, e->stats_id, METRICS_TABLE_WRITES,
+                               e->bucket, e->writes);
         }
         if (e->rows > 0) {
-            metrics_bucket_row(mw, e->salt, e->bucket, e->rows);
+            metrics_bucket_row(mw, e->salt, e->stats_id, e->bucket, e->rows);
         }
     }
     if (t->unsalted > 0) {

@@ -153,9 +153,11 @@ struct metrics *metrics_new(unsigned nworkers, struct keyviz *kv);
 void metrics_free(struct metrics *m);
 struct metrics_worker *metrics_worker(struct metrics *m, unsigned id);
 
-/* Gives every salted table of cfg a counter slot (tables keep theirs
- * across reloads by name: their bucket count cannot change). */
-void metrics_add_config(struct metrics *m, struct config *cfg);
+/* Gives every salted table of ts's config a counter slot, in ts
+ * (tabstate_table.stats_id; tables keep theirs across reloads by name:
+ * their bucket count cannot change).  Before ts's generation is posted. */
+struct tabstate;
+void metrics_add_state(struct metrics *m, struct tabstate *ts);
 
 /* Reload bookkeeping for hsp_config_*. */
 typedef enum {
@@ -193,26 +195,23 @@ void metrics_batch(struct metrics_worker *mw,
                    const struct hbase1_method *method, wire_proto_t proto,
                    const uint8_t *msg, size_t len);
 
+/* The counters of the table with metrics slot stats_id (tabstate.h; the
+ * codec and the scan engine carry it next to the table's salt), NULL for
+ * none. */
 static inline guint64 *
-metrics_table_block(struct metrics_worker *mw, const struct salt_table *salt)
+metrics_table_block(struct metrics_worker *mw, unsigned stats_id)
 {
-    /* every salt the engines count lives in a config (the codec and the
-     * scan engine take theirs from config_find_table) */
-    const struct config_table *t =
-        (const struct config_table *)((const char *)salt -
-                                      G_STRUCT_OFFSET(struct config_table,
-                                                      salt));
-
-    return t->stats_id != 0 ? mw->tables[t->stats_id - 1] : NULL;
+    return stats_id != 0 ? mw->tables[stats_id - 1] : NULL;
 }
 
 /* n of a salted table's counters of kind at bucket (salt->buckets: the
  * legacy range of a forward-looking table). */
 static inline void
 metrics_bucket_add(struct metrics_worker *mw, const struct salt_table *salt,
-                   enum metrics_table_kind kind, uint32_t bucket, guint64 n)
+                   unsigned stats_id, enum metrics_table_kind kind,
+                   uint32_t bucket, guint64 n)
 {
-    guint64 *blk = metrics_table_block(mw, salt);
+    guint64 *blk = metrics_table_block(mw, stats_id);
 
     if (blk != NULL) {
         METRICS_ADD(blk[metrics_table_at(salt->buckets, kind, bucket)], n);
@@ -223,18 +222,18 @@ metrics_bucket_add(struct metrics_worker *mw, const struct salt_table *salt,
  * or one bucket's scanner open or fetch). */
 static inline void
 metrics_bucket_request(struct metrics_worker *mw,
-                       const struct salt_table *salt, uint32_t bucket,
-                       guint64 n)
+                       const struct salt_table *salt, unsigned stats_id,
+                       uint32_t bucket, guint64 n)
 {
-    metrics_bucket_add(mw, salt, METRICS_TABLE_READS, bucket, n);
+    metrics_bucket_add(mw, salt, stats_id, METRICS_TABLE_READS, bucket, n);
 }
 
 /* n rows of a salted table came back from bucket. */
 static inline void
 metrics_bucket_row(struct metrics_worker *mw, const struct salt_table *salt,
-                   uint32_t bucket, guint64 n)
+                   unsigned stats_id, uint32_t bucket, guint64 n)
 {
-    metrics_bucket_add(mw, salt, METRICS_TABLE_ROWS, bucket, n);
+    metrics_bucket_add(mw, salt, stats_id, METRICS_TABLE_ROWS, bucket, n);
 }
 
 /* Adds what the codec reported in t to mw's counters, and empties t. */

@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "proxy.h"
 #include "scan.h"
+#include "tabstate.h"
 
 /* A label value: backslash, quote and newline escaped. */
 static void
@@ -234,13 +235,15 @@ metrics_render_tables(struct metrics *m, GString *out)
  * (tablecheck.c), as a count or as a share of the buckets: tables not
  * known yet (absent, HBase not asked) have no series. */
 static void
-metrics_render_regions(const struct config *cfg, GString *out,
+metrics_render_regions(const struct tabstate *ts, GString *out,
                        const char *name, gboolean share, const char *help)
 {
+    const struct config *cfg = ts->cfg;
+
     metrics_render_head(out, name, "gauge", help);
     for (size_t i = 0; i < cfg->n_tables; i++) {
         const struct config_table *t = &cfg->tables[i];
-        gint most = g_atomic_int_get((gint *)&t->region_buckets);
+        gint most = g_atomic_int_get(&tabstate_at(ts, t)->region_buckets);
 
         if (most <= 0) {
             continue;
@@ -475,13 +478,13 @@ metrics_render(struct metrics *m, struct proxy *p, GString *out)
                              metrics_lat_le_us, METRICS_LAT_BUCKETS, 1e6,
                              (double)sum.queue_sum_us / 1e6);
     metrics_render_tables(m, out);
-    metrics_render_regions(p->gen->cfg, out, "hsp_table_region_buckets_max",
+    metrics_render_regions(p->gen->ts, out, "hsp_table_region_buckets_max",
                            FALSE,
                            "The most salt buckets of the table that one of "
                            "its regions holds (1: every bucket has regions "
                            "of its own; more: split the table at the bucket "
                            "points).");
-    metrics_render_regions(p->gen->cfg, out,
+    metrics_render_regions(p->gen->ts, out,
                            "hsp_table_fullest_region_bucket_ratio", TRUE,
                            "The share of the table's salt buckets in its "
                            "fullest region (1/buckets when split at the "

@@ -92,6 +92,7 @@
 #include "keyviz.h"
 #include "metrics.h"
 #include "scan.h"
+#include "tabstate.h"
 #include "tls.h"
 
 /* Shutdown: how often quiet clients are looked for. */
@@ -536,14 +537,13 @@ proxy_worker_settle(struct worker *w)
 /* A generation of cfg (settings loaded by the caller into gen->set),
  * held by the main thread and, once posted, by every worker. */
 static struct worker_gen *
-proxy_gen_new(struct proxy *p, unsigned id, const struct config *cfg,
-              gboolean owns_cfg)
+proxy_gen_new(struct proxy *p, unsigned id, struct tabstate *ts)
 {
     struct worker_gen *gen = g_new0(struct worker_gen, 1);
 
     gen->id = id;
-    gen->cfg = cfg;
-    gen->owns_cfg = owns_cfg;
+    gen->cfg = ts->cfg;
+    gen->ts = ts;
     gen->refs = 1 + (gint)p->set.workers;
     gen->uses = g_new0(unsigned, p->set.workers);
     g_mutex_lock(&p->gens_lock);
@@ -555,9 +555,7 @@ proxy_gen_new(struct proxy *p, unsigned id, const struct config *cfg,
 static void
 proxy_gen_free(struct worker_gen *gen)
 {
-    if (gen->owns_cfg) {
-        config_free((struct config *)gen->cfg);
-    }
+    tabstate_unref(gen->ts);
     g_free(gen->uses);
     g_free(gen);
 }
@@ -920,26 +918,27 @@ proxy_same_servers(const struct worker_settings *a,
     return TRUE;
 }
 
-gboolean
-proxy_reload(struct proxy *p, struct config *cfg, GError **error)
-{
-    struct worker_gen *old = p->gen, *gen;
+/* A reload checked and waiting for its tables' catalog check. */
+struct proxy_reload {
+    struct tabstate *ts; /* the new generation's (owns its config) */
     struct worker_settings set;
-    GString *added = g_string_new(NULL);
+    SSL_CTX *tls; /* the new certificate, or NULL */
+};
+
+struct proxy_reload *
+proxy_reload_prepare(struct proxy *p, struct config *cfg, GError **error)
+{
+    struct proxy_reload *r;
+    struct worker_settings set;
     SSL_CTX *tls = NULL;
 
     g_assert(cfg != NULL);
     /* the generation goes to running workers (their bells) */
     HSP_CHECK(p->state == PROXY_RUNNING);
-    if (!config_reload_check(old->cfg, cfg, error)) {
+    if (!config_reload_check(p->gen->cfg, cfg, error) ||
+        !proxy_settings_load(&set, cfg, error)) {
         config_free(cfg);
-        g_string_free(added, TRUE);
-        return FALSE;
-    }
-    if (!proxy_settings_load(&set, cfg, error)) {
-        config_free(cfg);
-        g_string_free(added, TRUE);
-        return FALSE;
+        return NULL;
     }
     if (cfg->tls_enabled) {
         /* the files again: a renewed certificate is what a reload is for;
@@ -948,23 +947,52 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
                                  cfg->tls_client_ca, error);
         if (tls == NULL) {
             config_free(cfg);
-            g_string_free(added, TRUE);
-            return FALSE;
+            return NULL;
         }
     }
-    {
-        /* the new file's tables are judged before any call reaches them */
-        struct catalog_report rep;
+    r = g_new0(struct proxy_reload, 1);
+    r->ts = tabstate_new(cfg, cfg);
+    r->set = set;
+    r->tls = tls;
+    /* refused until HBase says otherwise, even if it does not answer */
+    catalog_inherit_orphans(r->ts, p->gen->ts);
+    return r;
+}
 
-        /* refused until HBase says otherwise, even if it does not answer */
-        catalog_inherit_orphans(cfg, old->cfg);
-        catalog_check(cfg, &rep);
-        catalog_report_clear(&rep);
+struct tabstate *
+proxy_reload_state(const struct proxy_reload *r)
+{
+    return r->ts;
+}
+
+void
+proxy_reload_abandon(struct proxy_reload *r)
+{
+    if (r == NULL) {
+        return;
     }
-    gen = proxy_gen_new(p, old->id + 1, cfg, TRUE);
-    gen->set = set;
+    if (r->tls != NULL) {
+        SSL_CTX_free(r->tls);
+    }
+    tabstate_unref(r->ts);
+    g_free(r);
+}
+
+void
+proxy_reload_commit(struct proxy *p, struct proxy_reload *r)
+{
+    struct worker_gen *old = p->gen, *gen;
+    const struct config *cfg = r->ts->cfg;
+    GString *added = g_string_new(NULL);
+    SSL_CTX *tls = r->tls;
+
+    HSP_CHECK(p->state == PROXY_RUNNING);
+
+    gen = proxy_gen_new(p, old->id + 1, r->ts);
+    gen->set = r->set;
     gen->new_pool = !proxy_same_servers(&old->set, &gen->set);
-    metrics_add_config(p->metrics, cfg);
+    g_free(r);
+    metrics_add_state(p->metrics, gen->ts);
     for (size_t i = 0; i < cfg->n_tables; i++) {
         const struct config_table *t = &cfg->tables[i];
 
@@ -972,7 +1000,7 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
             /* rows it holds already: the catalog check refused it */
             g_string_append_printf(added, "%s%s%s", added->len > 0 ? ", " : "",
                                    t->name,
-                                   config_table_refusal(t) != NULL
+                                   tabstate_refusal(gen->ts, t) != NULL
                                        ? " (refused)"
                                        : "");
         }
@@ -1010,7 +1038,6 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
                               "drain)"
                             : "");
     g_string_free(added, TRUE);
-    return TRUE;
 }
 
 SSL_CTX *
@@ -1037,8 +1064,9 @@ proxy_generation(const struct proxy *p)
 /* ---- the process -------------------------------------------------------- */
 
 struct proxy *
-proxy_new(struct config *cfg, GError **error)
+proxy_new(struct tabstate *ts, GError **error)
 {
+    const struct config *cfg = ts->cfg;
     struct proxy *p;
     unsigned i;
 
@@ -1051,6 +1079,7 @@ proxy_new(struct config *cfg, GError **error)
     g_mutex_init(&p->tls_lock);
     p->gens = g_ptr_array_new();
     if (!proxy_settings_load(&p->set, cfg, error)) {
+        tabstate_unref(ts);
         proxy_free(p);
         return NULL;
     }
@@ -1059,11 +1088,12 @@ proxy_new(struct config *cfg, GError **error)
         p->tls_ctx = tls_server_ctx_new(cfg->tls_cert, cfg->tls_key,
                                         cfg->tls_client_ca, error);
         if (p->tls_ctx == NULL) {
+            tabstate_unref(ts);
             proxy_free(p);
             return NULL;
         }
     }
-    p->gen = proxy_gen_new(p, 1, cfg, FALSE);
+    p->gen = proxy_gen_new(p, 1, ts);
     p->gen->set = p->set;
     /* before the pools: each server's pool entry points at its health */
     p->health = backend_health_new(&p->set);
@@ -1072,7 +1102,7 @@ proxy_new(struct config *cfg, GError **error)
                              cfg->keyviz.enabled && cfg->admin_enabled
                                  ? keyviz_new(&cfg->keyviz, p->set.workers)
                                  : NULL);
-    metrics_add_config(p->metrics, cfg);
+    metrics_add_state(p->metrics, ts);
     p->port = p->set.listen_port;
     p->nworkers = p->set.workers;
     p->workers = g_new0(struct worker, p->nworkers);

@@ -17,6 +17,7 @@
 
 struct config;
 struct metrics;
+struct tabstate;
 
 #define PROXY_ERROR proxy_error_quark()
 GQuark proxy_error_quark(void);
@@ -89,21 +90,32 @@ gboolean proxy_settings_load(struct worker_settings *set,
                              const struct config *cfg, GError **error)
     G_GNUC_WARN_UNUSED_RESULT;
 
-/* Builds workers and binds their listeners; nothing runs yet.  cfg stays
- * the caller's and must outlive the proxy; its tables get their metrics
- * slots (config_table.stats_id). */
-struct proxy *proxy_new(struct config *cfg, GError **error)
+/* Builds workers and binds their listeners; nothing runs yet.  ts (the
+ * first generation's, checked against the catalog) is taken over, also on
+ * failure; its config stays the caller's and must outlive the proxy.  Its
+ * tables get their metrics slots (tabstate_table.stats_id). */
+struct proxy *proxy_new(struct tabstate *ts, GError **error)
     G_GNUC_WARN_UNUSED_RESULT;
 
 /*
- * SIGHUP: makes cfg (taken over, also on failure) the next generation
- * and posts it to every worker.  Refused, with the reason in error, when
- * it would change the salt mapping of a salted table (including dropping
- * its section) or a setting that needs a restart; the running
- * generation stays.  Main thread.
+ * SIGHUP, in two steps, so that the catalog check between them (blocking
+ * calls to HBase) runs off the main loop.  prepare: the checks that
+ * refuse a reload, with the reason in error, when cfg (taken over, also
+ * on failure) would change the salt mapping of a salted table (including
+ * dropping its section) or a setting that needs a restart; the running
+ * generation stays.  Else the new generation's tabstate, with the orphans
+ * it inherits.  The caller runs catalog_check on proxy_reload_state, then
+ * commit makes cfg the next generation and posts it to every worker, or
+ * abandon drops it (stopping).  The newest generation must not change
+ * between prepare and commit.  Main thread.
  */
-gboolean proxy_reload(struct proxy *p, struct config *cfg, GError **error)
+struct proxy_reload;
+struct proxy_reload *proxy_reload_prepare(struct proxy *p, struct config *cfg,
+                                          GError **error)
     G_GNUC_WARN_UNUSED_RESULT;
+struct tabstate *proxy_reload_state(const struct proxy_reload *r);
+void proxy_reload_commit(struct proxy *p, struct proxy_reload *r);
+void proxy_reload_abandon(struct proxy_reload *r);
 
 /* The newest generation's id.  Main thread. */
 unsigned proxy_generation(const struct proxy *p);

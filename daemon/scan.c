@@ -125,6 +125,7 @@ struct scanner {
     enum scan_state state;
     const struct hbase1_scanner *calls; /* the service's scanner calls */
     const struct salt_table *salt;      /* NULL: one pass-through scanner */
+    unsigned stats_id;                  /* its table's metrics slot + 1 */
     char table[128];                    /* for logs */
     int server;                /* backend server of all its scanners */
     struct worker_gen *gen;    /* generation salt points into */
@@ -182,6 +183,7 @@ scanner_new(struct worker *w, const struct codec_call *call,
     sc->state = SCAN_OPENING;
     sc->calls = call->method->scanner;
     sc->salt = call->salt;
+    sc->stats_id = call->stats_id;
     sc->backend_id = -1;
     sc->limit = -1;
     sc->error_app = -1;
@@ -816,8 +818,8 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
             b->bucket = single ? only : i;
             scanbatch_init(&b->rows, sc->salt, b->bucket, sc->calls->key);
         }
-        metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket,
-                               1);
+        metrics_bucket_request(sc->item.owner->metrics, sc->salt, sc->stats_id,
+                               b->bucket, 1);
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
         sub = scan_sub_begin(sc, scan_open_sink, i, sc->calls->open, &wr,
@@ -1021,6 +1023,7 @@ scan_keyviz_row(struct scanner *sc, const struct scan_bucket *b)
     codec_key_note_fill(&n, sc->salt, CODEC_KEY_ROW,
                         b->rows.legacy ? sc->salt->buckets : b->bucket,
                         b->rows.key, b->rows.key_len);
+    n.stats_id = sc->stats_id;
     n.bytes = (uint32_t)MIN(b->rows.head_len, G_MAXUINT32);
     keyviz_note(kw, &n);
 }
@@ -1187,7 +1190,8 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
     }
     b->fetching = 1;
     /* the legacy range counts as bucket = buckets: bucket="legacy" */
-    metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket, 1);
+    metrics_bucket_request(sc->item.owner->metrics, sc->salt, sc->stats_id,
+                           b->bucket, 1);
     scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
                      sc->calls->fetch, b->backend_id, (int32_t)b->fetch);
 }
@@ -1290,13 +1294,13 @@ scan_pump(struct scanner *sc)
             wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
             if (scanbatch_copy_head(&b->rows, from, &wr)) {
                 metrics_bucket_row(sc->item.owner->metrics, sc->salt,
-                                   b->bucket, 1);
+                                   sc->stats_id, b->bucket, 1);
                 scan_keyviz_row(sc, b);
             } else {
                 /* it reports the rows it unsalts, to be counted */
                 wire_reader_init(&rr, from, b->rows.head, b->rows.head_len,
                                  TRUE, &sc->item.owner->reply_limits);
-                codec_row_result(sc->calls, &rr, &wr, sc->salt,
+                codec_row_result(sc->calls, &rr, &wr, sc->salt, sc->stats_id,
                                  &sc->item.owner->tally);
                 metrics_take_tally(sc->item.owner->metrics,
                                    &sc->item.owner->tally);

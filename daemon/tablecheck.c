@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "splits.h"
+#include "tabstate.h"
 
 /*
  * Neither finding stops a table from being served: a table created later
@@ -73,12 +74,12 @@ tablecheck_closest(const char *name, const GPtrArray *names,
     return found;
 }
 
-/* The table's regions against its buckets: sets t->region_buckets and,
- * when buckets share a region, appends the warning with the HBase shell
- * commands that split them apart. */
+/* The table's regions against its buckets: sets its region_buckets in ts
+ * (when given) and, when buckets share a region, appends the warning with
+ * the HBase shell commands that split them apart. */
 static gboolean
-tablecheck_regions(struct hconn *c, struct config_table *t,
-                   GPtrArray *warnings, GError **error)
+tablecheck_regions(struct hconn *c, const struct config_table *t,
+                   struct tabstate *ts, GPtrArray *warnings, GError **error)
 {
     g_autoptr(GPtrArray) starts = g_ptr_array_new();
     g_autoptr(GPtrArray) missing =
@@ -105,7 +106,9 @@ tablecheck_regions(struct hconn *c, struct config_table *t,
         where = salt_escape(g_bytes_get_data(fullest, NULL),
                             g_bytes_get_size(fullest));
     }
-    g_atomic_int_set(&t->region_buckets, (gint)most);
+    if (ts != NULL) {
+        g_atomic_int_set(&tabstate_at(ts, t)->region_buckets, (gint)most);
+    }
     if (most <= 1) {
         return TRUE;
     }
@@ -135,13 +138,13 @@ tablecheck_regions(struct hconn *c, struct config_table *t,
 }
 
 gboolean
-tablecheck_run(struct hconn *c, struct config *cfg, GPtrArray *warnings,
-               GError **error)
+tablecheck_run(struct hconn *c, const struct config *cfg, struct tabstate *ts,
+               GPtrArray *warnings, GError **error)
 {
     g_autoptr(GPtrArray) names = NULL;
 
     for (size_t i = 0; i < cfg->n_tables; i++) {
-        struct config_table *t = &cfg->tables[i];
+        const struct config_table *t = &cfg->tables[i];
         const char *near;
         gboolean exists;
 
@@ -149,12 +152,14 @@ tablecheck_run(struct hconn *c, struct config *cfg, GPtrArray *warnings,
             return FALSE;
         }
         if (exists) {
-            if (!tablecheck_regions(c, t, warnings, error)) {
+            if (!tablecheck_regions(c, t, ts, warnings, error)) {
                 return FALSE;
             }
             continue;
         }
-        g_atomic_int_set(&t->region_buckets, 0);
+        if (ts != NULL) {
+            g_atomic_int_set(&tabstate_at(ts, t)->region_buckets, 0);
+        }
         if (names == NULL) {
             names = g_ptr_array_new_with_free_func(g_free);
             if (!hconn_table_names(c, names, error)) {
@@ -174,13 +179,14 @@ tablecheck_run(struct hconn *c, struct config *cfg, GPtrArray *warnings,
 }
 
 unsigned
-tablecheck_describe(const struct config *cfg, GString *out)
+tablecheck_describe(const struct tabstate *ts, GString *out)
 {
+    const struct config *cfg = ts->cfg;
     unsigned n = 0;
 
     for (size_t i = 0; i < cfg->n_tables; i++) {
         const struct config_table *t = &cfg->tables[i];
-        gint most = g_atomic_int_get((gint *)&t->region_buckets);
+        gint most = g_atomic_int_get(&tabstate_at(ts, t)->region_buckets);
 
         if (most > 1) {
             g_string_append_printf(out,

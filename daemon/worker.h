@@ -115,11 +115,15 @@ struct worker_settings {
  */
 struct worker_gen {
     unsigned id;                /* 1 at start, +1 per applied reload */
-    const struct config *cfg;   /* what the codec and scans read */
+    const struct config *cfg;   /* what the codec and scans read: never
+                                   changed (ts->cfg) */
+    struct tabstate *ts;        /* what the process learns of cfg's
+                                   tables while it runs (tabstate.h says
+                                   who writes what); one reference, which
+                                   owns cfg for a reload's generation */
     struct worker_settings set; /* derived from cfg */
     gboolean new_pool;          /* servers or pool_size differ from
                                        the previous generation */
-    gboolean owns_cfg;          /* free cfg with the generation */
     gint refs;                  /* holders, see above (atomic) */
     unsigned *uses;             /* per worker: requests, scanners and
                                        pools of it alive there */

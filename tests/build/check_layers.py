@@ -23,7 +23,8 @@ import sys
 # Lowest first.  See "Layers" in daemon/README.md.
 LAYERS = [
     ('pure', ['wire', 'salt', 'legacy', 'filter', 'filterpb', 'scanfilter',
-              'config', 'escape', 'hbase1', 'hbase1_table', 'hbase1_types', 'hbase2',
+              'config', 'tabstate', 'escape', 'hbase1', 'hbase1_table',
+              'hbase1_types', 'hbase2',
               'merge', 'scanargs', 'scanbatch', 'scantab', 'splits', 'codec']),
     ('requests', ['req', 'bell', 'sasl', 'tls', 'lograte', 'invariant']),
     ('metrics', ['metrics', 'keyviz']),

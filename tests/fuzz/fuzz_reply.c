@@ -178,7 +178,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wire_reader_init(&r, from, data, size, TRUE, limits);
     wire_writer_init(&w, to, &out);
     while (r.pos < r.end &&
-           codec_row_result(scanner, &r, &w, salt, NULL) == WIRE_OK) {
+           codec_row_result(scanner, &r, &w, salt, 0, NULL) == WIRE_OK) {
         rows++;
     }
     if (r.status == WIRE_OK) {

@@ -7,6 +7,7 @@
 #include "hbase2_hbase2_types.h"
 #include "hbase_hbase_types.h"
 #include "salt.h"
+#include "tabstate.h"
 #include "unit_helpers.h"
 
 static const char test_conf[] = "[table:salted]\n"
@@ -17,11 +18,13 @@ static const char test_conf[] = "[table:salted]\n"
                                 "salt_separator = -\n";
 
 static struct config *test_cfg;
+static struct tabstate *test_ts; /* test_cfg's: orphans, refusals */
 
 /* One message through the codec with the tests' config: the fields each
  * call sets, by name (a pointer to a compound literal, alive to the end
  * of the enclosing block). */
-#define TEST_IO(...) (&(struct codec_io){ .cfg = test_cfg, __VA_ARGS__ })
+#define TEST_IO(...)                                                          \
+    (&(struct codec_io){ .cfg = test_cfg, .ts = test_ts, __VA_ARGS__ })
 
 static const struct salt_table *
 test_table(const char *name)
@@ -180,7 +183,7 @@ test_orphan_refused(void)
     set->n = 2;
     set->items[0] = (struct config_orphan){ "other", 5, "other" };
     set->items[1] = (struct config_orphan){ "plain", 5, why };
-    g_atomic_pointer_set(&test_cfg->catalog_orphans, set);
+    g_atomic_pointer_set(&test_ts->orphans, set);
     wire_buf_init(&out);
     for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
         g_autoptr(GByteArray) msg = NULL;
@@ -228,7 +231,7 @@ test_orphan_refused(void)
                                       &call),
                         ==, CODEC_OK);
     }
-    g_atomic_pointer_set(&test_cfg->catalog_orphans, NULL);
+    g_atomic_pointer_set(&test_ts->orphans, NULL);
     g_free(set);
     g_object_unref(args);
     g_object_unref(desc);
@@ -899,6 +902,7 @@ test_stream(void)
     g_byte_array_append(stream, msg->data, msg->len);
     g_byte_array_append(stream, msg->data, 9);
     io = (struct codec_io){ .cfg = test_cfg,
+                            .ts = test_ts,
                             .data = stream->data,
                             .from = WIRE_BINARY,
                             .stream = TRUE,
@@ -1198,6 +1202,7 @@ test_repeated_fields(void)
                 g_assert_cmpstr(err.message, ==, want);
                 /* the unframed path agrees and knows the message's end */
                 io = (struct codec_io){ .cfg = test_cfg,
+                                        .ts = test_ts,
                                         .data = msg.data,
                                         .len = msg.len,
                                         .from = proto,
@@ -1983,6 +1988,7 @@ main(int argc, char **argv)
     test_cfg = config_load_data(test_conf, sizeof(test_conf) - 1, "test",
                                 &error);
     g_assert_no_error(error);
+    test_ts = tabstate_new(test_cfg, test_cfg);
     for (int mode = 0; mode < 8; mode++) {
         g_autofree char *req =
             g_strdup_printf("/codec/request/get-rows/%s-to-%s/%s",
@@ -2043,6 +2049,6 @@ main(int argc, char **argv)
                          test_row_limit);
     g_test_add_func("/codec/request/row-limit/mixed", test_row_limit_mixed);
     rc = g_test_run();
-    config_free(test_cfg);
+    tabstate_unref(test_ts); /* and test_cfg */
     return rc;
 }

@@ -37,7 +37,6 @@ tkv_init(struct tkv *t, unsigned ranges, unsigned hot, unsigned retain,
                                                 &error));
     }
     t->ct.name = (char *)"t";
-    t->ct.stats_id = 1;
     t->set.enabled = TRUE;
     t->set.interval_s = T_INTERVAL;
     t->set.ranges = ranges;
@@ -60,6 +59,7 @@ tkv_note(struct tkv *t, unsigned worker, codec_key_kind_t kind,
     codec_key_note_fill(&n, &t->ct.salt, kind,
                         salt_bucket(&t->ct.salt, (const uint8_t *)key, len),
                         (const uint8_t *)key, len);
+    n.stats_id = 1; /* keyviz_add_table's */
     keyviz_note(keyviz_worker(t->kv, worker), &n);
 }
 
