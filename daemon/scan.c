@@ -61,6 +61,14 @@
 #define SCAN_DEFAULT_CACHING 100
 #define SCAN_MIN_FETCH 16
 
+/*
+ * A scanner's life.  Only scan_set_state moves it, and only along these
+ * arrows (checked with g_assert):
+ *
+ *   OPENING --> OPEN --> FAILED
+ *      |         |         |
+ *      +---------+---------+--> CLOSED
+ */
 enum scan_state {
     SCAN_OPENING = 0, /* backend opens in flight; no id yet */
     SCAN_OPEN,        /* serving calls */
@@ -74,6 +82,28 @@ static const char *const scan_state_names[] = {
     [SCAN_OPEN] = "open",
     [SCAN_FAILED] = "failed",
     [SCAN_CLOSED] = "closed",
+};
+
+/*
+ * A bucket's backend scanner.  Only scan_bucket_set_state moves it:
+ *
+ *   OPENING --> OPEN --> CLOSED
+ *      |
+ *      +--> NONE (its open failed: nothing to close)
+ */
+enum scan_bucket_state {
+    SCAN_B_OPENING = 0, /* its open is in flight */
+    SCAN_B_OPEN,        /* backend_id is its backend scanner */
+    SCAN_B_NONE,        /* its open failed: there is no backend scanner */
+    SCAN_B_CLOSED,      /* its backend scanner is closed, or its close
+                           owed (close_owed) */
+};
+
+static const char *const scan_bucket_state_names[] = {
+    [SCAN_B_OPENING] = "opening",
+    [SCAN_B_OPEN] = "open",
+    [SCAN_B_NONE] = "none",
+    [SCAN_B_CLOSED] = "closed",
 };
 
 enum scan_op_kind {
@@ -99,13 +129,12 @@ struct scan_op {
 
 /* One bucket's backend scanner and its buffered batches. */
 struct scan_bucket {
-    uint32_t bucket;       /* salt bucket */
+    uint32_t bucket; /* salt bucket */
+    enum scan_bucket_state state;
     int32_t backend_id;    /* backend scanner id once open */
-    unsigned opened:1;     /* backend_id is valid */
     unsigned fetching:1;   /* a fetch is in flight */
     unsigned last:1;       /* the backend has no rows after next */
     unsigned done:1;       /* no rows left at all */
-    unsigned closed:1;     /* backend scanner closed */
     unsigned close_owed:1; /* closed while fetching: the close
                                        goes when the fetch is back */
     unsigned next_ready:1; /* next holds a fetched batch */
@@ -170,6 +199,58 @@ static void scan_reply_ia(struct scan_op *op, struct worker *w,
 static void scan_reply_invalid(struct scan_op *op, struct worker *w);
 static void scan_reply_void(struct scan_op *op, struct worker *w);
 
+/* ---- states ------------------------------------------------------------- */
+
+/* Whether a scanner may go from one state to the other. */
+static gboolean
+scan_state_ok(enum scan_state from, enum scan_state to)
+{
+    switch (to) {
+    case SCAN_OPEN: return from == SCAN_OPENING;
+    case SCAN_FAILED: return from == SCAN_OPEN;
+    case SCAN_CLOSED: return from != SCAN_CLOSED;
+    default: return FALSE;
+    }
+}
+
+/* The one place a scanner changes state. */
+static void
+scan_set_state(struct scanner *sc, enum scan_state to)
+{
+    if (!scan_state_ok(sc->state, to)) {
+        g_critical("scanner %d on %s: no way from %s to %s", sc->item.id,
+                   sc->table, scan_state_names[sc->state],
+                   scan_state_names[to]);
+        g_assert_not_reached();
+    }
+    sc->state = to;
+}
+
+/* Whether a bucket may go from one state to the other. */
+static gboolean
+scan_bucket_state_ok(enum scan_bucket_state from, enum scan_bucket_state to)
+{
+    switch (to) {
+    case SCAN_B_OPEN:
+    case SCAN_B_NONE: return from == SCAN_B_OPENING;
+    case SCAN_B_CLOSED: return from == SCAN_B_OPEN;
+    default: return FALSE;
+    }
+}
+
+/* The one place a bucket's backend scanner changes state. */
+static void
+scan_bucket_set_state(struct scan_bucket *b, enum scan_bucket_state to)
+{
+    if (!scan_bucket_state_ok(b->state, to)) {
+        g_critical("scan bucket %u: no way from %s to %s", b->bucket,
+                   scan_bucket_state_names[b->state],
+                   scan_bucket_state_names[to]);
+        g_assert_not_reached();
+    }
+    b->state = to;
+}
+
 /* ---- the scanner ------------------------------------------------------- */
 
 static struct scanner *
@@ -179,7 +260,7 @@ scanner_new(struct worker *w, const struct codec_call *call,
     struct scanner *sc = g_new0(struct scanner, 1);
 
     sc->item.owner = w;
-    sc->state = SCAN_OPENING;
+    /* g_new0: sc->state is SCAN_OPENING */
     sc->calls = call->method->scanner;
     sc->salt = call->salt;
     sc->backend_id = -1;
@@ -249,12 +330,14 @@ scan_table_new(void)
 void
 scan_table_free(struct scantab *t)
 {
+    g_return_if_fail(t != NULL);
     scantab_free(t, scanner_free_at_exit);
 }
 
 unsigned
 scan_open_count(struct scantab *t)
 {
+    g_return_val_if_fail(t != NULL, 0);
     return scantab_count(t);
 }
 
@@ -588,8 +671,8 @@ scan_bucket_close_send(struct scanner *sc, struct scan_bucket *b)
 static void
 scan_bucket_close(struct scanner *sc, struct scan_bucket *b)
 {
-    if (b->opened && !b->closed) {
-        b->closed = 1;
+    if (b->state == SCAN_B_OPEN) {
+        scan_bucket_set_state(b, SCAN_B_CLOSED);
         if (b->fetching) {
             /* HBase's ClientScanner is not thread-safe: a close run
              * beside the read on another connection of the pool breaks
@@ -614,7 +697,7 @@ scan_close(struct scanner *sc)
     }
     g_debug("scanner %d on %s closed, was %s", sc->item.id, sc->table,
             scan_state_names[sc->state]);
-    sc->state = SCAN_CLOSED;
+    scan_set_state(sc, SCAN_CLOSED);
     /* a close in flight keeps sc alive until it returns */
     sc->inflight++;
     if (sc->salt == NULL) {
@@ -654,7 +737,7 @@ scan_opened(struct scanner *sc, struct scan_op *op)
         scan_close(sc);
         return;
     }
-    sc->state = SCAN_OPEN;
+    scan_set_state(sc, SCAN_OPEN);
     sc->last_used = req_now();
     if (!sc->once) {
         scantab_add(w->scans, &sc->item);
@@ -693,13 +776,18 @@ scan_open_sink(struct worker *w, struct req *sub)
             sc->backend_id = id;
         } else {
             sc->buckets[sub->sink_tag].backend_id = id;
-            sc->buckets[sub->sink_tag].opened = 1;
+            scan_bucket_set_state(&sc->buckets[sub->sink_tag], SCAN_B_OPEN);
         }
-    } else if (sc->error == NULL) {
-        sc->error = g_steal_pointer(&why);
-        sc->error_retry = retry;
-        sc->error_transport = sub->failed;
-        sc->error_app = app_type;
+    } else {
+        if (sc->salt != NULL) {
+            scan_bucket_set_state(&sc->buckets[sub->sink_tag], SCAN_B_NONE);
+        }
+        if (sc->error == NULL) {
+            sc->error = g_steal_pointer(&why);
+            sc->error_retry = retry;
+            sc->error_transport = sub->failed;
+            sc->error_app = app_type;
+        }
     }
     scan_sub_return(sc, sub);
     if (--sc->nopening == 0) {
@@ -1036,7 +1124,7 @@ scan_bucket_advance(struct scanner *sc, struct scan_bucket *b)
         sc->error = g_strdup_printf("hbase-salt-proxy: malformed row "
                                     "from the backend scanning %s",
                                     sc->table);
-        sc->state = SCAN_FAILED;
+        scan_set_state(sc, SCAN_FAILED);
         return FALSE;
     default: return FALSE;
     }
@@ -1143,7 +1231,7 @@ scan_fetch_sink(struct worker *w, struct req *sub)
                                         sc->table, where, inner);
             sc->error_retry = retry;
             sc->error_transport = sub->failed;
-            sc->state = SCAN_FAILED;
+            scan_set_state(sc, SCAN_FAILED);
             /* the reason may quote the backend, and so row data: only at
              * debug; the client gets it in full */
             g_warning("scanner %d on %s failed in %s", sc->item.id, sc->table,
@@ -1181,8 +1269,8 @@ scan_fetch_sink(struct worker *w, struct req *sub)
 static void
 scan_fetch(struct scanner *sc, struct scan_bucket *b)
 {
-    if (b->fetching || b->next_ready || b->last || b->done || !b->opened ||
-        sc->state != SCAN_OPEN) {
+    if (b->fetching || b->next_ready || b->last || b->done ||
+        b->state != SCAN_B_OPEN || sc->state != SCAN_OPEN) {
         return;
     }
     b->fetching = 1;
@@ -1381,7 +1469,7 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         /* pass-through: the backend's own answer (IllegalArgument for a
          * scanner it expired); sc is freed when it is back */
         scantab_remove(w->scans, sc->item.id);
-        sc->state = SCAN_CLOSED;
+        scan_set_state(sc, SCAN_CLOSED);
     } else if (op->kind == SCAN_OP_CLOSE) {
         scan_reply_void(op, w);
         scan_close(sc);
@@ -1462,13 +1550,19 @@ scan_op_run(struct worker *w, void *arg)
 void
 scan_request(struct worker *w, struct req *req, const uint8_t *msg, size_t len)
 {
-    struct scan_op *op = g_new0(struct scan_op, 1);
-    const struct hbase1_method *m = req->call.method;
+    struct scan_op *op;
+    const struct hbase1_method *m;
     struct wire_reader r;
     struct wire_msg hdr;
     struct worker *owner = NULL;
     struct scanargs a;
 
+    g_return_if_fail(w != NULL && req != NULL);
+    g_return_if_fail(msg != NULL || len == 0);
+    m = req->call.method;
+    /* the codec sends only scanner calls here */
+    g_return_if_fail(m != NULL && m->kind >= HBASE1_SCAN_OPEN);
+    op = g_new0(struct scan_op, 1);
     op->req = req;
     op->home = w;
     switch (m->kind) {
@@ -1543,7 +1637,10 @@ scan_owned(struct worker *w, gint64 idle)
 void
 scan_worker_stop(struct worker *w)
 {
-    GPtrArray *all = scan_owned(w, -1);
+    GPtrArray *all;
+
+    g_return_if_fail(w != NULL && w->scans != NULL);
+    all = scan_owned(w, -1);
 
     /* their backend scanners would live on until HBase expires them */
     for (guint i = 0; i < all->len; i++) {
@@ -1562,6 +1659,7 @@ scan_worker_start(struct worker *w)
     struct timeval tv = { SCAN_TIMER_MS / 1000,
                           (SCAN_TIMER_MS % 1000) * 1000 };
 
+    g_return_if_fail(w != NULL && w->scan_timer != NULL);
     event_add(w->scan_timer, &tv);
 }
 
