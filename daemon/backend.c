@@ -1541,6 +1541,7 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         /* replies are FIFO: the ones behind it can no longer arrive */
         g_snprintf(why, sizeof(why), "timed out after %u ms",
                    set->request_timeout_ms);
+        head->timed_out = 1;
         backend_health_failed(conn->server->health, why);
         backend_conn_fail(conn, why,
                           "connection reset after an earlier "

@@ -52,6 +52,8 @@ struct req {
                                        server */
     unsigned failed:1;             /* internal: raw holds error text */
     unsigned can_retry:1;          /* internal: the failure is transient */
+    unsigned timed_out:1;          /* failed: its own deadline passed (not
+                                      the connection under it) */
     struct backend_conn *conn;     /* waiting on it; NULL when answered */
     struct codec_call call;        /* what the reply needs to know */
     wire_proto_t client_proto;     /* copied: a detached req still knows */
