@@ -528,6 +528,66 @@ backend_conn_connected(struct backend_conn *conn)
 }
 
 /*
+ * Reads that retry.  A client's read (a method of kind HBASE1_READ: the
+ * get*, getRow*, getRows* calls, Thrift2's get, getMultiple, exists,
+ * existsAll) whose connection fails before its answer is sent again, as
+ * it was, to another server that is up, within its own deadline
+ * (request_timeout_ms from when it was first sent): a read applied twice
+ * changes nothing.  Not a read that timed out itself (its time is spent),
+ * and at most BACKEND_REREADS times.  Writes keep the at-most-once rule
+ * (moved only when no byte of them reached a server:
+ * backend_connect_failed); increments and appends are writes.  Scanner
+ * calls are the scan engine's (scan.c resumes a lost bucket).
+ */
+#define BACKEND_REREADS 3
+
+/* Whether req is a client's read whose message is kept (raw). */
+static gboolean
+backend_req_rereadable(const struct req *req)
+{
+    return req->sink == NULL && req->call.method != NULL &&
+           req->call.method->kind == HBASE1_READ;
+}
+
+static struct backend_conn *backend_pick(struct backend_pool *pool, int only,
+                                         uint8_t service, int avoid,
+                                         gint64 now);
+static uint8_t backend_req_service(const struct req *req);
+
+/* Whether req, failed with its connection to server avoid, goes again. */
+static gboolean
+backend_may_reread(struct backend_pool *pool, const struct req *req, int avoid,
+                   gint64 now)
+{
+    return req->client != NULL && backend_req_rereadable(req) &&
+           !req->timed_out && req->rereads < BACKEND_REREADS &&
+           req->deadline > now && req->backend_len > 0 &&
+           req->raw.len == req->backend_len &&
+           backend_pick(pool, -1, backend_req_service(req), avoid, now) !=
+               NULL;
+}
+
+/* Sends the reads of q again, in their order, on one connection that is
+ * not server avoid's. */
+static void
+backend_reread(struct backend_pool *pool, struct req_queue *q, int avoid)
+{
+    struct backend_conn *to = NULL;
+    struct req *req;
+
+    while ((req = TAILQ_FIRST(q)) != NULL) {
+        TAILQ_REMOVE(q, req, backend_link);
+        req->conn = NULL;
+        req->rereads++;
+        if (to != NULL && !backend_conn_takes(pool, to)) {
+            to = NULL;
+        }
+        to = backend_submit_at(pool, req, to, req->raw.data, req->raw.len,
+                               avoid, FALSE, FALSE);
+    }
+}
+
+/*
  * Fails every request pending on conn and closes it.  The oldest request
  * gets head_why, the others rest_why (a timeout is the head's; those
  * behind it only lose their connection).  Both are the reason part of
@@ -538,11 +598,13 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
                       const char *rest_why, gboolean can_retry, gboolean log)
 {
     struct worker *w = backend_worker(conn);
-    struct req_queue failed;
-    struct req *req;
+    struct backend_pool *pool = conn->server->pool;
+    int at = (int)(conn->server - pool->servers);
+    struct req_queue failed, again;
+    struct req *req, *head, *next;
     char msg[BACKEND_MSG_MAX];
-    unsigned n = conn->npending;
-    gboolean first = TRUE;
+    unsigned n = conn->npending, nagain = 0;
+    gint64 now = req_now();
 
     /* the connection is consistent (closed, empty) before any client
      * hears about it: flushing a client may lead to a new submit */
@@ -571,15 +633,33 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
         g_message("backend %s: conn %u: %s", conn->server->srv->name,
                   conn->index, head_why);
     }
+    /* the reads among them go to another server first, in their order:
+     * a client's later calls may queue behind them */
+    head = TAILQ_FIRST(&failed);
+    TAILQ_INIT(&again);
+    for (req = head; req != NULL; req = next) {
+        next = TAILQ_NEXT(req, backend_link);
+        if (backend_may_reread(pool, req, at, now)) {
+            TAILQ_REMOVE(&failed, req, backend_link);
+            TAILQ_INSERT_TAIL(&again, req, backend_link);
+            nagain++;
+        }
+    }
+    if (nagain > 0) {
+        g_message("backend %s: conn %u: %u read%s sent to another server",
+                  conn->server->srv->name, conn->index, nagain,
+                  nagain == 1 ? "" : "s");
+        backend_reread(pool, &again, at);
+    }
     while ((req = TAILQ_FIRST(&failed)) != NULL) {
         TAILQ_REMOVE(&failed, req, backend_link);
         if (req->client != NULL || req->sink != NULL) {
             g_snprintf(msg, sizeof(msg), "hbase-salt-proxy: backend %s: %s",
-                       conn->server->srv->name, first ? head_why : rest_why);
+                       conn->server->srv->name,
+                       req == head ? head_why : rest_why);
             req_io_error(req, msg, can_retry);
             req->err_kind = METRICS_ERR_TRANSPORT;
         }
-        first = FALSE;
         worker_req_finish(w, req);
     }
 }
@@ -1009,6 +1089,11 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
     struct backend_conn *conn;
     char why[BACKEND_MSG_MAX];
 
+    if (fresh && backend_req_rereadable(req)) {
+        /* kept to send it again should its connection fail first */
+        wire_buf_clear(&req->raw);
+        wire_buf_append(&req->raw, msg, len);
+    }
     for (conn = after; conn == NULL;) {
         struct backend_server *s;
 
