@@ -115,21 +115,52 @@ def add_backend_args(parser):
                              '(tests/hbase/hbase-mini)')
 
 
+def read_line(proc, timeout):
+    """One line of proc's stdout (a pipe), stripped; what came before EOF,
+    the process's exit or the timeout otherwise."""
+    end = time.time() + timeout
+    buf = b''
+    fd = proc.stdout.fileno()
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], 1.0)
+        if r:
+            chunk = os.read(fd, 1)
+            if not chunk:
+                break
+            buf += chunk
+            if buf.endswith(b'\n'):
+                break
+        elif proc.poll() is not None:
+            break
+    return buf.decode('utf-8', 'replace').strip()
+
+
 class EmuBackend(object):
-    """hbase-emu on a port of its own, serving Thrift1 (and Thrift2 on
-    port2 when asked), tables made at start."""
+    """hbase-emu serving Thrift1 (and Thrift2 on port2 when asked) over one
+    store, tables made at start.
+
+    listeners: how many Thrift1 servers (ports, in .ports; .port is the
+    first); thrift2: False, True or how many Thrift2 servers (.ports2).
+    control: the emulator reads stop/start commands from a pipe, as
+    hbase-mini does: .control('stop 127.0.0.1:PORT') stops that server (its
+    connections and scanners lost), 'start ...' starts it again."""
 
     kind = 'emu'
 
     def __init__(self, binary, workdir, proto='binary', transport='buffered',
-                 tables=None, thrift2=False, extra=(), name='emu'):
-        self.port = free_port()
-        self.port2 = free_port() if thrift2 else None
+                 tables=None, thrift2=False, extra=(), name='emu',
+                 listeners=1, control=False):
+        self.ports = [free_port() for _ in range(listeners)]
+        self.ports2 = [free_port() for _ in range(int(thrift2))]
+        self.port = self.ports[0]
+        self.port2 = self.ports2[0] if self.ports2 else None
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'ab')
-        cmd = [binary, '--listen', '127.0.0.1:%d' % self.port]
-        if self.port2:
-            cmd += ['--thrift2-listen', '127.0.0.1:%d' % self.port2]
+        cmd = [binary]
+        for p in self.ports:
+            cmd += ['--listen', '127.0.0.1:%d' % p]
+        for p in self.ports2:
+            cmd += ['--thrift2-listen', '127.0.0.1:%d' % p]
         if proto == 'compact':
             cmd.append('--compact')
         if transport == 'framed':
@@ -137,13 +168,31 @@ class EmuBackend(object):
         for t, fams in sorted((tables or {}).items()):
             cmd += ['--create-table', '%s:%s' % (t, ','.join(fams))]
         cmd += list(extra)
-        self.proc = subprocess.Popen(cmd, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        wait_for(lambda: can_connect(self.port) or self.proc.poll() is not None,
-                 10, 'hbase-emu listening')
+        if control:
+            cmd.append('--control-stdin')
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE,
+                                         stderr=self.log)
+            line = read_line(self.proc, 10)
+            if not line.startswith('ready '):
+                self.close()
+                raise AssertionError('hbase-emu did not start (%r); log in %s'
+                                     % (line, self.log_path))
+        else:
+            self.proc = subprocess.Popen(cmd, stdout=self.log,
+                                         stderr=subprocess.STDOUT)
+        wait_for(lambda: all(can_connect(p) for p in self.ports + self.ports2)
+                 or self.proc.poll() is not None, 10, 'hbase-emu listening')
         if self.proc.poll() is not None:
             raise AssertionError('hbase-emu exited at start; log in '
                                  + self.log_path)
+
+    def control(self, command):
+        """'stop HOST:PORT' / 'start HOST:PORT' one Thrift server; returns
+        the answer line ('ok stopped ...', 'ok started ...', 'error: ...')."""
+        self.proc.stdin.write(command.encode() + b'\n')
+        self.proc.stdin.flush()
+        return read_line(self.proc, 60)
 
     def alive(self):
         return self.proc.poll() is None
@@ -156,6 +205,9 @@ class EmuBackend(object):
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
         self.log.close()
 
 
@@ -208,21 +260,7 @@ class RealBackend(object):
             self.create_tables(thrift, tables)
 
     def _read_line(self, timeout):
-        end = time.time() + timeout
-        buf = b''
-        fd = self.proc.stdout.fileno()
-        while time.time() < end:
-            r, _, _ = select.select([fd], [], [], 1.0)
-            if r:
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    return buf.decode('utf-8', 'replace').strip()
-                buf += chunk
-                if b'\n' in buf:
-                    return buf.split(b'\n', 1)[0].decode().strip()
-            elif self.proc.poll() is not None:
-                break
-        return buf.decode('utf-8', 'replace').strip()
+        return read_line(self.proc, timeout)
 
     def create_tables(self, thrift, tables):
         c = thrift.client1(self.port, self.proto, self.transport, 120.0)
