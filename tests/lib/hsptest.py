@@ -15,7 +15,9 @@ import select
 import signal
 import socket
 import subprocess
+import struct
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -306,6 +308,136 @@ def start_backend(kind, workdir, emu=None, **kw):
     kw.pop('real_extra', None)
     kw.pop('thrift', None)
     return EmuBackend(emu, workdir, **kw)
+
+
+# ---- a fault-injecting relay ----------------------------------------------
+
+class Relay(object):
+    """A loopback TCP relay in front of one server, for fault tests; the
+    proxy connects to .port.  cut() resets every connection through it
+    (the proxy side gets an RST, as from a network reset), cut_one(rng) one
+    of them; pause() stops forwarding in both directions with the
+    connections kept open (a stalled server, as SIGSTOP looks over TCP),
+    resume() forwards what waited; down() refuses new connections and cuts
+    the open ones (a dead server), up() listens again on the same port."""
+
+    def __init__(self, target_port, host='127.0.0.1'):
+        self.target = (host, target_port)
+        self.host = host
+        self.port = 0
+        self.lock = threading.Lock()
+        self.pairs = []
+        self.lsock = None
+        self.paused = False
+        self.cuts = 0
+        self.up()
+
+    def up(self):
+        with self.lock:
+            if self.lsock is not None:
+                return
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((self.host, self.port))
+            s.listen(128)
+            self.port = s.getsockname()[1]
+            self.lsock = s
+        threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def down(self):
+        with self.lock:
+            s, self.lsock = self.lsock, None
+        if s is not None:
+            s.close()   # the accept loop polls, so closing here is safe
+        return self.cut()
+
+    def pause(self):
+        self.paused = True
+
+    def resume(self):
+        self.paused = False
+
+    def _accept(self, lsock):
+        while True:
+            with self.lock:
+                if self.lsock is not lsock:
+                    return
+            try:
+                r, _, _ = select.select([lsock], [], [], 0.1)
+                if not r:
+                    continue
+                a, _ = lsock.accept()
+            except (OSError, ValueError):
+                return
+            try:
+                b = socket.create_connection(self.target, 2)
+            except OSError:
+                self._reset(a)
+                continue
+            for x in (a, b):
+                x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            pair = [a, b]
+            with self.lock:
+                self.pairs.append(pair)
+            threading.Thread(target=self._pump, args=(pair,),
+                             daemon=True).start()
+
+    def _pump(self, pair):
+        a, b = pair
+        try:
+            while pair in self.pairs:
+                if self.paused:
+                    time.sleep(0.02)
+                    continue
+                r, _, _ = select.select([a, b], [], [], 0.1)
+                for x in r:
+                    data = x.recv(65536)
+                    if not data:
+                        raise OSError('closed')
+                    (b if x is a else a).sendall(data)
+        except (OSError, ValueError):
+            pass
+        self._close(pair)
+
+    @staticmethod
+    def _reset(sock):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                            struct.pack('ii', 1, 0))
+        except OSError:
+            pass
+        sock.close()
+
+    def _close(self, pair):
+        with self.lock:
+            if pair not in self.pairs:
+                return False
+            self.pairs.remove(pair)
+        self._reset(pair[0])
+        pair[1].close()
+        return True
+
+    def cut(self):
+        """Resets every connection; returns how many."""
+        with self.lock:
+            pairs = list(self.pairs)
+        n = sum(1 for p in pairs if self._close(p))
+        self.cuts += n
+        return n
+
+    def cut_one(self, rng):
+        """Resets one connection, if any; returns how many (0 or 1)."""
+        with self.lock:
+            if not self.pairs:
+                return 0
+            p = rng.choice(self.pairs)
+        n = 1 if self._close(p) else 0
+        self.cuts += n
+        return n
+
+    def close(self):
+        self.resume()
+        self.down()
 
 
 # ---- protobuf Filters (Thrift2 filterBytes) -------------------------------
