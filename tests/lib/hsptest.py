@@ -487,6 +487,18 @@ class Proxy(object):
         with open(self.log_path, 'rb') as f:
             return f.read().decode('utf-8', 'replace')
 
+    def fds(self):
+        """Open descriptors of the daemon."""
+        return len(os.listdir('/proc/%d/fd' % self.proc.pid))
+
+    def rss_kb(self):
+        """Resident memory of the daemon, kB."""
+        with open('/proc/%d/status' % self.proc.pid) as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1])
+        return 0
+
     def close(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
