@@ -8,17 +8,20 @@ model of what was acknowledged.
 
   /usr/bin/python3 tests/faults/run_faults.py --proxy BUILD/daemon/hbase-salt-proxy \\
       --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py [--seconds N] \\
-      [--strict-reads] [--seed N]
+      [--strict-reads] [--seed N] [--backend-kind real]
 
 The backend: one hbase-emu store served by two Thrift1 and two Thrift2
 servers (its listeners), each behind a relay (hsptest.Relay) the proxy
-connects through.  Faults:
+connects through; with --backend-kind real, real HBase's own servers
+(tests/hbase/hbase-mini, two of each, the same stop/start commands, a 3 s
+call timeout).  Faults:
   kill    a server's listener stops (its connections reset, its scanners
           lost, new connections refused), then starts again 0.5-3 s later;
           at most one server per service at a time, so the store and the
           other server live on (a SIGKILL would lose the in-memory store)
-  stall   a relay stops forwarding for 0.3-2.5 s (around the 1.5 s call
-          timeout), or the whole emulator is SIGSTOPped for 0.2-0.8 s
+  stall   a relay stops forwarding for 0.2-1.7 x the call timeout (the
+          proxy's request_timeout_ms, 1.5 s), or the whole emulator is
+          SIGSTOPped for 0.2-0.8 s (a store SIGSTOP does not lose)
   reset   one or all of a relay's connections get an RST
   reload  SIGHUP to the proxy (the same file: a new generation)
 
@@ -71,7 +74,6 @@ import hsptest  # noqa: E402
 TH = None
 TABLE = b't'
 BUCKETS = 8
-CALL_TIMEOUT_MS = 1500
 SOCKET_TIMEOUT_S = 15.0     # a call this long: the proxy hung
 STATIC_ROWS = 400           # immutable rows every scan and static read uses
 OWN_KEYS = 60               # keys each writing client owns
@@ -107,6 +109,8 @@ class Stats(object):
         self.lock = threading.Lock()
         self.calls = {'read': 0, 'write': 0, 'scan': 0}
         self.failures = {}          # kind -> count
+        self.by_op = {}             # (op, service, kind) -> count
+        self.examples = {}          # (op, kind) -> a few messages
         self.violations = []        # (kind, text)
         self.failed_reads = []      # (service, t0) of failed point reads
         self.scans_ok = 0
@@ -116,9 +120,16 @@ class Stats(object):
         with self.lock:
             self.calls[what] += n
 
-    def fail(self, kind):
+    def fail(self, kind, op=None, service=None, e=None):
         with self.lock:
             self.failures[kind] = self.failures.get(kind, 0) + 1
+            if op is not None:
+                k = (op, service, kind)
+                self.by_op[k] = self.by_op.get(k, 0) + 1
+                ex = self.examples.setdefault((op, kind), [])
+                text = str(getattr(e, 'message', None) or e).split('\n')[0]
+                if len(ex) < 3 and text[:60] not in [x[:60] for x in ex]:
+                    ex.append(text[:200])
 
     def violate(self, kind, text):
         with self.lock:
@@ -147,10 +158,11 @@ class Client(threading.Thread):
     """One client connection (reconnected after a transport failure)
     running a mix of calls until stop is set."""
 
-    def __init__(self, run, name, service, seed):
+    def __init__(self, run, name, service, seed, wire=('binary', 'buffered')):
         threading.Thread.__init__(self, name=name, daemon=True)
         self.run_ = run
         self.service = service
+        self.wire = wire        # protocol and transport
         self.rng = random.Random(seed)
         self.conn = None
         self.keys = [b'%s-%03d' % (name.encode(), i) for i in range(OWN_KEYS)]
@@ -164,9 +176,9 @@ class Client(threading.Thread):
         port = self.run_.proxy_port if self.service == 1 else \
             self.run_.proxy_port2
         if self.service == 1:
-            self.conn = TH.client1(port, timeout=SOCKET_TIMEOUT_S)
+            self.conn = TH.client1(port, *self.wire, timeout=SOCKET_TIMEOUT_S)
         else:
-            self.conn = TH.client2(port, timeout=SOCKET_TIMEOUT_S)
+            self.conn = TH.client2(port, *self.wire, timeout=SOCKET_TIMEOUT_S)
 
     def drop(self):
         if self.conn is not None:
@@ -199,7 +211,7 @@ class Client(threading.Thread):
 
     def failed(self, e, what, t0):
         kind = failure_kind(e)
-        self.run_.stats.fail(kind)
+        self.run_.stats.fail(kind, what, self.service, e)
         if kind == 'hang':
             self.run_.stats.violate('hang', '%s %s waited %.1f s' % (
                 self.name, what, time.time() - t0))
@@ -561,7 +573,9 @@ class Faults(object):
             t0 = time.time()
             s['relay'].pause()
             self.counts['stalls'] += 1
-            self.stop.wait(self.rng.uniform(0.3, 2.5))
+            # around the call timeout: some calls outlive it, some not
+            self.stop.wait(self.rng.uniform(0.2, 1.7) *
+                           self.run_.args.call_timeout_ms / 1000.0)
             s['relay'].resume()
             self.healthy_again(s, t0)
 
@@ -598,9 +612,11 @@ class Run(object):
         self.stop = threading.Event()
         self.stats = Stats()
         self.model = {}
-        self.emu = hsptest.EmuBackend(
-            args.emu, workdir, tables={'t': ['f']}, listeners=2, thrift2=2,
-            control=True, extra=['--regions', '4'])
+        # 'emu' names the backend, whichever kind it is
+        self.emu = hsptest.start_backend(
+            args.backend_kind, workdir, emu=args.emu, tables={'t': ['f']},
+            thrift=TH, listeners=2, thrift2=2, control=True,
+            extra=['--regions', '4'])
         self.servers = []
         for service, ports in ((1, self.emu.ports), (2, self.emu.ports2)):
             for p in ports:
@@ -623,7 +639,7 @@ class Run(object):
                 '[admin]\nlisten = 127.0.0.1:%d\n'
                 '[table:t]\nbuckets = %d\nsalt_format = hex\n'
                 'salt_separator = -\n'
-                % (self.proxy_port, relays(1), relays(2), CALL_TIMEOUT_MS,
+                % (self.proxy_port, relays(1), relays(2), args.call_timeout_ms,
                    self.proxy_port2, self.admin_port, BUCKETS))
         self.proxy = hsptest.Proxy(args.proxy, workdir, conf,
                                    [self.proxy_port, self.proxy_port2,
@@ -682,12 +698,15 @@ class Run(object):
             c.transport.close()
 
     def clients(self, seed):
-        kinds = [(Client, 1), (Client, 1), (Client, 2), (Client, 2),
-                 (Pipeliner, 1), (Pipeliner, 2), (ScanClient, 1),
-                 (ScanClient, 2)]
+        # the proxy reads each client's protocol and transport: use several
+        b, c, bu, fr = 'binary', 'compact', 'buffered', 'framed'
+        kinds = [(Client, 1, b, bu), (Client, 1, c, fr), (Client, 2, b, bu),
+                 (Client, 2, c, bu), (Pipeliner, 1, b, fr),
+                 (Pipeliner, 2, b, bu), (ScanClient, 1, b, bu),
+                 (ScanClient, 2, c, fr)]
         return [cls(self, '%s%d-%d' % (cls.__name__[0].lower(), svc, n),
-                    svc, seed * 100 + n)
-                for n, (cls, svc) in enumerate(kinds)]
+                    svc, seed * 100 + n, (proto, trans))
+                for n, (cls, svc, proto, trans) in enumerate(kinds)]
 
     def final_check(self):
         """Every acknowledged write is there, through the proxy and in the
@@ -756,6 +775,10 @@ def main():
     ap.add_argument('--pydir', required=True)
     ap.add_argument('--seconds', type=float, default=float(
         os.environ.get('HSP_FAULT_SECONDS', '60')))
+    hsptest.add_backend_args(ap)
+    ap.add_argument('--call-timeout-ms', type=int, default=None,
+                    help='the proxy\'s request_timeout_ms (default 1500, '
+                         '3000 with real HBase)')
     ap.add_argument('--pace-ms', type=float, default=2.0,
                     help='pause between two steps of a client (default 2)')
     ap.add_argument('--strict-reads', action='store_true',
@@ -765,10 +788,12 @@ def main():
     ap.add_argument('--seed', type=int, default=int(
         os.environ.get('HSP_FAULT_SEED', str(int(time.time()) % 100000))))
     args = ap.parse_args()
+    if args.call_timeout_ms is None:
+        args.call_timeout_ms = 3000 if args.backend_kind == 'real' else 1500
     TH = hsptest.Thrift(args.pydir)
     workdir = tempfile.mkdtemp(prefix='hsp-faults-')
-    sys.stderr.write('fault suite: %.0f s, seed %d, logs in %s\n'
-                     % (args.seconds, args.seed, workdir))
+    sys.stderr.write('fault suite: %.0f s on %s, seed %d, logs in %s\n'
+                     % (args.seconds, args.backend_kind, args.seed, workdir))
     run = Run(args, workdir)
     ok = False
     try:
@@ -820,7 +845,7 @@ def drive(run, args):
     fds1, rss1 = run.settled_fds(), run.proxy.rss_kb()
     # reads that failed while a server of their service was healthy for
     # the whole call timeout
-    timeout_s = CALL_TIMEOUT_MS / 1000.0
+    timeout_s = args.call_timeout_ms / 1000.0
     healthy_fail = 0
     for service, t0 in run.stats.failed_reads:
         if any(not faults.unhealthy(service, s['name'], t0, t0 + timeout_s)
@@ -841,10 +866,16 @@ def drive(run, args):
           % (st.calls, st.scans_ok, st.scans_failed, fds0, fds1, rss0, rss1,
              rss_peak, rss_limit, ', not checked under ASan'
              if UNDER_ASAN else '', healthy_fail, len(st.failed_reads)))
-    print('faults summary: seconds=%.0f calls=%d kills=%d stalls=%d '
+    print('failures by call: %s' % ', '.join(
+        '%s/thrift%s/%s: %d' % (k + (v,))
+        for k, v in sorted(st.by_op.items())))
+    for (op, kind), texts in sorted(st.examples.items()):
+        print('  %s %s e.g. %s' % (op, kind, ' | '.join(texts)))
+    sys.stderr.flush()
+    print('faults summary: backend=%s seconds=%.0f calls=%d kills=%d stalls=%d '
           'resets=%d reloads=%d resumes=%d failures={%s} violations={%s} '
           'read_failed_healthy=%d'
-          % (args.seconds, calls, faults.counts['kills'],
+          % (args.backend_kind, args.seconds, calls, faults.counts['kills'],
              faults.counts['stalls'], faults.counts['resets'],
              faults.counts['reloads'], resumes,
              ', '.join('%s: %d' % kv for kv in sorted(st.failures.items())),

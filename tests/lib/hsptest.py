@@ -224,13 +224,16 @@ def _sigterm_on_parent_death():
 class RealBackend(object):
     """Real HBase: tests/hbase/hbase-mini, one Thrift1 server (and a Thrift2
     one when asked) of the given protocol and transport; tables are made
-    through Thrift1 createTable, as an application would."""
+    through Thrift1 createTable, as an application would.  listeners and
+    thrift2 (a count) ask for several servers, as EmuBackend's; .control()
+    always works (hbase-mini reads its standard input)."""
 
     kind = 'real'
 
     def __init__(self, workdir, proto='binary', transport='buffered',
                  tables=None, thrift2=False, thrift=None, extra=(),
-                 name='hbase', die_with_parent=False):
+                 name='hbase', die_with_parent=False, listeners=1,
+                 control=True):
         """die_with_parent: the JVM gets SIGTERM (a clean stop that removes
         its data dir) when the thread that started it dies, even by
         SIGKILL; for a long-lived caller such as run-bench, whose cluster
@@ -238,10 +241,9 @@ class RealBackend(object):
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'ab')
         self.proto, self.transport = proto, transport
-        cmd = [HBASE_MINI, '--thrift1', '127.0.0.1:0',
-               '--protocol', proto, '--transport', transport]
-        if thrift2:
-            cmd += ['--thrift2', '127.0.0.1:0']
+        cmd = [HBASE_MINI, '--protocol', proto, '--transport', transport]
+        cmd += ['--thrift1', '127.0.0.1:0'] * listeners
+        cmd += ['--thrift2', '127.0.0.1:0'] * int(thrift2)
         cmd += list(extra)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                      stdin=subprocess.PIPE,
@@ -249,15 +251,19 @@ class RealBackend(object):
                                      preexec_fn=_sigterm_on_parent_death
                                      if die_with_parent else None)
         line = self._read_line(REAL_READY_TIMEOUT)
-        m = re.match(r'ready thrift1=127\.0\.0\.1:(\d+)'
-                     r'(?: thrift2=127\.0\.0\.1:(\d+))?$', line)
+        m = re.match(r'ready thrift1=([0-9.:,]+)(?: thrift2=([0-9.:,]+))?$',
+                     line)
         if not m:
             self.close()
             raise AssertionError('hbase-mini did not start (%r); log in %s:\n%s'
                                  % (line, self.log_path,
                                     self.log_text()[-3000:]))
-        self.port = int(m.group(1))
-        self.port2 = int(m.group(2)) if m.group(2) else None
+        self.ports = [int(a.rsplit(':', 1)[1])
+                      for a in m.group(1).split(',')]
+        self.ports2 = [int(a.rsplit(':', 1)[1])
+                       for a in (m.group(2) or '').split(',') if a]
+        self.port = self.ports[0]
+        self.port2 = self.ports2[0] if self.ports2 else None
         if tables:
             self.create_tables(thrift, tables)
 
