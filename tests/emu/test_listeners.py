@@ -20,6 +20,8 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -158,6 +160,41 @@ class Listeners(unittest.TestCase):
             ca.getScannerRows(sa, 1)
         self.assertEqual(len(ca.getScannerRows(
             ca.openScanner(b't', TH.T2.TScan()), 10)), 3)
+
+    def test_stop_with_a_call_running(self):
+        """A call running on a server that stops ends without its reply
+        (as when its process dies), the stop waits for it, and a scanner
+        that call opened is lost with the rest."""
+        self.emu.close()
+        self.emu = hsptest.EmuBackend(ARGS.emu, self.tmp, tables={'t': ['f']},
+                                      listeners=2, control=True,
+                                      extra=['--rpc-latency-us', '400000'],
+                                      name='emu-slow')
+        a, b = self.emu.ports
+        ca = self.c1(a)
+        self.put(ca, b'k', b'v')
+        out = []
+
+        def open_scanner():
+            try:
+                out.append(ca.scannerOpen(b't', b'', [], {}))
+            except Exception as e:  # noqa: BLE001 - what the test checks
+                out.append(e)
+        t = threading.Thread(target=open_scanner)
+        t.start()
+        time.sleep(0.15)
+        t0 = time.time()
+        self.assertEqual(self.emu.control('stop ' + name(a)),
+                         'ok stopped ' + name(a))
+        self.assertGreater(time.time() - t0, 0.1, 'did not wait for the call')
+        t.join(10)
+        self.assertIsInstance(out[0], TH.TTransport.TTransportException)
+        hsptest.wait_for(lambda: '1 scanner(s) lost' in self.emu.log_text(),
+                         5, 'the scanner dropped')
+        cb = self.c1(b)
+        for sid in range(3):
+            with self.assertRaises(TH.T.IllegalArgument):
+                cb.scannerGetList(sid, 1)
 
     def test_commands(self):
         self.assertTrue(self.emu.control('stop 127.0.0.1:1').startswith(
