@@ -296,6 +296,17 @@ class Client(threading.Thread):
         try:
             if op < 0.35:
                 self.write_one(t0)
+            elif op < 0.55 and self.service == 2 and self.rng.random() < 0.2:
+                key = self.rng.choice(self.keys)
+                m = self.run_.model[key]
+                min_ts, tried = m.acked, bool(m.attempted)
+                self.run_.stats.call('read')
+                found = self.conn.exists(TABLE, TH.T2.TGet(row=key))
+                if found != (min_ts > 0) and (found is not True or not tried):
+                    self.run_.stats.violate('wrong_read', '%s exists %r: %r, '
+                                            'acknowledged ts %d' % (
+                                                self.name, key, found,
+                                                min_ts))
             elif op < 0.55:
                 key = self.rng.choice(self.keys)
                 min_ts = self.run_.model[key].acked
@@ -344,7 +355,21 @@ class Client(threading.Thread):
         self.run_.stats.call('scan')
         sid = None
         try:
-            if self.service == 1:
+            if self.service == 2 and not reverse and \
+                    self.rng.random() < 0.15:
+                # one call, no scanner id: getScannerResults
+                rs = self.conn.getScannerResults(TABLE, TH.T2.TScan(
+                    startRow=static_key(lo), stopRow=static_key(hi)),
+                    len(want) + 5)
+                got = [r.row for r in rs]
+                for r in rs:
+                    if r.columnValues[0].value != static_value(int(r.row[1:])):
+                        self.run_.stats.violate('bad_scan', '%s: row %r' % (
+                            self.name, r.row))
+            elif self.service == 1 and self.rng.random() < 0.3:
+                sid = self.conn.scannerOpenWithStop(
+                    TABLE, static_key(lo), static_key(hi), [b'f:q'], {})
+            elif self.service == 1:
                 sid = self.conn.scannerOpenWithScan(TABLE, TH.T.TScan(
                     startRow=static_key(lo), stopRow=static_key(hi),
                     caching=batch), {})
@@ -356,7 +381,7 @@ class Client(threading.Thread):
                 sid = self.conn.openScanner(TABLE, TH.T2.TScan(
                     startRow=start, stopRow=stop, caching=batch,
                     reversed=reverse))
-            while True:
+            while sid is not None:
                 if self.service == 1:
                     part = self.conn.scannerGetList(sid, batch)
                     rows = [(r.row, r.columns[b'f:q'].value) for r in part]
