@@ -975,12 +975,12 @@ backend_conn_takes(const struct backend_pool *pool,
            backend_server_up(conn->server);
 }
 
-void
+struct backend_conn *
 backend_submit(struct backend_pool *pool, struct req *req,
                struct backend_conn *after, const uint8_t *msg, size_t len,
                gboolean more)
 {
-    backend_submit_at(pool, req, after, msg, len, -1, TRUE, more);
+    return backend_submit_at(pool, req, after, msg, len, -1, TRUE, more);
 }
 
 /*

@@ -159,15 +159,17 @@ struct scan_bucket {
     struct scanbatch rows; /* cur, a row at a time: the head */
     gboolean has_head;
     /* resuming (scan_bucket_resume) */
-    struct scanner *sc;       /* owner (the backoff timer's argument) */
-    int server;               /* backend server of its scanner */
-    struct wire_buf open_arg; /* its open's argument struct as sent */
-    GByteArray *resume_key;   /* stored key of the last row it gave
+    struct scanner *sc;        /* owner (the backoff timer's argument) */
+    int server;                /* backend server of its scanner */
+    struct backend_conn *conn; /* the connection it was opened on
+                                  (scan_bucket_conn), or NULL */
+    struct wire_buf open_arg;  /* its open's argument struct as sent */
+    GByteArray *resume_key;    /* stored key of the last row it gave
                                  before its last resume; NULL: none */
-    unsigned skip_key:1;      /* reversed: rows of resume_key come
+    unsigned skip_key:1;       /* reversed: rows of resume_key come
                                  again first, and are passed over */
-    unsigned resumes;         /* resumes so far */
-    struct event *timer;      /* backoff before a resume's open */
+    unsigned resumes;          /* resumes so far */
+    struct event *timer;       /* backoff before a resume's open */
 };
 
 /* A client scanner: one owner (its worker), freed by scanner_free only. */
@@ -568,8 +570,11 @@ scan_sub_begin(struct scanner *sc, int server, req_sink_fn sink, uint32_t tag,
     return sub;
 }
 
-static void
-scan_sub_send(struct scanner *sc, struct req *sub, size_t frame)
+/* Sends sub, behind after when it is not NULL; returns the connection
+ * it waits on, NULL when it was answered at once (its sink has run). */
+static struct backend_conn *
+scan_sub_send(struct scanner *sc, struct req *sub, size_t frame,
+              struct backend_conn *after)
 {
     struct worker *w = sc->item.owner;
 
@@ -578,15 +583,15 @@ scan_sub_send(struct scanner *sc, struct req *sub, size_t frame)
     }
     sc->inflight++;
     /* may call the sink at once, when no backend can take it */
-    backend_submit(sc->pool, sub, NULL, w->scratch.data, w->scratch.len,
-                   FALSE);
+    return backend_submit(sc->pool, sub, after, w->scratch.data,
+                          w->scratch.len, FALSE);
 }
 
 /* Sends a call on a backend scanner: its id, and rows when m takes a
- * count (a close takes none: rows is -1 there). */
+ * count (a close takes none: rows is -1 there); behind after if set. */
 static void
-scan_sub_id_call(struct scanner *sc, int server, req_sink_fn sink,
-                 uint32_t tag, const struct hbase1_method *m,
+scan_sub_id_call(struct scanner *sc, int server, struct backend_conn *after,
+                 req_sink_fn sink, uint32_t tag, const struct hbase1_method *m,
                  int32_t backend_id, int32_t rows)
 {
     struct wire_writer wr;
@@ -594,7 +599,22 @@ scan_sub_id_call(struct scanner *sc, int server, req_sink_fn sink,
     struct req *sub = scan_sub_begin(sc, server, sink, tag, m, &wr, &frame);
 
     scanargs_write_id(m, backend_id, rows, &wr);
-    scan_sub_send(sc, sub, frame);
+    scan_sub_send(sc, sub, frame, after);
+}
+
+/*
+ * The connection b's backend scanner was opened on, while it takes
+ * requests: its fetches and its close follow its open there.  Behind one
+ * address may be several server processes (a load balancer, or a server
+ * restarting while the old one drains its connections): a scanner id is
+ * valid only on the process that made it.  NULL: any connection of its
+ * server (the one it was opened on is gone).
+ */
+static struct backend_conn *
+scan_bucket_conn(const struct scanner *sc, const struct scan_bucket *b)
+{
+    return b->conn != NULL && backend_conn_takes(sc->pool, b->conn) ? b->conn
+                                                                    : NULL;
 }
 
 /*
@@ -718,8 +738,8 @@ scan_close_sink(struct worker *w, struct req *sub)
 static void
 scan_bucket_close_send(struct scanner *sc, struct scan_bucket *b)
 {
-    scan_sub_id_call(sc, b->server, scan_close_sink, b->bucket,
-                     sc->calls->close, b->backend_id, -1);
+    scan_sub_id_call(sc, b->server, scan_bucket_conn(sc, b), scan_close_sink,
+                     b->bucket, sc->calls->close, b->backend_id, -1);
 }
 
 static void
@@ -763,7 +783,7 @@ scan_close(struct scanner *sc)
     sc->inflight++;
     if (sc->salt == NULL) {
         if (sc->backend_id >= 0) {
-            scan_sub_id_call(sc, sc->server, scan_close_sink, 0,
+            scan_sub_id_call(sc, sc->server, NULL, scan_close_sink, 0,
                              sc->calls->close, sc->backend_id, -1);
         }
     } else {
@@ -872,7 +892,7 @@ scan_open_pass(struct scanner *sc, struct wire_reader *body)
     sub = scan_sub_begin(sc, sc->server, scan_open_sink, 0,
                          sc->op->req->call.method, &wr, &frame);
     wire_copy(body, &wr, WIRE_T_STRUCT);
-    scan_sub_send(sc, sub, frame);
+    scan_sub_send(sc, sub, frame, NULL);
 }
 
 /* Rows of each bucket's fetches, from the client's caching. */
@@ -983,7 +1003,8 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
         /* kept for a resume: the same scan from another row */
         wire_buf_append(&b->open_arg, wr.buf->data + arg_at,
                         wr.buf->len - arg_at);
-        scan_sub_send(sc, sub, frame);
+        /* sc is held (inflight) across the loop */
+        b->conn = scan_sub_send(sc, sub, frame, NULL);
     }
     g_debug("scan of %s: %u bucket(s)%s, %u rows per fetch", sc->table,
             nsalted, lg != NULL ? " and its legacy range" : "",
@@ -1375,6 +1396,11 @@ scan_fetch_sink(struct worker *w, struct req *sub)
     }
     b->next_ready = 1;
     b->next_count = count;
+    if (count > 0) {
+        /* scan_resume_attempts bounds the reopens in a row that read
+         * nothing: a long scan may outlive several server restarts */
+        b->resumes = 0;
+    }
     /* HBase returns a short batch only at the end of a scan */
     if (count < b->fetch) {
         b->last = 1;
@@ -1400,7 +1426,7 @@ scan_fetch(struct scanner *sc, struct scan_bucket *b)
     b->fetching = 1;
     /* the legacy range counts as bucket = buckets: bucket="legacy" */
     metrics_bucket_request(sc->item.owner->metrics, sc->salt, b->bucket, 1);
-    scan_sub_id_call(sc, b->server, scan_fetch_sink,
+    scan_sub_id_call(sc, b->server, scan_bucket_conn(sc, b), scan_fetch_sink,
                      (uint32_t)(b - sc->buckets), sc->calls->fetch,
                      b->backend_id, (int32_t)b->fetch);
 }
@@ -1496,6 +1522,7 @@ scan_bucket_reopen(struct scanner *sc, struct scan_bucket *b)
     uint32_t stop_len;
     size_t frame;
     struct req *sub;
+    struct backend_conn *conn;
 
     if (b->resume_key != NULL) {
         g_byte_array_append(start, b->resume_key->data, b->resume_key->len);
@@ -1511,9 +1538,10 @@ scan_bucket_reopen(struct scanner *sc, struct scan_bucket *b)
         /* nothing given yet: the scan as first sent */
         wire_buf_append(&arg, b->open_arg.data, b->open_arg.len);
         stop_len = 0;
-    } else if (!scanargs_rewrite_start(sc->calls, proto, b->open_arg.data,
-                                       b->open_arg.len, start->data,
-                                       start->len, &wr, &stop, &stop_len)) {
+    } else if (!scanargs_rewrite_start(sc->calls, proto, &w->client_limits,
+                                       b->open_arg.data, b->open_arg.len,
+                                       start->data, start->len, &wr, &stop,
+                                       &stop_len)) {
         wire_buf_free(&arg);
         scan_bucket_set_state(b, SCAN_B_NONE);
         scan_bucket_failed(sc, b, "its open cannot be written again", FALSE,
@@ -1542,7 +1570,12 @@ scan_bucket_reopen(struct scanner *sc, struct scan_bucket *b)
                          &frame);
     wire_buf_append(&w->scratch, arg.data, arg.len);
     wire_buf_free(&arg);
-    scan_sub_send(sc, sub, frame);
+    /* its sink may run at once, and close sc: held until it is back */
+    sc->inflight++;
+    conn = scan_sub_send(sc, sub, frame, NULL);
+    if (scan_release(sc)) {
+        b->conn = conn;
+    }
 }
 
 static void
@@ -1613,8 +1646,9 @@ scan_reopen_sink(struct worker *w, struct req *sub)
     if (sc->state == SCAN_CLOSED || b->state != SCAN_B_REOPENING) {
         /* closed meanwhile: so is the scanner it opened */
         if (ok) {
-            scan_sub_id_call(sc, b->server, scan_close_sink, b->bucket,
-                             sc->calls->close, id, -1);
+            scan_sub_id_call(sc, b->server, scan_bucket_conn(sc, b),
+                             scan_close_sink, b->bucket, sc->calls->close, id,
+                             -1);
         }
         scan_sub_return(sc, sub);
         return;
@@ -1852,7 +1886,7 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         sub->call = op->req->call;
         /* the count goes on only where the call takes one */
         scanargs_write_id(m, sc->backend_id, op->want, &wr);
-        scan_sub_send(sc, sub, frame);
+        scan_sub_send(sc, sub, frame, NULL);
         return;
     }
     if (op->want < 0) {

@@ -441,7 +441,8 @@ scanargs_rewrite_scan(const struct hbase1_schema *s, struct wire_reader *r,
 
 gboolean
 scanargs_rewrite_start(const struct hbase1_scanner *sc, wire_proto_t proto,
-                       const uint8_t *args, size_t len, const uint8_t *start,
+                       const struct wire_limits *limits, const uint8_t *args,
+                       size_t len, const uint8_t *start,
                        uint32_t start_len, struct wire_writer *wr,
                        const uint8_t **stop, uint32_t *stop_len)
 {
@@ -453,7 +454,7 @@ scanargs_rewrite_start(const struct hbase1_scanner *sc, wire_proto_t proto,
 
     *stop = NULL;
     *stop_len = 0;
-    wire_reader_init(&r, proto, args, len, TRUE, &wire_default_limits);
+    wire_reader_init(&r, proto, args, len, TRUE, limits);
     if (wire_read_struct_begin(&r) != WIRE_OK) {
         return FALSE;
     }

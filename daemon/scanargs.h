@@ -111,11 +111,14 @@ void scanargs_write_open(const struct scanargs *a,
  * bucket (args, in proto), written again with its scan's start row
  * replaced by start: the same scan from another row.  *stop, *stop_len:
  * the scan's stop row in args (length 0: none).  FALSE: args do not
- * parse (nothing else written is of use then).
+ * parse within limits (those the client's open was read with; nothing
+ * written is of use then).
  */
 gboolean scanargs_rewrite_start(const struct hbase1_scanner *sc,
-                                wire_proto_t proto, const uint8_t *args,
-                                size_t len, const uint8_t *start,
+                                wire_proto_t proto,
+                                const struct wire_limits *limits,
+                                const uint8_t *args, size_t len,
+                                const uint8_t *start,
                                 uint32_t start_len, struct wire_writer *wr,
                                 const uint8_t **stop, uint32_t *stop_len);
 

@@ -195,6 +195,15 @@ class Env(object):
         self.emu.close()
 
 
+def arm_either(relays, name, nth):
+    """Whichever of relays sees its nth call of name first dies; the
+    others are disarmed then (the servers are one store: one death is the
+    fault)."""
+    for r in relays:
+        r.partners = [o for o in relays if o is not r]
+        r.arm(name, nth)
+
+
 def rows1(rows):
     return [(r.row, sorted((k, v.value) for k, v in r.columns.items()))
             for r in rows]
@@ -300,9 +309,7 @@ class ResumeTest(_Base):
         t = TABLE.encode()
         ref = rows2(c.getScannerResults(t, TH.T2.TScan(caching=10), ROWS))
         # whichever server holds it dies at its 12th fetch
-        e.r2[0].partners, e.r2[1].partners = [e.r2[1]], [e.r2[0]]
-        for r in e.r2:
-            r.arm(b'getScannerRows', 12)
+        arm_either(e.r2, b'getScannerRows', 12)
         got = rows2(c.getScannerResults(t, TH.T2.TScan(caching=10), ROWS))
         self.assertTrue(any(r.fired.is_set() for r in e.r2))
         self.assertGreaterEqual(e.resumes('resumed'), 1)
@@ -378,9 +385,7 @@ class ReadRetryTest(_Base):
         e = self.env
         c = e.c1()
         # whichever server gets it, the 3rd getRow dies with its server
-        e.r1[0].partners, e.r1[1].partners = [e.r1[1]], [e.r1[0]]
-        for r in e.r1:
-            r.arm(b'getRow', 3)
+        arm_either(e.r1, b'getRow', 3)
         for i in range(40):
             rows = c.getRow(TABLE.encode(), key(i), {})
             self.assertEqual(rows1(rows), [(key(i), [
@@ -393,9 +398,7 @@ class ReadRetryTest(_Base):
         e = self.env
         c = e.c2()
         t = TABLE.encode()
-        e.r2[0].partners, e.r2[1].partners = [e.r2[1]], [e.r2[0]]
-        for r in e.r2:
-            r.arm(b'getMultiple', 2)
+        arm_either(e.r2, b'getMultiple', 2)
         for i in range(0, 60, 6):
             got = c.getMultiple(t, [TH.T2.TGet(row=key(j))
                                     for j in range(i, i + 6)])
@@ -419,9 +422,7 @@ class ReadRetryTest(_Base):
         for i in range(n):
             w._seqid = 100 + i
             w.send_getRow(TABLE.encode(), key(i), {})
-        e.r1[0].partners, e.r1[1].partners = [e.r1[1]], [e.r1[0]]
-        for r in e.r1:
-            r.arm(b'getRow', 10)
+        arm_either(e.r1, b'getRow', 10)
         s = socket.create_connection(('127.0.0.1', e.port), 10)
         s.sendall(out.getvalue())
         sock = TH.TSocket.TSocket()
@@ -446,9 +447,7 @@ class ReadRetryTest(_Base):
         e = self.env
         c = e.c1()
         t = TABLE.encode()
-        e.r1[0].partners, e.r1[1].partners = [e.r1[1]], [e.r1[0]]
-        for r in e.r1:
-            r.arm(b'increment', 1)
+        arm_either(e.r1, b'increment', 1)
         with self.assertRaises(TH.T.IOError) as cm:
             c.increment(TH.T.TIncrement(table=t, row=b'counter',
                                         column=b'd:n', ammount=1))
@@ -459,6 +458,128 @@ class ReadRetryTest(_Base):
         got = c.get(t, b'counter', b'd:n', {})
         self.assertEqual([int.from_bytes(v.value, 'big') for v in got], [1])
         c.transport.close()
+
+
+class ListenerTest(unittest.TestCase):
+    """Several Thrift servers over one store (hbase-emu's --listen
+    repeated, or real HBase's through hbase-mini), each stopped and started
+    again mid-scan as an operator restarts one: the scan through the proxy
+    returns exactly the rows of the same scan without the fault, Thrift1
+    and Thrift2, forward and reversed.  --backend-kind real runs it on
+    HBase's own Thrift servers."""
+
+    ROWS = 400
+
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = os.path.join(WORKDIR, 'listeners')
+        os.makedirs(cls.workdir)
+        cls.backend = start_backend(
+            ARGS.backend_kind, cls.workdir, emu=ARGS.emu, thrift=TH,
+            tables={TABLE: ['d']}, thrift2=2, listeners=2, control=True)
+        b = cls.backend
+        cls.port, cls.port2, cls.admin = free_port(), free_port(), free_port()
+        conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
+                '[backend]\nservers = %s\nthrift2_servers = %s\n'
+                'request_timeout_ms = 20000\npool_size = 8\n'
+                'scan_resume_attempts = 6\n'
+                '[scan]\ncaching_max = 10\n'
+                '[thrift2]\nlisten = 127.0.0.1:%d\n'
+                '[admin]\nlisten = 127.0.0.1:%d\n'
+                '[table:%s]\nbuckets = %d\nsalt_format = hex\n'
+                % (cls.port, ', '.join('127.0.0.1:%d' % p for p in b.ports),
+                   ', '.join('127.0.0.1:%d' % p for p in b.ports2),
+                   cls.port2, cls.admin, TABLE, BUCKETS))
+        cls.proxy = Proxy(ARGS.proxy, cls.workdir, conf,
+                          [cls.port, cls.port2, cls.admin])
+        c = TH.client1(cls.port, timeout=120)
+        c.mutateRows(TABLE.encode(), [
+            TH.T.BatchMutation(row=key(i), mutations=[
+                TH.T.Mutation(column=b'd:c', value=b'v%d' % i)])
+            for i in range(cls.ROWS)], {})
+        c.transport.close()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.close()
+        cls.backend.close()
+
+    def resumed(self):
+        import urllib.request
+        with urllib.request.urlopen('http://127.0.0.1:%d/metrics'
+                                    % self.admin, timeout=5) as r:
+            for ln in r.read().decode().splitlines():
+                if ln.startswith('hsp_scan_resumes_total{table="%s",'
+                                 'outcome="resumed"} ' % TABLE):
+                    return int(ln.split()[-1])
+        return 0
+
+    def control(self, cmd, port):
+        answer = self.backend.control('%s 127.0.0.1:%d' % (cmd, port))
+        self.assertTrue(answer.startswith('ok'), answer)
+
+    def scan(self, thrift2, reversed_):
+        t = TABLE.encode()
+        if thrift2:
+            c = TH.client2(self.port2, timeout=120)
+            ports = self.backend.ports2
+            tscan = TH.T2.TScan(caching=10, reversed=reversed_)
+            open_, get, close, conv = (lambda: c.openScanner(t, tscan),
+                                       c.getScannerRows, c.closeScanner,
+                                       rows2)
+        else:
+            c = TH.client1(self.port, timeout=120)
+            ports = self.backend.ports
+            tscan = TH.T.TScan(caching=10, reversed=reversed_)
+            open_, get, close, conv = (
+                lambda: c.scannerOpenWithScan(t, tscan, {}),
+                c.scannerGetList, c.scannerClose, rows1)
+
+        def read(sid, got, most):
+            while most > 0:
+                rows = get(sid, 7)
+                if not rows:
+                    return True
+                got += conv(rows)
+                most -= len(rows)
+            return False
+        ref = []
+        read(open_(), ref, 10 ** 9)
+        before = self.resumed()
+        sid = open_()
+        got = []
+        read(sid, got, 20)
+        # each server in turn is stopped (its scanners lost) while the
+        # scan reads on, then started again: the one holding the scan dies
+        # once whichever it is
+        for port in ports:
+            self.control('stop', port)
+            try:
+                read(sid, got, 150)
+            finally:
+                self.control('start', port)
+            time.sleep(1)
+        read(sid, got, 10 ** 9)
+        close(sid)
+        c.transport.close()
+        want = [key(i) for i in range(self.ROWS)]
+        self.assertEqual([k for k, _ in ref],
+                         want[::-1] if reversed_ else want)
+        self.assertEqual(len(got), len(ref))
+        self.assertEqual(got, ref)
+        self.assertGreater(self.resumed(), before)
+
+    def test_thrift1_forward(self):
+        self.scan(False, False)
+
+    def test_thrift1_reversed(self):
+        self.scan(False, True)
+
+    def test_thrift2_forward(self):
+        self.scan(True, False)
+
+    def test_thrift2_reversed(self):
+        self.scan(True, True)
 
 
 def main():
