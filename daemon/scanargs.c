@@ -442,9 +442,9 @@ scanargs_rewrite_scan(const struct hbase1_schema *s, struct wire_reader *r,
 gboolean
 scanargs_rewrite_start(const struct hbase1_scanner *sc, wire_proto_t proto,
                        const struct wire_limits *limits, const uint8_t *args,
-                       size_t len, const uint8_t *start,
-                       uint32_t start_len, struct wire_writer *wr,
-                       const uint8_t **stop, uint32_t *stop_len)
+                       size_t len, const uint8_t *start, uint32_t start_len,
+                       struct wire_writer *wr, const uint8_t **stop,
+                       uint32_t *stop_len)
 {
     const struct hbase1_schema *s = sc->open->scan_args;
     struct wire_reader r;

@@ -118,9 +118,9 @@ gboolean scanargs_rewrite_start(const struct hbase1_scanner *sc,
                                 wire_proto_t proto,
                                 const struct wire_limits *limits,
                                 const uint8_t *args, size_t len,
-                                const uint8_t *start,
-                                uint32_t start_len, struct wire_writer *wr,
-                                const uint8_t **stop, uint32_t *stop_len);
+                                const uint8_t *start, uint32_t start_len,
+                                struct wire_writer *wr, const uint8_t **stop,
+                                uint32_t *stop_len);
 
 /* The argument struct of a call on an open scanner (fetch, close, or a
  * pass-through call): its id, and nrows when m takes a count. */

@@ -218,18 +218,18 @@ test_rewrite_start(gconstpointer data)
 
     /* the same start: the same bytes */
     wire_writer_init(&w, proto, &again);
-    g_assert_true(scanargs_rewrite_start(m->scanner, proto, NULL, out.data, out.len,
-                                         (const uint8_t *)"3-a", 3, &w, &stop,
-                                         &stop_len));
+    g_assert_true(scanargs_rewrite_start(m->scanner, proto, NULL, out.data,
+                                         out.len, (const uint8_t *)"3-a", 3,
+                                         &w, &stop, &stop_len));
     g_assert_cmpmem(again.data, again.len, out.data, out.len);
     g_assert_cmpmem(stop, stop_len, "3-m", 3);
 
     /* another start: only it changes */
     wire_buf_clear(&again);
     wire_writer_init(&w, proto, &again);
-    g_assert_true(scanargs_rewrite_start(m->scanner, proto, NULL, out.data, out.len,
-                                         (const uint8_t *)"3-cc", 4, &w, &stop,
-                                         &stop_len));
+    g_assert_true(scanargs_rewrite_start(m->scanner, proto, NULL, out.data,
+                                         out.len, (const uint8_t *)"3-cc", 4,
+                                         &w, &stop, &stop_len));
     g_assert_cmpuint(again.len, ==, out.len + 1);
     wire_reader_init(&r, proto, again.data, again.len, TRUE, NULL);
     wire_read_struct_begin(&r);
