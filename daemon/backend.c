@@ -1204,6 +1204,28 @@ backend_reply_kind(struct backend_conn *conn, struct req *req)
 }
 
 /* The server closed conn. */
+/*
+ * A server closed a connection with calls on it: it is stopping.  HBase's
+ * Thrift server stops gracefully, answering one more call on each open
+ * connection before it closes it, while a new server may already listen
+ * on the port: a call sent on an idle connection of the old one would be
+ * answered by a process about to go (a scanner opened there is lost at
+ * once).  The idle connections of s go now; new calls dial afresh.
+ */
+static void
+backend_server_close_idle(struct backend_server *s,
+                          const struct backend_conn *except)
+{
+    for (unsigned j = 0; j < s->pool->set->pool_size; j++) {
+        struct backend_conn *c = &s->conns[j];
+
+        if (c != except && c->state == BACKEND_CONNECTED && c->npending == 0 &&
+            !c->corked) {
+            backend_conn_close(c);
+        }
+    }
+}
+
 static void
 backend_conn_eof(struct backend_conn *conn)
 {
@@ -1215,6 +1237,7 @@ backend_conn_eof(struct backend_conn *conn)
         return;
     }
     backend_health_failed(conn->server->health, "connection closed by server");
+    backend_server_close_idle(conn->server, conn);
     backend_conn_fail(conn, "connection closed by server",
                       "connection closed by server", TRUE);
 }
