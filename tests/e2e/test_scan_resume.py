@@ -215,7 +215,7 @@ def rows2(rows):
 
 
 class _Base(unittest.TestCase):
-    BACKEND_KEYS = 'scan_resume_attempts = 3\n'
+    BACKEND_KEYS = ''           # scan_resume_attempts: its default, 3
 
     def setUp(self):
         self.env = Env(self.id().split('.')[-1], backend=self.BACKEND_KEYS)
@@ -482,7 +482,6 @@ class ListenerTest(unittest.TestCase):
         conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
                 '[backend]\nservers = %s\nthrift2_servers = %s\n'
                 'request_timeout_ms = 20000\npool_size = 8\n'
-                'scan_resume_attempts = 6\n'
                 '[scan]\ncaching_max = 10\n'
                 '[thrift2]\nlisten = 127.0.0.1:%d\n'
                 '[admin]\nlisten = 127.0.0.1:%d\n'
