@@ -531,9 +531,10 @@ backend_conn_connected(struct backend_conn *conn)
  * Reads that retry.  A client's read (a method of kind HBASE1_READ: the
  * get*, getRow*, getRows* calls, Thrift2's get, getMultiple, exists,
  * existsAll) whose connection fails before its answer is sent again, as
- * it was, to another server that is up, within its own deadline
- * (request_timeout_ms from when it was first sent): a read applied twice
- * changes nothing.  Not a read that timed out itself (its time is spent),
+ * it was, to another server that is up (or, when none is, to the same
+ * server on a new connection: a reset connection is not a dead server),
+ * within its own deadline (request_timeout_ms from when it was first
+ * sent): a read applied twice changes nothing.  Not a read that timed out itself (its time is spent),
  * and at most BACKEND_REREADS times.  Writes keep the at-most-once rule
  * (moved only when no byte of them reached a server:
  * backend_connect_failed); increments and appends are writes.  Scanner
@@ -554,27 +555,30 @@ static struct backend_conn *backend_pick(struct backend_pool *pool, int only,
                                          gint64 now);
 static uint8_t backend_req_service(const struct req *req);
 
-/* Whether req, failed with its connection to server avoid, goes again. */
+/* Whether req, failed with its connection, goes again. */
 static gboolean
-backend_may_reread(struct backend_pool *pool, const struct req *req, int avoid,
+backend_may_reread(struct backend_pool *pool, const struct req *req,
                    gint64 now)
 {
     return req->client != NULL && backend_req_rereadable(req) &&
            !req->timed_out && req->rereads < BACKEND_REREADS &&
            req->deadline > now && req->backend_len > 0 &&
            req->raw.len == req->backend_len &&
-           backend_pick(pool, -1, backend_req_service(req), avoid, now) !=
-               NULL;
+           backend_pick(pool, -1, backend_req_service(req), -1, now) != NULL;
 }
 
-/* Sends the reads of q again, in their order, on one connection that is
- * not server avoid's. */
+/* Sends the reads of q again, in their order, on one connection: of
+ * another server than avoid's when one can take them, else of avoid's. */
 static void
 backend_reread(struct backend_pool *pool, struct req_queue *q, int avoid)
 {
     struct backend_conn *to = NULL;
-    struct req *req;
+    struct req *req = TAILQ_FIRST(q);
 
+    if (backend_pick(pool, -1, backend_req_service(req), avoid, req_now()) ==
+        NULL) {
+        avoid = -1;
+    }
     while ((req = TAILQ_FIRST(q)) != NULL) {
         TAILQ_REMOVE(q, req, backend_link);
         req->conn = NULL;
@@ -639,14 +643,14 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
     TAILQ_INIT(&again);
     for (req = head; req != NULL; req = next) {
         next = TAILQ_NEXT(req, backend_link);
-        if (backend_may_reread(pool, req, at, now)) {
+        if (backend_may_reread(pool, req, now)) {
             TAILQ_REMOVE(&failed, req, backend_link);
             TAILQ_INSERT_TAIL(&again, req, backend_link);
             nagain++;
         }
     }
     if (nagain > 0) {
-        g_message("backend %s: conn %u: %u read%s sent to another server",
+        g_message("backend %s: conn %u: %u read%s sent again",
                   conn->server->srv->name, conn->index, nagain,
                   nagain == 1 ? "" : "s");
         backend_reread(pool, &again, at);
