@@ -555,16 +555,18 @@ static struct backend_conn *backend_pick(struct backend_pool *pool, int only,
                                          gint64 now);
 static uint8_t backend_req_service(const struct req *req);
 
-/* Whether req, failed with its connection, goes again. */
+/* Whether req, failed with its connection to server at, goes again
+ * (not to a stalled server). */
 static gboolean
-backend_may_reread(struct backend_pool *pool, const struct req *req,
+backend_may_reread(struct backend_pool *pool, const struct req *req, int at,
                    gint64 now)
 {
     return req->client != NULL && backend_req_rereadable(req) &&
            !req->timed_out && req->rereads < BACKEND_REREADS &&
            req->deadline > now && req->backend_len > 0 &&
            req->raw.len == req->backend_len &&
-           backend_pick(pool, -1, backend_req_service(req), -1, now) != NULL;
+           backend_pick(pool, -1, backend_req_service(req),
+                        req->stalled ? at : -1, now) != NULL;
 }
 
 /* Sends the reads of q again, in their order, on one connection: of
@@ -575,8 +577,9 @@ backend_reread(struct backend_pool *pool, struct req_queue *q, int avoid)
     struct backend_conn *to = NULL;
     struct req *req = TAILQ_FIRST(q);
 
-    if (backend_pick(pool, -1, backend_req_service(req), avoid, req_now()) ==
-        NULL) {
+    /* a stalled server is not asked again */
+    if (!req->stalled && backend_pick(pool, -1, backend_req_service(req),
+                                      avoid, req_now()) == NULL) {
         avoid = -1;
     }
     while ((req = TAILQ_FIRST(q)) != NULL) {
@@ -643,7 +646,7 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
     TAILQ_INIT(&again);
     for (req = head; req != NULL; req = next) {
         next = TAILQ_NEXT(req, backend_link);
-        if (backend_may_reread(pool, req, now)) {
+        if (backend_may_reread(pool, req, at, now)) {
             TAILQ_REMOVE(&failed, req, backend_link);
             TAILQ_INSERT_TAIL(&again, req, backend_link);
             nagain++;
@@ -1637,7 +1640,7 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
     const struct worker_settings *set = backend_settings(conn);
-    struct req *head = TAILQ_FIRST(&conn->pending);
+    struct req *head = TAILQ_FIRST(&conn->pending), *req;
     gint64 now = req_now();
     char why[BACKEND_MSG_MAX];
 
@@ -1654,6 +1657,9 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         g_snprintf(why, sizeof(why), "timed out after %u ms",
                    set->request_timeout_ms);
         head->timed_out = 1;
+        TAILQ_FOREACH (req, &conn->pending, backend_link) {
+            req->stalled = 1;
+        }
         backend_health_failed(conn->server->health, why);
         backend_conn_fail(conn, why,
                           "connection reset after an earlier "

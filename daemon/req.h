@@ -54,6 +54,9 @@ struct req {
     unsigned can_retry:1;          /* internal: the failure is transient */
     unsigned timed_out:1;          /* failed: its own deadline passed (not
                                       the connection under it) */
+    unsigned stalled:1;            /* failed: its connection was closed
+                                      because a call on it timed out (the
+                                      server is slow, not gone) */
     unsigned rereads:2;            /* a read sent again after its
                                       connection failed: how many times */
     struct backend_conn *conn;     /* waiting on it; NULL when answered */

@@ -803,6 +803,8 @@ static void scan_fetch(struct scanner *sc, struct scan_bucket *b);
 static void scan_bucket_resume(struct scanner *sc, struct scan_bucket *b);
 static const char *scan_bucket_lost(struct scanner *sc, struct scan_bucket *b,
                                     const struct req *sub, const char *why);
+static gboolean scan_scanner_lost(const struct req *sub, const char *why);
+static void scan_open_sink(struct worker *w, struct req *sub);
 
 /* Every bucket's open came back: answer the client, start fetching. */
 static void
@@ -840,6 +842,39 @@ scan_opened(struct scanner *sc, struct scan_op *op)
     }
 }
 
+/*
+ * A bucket's first open failed (sub, why): sends it again, at once, to a
+ * server that is up when its connection was lost (as a resume with no row
+ * given, scan_bucket_resume), within scan_resume_attempts.  FALSE: the
+ * failure stands.
+ */
+static gboolean
+scan_open_again(struct scanner *sc, struct scan_bucket *b,
+                const struct req *sub, const char *why)
+{
+    struct wire_writer wr;
+    size_t frame;
+    struct req *again;
+
+    if (sc->salt == NULL || sc->error != NULL ||
+        !scan_scanner_lost(sub, why) || b->resumes >= sc->max_resumes) {
+        return FALSE;
+    }
+    b->resumes++;
+    b->server = backend_pool_pick_server(sc->pool,
+                                         sc->calls->open->service->id);
+    again = scan_sub_begin(sc, b->server, scan_open_sink,
+                           (uint32_t)(b - sc->buckets), sc->calls->open, &wr,
+                           &frame);
+    wire_buf_append(&sc->item.owner->scratch, b->open_arg.data,
+                    b->open_arg.len);
+    g_message("scanner on %s: bucket %u: open sent again (%u)", sc->table,
+              b->bucket, b->resumes);
+    /* the scanner is OPENING: held by the request in flight */
+    b->conn = scan_sub_send(sc, again, frame, NULL);
+    return TRUE;
+}
+
 static void
 scan_open_sink(struct worker *w, struct req *sub)
 {
@@ -862,6 +897,10 @@ scan_open_sink(struct worker *w, struct req *sub)
             sc->buckets[sub->sink_tag].backend_id = id;
             scan_bucket_set_state(&sc->buckets[sub->sink_tag], SCAN_B_OPEN);
         }
+    } else if (scan_open_again(sc, &sc->buckets[sub->sink_tag], sub, why)) {
+        /* still opening: nopening counts it */
+        scan_sub_return(sc, sub);
+        return;
     } else {
         if (sc->salt != NULL) {
             scan_bucket_set_state(&sc->buckets[sub->sink_tag], SCAN_B_NONE);
@@ -1474,9 +1513,9 @@ static gboolean
 scan_scanner_lost(const struct req *sub, const char *why)
 {
     /* a call that timed out spent its time already: the server is slow,
-     * not gone, and the client hears so (those behind it on its
-     * connection only lost the connection) */
-    return (sub->failed && !sub->timed_out) ||
+     * not gone, and the client hears so; so do those behind it on its
+     * connection (a reopen there would wait as long again) */
+    return (sub->failed && !sub->timed_out && !sub->stalled) ||
            (why != NULL && (strstr(why, SCAN_INVALID_ID) != NULL ||
                             strstr(why, SCAN2_INVALID_ID) != NULL));
 }

@@ -34,6 +34,7 @@ worker_req_get(struct worker *w)
     req->failed = 0;
     req->can_retry = 0;
     req->timed_out = 0;
+    req->stalled = 0;
     req->rereads = 0;
     memset(&req->call, 0, sizeof(req->call));
     req->done = 0;

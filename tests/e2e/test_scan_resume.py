@@ -316,6 +316,33 @@ class ResumeTest(_Base):
         self.assertEqual(got, ref)
         c.transport.close()
 
+    def test_open_lost(self):
+        # the server dies as the bucket opens reach it: they go again to
+        # the other one, and the scan is whole (Thrift1, Thrift2)
+        e = self.env
+        t = TABLE.encode()
+        want = [key(i) for i in range(ROWS)]
+        c = e.c1()
+        arm_either(e.r1, b'scannerOpenWithScan', 1)
+        sid = c.scannerOpenWithScan(t, TH.T.TScan(caching=10), {})
+        got = []
+        while True:
+            rows = c.scannerGetList(sid, 50)
+            if not rows:
+                break
+            got += [r.row for r in rows]
+        self.assertTrue(any(r.fired.is_set() for r in e.r1))
+        self.assertEqual(got, want)
+        c.transport.close()
+        c = e.c2()
+        arm_either(e.r2, b'openScanner', 1)
+        got = [r.row for r in c.getScannerResults(
+            t, TH.T2.TScan(caching=10), ROWS + 1)]
+        self.assertTrue(any(r.fired.is_set() for r in e.r2))
+        self.assertEqual(got, want)
+        self.assertIn('open sent again', e.proxy.log_text())
+        c.transport.close()
+
     def test_server_restarts(self):
         # one server only behind the proxy's two names: it dies and comes
         # back on the same port; the scan waits for it (backoff)
