@@ -134,6 +134,10 @@ class Env(object):
             except AssertionError:
                 # a port taken meanwhile (an ephemeral one of the relays)
                 if attempt == 2:
+                    # no tearDown follows a failed setUp
+                    for r in self.r1 + self.r2:
+                        r.close()
+                    self.emu.close()
                     raise
         c = self.c1()
         c.mutateRows(TABLE.encode(), [
