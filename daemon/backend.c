@@ -538,6 +538,73 @@ backend_conn_connected(struct backend_conn *conn)
 }
 
 /*
+ * Reads that retry.  A client's read (a method of kind HBASE1_READ: the
+ * get*, getRow*, getRows* calls, Thrift2's get, getMultiple, exists,
+ * existsAll) whose connection fails before its answer is sent again, as
+ * it was, to another server that is up (or, when none is, to the same
+ * server on a new connection: a reset connection is not a dead server),
+ * within its own deadline (request_timeout_ms from when it was first
+ * sent): a read applied twice changes nothing.  Not a read that timed out itself (its time is spent),
+ * and at most BACKEND_REREADS times.  Writes keep the at-most-once rule
+ * (moved only when no byte of them reached a server:
+ * backend_connect_failed); increments and appends are writes.  Scanner
+ * calls are the scan engine's (scan.c resumes a lost bucket).
+ */
+#define BACKEND_REREADS 3
+
+/* Whether req is a client's read whose message is kept (raw). */
+static gboolean
+backend_req_rereadable(const struct req *req)
+{
+    return req->sink == NULL && req->call.method != NULL &&
+           req->call.method->kind == HBASE1_READ;
+}
+
+static struct backend_conn *backend_pick(struct backend_pool *pool, int only,
+                                         uint8_t service, int avoid,
+                                         gint64 now);
+static uint8_t backend_req_service(const struct req *req);
+
+/* Whether req, failed with its connection to server at, goes again
+ * (not to a stalled server). */
+static gboolean
+backend_may_reread(struct backend_pool *pool, const struct req *req, int at,
+                   gint64 now)
+{
+    return req->client != NULL && backend_req_rereadable(req) &&
+           !req->timed_out && req->rereads < BACKEND_REREADS &&
+           req->deadline > now && req->backend_len > 0 &&
+           req->raw.len == req->backend_len &&
+           backend_pick(pool, -1, backend_req_service(req),
+                        req->stalled ? at : -1, now) != NULL;
+}
+
+/* Sends the reads of q again, in their order, on one connection: of
+ * another server than avoid's when one can take them, else of avoid's. */
+static void
+backend_reread(struct backend_pool *pool, struct req_queue *q, int avoid)
+{
+    struct backend_conn *to = NULL;
+    struct req *req = TAILQ_FIRST(q);
+
+    /* a stalled server is not asked again */
+    if (!req->stalled && backend_pick(pool, -1, backend_req_service(req),
+                                      avoid, req_now()) == NULL) {
+        avoid = -1;
+    }
+    while ((req = TAILQ_FIRST(q)) != NULL) {
+        TAILQ_REMOVE(q, req, backend_link);
+        req->conn = NULL;
+        req->rereads++;
+        if (to != NULL && !backend_conn_takes(pool, to)) {
+            to = NULL;
+        }
+        to = backend_submit_at(pool, req, to, req->raw.data, req->raw.len,
+                               avoid, FALSE, FALSE);
+    }
+}
+
+/*
  * Fails every request pending on conn and closes it.  The oldest request
  * gets head_why, the others rest_why (a timeout is the head's; those
  * behind it only lose their connection).  Both are the reason part of
@@ -548,11 +615,13 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
                       const char *rest_why, gboolean can_retry, gboolean log)
 {
     struct worker *w = backend_worker(conn);
-    struct req_queue failed;
-    struct req *req;
+    struct backend_pool *pool = conn->server->pool;
+    int at = (int)(conn->server - pool->servers);
+    struct req_queue failed, again;
+    struct req *req, *head, *next;
     char msg[BACKEND_MSG_MAX];
-    unsigned n = conn->npending;
-    gboolean first = TRUE;
+    unsigned n = conn->npending, nagain = 0;
+    gint64 now = req_now();
 
     /* the connection is consistent (closed, empty) before any client
      * hears about it: flushing a client may lead to a new submit */
@@ -581,15 +650,33 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
         g_message("backend %s: conn %u: %s", conn->server->srv->name,
                   conn->index, head_why);
     }
+    /* the reads among them go to another server first, in their order:
+     * a client's later calls may queue behind them */
+    head = TAILQ_FIRST(&failed);
+    TAILQ_INIT(&again);
+    for (req = head; req != NULL; req = next) {
+        next = TAILQ_NEXT(req, backend_link);
+        if (backend_may_reread(pool, req, at, now)) {
+            TAILQ_REMOVE(&failed, req, backend_link);
+            TAILQ_INSERT_TAIL(&again, req, backend_link);
+            nagain++;
+        }
+    }
+    if (nagain > 0) {
+        g_message("backend %s: conn %u: %u read%s sent again",
+                  conn->server->srv->name, conn->index, nagain,
+                  nagain == 1 ? "" : "s");
+        backend_reread(pool, &again, at);
+    }
     while ((req = TAILQ_FIRST(&failed)) != NULL) {
         TAILQ_REMOVE(&failed, req, backend_link);
         if (req->client != NULL || req->sink != NULL) {
             g_snprintf(msg, sizeof(msg), "hbase-salt-proxy: backend %s: %s",
-                       conn->server->srv->name, first ? head_why : rest_why);
+                       conn->server->srv->name,
+                       req == head ? head_why : rest_why);
             req_io_error(req, msg, can_retry);
             req->err_kind = METRICS_ERR_TRANSPORT;
         }
-        first = FALSE;
         worker_req_finish(w, req);
     }
 }
@@ -905,12 +992,12 @@ backend_conn_takes(const struct backend_pool *pool,
            backend_server_up(conn->server);
 }
 
-void
+struct backend_conn *
 backend_submit(struct backend_pool *pool, struct req *req,
                struct backend_conn *after, const uint8_t *msg, size_t len,
                gboolean more)
 {
-    backend_submit_at(pool, req, after, msg, len, -1, TRUE, more);
+    return backend_submit_at(pool, req, after, msg, len, -1, TRUE, more);
 }
 
 /*
@@ -1019,6 +1106,11 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
     struct backend_conn *conn;
     char why[BACKEND_MSG_MAX];
 
+    if (fresh && backend_req_rereadable(req)) {
+        /* kept to send it again should its connection fail first */
+        wire_buf_clear(&req->raw);
+        wire_buf_append(&req->raw, msg, len);
+    }
     for (conn = after; conn == NULL;) {
         struct backend_server *s;
 
@@ -1129,6 +1221,28 @@ backend_reply_kind(struct backend_conn *conn, struct req *req)
 }
 
 /* The server closed conn. */
+/*
+ * A server closed a connection with calls on it: it is stopping.  HBase's
+ * Thrift server stops gracefully, answering one more call on each open
+ * connection before it closes it, while a new server may already listen
+ * on the port: a call sent on an idle connection of the old one would be
+ * answered by a process about to go (a scanner opened there is lost at
+ * once).  The idle connections of s go now; new calls dial afresh.
+ */
+static void
+backend_server_close_idle(struct backend_server *s,
+                          const struct backend_conn *except)
+{
+    for (unsigned j = 0; j < s->pool->set->pool_size; j++) {
+        struct backend_conn *c = &s->conns[j];
+
+        if (c != except && c->state == BACKEND_CONNECTED && c->npending == 0 &&
+            !c->corked) {
+            backend_conn_close(c);
+        }
+    }
+}
+
 static void
 backend_conn_eof(struct backend_conn *conn)
 {
@@ -1140,6 +1254,7 @@ backend_conn_eof(struct backend_conn *conn)
         return;
     }
     backend_health_failed(conn->server->health, "connection closed by server");
+    backend_server_close_idle(conn->server, conn);
     backend_conn_fail(conn, "connection closed by server",
                       "connection closed by server", TRUE);
 }
@@ -1544,7 +1659,7 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
     const struct worker_settings *set = backend_settings(conn);
-    struct req *head = TAILQ_FIRST(&conn->pending);
+    struct req *head = TAILQ_FIRST(&conn->pending), *req;
     gint64 now = req_now();
     char why[BACKEND_MSG_MAX];
 
@@ -1560,6 +1675,10 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         /* replies are FIFO: the ones behind it can no longer arrive */
         g_snprintf(why, sizeof(why), "timed out after %u ms",
                    set->request_timeout_ms);
+        head->timed_out = 1;
+        TAILQ_FOREACH (req, &conn->pending, backend_link) {
+            req->stalled = 1;
+        }
         backend_health_failed(conn->server->health, why);
         backend_conn_fail(conn, why,
                           "connection reset after an earlier "

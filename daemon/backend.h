@@ -124,11 +124,13 @@ void backend_pool_free(struct backend_pool *pool);
  * holding the sender's previous unanswered request, or NULL; req then
  * queues behind it on that connection, so the server applies the two in
  * order (it answers one call per connection at a time).  The caller
- * checks backend_conn_takes(after) first.
+ * checks backend_conn_takes(after) first.  Returns the connection req
+ * waits on, NULL when it was finished at once.
  */
-void backend_submit(struct backend_pool *pool, struct req *req,
-                    struct backend_conn *after, const uint8_t *msg, size_t len,
-                    gboolean more);
+struct backend_conn *backend_submit(struct backend_pool *pool, struct req *req,
+                                    struct backend_conn *after,
+                                    const uint8_t *msg, size_t len,
+                                    gboolean more);
 
 /*
  * backend_submit with more set holds a message back when its connection

@@ -27,6 +27,9 @@ G_DEFINE_QUARK(config_error_quark, config_error)
 #define CONFIG_DEFAULT_REQUEST_TIMEOUT_MS 30000
 #define CONFIG_DEFAULT_SLOW_CALL_MS 1000
 #define CONFIG_DEFAULT_POOL_SIZE 16
+/* Reopens of one bucket of a scan after its backend scanner was lost. */
+#define CONFIG_DEFAULT_SCAN_RESUME_ATTEMPTS 3
+#define CONFIG_MAX_SCAN_RESUME_ATTEMPTS 100
 #define CONFIG_DEFAULT_SASL_SERVICE "hbase"
 #define CONFIG_DEFAULT_CACHING_MAX 1000
 #define CONFIG_DEFAULT_SCANNER_TIMEOUT_MS 60000
@@ -943,7 +946,11 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
                           CONFIG_DEFAULT_SLOW_CALL_MS, &cfg->slow_call_ms,
                           error) ||
         !config_take_uint(c, g, "pool_size", 1, 1024, CONFIG_DEFAULT_POOL_SIZE,
-                          &cfg->pool_size, error)) {
+                          &cfg->pool_size, error) ||
+        !config_take_uint(c, g, "scan_resume_attempts", 0,
+                          CONFIG_MAX_SCAN_RESUME_ATTEMPTS,
+                          CONFIG_DEFAULT_SCAN_RESUME_ATTEMPTS,
+                          &cfg->scan_resume_attempts, error)) {
         return FALSE;
     }
     cfg->protocol = (config_protocol_t)protocol;
@@ -1665,6 +1672,7 @@ config_known_keys(const char *group)
     if (strcmp(group, "backend") == 0) {
         return "servers, thrift2_servers, protocol, transport, "
                "connect_timeout_ms, request_timeout_ms, slow_call_ms, "
+               "scan_resume_attempts, "
                "pool_size, sasl, "
                "sasl_principal, sasl_keytab, sasl_service, sasl_qop, "
                "sasl_server_host, http_path, http_doas, https, tls_ca, "
@@ -2085,7 +2093,8 @@ config_to_text(const struct config *cfg)
     g_string_append_printf(out,
                            "\nprotocol = %s\ntransport = %s\n"
                            "connect_timeout_ms = %u\nrequest_timeout_ms = %u\n"
-                           "slow_call_ms = %u\npool_size = %u\n",
+                           "slow_call_ms = %u\npool_size = %u\n"
+                           "scan_resume_attempts = %u\n",
                            cfg->protocol == CONFIG_PROTOCOL_COMPACT ? "compact"
                                                                     : "binary",
                            cfg->transport == CONFIG_TRANSPORT_HTTP ? "http"
@@ -2093,7 +2102,8 @@ config_to_text(const struct config *cfg)
                                ? "framed"
                                : "buffered",
                            cfg->connect_timeout_ms, cfg->request_timeout_ms,
-                           cfg->slow_call_ms, cfg->pool_size);
+                           cfg->slow_call_ms, cfg->pool_size,
+                           cfg->scan_resume_attempts);
     if (cfg->custom_filter_specs != NULL && cfg->custom_filter_specs[0]) {
         g_autofree char *specs = g_strjoinv(", ", cfg->custom_filter_specs);
 

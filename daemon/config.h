@@ -131,16 +131,18 @@ struct config {
     config_protocol_t protocol; /* what the servers speak */
     config_transport_t transport;
     unsigned connect_timeout_ms;
-    unsigned request_timeout_ms; /* one request, sent to reply */
-    unsigned slow_call_ms;       /* a call taking longer is slow (counted,
+    unsigned request_timeout_ms;   /* one request, sent to reply */
+    unsigned slow_call_ms;         /* a call taking longer is slow (counted,
                                        logged); 0 = none is */
-    unsigned pool_size;          /* connections per server per worker */
-    config_sasl_t sasl;          /* Kerberos toward the servers */
-    char *sasl_principal;        /* ours, from sasl_keytab; NULL if off */
-    char *sasl_keytab;           /* absolute path; NULL if off */
-    char *sasl_service;          /* first part of the server principal */
-    config_qop_t sasl_qop;       /* what the servers require */
-    char *sasl_server_host;      /* NULL: each server's own host */
+    unsigned pool_size;            /* connections per server per worker */
+    unsigned scan_resume_attempts; /* reopens of a scan's bucket whose
+                                      backend scanner was lost */
+    config_sasl_t sasl;            /* Kerberos toward the servers */
+    char *sasl_principal;          /* ours, from sasl_keytab; NULL if off */
+    char *sasl_keytab;             /* absolute path; NULL if off */
+    char *sasl_service;            /* first part of the server principal */
+    config_qop_t sasl_qop;         /* what the servers require */
+    char *sasl_server_host;        /* NULL: each server's own host */
     /* transport = http only: */
     char *http_path;                      /* the servlet's path, "/" */
     char *http_doas;                      /* doAs header, NULL: none */

@@ -41,6 +41,12 @@ enum metrics_table_kind {
                                 fetches) */
     METRICS_TABLE_WRITES,    /* row keys of mutations */
     METRICS_TABLE_ROWS,      /* rows returned */
+    /* what became of a scan's bucket whose backend scanner was lost
+     * (hsp_scan_resumes_total{table,outcome}) */
+    METRICS_TABLE_RESUMED,          /* opened again and read on */
+    METRICS_TABLE_RESUME_FAILED,    /* a reopen failed; another follows */
+    METRICS_TABLE_RESUME_EXHAUSTED, /* no reopen left: the scan failed */
+    METRICS_TABLE_RESUME_REFUSED,   /* not exact: the scan failed */
     METRICS_TABLE_KINDS
 };
 
@@ -234,6 +240,16 @@ metrics_bucket_row(struct metrics_worker *mw, const struct salt_table *salt,
                    unsigned stats_id, uint32_t bucket, guint64 n)
 {
     metrics_bucket_add(mw, salt, stats_id, METRICS_TABLE_ROWS, bucket, n);
+}
+
+/* A bucket of a scan of salt (at bucket) came to a resume's outcome
+ * (METRICS_TABLE_RESUMED .. METRICS_TABLE_RESUME_REFUSED). */
+static inline void
+metrics_scan_resume(struct metrics_worker *mw, const struct salt_table *salt,
+                    unsigned stats_id, uint32_t bucket,
+                    enum metrics_table_kind outcome)
+{
+    metrics_bucket_add(mw, salt, stats_id, outcome, bucket, 1);
 }
 
 /* Adds what the codec reported in t to mw's counters, and empties t. */

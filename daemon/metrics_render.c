@@ -204,9 +204,55 @@ metrics_render_table_series(struct metrics *m, GString *out, const char *name,
     }
 }
 
+/* hsp_scan_resumes_total{table,outcome}: the resume counters of every
+ * bucket of a table, summed. */
+static void
+metrics_render_resumes(struct metrics *m, GString *out)
+{
+    static const struct {
+        enum metrics_table_kind kind;
+        const char *outcome;
+    } outcomes[] = {
+        { METRICS_TABLE_RESUMED, "resumed" },
+        { METRICS_TABLE_RESUME_FAILED, "failed" },
+        { METRICS_TABLE_RESUME_EXHAUSTED, "exhausted" },
+        { METRICS_TABLE_RESUME_REFUSED, "refused" },
+    };
+
+    metrics_render_head(out, "hsp_scan_resumes_total", "counter",
+                        "Buckets of merged scans whose backend scanner was "
+                        "lost (server gone, connection reset, scanner "
+                        "unknown), by outcome: resumed (opened again after "
+                        "the last row given), failed (a reopen failed, "
+                        "another follows), exhausted (no reopen left: the "
+                        "scan failed), refused (cannot resume exactly: the "
+                        "scan failed).");
+    for (guint t = 0; t < m->tables->len; t++) {
+        const struct metrics_table *mt = g_ptr_array_index(m->tables, t);
+
+        for (size_t o = 0; o < G_N_ELEMENTS(outcomes); o++) {
+            guint64 v = 0;
+
+            for (unsigned w = 0; w < m->nworkers; w++) {
+                for (uint32_t b = 0; b <= mt->buckets; b++) {
+                    v += METRICS_GET(m->workers[w].tables[t][metrics_table_at(
+                        mt->buckets, outcomes[o].kind, b)]);
+                }
+            }
+            g_string_append(out, "hsp_scan_resumes_total{table=\"");
+            metrics_render_label(out, mt->name);
+            g_string_append_printf(out,
+                                   "\",outcome=\"%s\"} %" G_GUINT64_FORMAT
+                                   "\n",
+                                   outcomes[o].outcome, v);
+        }
+    }
+}
+
 static void
 metrics_render_tables(struct metrics *m, GString *out)
 {
+    metrics_render_resumes(m, out);
     metrics_render_table_series(
         m, out, "hsp_bucket_requests_total",
         "Row keys of salted tables sent to each salt bucket, reads and "

@@ -77,6 +77,13 @@ struct req {
                                        server */
     unsigned failed:1;             /* internal: raw holds error text */
     unsigned can_retry:1;          /* internal: the failure is transient */
+    unsigned timed_out:1;          /* failed: its own deadline passed (not
+                                      the connection under it) */
+    unsigned stalled:1;            /* failed: its connection was closed
+                                      because a call on it timed out (the
+                                      server is slow, not gone) */
+    unsigned rereads:2;            /* a read sent again after its
+                                      connection failed: how many times */
     struct backend_conn *conn;     /* waiting on it; NULL when answered */
     struct codec_call call;        /* what the reply needs to know */
     wire_proto_t client_proto;     /* copied: a detached req still knows */
@@ -101,7 +108,9 @@ struct req {
      * reply: a client's request: the reply as the client gets it (its
      * protocol, seqid and frame), complete once DONE.
      * raw: an internal request (sink set): the backend's reply as it
-     * came (no frame header), or, when failed, the text of the error.
+     * came (no frame header), or, when failed, the text of the error;
+     * a client's read: its backend message, to send it again to another
+     * server if its connection fails before the answer (backend.c).
      */
     struct wire_buf reply;
     struct wire_buf raw;

@@ -61,6 +61,14 @@
 #define SCAN_DEFAULT_CACHING 100
 #define SCAN_MIN_FETCH 16
 
+/*
+ * A scanner's life.  Only scan_set_state moves it, and only along these
+ * arrows (checked with g_assert):
+ *
+ *   OPENING --> OPEN --> FAILED
+ *      |         |         |
+ *      +---------+---------+--> CLOSED
+ */
 enum scan_state {
     SCAN_OPENING = 0, /* backend opens in flight; no id yet */
     SCAN_OPEN,        /* serving calls */
@@ -74,6 +82,41 @@ static const char *const scan_state_names[] = {
     [SCAN_OPEN] = "open",
     [SCAN_FAILED] = "failed",
     [SCAN_CLOSED] = "closed",
+};
+
+/*
+ * A bucket's backend scanner.  Only scan_bucket_set_state moves it:
+ *
+ *   OPENING --> OPEN ------------------------> CLOSED
+ *      |        |  ^                             ^
+ *      |        v  |                             | (closed meanwhile, or
+ *      |       LOST --> WAITING --> REOPENING ---+  nothing left to read)
+ *      |        ^                       |
+ *      |        +-----------------------+ (the reopen failed: again)
+ *      +--> NONE <----------------------+ (no more resumes)
+ *
+ * LOST: the backend scanner is gone (its connection failed, or the
+ * server no longer knows its id) while the client's scanner lives on.
+ * The rows already fetched are still served; once they are, the bucket
+ * backs off (WAITING) and opens its scan again on a server that is up
+ * (REOPENING), from just after the last row it gave (scan_bucket_resume).
+ */
+enum scan_bucket_state {
+    SCAN_B_OPENING = 0, /* its open is in flight */
+    SCAN_B_OPEN,        /* backend_id is its backend scanner */
+    SCAN_B_NONE,        /* its open failed: there is no backend scanner */
+    SCAN_B_LOST,        /* its backend scanner is gone: a resume is owed */
+    SCAN_B_WAITING,     /* backing off before the resume's open */
+    SCAN_B_REOPENING,   /* the resume's open is in flight */
+    SCAN_B_CLOSED,      /* its backend scanner is closed, or its close
+                           owed (close_owed) */
+};
+
+static const char *const scan_bucket_state_names[] = {
+    [SCAN_B_OPENING] = "opening", [SCAN_B_OPEN] = "open",
+    [SCAN_B_NONE] = "none",       [SCAN_B_LOST] = "lost",
+    [SCAN_B_WAITING] = "waiting", [SCAN_B_REOPENING] = "reopening",
+    [SCAN_B_CLOSED] = "closed",
 };
 
 enum scan_op_kind {
@@ -99,13 +142,12 @@ struct scan_op {
 
 /* One bucket's backend scanner and its buffered batches. */
 struct scan_bucket {
-    uint32_t bucket;       /* salt bucket */
+    uint32_t bucket; /* salt bucket */
+    enum scan_bucket_state state;
     int32_t backend_id;    /* backend scanner id once open */
-    unsigned opened:1;     /* backend_id is valid */
     unsigned fetching:1;   /* a fetch is in flight */
     unsigned last:1;       /* the backend has no rows after next */
     unsigned done:1;       /* no rows left at all */
-    unsigned closed:1;     /* backend scanner closed */
     unsigned close_owed:1; /* closed while fetching: the close
                                        goes when the fetch is back */
     unsigned next_ready:1; /* next holds a fetched batch */
@@ -116,6 +158,18 @@ struct scan_bucket {
     uint32_t next_count;   /* rows in next */
     struct scanbatch rows; /* cur, a row at a time: the head */
     gboolean has_head;
+    /* resuming (scan_bucket_resume) */
+    struct scanner *sc;        /* owner (the backoff timer's argument) */
+    int server;                /* backend server of its scanner */
+    struct backend_conn *conn; /* the connection it was opened on
+                                  (scan_bucket_conn), or NULL */
+    struct wire_buf open_arg;  /* its open's argument struct as sent */
+    GByteArray *resume_key;    /* stored key of the last row it gave
+                                 before its last resume; NULL: none */
+    unsigned skip_key:1;       /* reversed: rows of resume_key come
+                                 again first, and are passed over */
+    unsigned resumes;          /* resumes so far */
+    struct event *timer;       /* backoff before a resume's open */
 };
 
 /* A client scanner: one owner (its worker), freed by scanner_free only. */
@@ -162,6 +216,11 @@ struct scanner {
     gboolean pump_again;
     gboolean once;        /* no id: closed after its one fetch */
     gboolean close_asked; /* close once scan_pump returns */
+    /* resuming */
+    gboolean reversed;     /* high to low: a resume's start is inclusive */
+    const char *no_resume; /* static text: why a lost bucket cannot be
+                              reopened exactly; NULL: it can */
+    unsigned max_resumes;  /* per bucket ([backend] scan_resume_attempts) */
 };
 
 static void scan_pump(struct scanner *sc);
@@ -170,6 +229,66 @@ static void scan_reply_ia(struct scan_op *op, struct worker *w,
                           const char *msg);
 static void scan_reply_invalid(struct scan_op *op, struct worker *w);
 static void scan_reply_void(struct scan_op *op, struct worker *w);
+
+/* ---- states ------------------------------------------------------------- */
+
+/* Whether a scanner may go from one state to the other. */
+static gboolean
+scan_state_ok(enum scan_state from, enum scan_state to)
+{
+    switch (to) {
+    case SCAN_OPEN: return from == SCAN_OPENING;
+    case SCAN_FAILED: return from == SCAN_OPEN;
+    case SCAN_CLOSED: return from != SCAN_CLOSED;
+    default: return FALSE;
+    }
+}
+
+/* The one place a scanner changes state. */
+static void
+scan_set_state(struct scanner *sc, enum scan_state to)
+{
+    if (!scan_state_ok(sc->state, to)) {
+        g_critical("scanner %d on %s: no way from %s to %s", sc->item.id,
+                   sc->table, scan_state_names[sc->state],
+                   scan_state_names[to]);
+        g_assert_not_reached();
+    }
+    sc->state = to;
+}
+
+/* Whether a bucket may go from one state to the other. */
+static gboolean
+scan_bucket_state_ok(enum scan_bucket_state from, enum scan_bucket_state to)
+{
+    switch (to) {
+    case SCAN_B_OPEN:
+        return from == SCAN_B_OPENING || from == SCAN_B_REOPENING;
+    case SCAN_B_NONE:
+        return from == SCAN_B_OPENING || from == SCAN_B_REOPENING ||
+               from == SCAN_B_LOST || from == SCAN_B_WAITING;
+    case SCAN_B_LOST: return from == SCAN_B_OPEN || from == SCAN_B_REOPENING;
+    case SCAN_B_WAITING: return from == SCAN_B_LOST;
+    case SCAN_B_REOPENING: return from == SCAN_B_WAITING;
+    case SCAN_B_CLOSED:
+        return from == SCAN_B_OPEN || from == SCAN_B_LOST ||
+               from == SCAN_B_WAITING || from == SCAN_B_REOPENING;
+    default: return FALSE;
+    }
+}
+
+/* The one place a bucket's backend scanner changes state. */
+static void
+scan_bucket_set_state(struct scan_bucket *b, enum scan_bucket_state to)
+{
+    if (!scan_bucket_state_ok(b->state, to)) {
+        g_critical("scan bucket %u: no way from %s to %s", b->bucket,
+                   scan_bucket_state_names[b->state],
+                   scan_bucket_state_names[to]);
+        g_assert_not_reached();
+    }
+    b->state = to;
+}
 
 /* ---- the scanner ------------------------------------------------------- */
 
@@ -180,7 +299,7 @@ scanner_new(struct worker *w, const struct codec_call *call,
     struct scanner *sc = g_new0(struct scanner, 1);
 
     sc->item.owner = w;
-    sc->state = SCAN_OPENING;
+    /* g_new0: sc->state is SCAN_OPENING */
     sc->calls = call->method->scanner;
     sc->salt = call->salt;
     sc->stats_id = call->stats_id;
@@ -212,8 +331,18 @@ scanner_free(struct scanner *sc)
         scan_reply_invalid(op, sc->item.owner);
     }
     for (unsigned i = 0; i < sc->nbuckets; i++) {
-        wire_buf_free(&sc->buckets[i].cur);
-        wire_buf_free(&sc->buckets[i].next);
+        struct scan_bucket *b = &sc->buckets[i];
+
+        wire_buf_free(&b->cur);
+        wire_buf_free(&b->next);
+        wire_buf_free(&b->open_arg);
+        if (b->resume_key != NULL) {
+            g_byte_array_unref(b->resume_key);
+        }
+        /* at exit the loop may be gone: the event goes with it */
+        if (b->timer != NULL && sc->pool != NULL) {
+            event_free(b->timer);
+        }
     }
     g_free(sc->buckets);
     merge_clear(&sc->merge);
@@ -251,12 +380,14 @@ scan_table_new(void)
 void
 scan_table_free(struct scantab *t)
 {
+    g_return_if_fail(t != NULL);
     scantab_free(t, scanner_free_at_exit);
 }
 
 unsigned
 scan_open_count(struct scantab *t)
 {
+    g_return_val_if_fail(t != NULL, 0);
     return scantab_count(t);
 }
 
@@ -417,7 +548,7 @@ scan_reply_app(struct scan_op *op, struct worker *w, int32_t type,
 /* An internal request of sc calling method m, its message begun in
  * w->scratch. */
 static struct req *
-scan_sub_begin(struct scanner *sc, req_sink_fn sink, uint32_t tag,
+scan_sub_begin(struct scanner *sc, int server, req_sink_fn sink, uint32_t tag,
                const struct hbase1_method *m, struct wire_writer *wr,
                size_t *frame)
 {
@@ -428,7 +559,7 @@ scan_sub_begin(struct scanner *sc, req_sink_fn sink, uint32_t tag,
     sub->sink = sink;
     sub->sink_arg = sc;
     sub->sink_tag = tag;
-    sub->server = sc->server;
+    sub->server = server;
     sub->started = req_now(); /* its wait for a connection is counted */
     sub->backend_seqid = worker_next_seqid(w);
     memcpy(sub->call.name, m->name, m->name_len + 1u);
@@ -441,8 +572,11 @@ scan_sub_begin(struct scanner *sc, req_sink_fn sink, uint32_t tag,
     return sub;
 }
 
-static void
-scan_sub_send(struct scanner *sc, struct req *sub, size_t frame)
+/* Sends sub, behind after when it is not NULL; returns the connection
+ * it waits on, NULL when it was answered at once (its sink has run). */
+static struct backend_conn *
+scan_sub_send(struct scanner *sc, struct req *sub, size_t frame,
+              struct backend_conn *after)
 {
     struct worker *w = sc->item.owner;
 
@@ -451,23 +585,38 @@ scan_sub_send(struct scanner *sc, struct req *sub, size_t frame)
     }
     sc->inflight++;
     /* may call the sink at once, when no backend can take it */
-    backend_submit(sc->pool, sub, NULL, w->scratch.data, w->scratch.len,
-                   FALSE);
+    return backend_submit(sc->pool, sub, after, w->scratch.data,
+                          w->scratch.len, FALSE);
 }
 
 /* Sends a call on a backend scanner: its id, and rows when m takes a
- * count (a close takes none: rows is -1 there). */
+ * count (a close takes none: rows is -1 there); behind after if set. */
 static void
-scan_sub_id_call(struct scanner *sc, req_sink_fn sink, uint32_t tag,
-                 const struct hbase1_method *m, int32_t backend_id,
-                 int32_t rows)
+scan_sub_id_call(struct scanner *sc, int server, struct backend_conn *after,
+                 req_sink_fn sink, uint32_t tag, const struct hbase1_method *m,
+                 int32_t backend_id, int32_t rows)
 {
     struct wire_writer wr;
     size_t frame;
-    struct req *sub = scan_sub_begin(sc, sink, tag, m, &wr, &frame);
+    struct req *sub = scan_sub_begin(sc, server, sink, tag, m, &wr, &frame);
 
     scanargs_write_id(m, backend_id, rows, &wr);
-    scan_sub_send(sc, sub, frame);
+    scan_sub_send(sc, sub, frame, after);
+}
+
+/*
+ * The connection b's backend scanner was opened on, while it takes
+ * requests: its fetches and its close follow its open there.  Behind one
+ * address may be several server processes (a load balancer, or a server
+ * restarting while the old one drains its connections): a scanner id is
+ * valid only on the process that made it.  NULL: any connection of its
+ * server (the one it was opened on is gone).
+ */
+static struct backend_conn *
+scan_bucket_conn(const struct scanner *sc, const struct scan_bucket *b)
+{
+    return b->conn != NULL && backend_conn_takes(sc->pool, b->conn) ? b->conn
+                                                                    : NULL;
 }
 
 /*
@@ -557,11 +706,11 @@ scan_sub_reply(struct scanner *sc, struct req *sub, struct wire_reader *r,
     return TRUE;
 }
 
-/* An internal request came back: account for it, maybe free sc. */
+/* What held sc (a request, a timer) let go: FALSE when sc is closed,
+ * and freed if nothing else holds it. */
 static gboolean
-scan_sub_return(struct scanner *sc, struct req *sub)
+scan_release(struct scanner *sc)
 {
-    worker_req_put(sc->item.owner, sub);
     sc->inflight--;
     if (sc->state == SCAN_CLOSED) {
         if (sc->inflight == 0) {
@@ -570,6 +719,14 @@ scan_sub_return(struct scanner *sc, struct req *sub)
         return FALSE;
     }
     return TRUE;
+}
+
+/* An internal request came back: account for it, maybe free sc. */
+static gboolean
+scan_sub_return(struct scanner *sc, struct req *sub)
+{
+    worker_req_put(sc->item.owner, sub);
+    return scan_release(sc);
 }
 
 /* ---- closing ------------------------------------------------------------ */
@@ -583,15 +740,22 @@ scan_close_sink(struct worker *w, struct req *sub)
 static void
 scan_bucket_close_send(struct scanner *sc, struct scan_bucket *b)
 {
-    scan_sub_id_call(sc, scan_close_sink, b->bucket, sc->calls->close,
-                     b->backend_id, -1);
+    scan_sub_id_call(sc, b->server, scan_bucket_conn(sc, b), scan_close_sink,
+                     b->bucket, sc->calls->close, b->backend_id, -1);
 }
 
 static void
 scan_bucket_close(struct scanner *sc, struct scan_bucket *b)
 {
-    if (b->opened && !b->closed) {
-        b->closed = 1;
+    if (b->state == SCAN_B_LOST || b->state == SCAN_B_WAITING ||
+        b->state == SCAN_B_REOPENING) {
+        /* no backend scanner now; a reopen in flight closes the one it
+         * gets (scan_reopen_sink), a timer finds the bucket closed */
+        scan_bucket_set_state(b, SCAN_B_CLOSED);
+        return;
+    }
+    if (b->state == SCAN_B_OPEN) {
+        scan_bucket_set_state(b, SCAN_B_CLOSED);
         if (b->fetching) {
             /* HBase's ClientScanner is not thread-safe: a close run
              * beside the read on another connection of the pool breaks
@@ -616,13 +780,13 @@ scan_close(struct scanner *sc)
     }
     g_debug("scanner %d on %s closed, was %s", sc->item.id, sc->table,
             scan_state_names[sc->state]);
-    sc->state = SCAN_CLOSED;
+    scan_set_state(sc, SCAN_CLOSED);
     /* a close in flight keeps sc alive until it returns */
     sc->inflight++;
     if (sc->salt == NULL) {
         if (sc->backend_id >= 0) {
-            scan_sub_id_call(sc, scan_close_sink, 0, sc->calls->close,
-                             sc->backend_id, -1);
+            scan_sub_id_call(sc, sc->server, NULL, scan_close_sink, 0,
+                             sc->calls->close, sc->backend_id, -1);
         }
     } else {
         for (unsigned i = 0; i < sc->nbuckets; i++) {
@@ -638,6 +802,11 @@ scan_close(struct scanner *sc)
 /* ---- opening -------------------------------------------------------------- */
 
 static void scan_fetch(struct scanner *sc, struct scan_bucket *b);
+static void scan_bucket_resume(struct scanner *sc, struct scan_bucket *b);
+static const char *scan_bucket_lost(struct scanner *sc, struct scan_bucket *b,
+                                    const struct req *sub, const char *why);
+static gboolean scan_scanner_lost(const struct req *sub, const char *why);
+static void scan_open_sink(struct worker *w, struct req *sub);
 
 /* Every bucket's open came back: answer the client, start fetching. */
 static void
@@ -656,7 +825,7 @@ scan_opened(struct scanner *sc, struct scan_op *op)
         scan_close(sc);
         return;
     }
-    sc->state = SCAN_OPEN;
+    scan_set_state(sc, SCAN_OPEN);
     sc->last_used = req_now();
     if (!sc->once) {
         scantab_add(w->scans, &sc->item);
@@ -673,6 +842,39 @@ scan_opened(struct scanner *sc, struct scan_op *op)
         op->kind = SCAN_OP_NEXT;
         scan_op_start(sc, op);
     }
+}
+
+/*
+ * A bucket's first open failed (sub, why): sends it again, at once, to a
+ * server that is up when its connection was lost (as a resume with no row
+ * given, scan_bucket_resume), within scan_resume_attempts.  FALSE: the
+ * failure stands.
+ */
+static gboolean
+scan_open_again(struct scanner *sc, struct scan_bucket *b,
+                const struct req *sub, const char *why)
+{
+    struct wire_writer wr;
+    size_t frame;
+    struct req *again;
+
+    if (sc->salt == NULL || sc->error != NULL ||
+        !scan_scanner_lost(sub, why) || b->resumes >= sc->max_resumes) {
+        return FALSE;
+    }
+    b->resumes++;
+    b->server = backend_pool_pick_server(sc->pool,
+                                         sc->calls->open->service->id);
+    again = scan_sub_begin(sc, b->server, scan_open_sink,
+                           (uint32_t)(b - sc->buckets), sc->calls->open, &wr,
+                           &frame);
+    wire_buf_append(&sc->item.owner->scratch, b->open_arg.data,
+                    b->open_arg.len);
+    g_message("scanner on %s: bucket %u: open sent again (%u)", sc->table,
+              b->bucket, b->resumes);
+    /* the scanner is OPENING: held by the request in flight */
+    b->conn = scan_sub_send(sc, again, frame, NULL);
+    return TRUE;
 }
 
 static void
@@ -695,13 +897,22 @@ scan_open_sink(struct worker *w, struct req *sub)
             sc->backend_id = id;
         } else {
             sc->buckets[sub->sink_tag].backend_id = id;
-            sc->buckets[sub->sink_tag].opened = 1;
+            scan_bucket_set_state(&sc->buckets[sub->sink_tag], SCAN_B_OPEN);
         }
-    } else if (sc->error == NULL) {
-        sc->error = g_steal_pointer(&why);
-        sc->error_retry = retry;
-        sc->error_transport = sub->failed;
-        sc->error_app = app_type;
+    } else if (scan_open_again(sc, &sc->buckets[sub->sink_tag], sub, why)) {
+        /* still opening: nopening counts it */
+        scan_sub_return(sc, sub);
+        return;
+    } else {
+        if (sc->salt != NULL) {
+            scan_bucket_set_state(&sc->buckets[sub->sink_tag], SCAN_B_NONE);
+        }
+        if (sc->error == NULL) {
+            sc->error = g_steal_pointer(&why);
+            sc->error_retry = retry;
+            sc->error_transport = sub->failed;
+            sc->error_app = app_type;
+        }
     }
     scan_sub_return(sc, sub);
     if (--sc->nopening == 0) {
@@ -719,10 +930,10 @@ scan_open_pass(struct scanner *sc, struct wire_reader *body)
     struct req *sub;
 
     sc->nopening = 1;
-    sub = scan_sub_begin(sc, scan_open_sink, 0, sc->op->req->call.method, &wr,
-                         &frame);
+    sub = scan_sub_begin(sc, sc->server, scan_open_sink, 0,
+                         sc->op->req->call.method, &wr, &frame);
     wire_copy(body, &wr, WIRE_T_STRUCT);
-    scan_sub_send(sc, sub, frame);
+    scan_sub_send(sc, sub, frame, NULL);
 }
 
 /* Rows of each bucket's fetches, from the client's caching. */
@@ -801,7 +1012,7 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
     for (unsigned i = 0; i < sc->nbuckets; i++) {
         struct scan_bucket *b = &sc->buckets[i];
         struct wire_writer wr;
-        size_t frame;
+        size_t frame, arg_at;
         struct req *sub;
 
         b->fetch = sc->fetch_rows;
@@ -822,11 +1033,19 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
                                b->bucket, 1);
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
-        sub = scan_sub_begin(sc, scan_open_sink, i, sc->calls->open, &wr,
-                             &frame);
+        b->sc = sc;
+        b->server = sc->server;
+        wire_buf_init(&b->open_arg);
+        sub = scan_sub_begin(sc, b->server, scan_open_sink, i, sc->calls->open,
+                             &wr, &frame);
         ab.bucket = b->bucket;
+        arg_at = wr.buf->len;
         scanargs_write_open(a, sc->calls, &ab, &wr);
-        scan_sub_send(sc, sub, frame);
+        /* kept for a resume: the same scan from another row */
+        wire_buf_append(&b->open_arg, wr.buf->data + arg_at,
+                        wr.buf->len - arg_at);
+        /* sc is held (inflight) across the loop */
+        b->conn = scan_sub_send(sc, sub, frame, NULL);
     }
     g_debug("scan of %s: %u bucket(s)%s, %u rows per fetch", sc->table,
             nsalted, lg != NULL ? " and its legacy range" : "",
@@ -910,12 +1129,23 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
     op->want = a.nrows;
     sc = scanner_new(w, &req->call, op, &a);
     sc->once = op->once;
+    sc->max_resumes = w->gen->cfg->scan_resume_attempts;
+    if (a.batch.set) {
+        struct wire_reader br = a.batch.at;
+
+        if (wire_read_i32(&br) > 0) {
+            sc->no_resume = "batchSize splits its rows, and the cells of a "
+                            "row that were not read yet cannot be selected "
+                            "exactly";
+        }
+    }
     if (sc->salt == NULL) {
         scan_open_pass(sc, &body);
         return;
     }
 
     reversed = a.reversed && !a.prefix;
+    sc->reversed = reversed;
     /* forward-looking salting: the legacy keys are one more range */
     has_legacy = sc->salt->legacy.kind != LEGACY_NONE &&
                  scan_legacy_bounds(sc, &a, reversed, &lg);
@@ -970,6 +1200,11 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
             return;
         }
         sc->limit = scanfilter_page_limit(filter);
+        if (scanfilter_has_page(filter)) {
+            sc->no_resume = "a PageFilter counts the rows of each backend "
+                            "scanner, and one opened again would count "
+                            "from zero";
+        }
         if (!single) {
             single = scanfilter_single_bucket(filter, &only);
         }
@@ -1032,14 +1267,24 @@ scan_keyviz_row(struct scanner *sc, const struct scan_bucket *b)
 static gboolean
 scan_bucket_advance(struct scanner *sc, struct scan_bucket *b)
 {
-    switch (scanbatch_next(&b->rows)) {
+    scanbatch_status_t st;
+
+    while ((st = scanbatch_next(&b->rows)) == SCANBATCH_ROW && b->skip_key) {
+        /* a reversed resume starts at the row it gave last, inclusive */
+        if (b->rows.phys_len != b->resume_key->len ||
+            memcmp(b->rows.phys, b->resume_key->data, b->rows.phys_len) != 0) {
+            b->skip_key = 0;
+            break;
+        }
+    }
+    switch (st) {
     case SCANBATCH_ROW: return TRUE;
     case SCANBATCH_MALFORMED:
         g_free(sc->error);
         sc->error = g_strdup_printf("hbase-salt-proxy: malformed row "
                                     "from the backend scanning %s",
                                     sc->table);
-        sc->state = SCAN_FAILED;
+        scan_set_state(sc, SCAN_FAILED);
         return FALSE;
     default: return FALSE;
     }
@@ -1095,8 +1340,54 @@ scan_bucket_refill(struct scanner *sc, struct scan_bucket *b, unsigned bi)
         scan_bucket_close(sc, b);
     } else {
         sc->nwaiting++;
-        scan_fetch(sc, b);
+        if (b->state == SCAN_B_LOST) {
+            /* every row it had is given: reopen after the last one */
+            scan_bucket_resume(sc, b);
+        } else {
+            scan_fetch(sc, b);
+        }
     }
+}
+
+/* A call on b failed (why; NULL: a bad reply): so does the scan, with
+ * not_resumed ("" or NULL: nothing) saying why b was not reopened. */
+static void
+scan_bucket_failed(struct scanner *sc, const struct scan_bucket *b,
+                   const char *why, gboolean retry, gboolean transport,
+                   const char *not_resumed)
+{
+    const char *inner = why != NULL ? why : "bad reply";
+    gboolean note = not_resumed != NULL && *not_resumed != '\0';
+    char where[48];
+
+    if (sc->state != SCAN_OPEN) {
+        return;
+    }
+    g_free(sc->error);
+    /* our own reasons carry the prefix already: say it once */
+    if (g_str_has_prefix(inner, "hbase-salt-proxy: ")) {
+        inner += strlen("hbase-salt-proxy: ");
+    }
+    /* the legacy range's index is one past the last bucket: no bucket the
+     * operator can find in --explain-key */
+    if (b->legacy) {
+        g_strlcpy(where, "its legacy (unsalted) range", sizeof(where));
+    } else {
+        g_snprintf(where, sizeof(where), "bucket %u", b->bucket);
+    }
+    sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s failed in %s: "
+                                "%s%s%s",
+                                sc->table, where, inner,
+                                note ? "; not resumed: " : "",
+                                note ? not_resumed : "");
+    sc->error_retry = retry;
+    sc->error_transport = transport;
+    scan_set_state(sc, SCAN_FAILED);
+    /* the reason may quote the backend, and so row data: only at debug;
+     * the client gets it in full */
+    g_warning("scanner %d on %s failed in %s%s%s", sc->item.id, sc->table,
+              where, note ? ", not resumed: " : "", note ? not_resumed : "");
+    g_debug("%s", sc->error);
 }
 
 static void
@@ -1124,35 +1415,16 @@ scan_fetch_sink(struct worker *w, struct req *sub)
     if (!scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry, &app_type) ||
         type != sc->calls->rows->type ||
         wire_read_list_begin(&r, &et, &count) != WIRE_OK) {
-        if (sc->state != SCAN_FAILED) {
-            g_free(sc->error);
-            const char *inner = why != NULL ? why : "bad reply";
+        const char *not_resumed = NULL;
 
-            /* our own reasons carry the prefix already: say it once */
-            if (g_str_has_prefix(inner, "hbase-salt-proxy: ")) {
-                inner += strlen("hbase-salt-proxy: ");
-            }
-            char where[48];
-
-            /* the legacy range's index is one past the last bucket: no
-             * bucket the operator can find in --explain-key */
-            if (b->legacy) {
-                g_strlcpy(where, "its legacy (unsalted) range", sizeof(where));
-            } else {
-                g_snprintf(where, sizeof(where), "bucket %u", b->bucket);
-            }
-            sc->error = g_strdup_printf("hbase-salt-proxy: scan of %s "
-                                        "failed in %s: %s",
-                                        sc->table, where, inner);
-            sc->error_retry = retry;
-            sc->error_transport = sub->failed;
-            sc->state = SCAN_FAILED;
-            /* the reason may quote the backend, and so row data: only at
-             * debug; the client gets it in full */
-            g_warning("scanner %d on %s failed in %s", sc->item.id, sc->table,
-                      where);
-            g_debug("%s", sc->error);
+        if (sc->state == SCAN_OPEN &&
+            (not_resumed = scan_bucket_lost(sc, b, sub, why)) == NULL) {
+            /* reopened elsewhere once its rows are given */
+            scan_sub_return(sc, sub);
+            scan_pump(sc);
+            return;
         }
+        scan_bucket_failed(sc, b, why, retry, sub->failed, not_resumed);
         scan_sub_return(sc, sub);
         scan_pump(sc);
         return;
@@ -1166,6 +1438,11 @@ scan_fetch_sink(struct worker *w, struct req *sub)
     }
     b->next_ready = 1;
     b->next_count = count;
+    if (count > 0) {
+        /* scan_resume_attempts bounds the reopens in a row that read
+         * nothing: a long scan may outlive several server restarts */
+        b->resumes = 0;
+    }
     /* HBase returns a short batch only at the end of a scan */
     if (count < b->fetch) {
         b->last = 1;
@@ -1184,16 +1461,267 @@ scan_fetch_sink(struct worker *w, struct req *sub)
 static void
 scan_fetch(struct scanner *sc, struct scan_bucket *b)
 {
-    if (b->fetching || b->next_ready || b->last || b->done || !b->opened ||
-        sc->state != SCAN_OPEN) {
+    if (b->fetching || b->next_ready || b->last || b->done ||
+        b->state != SCAN_B_OPEN || sc->state != SCAN_OPEN) {
         return;
     }
     b->fetching = 1;
     /* the legacy range counts as bucket = buckets: bucket="legacy" */
     metrics_bucket_request(sc->item.owner->metrics, sc->salt, sc->stats_id,
                            b->bucket, 1);
-    scan_sub_id_call(sc, scan_fetch_sink, (uint32_t)(b - sc->buckets),
-                     sc->calls->fetch, b->backend_id, (int32_t)b->fetch);
+    scan_sub_id_call(sc, b->server, scan_bucket_conn(sc, b), scan_fetch_sink,
+                     (uint32_t)(b - sc->buckets), sc->calls->fetch,
+                     b->backend_id, (int32_t)b->fetch);
+}
+
+/* ---- resuming ------------------------------------------------------------ */
+
+/*
+ * A bucket whose backend scanner is lost is opened again, on a server
+ * that is up, as HBase's own ClientScanner reopens a region's scanner
+ * after UnknownScannerException or a server's death: the same scan
+ * (columns, time range, the filter as rewritten for the bucket, caching,
+ * batchSize) from just after the last row it gave.  Forward, that is the
+ * row's key + 0x00, the least key after it.  Reversed, a start row is
+ * inclusive and no finite key is the greatest before a row: the scan
+ * starts at the row itself and passes over it when it comes again.  The
+ * rows the bucket had fetched are given first, so the last one given is
+ * the last one fetched.  What cannot be made exact fails the scan
+ * loudly (sc->no_resume).  HBase keeps a scan's read point (mvcc) when it
+ * reopens a region's scanner, which no Thrift call can carry: a resumed
+ * bucket sees the writes committed since the scan began beyond its last
+ * row, as a Thrift server restart would (the time range, kept, bounds
+ * the versions read).
+ */
+
+/* A reopen after the first waits this long, doubling each time. */
+#define SCAN_RESUME_BACKOFF_MS 200
+#define SCAN_RESUME_BACKOFF_MAX_MS 3000
+
+static void scan_reopen_sink(struct worker *w, struct req *sub);
+
+/* Logs (and counts) what a bucket's resume came to. */
+static void
+scan_resume_note(const struct scanner *sc, const struct scan_bucket *b,
+                 enum metrics_table_kind outcome, const char *what)
+{
+    metrics_scan_resume(sc->item.owner->metrics, sc->salt, sc->stats_id,
+                        b->bucket, outcome);
+    g_message("scanner %d on %s: bucket %u: resume %u: %s", sc->item.id,
+              sc->table, b->bucket, b->resumes, what);
+}
+
+/* Whether a failed call on b's backend scanner lost it: its connection
+ * failed (or no server could take it), or the server no longer knows
+ * the id (restarted, or it expired there). */
+static gboolean
+scan_scanner_lost(const struct req *sub, const char *why)
+{
+    /* a call that timed out spent its time already: the server is slow,
+     * not gone, and the client hears so; so do those behind it on its
+     * connection (a reopen there would wait as long again) */
+    return (sub->failed && !sub->timed_out && !sub->stalled) ||
+           (why != NULL && (strstr(why, SCAN_INVALID_ID) != NULL ||
+                            strstr(why, SCAN2_INVALID_ID) != NULL));
+}
+
+/*
+ * b's fetch failed (sub, why) while sc serves: NULL when b will be
+ * reopened, else why not ("": the failure is no lost scanner).
+ */
+static const char *
+scan_bucket_lost(struct scanner *sc, struct scan_bucket *b,
+                 const struct req *sub, const char *why)
+{
+    if (!scan_scanner_lost(sub, why)) {
+        return "";
+    }
+    if (sc->no_resume != NULL) {
+        scan_resume_note(sc, b, METRICS_TABLE_RESUME_REFUSED, "refused");
+        return sc->no_resume;
+    }
+    if (b->resumes >= sc->max_resumes) {
+        scan_resume_note(sc, b, METRICS_TABLE_RESUME_EXHAUSTED, "exhausted");
+        return "[backend] scan_resume_attempts reopens of the bucket were "
+               "made already";
+    }
+    scan_bucket_set_state(b, SCAN_B_LOST);
+    if (!b->has_head) {
+        /* the merge waits on it: every row it had is given */
+        scan_bucket_resume(sc, b);
+    }
+    return NULL;
+}
+
+/* Sends b's open again, from after resume_key. */
+static void
+scan_bucket_reopen(struct scanner *sc, struct scan_bucket *b)
+{
+    struct worker *w = sc->item.owner;
+    wire_proto_t proto = w->startup->backend_proto;
+    g_autoptr(GByteArray) start = g_byte_array_new();
+    struct wire_buf arg;
+    struct wire_writer wr;
+    const uint8_t *stop;
+    uint32_t stop_len;
+    size_t frame;
+    struct req *sub;
+    struct backend_conn *conn;
+
+    if (b->resume_key != NULL) {
+        g_byte_array_append(start, b->resume_key->data, b->resume_key->len);
+        if (!sc->reversed) {
+            static const uint8_t zero = 0;
+
+            g_byte_array_append(start, &zero, 1);
+        }
+    }
+    wire_buf_init(&arg);
+    wire_writer_init(&wr, proto, &arg);
+    if (b->resume_key == NULL) {
+        /* nothing given yet: the scan as first sent */
+        wire_buf_append(&arg, b->open_arg.data, b->open_arg.len);
+        stop_len = 0;
+    } else if (!scanargs_rewrite_start(sc->calls, proto, &w->client_limits,
+                                       b->open_arg.data, b->open_arg.len,
+                                       start->data, start->len, &wr, &stop,
+                                       &stop_len)) {
+        wire_buf_free(&arg);
+        scan_bucket_set_state(b, SCAN_B_NONE);
+        scan_bucket_failed(sc, b, "its open cannot be written again", FALSE,
+                           FALSE, "");
+        scan_pump(sc);
+        return;
+    }
+    if (!sc->reversed && stop_len > 0 &&
+        merge_key_cmp(start->data, start->len, stop, stop_len) >= 0) {
+        /* its last row was the last before its stop: nothing is left
+         * (and start == stop would read as a one-row get scan) */
+        wire_buf_free(&arg);
+        scan_bucket_set_state(b, SCAN_B_CLOSED);
+        b->done = 1;
+        sc->nwaiting--;
+        scan_resume_note(sc, b, METRICS_TABLE_RESUMED, "nothing left to read");
+        scan_pump(sc);
+        return;
+    }
+    scan_bucket_set_state(b, SCAN_B_REOPENING);
+    b->server = backend_pool_pick_server(sc->pool,
+                                         sc->calls->open->service->id);
+    metrics_bucket_request(w->metrics, sc->salt, sc->stats_id, b->bucket, 1);
+    sub = scan_sub_begin(sc, b->server, scan_reopen_sink,
+                         (uint32_t)(b - sc->buckets), sc->calls->open, &wr,
+                         &frame);
+    wire_buf_append(&w->scratch, arg.data, arg.len);
+    wire_buf_free(&arg);
+    /* its sink may run at once, and close sc: held until it is back */
+    sc->inflight++;
+    conn = scan_sub_send(sc, sub, frame, NULL);
+    if (scan_release(sc)) {
+        b->conn = conn;
+    }
+}
+
+static void
+scan_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct scan_bucket *b = arg;
+    struct scanner *sc = b->sc;
+
+    if (!scan_release(sc) || b->state != SCAN_B_WAITING ||
+        sc->state != SCAN_OPEN) {
+        /* closed, or failed meanwhile: the close takes it from here */
+        return;
+    }
+    scan_bucket_reopen(sc, b);
+}
+
+/* b is LOST and has given every row it had: reopen it, after a backoff
+ * from the second time on (the first goes to another server, at once). */
+static void
+scan_bucket_resume(struct scanner *sc, struct scan_bucket *b)
+{
+    unsigned ms = 0;
+    struct timeval tv;
+
+    g_assert(b->state == SCAN_B_LOST && !b->has_head);
+    if (b->rows.phys != NULL) {
+        /* the last row it gave: cur is not replaced before a reopen */
+        if (b->resume_key == NULL) {
+            b->resume_key = g_byte_array_new();
+        }
+        g_byte_array_set_size(b->resume_key, 0);
+        g_byte_array_append(b->resume_key, b->rows.phys, b->rows.phys_len);
+        b->rows.phys = NULL;
+    }
+    if (b->resumes > 0) {
+        ms = MIN(SCAN_RESUME_BACKOFF_MS << MIN(b->resumes - 1, 8),
+                 SCAN_RESUME_BACKOFF_MAX_MS);
+    }
+    b->resumes++;
+    scan_bucket_set_state(b, SCAN_B_WAITING);
+    if (b->timer == NULL) {
+        b->timer = evtimer_new(sc->item.owner->base, scan_resume_cb, b);
+    }
+    tv.tv_sec = ms / 1000;
+    tv.tv_usec = (ms % 1000) * 1000;
+    /* the timer holds sc as a request in flight would */
+    sc->inflight++;
+    evtimer_add(b->timer, &tv);
+}
+
+static void
+scan_reopen_sink(struct worker *w, struct req *sub)
+{
+    struct scanner *sc = sub->sink_arg;
+    struct scan_bucket *b = &sc->buckets[sub->sink_tag];
+    struct wire_reader r;
+    uint8_t type;
+    int16_t fid;
+    g_autofree char *why = NULL;
+    gboolean retry, ok;
+    int32_t app_type, id = -1;
+
+    ok = scan_sub_reply(sc, sub, &r, &type, &fid, &why, &retry, &app_type) &&
+         type == WIRE_T_I32;
+    if (ok) {
+        id = wire_read_i32(&r);
+    }
+    if (sc->state == SCAN_CLOSED || b->state != SCAN_B_REOPENING) {
+        /* closed meanwhile: so is the scanner it opened */
+        if (ok) {
+            scan_sub_id_call(sc, b->server, scan_bucket_conn(sc, b),
+                             scan_close_sink, b->bucket, sc->calls->close, id,
+                             -1);
+        }
+        scan_sub_return(sc, sub);
+        return;
+    }
+    if (ok) {
+        b->backend_id = id;
+        scan_bucket_set_state(b, SCAN_B_OPEN);
+        b->skip_key = sc->reversed && b->resume_key != NULL;
+        scan_resume_note(sc, b, METRICS_TABLE_RESUMED, "resumed");
+        scan_sub_return(sc, sub);
+        scan_fetch(sc, b);
+        return;
+    }
+    if (sub->failed && b->resumes < sc->max_resumes) {
+        /* no server took it, or it died too: again, later */
+        scan_resume_note(sc, b, METRICS_TABLE_RESUME_FAILED, "failed");
+        scan_bucket_set_state(b, SCAN_B_LOST);
+        scan_sub_return(sc, sub);
+        scan_bucket_resume(sc, b);
+        return;
+    }
+    scan_resume_note(sc, b, METRICS_TABLE_RESUME_EXHAUSTED, "exhausted");
+    scan_bucket_set_state(b, SCAN_B_NONE);
+    scan_bucket_failed(sc, b, why, retry, sub->failed,
+                       sub->failed ? "[backend] scan_resume_attempts reopens "
+                                     "of the bucket failed"
+                                   : "its scan could not be opened again");
+    scan_sub_return(sc, sub);
+    scan_pump(sc);
 }
 
 /* Begins the current NEXT op's reply: its rows go straight into it. */
@@ -1394,7 +1922,7 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         /* pass-through: the backend's own answer (IllegalArgument for a
          * scanner it expired); sc is freed when it is back */
         scantab_remove(w->scans, sc->item.id);
-        sc->state = SCAN_CLOSED;
+        scan_set_state(sc, SCAN_CLOSED);
     } else if (op->kind == SCAN_OP_CLOSE) {
         scan_reply_void(op, w);
         scan_close(sc);
@@ -1405,13 +1933,13 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         struct wire_writer wr;
         size_t frame;
         const struct hbase1_method *m = op->req->call.method;
-        struct req *sub = scan_sub_begin(sc, scan_pass_sink, 0, m, &wr,
-                                         &frame);
+        struct req *sub = scan_sub_begin(sc, sc->server, scan_pass_sink, 0, m,
+                                         &wr, &frame);
 
         sub->call = op->req->call;
         /* the count goes on only where the call takes one */
         scanargs_write_id(m, sc->backend_id, op->want, &wr);
-        scan_sub_send(sc, sub, frame);
+        scan_sub_send(sc, sub, frame, NULL);
         return;
     }
     if (op->want < 0) {
@@ -1475,13 +2003,19 @@ scan_op_run(struct worker *w, void *arg)
 void
 scan_request(struct worker *w, struct req *req, const uint8_t *msg, size_t len)
 {
-    struct scan_op *op = g_new0(struct scan_op, 1);
-    const struct hbase1_method *m = req->call.method;
+    struct scan_op *op;
+    const struct hbase1_method *m;
     struct wire_reader r;
     struct wire_msg hdr;
     struct worker *owner = NULL;
     struct scanargs a;
 
+    g_return_if_fail(w != NULL && req != NULL);
+    g_return_if_fail(msg != NULL || len == 0);
+    m = req->call.method;
+    /* the codec sends only scanner calls here */
+    g_return_if_fail(m != NULL && m->kind >= HBASE1_SCAN_OPEN);
+    op = g_new0(struct scan_op, 1);
     op->req = req;
     op->home = w;
     switch (m->kind) {
@@ -1556,7 +2090,10 @@ scan_owned(struct worker *w, gint64 idle)
 void
 scan_worker_stop(struct worker *w)
 {
-    GPtrArray *all = scan_owned(w, -1);
+    GPtrArray *all;
+
+    g_return_if_fail(w != NULL && w->scans != NULL);
+    all = scan_owned(w, -1);
 
     /* their backend scanners would live on until HBase expires them */
     for (guint i = 0; i < all->len; i++) {
@@ -1575,6 +2112,7 @@ scan_worker_start(struct worker *w)
     struct timeval tv = { SCAN_TIMER_MS / 1000,
                           (SCAN_TIMER_MS % 1000) * 1000 };
 
+    g_return_if_fail(w != NULL && w->scan_timer != NULL);
     event_add(w->scan_timer, &tv);
 }
 

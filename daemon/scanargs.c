@@ -402,6 +402,83 @@ scanargs_write_open(const struct scanargs *a, const struct hbase1_scanner *sc,
     wire_write_struct_end(wr);
 }
 
+/* The scan struct at r (schema s) again, its start row replaced. */
+static gboolean
+scanargs_rewrite_scan(const struct hbase1_schema *s, struct wire_reader *r,
+                      const uint8_t *start, uint32_t start_len,
+                      struct wire_writer *wr, const uint8_t **stop,
+                      uint32_t *stop_len)
+{
+    gboolean started = FALSE;
+    uint8_t type;
+    int16_t fid;
+
+    if (wire_read_struct_begin(r) != WIRE_OK) {
+        return FALSE;
+    }
+    wire_write_struct_begin(wr);
+    while (wire_read_field(r, &type, &fid) == WIRE_OK && type != WIRE_T_STOP) {
+        const struct hbase1_field *f = hbase1_schema_field(s, fid);
+        uint8_t role = f != NULL && f->type == type ? f->role : 0;
+
+        wire_write_field(wr, type, fid);
+        if (role == HBASE1_ROLE_START) {
+            wire_skip(r, type);
+            wire_write_binary(wr, start, start_len);
+            started = TRUE;
+        } else if (role == HBASE1_ROLE_STOP) {
+            wire_read_binary(r, stop, stop_len);
+            wire_write_binary(wr, *stop, *stop_len);
+        } else if (wire_copy(r, wr, type) != WIRE_OK) {
+            return FALSE;
+        }
+    }
+    wire_read_struct_end(r);
+    /* scanargs_write_scan writes a start for every bucket */
+    wire_write_struct_end(wr);
+    return r->status == WIRE_OK && started;
+}
+
+gboolean
+scanargs_rewrite_start(const struct hbase1_scanner *sc, wire_proto_t proto,
+                       const struct wire_limits *limits, const uint8_t *args,
+                       size_t len, const uint8_t *start, uint32_t start_len,
+                       struct wire_writer *wr, const uint8_t **stop,
+                       uint32_t *stop_len)
+{
+    const struct hbase1_schema *s = sc->open->scan_args;
+    struct wire_reader r;
+    gboolean scanned = FALSE;
+    uint8_t type;
+    int16_t fid;
+
+    *stop = NULL;
+    *stop_len = 0;
+    wire_reader_init(&r, proto, args, len, TRUE, limits);
+    if (wire_read_struct_begin(&r) != WIRE_OK) {
+        return FALSE;
+    }
+    wire_write_struct_begin(wr);
+    while (wire_read_field(&r, &type, &fid) == WIRE_OK &&
+           type != WIRE_T_STOP) {
+        const struct hbase1_field *f = hbase1_schema_field(s, fid);
+
+        wire_write_field(wr, type, fid);
+        if (f != NULL && f->type == type && f->role == HBASE1_ROLE_SCAN) {
+            if (!scanargs_rewrite_scan(f->sub, &r, start, start_len, wr, stop,
+                                       stop_len)) {
+                return FALSE;
+            }
+            scanned = TRUE;
+        } else if (wire_copy(&r, wr, type) != WIRE_OK) {
+            return FALSE;
+        }
+    }
+    wire_read_struct_end(&r);
+    wire_write_struct_end(wr);
+    return r.status == WIRE_OK && scanned;
+}
+
 void
 scanargs_write_id(const struct hbase1_method *m, int32_t id, int32_t nrows,
                   struct wire_writer *wr)

@@ -106,6 +106,22 @@ void scanargs_write_open(const struct scanargs *a,
                          const struct scanargs_bucket *b,
                          struct wire_writer *wr);
 
+/*
+ * An open's argument struct as scanargs_write_open wrote it for one
+ * bucket (args, in proto), written again with its scan's start row
+ * replaced by start: the same scan from another row.  *stop, *stop_len:
+ * the scan's stop row in args (length 0: none).  FALSE: args do not
+ * parse within limits (those the client's open was read with; nothing
+ * written is of use then).
+ */
+gboolean scanargs_rewrite_start(const struct hbase1_scanner *sc,
+                                wire_proto_t proto,
+                                const struct wire_limits *limits,
+                                const uint8_t *args, size_t len,
+                                const uint8_t *start, uint32_t start_len,
+                                struct wire_writer *wr, const uint8_t **stop,
+                                uint32_t *stop_len);
+
 /* The argument struct of a call on an open scanner (fetch, close, or a
  * pass-through call): its id, and nrows when m takes a count. */
 void scanargs_write_id(const struct hbase1_method *m, int32_t id,

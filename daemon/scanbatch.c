@@ -93,6 +93,8 @@ scanbatch_next(struct scanbatch *b)
             return SCANBATCH_MALFORMED;
         }
         b->salted = FALSE;
+        b->phys = row;
+        b->phys_len = row_len;
         if (b->salt->legacy.kind != LEGACY_NONE) {
             legacy_owner_t o = salt_owner(b->salt, row, row_len, &logical,
                                           &logical_len, &bucket);

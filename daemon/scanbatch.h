@@ -27,6 +27,9 @@ struct scanbatch {
     size_t head_len;
     const uint8_t *key; /* head's logical key */
     size_t key_len;
+    const uint8_t *phys; /* head's key as stored (salted); NULL
+                                       before the first row */
+    uint32_t phys_len;
     gboolean key_first; /* the key is the row's first field,
                                        at head + key_at .. key_end
                                        (length prefix included) */

@@ -625,6 +625,27 @@ scanfilter_free(struct scanfilter *f)
     g_free(f);
 }
 
+static gboolean
+scanfilter_page_leaf(struct filter_node *n, guint depth, gpointer arg)
+{
+    gboolean *seen = arg;
+
+    if (n->kind == FILTER_NODE_LEAF && n->type == FILTER_TYPE_PAGE) {
+        *seen = TRUE;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+scanfilter_has_page(const struct scanfilter *f)
+{
+    gboolean seen = FALSE;
+
+    filter_node_walk(f->tree, scanfilter_page_leaf, &seen);
+    return seen;
+}
+
 int64_t
 scanfilter_page_limit(const struct scanfilter *f)
 {

@@ -98,6 +98,10 @@ void scanfilter_lift_page(struct scanfilter *f);
  * it, PageFilter lifted if asked; valid until the next call. */
 const uint8_t *scanfilter_for_legacy(const struct scanfilter *f, size_t *len);
 
+/* Whether a PageFilter is anywhere in the filter: it counts the rows of
+ * one backend scanner, a count a scanner opened again starts over. */
+gboolean scanfilter_has_page(const struct scanfilter *f);
+
 /* Rows the whole scan may return (a top-level PageFilter); -1: no limit. */
 int64_t scanfilter_page_limit(const struct scanfilter *f);
 

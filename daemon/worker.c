@@ -38,6 +38,9 @@ worker_req_get(struct worker *w)
     req->server = -1;
     req->failed = 0;
     req->can_retry = 0;
+    req->timed_out = 0;
+    req->stalled = 0;
+    req->rereads = 0;
     memset(&req->call, 0, sizeof(req->call));
     req->client_framed = 0;
     req->backend_seqid = 0;

@@ -161,10 +161,17 @@ class Relay(object):
                     if not data:
                         raise OSError('closed')
                     (b if s is a else a).sendall(data)
+                    if self.after_send(s is a, data):
+                        return
         except (OSError, ValueError):
             pass
         finally:
             self._close(pair)
+
+    def after_send(self, to_server, data):
+        """Called with each piece relayed (to_server: from the proxy);
+        TRUE drops the connection.  A subclass injects faults here."""
+        return False
 
     def _close(self, pair):
         with self.lock:

@@ -20,6 +20,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "emu_scanner.h"
 #include "wire.h"
 
 /*
@@ -536,6 +537,7 @@ static gpointer emu_http_worker_thread(gpointer data)
 {
     struct emu_http_worker *w = data;
 
+    emu_scanner_set_owner(w->srv->cfg.owner);
     event_base_dispatch(w->base);
     return NULL;
 }

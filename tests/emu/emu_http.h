@@ -24,6 +24,7 @@ struct emu_http_config {
     gboolean proxyuser;      /* hbase.thrift.support.proxyuser */
     gboolean allow_options;  /* hbase.thrift.http.allow.options.method */
     const char *server_user; /* the effective user without SPNEGO */
+    guint owner;             /* names the listener to emu_scanner_set_owner */
 };
 
 typedef struct emu_http emu_http;

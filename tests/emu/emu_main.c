@@ -18,7 +18,7 @@
 #include "emu_store.h"
 
 static struct {
-    char *listen;
+    char **listen;
     gboolean framed;
     gboolean compact;
     gint max_frame_mb;
@@ -31,8 +31,9 @@ static struct {
     char *stats_file;
     char **create_tables;
     char *port_file;
-    char *thrift2_listen;
+    char **thrift2_listen;
     char *thrift2_port_file;
+    gboolean control_stdin;
     char *sasl_qop;
     char *keytab;
     char *principal;
@@ -54,15 +55,38 @@ static struct {
 };
 
 static emu_store *emu_main_store;
-/* Each service has a socket listener or an HTTP one (or, Thrift2, none). */
-static emu_server *emu_main_server;
-static emu_http *emu_main_http;
-static emu_server *emu_main_server2;
-static emu_http *emu_main_http2;
+
+/*
+ * One HBase Thrift server: a socket or HTTP listener of one service.
+ * Several may serve one store, as many Thrift servers serve one cluster;
+ * each socket listener can be stopped (its connections and scanners lost)
+ * and started again on its port, from standard input (--control-stdin).
+ */
+struct emu_listener {
+    guint owner; /* its scanners' owner (emu_scanner_set_owner), from 1 */
+    emu_service_t service;
+    char *host;                      /* as --listen gives it, [] removed */
+    char *name;                      /* "HOST:PORT", the port bound */
+    struct emu_server_config cfg;    /* a socket listener's, to restart */
+    struct emu_http_config http_cfg; /* an HTTP listener's */
+    gboolean is_http;
+    GObject *handler;
+    emu_server *server; /* the running socket listener, NULL if stopped */
+    emu_http *http;
+    GThread *thread; /* runs server or http until it stops */
+};
+
+static GPtrArray *emu_main_listeners; /* struct emu_listener *, in order */
+/* Held by whoever starts or stops a listener; quit ends that for good. */
+static GMutex emu_main_lock;
+static GCond emu_main_quit_cond;
+static gboolean emu_main_quit;
 
 static GOptionEntry emu_main_entries[] = {
-    { "listen", 0, 0, G_OPTION_ARG_STRING, &emu_main_opts.listen,
-      "address to listen on (PORT 0: ephemeral)", "HOST:PORT" },
+    { "listen", 0, 0, G_OPTION_ARG_STRING_ARRAY, &emu_main_opts.listen,
+      "serve Thrift1 here (PORT 0: ephemeral); repeatable: one Thrift "
+      "server each, over the same tables",
+      "HOST:PORT" },
     { "framed", 0, 0, G_OPTION_ARG_NONE, &emu_main_opts.framed,
       "framed transport (HBase -f); default buffered", NULL },
     { "compact", 0, 0, G_OPTION_ARG_NONE, &emu_main_opts.compact,
@@ -91,14 +115,19 @@ static GOptionEntry emu_main_entries[] = {
       "NAME:FAM1,FAM2" },
     { "port-file", 0, 0, G_OPTION_ARG_FILENAME, &emu_main_opts.port_file,
       "write the bound port here once listening", "PATH" },
-    { "thrift2-listen", 0, 0, G_OPTION_ARG_STRING,
+    { "thrift2-listen", 0, 0, G_OPTION_ARG_STRING_ARRAY,
       &emu_main_opts.thrift2_listen,
       "also serve Thrift2 (THBaseService, as `hbase thrift2`) here, over "
-      "the same tables; same --framed/--compact",
+      "the same tables; same --framed/--compact; repeatable",
       "HOST:PORT" },
     { "thrift2-port-file", 0, 0, G_OPTION_ARG_FILENAME,
       &emu_main_opts.thrift2_port_file,
       "write the bound Thrift2 port here once listening", "PATH" },
+    { "control-stdin", 0, 0, G_OPTION_ARG_NONE, &emu_main_opts.control_stdin,
+      "print 'ready thrift1=HOST:PORT,... thrift2=...' on stdout once "
+      "listening, then read 'stop HOST:PORT' and 'start HOST:PORT' lines "
+      "from stdin (as tests/hbase/hbase-mini)",
+      NULL },
     { "sasl-qop", 0, 0, G_OPTION_ARG_STRING, &emu_main_opts.sasl_qop,
       "SASL GSSAPI on both listeners with this QOP, as HBase's "
       "hbase.thrift.security.qop (needs --keytab, --principal; not "
@@ -209,18 +238,21 @@ static gpointer emu_main_signal_thread(gpointer data)
         if (emu_main_opts.stats_file != NULL) {
             emu_main_dump_stats();
         }
-        if (emu_main_server2 != NULL) {
-            emu_server_stop(emu_main_server2);
+        g_mutex_lock(&emu_main_lock);
+        /* Thrift2's first, as before: HTTP loops join before exit. */
+        for (guint i = emu_main_listeners->len; i-- > 0;) {
+            struct emu_listener *l = emu_main_listeners->pdata[i];
+
+            if (l->server != NULL) {
+                emu_server_stop(l->server);
+            }
+            if (l->http != NULL) {
+                emu_http_stop(l->http);
+            }
         }
-        if (emu_main_http2 != NULL) {
-            emu_http_stop(emu_main_http2);
-        }
-        if (emu_main_server != NULL) {
-            emu_server_stop(emu_main_server);
-        }
-        if (emu_main_http != NULL) {
-            emu_http_stop(emu_main_http);
-        }
+        emu_main_quit = TRUE;
+        g_cond_broadcast(&emu_main_quit_cond);
+        g_mutex_unlock(&emu_main_lock);
         return NULL;
     }
 }
@@ -264,21 +296,189 @@ static gboolean emu_main_parse_addr(const char *opt, const char *addr,
     return TRUE;
 }
 
-static gboolean emu_main_write_port(const char *path, int port, GError **error)
+/* A listener for each address of opt; FALSE after a message. */
+static gboolean emu_main_parse_listeners(const char *opt, char **addrs,
+                                         emu_service_t service,
+                                         gboolean is_http)
 {
-    g_autofree char *txt = g_strdup_printf("%d\n", port);
+    for (guint i = 0; addrs != NULL && addrs[i] != NULL; i++) {
+        struct emu_listener *l = g_new0(struct emu_listener, 1);
+        char *host = NULL; /* lives as long as the process */
+        int port = -1;
 
-    return path == NULL || g_file_set_contents(path, txt, -1, error);
+        if (!emu_main_parse_addr(opt, addrs[i], &host, &port)) {
+            g_free(l);
+            return FALSE;
+        }
+        l->owner = emu_main_listeners->len + 1;
+        l->service = service;
+        l->is_http = is_http;
+        l->host = host;
+        l->cfg.host = l->http_cfg.host = host;
+        l->cfg.port = l->http_cfg.port = port;
+        g_ptr_array_add(emu_main_listeners, l);
+    }
+    return TRUE;
 }
 
-static gpointer emu_main_thrift2_thread(gpointer data)
+static gpointer emu_main_server_thread(gpointer data)
 {
-    if (emu_main_http2 != NULL) {
-        emu_http_run(emu_main_http2);
+    emu_server_run(data);
+    return NULL;
+}
+
+static gpointer emu_main_http_thread(gpointer data)
+{
+    emu_http_run(data);
+    return NULL;
+}
+
+/* Binds l (again, on its port once it has one) and starts its thread. */
+static gboolean emu_main_listener_start(struct emu_listener *l, GError **error)
+{
+    int port = l->is_http ? l->http_cfg.port : l->cfg.port;
+
+    if (l->is_http) {
+        l->http = emu_http_new(&l->http_cfg, l->handler, &port, error);
+        if (l->http == NULL) {
+            return FALSE;
+        }
+        l->http_cfg.port = port;
+        l->thread = g_thread_new("emu-http-listen", emu_main_http_thread,
+                                 l->http);
     } else {
-        emu_server_run(emu_main_server2);
+        l->server = emu_server_new(&l->cfg, l->handler, &port, error);
+        if (l->server == NULL) {
+            return FALSE;
+        }
+        l->cfg.port = port;
+        l->thread = g_thread_new("emu-listen", emu_main_server_thread,
+                                 l->server);
+    }
+    if (l->name == NULL) {
+        const char *host = l->is_http ? l->http_cfg.host : l->cfg.host;
+
+        l->name = g_strdup_printf(strchr(host, ':') ? "[%s]:%d" : "%s:%d",
+                                  host, port);
+    }
+    return TRUE;
+}
+
+/* One stdin command: "stop HOST:PORT" or "start HOST:PORT"; the answer
+ * line is hbase-mini's. */
+static void emu_main_control(const char *line)
+{
+    g_auto(GStrv) w = g_strsplit_set(line, " \t\r\n", -1);
+    g_autoptr(GPtrArray) words = g_ptr_array_new();
+    struct emu_listener *l = NULL;
+    g_autoptr(GError) err = NULL;
+
+    for (guint i = 0; w[i] != NULL; i++) {
+        if (w[i][0] != '\0') {
+            g_ptr_array_add(words, w[i]);
+        }
+    }
+    if (words->len == 0) {
+        return;
+    }
+    if (words->len != 2 || (strcmp(words->pdata[0], "stop") != 0 &&
+                            strcmp(words->pdata[0], "start") != 0)) {
+        printf("error: commands are 'stop HOST:PORT' and 'start "
+               "HOST:PORT'\n");
+        return;
+    }
+    for (guint i = 0; i < emu_main_listeners->len; i++) {
+        struct emu_listener *c = emu_main_listeners->pdata[i];
+
+        if (strcmp(c->name, words->pdata[1]) == 0) {
+            l = c;
+        }
+    }
+    if (l == NULL) {
+        printf("error: no Thrift server on %s\n", (char *)words->pdata[1]);
+        return;
+    }
+    if (l->is_http) {
+        printf("error: %s is an HTTP listener, which cannot be stopped\n",
+               l->name);
+        return;
+    }
+    g_mutex_lock(&emu_main_lock);
+    if (emu_main_quit) {
+        printf("error: exiting\n");
+    } else if (strcmp(words->pdata[0], "stop") == 0) {
+        if (l->server != NULL) {
+            guint lost;
+
+            emu_server_halt(l->server);
+            g_thread_join(l->thread);
+            l->thread = NULL;
+            g_clear_pointer(&l->server, emu_server_free);
+            /* After the halt: no call of this server runs any more. */
+            lost = emu_scanner_drop_owner(l->owner);
+            g_message("%s stopped; %u scanner(s) lost", l->name, lost);
+        }
+        printf("ok stopped %s\n", l->name);
+    } else if (l->server != NULL || emu_main_listener_start(l, &err)) {
+        g_message("%s started", l->name);
+        printf("ok started %s\n", l->name);
+    } else {
+        printf("error: %s\n", err->message);
+    }
+    g_mutex_unlock(&emu_main_lock);
+}
+
+static gpointer emu_main_control_thread(gpointer data)
+{
+    char line[1024];
+
+    while (fgets(line, sizeof(line), stdin) != NULL) {
+        emu_main_control(line);
+        fflush(stdout);
     }
     return NULL;
+}
+
+/* The ready line: every listener's name by service, comma separated. */
+static void emu_main_print_ready(void)
+{
+    g_autoptr(GString) s = g_string_new("ready");
+
+    for (int svc = EMU_SERVICE_HBASE1; svc <= EMU_SERVICE_HBASE2; svc++) {
+        const char *sep = svc == EMU_SERVICE_HBASE1 ? " thrift1="
+                                                    : " thrift2=";
+
+        for (guint i = 0; i < emu_main_listeners->len; i++) {
+            struct emu_listener *l = emu_main_listeners->pdata[i];
+
+            if ((int)l->service == svc) {
+                g_string_append_printf(s, "%s%s", sep, l->name);
+                sep = ",";
+            }
+        }
+    }
+    printf("%s\n", s->str);
+    fflush(stdout);
+}
+
+/* Every bound port of a service, one per line in command-line order. */
+static gboolean emu_main_write_ports(const char *path, emu_service_t svc,
+                                     GError **error)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+
+    if (path == NULL) {
+        return TRUE;
+    }
+    for (guint i = 0; i < emu_main_listeners->len; i++) {
+        struct emu_listener *l = emu_main_listeners->pdata[i];
+
+        if (l->service == svc) {
+            g_string_append_printf(
+                s, "%d\n", l->is_http ? l->http_cfg.port : l->cfg.port);
+        }
+    }
+    return g_file_set_contents(path, s->str, (gssize)s->len, error);
 }
 
 /* The HTTP listeners' shared settings, checked as HBase checks its keys at
@@ -367,18 +567,13 @@ int main(int argc, char **argv)
     g_autoptr(GError) err = NULL;
     g_autoptr(EmuHandler) handler = NULL;
     g_autoptr(EmuHandler2) handler2 = NULL;
-    g_autofree char *host2 = NULL;
-    int port2 = -1;
     struct emu_store_config scfg = { 0 };
     struct emu_server_config cfg = { 0 };
     struct emu_handler_options hopts = { 0 };
     static sigset_t set;
     emu_sasl *sasl = NULL; /* lives as long as the process */
     struct emu_http_config hc = { 0 };
-    GThread *thrift2 = NULL; /* a Thrift2 HTTP listener's loop */
     int status = 0;
-    g_autofree char *host = NULL;
-    int port = -1;
 
     g_option_context_add_main_entries(ctx, emu_main_entries, NULL);
     g_option_context_set_description(
@@ -392,12 +587,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "hbase-emu: %s\n", err->message);
         return 2;
     }
-    if (!emu_main_parse_addr("listen", emu_main_opts.listen, &host, &port)) {
+    emu_main_listeners = g_ptr_array_new();
+    if (emu_main_opts.listen == NULL) {
+        fprintf(stderr, "hbase-emu: --listen HOST:PORT is required\n");
         return 2;
     }
-    if (emu_main_opts.thrift2_listen != NULL &&
-        !emu_main_parse_addr("thrift2-listen", emu_main_opts.thrift2_listen,
-                             &host2, &port2)) {
+    if (!emu_main_parse_listeners("listen", emu_main_opts.listen,
+                                  EMU_SERVICE_HBASE1, emu_main_opts.http) ||
+        !emu_main_parse_listeners(
+            "thrift2-listen", emu_main_opts.thrift2_listen, EMU_SERVICE_HBASE2,
+            emu_main_opts.thrift2_http)) {
         return 2;
     }
     if (emu_main_opts.max_frame_mb <= 0 || emu_main_opts.max_frame_mb > 2047 ||
@@ -448,7 +647,8 @@ int main(int argc, char **argv)
     }
 
     scfg.regions = (guint)emu_main_opts.regions;
-    scfg.server_name = host;
+    scfg.server_name =
+        ((struct emu_listener *)emu_main_listeners->pdata[0])->host;
     scfg.server_port = 16020; /* a region server's default RPC port */
     if (emu_main_opts.split_keys != NULL) {
         g_auto(GStrv) keys = g_strsplit(emu_main_opts.split_keys, ",", -1);
@@ -492,8 +692,6 @@ int main(int argc, char **argv)
     handler = emu_handler_new(emu_main_store, &hopts);
     handler2 = emu_handler2_new(emu_main_store, &hopts);
 
-    cfg.host = host;
-    cfg.port = port;
     cfg.framed = emu_main_opts.framed;
     cfg.compact = emu_main_opts.compact;
     cfg.max_frame = (guint32)emu_main_opts.max_frame_mb << 20;
@@ -512,86 +710,78 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (emu_main_opts.http) {
-        struct emu_http_config hc1 = hc;
+    for (guint i = 0; i < emu_main_listeners->len; i++) {
+        struct emu_listener *l = emu_main_listeners->pdata[i];
+        gboolean t2 = l->service == EMU_SERVICE_HBASE2;
+        const char *host = l->host;
+        int port = l->cfg.port;
 
-        hc1.service = EMU_SERVICE_HBASE1;
-        hc1.host = host;
-        hc1.port = port;
-        emu_main_http = emu_http_new(&hc1, G_OBJECT(handler), &port, &err);
-    } else {
-        emu_main_server = emu_server_new(&cfg, G_OBJECT(handler), &port, &err);
+        l->handler = t2 ? G_OBJECT(handler2) : G_OBJECT(handler);
+        l->cfg = cfg;
+        l->cfg.service = l->service;
+        l->cfg.host = host;
+        l->cfg.port = port;
+        l->cfg.owner = l->owner;
+        l->http_cfg = hc;
+        l->http_cfg.service = l->service;
+        l->http_cfg.host = host;
+        l->http_cfg.port = port;
+        l->http_cfg.owner = l->owner;
+        if (!emu_main_listener_start(l, &err)) {
+            fprintf(stderr, "hbase-emu: %s%s\n", t2 ? "thrift2: " : "",
+                    err->message);
+            return 1;
+        }
+        if (t2) {
+            g_message("thrift2 listening on %s%s", l->name,
+                      !l->is_http      ? ""
+                      : hc.tls != NULL ? " (https)"
+                                       : " (http)");
+        } else if (l->is_http) {
+            g_message("listening on %s (%s, binary%s%s)", l->name,
+                      hc.tls != NULL ? "https" : "http",
+                      hc.spnego != NULL ? ", spnego" : "",
+                      hc.proxyuser ? ", proxyuser" : "");
+        } else {
+            g_message("listening on %s (%s, %s%s%s)", l->name,
+                      cfg.framed ? "framed" : "buffered",
+                      cfg.compact ? "compact" : "binary",
+                      sasl != NULL ? ", sasl qop " : "",
+                      sasl != NULL ? emu_main_opts.sasl_qop : "");
+        }
     }
-    if (emu_main_server == NULL && emu_main_http == NULL) {
-        fprintf(stderr, "hbase-emu: %s\n", err->message);
-        return 1;
-    }
-    if (host2 != NULL && emu_main_opts.thrift2_http) {
-        struct emu_http_config hc2 = hc;
-
-        hc2.service = EMU_SERVICE_HBASE2;
-        hc2.host = host2;
-        hc2.port = port2;
-        emu_main_http2 = emu_http_new(&hc2, G_OBJECT(handler2), &port2, &err);
-    } else if (host2 != NULL) {
-        struct emu_server_config cfg2 = cfg;
-
-        cfg2.service = EMU_SERVICE_HBASE2;
-        cfg2.host = host2;
-        cfg2.port = port2;
-        emu_main_server2 = emu_server_new(&cfg2, G_OBJECT(handler2), &port2,
-                                          &err);
-    }
-    if (host2 != NULL && emu_main_server2 == NULL && emu_main_http2 == NULL) {
-        fprintf(stderr, "hbase-emu: thrift2: %s\n", err->message);
-        return 1;
-    }
-    /* The Thrift2 port first: a harness that waits for the Thrift1 port
+    /* The Thrift2 ports first: a harness that waits for the Thrift1 port
      * file then finds both. */
-    if (!emu_main_write_port(emu_main_opts.thrift2_port_file, port2, &err) ||
-        !emu_main_write_port(emu_main_opts.port_file, port, &err)) {
+    if (!emu_main_write_ports(emu_main_opts.thrift2_port_file,
+                              EMU_SERVICE_HBASE2, &err) ||
+        !emu_main_write_ports(emu_main_opts.port_file, EMU_SERVICE_HBASE1,
+                              &err)) {
         fprintf(stderr, "hbase-emu: %s\n", err->message);
         return 1;
     }
     g_thread_unref(g_thread_new("emu-signals", emu_main_signal_thread, &set));
     g_thread_unref(g_thread_new("emu-sweeper", emu_main_sweeper_thread, NULL));
-    if (emu_main_http != NULL) {
-        g_message("listening on %s:%d (%s, binary%s%s)", host, port,
-                  hc.tls != NULL ? "https" : "http",
-                  hc.spnego != NULL ? ", spnego" : "",
-                  hc.proxyuser ? ", proxyuser" : "");
-    } else {
-        g_message("listening on %s:%d (%s, %s%s%s)", host, port,
-                  cfg.framed ? "framed" : "buffered",
-                  cfg.compact ? "compact" : "binary",
-                  sasl != NULL ? ", sasl qop " : "",
-                  sasl != NULL ? emu_main_opts.sasl_qop : "");
+    if (emu_main_opts.control_stdin) {
+        emu_main_print_ready();
+        g_thread_unref(
+            g_thread_new("emu-control", emu_main_control_thread, NULL));
     }
-    if (host2 != NULL) {
-        g_message("thrift2 listening on %s:%d%s", host2, port2,
-                  emu_main_http2 == NULL ? ""
-                  : hc.tls != NULL       ? " (https)"
-                                         : " (http)");
-        GThread *t = g_thread_new("emu-thrift2", emu_main_thrift2_thread,
-                                  NULL);
+    g_mutex_lock(&emu_main_lock);
+    while (!emu_main_quit) {
+        g_cond_wait(&emu_main_quit_cond, &emu_main_lock);
+    }
+    g_mutex_unlock(&emu_main_lock);
+    /* The signal thread stopped every listener and no command starts one
+     * now: wait for their loops, so that no HTTP loop is inside OpenSSL
+     * while exit() cleans it up (an HTTPS emulator once aborted at exit
+     * that way).  Connection threads of the socket servers may still run;
+     * the exit ends them. */
+    for (guint i = 0; i < emu_main_listeners->len; i++) {
+        struct emu_listener *l = emu_main_listeners->pdata[i];
 
-        if (emu_main_http2 != NULL) {
-            thrift2 = t; /* joined below */
-        } else {
-            g_thread_unref(t);
+        if (l->thread != NULL) {
+            g_thread_join(l->thread);
         }
-    }
-    if (emu_main_http != NULL) {
-        emu_http_run(emu_main_http);
-    } else {
-        emu_server_run(emu_main_server);
-    }
-    /* The signal thread stopped a Thrift2 HTTP listener first: wait for
-     * its loops, so that none is inside OpenSSL while exit() cleans it up
-     * (an HTTPS emulator once aborted at exit that way).  Connection
-     * threads of the socket servers may still run; the exit ends them. */
-    if (thrift2 != NULL) {
-        g_thread_join(thrift2);
     }
     return 0;
 }

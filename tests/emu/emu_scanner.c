@@ -43,6 +43,7 @@ struct emu_scanner {
     gint64 last_access; /* monotonic us, under the registry lock */
     gint64 timeout_us;  /* idle time after which it is gone */
     gint busy;          /* calls running on it (emu_scanner_busy) */
+    guint owner;        /* the listener that opened it */
 };
 
 static struct {
@@ -56,6 +57,19 @@ static struct {
     gint64 timeout_us;  /* Thrift1 scanners */
     gint64 timeout2_us; /* Thrift2 scanners */
 } emu_scanner_reg;
+
+/* The listener whose call this thread serves (emu_scanner_set_owner). */
+static GPrivate emu_scanner_owner_key;
+
+void emu_scanner_set_owner(guint owner)
+{
+    g_private_set(&emu_scanner_owner_key, GUINT_TO_POINTER(owner));
+}
+
+static guint emu_scanner_owner(void)
+{
+    return GPOINTER_TO_UINT(g_private_get(&emu_scanner_owner_key));
+}
 
 static void emu_scanner_free(emu_scanner *sc)
 {
@@ -182,6 +196,7 @@ gboolean emu_scanner_open(emu_table *t, struct emu_scan_spec *spec,
     sc->id = (int32_t)(sc->emit != NULL ? emu_scanner_reg.next_id2++
                                         : emu_scanner_reg.next_id++);
     sc->last_access = g_get_monotonic_time();
+    sc->owner = emu_scanner_owner();
     sc->timeout_us = sc->emit != NULL ? emu_scanner_reg.timeout2_us
                                       : emu_scanner_reg.timeout_us;
     g_hash_table_replace(emu_scanner_map(sc->emit), GINT_TO_POINTER(sc->id),
@@ -212,6 +227,10 @@ emu_scanner *emu_scanner_get_for(int32_t id, emu_scan_emit_fn emit,
     g_mutex_lock(&emu_scanner_reg.lock);
     map = emu_scanner_map(emit);
     sc = map ? g_hash_table_lookup(map, GINT_TO_POINTER(id)) : NULL;
+    /* Another server's scanner: HBase's servers each keep their own. */
+    if (sc != NULL && sc->owner != emu_scanner_owner()) {
+        sc = NULL;
+    }
     if (sc != NULL && now - sc->last_access > sc->timeout_us) {
         /* Guava's expireAfterAccess: gone on the next look. */
         g_hash_table_remove(map, GINT_TO_POINTER(id));
@@ -291,6 +310,36 @@ guint emu_scanner_expire(void)
            g_hash_table_size(emu_scanner_reg.scanners2);
     g_mutex_unlock(&emu_scanner_reg.lock);
     return left;
+}
+
+/* Drops a map's scanners of one listener; registry lock held. */
+static guint emu_scanner_drop_map(GHashTable *map, guint owner)
+{
+    GHashTableIter it;
+    gpointer k, v;
+    guint n = 0;
+
+    g_hash_table_iter_init(&it, map);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        if (((emu_scanner *)v)->owner == owner) {
+            g_hash_table_iter_remove(&it);
+            n++;
+        }
+    }
+    return n;
+}
+
+guint emu_scanner_drop_owner(guint owner)
+{
+    guint n = 0;
+
+    g_mutex_lock(&emu_scanner_reg.lock);
+    if (emu_scanner_reg.scanners != NULL) {
+        n = emu_scanner_drop_map(emu_scanner_reg.scanners, owner) +
+            emu_scanner_drop_map(emu_scanner_reg.scanners2, owner);
+    }
+    g_mutex_unlock(&emu_scanner_reg.lock);
+    return n;
 }
 
 emu_table *emu_scanner_table(emu_scanner *sc)

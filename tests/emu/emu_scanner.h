@@ -87,3 +87,14 @@ gboolean emu_scanner_close_for(int32_t id, emu_scan_emit_fn emit,
                                GError **error);
 /* Drops expired scanners; returns how many are still open. */
 guint emu_scanner_expire(void);
+/*
+ * Scanners belong to the listener (one HBase Thrift server) that opened
+ * them: a thread serving a listener's calls names it once (0, the
+ * default, is a listener too), scanners it opens are its, and ids of other
+ * listeners' scanners are unknown to it.  Ids stay unique per service
+ * across listeners, so a stale id is always an error, never another
+ * scanner.  emu_scanner_drop_owner forgets a stopped listener's scanners;
+ * it returns how many.
+ */
+void emu_scanner_set_owner(guint owner);
+guint emu_scanner_drop_owner(guint owner);

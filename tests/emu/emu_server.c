@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "emu_dispatch.h"
+#include "emu_scanner.h"
 #include "wire.h"
 
 /*
@@ -30,6 +31,9 @@ struct emu_server {
     GObject *handler;
     struct wire_limits limits;
     gint stopping;
+    GMutex lock;       /* guards conns */
+    GCond conns_gone;  /* signalled as conns empties */
+    GHashTable *conns; /* struct emu_conn * being served */
 };
 
 struct emu_conn {
@@ -136,6 +140,7 @@ static gpointer emu_server_conn_thread(gpointer data)
     GByteArray *buf = g_byte_array_sized_new(65536);
     gsize scanned_at = 0; /* buffer length at the last AGAIN */
 
+    emu_scanner_set_owner(srv->cfg.owner);
     if (srv->cfg.sasl != NULL) {
         g_autoptr(GError) err = NULL;
 
@@ -201,10 +206,17 @@ static gpointer emu_server_conn_thread(gpointer data)
         }
     }
 done:
-    close(c->fd);
     emu_sasl_conn_free(c->sasl);
     g_byte_array_unref(buf);
     emu_dispatch_free(d);
+    /* Last: emu_server_halt frees srv once conns is empty. */
+    g_mutex_lock(&srv->lock);
+    close(c->fd);
+    g_hash_table_remove(srv->conns, c);
+    if (g_hash_table_size(srv->conns) == 0) {
+        g_cond_broadcast(&srv->conns_gone);
+    }
+    g_mutex_unlock(&srv->lock);
     g_free(c);
     return NULL;
 }
@@ -256,6 +268,9 @@ emu_server *emu_server_new(const struct emu_server_config *cfg,
     srv->limits = wire_default_limits;
     srv->limits.max_message = cfg->max_frame;
     srv->limits.max_string = cfg->max_frame;
+    g_mutex_init(&srv->lock);
+    g_cond_init(&srv->conns_gone);
+    srv->conns = g_hash_table_new(g_direct_hash, g_direct_equal);
     return srv;
 }
 
@@ -287,20 +302,54 @@ void emu_server_run(emu_server *srv)
         c->srv = srv;
         c->fd = fd;
         g_snprintf(c->peer, sizeof(c->peer), "%s:%s", host, serv);
-        th = g_thread_try_new("emu-conn", emu_server_conn_thread, c, NULL);
-        if (th == NULL) {
+        /* Registered before its thread runs, so a halt that races this
+         * accept either sees it or finds the server stopping here. */
+        g_mutex_lock(&srv->lock);
+        if (g_atomic_int_get(&srv->stopping)) {
+            g_mutex_unlock(&srv->lock);
             close(fd);
             g_free(c);
-            continue;
+            break;
         }
-        g_thread_unref(th);
+        g_hash_table_add(srv->conns, c);
+        th = g_thread_try_new("emu-conn", emu_server_conn_thread, c, NULL);
+        if (th == NULL) {
+            g_hash_table_remove(srv->conns, c);
+            close(fd);
+            g_free(c);
+        }
+        g_mutex_unlock(&srv->lock);
+        if (th != NULL) {
+            g_thread_unref(th);
+        }
     }
 }
 
 void emu_server_stop(emu_server *srv)
 {
+    g_mutex_lock(&srv->lock);
     g_atomic_int_set(&srv->stopping, TRUE);
+    g_mutex_unlock(&srv->lock);
     shutdown(srv->fd, SHUT_RDWR);
+}
+
+void emu_server_halt(emu_server *srv)
+{
+    GHashTableIter it;
+    gpointer c;
+
+    emu_server_stop(srv);
+    g_mutex_lock(&srv->lock);
+    /* As a process that dies: the kernel resets what the peer still
+     * sends, and each connection thread wakes from recv to end. */
+    g_hash_table_iter_init(&it, srv->conns);
+    while (g_hash_table_iter_next(&it, &c, NULL)) {
+        shutdown(((struct emu_conn *)c)->fd, SHUT_RDWR);
+    }
+    while (g_hash_table_size(srv->conns) > 0) {
+        g_cond_wait(&srv->conns_gone, &srv->lock);
+    }
+    g_mutex_unlock(&srv->lock);
 }
 
 void emu_server_free(emu_server *srv)
@@ -309,6 +358,9 @@ void emu_server_free(emu_server *srv)
         return;
     }
     close(srv->fd);
+    g_hash_table_unref(srv->conns);
+    g_cond_clear(&srv->conns_gone);
+    g_mutex_clear(&srv->lock);
     g_object_unref(srv->handler);
     g_free(srv);
 }

@@ -138,7 +138,8 @@ fuzz_scanfilter(const uint8_t *text, size_t len, const struct salt_table *salt,
     }
     /* never sent to a bucket unrewritten */
     FUZZ_CHECK(fuzz_rewritable(text, len, custom));
-    (void)scanfilter_page_limit(f);
+    /* a top-level PageFilter is one the walk finds too */
+    FUZZ_CHECK(scanfilter_page_limit(f) < 0 || scanfilter_has_page(f));
     if (scanfilter_single_bucket(f, &single)) {
         FUZZ_CHECK(single < salt->buckets);
         buckets[3] = single;

@@ -15,7 +15,9 @@ import select
 import signal
 import socket
 import subprocess
+import struct
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -377,21 +379,52 @@ def add_backend_args(parser):
                              '(tests/hbase/hbase-mini)')
 
 
+def read_line(proc, timeout):
+    """One line of proc's stdout (a pipe), stripped; what came before EOF,
+    the process's exit or the timeout otherwise."""
+    end = time.time() + timeout
+    buf = b''
+    fd = proc.stdout.fileno()
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], 1.0)
+        if r:
+            chunk = os.read(fd, 1)
+            if not chunk:
+                break
+            buf += chunk
+            if buf.endswith(b'\n'):
+                break
+        elif proc.poll() is not None:
+            break
+    return buf.decode('utf-8', 'replace').strip()
+
+
 class EmuBackend(object):
-    """hbase-emu on a port of its own, serving Thrift1 (and Thrift2 on
-    port2 when asked), tables made at start."""
+    """hbase-emu serving Thrift1 (and Thrift2 on port2 when asked) over one
+    store, tables made at start.
+
+    listeners: how many Thrift1 servers (ports, in .ports; .port is the
+    first); thrift2: False, True or how many Thrift2 servers (.ports2).
+    control: the emulator reads stop/start commands from a pipe, as
+    hbase-mini does: .control('stop 127.0.0.1:PORT') stops that server (its
+    connections and scanners lost), 'start ...' starts it again."""
 
     kind = 'emu'
 
     def __init__(self, binary, workdir, proto='binary', transport='buffered',
-                 tables=None, thrift2=False, extra=(), name='emu'):
-        self.port = free_port()
-        self.port2 = free_port() if thrift2 else None
+                 tables=None, thrift2=False, extra=(), name='emu',
+                 listeners=1, control=False):
+        self.ports = [free_port() for _ in range(listeners)]
+        self.ports2 = [free_port() for _ in range(int(thrift2))]
+        self.port = self.ports[0]
+        self.port2 = self.ports2[0] if self.ports2 else None
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'ab')
-        cmd = [binary, '--listen', '127.0.0.1:%d' % self.port]
-        if self.port2:
-            cmd += ['--thrift2-listen', '127.0.0.1:%d' % self.port2]
+        cmd = [binary]
+        for p in self.ports:
+            cmd += ['--listen', '127.0.0.1:%d' % p]
+        for p in self.ports2:
+            cmd += ['--thrift2-listen', '127.0.0.1:%d' % p]
         if proto == 'compact':
             cmd.append('--compact')
         if transport == 'framed':
@@ -399,13 +432,31 @@ class EmuBackend(object):
         for t, fams in sorted((tables or {}).items()):
             cmd += ['--create-table', '%s:%s' % (t, ','.join(fams))]
         cmd += list(extra)
-        self.proc = subprocess.Popen(cmd, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        wait_for(lambda: can_connect(self.port) or self.proc.poll() is not None,
-                 10, 'hbase-emu listening')
+        if control:
+            cmd.append('--control-stdin')
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE,
+                                         stderr=self.log)
+            line = read_line(self.proc, 10)
+            if not line.startswith('ready '):
+                self.close()
+                raise AssertionError('hbase-emu did not start (%r); log in %s'
+                                     % (line, self.log_path))
+        else:
+            self.proc = subprocess.Popen(cmd, stdout=self.log,
+                                         stderr=subprocess.STDOUT)
+        wait_for(lambda: all(can_connect(p) for p in self.ports + self.ports2)
+                 or self.proc.poll() is not None, 10, 'hbase-emu listening')
         if self.proc.poll() is not None:
             raise AssertionError('hbase-emu exited at start; log in '
                                  + self.log_path)
+
+    def control(self, command):
+        """'stop HOST:PORT' / 'start HOST:PORT' one Thrift server; returns
+        the answer line ('ok stopped ...', 'ok started ...', 'error: ...')."""
+        self.proc.stdin.write(command.encode() + b'\n')
+        self.proc.stdin.flush()
+        return read_line(self.proc, 60)
 
     def alive(self):
         return self.proc.poll() is None
@@ -418,6 +469,9 @@ class EmuBackend(object):
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
         self.log.close()
 
 
@@ -432,13 +486,16 @@ def _sigterm_on_parent_death():
 class RealBackend(object):
     """Real HBase: tests/hbase/hbase-mini, one Thrift1 server (and a Thrift2
     one when asked) of the given protocol and transport; tables are made
-    through Thrift1 createTable, as an application would."""
+    through Thrift1 createTable, as an application would.  listeners and
+    thrift2 (a count) ask for several servers, as EmuBackend's; .control()
+    always works (hbase-mini reads its standard input)."""
 
     kind = 'real'
 
     def __init__(self, workdir, proto='binary', transport='buffered',
                  tables=None, thrift2=False, thrift=None, extra=(),
-                 name='hbase', die_with_parent=False):
+                 name='hbase', die_with_parent=False, listeners=1,
+                 control=True):
         """die_with_parent: the JVM gets SIGTERM (a clean stop that removes
         its data dir) when the thread that started it dies, even by
         SIGKILL; for a long-lived caller such as run-bench, whose cluster
@@ -446,10 +503,9 @@ class RealBackend(object):
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'ab')
         self.proto, self.transport = proto, transport
-        cmd = [HBASE_MINI, '--thrift1', '127.0.0.1:0',
-               '--protocol', proto, '--transport', transport]
-        if thrift2:
-            cmd += ['--thrift2', '127.0.0.1:0']
+        cmd = [HBASE_MINI, '--protocol', proto, '--transport', transport]
+        cmd += ['--thrift1', '127.0.0.1:0'] * listeners
+        cmd += ['--thrift2', '127.0.0.1:0'] * int(thrift2)
         cmd += list(extra)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                      stdin=subprocess.PIPE,
@@ -457,34 +513,24 @@ class RealBackend(object):
                                      preexec_fn=_sigterm_on_parent_death
                                      if die_with_parent else None)
         line = self._read_line(REAL_READY_TIMEOUT)
-        m = re.match(r'ready thrift1=127\.0\.0\.1:(\d+)'
-                     r'(?: thrift2=127\.0\.0\.1:(\d+))?$', line)
+        m = re.match(r'ready thrift1=([0-9.:,]+)(?: thrift2=([0-9.:,]+))?$',
+                     line)
         if not m:
             self.close()
             raise AssertionError('hbase-mini did not start (%r); log in %s:\n%s'
                                  % (line, self.log_path,
                                     self.log_text()[-3000:]))
-        self.port = int(m.group(1))
-        self.port2 = int(m.group(2)) if m.group(2) else None
+        self.ports = [int(a.rsplit(':', 1)[1])
+                      for a in m.group(1).split(',')]
+        self.ports2 = [int(a.rsplit(':', 1)[1])
+                       for a in (m.group(2) or '').split(',') if a]
+        self.port = self.ports[0]
+        self.port2 = self.ports2[0] if self.ports2 else None
         if tables:
             self.create_tables(thrift, tables)
 
     def _read_line(self, timeout):
-        end = time.time() + timeout
-        buf = b''
-        fd = self.proc.stdout.fileno()
-        while time.time() < end:
-            r, _, _ = select.select([fd], [], [], 1.0)
-            if r:
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    return buf.decode('utf-8', 'replace').strip()
-                buf += chunk
-                if b'\n' in buf:
-                    return buf.split(b'\n', 1)[0].decode().strip()
-            elif self.proc.poll() is not None:
-                break
-        return buf.decode('utf-8', 'replace').strip()
+        return read_line(self.proc, timeout)
 
     def create_tables(self, thrift, tables):
         c = thrift.client1(self.port, self.proto, self.transport, 120.0)
@@ -530,6 +576,136 @@ def start_backend(kind, workdir, emu=None, **kw):
     kw.pop('real_extra', None)
     kw.pop('thrift', None)
     return EmuBackend(emu, workdir, **kw)
+
+
+# ---- a fault-injecting relay ----------------------------------------------
+
+class Relay(object):
+    """A loopback TCP relay in front of one server, for fault tests; the
+    proxy connects to .port.  cut() resets every connection through it
+    (the proxy side gets an RST, as from a network reset), cut_one(rng) one
+    of them; pause() stops forwarding in both directions with the
+    connections kept open (a stalled server, as SIGSTOP looks over TCP),
+    resume() forwards what waited; down() refuses new connections and cuts
+    the open ones (a dead server), up() listens again on the same port."""
+
+    def __init__(self, target_port, host='127.0.0.1'):
+        self.target = (host, target_port)
+        self.host = host
+        self.port = 0
+        self.lock = threading.Lock()
+        self.pairs = []
+        self.lsock = None
+        self.paused = False
+        self.cuts = 0
+        self.up()
+
+    def up(self):
+        with self.lock:
+            if self.lsock is not None:
+                return
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((self.host, self.port))
+            s.listen(128)
+            self.port = s.getsockname()[1]
+            self.lsock = s
+        threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def down(self):
+        with self.lock:
+            s, self.lsock = self.lsock, None
+        if s is not None:
+            s.close()   # the accept loop polls, so closing here is safe
+        return self.cut()
+
+    def pause(self):
+        self.paused = True
+
+    def resume(self):
+        self.paused = False
+
+    def _accept(self, lsock):
+        while True:
+            with self.lock:
+                if self.lsock is not lsock:
+                    return
+            try:
+                r, _, _ = select.select([lsock], [], [], 0.1)
+                if not r:
+                    continue
+                a, _ = lsock.accept()
+            except (OSError, ValueError):
+                return
+            try:
+                b = socket.create_connection(self.target, 2)
+            except OSError:
+                self._reset(a)
+                continue
+            for x in (a, b):
+                x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            pair = [a, b]
+            with self.lock:
+                self.pairs.append(pair)
+            threading.Thread(target=self._pump, args=(pair,),
+                             daemon=True).start()
+
+    def _pump(self, pair):
+        a, b = pair
+        try:
+            while pair in self.pairs:
+                if self.paused:
+                    time.sleep(0.02)
+                    continue
+                r, _, _ = select.select([a, b], [], [], 0.1)
+                for x in r:
+                    data = x.recv(65536)
+                    if not data:
+                        raise OSError('closed')
+                    (b if x is a else a).sendall(data)
+        except (OSError, ValueError):
+            pass
+        self._close(pair)
+
+    @staticmethod
+    def _reset(sock):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                            struct.pack('ii', 1, 0))
+        except OSError:
+            pass
+        sock.close()
+
+    def _close(self, pair):
+        with self.lock:
+            if pair not in self.pairs:
+                return False
+            self.pairs.remove(pair)
+        self._reset(pair[0])
+        pair[1].close()
+        return True
+
+    def cut(self):
+        """Resets every connection; returns how many."""
+        with self.lock:
+            pairs = list(self.pairs)
+        n = sum(1 for p in pairs if self._close(p))
+        self.cuts += n
+        return n
+
+    def cut_one(self, rng):
+        """Resets one connection, if any; returns how many (0 or 1)."""
+        with self.lock:
+            if not self.pairs:
+                return 0
+            p = rng.choice(self.pairs)
+        n = 1 if self._close(p) else 0
+        self.cuts += n
+        return n
+
+    def close(self):
+        self.resume()
+        self.down()
 
 
 # ---- protobuf Filters (Thrift2 filterBytes) -------------------------------
@@ -603,6 +779,18 @@ class Proxy(Daemon):
         self.spawn(argv + list(args), env)
         if ports is not None:
             self.wait_ports(ports, timeout)
+
+    def fds(self):
+        """Open descriptors of the daemon."""
+        return len(os.listdir('/proc/%d/fd' % self.proc.pid))
+
+    def rss_kb(self):
+        """Resident memory of the daemon, kB."""
+        with open('/proc/%d/status' % self.proc.pid) as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1])
+        return 0
 
     def close(self):
         if not self.log.closed:

@@ -185,6 +185,69 @@ test_open_for_bucket(gconstpointer data)
     wire_buf_free(&out);
 }
 
+/* Test: an open written for a bucket, written again from another row (a
+ * resume, scan.c): only the start row changes, the stop is found, and
+ * what does not parse is refused */
+static void
+test_rewrite_start(gconstpointer data)
+{
+    wire_proto_t proto = GPOINTER_TO_INT(data);
+    const struct hbase1_method *m = method("scannerOpenWithScan");
+    struct wire_buf msg, out, again;
+    struct wire_writer w;
+    struct wire_reader r;
+    struct scanargs a;
+    struct scanfilter *f;
+    struct scanargs_bucket b = { .salt = &hex16, .bucket = 3, .caching = 5 };
+    const uint8_t *stop;
+    uint32_t stop_len;
+
+    wire_buf_init(&msg);
+    wire_buf_init(&out);
+    wire_buf_init(&again);
+    write_open(&msg, proto, FALSE);
+    g_assert_true(parse(&msg, proto, m, &a));
+    f = scanfilter_new(a.filter, a.filter_len, &hex16, FALSE, NULL, NULL);
+    b.filter = f;
+    wire_writer_init(&w, proto, &out);
+    scanargs_write_open(&a, m->scanner, &b, &w);
+
+    /* the same start: the same bytes */
+    wire_writer_init(&w, proto, &again);
+    g_assert_true(scanargs_rewrite_start(m->scanner, proto, NULL, out.data,
+                                         out.len, (const uint8_t *)"3-a", 3,
+                                         &w, &stop, &stop_len));
+    g_assert_cmpmem(again.data, again.len, out.data, out.len);
+    g_assert_cmpmem(stop, stop_len, "3-m", 3);
+
+    /* another start: only it changes */
+    wire_buf_clear(&again);
+    wire_writer_init(&w, proto, &again);
+    g_assert_true(scanargs_rewrite_start(m->scanner, proto, NULL, out.data,
+                                         out.len, (const uint8_t *)"3-cc", 4,
+                                         &w, &stop, &stop_len));
+    g_assert_cmpuint(again.len, ==, out.len + 1);
+    wire_reader_init(&r, proto, again.data, again.len, TRUE, NULL);
+    wire_read_struct_begin(&r);
+    expect_binary(&r, 1, "t");
+    expect_field(&r, 2, WIRE_T_STRUCT);
+    wire_read_struct_begin(&r);
+    expect_binary(&r, 1, "3-cc");
+    expect_binary(&r, 2, "3-m");
+
+    /* cut short: refused */
+    wire_buf_clear(&again);
+    wire_writer_init(&w, proto, &again);
+    g_assert_false(scanargs_rewrite_start(m->scanner, proto, NULL, out.data,
+                                          out.len - 3, (const uint8_t *)"x", 1,
+                                          &w, &stop, &stop_len));
+
+    scanfilter_free(f);
+    wire_buf_free(&msg);
+    wire_buf_free(&out);
+    wire_buf_free(&again);
+}
+
 /* Test: a field the scan is routed by, sent twice, is named; Java's
  * last one is what is kept */
 static void
@@ -385,6 +448,10 @@ main(int argc, char **argv)
                          GINT_TO_POINTER(WIRE_BINARY), test_open_for_bucket);
     g_test_add_data_func("/scanargs/open-for-bucket/compact",
                          GINT_TO_POINTER(WIRE_COMPACT), test_open_for_bucket);
+    g_test_add_data_func("/scanargs/rewrite-start/binary",
+                         GINT_TO_POINTER(WIRE_BINARY), test_rewrite_start);
+    g_test_add_data_func("/scanargs/rewrite-start/compact",
+                         GINT_TO_POINTER(WIRE_COMPACT), test_rewrite_start);
     g_test_add_func("/scanargs/repeated", test_repeated);
     g_test_add_func("/scanargs/id-calls", test_id_calls);
     g_test_add_func("/scanargs/prefix", test_prefix);
