@@ -128,7 +128,9 @@ class Stats(object):
                 self.by_op[k] = self.by_op.get(k, 0) + 1
                 ex = self.examples.setdefault((op, kind), [])
                 text = str(getattr(e, 'message', None) or e).split('\n')[0]
-                if len(ex) < 3 and text[:60] not in [x[:60] for x in ex]:
+                shape = re.sub(r'[0-9]+', 'N', text)
+                if len(ex) < 3 and shape not in [
+                        re.sub(r'[0-9]+', 'N', x) for x in ex]:
                     ex.append(text[:200])
 
     def violate(self, kind, text):
@@ -844,10 +846,15 @@ def drive(run, args):
     t_faults = time.time()
     faults.start()
     rss_peak = rss0
+    rss_trail = [rss0]          # one sample a tenth of the run
+    next_sample = t_faults + args.seconds / 10.0
     end = t_faults + args.seconds
     while time.time() < end:
         time.sleep(min(5.0, max(0.1, end - time.time())))
         rss_peak = max(rss_peak, run.proxy.rss_kb())
+        if time.time() >= next_sample:
+            rss_trail.append(run.proxy.rss_kb())
+            next_sample += args.seconds / 10.0
         if not run.proxy.proc.poll() is None:
             run.stats.violate('proxy_died', 'exit %s' % run.proxy.proc.poll())
             break
@@ -887,10 +894,12 @@ def drive(run, args):
     rss_ok = UNDER_ASAN or rss1 <= rss_limit
     print('figures: calls %s; scans ok %d, failed loudly %d; fds %d -> %d '
           '(+-2); rss %d -> %d kB (peak %d, limit %d%s); reads failed '
-          'while a server was healthy: %d of %d failed reads'
+          'while a server was healthy: %d of %d failed reads; rss every '
+          'tenth of the run: %s kB'
           % (st.calls, st.scans_ok, st.scans_failed, fds0, fds1, rss0, rss1,
              rss_peak, rss_limit, ', not checked under ASan'
-             if UNDER_ASAN else '', healthy_fail, len(st.failed_reads)))
+             if UNDER_ASAN else '', healthy_fail, len(st.failed_reads),
+             ' '.join(str(x) for x in rss_trail)))
     print('failures by call: %s' % ', '.join(
         '%s/thrift%s/%s: %d' % (k + (v,))
         for k, v in sorted(st.by_op.items())))
