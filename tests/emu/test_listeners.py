@@ -168,7 +168,7 @@ class Listeners(unittest.TestCase):
         self.emu.close()
         self.emu = hsptest.EmuBackend(ARGS.emu, self.tmp, tables={'t': ['f']},
                                       listeners=2, control=True,
-                                      extra=['--rpc-latency-us', '400000'],
+                                      extra=['--rpc-latency-us', '1000000'],
                                       name='emu-slow')
         a, b = self.emu.ports
         ca = self.c1(a)
@@ -182,11 +182,11 @@ class Listeners(unittest.TestCase):
                 out.append(e)
         t = threading.Thread(target=open_scanner)
         t.start()
-        time.sleep(0.15)
+        time.sleep(0.5)     # the call is in its 1 s of latency
         t0 = time.time()
         self.assertEqual(self.emu.control('stop ' + name(a)),
                          'ok stopped ' + name(a))
-        self.assertGreater(time.time() - t0, 0.1, 'did not wait for the call')
+        self.assertGreater(time.time() - t0, 0.2, 'did not wait for the call')
         t.join(10)
         self.assertIsInstance(out[0], TH.TTransport.TTransportException)
         hsptest.wait_for(lambda: '1 scanner(s) lost' in self.emu.log_text(),
