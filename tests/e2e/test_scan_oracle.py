@@ -103,6 +103,10 @@ PARTS = [
 ]
 
 
+# the secured real HBase (hsptest.AttachedBackend) the proxy reaches, or None
+SECURE = None
+
+
 def load_thrift(pydir):
     global Hbase, T, TSocket, TTransport, TBinaryProtocol, TCompactProtocol
     global TApplicationException
@@ -173,6 +177,8 @@ class Proxy(object):
         self.port = free_port()
         self.conf = os.path.join(workdir, 'proxy.conf')
         env = None
+        if SECURE is not None:
+            env = hsptest.secure_env(SECURE.kdc_dir)
         with open(self.conf, 'w') as f:
             f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
                     '[backend]\nservers = %s:%d\nprotocol = %s\n'
@@ -194,6 +200,12 @@ class Proxy(object):
             f.write('[scan]\ncaching_max = %d\n' % caching_max)
             for name, lines in tables:
                 f.write('[table:%s]\n%s' % (name, lines))
+        if SECURE is not None:
+            # real HBase's secured servers (the real-secure suite)
+            with open(self.conf) as f:
+                text = hsptest.secure_conf(f.read(), SECURE)
+            with open(self.conf, 'w') as f:
+                f.write(text)
         self.log_path = os.path.join(workdir, 'proxy.log')
         self.log = open(self.log_path, 'wb')
         self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
@@ -1028,13 +1040,20 @@ def main():
         tlsl.make_pki(pki)
         print('scan oracle: salted tables over HTTPS', flush=True)
     if real:
-        # one cluster holds 'ref' and the salted tables, as one emulator does
+        # one cluster holds 'ref' and the salted tables, as one emulator does;
+        # on a secured cluster (HSP_REAL_ATTACH) 'ref' is read over its
+        # plain server and the proxy reaches the salted ones over the secured
         emu = hsptest.start_backend(
             'real', workdir, proto=proto, transport=transport,
             tables={t: [f.decode() for f in FAMILIES]
                     for t in ['ref'] + [t for t, _ in tables]},
             thrift=hsptest.Thrift(ARGS.pydir))
         print('real HBase ready in %.1f s' % (time.time() - t0), flush=True)
+        global SECURE
+        if getattr(emu, 'mode', None) is not None:
+            SECURE = emu
+            print('scan oracle: salted tables over real HBase\'s %s server'
+                  % emu.mode, flush=True)
     else:
         emu = Emu(workdir, proto, transport,
                   ['ref'] + [t for t, _ in tables])

@@ -255,6 +255,10 @@ class SharedReal(object):
                               FAMILIES, versions=3)
         self.port = self.cluster.port
         self.port2 = self.cluster.port2
+        # a secured cluster (hsptest.AttachedBackend): the plain servers
+        # above are the reference, the proxy goes to the secured ones
+        for a in ('mode', 'kdc_dir', 'secure_port', 'secure_port2'):
+            setattr(self, a, getattr(self.cluster, a, None))
 
     def close(self):
         pass
@@ -352,10 +356,18 @@ class Proxy(object):
                     '[table:salted]\n%s%s'
                     % (self.port, emu.port, thrift2_servers, proto, transport,
                        timeouts()[0], self.port2, self.admin, SALTED_CONF, extra))
+        env = None
+        if getattr(emu, 'mode', None) is not None:
+            # real HBase's secured servers (the real-secure suite)
+            with open(self.conf) as f:
+                text = hsptest.secure_conf(f.read(), emu)
+            with open(self.conf, 'w') as f:
+                f.write(text)
+            env = hsptest.secure_env(emu.kdc_dir)
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'wb')
         self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
-                                      '--log-level', 'warning'],
+                                      '--log-level', 'warning'], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(lambda: (can_connect(self.port2) and can_connect(self.port))
                  or self.proc.poll() is not None, 10, 'proxy listening')

@@ -176,18 +176,35 @@ class RealBackend(object):
 
     def __init__(self, workdir, proto='binary', transport='buffered',
                  tables=None, thrift2=False, thrift=None, extra=(),
-                 name='hbase', die_with_parent=False):
+                 name='hbase', die_with_parent=False, secure=None):
         """die_with_parent: the JVM gets SIGTERM (a clean stop that removes
         its data dir) when the thread that started it dies, even by
         SIGKILL; for a long-lived caller such as run-bench, whose cluster
-        runs in a session of its own and so misses the terminal's ^C."""
+        runs in a session of its own and so misses the terminal's ^C.
+        secure: one of SECURE_MODES: the cluster on Kerberos (a KDC in
+        workdir/kdc), its Thrift servers in that mode at .secure_port and
+        .secure_port2, and unsecured ones (--plain-thrift1/2, binary,
+        buffered) at .port and .port2, the reference a test compares with
+        and where its tables are made."""
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'ab')
+        self.mode = secure
+        self.kdc_dir = None
+        if secure is not None:
+            # SASL is unframed and HTTP binary only, as HBase enforces; the
+            # plain reference speaks the same
+            proto, transport = 'binary', 'buffered'
         self.proto, self.transport = proto, transport
         cmd = [HBASE_MINI, '--thrift1', '127.0.0.1:0',
                '--protocol', proto, '--transport', transport]
         if thrift2:
             cmd += ['--thrift2', '127.0.0.1:0']
+        if secure is not None:
+            self.kdc_dir = os.path.join(workdir, 'kdc')
+            cmd += ['--plain-thrift1', '127.0.0.1:0', '--kdc', self.kdc_dir]
+            if thrift2:
+                cmd += ['--plain-thrift2', '127.0.0.1:0']
+            cmd += secure_mini_args(secure)
         cmd += list(extra)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                      stdin=subprocess.PIPE,
@@ -196,7 +213,9 @@ class RealBackend(object):
                                      if die_with_parent else None)
         line = self._read_line(REAL_READY_TIMEOUT)
         m = re.match(r'ready thrift1=127\.0\.0\.1:(\d+)'
-                     r'(?: thrift2=127\.0\.0\.1:(\d+))?$', line)
+                     r'(?: thrift2=127\.0\.0\.1:(\d+))?'
+                     r'(?: plain1=127\.0\.0\.1:(\d+))?'
+                     r'(?: plain2=127\.0\.0\.1:(\d+))?$', line)
         if not m:
             self.close()
             raise AssertionError('hbase-mini did not start (%r); log in %s:\n%s'
@@ -204,6 +223,11 @@ class RealBackend(object):
                                     self.log_text()[-3000:]))
         self.port = int(m.group(1))
         self.port2 = int(m.group(2)) if m.group(2) else None
+        self.secure_port = self.secure_port2 = None
+        if secure is not None:
+            self.secure_port, self.secure_port2 = self.port, self.port2
+            self.port = int(m.group(3))
+            self.port2 = int(m.group(4)) if m.group(4) else None
         if tables:
             self.create_tables(thrift, tables)
 
@@ -259,9 +283,130 @@ class RealBackend(object):
         self.log.close()
 
 
+# ---- real HBase secured (the real-secure suite) ---------------------------
+
+# The proxy's secure backend modes, each against HBase's own Thrift servers
+# on a Kerberos cluster (hbase-mini --kdc): SASL GSSAPI in each QOP, HTTP
+# with SPNEGO, HTTPS with SPNEGO, and HTTPS with SPNEGO and doAs alice.
+SECURE_MODES = ('sasl-auth', 'sasl-auth-int', 'sasl-auth-conf',
+                'http-spnego', 'https-spnego', 'https-doas')
+
+
+def secure_mini_args(mode):
+    """hbase-mini's options for a SECURE_MODES mode (after --kdc)."""
+    if mode.startswith('sasl-'):
+        return ['--sasl-qop', mode[len('sasl-'):]]
+    args = ['--http', '--spnego']
+    if mode.startswith('https-'):
+        args.append('--https')
+    if mode == 'https-doas':
+        args.append('--proxyuser')
+    return args
+
+
+def secure_backend_keys(mode, kdc_dir, qop=None, keytab=None, ca=None,
+                        doas=None):
+    """The [backend] keys (text) by which the proxy reaches HBase's servers
+    in that mode as proxy@HSP.TEST; qop, keytab, ca and doas override the
+    mode's own (the failure cases)."""
+    keys = ('sasl = gssapi\nsasl_principal = proxy@HSP.TEST\n'
+            'sasl_keytab = %s\nsasl_server_host = localhost\n'
+            % (keytab or os.path.join(kdc_dir, 'proxy.keytab')))
+    if mode.startswith('sasl-'):
+        return keys + 'sasl_qop = %s\n' % (qop or mode[len('sasl-'):])
+    keys += 'transport = http\n'
+    if mode.startswith('https-'):
+        keys += 'https = true\ntls_ca = %s\n' % (
+            ca or os.path.join(kdc_dir, 'ca.pem'))
+    if doas or mode == 'https-doas':
+        keys += 'http_doas = %s\n' % (doas or 'alice')
+    return keys
+
+
+def secure_env(kdc_dir, base=None):
+    """The proxy's environment: the test realm's krb5.conf and a ticket
+    cache of nobody's, so it works from its keytab alone."""
+    env = dict(os.environ if base is None else base)
+    env['KRB5_CONFIG'] = os.path.join(kdc_dir, 'krb5.conf')
+    env['KRB5CCNAME'] = 'FILE:' + os.path.join(kdc_dir, 'nobody.ccache')
+    return env
+
+
+def secure_conf(conf_text, backend):
+    """A proxy configuration written for plain backends, pointed at
+    backend's secured servers instead: in [backend], the plain ports of
+    servers/thrift2_servers become the secured ones, transport and the
+    security keys are the mode's.  Unchanged unless backend is secured."""
+    mode = getattr(backend, 'mode', None)
+    if mode is None:
+        return conf_text
+    swap = {backend.port: backend.secure_port}
+    if backend.port2 is not None:
+        swap[backend.port2] = backend.secure_port2
+    keys = secure_backend_keys(mode, backend.kdc_dir)
+    out, section = [], None
+    for line in conf_text.split('\n'):
+        m = re.match(r'\s*\[([^\]]+)\]', line)
+        if m:
+            section = m.group(1)
+            out.append(line)
+            if section == 'backend':
+                out.extend(keys.rstrip('\n').split('\n'))
+            continue
+        if section == 'backend':
+            m = re.match(r'\s*(\w+)\s*=\s*(.*)$', line)
+            if m and m.group(1) in ('servers', 'thrift2_servers'):
+                line = '%s = %s' % (m.group(1), re.sub(
+                    r':(\d+)', lambda p: ':%d' % swap.get(int(p.group(1)),
+                                                         int(p.group(1))),
+                    m.group(2)))
+            elif m and m.group(1) == 'transport' and 'transport' in keys:
+                continue
+            elif m and m.group(1) in ('sasl', 'sasl_qop', 'https'):
+                continue
+        out.append(line)
+    return '\n'.join(out)
+
+
+class AttachedBackend(RealBackend):
+    """A secured real HBase another process started (HSP_REAL_ATTACH names
+    the JSON file it wrote: mode, kdc, ports): the real-secure suite runs
+    several scripts on one cluster a mode.  Closing it is the starter's."""
+
+    def __init__(self, path, tables=None, thrift=None, **_kw):
+        import json
+        with open(path) as f:
+            a = json.load(f)
+        self.mode, self.kdc_dir = a['mode'], a['kdc']
+        self.proto, self.transport = 'binary', 'buffered'
+        self.port, self.port2 = a['plain1'], a['plain2']
+        self.secure_port, self.secure_port2 = a['thrift1'], a['thrift2']
+        self.log_path = a['log']
+        self.proc = None
+        if tables:
+            self.create_tables(thrift, tables)
+
+    def alive(self):
+        return True
+
+    def close(self):
+        pass
+
+
+def attach_info(backend, log_path):
+    """What AttachedBackend reads, for a secured RealBackend."""
+    return {'mode': backend.mode, 'kdc': backend.kdc_dir,
+            'plain1': backend.port, 'plain2': backend.port2,
+            'thrift1': backend.secure_port, 'thrift2': backend.secure_port2,
+            'log': log_path}
+
+
 def start_backend(kind, workdir, emu=None, **kw):
     """The backend a test asked for: kind 'emu' (emu = the hbase-emu
-    binary) or 'real'."""
+    binary) or 'real' (the secured cluster HSP_REAL_ATTACH names, when
+    set)."""
+    if kind == 'real' and os.environ.get('HSP_REAL_ATTACH'):
+        return AttachedBackend(os.environ['HSP_REAL_ATTACH'], **kw)
     if kind == 'real':
         kw.pop('extra', None)
         return RealBackend(workdir, extra=kw.pop('real_extra', ()), **kw)
@@ -298,14 +443,16 @@ class Proxy(object):
     """hbase-salt-proxy on conf_text (a configuration file's text), waited
     for on every port in ports; .close() stops it with SIGTERM."""
 
-    def __init__(self, binary, workdir, conf_text, ports, name='proxy'):
+    def __init__(self, binary, workdir, conf_text, ports, name='proxy',
+                 env=None):
         conf = os.path.join(workdir, name + '.conf')
+        self.conf = conf
         with open(conf, 'w') as f:
             f.write(conf_text)
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'wb')
         self.proc = subprocess.Popen([binary, '-c', conf, '--log-level',
-                                      'info'],
+                                      'info'], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(lambda: all(can_connect(p) for p in ports)
                  or self.proc.poll() is not None, 30, name + ' listening')
