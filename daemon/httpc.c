@@ -42,6 +42,11 @@ G_DEFINE_QUARK(httpc_error_quark, httpc_error)
  * frees itself from the loop, which may not run again). */
 static GMutex httpc_lock;
 static GPtrArray *httpc_bridges;
+/* "host:port" -> why its last request got no HTTP answer, until one
+ * does: a failed connection closes the bridge (so the engine tries
+ * another server), and whoever then meets the closed stream says why
+ * instead of "closed" (httpc_last_failure).  Under httpc_lock. */
+static GHashTable *httpc_failures;
 
 static struct {
     gboolean ready;
@@ -254,6 +259,44 @@ httpc_transport_error(struct httpc_bridge *b, char *why, size_t len)
 }
 
 static void
+httpc_failure_note(const struct httpc_target *t, const char *why)
+{
+    char key[160];
+
+    g_snprintf(key, sizeof(key), "%s:%u", t->host, t->port);
+    g_mutex_lock(&httpc_lock);
+    if (why != NULL) {
+        if (httpc_failures == NULL) {
+            httpc_failures = g_hash_table_new_full(g_str_hash, g_str_equal,
+                                                   g_free, g_free);
+        }
+        g_hash_table_replace(httpc_failures, g_strdup(key), g_strdup(why));
+    } else if (httpc_failures != NULL) {
+        g_hash_table_remove(httpc_failures, key);
+    }
+    g_mutex_unlock(&httpc_lock);
+}
+
+gboolean
+httpc_last_failure(const char *host, uint16_t port, char *why, size_t len)
+{
+    char key[160];
+    const char *v;
+    gboolean found = FALSE;
+
+    g_snprintf(key, sizeof(key), "%s:%u", host, port);
+    g_mutex_lock(&httpc_lock);
+    v = httpc_failures != NULL ? g_hash_table_lookup(httpc_failures, key)
+                               : NULL;
+    if (v != NULL) {
+        g_strlcpy(why, v, len);
+        found = TRUE;
+    }
+    g_mutex_unlock(&httpc_lock);
+    return found;
+}
+
+static void
 httpc_reply_cb(struct evhttp_request *req, void *arg)
 {
     struct httpc_bridge *b = arg;
@@ -267,6 +310,9 @@ httpc_reply_cb(struct evhttp_request *req, void *arg)
         }
         return;
     }
+    if (code != 0) {
+        httpc_failure_note(&b->t, NULL);
+    }
     if (code == 200) {
         evbuffer_add_buffer(bufferevent_get_output(b->bev),
                             evhttp_request_get_input_buffer(req));
@@ -274,6 +320,7 @@ httpc_reply_cb(struct evhttp_request *req, void *arg)
         /* no server said anything: as a lost connection, so the engine
          * counts it against the server and tries another */
         httpc_transport_error(b, why, sizeof(why));
+        httpc_failure_note(&b->t, why);
         g_warning("backend %s:%u: %s", b->t.host, b->t.port, why);
         httpc_call_free(c);
         httpc_bridge_close(b);

@@ -51,6 +51,14 @@ evutil_socket_t httpc_bridge_open(struct event_base *base,
                                   const struct httpc_target *t,
                                   struct sasl_creds *creds, GError **error);
 
+/*
+ * Why the last request to host:port (as configured) got no HTTP answer
+ * (TLS verification, refused, closed), into why; FALSE when it has
+ * answered since, or never failed.  Any thread.
+ */
+gboolean httpc_last_failure(const char *host, uint16_t port, char *why,
+                            size_t len);
+
 /* Frees the bridges of base, whose loop will not run again: before
  * event_base_free. */
 void httpc_base_done(struct event_base *base);
