@@ -181,30 +181,36 @@ class RealBackend(object):
         its data dir) when the thread that started it dies, even by
         SIGKILL; for a long-lived caller such as run-bench, whose cluster
         runs in a session of its own and so misses the terminal's ^C.
-        secure: one of SECURE_MODES: the cluster on Kerberos (a KDC in
-        workdir/kdc), its Thrift servers in that mode at .secure_port and
-        .secure_port2, and unsecured ones (--plain-thrift1/2, binary,
-        buffered) at .port and .port2, the reference a test compares with
-        and where its tables are made."""
+        secure: a list of SECURE_MODES, all SASL or all HTTP: the cluster
+        on Kerberos (a KDC in workdir/kdc), Thrift servers in each mode
+        (.secure_ports[mode]: Thrift1, Thrift2; use_mode() makes one the
+        .mode, .secure_port, .secure_port2), and unsecured ones
+        (--plain-thrift1/2, binary, buffered) at .port and .port2, the
+        reference a test compares with and where its tables are made."""
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'ab')
-        self.mode = secure
+        self.mode = None
         self.kdc_dir = None
         if secure is not None:
             # SASL is unframed and HTTP binary only, as HBase enforces; the
             # plain reference speaks the same
             proto, transport = 'binary', 'buffered'
         self.proto, self.transport = proto, transport
-        cmd = [HBASE_MINI, '--thrift1', '127.0.0.1:0',
-               '--protocol', proto, '--transport', transport]
-        if thrift2:
-            cmd += ['--thrift2', '127.0.0.1:0']
-        if secure is not None:
+        cmd = [HBASE_MINI, '--protocol', proto, '--transport', transport]
+        if secure is None:
+            cmd += ['--thrift1', '127.0.0.1:0']
+            if thrift2:
+                cmd += ['--thrift2', '127.0.0.1:0']
+        else:
             self.kdc_dir = os.path.join(workdir, 'kdc')
-            cmd += ['--plain-thrift1', '127.0.0.1:0', '--kdc', self.kdc_dir]
+            cmd += ['--kdc', self.kdc_dir] + secure_mini_args(secure)
+            for m in secure:
+                cmd += ['--thrift1', '127.0.0.1:0' + secure_server_keys(m)]
+                if thrift2:
+                    cmd += ['--thrift2', '127.0.0.1:0' + secure_server_keys(m)]
+            cmd += ['--plain-thrift1', '127.0.0.1:0']
             if thrift2:
                 cmd += ['--plain-thrift2', '127.0.0.1:0']
-            cmd += secure_mini_args(secure)
         cmd += list(extra)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                      stdin=subprocess.PIPE,
@@ -212,24 +218,35 @@ class RealBackend(object):
                                      preexec_fn=_sigterm_on_parent_death
                                      if die_with_parent else None)
         line = self._read_line(REAL_READY_TIMEOUT)
-        m = re.match(r'ready thrift1=127\.0\.0\.1:(\d+)'
-                     r'(?: thrift2=127\.0\.0\.1:(\d+))?'
-                     r'(?: plain1=127\.0\.0\.1:(\d+))?'
-                     r'(?: plain2=127\.0\.0\.1:(\d+))?$', line)
-        if not m:
+        ports = {}
+        if line.startswith('ready '):
+            for w in line.split()[1:]:
+                k, _, v = w.partition('=')
+                ports[k] = [int(a.rsplit(':', 1)[1]) for a in v.split(',')]
+        if 'thrift1' not in ports:
             self.close()
             raise AssertionError('hbase-mini did not start (%r); log in %s:\n%s'
                                  % (line, self.log_path,
                                     self.log_text()[-3000:]))
-        self.port = int(m.group(1))
-        self.port2 = int(m.group(2)) if m.group(2) else None
+        self.port = ports['thrift1'][0]
+        self.port2 = ports['thrift2'][0] if 'thrift2' in ports else None
         self.secure_port = self.secure_port2 = None
+        self.secure_ports = {}
         if secure is not None:
-            self.secure_port, self.secure_port2 = self.port, self.port2
-            self.port = int(m.group(3))
-            self.port2 = int(m.group(4)) if m.group(4) else None
+            for i, mode in enumerate(secure):
+                self.secure_ports[mode] = (
+                    ports['thrift1'][i],
+                    ports['thrift2'][i] if 'thrift2' in ports else None)
+            self.use_mode(secure[0])
+            self.port = ports['plain1'][0]
+            self.port2 = ports['plain2'][0] if 'plain2' in ports else None
         if tables:
             self.create_tables(thrift, tables)
+
+    def use_mode(self, mode):
+        """The secured servers of that mode are the ones tests use."""
+        self.mode = mode
+        self.secure_port, self.secure_port2 = self.secure_ports[mode]
 
     def _read_line(self, timeout):
         end = time.time() + timeout
@@ -292,16 +309,32 @@ SECURE_MODES = ('sasl-auth', 'sasl-auth-int', 'sasl-auth-conf',
                 'http-spnego', 'https-spnego', 'https-doas')
 
 
-def secure_mini_args(mode):
-    """hbase-mini's options for a SECURE_MODES mode (after --kdc)."""
-    if mode.startswith('sasl-'):
-        return ['--sasl-qop', mode[len('sasl-'):]]
+def secure_mini_args(modes):
+    """hbase-mini's options for modes of SECURE_MODES on one cluster (after
+    --kdc): all SASL, or all HTTP."""
+    if all(m.startswith('sasl-') for m in modes):
+        return ['--sasl-qop', modes[0][len('sasl-'):]]
+    if any(m.startswith('sasl-') for m in modes):
+        raise ValueError('SASL and HTTP modes on one cluster: %r' % (modes,))
     args = ['--http', '--spnego']
-    if mode.startswith('https-'):
+    if any(m.startswith('https-') for m in modes):
         args.append('--https')
-    if mode == 'https-doas':
+    if 'https-doas' in modes:
         args.append('--proxyuser')
     return args
+
+
+def secure_server_keys(mode):
+    """The ",KEY=VALUE" of hbase-mini's --thrift1/2 that make one server of
+    the cluster that mode's (HBase's own per-server keys)."""
+    if mode.startswith('sasl-'):
+        return ',hbase.thrift.security.qop=' + mode[len('sasl-'):]
+    keys = ''
+    if mode == 'http-spnego':
+        keys += ',hbase.thrift.ssl.enabled=false'
+    if mode != 'https-doas':
+        keys += ',hbase.thrift.support.proxyuser=false'
+    return keys
 
 
 def secure_backend_keys(mode, kdc_dir, qop=None, keytab=None, ca=None,

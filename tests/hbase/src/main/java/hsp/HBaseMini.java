@@ -39,6 +39,8 @@ public final class HBaseMini {
     final boolean plain;
     final String host;
     int port;
+    /** ",KEY=VALUE" after HOST:PORT: HBase keys for this server only. */
+    final List<String[]> confs = new ArrayList<>();
     ThriftRunner runner;
 
     Endpoint(int kind, String hostPort) {
@@ -48,6 +50,16 @@ public final class HBaseMini {
     Endpoint(int kind, String hostPort, boolean plain) {
       this.kind = kind;
       this.plain = plain;
+      String[] parts = hostPort.split(",");
+      hostPort = parts[0];
+      for (int i = 1; i < parts.length; i++) {
+        int eq = parts[i].indexOf('=');
+        if (eq <= 0) {
+          throw new IllegalArgumentException(
+              "--thrift" + kind + " HOST:PORT,KEY=VALUE...: not '" + parts[i] + "'");
+        }
+        confs.add(new String[] {parts[i].substring(0, eq), parts[i].substring(eq + 1)});
+      }
       int colon = hostPort.lastIndexOf(':');
       if (colon <= 0) {
         throw new IllegalArgumentException(
@@ -98,7 +110,8 @@ public final class HBaseMini {
             + "      [--spnego] [--https] [--proxyuser] [--conf KEY=VALUE]...\n"
             + "      [--plain-thrift1 HOST:PORT] [--plain-thrift2 HOST:PORT]\n"
             + "  --thrift1 and --thrift2 may be repeated (several servers over one"
-            + " cluster); PORT 0 picks a free port");
+            + " cluster); PORT 0 picks a free port;\n"
+            + "  HOST:PORT,KEY=VALUE,... sets HBase keys for that server only");
     System.exit(2);
   }
 
@@ -363,7 +376,15 @@ public final class HBaseMini {
       if (e.port == 0) {
         e.port = freePort(e.host);
       }
-      e.runner = new ThriftRunner(e.kind, e.host, e.port, e.plain ? plainConf(conf) : conf, e.plain);
+      Configuration c = e.plain ? plainConf(conf) : conf;
+      if (!e.confs.isEmpty()) {
+        // one server unlike the others: another QOP, no TLS, no doAs
+        c = new Configuration(c);
+        for (String[] kv : e.confs) {
+          c.set(kv[0], kv[1]);
+        }
+      }
+      e.runner = new ThriftRunner(e.kind, e.host, e.port, c, e.plain);
       e.runner.start();
     }
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(readyTimeoutSec);
