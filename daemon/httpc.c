@@ -52,7 +52,7 @@ static struct {
     gboolean ready;
     char path[256];
     char doas[256];
-    SSL_CTX *tls;
+    SSL_CTX *tls; /* replaced by a reload: under httpc_lock */
     gboolean verify_host;
     unsigned timeout_s;
     struct wire_limits limits;
@@ -78,6 +78,64 @@ struct httpc_bridge {
     evutil_socket_t nodelay_fd; /* the socket TCP_NODELAY was set on */
 };
 
+/* The client TLS context of [backend] https: its CA, its certificate. */
+static SSL_CTX *
+httpc_tls_new(const struct config *cfg, GError **error)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    char why[256];
+
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if ((cfg->backend_tls_ca != NULL
+             ? SSL_CTX_load_verify_locations(ctx, cfg->backend_tls_ca, NULL)
+             : SSL_CTX_set_default_verify_paths(ctx)) != 1) {
+        tls_last_error(why, sizeof(why), "unreadable");
+        g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_TLS,
+                    "[backend] tls_ca %s: %s",
+                    cfg->backend_tls_ca != NULL ? cfg->backend_tls_ca
+                                                : "(system)",
+                    why);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (cfg->backend_tls_cert != NULL &&
+        (SSL_CTX_use_certificate_chain_file(ctx, cfg->backend_tls_cert) != 1 ||
+         SSL_CTX_use_PrivateKey_file(ctx, cfg->backend_tls_key,
+                                     SSL_FILETYPE_PEM) != 1 ||
+         SSL_CTX_check_private_key(ctx) != 1)) {
+        ERR_clear_error();
+        g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_TLS,
+                    "[backend] tls_cert %s and tls_key %s: not a "
+                    "readable certificate and its unencrypted key",
+                    cfg->backend_tls_cert, cfg->backend_tls_key);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+gboolean
+httpc_reload_tls(const struct config *cfg, GError **error)
+{
+    SSL_CTX *ctx, *old;
+
+    if (!httpc.ready || httpc.tls == NULL || !cfg->https) {
+        return TRUE;
+    }
+    ctx = httpc_tls_new(cfg, error);
+    if (ctx == NULL) {
+        return FALSE;
+    }
+    g_mutex_lock(&httpc_lock);
+    old = httpc.tls;
+    httpc.tls = ctx;
+    g_mutex_unlock(&httpc_lock);
+    /* connections made from it hold references of their own */
+    SSL_CTX_free(old);
+    return TRUE;
+}
+
 gboolean
 httpc_init(const struct config *cfg, GError **error)
 {
@@ -92,40 +150,8 @@ httpc_init(const struct config *cfg, GError **error)
     httpc.timeout_s = MAX(1u, (cfg->request_timeout_ms + 999) / 1000);
     httpc.limits = wire_default_limits;
     httpc.limits.max_message = cfg->max_frame_size;
-    if (cfg->https) {
-        SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-        char why[256];
-
-        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-        if ((cfg->backend_tls_ca != NULL
-                 ? SSL_CTX_load_verify_locations(ctx, cfg->backend_tls_ca,
-                                                 NULL)
-                 : SSL_CTX_set_default_verify_paths(ctx)) != 1) {
-            tls_last_error(why, sizeof(why), "unreadable");
-            g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_TLS,
-                        "[backend] tls_ca %s: %s",
-                        cfg->backend_tls_ca != NULL ? cfg->backend_tls_ca
-                                                    : "(system)",
-                        why);
-            SSL_CTX_free(ctx);
-            return FALSE;
-        }
-        if (cfg->backend_tls_cert != NULL &&
-            (SSL_CTX_use_certificate_chain_file(ctx, cfg->backend_tls_cert) !=
-                 1 ||
-             SSL_CTX_use_PrivateKey_file(ctx, cfg->backend_tls_key,
-                                         SSL_FILETYPE_PEM) != 1 ||
-             SSL_CTX_check_private_key(ctx) != 1)) {
-            ERR_clear_error();
-            g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_TLS,
-                        "[backend] tls_cert %s and tls_key %s: not a "
-                        "readable certificate and its unencrypted key",
-                        cfg->backend_tls_cert, cfg->backend_tls_key);
-            SSL_CTX_free(ctx);
-            return FALSE;
-        }
-        httpc.tls = ctx;
+    if (cfg->https && (httpc.tls = httpc_tls_new(cfg, error)) == NULL) {
+        return FALSE;
     }
     httpc.ready = TRUE;
     return TRUE;
@@ -498,6 +524,7 @@ httpc_bridge_open(struct event_base *base, const struct httpc_target *t,
 {
     struct httpc_bridge *b;
     evutil_socket_t sv[2];
+    SSL_CTX *tls;
 
     if (!httpc.ready) {
         g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_SOCKET,
@@ -518,8 +545,17 @@ httpc_bridge_open(struct event_base *base, const struct httpc_target *t,
     wire_scan_init(&b->scan);
     g_queue_init(&b->calls);
     b->bev = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
-    if (httpc.tls != NULL) {
-        SSL *ssl = SSL_new(httpc.tls);
+    g_mutex_lock(&httpc_lock);
+    tls = httpc.tls;
+    if (tls != NULL) {
+        SSL_CTX_up_ref(tls);
+    }
+    g_mutex_unlock(&httpc_lock);
+    if (tls != NULL) {
+        SSL *ssl = SSL_new(tls);
+
+        /* the SSL holds the context now: a reload may replace ours */
+        SSL_CTX_free(tls);
 
         SSL_set_tlsext_host_name(ssl, t->host);
         if (httpc.verify_host) {

@@ -34,6 +34,14 @@ struct httpc_target {
  */
 gboolean httpc_init(const struct config *cfg, GError **error);
 
+/*
+ * A reload: the TLS context again from [backend] tls_ca, tls_cert and
+ * tls_key (a renewed or corrected file is what a reload is for); new
+ * connections use it, open ones keep theirs.  One that does not load
+ * fails the reload and the current one stays.  Main thread.
+ */
+gboolean httpc_reload_tls(const struct config *cfg, GError **error);
+
 /* Fills t for the server a (its resolved address in ss). */
 void httpc_target_init(struct httpc_target *t, const struct config *cfg,
                        const struct config_addr *a,

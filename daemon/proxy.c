@@ -930,6 +930,14 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
         g_string_free(added, TRUE);
         return FALSE;
     }
+    /* the backend's TLS files again, as the listener's below: a CA
+     * corrected or renewed in place takes a reload, not a restart */
+    if (cfg->transport == CONFIG_TRANSPORT_HTTP &&
+        !httpc_reload_tls(cfg, error)) {
+        config_free(cfg);
+        g_string_free(added, TRUE);
+        return FALSE;
+    }
     if (!proxy_settings_load(&set, cfg, error)) {
         config_free(cfg);
         g_string_free(added, TRUE);

@@ -196,6 +196,32 @@ class HttpBackendTest(unittest.TestCase):
             m = m.decode('utf-8', 'replace')
         self.assertIn('certificate verify failed', m)
 
+    def test_https_wrong_ca_fixed_by_reload(self):
+        # the operator copies the right CA over the wrong one and reloads:
+        # new connections trust it, no restart
+        ca = os.path.join(self.workdir, 'backend-ca.pem')
+        shutil.copy(tlsl.p('other.pem'), ca)
+        tls = ['--https-cert', tlsl.p('srv1.pem'),
+               '--https-key', tlsl.p('srv1.key')]
+        self.case = Case(self.workdir, tls,
+                         'https = true\ntls_ca = %s\n' % ca,
+                         host='localhost')
+        c = client(self.case.port)
+        with self.assertRaises(Exception):
+            put(c, b'x', b'1')
+        shutil.copy(tlsl.p('ca.pem'), ca)
+        self.case.procs[-1][0].send_signal(signal.SIGHUP)
+        wait_for(lambda: 'reload: applied' in self.case.text(), 10,
+                 'the reload')
+
+        def works():
+            try:
+                put(client(self.case.port), b'x', b'1')
+                return True
+            except Exception:  # noqa: BLE001 - until it does
+                return False
+        wait_for(works, 15, 'calls working after the CA was fixed')
+
     def test_https_wrong_name_refused(self):
         # the certificate names localhost only, the proxy dials 127.0.0.1
         tls = ['--https-cert', tlsl.p('dnsonly.pem'),
