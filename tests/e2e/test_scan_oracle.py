@@ -211,8 +211,10 @@ class Proxy(object):
         self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
                                       '--log-level', 'warning'], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
+        # a secured real HBase on a loaded machine: the catalog's check at
+        # start may take most of a request timeout
         wait_for(lambda: can_connect(self.port) or self.proc.poll() is not None,
-                 10, 'proxy listening')
+                 10 if SECURE is None else 60, 'proxy listening')
         if self.proc.poll() is not None:
             raise AssertionError('proxy exited at start; log in '
                                  + self.log_path)

@@ -370,7 +370,8 @@ class Proxy(object):
                                       '--log-level', 'warning'], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(lambda: (can_connect(self.port2) and can_connect(self.port))
-                 or self.proc.poll() is not None, 10, 'proxy listening')
+                 or self.proc.poll() is not None,
+                 10 if env is None else 60, 'proxy listening')
         if self.proc.poll() is not None:
             raise AssertionError('proxy exited at start; log in '
                                  + self.log_path)

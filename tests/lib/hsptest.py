@@ -356,11 +356,21 @@ def secure_backend_keys(mode, kdc_dir, qop=None, keytab=None, ca=None,
     return keys
 
 
-def secure_env(kdc_dir, base=None):
+def secure_env(kdc_dir, base=None, ticket_lifetime=None):
     """The proxy's environment: the test realm's krb5.conf and a ticket
-    cache of nobody's, so it works from its keytab alone."""
+    cache of nobody's, so it works from its keytab alone.
+    ticket_lifetime: seconds its tickets last (a krb5.conf of its own
+    asking for them; the KDC and HBase keep a day's)."""
     env = dict(os.environ if base is None else base)
-    env['KRB5_CONFIG'] = os.path.join(kdc_dir, 'krb5.conf')
+    conf = os.path.join(kdc_dir, 'krb5.conf')
+    if ticket_lifetime:
+        with open(conf) as f:
+            text = f.read()
+        conf = os.path.join(kdc_dir, 'krb5-%ds.conf' % ticket_lifetime)
+        with open(conf, 'w') as f:
+            f.write(re.sub(r'ticket_lifetime = \S+',
+                           'ticket_lifetime = %ds' % ticket_lifetime, text))
+    env['KRB5_CONFIG'] = conf
     env['KRB5CCNAME'] = 'FILE:' + os.path.join(kdc_dir, 'nobody.ccache')
     return env
 
@@ -477,7 +487,7 @@ class Proxy(object):
     for on every port in ports; .close() stops it with SIGTERM."""
 
     def __init__(self, binary, workdir, conf_text, ports, name='proxy',
-                 env=None):
+                 env=None, timeout=30):
         conf = os.path.join(workdir, name + '.conf')
         self.conf = conf
         with open(conf, 'w') as f:
@@ -488,7 +498,7 @@ class Proxy(object):
                                       'info'], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(lambda: all(can_connect(p) for p in ports)
-                 or self.proc.poll() is not None, 30, name + ' listening')
+                 or self.proc.poll() is not None, timeout, name + ' listening')
         if self.proc.poll() is not None:
             raise AssertionError('%s exited at start; log in %s:\n%s'
                                  % (name, self.log_path, self.log_text()))
