@@ -1246,6 +1246,8 @@ backend_server_close_idle(struct backend_server *s,
 static void
 backend_conn_eof(struct backend_conn *conn)
 {
+    char why[512];
+
     if (conn->npending == 0) {
         /* HBase drops idle connections: normal, reconnect on demand */
         g_debug("backend %s: conn %u: closed by server while idle",
@@ -1253,10 +1255,17 @@ backend_conn_eof(struct backend_conn *conn)
         backend_conn_close(conn);
         return;
     }
-    backend_health_failed(conn->server->health, "connection closed by server");
+    if (backend_settings(conn)->backend_http &&
+        httpc_last_failure(conn->server->srv->http.host,
+                           conn->server->srv->http.port, why, sizeof(why))) {
+        /* HTTP mode: the bridge closed because HBase could not be
+         * reached (TLS verification, refused): the clients hear why */
+    } else {
+        g_strlcpy(why, "connection closed by server", sizeof(why));
+    }
+    backend_health_failed(conn->server->health, why);
     backend_server_close_idle(conn->server, conn);
-    backend_conn_fail(conn, "connection closed by server",
-                      "connection closed by server", TRUE);
+    backend_conn_fail(conn, why, why, TRUE);
 }
 
 /*

@@ -32,6 +32,8 @@ struct hconn {
     gboolean thrift2; /* THBaseService (hbase thrift2), not Hbase */
     struct event_base *http_base; /* transport = http: runs the bridge
                                      while a call waits */
+    char http_host[128];          /* the bridge's target, as configured */
+    uint16_t http_port;
     unsigned timeout_ms;
     /* [backend] sasl = gssapi only: */
     struct sasl_creds *creds; /* this connection's own ticket */
@@ -280,6 +282,8 @@ hconn_open_http(const struct config *cfg, const struct config_addr *a,
     c = g_new0(struct hconn, 1);
     c->fd = -1;
     c->peer = config_addr_to_string(a);
+    g_strlcpy(c->http_host, t.host, sizeof(c->http_host));
+    c->http_port = t.port;
     c->proto = WIRE_BINARY;
     c->framed = FALSE;
     c->thrift2 = thrift2;
@@ -382,9 +386,18 @@ hconn_calls(const struct hconn *c)
 static gboolean
 hconn_fail_io(struct hconn *c, const char *what, int err, GError **error)
 {
+    char why[512];
+
     if (err == EAGAIN || err == EWOULDBLOCK) {
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s: timed out",
                     c->peer, what);
+    } else if (err == 0 && c->http_base != NULL &&
+               httpc_last_failure(c->http_host, c->http_port, why,
+                                  sizeof(why))) {
+        /* the bridge closed because the server could not be reached
+         * over HTTP(S): its reason, not "closed" */
+        g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s", c->peer,
+                    why);
     } else {
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO, "%s: %s: %s", c->peer,
                     what, err ? g_strerror(err) : "closed");

@@ -42,12 +42,17 @@ G_DEFINE_QUARK(httpc_error_quark, httpc_error)
  * frees itself from the loop, which may not run again). */
 static GMutex httpc_lock;
 static GPtrArray *httpc_bridges;
+/* "host:port" -> why its last request got no HTTP answer, until one
+ * does: a failed connection closes the bridge (so the engine tries
+ * another server), and whoever then meets the closed stream says why
+ * instead of "closed" (httpc_last_failure).  Under httpc_lock. */
+static GHashTable *httpc_failures;
 
 static struct {
     gboolean ready;
     char path[256];
     char doas[256];
-    SSL_CTX *tls;
+    SSL_CTX *tls; /* replaced by a reload: under httpc_lock */
     gboolean verify_host;
     unsigned timeout_s;
     struct wire_limits limits;
@@ -73,6 +78,64 @@ struct httpc_bridge {
     evutil_socket_t nodelay_fd; /* the socket TCP_NODELAY was set on */
 };
 
+/* The client TLS context of [backend] https: its CA, its certificate. */
+static SSL_CTX *
+httpc_tls_new(const struct config *cfg, GError **error)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    char why[256];
+
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if ((cfg->backend_tls_ca != NULL
+             ? SSL_CTX_load_verify_locations(ctx, cfg->backend_tls_ca, NULL)
+             : SSL_CTX_set_default_verify_paths(ctx)) != 1) {
+        tls_last_error(why, sizeof(why), "unreadable");
+        g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_TLS,
+                    "[backend] tls_ca %s: %s",
+                    cfg->backend_tls_ca != NULL ? cfg->backend_tls_ca
+                                                : "(system)",
+                    why);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (cfg->backend_tls_cert != NULL &&
+        (SSL_CTX_use_certificate_chain_file(ctx, cfg->backend_tls_cert) != 1 ||
+         SSL_CTX_use_PrivateKey_file(ctx, cfg->backend_tls_key,
+                                     SSL_FILETYPE_PEM) != 1 ||
+         SSL_CTX_check_private_key(ctx) != 1)) {
+        ERR_clear_error();
+        g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_TLS,
+                    "[backend] tls_cert %s and tls_key %s: not a "
+                    "readable certificate and its unencrypted key",
+                    cfg->backend_tls_cert, cfg->backend_tls_key);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+gboolean
+httpc_reload_tls(const struct config *cfg, GError **error)
+{
+    SSL_CTX *ctx, *old;
+
+    if (!httpc.ready || httpc.tls == NULL || !cfg->https) {
+        return TRUE;
+    }
+    ctx = httpc_tls_new(cfg, error);
+    if (ctx == NULL) {
+        return FALSE;
+    }
+    g_mutex_lock(&httpc_lock);
+    old = httpc.tls;
+    httpc.tls = ctx;
+    g_mutex_unlock(&httpc_lock);
+    /* connections made from it hold references of their own */
+    SSL_CTX_free(old);
+    return TRUE;
+}
+
 gboolean
 httpc_init(const struct config *cfg, GError **error)
 {
@@ -87,40 +150,8 @@ httpc_init(const struct config *cfg, GError **error)
     httpc.timeout_s = MAX(1u, (cfg->request_timeout_ms + 999) / 1000);
     httpc.limits = wire_default_limits;
     httpc.limits.max_message = cfg->max_frame_size;
-    if (cfg->https) {
-        SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-        char why[256];
-
-        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-        if ((cfg->backend_tls_ca != NULL
-                 ? SSL_CTX_load_verify_locations(ctx, cfg->backend_tls_ca,
-                                                 NULL)
-                 : SSL_CTX_set_default_verify_paths(ctx)) != 1) {
-            tls_last_error(why, sizeof(why), "unreadable");
-            g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_TLS,
-                        "[backend] tls_ca %s: %s",
-                        cfg->backend_tls_ca != NULL ? cfg->backend_tls_ca
-                                                    : "(system)",
-                        why);
-            SSL_CTX_free(ctx);
-            return FALSE;
-        }
-        if (cfg->backend_tls_cert != NULL &&
-            (SSL_CTX_use_certificate_chain_file(ctx, cfg->backend_tls_cert) !=
-                 1 ||
-             SSL_CTX_use_PrivateKey_file(ctx, cfg->backend_tls_key,
-                                         SSL_FILETYPE_PEM) != 1 ||
-             SSL_CTX_check_private_key(ctx) != 1)) {
-            ERR_clear_error();
-            g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_TLS,
-                        "[backend] tls_cert %s and tls_key %s: not a "
-                        "readable certificate and its unencrypted key",
-                        cfg->backend_tls_cert, cfg->backend_tls_key);
-            SSL_CTX_free(ctx);
-            return FALSE;
-        }
-        httpc.tls = ctx;
+    if (cfg->https && (httpc.tls = httpc_tls_new(cfg, error)) == NULL) {
+        return FALSE;
     }
     httpc.ready = TRUE;
     return TRUE;
@@ -254,6 +285,44 @@ httpc_transport_error(struct httpc_bridge *b, char *why, size_t len)
 }
 
 static void
+httpc_failure_note(const struct httpc_target *t, const char *why)
+{
+    char key[160];
+
+    g_snprintf(key, sizeof(key), "%s:%u", t->host, t->port);
+    g_mutex_lock(&httpc_lock);
+    if (why != NULL) {
+        if (httpc_failures == NULL) {
+            httpc_failures = g_hash_table_new_full(g_str_hash, g_str_equal,
+                                                   g_free, g_free);
+        }
+        g_hash_table_replace(httpc_failures, g_strdup(key), g_strdup(why));
+    } else if (httpc_failures != NULL) {
+        g_hash_table_remove(httpc_failures, key);
+    }
+    g_mutex_unlock(&httpc_lock);
+}
+
+gboolean
+httpc_last_failure(const char *host, uint16_t port, char *why, size_t len)
+{
+    char key[160];
+    const char *v;
+    gboolean found = FALSE;
+
+    g_snprintf(key, sizeof(key), "%s:%u", host, port);
+    g_mutex_lock(&httpc_lock);
+    v = httpc_failures != NULL ? g_hash_table_lookup(httpc_failures, key)
+                               : NULL;
+    if (v != NULL) {
+        g_strlcpy(why, v, len);
+        found = TRUE;
+    }
+    g_mutex_unlock(&httpc_lock);
+    return found;
+}
+
+static void
 httpc_reply_cb(struct evhttp_request *req, void *arg)
 {
     struct httpc_bridge *b = arg;
@@ -267,6 +336,9 @@ httpc_reply_cb(struct evhttp_request *req, void *arg)
         }
         return;
     }
+    if (code != 0) {
+        httpc_failure_note(&b->t, NULL);
+    }
     if (code == 200) {
         evbuffer_add_buffer(bufferevent_get_output(b->bev),
                             evhttp_request_get_input_buffer(req));
@@ -274,6 +346,7 @@ httpc_reply_cb(struct evhttp_request *req, void *arg)
         /* no server said anything: as a lost connection, so the engine
          * counts it against the server and tries another */
         httpc_transport_error(b, why, sizeof(why));
+        httpc_failure_note(&b->t, why);
         g_warning("backend %s:%u: %s", b->t.host, b->t.port, why);
         httpc_call_free(c);
         httpc_bridge_close(b);
@@ -451,6 +524,7 @@ httpc_bridge_open(struct event_base *base, const struct httpc_target *t,
 {
     struct httpc_bridge *b;
     evutil_socket_t sv[2];
+    SSL_CTX *tls;
 
     if (!httpc.ready) {
         g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_SOCKET,
@@ -471,8 +545,17 @@ httpc_bridge_open(struct event_base *base, const struct httpc_target *t,
     wire_scan_init(&b->scan);
     g_queue_init(&b->calls);
     b->bev = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
-    if (httpc.tls != NULL) {
-        SSL *ssl = SSL_new(httpc.tls);
+    g_mutex_lock(&httpc_lock);
+    tls = httpc.tls;
+    if (tls != NULL) {
+        SSL_CTX_up_ref(tls);
+    }
+    g_mutex_unlock(&httpc_lock);
+    if (tls != NULL) {
+        SSL *ssl = SSL_new(tls);
+
+        /* the SSL holds the context now: a reload may replace ours */
+        SSL_CTX_free(tls);
 
         SSL_set_tlsext_host_name(ssl, t->host);
         if (httpc.verify_host) {

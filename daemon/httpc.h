@@ -34,6 +34,14 @@ struct httpc_target {
  */
 gboolean httpc_init(const struct config *cfg, GError **error);
 
+/*
+ * A reload: the TLS context again from [backend] tls_ca, tls_cert and
+ * tls_key (a renewed or corrected file is what a reload is for); new
+ * connections use it, open ones keep theirs.  One that does not load
+ * fails the reload and the current one stays.  Main thread.
+ */
+gboolean httpc_reload_tls(const struct config *cfg, GError **error);
+
 /* Fills t for the server a (its resolved address in ss). */
 void httpc_target_init(struct httpc_target *t, const struct config *cfg,
                        const struct config_addr *a,
@@ -50,6 +58,14 @@ void httpc_target_init(struct httpc_target *t, const struct config *cfg,
 evutil_socket_t httpc_bridge_open(struct event_base *base,
                                   const struct httpc_target *t,
                                   struct sasl_creds *creds, GError **error);
+
+/*
+ * Why the last request to host:port (as configured) got no HTTP answer
+ * (TLS verification, refused, closed), into why; FALSE when it has
+ * answered since, or never failed.  Any thread.
+ */
+gboolean httpc_last_failure(const char *host, uint16_t port, char *why,
+                            size_t len);
 
 /* Frees the bridges of base, whose loop will not run again: before
  * event_base_free. */

@@ -935,8 +935,18 @@ proxy_reload_prepare(struct proxy *p, struct config *cfg, GError **error)
     g_assert(cfg != NULL);
     /* the generation goes to running workers (their bells) */
     HSP_CHECK(p->state == PROXY_RUNNING);
-    if (!config_reload_check(p->gen->cfg, cfg, error) ||
-        !proxy_settings_load(&set, cfg, error)) {
+    if (!config_reload_check(p->gen->cfg, cfg, error)) {
+        config_free(cfg);
+        return NULL;
+    }
+    /* the backend's TLS files again, as the listener's below: a CA
+     * corrected or renewed in place takes a reload, not a restart */
+    if (cfg->transport == CONFIG_TRANSPORT_HTTP &&
+        !httpc_reload_tls(cfg, error)) {
+        config_free(cfg);
+        return NULL;
+    }
+    if (!proxy_settings_load(&set, cfg, error)) {
         config_free(cfg);
         return NULL;
     }

@@ -101,6 +101,10 @@ PARTS = [
 ]
 
 
+# the secured real HBase (hsptest.AttachedBackend) the proxy reaches, or None
+SECURE = None
+
+
 # ---- processes ------------------------------------------------------------
 
 class Emu(hsptest.Emu):
@@ -156,8 +160,15 @@ class Proxy(hsptest.Proxy):
         conf += '[scan]\ncaching_max = %d\n' % caching_max
         for name, lines in tables:
             conf += '[table:%s]\n%s' % (name, lines)
+        if SECURE is not None:
+            # real HBase's secured servers (the real-secure suite)
+            conf = hsptest.secure_conf(conf, SECURE)
+            env = hsptest.secure_env(SECURE.kdc_dir)
+        # a secured real HBase on a loaded machine: the catalog's check at
+        # start may take most of a request timeout
         super().__init__(ARGS.proxy, workdir, conf, [self.port],
-                         log_level='warning', env=env, timeout=10)
+                         log_level='warning', env=env,
+                         timeout=10 if SECURE is None else 60)
 
     def stop(self):
         return super().stop(killed='killed: no exit on SIGTERM')
@@ -957,13 +968,20 @@ def main():
         tlsl.make_pki(pki)
         print('scan oracle: salted tables over HTTPS', flush=True)
     if real:
-        # one cluster holds 'ref' and the salted tables, as one emulator does
+        # one cluster holds 'ref' and the salted tables, as one emulator does;
+        # on a secured cluster (HSP_REAL_ATTACH) 'ref' is read over its
+        # plain server and the proxy reaches the salted ones over the secured
         emu = hsptest.start_backend(
             'real', workdir, proto=proto, transport=transport,
             tables={t: [f.decode() for f in FAMILIES]
                     for t in ['ref'] + [t for t, _ in tables]},
             thrift=hsptest.Thrift(ARGS.pydir))
         print('real HBase ready in %.1f s' % (time.time() - t0), flush=True)
+        global SECURE
+        if getattr(emu, 'mode', None) is not None:
+            SECURE = emu
+            print('scan oracle: salted tables over real HBase\'s %s server'
+                  % emu.mode, flush=True)
     else:
         emu = Emu(workdir, proto, transport,
                   ['ref'] + [t for t, _ in tables])

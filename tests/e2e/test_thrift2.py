@@ -193,6 +193,10 @@ class SharedReal(object):
                               FAMILIES, versions=3)
         self.port = self.cluster.port
         self.port2 = self.cluster.port2
+        # a secured cluster (hsptest.AttachedBackend): the plain servers
+        # above are the reference, the proxy goes to the secured ones
+        for a in ('mode', 'kdc_dir', 'secure_port', 'secure_port2'):
+            setattr(self, a, getattr(self.cluster, a, None))
 
     def close(self):
         pass
@@ -288,8 +292,14 @@ class Proxy(hsptest.Proxy):
                 '[table:salted]\n%s%s'
                 % (self.port, emu.port, thrift2_servers, proto, transport,
                    timeouts()[0], self.port2, self.admin, SALTED_CONF, extra))
+        env = None
+        if getattr(emu, 'mode', None) is not None:
+            # real HBase's secured servers (the real-secure suite)
+            conf = hsptest.secure_conf(conf, emu)
+            env = hsptest.secure_env(emu.kdc_dir)
         super().__init__(ARGS.proxy, workdir, conf, [self.port2, self.port],
-                         name=name, log_level='warning', timeout=10)
+                         name=name, log_level='warning', env=env,
+                         timeout=10 if env is None else 60)
 
     def metrics(self):
         url = 'http://127.0.0.1:%d/metrics' % self.admin

@@ -495,17 +495,40 @@ class RealBackend(object):
     def __init__(self, workdir, proto='binary', transport='buffered',
                  tables=None, thrift2=False, thrift=None, extra=(),
                  name='hbase', die_with_parent=False, listeners=1,
-                 control=True):
+                 control=True, secure=None):
         """die_with_parent: the JVM gets SIGTERM (a clean stop that removes
         its data dir) when the thread that started it dies, even by
         SIGKILL; for a long-lived caller such as run-bench, whose cluster
-        runs in a session of its own and so misses the terminal's ^C."""
+        runs in a session of its own and so misses the terminal's ^C.
+        secure: a list of SECURE_MODES, all SASL or all HTTP: the cluster
+        on Kerberos (a KDC in workdir/kdc), Thrift servers in each mode
+        (.secure_ports[mode]: Thrift1, Thrift2; use_mode() makes one the
+        .mode, .secure_port, .secure_port2), and unsecured ones
+        (--plain-thrift1/2, binary, buffered) at .port and .port2, the
+        reference a test compares with and where its tables are made."""
         self.log_path = os.path.join(workdir, name + '.log')
         self.log = open(self.log_path, 'ab')
+        self.mode = None
+        self.kdc_dir = None
+        if secure is not None:
+            # SASL is unframed and HTTP binary only, as HBase enforces; the
+            # plain reference speaks the same
+            proto, transport = 'binary', 'buffered'
         self.proto, self.transport = proto, transport
         cmd = [HBASE_MINI, '--protocol', proto, '--transport', transport]
-        cmd += ['--thrift1', '127.0.0.1:0'] * listeners
-        cmd += ['--thrift2', '127.0.0.1:0'] * int(thrift2)
+        if secure is None:
+            cmd += ['--thrift1', '127.0.0.1:0'] * listeners
+            cmd += ['--thrift2', '127.0.0.1:0'] * int(thrift2)
+        else:
+            self.kdc_dir = os.path.join(workdir, 'kdc')
+            cmd += ['--kdc', self.kdc_dir] + secure_mini_args(secure)
+            for m in secure:
+                cmd += ['--thrift1', '127.0.0.1:0' + secure_server_keys(m)]
+                if thrift2:
+                    cmd += ['--thrift2', '127.0.0.1:0' + secure_server_keys(m)]
+            cmd += ['--plain-thrift1', '127.0.0.1:0']
+            if thrift2:
+                cmd += ['--plain-thrift2', '127.0.0.1:0']
         cmd += list(extra)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                      stdin=subprocess.PIPE,
@@ -513,21 +536,37 @@ class RealBackend(object):
                                      preexec_fn=_sigterm_on_parent_death
                                      if die_with_parent else None)
         line = self._read_line(REAL_READY_TIMEOUT)
-        m = re.match(r'ready thrift1=([0-9.:,]+)(?: thrift2=([0-9.:,]+))?$',
-                     line)
-        if not m:
+        ports = {}
+        if line.startswith('ready '):
+            for w in line.split()[1:]:
+                k, _, v = w.partition('=')
+                ports[k] = [int(a.rsplit(':', 1)[1]) for a in v.split(',')]
+        if 'thrift1' not in ports:
             self.close()
             raise AssertionError('hbase-mini did not start (%r); log in %s:\n%s'
                                  % (line, self.log_path,
                                     self.log_text()[-3000:]))
-        self.ports = [int(a.rsplit(':', 1)[1])
-                      for a in m.group(1).split(',')]
-        self.ports2 = [int(a.rsplit(':', 1)[1])
-                       for a in (m.group(2) or '').split(',') if a]
+        self.ports = ports['thrift1']
+        self.ports2 = ports.get('thrift2', [])
         self.port = self.ports[0]
         self.port2 = self.ports2[0] if self.ports2 else None
+        self.secure_port = self.secure_port2 = None
+        self.secure_ports = {}
+        if secure is not None:
+            for i, mode in enumerate(secure):
+                self.secure_ports[mode] = (
+                    ports['thrift1'][i],
+                    ports['thrift2'][i] if 'thrift2' in ports else None)
+            self.use_mode(secure[0])
+            self.port = ports['plain1'][0]
+            self.port2 = ports['plain2'][0] if 'plain2' in ports else None
         if tables:
             self.create_tables(thrift, tables)
+
+    def use_mode(self, mode):
+        """The secured servers of that mode are the ones tests use."""
+        self.mode = mode
+        self.secure_port, self.secure_port2 = self.secure_ports[mode]
 
     def _read_line(self, timeout):
         return read_line(self.proc, timeout)
@@ -567,9 +606,156 @@ class RealBackend(object):
         self.log.close()
 
 
+# ---- real HBase secured (the real-secure suite) ---------------------------
+
+# The proxy's secure backend modes, each against HBase's own Thrift servers
+# on a Kerberos cluster (hbase-mini --kdc): SASL GSSAPI in each QOP, HTTP
+# with SPNEGO, HTTPS with SPNEGO, and HTTPS with SPNEGO and doAs alice.
+SECURE_MODES = ('sasl-auth', 'sasl-auth-int', 'sasl-auth-conf',
+                'http-spnego', 'https-spnego', 'https-doas')
+
+
+def secure_mini_args(modes):
+    """hbase-mini's options for modes of SECURE_MODES on one cluster (after
+    --kdc): all SASL, or all HTTP."""
+    if all(m.startswith('sasl-') for m in modes):
+        return ['--sasl-qop', modes[0][len('sasl-'):]]
+    if any(m.startswith('sasl-') for m in modes):
+        raise ValueError('SASL and HTTP modes on one cluster: %r' % (modes,))
+    args = ['--http', '--spnego']
+    if any(m.startswith('https-') for m in modes):
+        args.append('--https')
+    if 'https-doas' in modes:
+        args.append('--proxyuser')
+    return args
+
+
+def secure_server_keys(mode):
+    """The ",KEY=VALUE" of hbase-mini's --thrift1/2 that make one server of
+    the cluster that mode's (HBase's own per-server keys)."""
+    if mode.startswith('sasl-'):
+        return ',hbase.thrift.security.qop=' + mode[len('sasl-'):]
+    keys = ''
+    if mode == 'http-spnego':
+        keys += ',hbase.thrift.ssl.enabled=false'
+    if mode != 'https-doas':
+        keys += ',hbase.thrift.support.proxyuser=false'
+    return keys
+
+
+def secure_backend_keys(mode, kdc_dir, qop=None, keytab=None, ca=None,
+                        doas=None):
+    """The [backend] keys (text) by which the proxy reaches HBase's servers
+    in that mode as proxy@HSP.TEST; qop, keytab, ca and doas override the
+    mode's own (the failure cases)."""
+    keys = ('sasl = gssapi\nsasl_principal = proxy@HSP.TEST\n'
+            'sasl_keytab = %s\nsasl_server_host = localhost\n'
+            % (keytab or os.path.join(kdc_dir, 'proxy.keytab')))
+    if mode.startswith('sasl-'):
+        return keys + 'sasl_qop = %s\n' % (qop or mode[len('sasl-'):])
+    keys += 'transport = http\n'
+    if mode.startswith('https-'):
+        keys += 'https = true\ntls_ca = %s\n' % (
+            ca or os.path.join(kdc_dir, 'ca.pem'))
+    if doas or mode == 'https-doas':
+        keys += 'http_doas = %s\n' % (doas or 'alice')
+    return keys
+
+
+def secure_env(kdc_dir, base=None, ticket_lifetime=None):
+    """The proxy's environment: the test realm's krb5.conf and a ticket
+    cache of nobody's, so it works from its keytab alone.
+    ticket_lifetime: seconds its tickets last (a krb5.conf of its own
+    asking for them; the KDC and HBase keep a day's)."""
+    env = dict(os.environ if base is None else base)
+    conf = os.path.join(kdc_dir, 'krb5.conf')
+    if ticket_lifetime:
+        with open(conf) as f:
+            text = f.read()
+        conf = os.path.join(kdc_dir, 'krb5-%ds.conf' % ticket_lifetime)
+        with open(conf, 'w') as f:
+            f.write(re.sub(r'ticket_lifetime = \S+',
+                           'ticket_lifetime = %ds' % ticket_lifetime, text))
+    env['KRB5_CONFIG'] = conf
+    env['KRB5CCNAME'] = 'FILE:' + os.path.join(kdc_dir, 'nobody.ccache')
+    return env
+
+
+def secure_conf(conf_text, backend):
+    """A proxy configuration written for plain backends, pointed at
+    backend's secured servers instead: in [backend], the plain ports of
+    servers/thrift2_servers become the secured ones, transport and the
+    security keys are the mode's.  Unchanged unless backend is secured."""
+    mode = getattr(backend, 'mode', None)
+    if mode is None:
+        return conf_text
+    swap = {backend.port: backend.secure_port}
+    if backend.port2 is not None:
+        swap[backend.port2] = backend.secure_port2
+    keys = secure_backend_keys(mode, backend.kdc_dir)
+    out, section = [], None
+    for line in conf_text.split('\n'):
+        m = re.match(r'\s*\[([^\]]+)\]', line)
+        if m:
+            section = m.group(1)
+            out.append(line)
+            if section == 'backend':
+                out.extend(keys.rstrip('\n').split('\n'))
+            continue
+        if section == 'backend':
+            m = re.match(r'\s*(\w+)\s*=\s*(.*)$', line)
+            if m and m.group(1) in ('servers', 'thrift2_servers'):
+                line = '%s = %s' % (m.group(1), re.sub(
+                    r':(\d+)', lambda p: ':%d' % swap.get(int(p.group(1)),
+                                                         int(p.group(1))),
+                    m.group(2)))
+            elif m and m.group(1) == 'transport' and 'transport' in keys:
+                continue
+            elif m and m.group(1) in ('sasl', 'sasl_qop', 'https'):
+                continue
+        out.append(line)
+    return '\n'.join(out)
+
+
+class AttachedBackend(RealBackend):
+    """A secured real HBase another process started (HSP_REAL_ATTACH names
+    the JSON file it wrote: mode, kdc, ports): the real-secure suite runs
+    several scripts on one cluster a mode.  Closing it is the starter's."""
+
+    def __init__(self, path, tables=None, thrift=None, **_kw):
+        import json
+        with open(path) as f:
+            a = json.load(f)
+        self.mode, self.kdc_dir = a['mode'], a['kdc']
+        self.proto, self.transport = 'binary', 'buffered'
+        self.port, self.port2 = a['plain1'], a['plain2']
+        self.secure_port, self.secure_port2 = a['thrift1'], a['thrift2']
+        self.log_path = a['log']
+        self.proc = None
+        if tables:
+            self.create_tables(thrift, tables)
+
+    def alive(self):
+        return True
+
+    def close(self):
+        pass
+
+
+def attach_info(backend, log_path):
+    """What AttachedBackend reads, for a secured RealBackend."""
+    return {'mode': backend.mode, 'kdc': backend.kdc_dir,
+            'plain1': backend.port, 'plain2': backend.port2,
+            'thrift1': backend.secure_port, 'thrift2': backend.secure_port2,
+            'log': log_path}
+
+
 def start_backend(kind, workdir, emu=None, **kw):
     """The backend a test asked for: kind 'emu' (emu = the hbase-emu
-    binary) or 'real'."""
+    binary) or 'real' (the secured cluster HSP_REAL_ATTACH names, when
+    set)."""
+    if kind == 'real' and os.environ.get('HSP_REAL_ATTACH'):
+        return AttachedBackend(os.environ['HSP_REAL_ATTACH'], **kw)
     if kind == 'real':
         kw.pop('extra', None)
         return RealBackend(workdir, extra=kw.pop('real_extra', ()), **kw)

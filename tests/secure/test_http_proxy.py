@@ -170,10 +170,41 @@ class HttpBackendTest(unittest.TestCase):
                          'https = true\ntls_ca = %s\n' % tlsl.p('other.pem'),
                          host='localhost')
         c = client(self.case.port)
-        with self.assertRaises(Exception):
+        with self.assertRaises(Exception) as cm:
             put(c, b'x', b'1')
         wait_for(lambda: 'certificate verify failed' in self.case.text(),
                  10, 'the TLS cause in the log')
+        # the client hears the cause too, not only that a connection closed
+        m = getattr(cm.exception, 'message', None) or str(cm.exception)
+        if isinstance(m, bytes):
+            m = m.decode('utf-8', 'replace')
+        self.assertIn('certificate verify failed', m)
+
+    def test_https_wrong_ca_fixed_by_reload(self):
+        # the operator copies the right CA over the wrong one and reloads:
+        # new connections trust it, no restart
+        ca = os.path.join(self.workdir, 'backend-ca.pem')
+        shutil.copy(tlsl.p('other.pem'), ca)
+        tls = ['--https-cert', tlsl.p('srv1.pem'),
+               '--https-key', tlsl.p('srv1.key')]
+        self.case = Case(self.workdir, tls,
+                         'https = true\ntls_ca = %s\n' % ca,
+                         host='localhost')
+        c = client(self.case.port)
+        with self.assertRaises(Exception):
+            put(c, b'x', b'1')
+        shutil.copy(tlsl.p('ca.pem'), ca)
+        self.case.procs[-1][0].send_signal(signal.SIGHUP)
+        wait_for(lambda: 'reload: applied' in self.case.text(), 10,
+                 'the reload')
+
+        def works():
+            try:
+                put(client(self.case.port), b'x', b'1')
+                return True
+            except Exception:  # noqa: BLE001 - until it does
+                return False
+        wait_for(works, 15, 'calls working after the CA was fixed')
 
     def test_https_wrong_name_refused(self):
         # the certificate names localhost only, the proxy dials 127.0.0.1
@@ -183,10 +214,15 @@ class HttpBackendTest(unittest.TestCase):
                          'https = true\ntls_ca = %s\n' % tlsl.p('ca.pem'),
                          host='127.0.0.1')
         c = client(self.case.port)
-        with self.assertRaises(Exception):
+        with self.assertRaises(Exception) as cm:
             put(c, b'x', b'1')
         wait_for(lambda: 'certificate verify failed' in self.case.text(),
                  10, 'the TLS cause in the log')
+        # the client hears the cause too, not only that a connection closed
+        m = getattr(cm.exception, 'message', None) or str(cm.exception)
+        if isinstance(m, bytes):
+            m = m.decode('utf-8', 'replace')
+        self.assertIn('certificate verify failed', m)
 
     def test_https_name_check_off(self):
         tls = ['--https-cert', tlsl.p('dnsonly.pem'),

@@ -30,12 +30,36 @@ public final class HBaseMini {
   /** One Thrift server of ours to start: which service, where. */
   static final class Endpoint {
     final int kind; // 1 = Thrift1 (Hbase), 2 = Thrift2 (THBaseService)
+    /**
+     * --plain-thrift1/2: binary, buffered, no SASL, HTTP or TLS whatever
+     * the others are; on a Kerberos cluster it runs every call as its
+     * login user (hbase, the superuser): the unsecured reference a test
+     * compares a secured path with.
+     */
+    final boolean plain;
     final String host;
     int port;
+    /** ",KEY=VALUE" after HOST:PORT: HBase keys for this server only. */
+    final List<String[]> confs = new ArrayList<>();
     ThriftRunner runner;
 
     Endpoint(int kind, String hostPort) {
+      this(kind, hostPort, false);
+    }
+
+    Endpoint(int kind, String hostPort, boolean plain) {
       this.kind = kind;
+      this.plain = plain;
+      String[] parts = hostPort.split(",");
+      hostPort = parts[0];
+      for (int i = 1; i < parts.length; i++) {
+        int eq = parts[i].indexOf('=');
+        if (eq <= 0) {
+          throw new IllegalArgumentException(
+              "--thrift" + kind + " HOST:PORT,KEY=VALUE...: not '" + parts[i] + "'");
+        }
+        confs.add(new String[] {parts[i].substring(0, eq), parts[i].substring(eq + 1)});
+      }
       int colon = hostPort.lastIndexOf(':');
       if (colon <= 0) {
         throw new IllegalArgumentException(
@@ -84,8 +108,10 @@ public final class HBaseMini {
             + " [--data-dir DIR]\n"
             + "      [--kdc DIR [--ticket-lifetime SECONDS]] [--sasl-qop auth|auth-int|auth-conf]\n"
             + "      [--spnego] [--https] [--proxyuser] [--conf KEY=VALUE]...\n"
+            + "      [--plain-thrift1 HOST:PORT] [--plain-thrift2 HOST:PORT]\n"
             + "  --thrift1 and --thrift2 may be repeated (several servers over one"
-            + " cluster); PORT 0 picks a free port");
+            + " cluster); PORT 0 picks a free port;\n"
+            + "  HOST:PORT,KEY=VALUE,... sets HBase keys for that server only");
     System.exit(2);
   }
 
@@ -116,6 +142,12 @@ public final class HBaseMini {
           break;
         case "--thrift2":
           endpoints.add(new Endpoint(2, v));
+          break;
+        case "--plain-thrift1":
+          endpoints.add(new Endpoint(1, v, true));
+          break;
+        case "--plain-thrift2":
+          endpoints.add(new Endpoint(2, v, true));
           break;
         case "--region-servers":
           regionServers = Integer.parseInt(v);
@@ -319,6 +351,23 @@ public final class HBaseMini {
     }
   }
 
+  /**
+   * The Thrift servers' keys of a --plain-thrift server: HBase's defaults
+   * (binary, buffered, socket), no SASL QOP, no TLS, no doAs.  Without
+   * hbase.thrift.security.qop HBase's socket server runs unauthenticated
+   * and calls the cluster as its own Kerberos login (hbase).
+   */
+  static Configuration plainConf(Configuration conf) {
+    Configuration c = new Configuration(conf);
+    c.setBoolean("hbase.regionserver.thrift.compact", false);
+    c.setBoolean("hbase.regionserver.thrift.framed", false);
+    c.setBoolean("hbase.regionserver.thrift.http", false);
+    c.setBoolean("hbase.thrift.ssl.enabled", false);
+    c.setBoolean("hbase.thrift.support.proxyuser", false);
+    c.unset("hbase.thrift.security.qop");
+    return c;
+  }
+
   void startThrift(Configuration conf) throws Exception {
     if (kdc != null) {
       Secure.grant(this, conf);
@@ -327,12 +376,24 @@ public final class HBaseMini {
       if (e.port == 0) {
         e.port = freePort(e.host);
       }
-      e.runner = new ThriftRunner(e.kind, e.host, e.port, conf);
+      Configuration c = e.plain ? plainConf(conf) : conf;
+      if (!e.confs.isEmpty()) {
+        // one server unlike the others: another QOP, no TLS, no doAs
+        c = new Configuration(c);
+        for (String[] kv : e.confs) {
+          c.set(kv[0], kv[1]);
+        }
+      }
+      e.runner = new ThriftRunner(e.kind, e.host, e.port, c, e.plain);
       e.runner.start();
     }
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(readyTimeoutSec);
     for (Endpoint e : endpoints) {
-      e.runner.awaitAnswer(deadline, compact, framed, http);
+      if (e.plain) {
+        e.runner.awaitAnswer(deadline, false, false, false);
+      } else {
+        e.runner.awaitAnswer(deadline, compact, framed, http);
+      }
     }
   }
 
@@ -382,8 +443,10 @@ public final class HBaseMini {
   String readyLine() {
     StringBuilder t1 = new StringBuilder();
     StringBuilder t2 = new StringBuilder();
+    StringBuilder p1 = new StringBuilder();
+    StringBuilder p2 = new StringBuilder();
     for (Endpoint e : endpoints) {
-      StringBuilder b = e.kind == 1 ? t1 : t2;
+      StringBuilder b = e.plain ? (e.kind == 1 ? p1 : p2) : (e.kind == 1 ? t1 : t2);
       if (b.length() > 0) {
         b.append(',');
       }
@@ -395,6 +458,12 @@ public final class HBaseMini {
     }
     if (t2.length() > 0) {
       line.append(" thrift2=").append(t2);
+    }
+    if (p1.length() > 0) {
+      line.append(" plain1=").append(p1);
+    }
+    if (p2.length() > 0) {
+      line.append(" plain2=").append(p2);
     }
     return line.toString();
   }

@@ -24,12 +24,15 @@ final class ThriftRunner {
   final String host;
   final int port;
   final Configuration base;
+  /** A --plain-thrift server: answers unauthenticated calls. */
+  final boolean plain;
   volatile org.apache.hadoop.hbase.thrift.ThriftServer server;
   volatile Throwable failure;
   Thread thread;
 
-  ThriftRunner(int kind, String host, int port, Configuration base) {
+  ThriftRunner(int kind, String host, int port, Configuration base, boolean plain) {
     this.kind = kind;
+    this.plain = plain;
     this.host = host;
     this.port = port;
     this.base = base;
@@ -102,9 +105,11 @@ final class ThriftRunner {
   /** One real call, repeated until it is answered or the deadline passes. */
   void awaitAnswer(long deadlineNanos, boolean compact, boolean framed, boolean http)
       throws Exception {
-    if (base.getBoolean("hbase.thrift.ssl.enabled", false)
-        || "kerberos".equals(base.get("hbase.security.authentication"))) {
-      // a call would need Kerberos or the test CA: a listening port and a
+    if (!plain
+        && (base.getBoolean("hbase.thrift.ssl.enabled", false)
+            || "kerberos".equals(base.get("hbase.security.authentication")))) {
+      // a call would need Kerberos or the test CA (a --plain-thrift server
+      // on a Kerberos cluster needs neither): a listening port and a
       // server thread still running say as much for a secured server
       awaitListening(deadlineNanos);
       return;
