@@ -21,7 +21,7 @@ LAYERS = [
               'merge', 'scanargs', 'scanbatch', 'scantab', 'splits', 'codec']),
     ('requests', ['req', 'bell', 'sasl', 'tls', 'lograte']),
     ('metrics', ['metrics', 'keyviz']),
-    ('engines', ['worker', 'backend', 'client', 'scan', 'hconn', 'catalog',
+    ('engines', ['worker', 'backend', 'health', 'client', 'scan', 'hconn', 'catalog',
                  'tablecheck', 'httpd', 'httpc']),
     ('top', ['proxy', 'main', 'admin', 'metrics_render']),
 ]
