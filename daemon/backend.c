@@ -90,6 +90,65 @@ backend_sasl_creds(const struct backend_conn *conn)
     return health_sasl_creds(backend_worker(conn)->health);
 }
 
+/* Whether the caller runs on w's thread: a pool, its connections and
+ * its requests are that worker's alone. */
+static gboolean
+backend_on_worker(const struct worker *w)
+{
+    return pthread_equal(pthread_self(), w->thread);
+}
+
+static const char *const backend_state_name[] = {
+    [BACKEND_IDLE] = "IDLE",
+    [BACKEND_CONNECTING] = "CONNECTING",
+    [BACKEND_CONNECTED] = "CONNECTED",
+};
+
+/* A connection starts IDLE: g_new0 made it so. */
+G_STATIC_ASSERT(BACKEND_IDLE == 0);
+
+/*
+ * Every change of a connection's state, so that these are its only
+ * transitions:
+ *   IDLE -> CONNECTING       backend_conn_open: a connect started
+ *   CONNECTING -> CONNECTED  backend_conn_connected: TCP (and SASL) done
+ *   any -> IDLE              backend_conn_close (closing an IDLE one
+ *                            changes nothing: freeing or retiring a pool
+ *                            closes every slot)
+ * Any other is a bug (metrics_invalid_transition: debug builds stop,
+ * release builds log, count and take it).  The open gauge follows
+ * CONNECTED here, so it cannot drift from the states.
+ */
+static void
+backend_conn_set_state(struct backend_conn *conn, enum backend_state to)
+{
+    enum backend_state from = conn->state;
+    gboolean legal;
+
+    switch (to) {
+    case BACKEND_IDLE: legal = TRUE; break;
+    case BACKEND_CONNECTING: legal = from == BACKEND_IDLE; break;
+    case BACKEND_CONNECTED: legal = from == BACKEND_CONNECTING; break;
+    default: legal = FALSE; break;
+    }
+    if (!legal) {
+        metrics_invalid_transition("backend connection",
+                                   backend_state_name[from],
+                                   (unsigned)to <
+                                           G_N_ELEMENTS(backend_state_name)
+                                       ? backend_state_name[to]
+                                       : "?");
+    }
+    /* a connection being opened or open has its socket */
+    g_assert(to == BACKEND_IDLE || conn->bev != NULL);
+    if (from == BACKEND_CONNECTED && to != BACKEND_CONNECTED) {
+        METRICS_ADD(conn->server->stats.open, -1);
+    } else if (from != BACKEND_CONNECTED && to == BACKEND_CONNECTED) {
+        METRICS_ADD(conn->server->stats.open, 1);
+    }
+    conn->state = to;
+}
+
 struct backend_pool *
 backend_pool_new(struct worker *w, struct worker_gen *gen)
 {
@@ -97,6 +156,8 @@ backend_pool_new(struct worker *w, struct worker_gen *gen)
     const struct worker_settings *set = &gen->set;
     unsigned i, j;
 
+    g_assert(w != NULL && w->base != NULL && w->health != NULL);
+    g_assert(set->pool_size > 0);
     pool->worker = w;
     pool->gen = gen;
     worker_gen_use(w, gen);
@@ -117,7 +178,6 @@ backend_pool_new(struct worker *w, struct worker_gen *gen)
 
             conn->server = s;
             conn->index = j;
-            conn->state = BACKEND_IDLE;
             TAILQ_INIT(&conn->pending);
             wire_buf_init(&conn->cork);
             conn->timer = evtimer_new(w->base, backend_timer_cb, conn);
@@ -130,14 +190,12 @@ backend_pool_new(struct worker *w, struct worker_gen *gen)
 static void
 backend_conn_close(struct backend_conn *conn)
 {
+    g_assert(TAILQ_EMPTY(&conn->pending));
     if (conn->corked) {
         /* its requests fail with it: they never left */
         TAILQ_REMOVE(&backend_worker(conn)->corked, conn, cork_link);
         conn->corked = 0;
         wire_buf_clear(&conn->cork);
-    }
-    if (conn->state == BACKEND_CONNECTED) {
-        METRICS_ADD(conn->server->stats.open, -1);
     }
     if (conn->rev != NULL) {
         /* before the socket goes with the bufferevent */
@@ -161,7 +219,7 @@ backend_conn_close(struct backend_conn *conn)
     g_clear_pointer(&conn->sasl_held, evbuffer_free);
     evtimer_del(conn->timer);
     conn->timer_at = 0;
-    conn->state = BACKEND_IDLE;
+    backend_conn_set_state(conn, BACKEND_IDLE);
 }
 
 /* conn's scan of unframed replies, made on first use. */
@@ -228,6 +286,7 @@ backend_pool_free(struct backend_pool *pool)
 {
     unsigned i, j;
 
+    g_assert(pool != NULL && pool->worker != NULL);
     for (i = 0; i < pool->nservers; i++) {
         struct backend_server *s = &pool->servers[i];
 
@@ -258,6 +317,7 @@ backend_pool_free(struct backend_pool *pool)
 gboolean
 backend_pool_idle(const struct backend_pool *pool)
 {
+    g_assert(pool != NULL);
     if (!pool->retired || pool->scanners > 0) {
         return FALSE;
     }
@@ -274,6 +334,9 @@ backend_pool_idle(const struct backend_pool *pool)
 void
 backend_pool_fold(struct backend_pool *pool)
 {
+    /* only a pool about to be freed hands its counters over, or they
+     * would count twice */
+    g_assert(backend_pool_idle(pool));
     for (unsigned i = 0; i < pool->nservers; i++) {
         struct backend_server *s = &pool->servers[i];
         struct health_shared *h = s->health;
@@ -290,6 +353,8 @@ backend_pool_fold(struct backend_pool *pool)
 void
 backend_pool_retire(struct backend_pool *pool)
 {
+    g_assert(pool != NULL && !pool->retired);
+    g_assert(backend_on_worker(pool->worker));
     pool->retired = TRUE;
     for (unsigned i = 0; i < pool->nservers; i++) {
         for (unsigned j = 0; j < pool->set->pool_size; j++) {
@@ -307,6 +372,7 @@ backend_pool_pending(const struct backend_pool *pool)
 {
     unsigned i, j, n = 0;
 
+    g_assert(pool != NULL);
     for (i = 0; i < pool->nservers; i++) {
         for (j = 0; j < pool->set->pool_size; j++) {
             n += pool->servers[i].conns[j].npending;
@@ -400,8 +466,7 @@ backend_conn_turn(struct backend_conn *conn, gint64 now)
 static void
 backend_conn_connected(struct backend_conn *conn)
 {
-    conn->state = BACKEND_CONNECTED;
-    METRICS_ADD(conn->server->stats.open, 1);
+    backend_conn_set_state(conn, BACKEND_CONNECTED);
     conn->server->retry_at = 0;
     conn->last_active = req_now();
     backend_conn_turn(conn, conn->last_active);
@@ -593,7 +658,7 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
          * here rather than in the bufferevent */
         conn->sasl_held = evbuffer_new();
     }
-    conn->state = BACKEND_CONNECTING;
+    backend_conn_set_state(conn, BACKEND_CONNECTING);
     conn->connect_deadline =
         req_now() + (gint64)backend_settings(conn)->connect_timeout_ms * 1000;
     g_debug("backend %s: conn %u: connecting (worker %u)", srv->name,
@@ -666,6 +731,9 @@ backend_pool_pick_server(struct backend_pool *pool, uint8_t service)
     gint64 now = req_now();
     int up = -1, first = -1;
 
+    g_assert(pool != NULL && pool->nservers > 0);
+    g_assert(service < HBASE1_NSERVICES);
+    g_assert(backend_on_worker(pool->worker));
     /* a scanner cannot move once open: prefer a server with no recent
      * failure, so one that just died gets no new scanner while the
      * count towards DOWN runs */
@@ -762,6 +830,7 @@ backend_unavailable(struct backend_pool *pool, struct req *req)
 const char *
 backend_pool_server_name(const struct backend_pool *pool, int i)
 {
+    g_assert(pool != NULL);
     return i >= 0 && (unsigned)i < pool->nservers
                ? pool->servers[i].health->name
                : NULL;
@@ -771,6 +840,7 @@ gboolean
 backend_conn_takes(const struct backend_pool *pool,
                    const struct backend_conn *conn)
 {
+    g_assert(pool != NULL && conn != NULL && conn->server != NULL);
     return conn->server->pool == pool && conn->state != BACKEND_IDLE &&
            backend_server_up(conn->server);
 }
@@ -780,6 +850,13 @@ backend_submit(struct backend_pool *pool, struct req *req,
                struct backend_conn *after, const uint8_t *msg, size_t len,
                gboolean more)
 {
+    g_assert(pool != NULL && req != NULL);
+    g_assert(backend_on_worker(pool->worker));
+    /* a request waits on one connection at a time */
+    g_assert(req->conn == NULL);
+    g_assert(msg != NULL && len > 0);
+    /* the caller checked it (backend_conn_takes) */
+    g_assert(after == NULL || backend_conn_takes(pool, after));
     backend_submit_at(pool, req, after, msg, len, -1, TRUE, more);
 }
 
@@ -870,6 +947,7 @@ backend_uncork(struct worker *w)
 {
     struct backend_conn *conn;
 
+    g_assert(w != NULL && backend_on_worker(w));
     while ((conn = TAILQ_FIRST(&w->corked)) != NULL) {
         backend_conn_write(conn, NULL, 0);
     }

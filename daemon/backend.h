@@ -11,7 +11,8 @@
 #include "metrics.h"
 #include "worker.h"
 
-/* Where a backend connection is in its life. */
+/* Where a backend connection is in its life.  Only backend_conn_set_state
+ * (backend.c) changes it, and it checks the transition. */
 enum backend_state {
     BACKEND_IDLE = 0,   /* no socket; connects when a request needs it */
     BACKEND_CONNECTING, /* non-blocking connect in progress, requests queue */

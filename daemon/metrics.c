@@ -6,6 +6,7 @@
 #include "codec.h"
 #include "hbase1.h"
 #include "keyviz.h"
+#include "lograte.h"
 
 const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS] = {
     100,   250,    500,    1000,   2500,    5000,    10000,   25000,
@@ -155,6 +156,36 @@ metrics_reload(struct metrics *m, metrics_reload_t result)
     m->reloads[result]++;
     m->last_reload_ok = result == METRICS_RELOAD_APPLIED;
     m->last_reload_time = g_get_real_time();
+}
+
+/* Every thread's invalid state transitions (atomic): no worker owns
+ * them, and they never happen on a sound path. */
+static guint64 metrics_bad_transitions;
+
+void
+metrics_invalid_transition(const char *machine, const char *from,
+                           const char *to)
+{
+    char tail[128];
+
+    __atomic_add_fetch(&metrics_bad_transitions, 1, __ATOMIC_RELAXED);
+    g_snprintf(tail, sizeof(tail),
+               ": invalid state transition %s -> %s (a bug: please report "
+               "it)",
+               from, to);
+    if (lograte_note_of(G_LOG_LEVEL_CRITICAL, "invalid state transition",
+                        machine, tail, NULL, 0)) {
+        g_critical("%s%s", machine, tail);
+    }
+#ifndef NDEBUG
+    g_assert_not_reached();
+#endif
+}
+
+guint64
+metrics_invalid_transitions(void)
+{
+    return __atomic_load_n(&metrics_bad_transitions, __ATOMIC_RELAXED);
 }
 
 /* ---- hooks -------------------------------------------------------------- */
