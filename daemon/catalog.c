@@ -454,7 +454,7 @@ catalog_may_register(struct hconn *c, const struct config_table *t, char **why,
         "hbase-salt-proxy: table %s is not served: it holds rows written "
         "without this salt, which salting would hide from every read; add "
         "a legacy_* rule (forward-looking salting) or copy them with "
-        "hbase-salt-migrate (README: Salting an existing table)",
+        "hbase-salt-migrate (man 8 hbase-salt-migrate)",
         t->name);
     return TRUE;
 }

@@ -61,7 +61,7 @@
  * (req_read), without libevent's FIONREAD; other threads reach a
  * worker only through its bell (an eventfd), so the bases need no locks.
  *
- * The pieces live in layers (README.md, "Layout"): req.c holds the
+ * The pieces live in layers (daemon/README.md, "Layers"): req.c holds the
  * request and the socket I/O, client.c, backend.c and scan.c the
  * engines, worker.h what they share; this file makes the workers and
  * fills in their hooks, by which the backend hands a finished request up

@@ -1,6 +1,6 @@
 /* bench_copy.c: hbase-bench-copy, the baseline of run-bench's migrate
  * scenario: a plain scan-and-write of a table into another, with the
- * same client code as hbase-salt-migrate (migrate/hconn.c) but nothing
+ * same client code as hbase-salt-migrate (daemon/hconn.c) but nothing
  * else: one thread per region up to --parallel, each fetch of rows
  * written back as it came in one mutateRows call (the server's clock, no
  * salt, no timestamps kept, no checkpoint).  Prints one JSON line. */

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """keyviz_cost.py: instructions per point operation with the key
-visualizer on and off, under callgrind (README, "Seeing hotspots").
+visualizer on and off, under callgrind (conf/README.md, "Seeing hotspots").
 
   tests/bench/keyviz_cost.py --proxy BUILD/daemon/hbase-salt-proxy \\
       --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py [--ops N]

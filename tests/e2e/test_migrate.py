@@ -8,7 +8,7 @@ and 2/2 together copy every row once; --units - reads units on stdin and
 answers one line per unit; a copy and a verify over a compact, framed
 backend as [backend] says (CompactFramedTest).
 
-  /usr/bin/python3 tests/e2e/test_migrate.py --migrate BUILD/migrate/hbase-salt-migrate \\
+  /usr/bin/python3 tests/e2e/test_migrate.py --migrate BUILD/daemon/migrate/hbase-salt-migrate \\
       --proxy BUILD/daemon/hbase-salt-proxy --emu BUILD/tests/emu/hbase-emu \\
       --pydir BUILD/thrift/py [unittest args]
 """
@@ -40,7 +40,7 @@ TABLES = {
     'dst': 'buckets = 8\nsalt_format = hex\nsalt_separator = -\n',
     'dst_b': 'buckets = 4\n',
     'dst_d': 'buckets = 3\nsalt_format = decimal\n',
-    # another tool's salt (README, "Adopting tables salted by other tools")
+    # another tool's salt (conf/README.md, "Adopting tables salted by other tools")
     'phx': 'buckets = 4\nsalt_mapping = phoenix\n',
     'bts': 'buckets = 4\nsalt_mapping = bigtable-sample\n',
     # forward-looking: keys below 0x80 stay unsalted, where the salted

@@ -28,14 +28,15 @@ def load_thrift(pydir):
 
 
 def readme_quote(start):
-    """The `...` span of README.md that starts with start, its line breaks
-    and indentation folded to single spaces, as a reader sees it."""
+    """The `...` span of conf/README.md (the operators' guide) that starts
+    with start, its line breaks and indentation folded to single spaces,
+    as a reader sees it."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
-                        '..', 'README.md')
+                        '..', 'conf', 'README.md')
     with open(path) as f:
         text = re.sub(r'\s*\n\s*', ' ', f.read())
     m = re.search('`(' + re.escape(start) + '[^`]*)`', text)
-    assert m, 'README.md quotes no message starting with %r' % start
+    assert m, 'conf/README.md quotes no message starting with %r' % start
     return m.group(1)
 
 

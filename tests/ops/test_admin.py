@@ -299,13 +299,14 @@ class AdminTest(unittest.TestCase):
 
 
     def test_7_readme_lists_every_metric(self):
-        """README's metrics table names every metric /metrics has, with
-        its type, and none it lacks: the two cannot drift apart."""
+        """conf/README.md's metrics table names every metric /metrics
+        has, with its type, and none it lacks: the two cannot drift
+        apart."""
         status, body = self.proxy.http('/metrics')
         self.assertEqual(status, 200)
         served = dict(re.findall(r'^# TYPE (\S+) (\S+)$', body, re.M))
         readme = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                              '..', '..', 'README.md')
+                              '..', '..', 'conf', 'README.md')
         with open(readme) as f:
             text = f.read()
         section = text.split('## Metrics, health and the effective '
@@ -319,11 +320,11 @@ class AdminTest(unittest.TestCase):
                 documented[name] = cells[1]
         self.assertGreater(len(documented), 20, section)
         self.assertEqual(sorted(set(served) - set(documented)), [],
-                         'served by /metrics, missing from README.md')
+                         'served by /metrics, missing from conf/README.md')
         self.assertEqual(sorted(set(documented) - set(served)), [],
-                         'in README.md, not served by /metrics')
+                         'in conf/README.md, not served by /metrics')
         self.assertEqual({n: documented[n] for n in served}, served,
-                         'types in README.md')
+                         'types in conf/README.md')
 
 
 class HealthDownTest(unittest.TestCase):
@@ -383,7 +384,7 @@ class DefaultsTest(unittest.TestCase):
         check_loads(self, self.dir, body)
 
     def test_readme_no_backend_message(self):
-        """README's example of the message is the message."""
+        """conf/README.md's example of the message is the message."""
         wait_for(lambda: 'unavailable' in self.proxy.http('/healthz')[1],
                  10, 'every server down')
         c = opslib.client(self.proxy.port)

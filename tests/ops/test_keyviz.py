@@ -33,7 +33,7 @@ W_TABLE = 'buckets = 4\nsalt_format = decimal\n'
 def migrate_path():
     """hbase-salt-migrate of the same build as the proxy."""
     build = os.path.dirname(os.path.dirname(os.path.abspath(ARGS.proxy)))
-    return os.path.join(build, 'migrate', 'hbase-salt-migrate')
+    return os.path.join(build, 'daemon', 'migrate', 'hbase-salt-migrate')
 
 
 class KeyvizTest(unittest.TestCase):

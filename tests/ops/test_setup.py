@@ -426,7 +426,7 @@ class ServiceMismatchTest(SetupCase):
                     % self.t2port)
         status, body = self.run_case(conf, sentence)
         self.assertEqual(status, 503, body)
-        # README quotes the log line as it is
+        # conf/README.md quotes the log line as it is
         doc = opslib.readme_quote('backend 127.0.0.1:9092 is')
         self.assertTrue(doc.replace('9092', str(self.t2port)).startswith(
             'backend ' + sentence + '; '), doc)

@@ -96,12 +96,17 @@ class UnitTest(unittest.TestCase):
             path = os.path.join(d, 'hbase-salt-proxy.service')
             with open(path, 'w') as f:
                 f.write(text)
-            # Documentation=man:hbase-salt-proxy(8) is checked with man(1):
-            # give it the page from the source tree
+            # Documentation=man:hbase-salt-proxy(8) man:...conf(5) is
+            # checked with man(1): give it the page from the source tree
+            # and the one generated in the build tree
             mandir = os.path.join(d, 'man', 'man8')
             os.makedirs(mandir)
             shutil.copy(os.path.join(ARGS.srcdir, 'daemon',
                                      'hbase-salt-proxy.8'), mandir)
+            os.makedirs(os.path.join(d, 'man', 'man5'))
+            shutil.copy(os.path.join(ARGS.builddir, 'conf',
+                                     'hbase-salt-proxy.conf.5'),
+                        os.path.join(d, 'man', 'man5'))
             env = dict(os.environ, MANPATH=os.path.join(d, 'man'),
                        SYSTEMD_LOG_LEVEL='notice')
             r = subprocess.run(['systemd-analyze', 'verify', path],
@@ -132,6 +137,10 @@ class UnitTest(unittest.TestCase):
         one('/systemd/system/hbase-salt-proxy.service')
         one('/hbase-salt-proxy/hbase-salt-proxy.conf')
         one('/man8/hbase-salt-proxy.8')
+        # the configuration reference and the migration runbook, generated
+        one('/man5/hbase-salt-proxy.conf.5')
+        one('/sbin/hbase-salt-migrate')
+        one('/man8/hbase-salt-migrate.8')
 
 
 class CliTest(unittest.TestCase):

@@ -38,9 +38,15 @@ final class ControlLoop {
         System.out.flush();
         continue;
       }
+      if (w.length == 2 && w[0].equals("rekey")) {
+        System.out.println(rekey(mini, w[1]));
+        System.out.flush();
+        continue;
+      }
       if (w.length != 2 || !(w[0].equals("stop") || w[0].equals("start"))) {
         System.out.println(
-            "error: commands are 'stop HOST:PORT', 'start HOST:PORT' and 'regions TABLE'");
+            "error: commands are 'stop HOST:PORT', 'start HOST:PORT', 'regions TABLE'"
+                + " and 'rekey NAME'");
         System.out.flush();
         continue;
       }
@@ -71,6 +77,18 @@ final class ControlLoop {
       System.out.flush();
     }
     stop.await();
+  }
+
+  /** "ok rekey NAME FILE": NAME's keys are new, FILE holds them. */
+  static String rekey(HBaseMini mini, String name) {
+    if (mini.kdc == null) {
+      return "error: rekey needs --kdc";
+    }
+    try {
+      return "ok rekey " + name + " " + mini.kdc.rekey(name).getAbsolutePath();
+    } catch (Exception ex) {
+      return "error: " + ex;
+    }
   }
 
   /**

@@ -60,6 +60,15 @@ public final class HBaseMini {
   File dataDir;
   boolean keepDataDir;
   int readyTimeoutSec = 300;
+  /** --kdc DIR: a test realm, and HBase secured with Kerberos in it. */
+  File kdcDir;
+  long ticketLifetimeSec;
+  /** --sasl-qop: the Thrift servers' SASL quality of protection. */
+  String saslQop;
+  boolean spnego;
+  boolean https;
+  boolean proxyUser;
+  Kdc kdc;
   /** --conf KEY=VALUE pairs, set last: any HBase key, as hbase-site.xml would. */
   final List<String[]> confs = new ArrayList<>();
 
@@ -73,7 +82,8 @@ public final class HBaseMini {
             + "      [--protocol binary|compact] [--transport buffered|framed] [--http]\n"
             + "      [--filters Name:fully.qualified.Class,...] [--split-size BYTES]"
             + " [--data-dir DIR]\n"
-            + "      [--conf KEY=VALUE]...\n"
+            + "      [--kdc DIR [--ticket-lifetime SECONDS]] [--sasl-qop auth|auth-int|auth-conf]\n"
+            + "      [--spnego] [--https] [--proxyuser] [--conf KEY=VALUE]...\n"
             + "  --thrift1 and --thrift2 may be repeated (several servers over one"
             + " cluster); PORT 0 picks a free port");
     System.exit(2);
@@ -88,7 +98,12 @@ public final class HBaseMini {
         a = a.substring(0, a.indexOf('='));
       }
       boolean wantsValue =
-          !(a.equals("--http") || a.equals("--help") || a.equals("-h"));
+          !(a.equals("--http")
+              || a.equals("--spnego")
+              || a.equals("--https")
+              || a.equals("--proxyuser")
+              || a.equals("--help")
+              || a.equals("-h"));
       if (wantsValue && v == null) {
         if (i + 1 >= args.length) {
           usage(a + " needs a value");
@@ -142,6 +157,30 @@ public final class HBaseMini {
             confs.add(new String[] {v.substring(0, eq), v.substring(eq + 1)});
             break;
           }
+        case "--kdc":
+          kdcDir = new File(v).getAbsoluteFile();
+          break;
+        case "--ticket-lifetime":
+          ticketLifetimeSec = Long.parseLong(v);
+          if (ticketLifetimeSec < 30) {
+            usage("--ticket-lifetime takes 30 seconds or more");
+          }
+          break;
+        case "--sasl-qop":
+          if (!v.equals("auth") && !v.equals("auth-int") && !v.equals("auth-conf")) {
+            usage("--sasl-qop is auth, auth-int or auth-conf");
+          }
+          saslQop = v;
+          break;
+        case "--spnego":
+          spnego = true;
+          break;
+        case "--https":
+          https = true;
+          break;
+        case "--proxyuser":
+          proxyUser = true;
+          break;
         case "--ready-timeout":
           readyTimeoutSec = Integer.parseInt(v);
           break;
@@ -160,6 +199,19 @@ public final class HBaseMini {
       // HBase's HTTP mode has no framing: say so rather than start a
       // server the option does not describe
       usage("--http and --transport framed do not go together (HTTP has no framing)");
+    }
+    // HBase's own rules, said before a JVM full of stack traces says them
+    if (kdcDir == null && (saslQop != null || spnego || proxyUser || ticketLifetimeSec > 0)) {
+      usage("--sasl-qop, --spnego, --proxyuser and --ticket-lifetime need --kdc DIR");
+    }
+    if ((spnego || https || proxyUser) && !http) {
+      usage("--spnego, --https and --proxyuser are for the HTTP servers: add --http");
+    }
+    if (saslQop != null && http) {
+      usage("--sasl-qop is the socket servers' SASL; the HTTP servers use --spnego");
+    }
+    if (https && kdcDir == null && !keepDataDir) {
+      usage("--https writes its keystore and CA to --kdc DIR or --data-dir DIR: give one");
     }
   }
 
@@ -214,6 +266,12 @@ public final class HBaseMini {
     if (filters != null) {
       conf.set("hbase.thrift.filters", filters);
     }
+    if (kdc != null) {
+      Secure.configure(this, conf);
+    }
+    if (https) {
+      Secure.configureTls(this, conf);
+    }
     // last, so a test may override any of the above with HBase's own key
     for (String[] kv : confs) {
       conf.set(kv[0], kv[1]);
@@ -222,6 +280,9 @@ public final class HBaseMini {
   }
 
   void startCluster(Configuration conf) throws Exception {
+    if (kdc != null) {
+      Secure.login(conf);
+    }
     // each region server registers metrics sources of the same names
     // ("RegionServer,sub=Server"): in one JVM the second one's startup
     // fails on "already exists!" and it aborts, leaving one region server
@@ -259,6 +320,9 @@ public final class HBaseMini {
   }
 
   void startThrift(Configuration conf) throws Exception {
+    if (kdc != null) {
+      Secure.grant(this, conf);
+    }
     for (Endpoint e : endpoints) {
       if (e.port == 0) {
         e.port = freePort(e.host);
@@ -295,6 +359,9 @@ public final class HBaseMini {
       } catch (IOException ex) {
         System.err.println("hbase-mini: zookeeper shutdown: " + ex);
       }
+    }
+    if (kdc != null) {
+      kdc.stop();
     }
     if (!keepDataDir && dataDir != null) {
       deleteTree(dataDir.toPath());
@@ -361,6 +428,10 @@ public final class HBaseMini {
     }
     long t0 = System.nanoTime();
     try {
+      if (mini.kdcDir != null) {
+        mini.kdc = new Kdc(mini.kdcDir, mini.ticketLifetimeSec);
+        mini.kdc.start();
+      }
       Configuration conf = mini.clusterConf();
       mini.startCluster(conf);
       mini.startThrift(conf);

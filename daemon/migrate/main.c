@@ -160,8 +160,8 @@ migrate_check_catalog(struct hconn *c, config_t *cfg, const char *from,
             g_set_error(error, UNIT_ERROR, 0,
                         "nothing read or written: the table catalog %s "
                         "refuses %s table %s (above); the configuration "
-                        "file must say what every proxy says (README: The "
-                        "table catalog)",
+                        "file must say what every proxy says (conf/README.md: "
+                        "The table catalog)",
                         cfg->catalog_table, i == 0 ? "source" : "destination",
                         tables[i]);
             return FALSE;
@@ -589,8 +589,8 @@ main(int argc, char **argv)
         }
         if (!exists) {
             migrate_say("destination table %s does not exist: create it "
-                        "first, with the source's column families (see the "
-                        "README, \"Salting an existing table\")",
+                        "first, with the source's column families (see "
+                        "man 8 hbase-salt-migrate)",
                         to);
             goto out;
         }
