@@ -1288,13 +1288,77 @@ backend_sasl_read(struct backend_conn *conn, evutil_socket_t fd)
     return evbuffer_get_length(conn->in) > 0;
 }
 
+/*
+ * The reply at the head of conn->in, for req (the oldest pending): its
+ * length, frame header included, into *len.  A client's is translated
+ * into req->reply (*cs, *err: the codec's verdict); a scan sink's is
+ * copied into req->raw; a detached request's is only measured.
+ * WIRE_AGAIN: not whole yet; WIRE_ERROR: *bad says why.
+ */
+static wire_status_t
+backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
+                   codec_status_t *cs, struct codec_error *err,
+                   const char **bad)
+{
+    struct worker *w = backend_worker(conn);
+    const struct worker_settings *set = backend_settings(conn);
+    struct evbuffer *in = conn->in;
+    size_t avail = 0, hdr = set->backend_framed ? 4 : 0;
+    const uint8_t *buf = NULL;
+    wire_status_t st;
+
+    if (req->sink != NULL || req->client == NULL) {
+        /* only its end is needed here: the scan engine's sink reads
+         * it itself, and nobody waits for a detached request */
+        if (set->backend_framed) {
+            /* the frame says where it ends; whoever reads it checks
+             * every length as it goes */
+            st = req_msg_peek(in, TRUE, &w->reply_limits, &buf, len, bad);
+        } else {
+            st = req_msg_scan(in, set->backend_proto, backend_conn_scan(conn),
+                              &w->reply_limits, &buf, len, bad);
+        }
+        if (st == WIRE_OK &&
+            !backend_reply_in_step(set, req, buf + hdr, *len - hdr)) {
+            /* pairing by order is wrong from here on */
+            st = WIRE_ERROR;
+            *bad = "reply out of step with the requests";
+        }
+        if (st == WIRE_OK && req->sink != NULL) {
+            wire_buf_clear(&req->raw);
+            wire_buf_append(&req->raw, buf + hdr, *len - hdr);
+        }
+        return st;
+    }
+    st = req_msg_peek(in, set->backend_framed, &w->reply_limits, &buf, &avail,
+                      bad);
+    if (st == WIRE_OK) {
+        size_t frame = req_reply_begin(req);
+
+        if (set->backend_framed) {
+            *len = avail - hdr;
+            *cs = codec_reply(&req->call, set->backend_proto, buf + hdr, *len,
+                              req->backend_seqid, req->client_proto,
+                              &req->reply, err, &w->reply_limits, &w->tally);
+            metrics_take_tally(w->metrics, &w->tally);
+        } else {
+            st = backend_reply_stream(conn, req, buf, avail, cs, err, len,
+                                      bad);
+        }
+        if (st == WIRE_OK && *cs == CODEC_OK) {
+            req_reply_end(req, frame);
+        }
+        *len += hdr;
+    }
+    return st;
+}
+
 /* Replies arrived: pair each with the oldest pending request. */
 static void
 backend_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
     struct worker *w = backend_worker(conn);
-    const struct worker_settings *set = backend_settings(conn);
     struct evbuffer *in = conn->in;
     char why[BACKEND_MSG_MAX];
     ssize_t got;
@@ -1324,9 +1388,8 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
     }
 
     while (evbuffer_get_length(in) > 0) {
-        const uint8_t *buf = NULL;
         const char *bad = NULL;
-        size_t avail = 0, len = 0, hdr = set->backend_framed ? 4 : 0;
+        size_t len = 0;
         struct req *req = TAILQ_FIRST(&conn->pending);
         struct codec_error err; /* the codec sets what it uses */
         codec_status_t cs = CODEC_OK;
@@ -1337,54 +1400,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                               "reply without a request", TRUE);
             goto out;
         }
-        if (req->sink != NULL || req->client == NULL) {
-            /* only its end is needed here: the scan engine's sink reads
-             * it itself, and nobody waits for a detached request */
-            const uint8_t *msg = NULL;
-
-            if (set->backend_framed) {
-                /* the frame says where it ends; whoever reads it checks
-                 * every length as it goes */
-                st = req_msg_peek(in, TRUE, &w->reply_limits, &msg, &len,
-                                  &bad);
-            } else {
-                st = req_msg_scan(in, set->backend_proto,
-                                  backend_conn_scan(conn), &w->reply_limits,
-                                  &msg, &len, &bad);
-            }
-            if (st == WIRE_OK &&
-                !backend_reply_in_step(set, req, msg + hdr, len - hdr)) {
-                /* pairing by order is wrong from here on */
-                st = WIRE_ERROR;
-                bad = "reply out of step with the requests";
-            }
-            if (st == WIRE_OK && req->sink != NULL) {
-                wire_buf_clear(&req->raw);
-                wire_buf_append(&req->raw, msg + hdr, len - hdr);
-            }
-        } else {
-            st = req_msg_peek(in, set->backend_framed, &w->reply_limits, &buf,
-                              &avail, &bad);
-            if (st == WIRE_OK) {
-                size_t frame = req_reply_begin(req);
-
-                if (set->backend_framed) {
-                    len = avail - hdr;
-                    cs = codec_reply(&req->call, set->backend_proto, buf + hdr,
-                                     len, req->backend_seqid,
-                                     req->client_proto, &req->reply, &err,
-                                     &w->reply_limits, &w->tally);
-                    metrics_take_tally(w->metrics, &w->tally);
-                } else {
-                    st = backend_reply_stream(conn, req, buf, avail, &cs, &err,
-                                              &len, &bad);
-                }
-                if (st == WIRE_OK && cs == CODEC_OK) {
-                    req_reply_end(req, frame);
-                }
-                len += hdr;
-            }
-        }
+        st = backend_reply_take(conn, req, &len, &cs, &err, &bad);
         if (st == WIRE_AGAIN) {
             break;
         }
