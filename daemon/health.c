@@ -127,6 +127,23 @@ struct health_table {
  * workers are busy and whether or not the admin endpoint is on.
  */
 
+/*
+ * The one place a server's state changes, from from to to: a CAS, so
+ * that of threads seeing the same failure one alone makes the change
+ * (and says so in the log): TRUE for that one.  UP -> DOWN: any thread
+ * (health_failed, health_probe_misplaced); DOWN -> UP: the probe thread
+ * (health_probe_finish).  Nothing else moves it.
+ */
+static gboolean
+health_state_move(struct health_server *h, enum health_state from,
+                  enum health_state to)
+{
+    g_assert(from != to);
+    g_assert(to == HEALTH_DOWN ||
+             pthread_equal(pthread_self(), h->table->thread));
+    return g_atomic_int_compare_and_exchange(&h->shared.state, from, to);
+}
+
 static struct health_server *
 health_find(struct health_table *t, const char *name)
 {
@@ -162,6 +179,7 @@ health_lookup(struct health_table *t, const char *name)
 {
     struct health_server *h;
 
+    g_assert(t != NULL && name != NULL && name[0] != '\0');
     g_mutex_lock(&t->lock);
     h = health_get(t, name);
     g_mutex_unlock(&t->lock);
@@ -191,6 +209,7 @@ health_failed(struct health_shared *s, const char *why)
     gint64 last = __atomic_load_n(&h->shared.last_fail, __ATOMIC_RELAXED);
     gint n;
 
+    g_assert(why != NULL);
     g_mutex_lock(&h->shared.lock);
     g_strlcpy(h->shared.why, why, sizeof(h->shared.why));
     g_mutex_unlock(&h->shared.lock);
@@ -201,8 +220,7 @@ health_failed(struct health_shared *s, const char *why)
     }
     n = g_atomic_int_add(&h->shared.failures, 1) + 1;
     if (n >= HEALTH_DOWN_AFTER &&
-        g_atomic_int_compare_and_exchange(&h->shared.state, HEALTH_UP,
-                                          HEALTH_DOWN)) {
+        health_state_move(h, HEALTH_UP, HEALTH_DOWN)) {
         g_mutex_lock(&h->shared.lock);
         h->shared.down_at = now;
         g_mutex_unlock(&h->shared.lock);
@@ -222,6 +240,7 @@ health_new(const struct worker_settings *startup)
 {
     struct health_table *t = g_new0(struct health_table, 1);
 
+    g_assert(startup != NULL);
     t->bell.fd = -1;
     g_mutex_init(&t->lock);
     t->entries = g_ptr_array_new();
@@ -241,6 +260,7 @@ health_new(const struct worker_settings *startup)
 void
 health_use(struct health_table *t, const struct worker_settings *set)
 {
+    g_assert(t != NULL && set != NULL);
     g_mutex_lock(&t->lock);
     for (guint i = 0; i < t->entries->len; i++) {
         struct health_server *h = g_ptr_array_index(t->entries, i);
@@ -347,8 +367,7 @@ health_probe_finish(struct health_server *h, gboolean ok, const char *why,
         return;
     }
     g_atomic_int_set(&h->shared.failures, 0);
-    if (g_atomic_int_compare_and_exchange(&h->shared.state, HEALTH_DOWN,
-                                          HEALTH_UP)) {
+    if (health_state_move(h, HEALTH_DOWN, HEALTH_UP)) {
         gint64 down_at;
 
         g_mutex_lock(&h->shared.lock);
@@ -527,8 +546,7 @@ health_probe_misplaced(struct health_server *h, const char *text)
     g_mutex_lock(&h->shared.lock);
     first = strcmp(h->misplaced, text) != 0;
     g_strlcpy(h->misplaced, text, sizeof(h->misplaced));
-    if (g_atomic_int_compare_and_exchange(&h->shared.state, HEALTH_UP,
-                                          HEALTH_DOWN)) {
+    if (health_state_move(h, HEALTH_UP, HEALTH_DOWN)) {
         h->shared.down_at = req_now();
     }
     g_mutex_unlock(&h->shared.lock);
@@ -868,6 +886,9 @@ health_start(struct health_table *t, GError **error)
     sigset_t all, old;
     int rc;
 
+    /* once: the thread's events are made here */
+    g_assert(t != NULL && !t->running && t->base == NULL);
+    g_assert(error == NULL || *error == NULL);
     t->base = event_base_new();
     if (t->base == NULL) {
         g_set_error(error, HEALTH_ERROR, HEALTH_ERROR_LIBEVENT,
@@ -965,6 +986,7 @@ health_free(struct health_table *t)
 void
 health_foreach(struct health_table *t, health_fn fn, void *arg)
 {
+    g_assert(t != NULL && fn != NULL);
     g_mutex_lock(&t->lock);
     for (guint i = 0; i < t->entries->len; i++) {
         struct health_server *h = g_ptr_array_index(t->entries, i);
