@@ -11,6 +11,7 @@
 
 #include "hbase1.h"
 #include "health.h"
+#include "invariant.h"
 #include "lograte.h"
 #include "metrics.h"
 #include "sasl.h"
@@ -115,9 +116,10 @@ G_STATIC_ASSERT(BACKEND_IDLE == 0);
  *   any -> IDLE              backend_conn_close (closing an IDLE one
  *                            changes nothing: freeing or retiring a pool
  *                            closes every slot)
- * Any other is a bug (metrics_invalid_transition: debug builds stop,
- * release builds log, count and take it).  The open gauge follows
- * CONNECTED here, so it cannot drift from the states.
+ * Any other is a defect (invariant_no_arrow: checked builds stop,
+ * release builds log it, count it in hsp_invariant_errors_total and take
+ * the step, as before the check: each caller survives it).  The open
+ * gauge follows CONNECTED here, so it cannot drift from the states.
  */
 static void
 backend_conn_set_state(struct backend_conn *conn, enum backend_state to)
@@ -132,12 +134,10 @@ backend_conn_set_state(struct backend_conn *conn, enum backend_state to)
     default: legal = FALSE; break;
     }
     if (!legal) {
-        metrics_invalid_transition("backend connection",
-                                   backend_state_name[from],
-                                   (unsigned)to <
-                                           G_N_ELEMENTS(backend_state_name)
-                                       ? backend_state_name[to]
-                                       : "?");
+        invariant_no_arrow(G_STRLOC, backend_state_name,
+                           G_N_ELEMENTS(backend_state_name), from, to,
+                           "backend %s: conn %u", conn->server->srv->name,
+                           conn->index);
     }
     /* a connection being opened or open has its socket */
     g_assert(to == BACKEND_IDLE || conn->bev != NULL);
@@ -251,12 +251,22 @@ backend_reply_stream(struct backend_conn *conn, struct req *req,
     struct wire_scan *scan = conn->scan;
     size_t mark = req->reply.len; /* the frame header, if any */
     wire_status_t st;
+    struct codec_io io = {
+        .data = buf,
+        .len = avail,
+        .from = set->backend_proto,
+        .stream = TRUE,
+        .to = req->client_proto,
+        .backend_seqid = req->backend_seqid,
+        .out = &req->reply,
+        .limits = &w->reply_limits,
+        .tally = &w->tally,
+        .err = err,
+    };
 
     if (scan == NULL || !wire_scan_started(scan)) {
-        *cs = codec_reply_stream(&req->call, set->backend_proto, buf, avail,
-                                 req->backend_seqid, req->client_proto,
-                                 &req->reply, err, &w->reply_limits, len,
-                                 &w->tally);
+        *cs = codec_reply(&io, &req->call);
+        *len = io.used;
         metrics_take_tally(w->metrics, &w->tally);
         if (*cs != CODEC_AGAIN) {
             return WIRE_OK;
@@ -274,9 +284,9 @@ backend_reply_stream(struct backend_conn *conn, struct req *req,
         return st;
     }
     wire_scan_init(scan);
-    *cs = codec_reply(&req->call, set->backend_proto, buf, *len,
-                      req->backend_seqid, req->client_proto, &req->reply, err,
-                      &w->reply_limits, &w->tally);
+    io.len = *len;
+    io.stream = FALSE;
+    *cs = codec_reply(&io, &req->call);
     metrics_take_tally(w->metrics, &w->tally);
     return WIRE_OK;
 }
@@ -1336,10 +1346,20 @@ backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
         size_t frame = req_reply_begin(req);
 
         if (set->backend_framed) {
-            *len = avail - hdr;
-            *cs = codec_reply(&req->call, set->backend_proto, buf + hdr, *len,
-                              req->backend_seqid, req->client_proto,
-                              &req->reply, err, &w->reply_limits, &w->tally);
+            struct codec_io io = {
+                .data = buf + hdr,
+                .len = avail - hdr,
+                .from = set->backend_proto,
+                .to = req->client_proto,
+                .backend_seqid = req->backend_seqid,
+                .out = &req->reply,
+                .limits = &w->reply_limits,
+                .tally = &w->tally,
+                .err = err,
+            };
+
+            *len = io.len;
+            *cs = codec_reply(&io, &req->call);
             metrics_take_tally(w->metrics, &w->tally);
         } else {
             st = backend_reply_stream(conn, req, buf, avail, cs, err, len,

@@ -16,6 +16,7 @@
 #include "backend.h"
 #include "escape.h"
 #include "hbase1.h"
+#include "invariant.h"
 #include "lograte.h"
 #include "keyviz.h"
 #include "metrics.h"
@@ -43,6 +44,38 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg);
 static void client_tls_read_cb(struct bufferevent *bev, void *arg);
 static void client_tls_event_cb(struct bufferevent *bev, short what,
                                 void *arg);
+
+/* ---- states ------------------------------------------------------------- */
+
+static const char *const client_state_names[] = {
+    [CLIENT_DETECT] = "detect",
+    [CLIENT_ACTIVE] = "active",
+    [CLIENT_DRAINING] = "draining",
+};
+
+/* The one place a client changes state (client.h's arrows). */
+static void
+client_set_state(struct client *c, enum client_state to)
+{
+    gboolean ok = to == CLIENT_ACTIVE     ? c->state == CLIENT_DETECT
+                  : to == CLIENT_DRAINING ? c->state != CLIENT_DRAINING
+                                          : FALSE;
+
+    if (!ok) {
+        invariant_no_arrow(G_STRLOC, client_state_names,
+                           G_N_ELEMENTS(client_state_names), c->state, to,
+                           "client %s", c->peer);
+    }
+    c->state = to;
+}
+
+/* req is one of c's, read from it and not yet handed back. */
+static gboolean
+client_owns(const struct client *c, const struct req *req)
+{
+    return req != NULL && req->client == c && req->sink == NULL &&
+           req->state != REQ_FREE;
+}
 
 static void
 client_peer_name(const struct sockaddr *sa, char *out, size_t outlen)
@@ -137,6 +170,7 @@ client_update_reading(struct client *c)
 void
 client_apply_limits(struct client *c)
 {
+    g_assert(c != NULL && c->worker != NULL);
     /* bounds what one client can make us buffer */
     c->in_max = (size_t)c->worker->gen->set.max_frame_size + 4 +
                 CLIENT_IN_SLACK;
@@ -152,14 +186,17 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
     int one = 1;
     gint n;
 
+    g_assert(w != NULL && sa != NULL && svc != NULL);
+    HSP_CHECK(fd >= 0);
     client_peer_name(sa, peer, sizeof(peer));
     n = g_atomic_int_add(w->nconns, 1) + 1;
-    if (w->stopping ||
+    if (w->state != WORKER_RUNNING ||
         (set->max_connections != 0 && (unsigned)n > set->max_connections)) {
         g_atomic_int_add(w->nconns, -1);
         METRICS_ADD(w->metrics->refused, 1);
         g_warning("client %s: refused: %s", peer,
-                  w->stopping ? "shutting down" : "max_connections reached");
+                  w->state != WORKER_RUNNING ? "shutting down"
+                                             : "max_connections reached");
         evutil_closesocket(fd);
         return;
     }
@@ -169,7 +206,7 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
     c = g_new0(struct client, 1);
     c->worker = w;
     c->svc = svc;
-    c->state = CLIENT_DETECT;
+    /* g_new0: c->state is CLIENT_DETECT */
     TAILQ_INIT(&c->reqs);
     wire_buf_init(&c->park);
     g_strlcpy(c->peer, peer, sizeof(c->peer));
@@ -248,19 +285,22 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
 void
 client_close(struct client *c)
 {
-    struct worker *w = c->worker;
+    struct worker *w;
     struct req *req;
 
+    g_assert(c != NULL);
+    w = c->worker;
     while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
         TAILQ_REMOVE(&c->reqs, req, client_link);
-        if (req == c->parked) {
-            /* never sent on: nobody else knows it */
-            worker_req_put(w, req);
-        } else if (!req->done) {
+        HSP_CHECK(client_owns(c, req));
+        if (req->state == REQ_SENT) {
             /* a backend or the scan engine still holds it: it drops the
              * reply and frees it */
             req->client = NULL;
         } else {
+            /* parked (never sent on: nobody else knows it) or done */
+            HSP_CHECK(req->state == REQ_PARKED || req->state == REQ_DONE);
+            HSP_CHECK(req->state == REQ_PARKED || req != c->parked);
             worker_req_put(w, req);
         }
     }
@@ -375,10 +415,12 @@ client_flush(struct client *c)
     struct req *req;
     int n;
 
+    g_assert(c != NULL && c->bev != NULL);
     do {
         n = 0;
         while (n < CLIENT_FLUSH_BATCH &&
-               (req = TAILQ_FIRST(&c->reqs)) != NULL && req->done) {
+               (req = TAILQ_FIRST(&c->reqs)) != NULL &&
+               req->state == REQ_DONE) {
             TAILQ_REMOVE(&c->reqs, req, client_link);
             c->nreqs--;
             done[n] = req;
@@ -435,7 +477,9 @@ client_flush_held(struct worker *w)
 {
     struct client *c;
 
+    g_assert(w != NULL);
     while ((c = TAILQ_FIRST(&w->held)) != NULL) {
+        HSP_CHECK(c->held);
         TAILQ_REMOVE(&w->held, c, held_link);
         c->held = 0;
         client_flush(c);
@@ -445,7 +489,12 @@ client_flush_held(struct worker *w)
 void
 client_answered(struct client *c, struct req *req)
 {
-    req->done = 1;
+    g_assert(c != NULL);
+    /* worker_req_finish marked it done; it was sent on, so counted busy */
+    if (!HSP_CHECK(client_owns(c, req) && req->state == REQ_DONE) ||
+        !HSP_CHECK(c->busy > 0)) {
+        return;
+    }
     c->busy--;
     if (c->worker->replies_held) {
         if (!c->held) {
@@ -465,8 +514,9 @@ client_answered(struct client *c, struct req *req)
 gboolean
 client_drain(struct client *c)
 {
+    g_assert(c != NULL);
     if (c->state != CLIENT_DRAINING) {
-        c->state = CLIENT_DRAINING;
+        client_set_state(c, CLIENT_DRAINING);
         client_update_reading(c);
     }
     return c->nreqs == 0 &&
@@ -479,11 +529,13 @@ client_drain(struct client *c)
 static void
 client_reject(struct client *c, struct req *req, const struct codec_error *err)
 {
-    size_t frame = req_reply_begin(req);
+    size_t frame;
 
+    HSP_CHECK(client_owns(c, req) && req->state == REQ_NEW);
+    frame = req_reply_begin(req);
     codec_write_error(&req->call, req->client_proto, err, &req->reply);
     req_reply_end(req, frame);
-    req->done = 1;
+    req_set_state(req, REQ_DONE);
     g_debug("client %s: rejected %.*s: %s", c->peer, (int)req->call.name_len,
             req->call.name, err->message);
 }
@@ -520,6 +572,9 @@ client_send(struct client *c, struct req *req, gboolean scan,
 {
     struct backend_conn *after = c->busy > 0 ? c->last_sent->conn : NULL;
 
+    HSP_CHECK(client_owns(c, req));
+    /* before it goes: either may answer it at once */
+    req_set_state(req, REQ_SENT);
     c->busy++;
     c->last_sent = req;
     if (scan) {
@@ -535,6 +590,8 @@ static void
 client_park(struct client *c, struct req *req, gboolean scan,
             const uint8_t *msg, size_t len)
 {
+    HSP_CHECK(client_owns(c, req) && c->parked == NULL);
+    req_set_state(req, REQ_PARKED);
     wire_buf_clear(&c->park);
     wire_buf_append(&c->park, msg, len);
     c->parked = req;
@@ -577,29 +634,24 @@ client_take_tally(struct worker *w, struct req *req)
 }
 
 /*
- * The call at the front of c's unframed stream (buf, avail), into the
- * worker's scratch: rewritten by one walk when it came whole; else c's
- * scan walks on through what arrives, and the whole call is rewritten
- * once it is there, so every byte is walked a bounded number of times
- * however the client cuts it.  Answers as codec_request_stream.
+ * The call at the front of c's unframed stream (io: data, len, stream),
+ * into the worker's scratch: rewritten by one walk when it came whole;
+ * else c's scan walks on through what arrives, and the whole call is
+ * rewritten once it is there, so every byte is walked a bounded number
+ * of times however the client cuts it.  Answers as codec_request on a
+ * stream.
  */
 static codec_status_t
-client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
-                      size_t avail, struct codec_error *err, size_t *len)
+client_request_stream(struct client *c, struct req *req, struct codec_io *io)
 {
     struct worker *w = c->worker;
-    const struct worker_settings *set = w->startup;
-    const struct config *cfg = w->gen->cfg;
     size_t mark = w->scratch.len;
     const char *why = NULL;
     codec_status_t cs;
     wire_status_t st;
 
     if (c->scan == NULL || !wire_scan_started(c->scan)) {
-        cs = codec_request_stream_svc(cfg, c->svc, c->proto, buf, avail,
-                                      set->backend_proto, req->backend_seqid,
-                                      &w->scratch, &req->call, err,
-                                      &w->client_limits, len, &w->tally);
+        cs = codec_request(io, &req->call);
         client_take_tally(w, req);
         if (cs != CODEC_AGAIN) {
             return cs;
@@ -609,20 +661,20 @@ client_request_stream(struct client *c, struct req *req, const uint8_t *buf,
             wire_scan_init(c->scan);
         }
     }
-    st = wire_scan_feed(c->scan, c->proto, buf, avail, &w->client_limits, len,
-                        &why);
+    st = wire_scan_feed(c->scan, c->proto, io->data, io->len,
+                        &w->client_limits, &io->used, &why);
     if (st == WIRE_AGAIN) {
         return CODEC_AGAIN;
     }
     wire_scan_init(c->scan);
     if (st == WIRE_ERROR) {
-        err->message = why;
+        io->err->message = why;
         return CODEC_CLOSE;
     }
     w->scratch.len = mark;
-    cs = codec_request_svc(cfg, c->svc, c->proto, buf, *len,
-                           set->backend_proto, req->backend_seqid, &w->scratch,
-                           &req->call, err, &w->client_limits, &w->tally);
+    io->len = io->used;
+    io->stream = FALSE;
+    cs = codec_request(io, &req->call);
     client_take_tally(w, req);
     return cs;
 }
@@ -646,27 +698,37 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     struct worker *w = c->worker;
     const struct worker_settings *set = w->startup;
     struct req *req = worker_req_get(w);
-    const struct config *cfg = w->gen->cfg;
     struct codec_error err; /* the codec sets what it uses */
     struct wire_buf *out = &w->scratch;
     size_t off = 0, hdr = c->framed ? 4 : 0, len, msg_len;
     const uint8_t *msg;
     codec_status_t st;
+    struct codec_io io = {
+        .data = buf + hdr,
+        .len = avail - hdr,
+        .from = c->proto,
+        .stream = !c->framed,
+        .to = set->backend_proto,
+        .out = out,
+        .cfg = w->gen->cfg,
+        .svc = c->svc,
+        .limits = &w->client_limits,
+        .tally = &w->tally,
+        .err = &err,
+    };
 
     req->client = c;
     req->client_proto = c->proto;
     req->client_framed = c->framed ? 1 : 0;
     req->backend_seqid = worker_next_seqid(w);
+    io.backend_seqid = req->backend_seqid;
 
     wire_buf_clear(out);
     if (set->backend_framed) {
         off = wire_frame_begin(out);
     }
     if (c->framed) {
-        len = avail - hdr;
-        st = codec_request_svc(cfg, c->svc, c->proto, buf + hdr, len,
-                               set->backend_proto, req->backend_seqid, out,
-                               &req->call, &err, &w->client_limits, &w->tally);
+        st = codec_request(&io, &req->call);
         client_take_tally(w, req);
         if (st == CODEC_REJECT) {
             const char *why = NULL;
@@ -682,8 +744,9 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
             }
         }
     } else {
-        st = client_request_stream(c, req, buf, avail, &err, &len);
+        st = client_request_stream(c, req, &io);
     }
+    len = io.used;
     if (st == CODEC_AGAIN) {
         worker_req_put(w, req);
         if (avail >= w->client_limits.max_message) {
@@ -762,7 +825,7 @@ client_detect(struct client *c, struct evbuffer *in)
         return FALSE;
     }
     c->framed = framed;
-    c->state = CLIENT_ACTIVE;
+    client_set_state(c, CLIENT_ACTIVE);
     g_debug("client %s: %s %s", c->peer,
             c->proto == WIRE_COMPACT ? "compact" : "binary",
             c->framed ? "framed" : "buffered");

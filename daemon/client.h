@@ -13,7 +13,17 @@
 
 struct hbase1_service;
 
-/* Where a client connection is in its life. */
+/*
+ * Where a client connection is in its life.  Only client.c's
+ * client_set_state moves it, along
+ *
+ *   DETECT --> ACTIVE --> DRAINING
+ *     |                      ^
+ *     +----------------------+  (shutdown before its first bytes)
+ *
+ * Its requests are on reqs in arrival order, each in a state of its own
+ * (req.h): the head ones DONE are written, a PARKED one stops reading.
+ */
 enum client_state {
     CLIENT_DETECT = 0, /* no bytes yet: protocol and framing unknown */
     CLIENT_ACTIVE,     /* reading requests, writing replies */

@@ -53,6 +53,23 @@ codec_tally_free(struct codec_tally *t)
     t->keys_on = keys_on;
 }
 
+/* n for key, whose hash_part (part_len bytes) hashes to part_hash. */
+static G_ALWAYS_INLINE inline void
+codec_key_note_set(struct codec_key_note *n, const struct salt_table *salt,
+                   codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                   size_t len, size_t part_len, guint64 part_hash)
+{
+    n->salt = salt;
+    n->key = key;
+    n->part_hash = part_hash;
+    n->key_hash = part_len == len ? part_hash : XXH3_64bits(key, len);
+    n->len = (uint32_t)len;
+    n->part_len = (uint32_t)part_len;
+    n->bucket = bucket;
+    n->bytes = 0;
+    n->kind = (uint8_t)kind;
+}
+
 void
 codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
                     codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
@@ -63,38 +80,43 @@ codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
     size_t part = kind == CODEC_KEY_ROW ? len
                                         : salt_hashed_len(salt, key, len);
 
-    n->salt = salt;
-    n->key_hash = kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, len);
-    n->part_hash = part == len ? n->key_hash : XXH3_64bits(key, part);
-    n->len = (uint32_t)len;
-    n->part_len = (uint32_t)part;
-    n->bucket = bucket;
-    n->bytes = 0;
-    n->kind = (uint8_t)kind;
-    n->kept = (uint8_t)MIN(len, CODEC_NOTE_KEY_MAX);
-    memcpy(n->key, key, n->kept);
+    codec_key_note_set(n, salt, kind, bucket, key, len, part,
+                       kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, part));
 }
 
-/* One logical key for the key visualizer, when the owner asked.  The
- * array grows to the most keys one batch met, then is reused. */
-static void
-codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
-                codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
-                size_t len)
+/* A new note of t, when the owner asked for keys and the batch has room;
+ * else NULL.  The array grows to the most keys one batch met, then is
+ * reused. */
+static G_ALWAYS_INLINE inline struct codec_key_note *
+codec_tally_note(struct codec_tally *t)
 {
     if (t == NULL || !t->keys_on || t->nnotes == CODEC_NOTE_MAX) {
-        return;
+        return NULL;
     }
     if (t->nnotes == t->notes_cap) {
         t->notes_cap = t->notes_cap == 0 ? 16 : t->notes_cap * 2;
         t->notes = g_renew(struct codec_key_note, t->notes, t->notes_cap);
     }
-    codec_key_note_fill(&t->notes[t->nnotes++], salt, kind, bucket, key, len);
+    return &t->notes[t->nnotes++];
+}
+
+/* One logical key for the key visualizer, when the owner asked. */
+static void
+codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
+                codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                size_t len)
+{
+    struct codec_key_note *n = codec_tally_note(t);
+
+    if (n != NULL) {
+        codec_key_note_fill(n, salt, kind, bucket, key, len);
+    }
 }
 
 /* The call remembers its first noted key (since the mark's count), for
- * an error its reply may carry. */
-static void
+ * an error its reply may carry: copied, as the reply comes after the
+ * request's bytes are gone. */
+static G_ALWAYS_INLINE inline void
 codec_tally_first(const struct codec_tally *t, uint32_t since,
                   struct codec_call *call)
 {
@@ -107,13 +129,13 @@ codec_tally_first(const struct codec_tally *t, uint32_t since,
     n = &t->notes[since];
     call->first_key.salt = n->salt;
     call->first_key.bucket = n->bucket;
-    call->first_key.kept = n->kept;
-    memcpy(call->first_key.key, n->key, n->kept);
+    call->first_key.kept = (uint8_t)MIN(n->len, CODEC_NOTE_KEY_MAX);
+    codec_note_copy(call->first_key.key, n->key, call->first_key.kept);
 }
 
 /* Shares a message's len bytes among the keys it noted since the mark's
  * count (an even share, the rest on the first). */
-static void
+static G_ALWAYS_INLINE inline void
 codec_tally_bytes(struct codec_tally *t, uint32_t since, size_t len)
 {
     uint32_t n;
@@ -123,6 +145,11 @@ codec_tally_bytes(struct codec_tally *t, uint32_t since, size_t len)
         return;
     }
     n = t->nnotes - since;
+    if (n == 1) {
+        /* a point call's one key */
+        t->notes[since].bytes = (uint32_t)MIN(len, G_MAXUINT32);
+        return;
+    }
     share = len / n;
     for (uint32_t i = since; i < t->nnotes; i++) {
         t->notes[i].bytes = (uint32_t)MIN(share, G_MAXUINT32);
@@ -219,6 +246,8 @@ struct codec_ctx {
                                        count as writes */
     gboolean passthrough;                /* table not salted: copy rows, only
                                        check the fields routing reads */
+    const struct salt_table *kv_salt;    /* the call's kv_salt: its keys
+                                       are noted, not salted */
     const struct salt_table *unstorable; /* table of the first row too
                                        long for it once salted, or one
                                        its mapping cannot hold, or NULL */
@@ -469,6 +498,28 @@ codec_note_table(struct codec_ctx *c, const uint8_t *name, size_t len)
 }
 
 /*
+ * The salt of the table named (and its name noted for the call).  An
+ * unsalted one the key visualizer counts ([keyviz] unsalted_tables)
+ * gives the call its kv_salt, when keys are noted at all; NULL is
+ * returned all the same: nothing of it is salted.
+ */
+static const struct salt_table *
+codec_named_table(struct codec_ctx *c, const uint8_t *name, size_t len)
+{
+    const struct config_table *t;
+
+    codec_note_table(c, name, len);
+    t = codec_find_table(c, name, len);
+    if (t == NULL && c->call != NULL && c->tally != NULL &&
+        c->tally->keys_on) {
+        t = config_find_keyviz_unsalted(c->cfg, name, len);
+        c->call->kv_salt = t != NULL ? &t->salt : NULL;
+        return NULL;
+    }
+    return codec_table_salt(c, t);
+}
+
+/*
  * The salt of the table a Thrift2 TTableName names (in a descriptor's
  * field 1 when desc), read at r: "ns:qualifier", the default namespace
  * (absent, empty or "default") as the bare qualifier, as the config
@@ -480,7 +531,6 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
 {
     const uint8_t *ns = NULL, *q = NULL;
     uint32_t ns_len = 0, q_len = 0;
-    const struct config_table *t;
     uint8_t type, name[512];
     int16_t fid;
     size_t n = 0;
@@ -517,9 +567,7 @@ codec_peek_table_name(struct codec_ctx *c, struct wire_reader *r,
         n = (size_t)ns_len + 1;
     }
     memcpy(name + n, q, q_len);
-    codec_note_table(c, name, n + q_len);
-    t = codec_find_table(c, name, n + q_len);
-    return codec_table_salt(c, t);
+    return codec_named_table(c, name, n + q_len);
 }
 
 /* Reads ahead, without consuming, the table named by a struct's TABLE
@@ -545,7 +593,6 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
         }
         f = hbase1_schema_field(s, fid);
         if (f != NULL && f->action == HBASE1_TABLE && f->type == type) {
-            const struct config_table *t;
             const uint8_t *name;
             uint32_t len;
 
@@ -553,9 +600,7 @@ codec_peek_table(struct codec_ctx *c, const struct hbase1_schema *s,
                 return NULL;
             }
             *found = TRUE;
-            codec_note_table(c, name, len);
-            t = codec_find_table(c, name, len);
-            return codec_table_salt(c, t);
+            return codec_named_table(c, name, len);
         }
         if (f != NULL && f->type == type &&
             (f->action == HBASE1_TABLE_NAME ||
@@ -579,8 +624,14 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     size_t plen;
     uint32_t bucket;
     legacy_route_t route;
+    struct codec_key_note *note;
 
     if (salt == NULL) {
+        if (c->kv_salt != NULL) {
+            codec_tally_key(c->tally, c->kv_salt,
+                            c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, 0,
+                            key, len);
+        }
         wire_write_binary(&c->w, key, len);
         return;
     }
@@ -607,17 +658,26 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         c->unstorable == NULL) {
         /* salted it is too long for HBase, or it is no key of the table:
          * sent only if another row of the call fails anyway, see
-         * codec_request_body */
+         * codec_request_args */
         c->unstorable = salt;
         c->unstorable_len = len;
         c->unstorable_clash = route == LEGACY_ROUTE_CLASH;
         c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
-    bucket = salt_bucket(salt, key, len);
+    note = codec_tally_note(c->tally);
+    if (note != NULL) {
+        /* the hash that chose the bucket is the key visualizer's too */
+        size_t part;
+        guint64 hash;
+
+        bucket = salt_bucket_part(salt, key, len, &part, &hash);
+        codec_key_note_set(note, salt,
+                           c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket,
+                           key, len, part, hash);
+    } else {
+        bucket = salt_bucket(salt, key, len);
+    }
     codec_tally_add(c->tally, salt, bucket, 1, c->write, 0);
-    codec_tally_key(c->tally, salt,
-                    c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket, key,
-                    len);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }
@@ -746,6 +806,9 @@ codec_row_out(struct codec_ctx *c, const struct salt_table *salt)
         return FALSE;
     }
     if (salt == NULL) {
+        if (c->kv_salt != NULL) {
+            codec_tally_key(c->tally, c->kv_salt, CODEC_KEY_ROW, 0, phys, len);
+        }
         wire_write_binary(&c->w, phys, len);
         return TRUE;
     }
@@ -1083,8 +1146,10 @@ codec_walk_field(struct codec_ctx *c, const struct hbase1_field *f,
     uint8_t et;
     uint32_t count, i;
 
-    if (c->passthrough) {
-        /* nothing to rewrite; codec_walk_struct checked the field */
+    if (c->passthrough && c->kv_salt == NULL) {
+        /* nothing to rewrite; codec_walk_struct checked the field (an
+         * unsalted table the key visualizer counts is walked on: its
+         * row keys are noted, and pass as they are, salt being NULL) */
         return wire_copy(&c->r, &c->w, f->type) == WIRE_OK;
     }
     switch (f->action) {
@@ -1239,21 +1304,32 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
     call->service = svc;
     call->method = hbase1_service_lookup(svc, m->name, m->name_len);
     call->salt = NULL;
+    call->kv_salt = NULL;
     call->first_key.salt = NULL;
 }
 
+/* A walk over io: a whole message, or the front of a stream. */
+static void
+codec_ctx_init(struct codec_ctx *c, const struct codec_io *io, gboolean reply)
+{
+    memset(c, 0, sizeof(*c));
+    c->cfg = io->cfg;
+    c->err = io->err;
+    c->reply = reply;
+    c->tally = io->tally;
+    wire_reader_init(&c->r, io->from, io->data, io->len, !io->stream,
+                     io->limits);
+}
+
+/*
+ * The call's message header, into m and call (its method looked up in
+ * the table of io's service).  CLOSE: no header; REJECT: not a call.
+ */
 static codec_status_t
-codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
-                   wire_proto_t from, const uint8_t *msg, size_t len,
-                   gboolean complete, wire_proto_t to, int32_t backend_seqid,
-                   struct wire_buf *out, struct codec_call *call,
-                   const struct wire_limits *limits)
+codec_request_head(struct codec_ctx *c, const struct codec_io *io,
+                   struct codec_call *call, struct wire_msg *m)
 {
     struct codec_error *err = c->err;
-    const struct hbase1_method *method;
-    size_t mark = out->len;
-    struct wire_msg m;
-    gboolean ok;
 
     memset(call, 0, sizeof(*call));
     c->call = call;
@@ -1262,53 +1338,81 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
     err->message = NULL;
     err->answer = CODEC_ANSWER_APP;
     err->can_retry = 0;
-    wire_reader_init(&c->r, from, msg, len, complete, limits);
-    if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
+    if (wire_read_msg_begin(&c->r, m) != WIRE_OK) {
         err->app_type = WIRE_APP_PROTOCOL_ERROR;
         err->message = c->r.error != NULL ? c->r.error : "bad message header";
         return CODEC_CLOSE;
     }
-    codec_call_init(call, svc, &m);
-    if (m.type != WIRE_CALL) {
+    codec_call_init(call,
+                    io->svc != NULL ? io->svc
+                                    : hbase1_service(HBASE1_SERVICE_THRIFT1),
+                    m);
+    if (m->type != WIRE_CALL) {
         codec_reject(c, WIRE_APP_INVALID_MESSAGE_TYPE, CODEC_ANSWER_APP,
                      "hbase-salt-proxy: expected a call message");
         return CODEC_REJECT;
     }
-    method = call->method;
-    c->write = method != NULL && method->kind == HBASE1_WRITE;
-    if (method != NULL && method->kind >= HBASE1_SCAN_OPEN) {
-        gboolean named = FALSE;
+    c->write = call->method != NULL && call->method->kind == HBASE1_WRITE;
+    return CODEC_OK;
+}
 
-        if (method->args != NULL) {
-            const struct hbase1_field *twice =
-                codec_repeated_field(c, method->args);
+/*
+ * A scanner call (kind HBASE1_SCAN_OPEN and after): SCAN, the scan
+ * engine takes it; REJECT; or OK for a one-shot scan of an unsalted
+ * table (getScannerResults), which has no scanner id to keep: it goes on
+ * as any other call.
+ */
+static codec_status_t
+codec_request_scanner(struct codec_ctx *c, struct codec_call *call)
+{
+    const struct hbase1_method *method = call->method;
+    struct codec_error *err = c->err;
+    gboolean named = FALSE;
 
-            if (twice != NULL) {
-                codec_reject(c, WIRE_APP_PROTOCOL_ERROR, CODEC_ANSWER_APP,
-                             twice->repeated);
-                return CODEC_REJECT;
-            }
-            call->salt = codec_peek_table(c, method->args, &named);
-        }
-        if (c->r.status != WIRE_OK) {
-            err->app_type = WIRE_APP_PROTOCOL_ERROR;
-            err->message = c->r.error;
+    if (method->args != NULL) {
+        const struct hbase1_field *twice = codec_repeated_field(c,
+                                                                method->args);
+
+        if (twice != NULL) {
+            codec_reject(c, WIRE_APP_PROTOCOL_ERROR, CODEC_ANSWER_APP,
+                         twice->repeated);
             return CODEC_REJECT;
         }
-        if (c->refused != NULL) {
-            codec_refuse_catalog(c);
-            return CODEC_REJECT;
-        }
-        /* a one-shot scan of an unsalted table (getScannerResults) has
-         * no scanner id to keep: it goes on as any other call */
-        if (method->kind != HBASE1_SCAN_ONCE || call->salt != NULL) {
-            return CODEC_SCAN;
-        }
-        call->salt = NULL;
+        call->salt = codec_peek_table(c, method->args, &named);
     }
+    if (c->r.status != WIRE_OK) {
+        err->app_type = WIRE_APP_PROTOCOL_ERROR;
+        err->message = c->r.error;
+        return CODEC_REJECT;
+    }
+    if (c->refused != NULL) {
+        codec_refuse_catalog(c);
+        return CODEC_REJECT;
+    }
+    if (method->kind != HBASE1_SCAN_ONCE || call->salt != NULL) {
+        return CODEC_SCAN;
+    }
+    call->salt = NULL;
+    return CODEC_OK;
+}
 
-    wire_writer_init(&c->w, to, out);
-    wire_write_msg_begin(&c->w, m.name, m.name_len, WIRE_CALL, backend_seqid);
+/*
+ * The call after its header m, rewritten into io->out: OK, or REJECT
+ * with io->out as it was.
+ */
+static codec_status_t
+codec_request_args(struct codec_ctx *c, const struct codec_io *io,
+                   const struct wire_msg *m, struct codec_call *call)
+{
+    const struct hbase1_method *method = call->method;
+    struct codec_error *err = c->err;
+    struct wire_buf *out = io->out;
+    size_t mark = out->len;
+    gboolean ok;
+
+    wire_writer_init(&c->w, io->to, out);
+    wire_write_msg_begin(&c->w, m->name, m->name_len, WIRE_CALL,
+                         io->backend_seqid);
     if (method == NULL || method->args == NULL) {
         /* no row keys: unknown names too, the backend answers those */
         ok = wire_copy(&c->r, &c->w, WIRE_T_STRUCT) == WIRE_OK;
@@ -1322,6 +1426,7 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
             /* a table the config does not salt: bytes pass through, but
              * a second table name would be the one HBase writes to */
             c->passthrough = named && call->salt == NULL;
+            c->kv_salt = call->kv_salt;
             ok = codec_walk_struct(c, method->args, call->salt);
         }
     }
@@ -1351,140 +1456,108 @@ codec_request_body(struct codec_ctx *c, const struct hbase1_service *svc,
 }
 
 /*
- * codec_request over msg[0..len), a whole message when complete, else the
- * front of a stream.  *rs: the reader's final status (AGAIN when the bytes
- * ran out first); *used: the message's length when OK.
+ * One walk of codec_request over io's bytes.  *rs: the reader's final
+ * status (AGAIN when the bytes ran out first); io->used: where it
+ * stopped, the message's length when OK.
  */
 static codec_status_t
-codec_request_walk(const struct config *cfg, const struct hbase1_service *svc,
-                   wire_proto_t from, const uint8_t *msg, size_t len,
-                   gboolean complete, struct codec_tally *tally,
-                   wire_proto_t to, int32_t backend_seqid,
-                   struct wire_buf *out, struct codec_call *call,
-                   struct codec_error *err, const struct wire_limits *limits,
-                   wire_status_t *rs, size_t *used)
+codec_request_walk(struct codec_io *io, struct codec_call *call,
+                   wire_status_t *rs)
 {
-    struct codec_ctx c = {
-        .cfg = cfg, .err = err, .reply = FALSE, .tally = tally
-    };
-    codec_status_t st = codec_request_body(&c, svc, from, msg, len, complete,
-                                           to, backend_seqid, out, call,
-                                           limits);
-
-    *rs = c.r.status;
-    *used = wire_reader_offset(&c.r);
-    return st;
-}
-
-codec_status_t
-codec_request(const struct config *cfg, wire_proto_t from, const uint8_t *msg,
-              size_t len, wire_proto_t to, int32_t backend_seqid,
-              struct wire_buf *out, struct codec_call *call,
-              struct codec_error *err, const struct wire_limits *limits,
-              struct codec_tally *tally)
-{
-    return codec_request_svc(cfg, hbase1_service(HBASE1_SERVICE_THRIFT1), from,
-                             msg, len, to, backend_seqid, out, call, err,
-                             limits, tally);
-}
-
-codec_status_t
-codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
-                  wire_proto_t from, const uint8_t *msg, size_t len,
-                  wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
-                  struct codec_call *call, struct codec_error *err,
-                  const struct wire_limits *limits, struct codec_tally *tally)
-{
-    struct codec_tally_mark tm;
-    wire_status_t rs;
-    size_t used;
+    struct codec_ctx c;
+    struct wire_msg m;
     codec_status_t st;
 
-    codec_tally_mark(tally, &tm);
-    st = codec_request_walk(cfg, svc, from, msg, len, TRUE, tally, to,
-                            backend_seqid, out, call, err, limits, &rs, &used);
-    if (st == CODEC_REJECT) {
-        codec_tally_rewind(tally, &tm);
-    } else {
-        codec_tally_bytes(tally, tm.nnotes, len);
+    codec_ctx_init(&c, io, FALSE);
+    st = codec_request_head(&c, io, call, &m);
+    if (st == CODEC_OK && call->method != NULL &&
+        call->method->kind >= HBASE1_SCAN_OPEN) {
+        st = codec_request_scanner(&c, call);
     }
-    codec_tally_first(tally, tm.nnotes, call);
+    if (st == CODEC_OK) {
+        st = codec_request_args(&c, io, &m, call);
+    }
+    *rs = c.r.status;
+    io->used = wire_reader_offset(&c.r);
     return st;
 }
 
-codec_status_t
-codec_request_stream(const struct config *cfg, wire_proto_t from,
-                     const uint8_t *buf, size_t avail, wire_proto_t to,
-                     int32_t backend_seqid, struct wire_buf *out,
-                     struct codec_call *call, struct codec_error *err,
-                     const struct wire_limits *limits, size_t *msg_len,
-                     struct codec_tally *tally)
+/*
+ * The end of codec_request on a stream, after the walk (st, rs) from the
+ * marks of io->out and the tally: AGAIN takes everything back; a walk
+ * that stopped early (REJECT, SCAN) leaves the end of the message to be
+ * found the plain way.
+ */
+static codec_status_t
+codec_request_stream_end(struct codec_io *io, struct codec_call *call,
+                         codec_status_t st, wire_status_t rs, size_t mark,
+                         const struct codec_tally_mark *tm)
 {
-    return codec_request_stream_svc(cfg,
-                                    hbase1_service(HBASE1_SERVICE_THRIFT1),
-                                    from, buf, avail, to, backend_seqid, out,
-                                    call, err, limits, msg_len, tally);
-}
-
-codec_status_t
-codec_request_stream_svc(const struct config *cfg,
-                         const struct hbase1_service *svc, wire_proto_t from,
-                         const uint8_t *buf, size_t avail, wire_proto_t to,
-                         int32_t backend_seqid, struct wire_buf *out,
-                         struct codec_call *call, struct codec_error *err,
-                         const struct wire_limits *limits, size_t *msg_len,
-                         struct codec_tally *tally)
-{
-    size_t mark = out->len;
-    struct codec_tally_mark tm;
     const char *why = NULL;
-    wire_status_t rs;
-    codec_status_t st;
 
-    *msg_len = 0;
-    codec_tally_mark(tally, &tm);
-    st = codec_request_walk(cfg, svc, from, buf, avail, FALSE, tally, to,
-                            backend_seqid, out, call, err, limits, &rs,
-                            msg_len);
     if (rs == WIRE_AGAIN) {
         /* rows of a message we will walk again */
-        out->len = mark;
-        codec_tally_rewind(tally, &tm);
-        *msg_len = 0;
+        io->out->len = mark;
+        codec_tally_rewind(io->tally, tm);
+        io->used = 0;
         return CODEC_AGAIN;
     }
     if (st == CODEC_OK || st == CODEC_CLOSE) {
-        codec_tally_bytes(tally, tm.nnotes, *msg_len);
-        codec_tally_first(tally, tm.nnotes, call);
+        codec_tally_bytes(io->tally, tm->nnotes, io->used);
+        codec_tally_first(io->tally, tm->nnotes, call);
         return st;
     }
     if (st == CODEC_REJECT) {
-        codec_tally_rewind(tally, &tm);
+        codec_tally_rewind(io->tally, tm);
     }
-    /* REJECT and SCAN stop early: the end is found the plain way */
-    switch (wire_message_scan(from, FALSE, buf, avail, limits, msg_len,
-                              &why)) {
+    switch (wire_message_scan(io->from, FALSE, io->data, io->len, io->limits,
+                              &io->used, &why)) {
     case WIRE_OK: return st;
     case WIRE_AGAIN:
-        out->len = mark;
-        *msg_len = 0;
+        io->out->len = mark;
+        io->used = 0;
         return CODEC_AGAIN;
     default:
-        out->len = mark;
-        *msg_len = 0;
-        err->app_type = WIRE_APP_PROTOCOL_ERROR;
-        err->message = why != NULL ? why : "malformed message";
+        io->out->len = mark;
+        io->used = 0;
+        io->err->app_type = WIRE_APP_PROTOCOL_ERROR;
+        io->err->message = why != NULL ? why : "malformed message";
         return CODEC_CLOSE;
     }
 }
 
+codec_status_t
+codec_request(struct codec_io *io, struct codec_call *call)
+{
+    struct codec_tally_mark tm;
+    size_t mark;
+    wire_status_t rs;
+    codec_status_t st;
+
+    g_assert(io->cfg != NULL && io->out != NULL && io->err != NULL);
+    g_assert(call != NULL);
+    mark = io->out->len;
+    codec_tally_mark(io->tally, &tm);
+    st = codec_request_walk(io, call, &rs);
+    if (io->stream) {
+        return codec_request_stream_end(io, call, st, rs, mark, &tm);
+    }
+    io->used = io->len;
+    if (st == CODEC_REJECT) {
+        codec_tally_rewind(io->tally, &tm);
+    } else {
+        codec_tally_bytes(io->tally, tm.nnotes, io->len);
+    }
+    codec_tally_first(io->tally, tm.nnotes, call);
+    return st;
+}
+
 static codec_status_t
-codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
-                 wire_proto_t from, const uint8_t *msg, size_t len,
-                 gboolean complete, int32_t backend_seqid, wire_proto_t to,
-                 struct wire_buf *out, const struct wire_limits *limits)
+codec_reply_body(struct codec_ctx *c, const struct codec_io *io,
+                 const struct codec_call *call)
 {
     struct codec_error *err = c->err;
+    struct wire_buf *out = io->out;
     size_t mark = out->len;
     struct wire_msg m;
     gboolean ok;
@@ -1492,7 +1565,6 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
     err->message = NULL;
     err->answer = CODEC_ANSWER_APP;
     err->app_type = WIRE_APP_INTERNAL_ERROR;
-    wire_reader_init(&c->r, from, msg, len, complete, limits);
     if (wire_read_msg_begin(&c->r, &m) != WIRE_OK) {
         err->message = c->r.error != NULL ? c->r.error : "bad reply header";
         return CODEC_CLOSE;
@@ -1501,7 +1573,7 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
         err->message = "backend sent a message that is not a reply";
         return CODEC_CLOSE;
     }
-    if (m.seqid != backend_seqid) {
+    if (m.seqid != io->backend_seqid) {
         err->message = "backend reply has the wrong sequence id";
         return CODEC_CLOSE;
     }
@@ -1511,11 +1583,15 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
         return CODEC_CLOSE;
     }
 
-    wire_writer_init(&c->w, to, out);
+    wire_writer_init(&c->w, io->to, out);
     wire_write_msg_begin(&c->w, m.name, m.name_len, m.type,
                          call->client_seqid);
-    if (m.type == WIRE_REPLY && call->salt != NULL && call->method != NULL &&
-        call->method->result != NULL) {
+    /* an unsalted table the key visualizer counts: walked for its rows,
+     * which pass as they are */
+    c->kv_salt = call->kv_salt;
+    if (m.type == WIRE_REPLY &&
+        (call->salt != NULL || call->kv_salt != NULL) &&
+        call->method != NULL && call->method->result != NULL) {
         ok = codec_walk_struct(c, call->method->result, call->salt);
     } else {
         ok = wire_copy(&c->r, &c->w, WIRE_T_STRUCT) == WIRE_OK;
@@ -1528,67 +1604,34 @@ codec_reply_body(struct codec_ctx *c, const struct codec_call *call,
     return CODEC_OK;
 }
 
-/* codec_reply_body with its own context; see codec_request_walk. */
-static codec_status_t
-codec_reply_walk(const struct codec_call *call, wire_proto_t from,
-                 const uint8_t *msg, size_t len, gboolean complete,
-                 struct codec_tally *tally, int32_t backend_seqid,
-                 wire_proto_t to, struct wire_buf *out,
-                 struct codec_error *err, const struct wire_limits *limits,
-                 wire_status_t *rs, size_t *used)
-{
-    struct codec_ctx c = { .err = err, .reply = TRUE, .tally = tally };
-    codec_status_t st = codec_reply_body(&c, call, from, msg, len, complete,
-                                         backend_seqid, to, out, limits);
-
-    *rs = c.r.status;
-    *used = wire_reader_offset(&c.r);
-    return st;
-}
-
 codec_status_t
-codec_reply(const struct codec_call *call, wire_proto_t from,
-            const uint8_t *msg, size_t len, int32_t backend_seqid,
-            wire_proto_t to, struct wire_buf *out, struct codec_error *err,
-            const struct wire_limits *limits, struct codec_tally *tally)
+codec_reply(struct codec_io *io, const struct codec_call *call)
 {
-    wire_status_t rs;
-    size_t used;
-    uint32_t since = tally != NULL ? tally->nnotes : 0;
-    codec_status_t st;
-
-    st = codec_reply_walk(call, from, msg, len, TRUE, tally, backend_seqid, to,
-                          out, err, limits, &rs, &used);
-    codec_tally_bytes(tally, since, len);
-    return st;
-}
-
-codec_status_t
-codec_reply_stream(const struct codec_call *call, wire_proto_t from,
-                   const uint8_t *buf, size_t avail, int32_t backend_seqid,
-                   wire_proto_t to, struct wire_buf *out,
-                   struct codec_error *err, const struct wire_limits *limits,
-                   size_t *msg_len, struct codec_tally *tally)
-{
-    size_t mark = out->len;
+    size_t mark;
     struct codec_tally_mark tm;
-    wire_status_t rs;
+    struct codec_ctx c;
     codec_status_t st;
 
-    codec_tally_mark(tally, &tm);
-    st = codec_reply_walk(call, from, buf, avail, FALSE, tally, backend_seqid,
-                          to, out, err, limits, &rs, msg_len);
-    if (rs == WIRE_AGAIN) {
-        /* rows of a reply we will walk again, as codec_request_stream */
-        out->len = mark;
-        codec_tally_rewind(tally, &tm);
-        *msg_len = 0;
+    g_assert(io->out != NULL && io->err != NULL && call != NULL);
+    mark = io->out->len;
+    codec_tally_mark(io->tally, &tm);
+    codec_ctx_init(&c, io, TRUE);
+    st = codec_reply_body(&c, io, call);
+    if (!io->stream) {
+        io->used = io->len;
+    } else if (c.r.status == WIRE_AGAIN) {
+        /* rows of a reply we will walk again, as codec_request on a
+         * stream */
+        io->out->len = mark;
+        codec_tally_rewind(io->tally, &tm);
+        io->used = 0;
         return CODEC_AGAIN;
+    } else if (st != CODEC_OK) {
+        io->used = 0;
+    } else {
+        io->used = wire_reader_offset(&c.r);
     }
-    if (st != CODEC_OK) {
-        *msg_len = 0;
-    }
-    codec_tally_bytes(tally, tm.nnotes, *msg_len);
+    codec_tally_bytes(io->tally, tm.nnotes, io->used);
     return st;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <glib.h>
+#include <string.h>
 
 #include "wire.h"
 
@@ -14,6 +15,31 @@ struct hbase1_scanner;
 /* Bytes of a logical key a note keeps: boundaries and hot keys are shown
  * by this prefix (the hashes cover the whole key). */
 #define CODEC_NOTE_KEY_MAX 48
+/* Copies n <= CODEC_NOTE_KEY_MAX bytes as a few fixed-size moves that
+ * overlap (no call: a key visualizer's copy is on every request's path);
+ * reads and writes only [0, n). */
+static inline void
+codec_note_copy(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    if (n >= 16) {
+        memcpy(dst, src, 16);
+        if (n > 32) {
+            memcpy(dst + 16, src + 16, 16);
+        }
+        memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            dst[i] = src[i];
+        }
+    }
+}
+
 /* Bytes of a table name a call keeps for its log lines. */
 #define CODEC_TABLE_MAX 128
 
@@ -40,6 +66,11 @@ struct codec_call {
                                            for logs (cut at
                                            CODEC_TABLE_MAX bytes); 0: none */
     char table[CODEC_TABLE_MAX + 1];
+    const struct salt_table *kv_salt; /* the call's table is unsalted and
+                                         the key visualizer counts it
+                                         ([keyviz] unsalted_tables): its
+                                         one-bucket salt, which salts
+                                         nothing; else NULL */
     struct codec_key_note_ref {
         const struct salt_table *salt; /* NULL: no key noted */
         uint32_t bucket;
@@ -79,10 +110,16 @@ typedef enum {
 /*
  * One logical key of a salted table a walk met (codec_tally.keys_on):
  * fixed size, so the tally's array is the only memory, reused from one
- * batch to the next.
+ * batch to the next.  It points at the key rather than copying it: the
+ * owner takes the tally right after each walk.
  */
 struct codec_key_note {
     const struct salt_table *salt; /* the table's mapping */
+    const uint8_t *key;            /* the whole key, where the walk read
+                                      it: in the message walked, valid
+                                      until its owner takes the tally
+                                      (which it does before letting the
+                                      message's bytes go) */
     guint64 key_hash;              /* XXH3 of the whole key (0 for a
                                       CODEC_KEY_ROW: not needed) */
     guint64 part_hash;             /* XXH3 of its hash_part (the same) */
@@ -92,11 +129,10 @@ struct codec_key_note {
                                       legacy range) */
     uint32_t bytes;                /* its share of the message's bytes */
     uint8_t kind;                  /* codec_key_kind_t */
-    uint8_t kept;                  /* bytes of key[] used */
-    uint8_t key[CODEC_NOTE_KEY_MAX];
 };
 
-/* Fills n for key of salt (pure; the engines' scan rows use it too). */
+/* Fills n for key of salt (pure; the engines' scan rows use it too): n
+ * points at key, which must outlive n's use. */
 void codec_key_note_fill(struct codec_key_note *n,
                          const struct salt_table *salt, codec_key_kind_t kind,
                          uint32_t bucket, const uint8_t *key, size_t len);
@@ -137,7 +173,7 @@ typedef enum {
     CODEC_SCAN = 3,   /* a scanner call: the scan engine takes it (call is
                          filled, out untouched) */
     CODEC_AGAIN = 4,  /* the stream ends inside the message: call again
-                         with more bytes (codec_*_stream only) */
+                         with more bytes (codec_io.stream only) */
 } codec_status_t;
 
 /* How a call the codec answers itself is answered. */
@@ -165,83 +201,72 @@ struct codec_error {
 };
 
 /*
- * Rewrites a whole client message (header and argument struct, no frame
- * header) in protocol 'from' into 'out' in protocol 'to', with the
- * backend sequence id 'backend_seqid': row keys of salted tables gain
- * their salt, everything else is copied (or transcoded).  Appends to out;
- * framing is the caller's.  On REJECT, out is left as it was and
- * codec_write_error builds the reply.
+ * One message through the codec, in either direction: the bytes, where
+ * they go, what decides how, and what came of it.  The caller fills it
+ * with designated initialisers (a field left out is zero: its default)
+ * for one codec_request or codec_reply, then reads err and used.  It
+ * holds pointers only: nothing to free.
  */
-codec_status_t codec_request(const struct config *cfg, wire_proto_t from,
-                             const uint8_t *msg, size_t len, wire_proto_t to,
-                             int32_t backend_seqid, struct wire_buf *out,
-                             struct codec_call *call, struct codec_error *err,
-                             const struct wire_limits *limits,
-                             struct codec_tally *tally);
-
-/* codec_request for a connection speaking service svc (Thrift1 or
- * Thrift2, hbase1.h): its method table decides what is rewritten.
- * codec_request is this on Thrift1. */
-codec_status_t
-codec_request_svc(const struct config *cfg, const struct hbase1_service *svc,
-                  wire_proto_t from, const uint8_t *msg, size_t len,
-                  wire_proto_t to, int32_t backend_seqid, struct wire_buf *out,
-                  struct codec_call *call, struct codec_error *err,
-                  const struct wire_limits *limits, struct codec_tally *tally);
+struct codec_io {
+    /* the message: header and argument (or result) struct, no frame
+     * header */
+    const uint8_t *data;
+    size_t len;        /* bytes at data */
+    wire_proto_t from; /* protocol data is in */
+    gboolean stream;   /* data is the front of an unframed stream: it
+                            may end inside the message (AGAIN: nothing
+                            written, nothing counted) or run on past it
+                            (used says where it ends); one walk both
+                            finds the end and rewrites, where
+                            wire_message_scan then a whole-message call
+                            would walk it twice */
+    /* where it goes */
+    wire_proto_t to;       /* protocol written to out */
+    int32_t backend_seqid; /* request: the sequence id written for the
+                              backend; reply: the one it must carry */
+    struct wire_buf *out;  /* appended to; framing is the caller's.  Left
+                              as it was unless OK */
+    /* what decides how */
+    const struct config *cfg;         /* request: salted tables, the
+                                         catalog's refusals, filters
+                                         (required) */
+    const struct hbase1_service *svc; /* request: the connection's
+                                         service, whose method table
+                                         decides what is rewritten;
+                                         NULL: Thrift1 */
+    const struct wire_limits *limits; /* NULL: wire_default_limits */
+    struct codec_tally *tally;        /* what was salted and unsalted;
+                                         NULL: nothing reported */
+    /* what came of it */
+    struct codec_error *err; /* why, when not OK (required) */
+    size_t used;             /* the message's length: len when whole; in
+                                a stream the bytes to drop from it, 0 on
+                                AGAIN and on a CLOSE for bytes that cannot
+                                be a message */
+};
 
 /*
- * codec_request on the front of an unframed stream, which may end inside
- * the message: one walk both finds where the message ends and rewrites
- * it (wire_message_scan then codec_request would walk it twice).  AGAIN:
- * wait for more bytes, nothing was written or counted.  Otherwise as
- * codec_request, with *msg_len the length of the message to drop from
- * the stream; CLOSE also covers bytes that cannot be a message (err
- * says why).
+ * Rewrites a client message for the backend into io->out: row keys of
+ * salted tables gain their salt, everything else is copied (or
+ * transcoded from io->from to io->to), with io->backend_seqid in place
+ * of the client's sequence id.  Fills call, which codec_reply needs
+ * later.  OK: io->out holds the call; REJECT: codec_write_error builds
+ * the answer from call and io->err; SCAN: the scan engine takes the
+ * call; AGAIN (io->stream only): wait for more bytes; CLOSE: io->err
+ * says why (in a stream, also bytes that cannot be a message).
  */
-codec_status_t
-codec_request_stream(const struct config *cfg, wire_proto_t from,
-                     const uint8_t *buf, size_t avail, wire_proto_t to,
-                     int32_t backend_seqid, struct wire_buf *out,
-                     struct codec_call *call, struct codec_error *err,
-                     const struct wire_limits *limits, size_t *msg_len,
-                     struct codec_tally *tally);
-
-/* codec_request_stream for service svc (see codec_request_svc). */
-codec_status_t
-codec_request_stream_svc(const struct config *cfg,
-                         const struct hbase1_service *svc, wire_proto_t from,
-                         const uint8_t *buf, size_t avail, wire_proto_t to,
-                         int32_t backend_seqid, struct wire_buf *out,
-                         struct codec_call *call, struct codec_error *err,
-                         const struct wire_limits *limits, size_t *msg_len,
-                         struct codec_tally *tally);
+codec_status_t codec_request(struct codec_io *io, struct codec_call *call);
 
 /*
- * Rewrites a whole backend reply for the client: checks the sequence id
- * and name against the call, strips salts from TRowResult.row of salted
- * tables, restores the client's seqid and protocol.  On failure returns
- * CODEC_CLOSE with err->message set: the backend connection is broken and
- * the caller answers the client with codec_write_io_error.
+ * Rewrites a backend reply to call for the client into io->out: checks
+ * its sequence id (io->backend_seqid) and name against the call, strips
+ * salts from the rows of salted tables, restores the client's sequence
+ * id and protocol.  OK, AGAIN (io->stream only), or CLOSE with
+ * io->err->message set: the backend connection is broken and the caller
+ * answers the client with codec_write_io_error.  io->cfg and io->svc are
+ * not used: call has what the request found.
  */
-codec_status_t codec_reply(const struct codec_call *call, wire_proto_t from,
-                           const uint8_t *msg, size_t len,
-                           int32_t backend_seqid, wire_proto_t to,
-                           struct wire_buf *out, struct codec_error *err,
-                           const struct wire_limits *limits,
-                           struct codec_tally *tally);
-
-/*
- * codec_reply on the front of an unframed stream (see
- * codec_request_stream): AGAIN, or as codec_reply with *msg_len the
- * length of the reply.
- */
-codec_status_t codec_reply_stream(const struct codec_call *call,
-                                  wire_proto_t from, const uint8_t *buf,
-                                  size_t avail, int32_t backend_seqid,
-                                  wire_proto_t to, struct wire_buf *out,
-                                  struct codec_error *err,
-                                  const struct wire_limits *limits,
-                                  size_t *msg_len, struct codec_tally *tally);
+codec_status_t codec_reply(struct codec_io *io, const struct codec_call *call);
 
 /*
  * How a filter scanfilter_new or scanfilter_new_pb refused (error) is

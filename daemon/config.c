@@ -979,6 +979,24 @@ config_parse_thrift2(struct config_ctx *c, const char *g, GError **error)
 static gboolean config_valid_table_part(const char *s, size_t len,
                                         gboolean qualifier);
 
+/* [ns:]qualifier, each part as HBase allows it. */
+static gboolean
+config_valid_table_name(const char *name)
+{
+    const char *sep = strchr(name, ':');
+
+    return sep != NULL
+               ? config_valid_table_part(name, (size_t)(sep - name), FALSE) &&
+                     config_valid_table_part(sep + 1, strlen(sep + 1), TRUE)
+               : config_valid_table_part(name, strlen(name), TRUE);
+}
+
+static void
+config_table_clear_name(gpointer p)
+{
+    g_free(((struct config_table *)p)->name);
+}
+
 /* [http]: Thrift over HTTP POST for clients (HBase's -http mode), for
  * Thrift1 and, separately, Thrift2. */
 static gboolean
@@ -1047,7 +1065,6 @@ config_parse_catalog(struct config_ctx *c, const char *g, GError **error)
     struct config *cfg = c->cfg;
     g_autofree char *table = NULL;
     g_autofree char *dir = NULL;
-    const char *sep;
 
     g_clear_pointer(&cfg->catalog_table, g_free);
     g_clear_pointer(&cfg->catalog_state_dir, g_free);
@@ -1055,12 +1072,7 @@ config_parse_catalog(struct config_ctx *c, const char *g, GError **error)
     if (table == NULL) {
         table = g_strdup(CONFIG_DEFAULT_CATALOG_TABLE);
     } else if (table[0] != '\0') {
-        sep = strchr(table, ':');
-        if (!(sep != NULL
-                  ? config_valid_table_part(table, (size_t)(sep - table),
-                                            FALSE) &&
-                        config_valid_table_part(sep + 1, strlen(sep + 1), TRUE)
-                  : config_valid_table_part(table, strlen(table), TRUE))) {
+        if (!config_valid_table_name(table)) {
             config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g, "table",
                              "'%s' is not an HBase table name%s", table,
                              config_hint(table));
@@ -1103,6 +1115,90 @@ config_parse_admin(struct config_ctx *c, const char *g, GError **error)
                             &cfg->admin_enabled, error);
 }
 
+static int config_table_cmp(gconstpointer a, gconstpointer b);
+
+/* unsalted_tables = NAME[, NAME...]: each an HBase table name, once;
+ * whether one has a section is checked once every section is read
+ * (config_check_keyviz_unsalted). */
+static gboolean
+config_take_keyviz_unsalted(struct config_ctx *c, const char *g,
+                            GError **error)
+{
+    g_autofree char *value = config_take(c, g, "unsalted_tables");
+    g_auto(GStrv) names = NULL;
+    g_autoptr(GArray) tables = g_array_new(FALSE, TRUE,
+                                           sizeof(struct config_table));
+    struct config *cfg = c->cfg;
+
+    g_array_set_clear_func(tables, config_table_clear_name);
+    if (value == NULL || value[0] == '\0') {
+        return TRUE;
+    }
+    names = g_strsplit(value, ",", -1);
+    for (guint i = 0; names[i] != NULL; i++) {
+        struct config_table t = { 0 };
+        const char *name = g_strstrip(names[i]);
+
+        /* as [table:NAME]: "default:x" is x */
+        if (g_str_has_prefix(name, "default:") &&
+            strchr(name + 8, ':') == NULL) {
+            name += strlen("default:");
+        }
+        if (!config_valid_table_name(name) ||
+            g_str_has_prefix(name, "hbase:")) {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                             "unsalted_tables",
+                             "'%s' is not a table name the key visualizer "
+                             "can count ([ns:]name, not of HBase's own "
+                             "namespace; names separated by commas)",
+                             name);
+            return FALSE;
+        }
+        for (guint j = 0; j < tables->len; j++) {
+            if (strcmp(g_array_index(tables, struct config_table, j).name,
+                       name) == 0) {
+                config_set_error(c, error, CONFIG_ERROR_DUPLICATE, g,
+                                 "unsalted_tables", "'%s' named twice", name);
+                return FALSE;
+            }
+        }
+        /* one bucket, nothing salted: the counters' shape */
+        if (!salt_table_init(&t.salt, 1, SALT_FORMAT_HEX, "", 0, NULL)) {
+            return FALSE;
+        }
+        t.name = g_strdup(name);
+        t.name_len = strlen(name);
+        g_array_append_val(tables, t);
+    }
+    g_array_sort(tables, config_table_cmp);
+    g_array_set_clear_func(tables, NULL);
+    cfg->n_keyviz_unsalted = tables->len;
+    cfg->keyviz_unsalted = (struct config_table *)(void *)
+        g_array_free(g_steal_pointer(&tables), FALSE);
+    return TRUE;
+}
+
+/* An unsalted table to count that has a section: it is salted. */
+static gboolean
+config_check_keyviz_unsalted(struct config_ctx *c, GError **error)
+{
+    const struct config *cfg = c->cfg;
+
+    for (size_t i = 0; i < cfg->n_keyviz_unsalted; i++) {
+        const char *name = cfg->keyviz_unsalted[i].name;
+
+        if (config_find_table(cfg, name, strlen(name)) != NULL) {
+            config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, "keyviz",
+                             "unsalted_tables",
+                             "'%s' has a [table:%s] section: it is salted, "
+                             "and counted as such already",
+                             name, name);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static gboolean
 config_parse_keyviz(struct config_ctx *c, const char *g, GError **error)
 {
@@ -1120,7 +1216,8 @@ config_parse_keyviz(struct config_ctx *c, const char *g, GError **error)
         !config_take_uint(c, g, "retain_s", 1, 7 * 86400, 6 * 3600,
                           &k->retain_s, error) ||
         !config_take_enum(c, g, "keys", keys, CONFIG_KEYVIZ_SHOW, &k->keys,
-                          error)) {
+                          error) ||
+        !config_take_keyviz_unsalted(c, g, error)) {
         return FALSE;
     }
     k->enabled = enabled == 1;
@@ -1592,7 +1689,8 @@ config_known_keys(const char *group)
         return "listen, cert, key, client_ca, handshake_timeout_ms";
     }
     if (strcmp(group, "keyviz") == 0) {
-        return "enabled, interval_s, ranges, hot_keys, retain_s, keys";
+        return "enabled, interval_s, ranges, hot_keys, retain_s, keys, "
+               "unsalted_tables";
     }
     return "buckets, salt_format, salt_separator, hash_part, salt_mapping, "
            "legacy_component, legacy_cutoff, legacy_range_start, "
@@ -1720,7 +1818,7 @@ config_parse(struct config_ctx *c, GError **error)
     c->cfg->n_tables = tables->len;
     c->cfg->tables = (struct config_table *)(void *)
         g_array_free(g_steal_pointer(&tables), FALSE);
-    return ok;
+    return ok && config_check_keyviz_unsalted(c, error);
 }
 
 struct config *
@@ -1839,6 +1937,10 @@ config_free(struct config *cfg)
         g_free(cfg->tables[i].name);
     }
     g_free(cfg->tables);
+    for (size_t i = 0; i < cfg->n_keyviz_unsalted; i++) {
+        g_free(cfg->keyviz_unsalted[i].name);
+    }
+    g_free(cfg->keyviz_unsalted);
     g_free(cfg);
 }
 
@@ -1889,6 +1991,14 @@ const struct config_table *
 config_find_table(const struct config *cfg, const void *name, size_t len)
 {
     return config_find_named(cfg->tables, cfg->n_tables,
+                             sizeof(struct config_table), name, len);
+}
+
+const struct config_table *
+config_find_keyviz_unsalted(const struct config *cfg, const void *name,
+                            size_t len)
+{
+    return config_find_named(cfg->keyviz_unsalted, cfg->n_keyviz_unsalted,
                              sizeof(struct config_table), name, len);
 }
 
@@ -2092,6 +2202,14 @@ config_to_text(const struct config *cfg)
                                cfg->keyviz.interval_s, cfg->keyviz.ranges,
                                cfg->keyviz.hot_keys, cfg->keyviz.retain_s,
                                keys[cfg->keyviz.keys]);
+        for (size_t i = 0; i < cfg->n_keyviz_unsalted; i++) {
+            g_string_append_printf(out, "%s%s",
+                                   i == 0 ? "unsalted_tables = " : ", ",
+                                   cfg->keyviz_unsalted[i].name);
+        }
+        if (cfg->n_keyviz_unsalted > 0) {
+            g_string_append_c(out, '\n');
+        }
     }
     for (size_t i = 0; i < cfg->n_tables; i++) {
         g_string_append_printf(out, "\n[table:%s]\n", cfg->tables[i].name);

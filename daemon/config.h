@@ -182,6 +182,12 @@ struct config {
     struct config_addr admin_listen;
     /* [keyviz] */
     struct config_keyviz keyviz;
+    /* [keyviz] unsalted_tables: tables without a section the key
+     * visualizer counts all the same, sorted by name; each a one-bucket
+     * salt_table that salts nothing (its buckets count one, its advice
+     * says what salting would do) */
+    struct config_table *keyviz_unsalted;
+    size_t n_keyviz_unsalted;
     /* [http] */
     gboolean http_enabled; /* Thrift1 over HTTP: listen is set */
     struct config_addr http_listen;
@@ -242,6 +248,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(config_t, config_free)
  * treats them as one table.  Binary search, no allocation. */
 const struct config_table *config_find_table(const struct config *cfg,
                                              const void *name, size_t len);
+
+/* The unsalted table of [keyviz] unsalted_tables a client names, or
+ * NULL; as config_find_table. */
+const struct config_table *
+config_find_keyviz_unsalted(const struct config *cfg, const void *name,
+                            size_t len);
 
 /* The effective configuration as a file this parser loads back: every
  * key with its value, defaults included.  g_free. */

@@ -16,7 +16,7 @@
 
 #include "hbase1.h"
 #include "httpc.h"
-#include "metrics.h"
+#include "invariant.h"
 #include "sasl.h"
 
 G_DEFINE_QUARK(hconn_error_quark, hconn_error)
@@ -63,8 +63,8 @@ struct hconn {
 };
 
 /* Every change of c's state; see enum hconn_state for the transitions
- * there are.  Any other is a bug (metrics_invalid_transition: debug
- * builds stop, release builds log, count and take it). */
+ * there are.  Any other is a defect (invariant_no_arrow: checked builds
+ * stop, release builds log, count and take it). */
 static void
 hconn_set_state(struct hconn *c, enum hconn_state to)
 {
@@ -72,8 +72,9 @@ hconn_set_state(struct hconn *c, enum hconn_state to)
                      (c->state == HCONN_READY && to == HCONN_BROKEN);
 
     if (!legal) {
-        metrics_invalid_transition("hconn", hconn_state_name[c->state],
-                                   hconn_state_name[to]);
+        invariant_no_arrow(G_STRLOC, hconn_state_name,
+                           G_N_ELEMENTS(hconn_state_name), c->state, to,
+                           "hconn %s", c->peer);
     }
     c->state = to;
 }

@@ -44,15 +44,21 @@ struct keyviz_key {
  * empty key, the last to the end.  Main thread owns and frees them;
  * workers read the one published for their interval. */
 struct keyviz_bounds {
-    gint64 epoch;          /* the interval they were made for */
-    int refs;              /* main thread only */
-    uint32_t n;            /* boundaries: n + 1 ranges */
-    uint32_t cap;          /* boundaries allocated */
-    guint64 *pfx;          /* each boundary's first 8 bytes, big-endian,
-                     zero-padded: most comparisons end there */
-    uint16_t by_byte[257]; /* boundaries whose first byte is below i: a
-                              key starting with byte f lies between
-                              by_byte[f] and by_byte[f + 1] */
+    gint64 epoch; /* the interval they were made for */
+    int refs;     /* main thread only */
+    uint32_t n;   /* boundaries: n + 1 ranges */
+    uint32_t cap; /* boundaries allocated */
+    /* Quantile boundaries often share a long prefix (user0000..., a
+     * date): the lookup compares that once, then works on what follows */
+    uint32_t lcp;          /* bytes every boundary starts with */
+    guint64 lcp_head;      /* the first MIN(lcp, 8) of them, big-endian */
+    guint64 *pfx;          /* each boundary's 8 bytes after the lcp,
+                              big-endian, zero-padded: most comparisons
+                              end there */
+    uint16_t by_byte[257]; /* boundaries whose byte after the lcp is
+                              below i (one ending there: below 0): a key
+                              with byte f there lies between by_byte[f]
+                              and by_byte[f + 1] */
     struct keyviz_key b[];
 };
 
@@ -62,25 +68,39 @@ struct keyviz_entry {
     guint64 err;  /* what it may overcount */
     uint32_t len; /* bytes of the whole key */
     uint32_t bucket;
+    int32_t next; /* the next entry of its index chain, -1: none */
     struct keyviz_key k;
 };
 
+/* A run of the sketch: the places in ord holding one count. */
+struct keyviz_run {
+    guint64 count;
+    uint32_t first, last;
+};
+
 /*
- * A space-saving sketch of cap counters.  The counters are kept sorted by
- * count, smallest first (ord), so the one to give away is ord[0], and a
- * counter going up by one swaps with the last of its equal counts (found
- * by binary search) and stays in order; an open-addressing index by hash
- * finds a key's counter.  No allocation once made.
+ * A space-saving sketch of cap counters.  The counters are kept in order
+ * of count, smallest first, at the places cap - n .. cap - 1 of ord (a
+ * new counter, at 1, goes in front: no move), grouped in runs of equal
+ * counts; the one to give away is the first.  A counter going up by one
+ * swaps with the last of its run and that place passes to the run above
+ * (or becomes a run of its own): O(1), no search.  A chained index by
+ * hash (2 x cap heads) finds a key's counter.  No allocation once made.
  */
 struct keyviz_sketch {
     uint32_t cap, n;
     uint32_t mask;          /* index size - 1 (2 x cap, a power of 2) */
+    uint32_t nruns, nfree;  /* runs handed out since the reset; free */
     guint64 total;          /* operations offered */
     struct keyviz_entry *e; /* cap */
-    uint32_t *ord;          /* entry indexes, by count ascending */
-    guint64 *cnt;           /* the counts, by place in ord */
-    uint32_t *pos;          /* entry -> its place in ord */
-    int32_t *index;         /* hash slot -> entry, -1 empty */
+    uint32_t *ord;          /* place -> entry */
+    uint32_t *rid;          /* place -> its run */
+    uint32_t *pos;          /* entry -> its place */
+    struct keyviz_run *run; /* cap (there are never more runs than
+                                counters) */
+    uint32_t *free;         /* cap: runs given back */
+    int32_t *index;         /* hash slot -> first entry of its chain,
+                                -1: none */
 };
 
 /* One sampled key. */
@@ -115,6 +135,12 @@ struct keyviz_wtable {
 struct keyviz_worker {
     struct keyviz *kv;
     struct keyviz_wtable **tables; /* by stats_id - 1 */
+    /* the slot found last: the next key is most likely of the same
+     * table and interval (stats_id names a table across reloads) */
+    unsigned last_id;
+    gint64 last_epoch; /* -2: none */
+    struct keyviz_wtable *last_wt;
+    struct keyviz_slot *last_sl;
 };
 
 /* A hot key or hash_part value of an interval, merged. */
@@ -179,11 +205,11 @@ keyviz_key_cmp(const struct keyviz_key *a, const uint8_t *b, size_t blen)
     return (a->kept > blen) - (a->kept < blen);
 }
 
-static void
+static G_ALWAYS_INLINE inline void
 keyviz_key_set(struct keyviz_key *k, const uint8_t *p, size_t len)
 {
     k->kept = (uint8_t)MIN(len, CODEC_NOTE_KEY_MAX);
-    memcpy(k->key, p, k->kept);
+    codec_note_copy(k->key, p, k->kept);
 }
 
 /* A key's first 8 bytes as a big-endian number, zero-padded.  When two
@@ -195,23 +221,56 @@ keyviz_prefix(const uint8_t *key, size_t len)
 {
     guint64 v = 0;
 
-    memcpy(&v, key, MIN(len, sizeof(v)));
+    if (len >= sizeof(v)) {
+        memcpy(&v, key, sizeof(v)); /* one load, not a call */
+    } else {
+        memcpy(&v, key, len);
+    }
     return GUINT64_FROM_BE(v);
 }
 
 /* The range of key: how many boundaries are <= it. */
-static uint32_t
+static G_ALWAYS_INLINE inline uint32_t
 keyviz_range_of(const struct keyviz_bounds *b, const uint8_t *key, size_t len)
 {
-    uint32_t lo, hi;
-    guint64 kp = keyviz_prefix(key, len);
+    uint32_t lo, hi, lcp = b->lcp;
+    guint64 kp;
 
-    if (len == 0) {
-        return 0; /* below every boundary: none is empty */
+    if (lcp > 0) {
+        if (len < lcp) {
+            /* a prefix of the common part is below every boundary */
+            return memcmp(key, b->b[0].key, len) <= 0 ? 0 : b->n;
+        }
+        if (lcp <= 8) {
+            guint64 head = keyviz_prefix(key, len) >> (64 - 8 * lcp);
+
+            if (head != b->lcp_head) {
+                return head < b->lcp_head ? 0 : b->n;
+            }
+        } else {
+            int r = memcmp(key, b->b[0].key, lcp);
+
+            if (r != 0) {
+                return r < 0 ? 0 : b->n;
+            }
+        }
     }
-    lo = b->by_byte[key[0]];
-    hi = b->by_byte[key[0] + 1];
+    if (len == lcp) {
+        /* the common part itself: above only a boundary equal to it */
+        return b->by_byte[0];
+    }
+    lo = b->by_byte[key[lcp]];
+    hi = b->by_byte[key[lcp] + 1];
+    if (len - lcp < 8 && len >= 8) {
+        /* fewer than 8 bytes after the common part: the key's last 8,
+         * shifted up, rather than a copy of a variable length */
+        guint64 v;
 
+        memcpy(&v, key + len - 8, sizeof(v));
+        kp = GUINT64_FROM_BE(v) << (8 * (8 - (len - lcp)));
+    } else {
+        kp = keyviz_prefix(key + lcp, len - lcp);
+    }
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
 
@@ -256,18 +315,36 @@ keyviz_bounds_new(struct keyviz *kv, uint32_t n, gint64 epoch)
     return b;
 }
 
-/* The boundaries are set: their prefixes too. */
+/* The boundaries are set: their common prefix, and what follows it. */
 static void
 keyviz_bounds_seal(struct keyviz_bounds *b)
 {
     uint32_t i = 0;
 
+    b->lcp = 0;
+    if (b->n > 0) {
+        /* sorted: what the first and the last share, all do */
+        const struct keyviz_key *f = &b->b[0], *l = &b->b[b->n - 1];
+
+        while (b->lcp < MIN(f->kept, l->kept) &&
+               f->key[b->lcp] == l->key[b->lcp]) {
+            b->lcp++;
+        }
+        if (b->lcp > 0) {
+            b->lcp_head = keyviz_prefix(f->key, f->kept) >>
+                          (64 - 8 * MIN(b->lcp, 8u));
+        }
+    }
     for (i = 0; i < b->n; i++) {
-        b->pfx[i] = keyviz_prefix(b->b[i].key, b->b[i].kept);
+        b->pfx[i] = keyviz_prefix(b->b[i].key + b->lcp, b->b[i].kept - b->lcp);
     }
     i = 0;
+    /* one boundary may end with the common prefix: the first */
+    while (i < b->n && b->b[i].kept == b->lcp) {
+        i++;
+    }
     for (unsigned v = 0; v <= 256; v++) {
-        while (i < b->n && b->b[i].key[0] < v) {
+        while (i < b->n && b->b[i].key[b->lcp] < v) {
             i++;
         }
         b->by_byte[v] = (uint16_t)i;
@@ -303,8 +380,8 @@ keyviz_bounds_initial(struct keyviz *kv, unsigned ranges)
 static size_t
 keyviz_sketch_size(uint32_t cap)
 {
-    return cap * (sizeof(struct keyviz_entry) + 2 * sizeof(uint32_t) +
-                  sizeof(guint64)) +
+    return cap * (sizeof(struct keyviz_entry) + 4 * sizeof(uint32_t) +
+                  sizeof(struct keyviz_run)) +
            2 * cap * sizeof(int32_t);
 }
 
@@ -313,6 +390,8 @@ keyviz_sketch_reset(struct keyviz_sketch *s)
 {
     s->n = 0;
     s->total = 0;
+    s->nruns = 0;
+    s->nfree = 0;
     memset(s->index, 0xff, (s->mask + 1) * sizeof(int32_t));
 }
 
@@ -323,8 +402,10 @@ keyviz_sketch_init(struct keyviz *kv, struct keyviz_sketch *s, uint32_t cap)
     s->mask = 2 * cap - 1;
     s->e = keyviz_alloc(kv, cap * sizeof(struct keyviz_entry));
     s->ord = keyviz_alloc(kv, cap * sizeof(uint32_t));
-    s->cnt = keyviz_alloc(kv, cap * sizeof(guint64));
+    s->rid = keyviz_alloc(kv, cap * sizeof(uint32_t));
     s->pos = keyviz_alloc(kv, cap * sizeof(uint32_t));
+    s->run = keyviz_alloc(kv, cap * sizeof(struct keyviz_run));
+    s->free = keyviz_alloc(kv, cap * sizeof(uint32_t));
     s->index = keyviz_alloc(kv, 2 * cap * sizeof(int32_t));
     keyviz_sketch_reset(s);
 }
@@ -334,105 +415,128 @@ keyviz_sketch_clear(struct keyviz *kv, struct keyviz_sketch *s)
 {
     keyviz_release(kv, s->e, s->cap * sizeof(struct keyviz_entry));
     keyviz_release(kv, s->ord, s->cap * sizeof(uint32_t));
-    keyviz_release(kv, s->cnt, s->cap * sizeof(guint64));
+    keyviz_release(kv, s->rid, s->cap * sizeof(uint32_t));
     keyviz_release(kv, s->pos, s->cap * sizeof(uint32_t));
+    keyviz_release(kv, s->run, s->cap * sizeof(struct keyviz_run));
+    keyviz_release(kv, s->free, s->cap * sizeof(uint32_t));
     keyviz_release(kv, s->index, 2 * s->cap * sizeof(int32_t));
 }
 
-/* Entry ei's count goes up by one: it swaps with the last counter of its
- * count (a binary search over the dense counts), so ord stays sorted. */
-static inline void
-keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
+/* Entry ei's count. */
+static inline guint64
+keyviz_sketch_count(const struct keyviz_sketch *s, uint32_t ei)
 {
-    uint32_t p = s->pos[ei], lo, hi, other;
-    guint64 c = s->cnt[p];
-
-    if (p + 1 == s->n || s->cnt[p + 1] != c) {
-        s->cnt[p] = c + 1; /* the last of its count already */
-        return;
-    }
-    lo = p + 1;
-    hi = s->n - 1;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo + 1) / 2;
-
-        if (s->cnt[mid] == c) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    other = s->ord[lo];
-    s->ord[lo] = ei;
-    s->ord[p] = other;
-    s->pos[other] = p;
-    s->pos[ei] = lo;
-    s->cnt[lo] = c + 1;
+    return s->run[s->rid[s->pos[ei]]].count;
 }
 
-/* The index slot holding hash, or the empty slot where it would go. */
-static uint32_t
+/* Place at becomes a run of its own, of count. */
+static G_ALWAYS_INLINE inline void
+keyviz_run_new(struct keyviz_sketch *s, uint32_t at, guint64 count)
+{
+    uint32_t r = s->nfree > 0 ? s->free[--s->nfree] : s->nruns++;
+
+    s->run[r].count = count;
+    s->run[r].first = at;
+    s->run[r].last = at;
+    s->rid[at] = r;
+}
+
+/* Place at, just in front of the run at + 1 (if any), takes count: it
+ * joins that run when the counts are equal.  Tells whether it did. */
+static G_ALWAYS_INLINE inline gboolean
+keyviz_run_join(struct keyviz_sketch *s, uint32_t at, guint64 count)
+{
+    uint32_t up;
+
+    if (at + 1 >= s->cap || s->run[up = s->rid[at + 1]].count != count) {
+        return FALSE;
+    }
+    s->run[up].first = at;
+    s->rid[at] = up;
+    return TRUE;
+}
+
+/* Entry ei's count goes up by one: it takes the last place of its run,
+ * and that place passes to the run above. */
+static G_ALWAYS_INLINE inline void
+keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
+{
+    uint32_t p = s->pos[ei], r = s->rid[p];
+    struct keyviz_run *run = &s->run[r];
+    uint32_t l = run->last;
+    guint64 c = run->count;
+
+    if (p != l) {
+        uint32_t other = s->ord[l];
+
+        s->ord[l] = ei;
+        s->ord[p] = other;
+        s->pos[other] = p;
+        s->pos[ei] = l;
+    }
+    if (run->first == l) {
+        /* its run's only member: the run goes up, or merges above */
+        if (keyviz_run_join(s, l, c + 1)) {
+            s->free[s->nfree++] = r;
+        } else {
+            run->count = c + 1;
+        }
+        return;
+    }
+    run->last = l - 1;
+    if (!keyviz_run_join(s, l, c + 1)) {
+        keyviz_run_new(s, l, c + 1);
+    }
+}
+
+/* The entry of hash, or -1. */
+static G_ALWAYS_INLINE inline int32_t
 keyviz_index_find(const struct keyviz_sketch *s, guint64 hash)
 {
-    uint32_t i = (uint32_t)hash & s->mask;
+    int32_t i = s->index[(uint32_t)hash & s->mask];
 
-    while (s->index[i] >= 0 && s->e[s->index[i]].hash != hash) {
-        i = (i + 1) & s->mask;
+    while (i >= 0 && s->e[i].hash != hash) {
+        i = s->e[i].next;
     }
     return i;
 }
 
-/* Linear probing's deletion: later entries of the run move back. */
-static void
-keyviz_index_remove(struct keyviz_sketch *s, uint32_t i)
+/* Entry ei leaves its chain. */
+static G_ALWAYS_INLINE inline void
+keyviz_index_remove(struct keyviz_sketch *s, uint32_t ei)
 {
-    uint32_t j = i;
+    int32_t *at = &s->index[(uint32_t)s->e[ei].hash & s->mask];
 
-    s->index[i] = -1;
-    for (;;) {
-        uint32_t home;
-
-        j = (j + 1) & s->mask;
-        if (s->index[j] < 0) {
-            return;
-        }
-        home = (uint32_t)s->e[s->index[j]].hash & s->mask;
-        /* j's entry may fill the hole at i unless its home lies in
-         * (i, j] cyclically */
-        if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
-            s->index[i] = s->index[j];
-            s->index[j] = -1;
-            i = j;
-        }
+    while (*at != (int32_t)ei) {
+        at = &s->e[*at].next;
     }
+    *at = s->e[ei].next;
 }
 
 /* One more operation on a key (hash identifies it; kept shows it). */
-static void
+static G_ALWAYS_INLINE inline void
 keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
                   size_t kept_len, uint32_t len, uint32_t bucket)
 {
-    uint32_t slot = keyviz_index_find(s, hash);
+    int32_t found = keyviz_index_find(s, hash);
     struct keyviz_entry *e;
-    uint32_t ei;
+    uint32_t ei, head;
 
     s->total++;
-    if (s->index[slot] >= 0) {
-        keyviz_sketch_bump(s, (uint32_t)s->index[slot]);
+    if (found >= 0) {
+        keyviz_sketch_bump(s, (uint32_t)found);
         return;
     }
     if (s->n < s->cap) {
-        /* a new counter at 0, first in order: cap times an interval */
-        ei = s->n;
-        memmove(&s->ord[1], &s->ord[0], s->n * sizeof(s->ord[0]));
-        memmove(&s->cnt[1], &s->cnt[0], s->n * sizeof(s->cnt[0]));
-        for (uint32_t i = 1; i <= s->n; i++) {
-            s->pos[s->ord[i]] = i;
+        /* a new counter at 1, in front of the others */
+        uint32_t at = s->cap - 1 - s->n;
+
+        ei = s->n++;
+        s->ord[at] = ei;
+        s->pos[ei] = at;
+        if (!keyviz_run_join(s, at, 1)) {
+            keyviz_run_new(s, at, 1);
         }
-        s->ord[0] = ei;
-        s->pos[ei] = 0;
-        s->n++;
-        s->cnt[0] = 0;
         e = &s->e[ei];
         e->err = 0;
     } else {
@@ -440,16 +544,17 @@ keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
          * newcomer can have had before */
         ei = s->ord[0];
         e = &s->e[ei];
-        keyviz_index_remove(s, keyviz_index_find(s, e->hash));
-        slot = keyviz_index_find(s, hash);
-        e->err = s->cnt[0];
+        keyviz_index_remove(s, ei);
+        e->err = keyviz_sketch_count(s, ei);
+        keyviz_sketch_bump(s, ei);
     }
     e->hash = hash;
     e->len = len;
     e->bucket = bucket;
     keyviz_key_set(&e->k, kept, kept_len);
-    s->index[slot] = (int32_t)ei;
-    keyviz_sketch_bump(s, ei);
+    head = (uint32_t)hash & s->mask;
+    e->next = s->index[head];
+    s->index[head] = (int32_t)ei;
 }
 
 /* The smallest counter of a full sketch (what any key it lacks may have
@@ -457,7 +562,7 @@ keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
 static guint64
 keyviz_sketch_floor(const struct keyviz_sketch *s)
 {
-    return s->n == s->cap ? s->cnt[0] : 0;
+    return s->n == s->cap ? s->run[s->rid[0]].count : 0;
 }
 
 /* ---- the hot path ------------------------------------------------------- */
@@ -513,18 +618,18 @@ keyviz_slot_enter(struct keyviz *kv, const struct keyviz_table *t,
     __atomic_store_n(&sl->epoch, epoch, __ATOMIC_RELEASE);
 }
 
-static inline void
+static G_ALWAYS_INLINE inline void
 keyviz_sample_set(struct keyviz_sampled *s, const struct codec_key_note *n)
 {
     s->key_hash = n->key_hash;
     s->part_hash = n->part_hash;
-    s->part_kept = (uint8_t)MIN(n->part_len, n->kept);
-    keyviz_key_set(&s->k, n->key, n->kept);
+    s->part_kept = (uint8_t)MIN(n->part_len, CODEC_NOTE_KEY_MAX);
+    keyviz_key_set(&s->k, n->key, n->len);
 }
 
 /* The worker's slot of salt's table for the current interval, entered
  * if new; NULL when the table is not counted (or nothing ticks yet). */
-static inline struct keyviz_slot *
+static G_ALWAYS_INLINE inline struct keyviz_slot *
 keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
                struct keyviz_wtable **wt_out)
 {
@@ -538,6 +643,11 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     struct keyviz_wtable *wt;
     struct keyviz_slot *sl;
 
+    if (ct->stats_id == w->last_id && epoch == w->last_epoch &&
+        !ct->keyviz_off) {
+        *wt_out = w->last_wt;
+        return w->last_sl;
+    }
     if (epoch < 0 || ct->stats_id == 0 || ct->keyviz_off ||
         ct->stats_id > KEYVIZ_MAX_TABLES ||
         (wt = w->tables[ct->stats_id - 1]) == NULL) {
@@ -547,22 +657,23 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     if (sl->epoch != epoch) {
         keyviz_slot_enter(kv, kv->tables[ct->stats_id - 1], sl, epoch);
     }
+    w->last_id = ct->stats_id;
+    w->last_epoch = epoch;
+    w->last_wt = wt;
+    w->last_sl = sl;
     *wt_out = wt;
     return sl;
 }
 
-void
-keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
+/* Counts n in sl, its table's slot. */
+static G_ALWAYS_INLINE inline void
+keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
+             const struct codec_key_note *n)
 {
-    struct keyviz_wtable *wt;
-    struct keyviz_slot *sl = keyviz_slot_of(w, n->salt, &wt);
-    guint64 *c;
-
-    if (sl == NULL) {
-        return;
-    }
-    c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, n->key, n->kept) *
+    guint64 *c =
+        &sl->counts[(size_t)keyviz_range_of(sl->bounds, n->key, n->len) *
                     KEYVIZ_METRICS];
+
     if (n->kind == CODEC_KEY_ROW) {
         c[KEYVIZ_ROWS]++;
         c[KEYVIZ_BYTES_OUT] += n->bytes;
@@ -573,11 +684,11 @@ keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
     c[KEYVIZ_BYTES_IN] += n->bytes;
     sl->bcounts[(size_t)n->bucket * KEYVIZ_BUCKET_KINDS +
                 (n->kind == CODEC_KEY_READ ? 0 : 1)]++;
-    keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->kept, n->len,
+    keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->len, n->len,
                       n->bucket);
     if (n->salt->hash != SALT_HASH_WHOLE) {
-        keyviz_sketch_add(&sl->parts, n->part_hash, n->key,
-                          MIN(n->part_len, n->kept), n->part_len, n->bucket);
+        keyviz_sketch_add(&sl->parts, n->part_hash, n->key, n->part_len,
+                          n->part_len, n->bucket);
     }
     /* reservoir sampling (Algorithm R): each key read or written is in
      * the sample with the same chance */
@@ -596,6 +707,32 @@ keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
             keyviz_sample_set(&sl->sample[x], n);
         }
     }
+}
+
+void
+keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
+             uint32_t count)
+{
+    const struct salt_table *salt = NULL;
+    struct keyviz_wtable *wt = NULL;
+    struct keyviz_slot *sl = NULL;
+
+    for (uint32_t i = 0; i < count; i++) {
+        /* a call's keys are of one table, mostly: its slot once */
+        if (n[i].salt != salt) {
+            salt = n[i].salt;
+            sl = keyviz_slot_of(w, salt, &wt);
+        }
+        if (sl != NULL) {
+            keyviz_count(wt, sl, &n[i]);
+        }
+    }
+}
+
+void
+keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
+{
+    keyviz_notes(w, n, 1);
 }
 
 void
@@ -628,6 +765,7 @@ keyviz_new(const struct config_keyviz *set, unsigned nworkers)
     kv->workers = g_new0(struct keyviz_worker, nworkers);
     for (unsigned i = 0; i < nworkers; i++) {
         kv->workers[i].kv = kv;
+        kv->workers[i].last_epoch = -2;
         kv->workers[i].tables = g_new0(struct keyviz_wtable *,
                                        KEYVIZ_MAX_TABLES);
     }
@@ -819,11 +957,11 @@ keyviz_merge_sketches(struct keyviz *kv, struct keyviz_slot **slots,
             for (unsigned k = 0; k < nslots; k++) {
                 const struct keyviz_sketch *o = parts ? &slots[k]->parts
                                                       : &slots[k]->keys;
-                uint32_t at = keyviz_index_find(o, e->hash);
+                int32_t at = keyviz_index_find(o, e->hash);
 
-                if (o->index[at] >= 0) {
-                    h.count += o->cnt[o->pos[o->index[at]]];
-                    h.err += o->e[o->index[at]].err;
+                if (at >= 0) {
+                    h.count += keyviz_sketch_count(o, (uint32_t)at);
+                    h.err += o->e[at].err;
                 } else {
                     h.count += keyviz_sketch_floor(o);
                     h.err += keyviz_sketch_floor(o);

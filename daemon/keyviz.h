@@ -12,7 +12,10 @@
  * WHAT IS COUNTED.  Every logical key the codec notes (codec_key_note:
  * a row key read or written, a row handed back) and every row a merged
  * scan hands back is counted, for its table and the current interval
- * (interval_s long, numbered from the Unix epoch), against:
+ * (interval_s long, numbered from the Unix epoch).  The tables: every
+ * salted one (but those with keyviz = false), and the unsalted ones
+ * [keyviz] unsalted_tables names, as one bucket (their calls' keys and
+ * reply rows; a scanner's rows are not walked for them).  Against:
  *
  *   - the key range it falls in: up to `ranges` ranges per table whose
  *     boundaries are quantiles of the keys the previous intervals met
@@ -44,7 +47,7 @@
  *
  * MEMORY, per table, independent of how many distinct keys it sees:
  *   workers x 4 slots x (ranges x 6 + (buckets + 1) x 3 counters of 8
- *   bytes, 2 sketches x m x ~110 bytes, KEYVIZ_SAMPLE x ~90 bytes)
+ *   bytes, 2 sketches x m x ~120 bytes, KEYVIZ_SAMPLE x ~90 bytes)
  * + retain_s / interval_s intervals x (ranges x (6 x 8 + 57) bytes
  *   + (buckets + 1) x 3 x 8 + 2 x hot_keys x ~80 bytes)
  * keyviz_memory_bound says it for one table; keyviz_memory counts it.
@@ -97,6 +100,9 @@ void keyviz_add_table(struct keyviz *kv, unsigned id, const char *name,
 
 /* Counts one noted key (hot path, the worker's thread). */
 void keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n);
+/* Counts count noted keys: a batch's, the table's slot found once. */
+void keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
+                  uint32_t count);
 
 /* A call whose first noted key was key failed (its reply is an
  * exception): counted against that key's range (worker's thread). */

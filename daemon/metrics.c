@@ -6,7 +6,6 @@
 #include "codec.h"
 #include "hbase1.h"
 #include "keyviz.h"
-#include "lograte.h"
 
 const guint64 metrics_lat_le_us[METRICS_LAT_BUCKETS] = {
     100,   250,    500,    1000,   2500,    5000,    10000,   25000,
@@ -110,43 +109,54 @@ metrics_worker(struct metrics *m, unsigned id)
     return &m->workers[id];
 }
 
+/* ct's id (stats_id): its name's, or a new one; keyviz_only: an
+ * unsalted table only the key visualizer counts. */
+static void
+metrics_add_table(struct metrics *m, struct config_table *ct,
+                  gboolean keyviz_only)
+{
+    gpointer id = g_hash_table_lookup(m->table_ids, ct->name);
+    struct metrics_table *t;
+
+    if (id != NULL) {
+        /* same name, same buckets: reload refuses anything else */
+        t = g_ptr_array_index(m->tables, GPOINTER_TO_UINT(id) - 1);
+        if (t->buckets == ct->salt.buckets && t->keyviz_only == keyviz_only) {
+            ct->stats_id = GPOINTER_TO_UINT(id);
+            /* read only by the main thread, which renders */
+            t->legacy = t->legacy || ct->salt.legacy.kind != LEGACY_NONE;
+        }
+        return;
+    }
+    if (m->tables->len >= METRICS_MAX_TABLES) {
+        return;
+    }
+    t = g_new0(struct metrics_table, 1);
+    t->name = g_strdup(ct->name);
+    t->buckets = ct->salt.buckets;
+    t->legacy = ct->salt.legacy.kind != LEGACY_NONE;
+    t->keyviz_only = keyviz_only;
+    g_ptr_array_add(m->tables, t);
+    ct->stats_id = m->tables->len;
+    g_hash_table_insert(m->table_ids, t->name, GUINT_TO_POINTER(ct->stats_id));
+    /* workers see this config only after it is posted to them, which
+     * orders these stores before their first increment */
+    for (unsigned w = 0; !keyviz_only && w < m->nworkers; w++) {
+        m->workers[w].tables[ct->stats_id - 1] =
+            g_new0(guint64,
+                   metrics_table_at(t->buckets, METRICS_TABLE_KINDS, 0));
+    }
+    keyviz_add_table(m->kv, ct->stats_id, ct->name, &ct->salt);
+}
+
 void
 metrics_add_config(struct metrics *m, struct config *cfg)
 {
     for (size_t i = 0; i < cfg->n_tables; i++) {
-        struct config_table *ct = &cfg->tables[i];
-        gpointer id = g_hash_table_lookup(m->table_ids, ct->name);
-        struct metrics_table *t;
-
-        if (id != NULL) {
-            /* same name, same buckets: reload refuses anything else */
-            t = g_ptr_array_index(m->tables, GPOINTER_TO_UINT(id) - 1);
-            if (t->buckets == ct->salt.buckets) {
-                ct->stats_id = GPOINTER_TO_UINT(id);
-                /* read only by the main thread, which renders */
-                t->legacy = t->legacy || ct->salt.legacy.kind != LEGACY_NONE;
-            }
-            continue;
-        }
-        if (m->tables->len >= METRICS_MAX_TABLES) {
-            continue;
-        }
-        t = g_new0(struct metrics_table, 1);
-        t->name = g_strdup(ct->name);
-        t->buckets = ct->salt.buckets;
-        t->legacy = ct->salt.legacy.kind != LEGACY_NONE;
-        g_ptr_array_add(m->tables, t);
-        ct->stats_id = m->tables->len;
-        g_hash_table_insert(m->table_ids, t->name,
-                            GUINT_TO_POINTER(ct->stats_id));
-        /* workers see this config only after it is posted to them, which
-         * orders these stores before their first increment */
-        for (unsigned w = 0; w < m->nworkers; w++) {
-            m->workers[w].tables[ct->stats_id - 1] =
-                g_new0(guint64,
-                       metrics_table_at(t->buckets, METRICS_TABLE_KINDS, 0));
-        }
-        keyviz_add_table(m->kv, ct->stats_id, ct->name, &ct->salt);
+        metrics_add_table(m, &cfg->tables[i], FALSE);
+    }
+    for (size_t i = 0; i < cfg->n_keyviz_unsalted; i++) {
+        metrics_add_table(m, &cfg->keyviz_unsalted[i], TRUE);
     }
 }
 
@@ -156,36 +166,6 @@ metrics_reload(struct metrics *m, metrics_reload_t result)
     m->reloads[result]++;
     m->last_reload_ok = result == METRICS_RELOAD_APPLIED;
     m->last_reload_time = g_get_real_time();
-}
-
-/* Every thread's invalid state transitions (atomic): no worker owns
- * them, and they never happen on a sound path. */
-static guint64 metrics_bad_transitions;
-
-void
-metrics_invalid_transition(const char *machine, const char *from,
-                           const char *to)
-{
-    char tail[128];
-
-    __atomic_add_fetch(&metrics_bad_transitions, 1, __ATOMIC_RELAXED);
-    g_snprintf(tail, sizeof(tail),
-               ": invalid state transition %s -> %s (a bug: please report "
-               "it)",
-               from, to);
-    if (lograte_note_of(G_LOG_LEVEL_CRITICAL, "invalid state transition",
-                        machine, tail, NULL, 0)) {
-        g_critical("%s%s", machine, tail);
-    }
-#ifndef NDEBUG
-    g_assert_not_reached();
-#endif
-}
-
-guint64
-metrics_invalid_transitions(void)
-{
-    return __atomic_load_n(&metrics_bad_transitions, __ATOMIC_RELAXED);
 }
 
 /* ---- hooks -------------------------------------------------------------- */
@@ -336,8 +316,8 @@ metrics_take_tally(struct metrics_worker *mw, struct codec_tally *t)
     if (t->unsalted > 0) {
         METRICS_ADD(mw->unsalted_rows, t->unsalted);
     }
-    for (uint32_t i = 0; mw->kv != NULL && i < t->nnotes; i++) {
-        keyviz_note(mw->kv, &t->notes[i]);
+    if (mw->kv != NULL && t->nnotes > 0) {
+        keyviz_notes(mw->kv, t->notes, t->nnotes);
     }
     codec_tally_clear(t);
 }

@@ -114,8 +114,11 @@ extern const guint64 metrics_batch_le[METRICS_BATCH_BUCKETS];
 struct metrics_table {
     char *name;
     uint32_t buckets;
-    gboolean legacy; /* forward-looking in some generation: its legacy
+    gboolean legacy;      /* forward-looking in some generation: its legacy
                         range has series too */
+    gboolean keyviz_only; /* unsalted, counted by the key visualizer
+                             alone ([keyviz] unsalted_tables): no
+                             counters, no series */
 };
 
 /* The counter of kind and bucket (buckets: the legacy range) in a table's
@@ -246,16 +249,3 @@ metrics_scan_row(struct metrics_worker *mw)
 {
     METRICS_ADD(mw->scan_rows, 1);
 }
-
-/*
- * A state machine of the daemon (a backend connection, an hconn) was
- * asked for a transition it does not have (machine: what it is, for the
- * log; from, to: the states' names): a bug.  Debug builds stop here
- * (g_assert); release builds (meson's b_ndebug defines NDEBUG there) log
- * it, count it in hsp_invalid_state_transitions_total and go on, the
- * caller taking the new state as before the check existed.  Any thread.
- */
-void metrics_invalid_transition(const char *machine, const char *from,
-                                const char *to);
-/* How many there were since the start (any thread). */
-guint64 metrics_invalid_transitions(void);

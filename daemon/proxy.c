@@ -12,9 +12,9 @@
  *   (any of      req_read() into client->in; wire_detect once;        |
  *    binary/     each message a struct req on client->reqs            |
  *    compact x   |                                                    |
- *    framed/     | codec_request() on a whole frame, or               |
- *    buffered)   | codec_request_stream(), which finds the end as it  |
- *                | walks the stream;                                  |
+ *    framed/     | codec_request() on a whole frame, or on the front  |
+ *    buffered)   | of the stream (codec_io.stream), where it finds    |
+ *                | the end as it walks;                               |
  *                | salt rows, backend seqid/protocol                  |
  *                v                                                    |
  *             client_send(): in the client's order (see below)        |
@@ -89,6 +89,7 @@
 #include "hbase1.h"
 #include "httpc.h"
 #include "httpd.h"
+#include "invariant.h"
 #include "keyviz.h"
 #include "metrics.h"
 #include "scan.h"
@@ -111,6 +112,7 @@ proxy_resolve(const char *host, uint16_t port, gboolean passive,
     char service[8];
     int rc;
 
+    g_assert(out != NULL && outlen != NULL);
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -138,6 +140,7 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
 {
     unsigned i;
 
+    g_assert(set != NULL && cfg != NULL);
     memset(set, 0, sizeof(*set));
     g_strlcpy(set->listen_host,
               cfg->listen.host != NULL ? cfg->listen.host : "",
@@ -299,7 +302,7 @@ proxy_bell_cb(evutil_socket_t fd, short what, void *arg)
     struct worker *w = arg;
 
     bell_answer(&w->bell);
-    if (g_atomic_int_get(&w->stop_asked) && !w->stopping) {
+    if (g_atomic_int_get(&w->stop_asked) && w->state == WORKER_RUNNING) {
         proxy_stop_cb(w);
     }
     worker_run_posted(w);
@@ -465,7 +468,7 @@ proxy_stop_cb(struct worker *w)
 {
     struct timeval tv = { 0, PROXY_DRAIN_POLL_MS * 1000 };
 
-    w->stopping = TRUE;
+    worker_set_state(w, WORKER_STOPPING);
     if (w->listener != NULL) {
         evconnlistener_free(w->listener);
         w->listener = NULL;
@@ -619,12 +622,12 @@ proxy_worker_main(void *arg)
     struct worker *w = arg;
     struct timeval gc = { PROXY_GC_MS / 1000, (PROXY_GC_MS % 1000) * 1000 };
 
-    g_debug("worker %u: running", w->id);
+    worker_set_state(w, WORKER_RUNNING);
     scan_worker_start(w);
     event_add(w->gc_timer, &gc);
     event_base_dispatch(w->base);
+    worker_set_state(w, WORKER_STOPPED);
     proxy_worker_settle(w);
-    g_debug("worker %u: stopped", w->id);
     return NULL;
 }
 
@@ -926,6 +929,9 @@ proxy_reload(struct proxy *p, struct config *cfg, GError **error)
     GString *added = g_string_new(NULL);
     SSL_CTX *tls = NULL;
 
+    g_assert(cfg != NULL);
+    /* the generation goes to running workers (their bells) */
+    HSP_CHECK(p->state == PROXY_RUNNING);
     if (!config_reload_check(old->cfg, cfg, error)) {
         config_free(cfg);
         g_string_free(added, TRUE);
@@ -1013,6 +1019,7 @@ proxy_tls_ctx(struct proxy *p)
 {
     SSL_CTX *ctx;
 
+    g_assert(p != NULL);
     g_mutex_lock(&p->tls_lock);
     ctx = p->tls_ctx;
     if (ctx != NULL) {
@@ -1036,6 +1043,7 @@ proxy_new(struct config *cfg, GError **error)
     struct proxy *p;
     unsigned i;
 
+    g_assert(cfg != NULL);
     p = g_new0(struct proxy, 1);
     p->cfg = cfg;
     p->scans = scan_table_new();
@@ -1108,6 +1116,30 @@ proxy_new(struct config *cfg, GError **error)
     return p;
 }
 
+/* ---- the process's states ------------------------------------------------ */
+
+static const char *const proxy_state_names[] = {
+    [PROXY_MADE] = "made",
+    [PROXY_RUNNING] = "running",
+    [PROXY_STOPPED] = "stopped",
+};
+
+/* The one place the process changes state (proxy.h's arrows). */
+static void
+proxy_set_state(struct proxy *p, enum proxy_state to)
+{
+    gboolean ok = to == PROXY_RUNNING   ? p->state == PROXY_MADE
+                  : to == PROXY_STOPPED ? p->state != PROXY_STOPPED
+                                        : FALSE;
+
+    if (!ok) {
+        invariant_no_arrow(G_STRLOC, proxy_state_names,
+                           G_N_ELEMENTS(proxy_state_names), p->state, to,
+                           "proxy");
+    }
+    p->state = to;
+}
+
 gboolean
 proxy_start(struct proxy *p, GError **error)
 {
@@ -1115,6 +1147,13 @@ proxy_start(struct proxy *p, GError **error)
     unsigned i;
     int rc = 0;
 
+    g_assert(p != NULL);
+    if (!HSP_CHECK(p->state == PROXY_MADE)) {
+        /* its workers run already, or were joined */
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LIBEVENT,
+                    "the proxy was started before");
+        return FALSE;
+    }
     if (!health_start(p->health, error)) {
         p->nworkers = 0;
         return FALSE;
@@ -1135,6 +1174,7 @@ proxy_start(struct proxy *p, GError **error)
         p->nworkers = i;
         return FALSE;
     }
+    proxy_set_state(p, PROXY_RUNNING);
     g_message("listening on %s:%u with %u worker%s, %u backend server%s, "
               "pool_size %u",
               p->set.listen_host[0] != '\0' ? p->set.listen_host : "*",
@@ -1171,6 +1211,13 @@ proxy_stop(struct proxy *p)
 {
     unsigned i;
 
+    g_assert(p != NULL);
+    if (p->state == PROXY_STOPPED) {
+        /* joined already: joining again is undefined */
+        invariant_broken(G_STRLOC, "proxy stopped twice");
+        return;
+    }
+    proxy_set_state(p, PROXY_STOPPED);
     for (i = 0; i < p->nworkers; i++) {
         g_atomic_int_set(&p->workers[i].stop_asked, 1);
         bell_ring(&p->workers[i].bell);
@@ -1190,6 +1237,8 @@ proxy_free(struct proxy *p)
     if (p == NULL) {
         return;
     }
+    /* running workers would use what goes here */
+    HSP_CHECK(p->state != PROXY_RUNNING);
     if (p->workers != NULL) {
         for (i = 0; i < p->set.workers; i++) {
             proxy_worker_deinit(&p->workers[i]);

@@ -29,10 +29,25 @@ typedef enum {
 } proxy_error_t;
 
 /*
+ * Where the process is in its life.  Only proxy.c's proxy_set_state
+ * moves it:
+ *
+ *   MADE --> RUNNING --> STOPPED
+ *     |                     ^
+ *     +---------------------+  (proxy_start failed)
+ */
+enum proxy_state {
+    PROXY_MADE = 0, /* proxy_new: bound, no worker thread runs */
+    PROXY_RUNNING,  /* proxy_start: workers serve */
+    PROXY_STOPPED,  /* proxy_stop: workers joined; proxy_free is next */
+};
+
+/*
  * The process: settings, workers, and the place where process-wide
  * state (a later scanner-id table) hangs, under its own lock.
  */
 struct proxy {
+    enum proxy_state state;     /* main thread only */
     const struct config *cfg;   /* newest generation's config; workers
                                        read w->gen->cfg instead */
     struct worker_settings set; /* startup settings: what a reload

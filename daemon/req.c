@@ -5,11 +5,59 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "invariant.h"
+
+/* ---- states ------------------------------------------------------------- */
+
+static const char *const req_state_names[] = {
+    [REQ_FREE] = "free", [REQ_NEW] = "new",   [REQ_PARKED] = "parked",
+    [REQ_SENT] = "sent", [REQ_DONE] = "done",
+};
+
+/* Whether req may go from its state to 'to': the arrows of req.h. */
+static gboolean
+req_state_ok(const struct req *req, enum req_state to)
+{
+    enum req_state from = (enum req_state)req->state;
+
+    switch (to) {
+    case REQ_NEW: return from == REQ_FREE;
+    case REQ_PARKED: return from == REQ_NEW && req->sink == NULL;
+    case REQ_SENT:
+        return (from == REQ_NEW || from == REQ_PARKED) && req->sink == NULL;
+    case REQ_DONE: return from == REQ_NEW || from == REQ_SENT;
+    case REQ_FREE:
+        return from == REQ_NEW || from == REQ_PARKED || from == REQ_DONE ||
+               (from == REQ_SENT && req->client == NULL);
+    }
+    return FALSE;
+}
+
+void
+req_set_state(struct req *req, enum req_state to)
+{
+    g_assert(req != NULL);
+    if (!req_state_ok(req, to)) {
+        /* going on is the lesser harm: the state says what the caller
+         * did, and the request still reaches the free list */
+        invariant_no_arrow(G_STRLOC, req_state_names,
+                           G_N_ELEMENTS(req_state_names), req->state, to,
+                           "request %.*s%s", (int)req->call.name_len,
+                           req->call.name,
+                           req->sink != NULL ? " (internal)" : "");
+    }
+    req->state = (uint8_t)to;
+}
+
 /* ---- replies ------------------------------------------------------------ */
 
 size_t
 req_reply_begin(struct req *req)
 {
+    g_assert(req != NULL);
+    /* a client's: an internal request's answer is raw */
+    HSP_CHECK(req->sink == NULL);
+    HSP_CHECK(req->state == REQ_NEW || req->state == REQ_SENT);
     wire_buf_clear(&req->reply);
     return req->client_framed ? wire_frame_begin(&req->reply) : 0;
 }
@@ -17,7 +65,8 @@ req_reply_begin(struct req *req)
 void
 req_reply_end(struct req *req, size_t frame)
 {
-    if (req->client_framed) {
+    g_assert(req != NULL);
+    if (req->client_framed && HSP_CHECK(frame + 4 <= req->reply.len)) {
         wire_frame_end(&req->reply, frame);
     }
 }
@@ -27,6 +76,8 @@ req_io_error(struct req *req, const char *message, gboolean can_retry)
 {
     size_t frame;
 
+    g_assert(req != NULL && message != NULL);
+    HSP_CHECK(req->state == REQ_NEW || req->state == REQ_SENT);
     if (req->sink != NULL) {
         /* internal: the sink wraps the text into its own reply */
         wire_buf_clear(&req->raw);
@@ -44,6 +95,7 @@ req_io_error(struct req *req, const char *message, gboolean can_retry)
 void
 req_note_bucket(struct req *req, uint32_t bucket, gboolean legacy)
 {
+    g_assert(req != NULL);
     if (legacy) {
         req->legacy = 1;
     } else if (!req->salted) {
@@ -64,9 +116,11 @@ req_write(struct bufferevent *bev, const struct iovec *iov, int n)
     evutil_socket_t fd = bufferevent_getfd(bev);
     ssize_t sent = 0;
 
+    g_assert(bev != NULL);
     if (n <= 0) {
         return;
     }
+    g_assert(iov != NULL);
     if (fd >= 0 && evbuffer_get_length(out) == 0 &&
         (bufferevent_get_enabled(bev) & EV_WRITE)) {
         struct msghdr mh = { 0 };
@@ -101,6 +155,7 @@ req_read(uint8_t *rbuf, evutil_socket_t fd, struct evbuffer *in, size_t max)
 {
     ssize_t n;
 
+    g_assert(rbuf != NULL && in != NULL);
     n = recv(fd, rbuf, MIN(max, (size_t)REQ_READ_MAX), 0);
     if (n > 0 && evbuffer_add(in, rbuf, (size_t)n) < 0) {
         errno = ENOMEM;
@@ -118,6 +173,8 @@ req_msg_peek(struct evbuffer *in, gboolean framed,
     size_t want;
     const uint8_t *p;
 
+    g_assert(in != NULL && limits != NULL);
+    g_assert(buf != NULL && avail != NULL && why != NULL);
     *why = NULL;
     if (framed) {
         uint8_t hdr[4];
@@ -165,6 +222,7 @@ req_msg_next(struct evbuffer *in, wire_proto_t proto, gboolean framed,
     size_t want = 0;
     wire_status_t st;
 
+    g_assert(msg != NULL && len != NULL);
     st = req_msg_peek(in, framed, limits, &p, &want, why);
     if (st != WIRE_OK) {
         return st;
@@ -189,6 +247,7 @@ req_msg_scan(struct evbuffer *in, wire_proto_t proto, struct wire_scan *scan,
     size_t want = 0;
     wire_status_t st;
 
+    g_assert(scan != NULL && msg != NULL && len != NULL);
     st = req_msg_peek(in, FALSE, limits, &p, &want, why);
     if (st != WIRE_OK) {
         return st;

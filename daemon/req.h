@@ -29,6 +29,31 @@ struct req;
 typedef void (*req_sink_fn)(struct worker *w, struct req *req);
 
 /*
+ * Where a request is in its life.  Only req_set_state moves it, and only
+ * along these arrows (a release build logs and counts any other, see
+ * invariant.h):
+ *
+ *   FREE --> NEW --+--> PARKED --> SENT --> DONE --> FREE
+ *                  +---------------> SENT
+ *                  +-------------------------> DONE
+ *
+ * and back to FREE from NEW (never sent on), PARKED (its client closed)
+ * and SENT once detached (its pool is freed at exit).
+ *
+ * A client's request goes NEW (read and rewritten) to SENT, through
+ * PARKED when it must wait for the calls before it, or straight to DONE
+ * when the codec answers it.  An internal request (sink set) goes NEW
+ * to DONE: only the client marks what it sends on.
+ */
+enum req_state {
+    REQ_FREE = 0, /* on its worker's free list */
+    REQ_NEW,      /* taken (worker_req_get): its engine fills it */
+    REQ_PARKED,   /* a client's: waits for the calls before it */
+    REQ_SENT,     /* a client's: at a backend or the scan engine */
+    REQ_DONE,     /* answered: reply (raw for an internal one) complete */
+};
+
+/*
  * One request on its way.  It sits on two queues at once: its client's
  * FIFO (replies leave in request order) and, while unanswered, the FIFO
  * of the backend connection it was sent on.  Whichever side lets go
@@ -56,7 +81,7 @@ struct req {
     struct codec_call call;        /* what the reply needs to know */
     wire_proto_t client_proto;     /* copied: a detached req still knows */
     unsigned client_framed:1;      /* reply gets a frame header */
-    unsigned done:1;               /* reply is complete and ready */
+    uint8_t state;                 /* enum req_state (req_set_state) */
     int32_t backend_seqid;         /* seqid the backend sees */
     gint64 deadline;               /* monotonic us: fail if not answered */
     gint64 started;                /* monotonic us: read from the client */
@@ -74,7 +99,7 @@ struct req {
     /*
      * Two buffers for two kinds of request; each kind uses only its own.
      * reply: a client's request: the reply as the client gets it (its
-     * protocol, seqid and frame), complete once done is set.
+     * protocol, seqid and frame), complete once DONE.
      * raw: an internal request (sink set): the backend's reply as it
      * came (no frame header), or, when failed, the text of the error.
      */
@@ -93,6 +118,9 @@ req_now(void)
 {
     return g_get_monotonic_time();
 }
+
+/* The one place a request changes state: checks the arrow (above). */
+void req_set_state(struct req *req, enum req_state to);
 
 /*
  * A reply for req's client is written between these two: begin empties

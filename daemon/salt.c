@@ -422,6 +422,22 @@ salt_bucket(const struct salt_table *t, const uint8_t *key, size_t len)
     return (uint32_t)(XXH3_64bits(n > 0 ? key : none, n) % t->buckets);
 }
 
+uint32_t
+salt_bucket_part(const struct salt_table *t, const uint8_t *key, size_t len,
+                 size_t *part_len, guint64 *part_hash)
+{
+    static const uint8_t none[1];
+    size_t n = salt_hashed_len(t, key, len);
+
+    *part_len = n;
+    *part_hash = XXH3_64bits(n > 0 ? key : none, n);
+    if (t->mapping != SALT_MAPPING_XXH3) {
+        return salt_bucket(t, key, len);
+    }
+    /* salt_bucket's, from the hash at hand */
+    return (uint32_t)(*part_hash % t->buckets);
+}
+
 /* The bigtable-sample salt of a bucket: its value, then its text. */
 static int32_t
 salt_bigtable_value(const struct salt_table *t, uint32_t bucket)

@@ -165,6 +165,12 @@ size_t salt_hashed_len(const struct salt_table *t, const uint8_t *key,
 uint32_t salt_bucket(const struct salt_table *t, const uint8_t *key,
                      size_t len);
 
+/* salt_bucket, also giving the hashed part's length and its XXH3 (for
+ * SALT_MAPPING_XXH3 the hash the bucket is taken from): the key
+ * visualizer counts by them without hashing the key again. */
+uint32_t salt_bucket_part(const struct salt_table *t, const uint8_t *key,
+                          size_t len, size_t *part_len, guint64 *part_hash);
+
 /* Bytes in front of every logical key: salt width + separator; for
  * bigtable-sample, whose salts differ in length, the longest prefix. */
 static inline size_t

@@ -1349,11 +1349,20 @@ scan_pass_sink(struct worker *w, struct req *sub)
         req->err_kind = METRICS_ERR_TRANSPORT;
         scan_reply_io(op, w, why, sub->can_retry);
     } else {
+        struct codec_io io = {
+            .data = sub->raw.data,
+            .len = sub->raw.len,
+            .from = set->backend_proto,
+            .to = req->client_proto,
+            .backend_seqid = sub->backend_seqid,
+            .out = &req->reply,
+            .limits = &w->reply_limits,
+            .tally = &w->tally,
+            .err = &err,
+        };
+
         off = req_reply_begin(req);
-        if (codec_reply(&req->call, set->backend_proto, sub->raw.data,
-                        sub->raw.len, sub->backend_seqid, req->client_proto,
-                        &req->reply, &err, &w->reply_limits,
-                        &w->tally) != CODEC_OK) {
+        if (codec_reply(&io, &req->call) != CODEC_OK) {
             metrics_take_tally(w->metrics, &w->tally);
             scan_reply_io(op, w, err.message, FALSE);
         } else {

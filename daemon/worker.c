@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "invariant.h"
+
 /* Free request objects kept per worker; beyond this they go to malloc. */
 #define WORKER_FREE_REQS_MAX 1024
 /* A kept request's reply buffer above this is released, not reused. */
@@ -13,8 +15,10 @@
 struct req *
 worker_req_get(struct worker *w)
 {
-    struct req *req = TAILQ_FIRST(&w->free_reqs);
+    struct req *req;
 
+    g_assert(w != NULL && w->gen != NULL);
+    req = TAILQ_FIRST(&w->free_reqs);
     if (req != NULL) {
         TAILQ_REMOVE(&w->free_reqs, req, backend_link);
         w->nfree_reqs--;
@@ -23,6 +27,7 @@ worker_req_get(struct worker *w)
         wire_buf_init(&req->reply);
         wire_buf_init(&req->raw);
     }
+    req_set_state(req, REQ_NEW);
     req->client = NULL;
     req->gen = w->gen;
     worker_gen_use(w, req->gen);
@@ -34,7 +39,6 @@ worker_req_get(struct worker *w)
     req->failed = 0;
     req->can_retry = 0;
     memset(&req->call, 0, sizeof(req->call));
-    req->done = 0;
     req->client_framed = 0;
     req->backend_seqid = 0;
     req->deadline = 0;
@@ -52,6 +56,14 @@ worker_req_get(struct worker *w)
 void
 worker_req_put(struct worker *w, struct req *req)
 {
+    g_assert(w != NULL && req != NULL);
+    if (req->state == REQ_FREE) {
+        /* put twice: on the free list once is all it can stand */
+        invariant_broken(G_STRLOC, "request %.*s put back twice",
+                         (int)req->call.name_len, req->call.name);
+        return;
+    }
+    req_set_state(req, REQ_FREE);
     worker_gen_unuse(w, req->gen);
     if (w->nfree_reqs >= WORKER_FREE_REQS_MAX) {
         wire_buf_free(&req->reply);
@@ -75,7 +87,9 @@ worker_req_free_all(struct worker *w)
 {
     struct req *req;
 
+    g_assert(w != NULL);
     while ((req = TAILQ_FIRST(&w->free_reqs)) != NULL) {
+        HSP_CHECK(req->state == REQ_FREE);
         TAILQ_REMOVE(&w->free_reqs, req, backend_link);
         wire_buf_free(&req->reply);
         wire_buf_free(&req->raw);
@@ -87,6 +101,11 @@ worker_req_free_all(struct worker *w)
 void
 worker_req_finish(struct worker *w, struct req *req)
 {
+    g_assert(w != NULL && req != NULL);
+    /* a client's was marked sent on; an internal one is its engine's */
+    HSP_CHECK(req->state == REQ_SENT ||
+              (req->state == REQ_NEW && req->sink != NULL));
+    req_set_state(req, REQ_DONE);
     req->conn = NULL;
     if (req->sink != NULL) {
         /* internal: the sink owns req from here */
@@ -103,14 +122,54 @@ worker_req_finish(struct worker *w, struct req *req)
 void
 worker_replies_hold(struct worker *w)
 {
+    g_assert(w != NULL);
+    HSP_CHECK(!w->replies_held);
     w->replies_held = TRUE;
 }
 
 void
 worker_replies_release(struct worker *w)
 {
+    g_assert(w != NULL);
+    HSP_CHECK(w->replies_held);
     w->replies_held = FALSE;
     w->hooks.flush_held(w);
+}
+
+/* ---- states ------------------------------------------------------------- */
+
+static const char *const worker_state_names[] = {
+    [WORKER_IDLE] = "idle",
+    [WORKER_RUNNING] = "running",
+    [WORKER_STOPPING] = "stopping",
+    [WORKER_STOPPED] = "stopped",
+};
+
+/* Whether a worker may go from one state to the other (worker.h). */
+static gboolean
+worker_state_ok(enum worker_state from, enum worker_state to)
+{
+    switch (to) {
+    case WORKER_RUNNING: return from == WORKER_IDLE;
+    case WORKER_STOPPING: return from == WORKER_RUNNING;
+    case WORKER_STOPPED:
+        return from == WORKER_RUNNING || from == WORKER_STOPPING;
+    case WORKER_IDLE: return FALSE;
+    }
+    return FALSE;
+}
+
+void
+worker_set_state(struct worker *w, enum worker_state to)
+{
+    g_assert(w != NULL);
+    if (!worker_state_ok(w->state, to)) {
+        invariant_no_arrow(G_STRLOC, worker_state_names,
+                           G_N_ELEMENTS(worker_state_names), w->state, to,
+                           "worker %u", w->id);
+    }
+    g_debug("worker %u: %s", w->id, worker_state_names[to]);
+    w->state = to;
 }
 
 int32_t
@@ -128,9 +187,11 @@ worker_next_seqid(struct worker *w)
 void
 worker_post(struct worker *to, worker_post_fn fn, void *arg)
 {
-    struct worker_call *call = g_new(struct worker_call, 1);
+    struct worker_call *call;
     gboolean first;
 
+    g_assert(to != NULL && fn != NULL);
+    call = g_new(struct worker_call, 1);
     call->fn = fn;
     call->arg = arg;
     g_mutex_lock(&to->inbox_lock);
@@ -149,6 +210,7 @@ worker_run_posted(struct worker *w)
     GQueue batch = G_QUEUE_INIT;
     struct worker_call *call;
 
+    g_assert(w != NULL);
     g_mutex_lock(&w->inbox_lock);
     batch = w->inbox;
     g_queue_init(&w->inbox);

@@ -144,6 +144,21 @@ struct worker_call {
     void *arg;
 };
 
+/*
+ * Where a worker is in its life.  Only worker_set_state moves it, along
+ *
+ *   IDLE --> RUNNING --> STOPPING --> STOPPED
+ *               |                        ^
+ *               +------------------------+  (its loop ended on its own)
+ */
+enum worker_state {
+    WORKER_IDLE = 0, /* made, its thread not started yet */
+    WORKER_RUNNING,  /* its loop runs: takes clients and requests */
+    WORKER_STOPPING, /* asked to stop: no new clients or requests, the
+                        ones it holds are answered */
+    WORKER_STOPPED,  /* its loop has ended: what remains is closed */
+};
+
 /* One thread: its own event loop, listener, clients and backend pool. */
 struct worker {
     struct proxy *proxy;       /* root (proxy.c's) */
@@ -169,7 +184,7 @@ struct worker {
                                        then the bell rings */
     struct event *drain_ev;       /* shutdown: polls for quiet clients */
     gint64 stop_deadline;         /* monotonic us: give up waiting */
-    gboolean stopping;            /* no new clients or requests */
+    enum worker_state state;      /* worker_set_state; its thread only */
     TAILQ_HEAD(, client) clients; /* open client connections */
     unsigned nclients;
     TAILQ_HEAD(, client)
@@ -234,6 +249,9 @@ void worker_post(struct worker *to, worker_post_fn fn, void *arg);
 
 /* On w, from its bell: runs the calls posted to it so far. */
 void worker_run_posted(struct worker *w);
+
+/* The one place a worker changes state: checks the arrow (above). */
+void worker_set_state(struct worker *w, enum worker_state to);
 
 /* A fresh backend seqid of w. */
 int32_t worker_next_seqid(struct worker *w);

@@ -25,7 +25,7 @@ LAYERS = [
     ('pure', ['wire', 'salt', 'legacy', 'filter', 'filterpb', 'scanfilter',
               'config', 'escape', 'hbase1', 'hbase1_table', 'hbase1_types', 'hbase2',
               'merge', 'scanargs', 'scanbatch', 'scantab', 'splits', 'codec']),
-    ('requests', ['req', 'bell', 'sasl', 'tls', 'lograte']),
+    ('requests', ['req', 'bell', 'sasl', 'tls', 'lograte', 'invariant']),
     ('metrics', ['metrics', 'keyviz']),
     ('engines', ['worker', 'backend', 'health', 'client', 'scan', 'hconn', 'catalog',
                  'tablecheck', 'httpd', 'httpc']),

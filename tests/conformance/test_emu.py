@@ -28,11 +28,12 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
+import hsptest  # noqa: E402
 from harness import CFG, Emu, Conn, fmt_call, list_diff, short  # noqa: E402
 import model as M  # noqa: E402
 
 MAIN = None         # the shared emulator for most tests
-H = harness         # H.T, H.Hbase, ... after load_thrift()
+H = harness         # H.T, H.Hbase, ... after import_thrift()
 NINES = b'99999999999999'
 
 # Set by .ci/quickstart's sanitizer pass: ASan's quarantine holds freed
@@ -1309,7 +1310,7 @@ class T06NonStrictBinary(Base):
 
 def encode_message(protocol, name, mtype, seqid, write_args, strict=True):
     buf = H.TTransport.TMemoryBuffer()
-    prot = harness.make_protocol(buf, protocol, strict)
+    prot = hsptest.TH.protocol(buf, protocol, strict)
     prot.writeMessageBegin(name, mtype, seqid)
     write_args(prot)
     prot.writeMessageEnd()
@@ -1369,8 +1370,8 @@ class RawConn(object):
         self.tsock.open()
         self.sock = self.tsock.handle
         self.trans = harness.wrap_transport(self.tsock, emu.transport)
-        self.iprot = harness.make_protocol(self.trans, emu.protocol,
-                                           strict=False)
+        self.iprot = hsptest.TH.protocol(self.trans, emu.protocol,
+                                         strict=False)
 
     def send(self, data):
         self.sock.sendall(data)
@@ -1976,7 +1977,7 @@ def main():
         print('hbase-emu binary not found/executable: %r (use --emu or '
               'HBASE_EMU)' % CFG['emu'], file=sys.stderr)
         return 2
-    harness.load_thrift()
+    hsptest.import_thrift(harness.CFG['pydir'], harness)
     print('conformance: protocol=%s transport=%s emu=%s'
           % (CFG['protocol'], CFG['transport'], CFG['emu']), file=sys.stderr)
     argv = [sys.argv[0]] + rest

@@ -16,38 +16,26 @@ Section numbers in comments are those of the reference,
 import argparse
 import os
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
+import hsptest  # noqa: E402
 from harness import CFG, Emu, Conn, fmt_call, short  # noqa: E402
+from hsptest import pb_binary, pb_compare, pb_field, pb_filter  # noqa: E402
 
 EMU = None
-T2 = None           # hbase2.ttypes after load
-Service2 = None     # hbase2.THBaseService
-
-
-def load_thrift2():
-    global T2, Service2
-    from hbase2 import THBaseService as _S
-    from hbase2 import ttypes as _T
-    T2, Service2 = _T, _S
+T2 = None           # hbase2.ttypes after import_thrift
+THBaseService = None
 
 
 class Emu2(Emu):
     """An hbase-emu serving Thrift1 and, on a port of its own, Thrift2."""
 
     def __init__(self, *extra):
-        self.dir2 = tempfile.mkdtemp(prefix='hbase-emu-t2-')
-        path = os.path.join(self.dir2, 'port2')
-        super().__init__('--thrift2-listen', '127.0.0.1:0',
-                         '--thrift2-port-file', path, *extra)
-        # written before the Thrift1 port file the harness waited for
-        with open(path) as f:
-            self.port2 = int(f.read().strip())
+        super().__init__(*extra, thrift2=True)
 
 
 class Conn2(object):
@@ -57,8 +45,8 @@ class Conn2(object):
         self.sock = harness.TSocket.TSocket('127.0.0.1', emu.port2)
         self.sock.setTimeout(timeout_ms)
         self.trans = harness.wrap_transport(self.sock, emu.transport)
-        self.client = Service2.Client(
-            harness.make_protocol(self.trans, emu.protocol))
+        self.client = THBaseService.Client(
+            hsptest.TH.protocol(self.trans, emu.protocol, strict=True))
         self.trans.open()
 
     def __getattr__(self, name):
@@ -190,7 +178,7 @@ class T01Service(Base):
         c = Conn.__new__(Conn)
         c.sock = harness.TSocket.TSocket('127.0.0.1', EMU.port2)
         c.trans = harness.wrap_transport(c.sock, EMU.transport)
-        c.prot = harness.make_protocol(c.trans, EMU.protocol)
+        c.prot = hsptest.TH.protocol(c.trans, EMU.protocol, strict=True)
         c.client = harness.Hbase.Client(c.prot)
         c.trans.open()
         try:
@@ -532,40 +520,10 @@ class T05Writes(Base):
 
 # ---- filterBytes: a protobuf FilterProtos.Filter, encoded by hand ---------
 
-def pb_varint(v):
-    v &= (1 << 64) - 1
-    out = b''
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        if not v:
-            return out + bytes([b])
-        out += bytes([b | 0x80])
-
-
-def pb_field(num, value):
-    """int: a varint field; bytes/str: a length-delimited one."""
-    if isinstance(value, int):
-        return pb_varint(num << 3) + pb_varint(value)
-    if isinstance(value, str):
-        value = value.encode()
-    return pb_varint((num << 3) | 2) + pb_varint(len(value)) + value
-
-
-def pb_filter(cls, *fields):
-    """Filter { name, serialized_filter }; Comparator has the same shape."""
-    name = cls if '.' in cls else 'org.apache.hadoop.hbase.filter.' + cls
-    return pb_field(1, name) + pb_field(2, b''.join(fields))
-
-
 # CompareType, FilterList.Operator, java.util.regex.Pattern flags
 LESS, LESS_OR_EQUAL, EQUAL, NOT_EQUAL, GREATER_OR_EQUAL, GREATER = range(6)
 MUST_PASS_ALL, MUST_PASS_ONE = 1, 2
 CASE_INSENSITIVE, DOTALL = 0x02, 0x20
-
-
-def pb_binary(value, cls='BinaryComparator'):
-    return pb_filter(cls, pb_field(1, pb_field(1, value)))
 
 
 def pb_regex(pattern, flags=DOTALL, charset='UTF-8', engine='JAVA'):
@@ -573,11 +531,6 @@ def pb_regex(pattern, flags=DOTALL, charset='UTF-8', engine='JAVA'):
     if engine is not None:
         fields.append(pb_field(4, engine))
     return pb_filter('RegexStringComparator', *fields)
-
-
-def pb_compare(cls, op, comparator):
-    return pb_filter(cls, pb_field(1, pb_field(1, op) +
-                                   pb_field(2, comparator)))
 
 
 def pb_list(op, *filters):
@@ -1136,8 +1089,7 @@ def main():
         print('hbase-emu binary not found/executable: %r' % CFG['emu'],
               file=sys.stderr)
         return 2
-    harness.load_thrift()
-    load_thrift2()
+    hsptest.import_thrift(CFG['pydir'], harness, globals())
     print('conformance-thrift2: protocol=%s transport=%s emu=%s'
           % (CFG['protocol'], CFG['transport'], CFG['emu']), file=sys.stderr)
     prog = unittest.main(module='__main__', argv=[sys.argv[0]] + rest,

@@ -7,9 +7,7 @@ import ctypes
 import os
 import re
 import select
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -18,24 +16,14 @@ import urllib.request
 # ports and waiting: the one definition every test shares
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
-from hsptest import can_connect, free_port, wait_for  # noqa: E402,F401
+import hsptest  # noqa: E402
+from hsptest import can_connect, client, free_port, wait_for  # noqa: E402,F401
 
 Hbase = T = None
-TSocket = TTransport = TBinaryProtocol = None
 
 BUCKETS = 8
 TABLE_CONF = ('[table:t]\nbuckets = %d\nsalt_format = hex\n'
               'salt_separator = -\n' % BUCKETS)
-
-
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _Hbase, ttypes as _T
-    from thrift.transport import TSocket as _S, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B
-    Hbase, T = _Hbase, _T
-    TSocket, TTransport, TBinaryProtocol = _S, _TT, _B
 
 
 _xxh3 = None
@@ -52,97 +40,44 @@ def physical(key):
     return b'%x-' % (_xxh3(key, len(key)) % BUCKETS) + key
 
 
-class Emu(object):
-    """hbase-emu; after the first start it comes back on the same port."""
+class Emu(hsptest.Emu):
+    """hbase-emu with table t; after the first start() it comes back on
+    the same port."""
 
     def __init__(self, binary, workdir, name='emu', extra=()):
-        self.binary, self.workdir, self.name = binary, workdir, name
-        self.extra = list(extra)
-        self.port = None
-        self.proc = None
-        self.log = open(os.path.join(workdir, name + '.log'), 'ab')
-
-    def start(self):
-        port_file = os.path.join(self.workdir, self.name + '.port')
-        if os.path.exists(port_file):
-            os.unlink(port_file)
-        self.proc = subprocess.Popen(
-            [self.binary, '--listen', '127.0.0.1:%d' % (self.port or 0),
-             '--port-file', port_file, '--create-table', 't:d'] + self.extra,
-            stdout=self.log, stderr=subprocess.STDOUT)
-
-        def read_port():
-            try:
-                with open(port_file) as f:
-                    return f.read().strip()
-            except OSError:
-                return ''
-        self.port = int(wait_for(read_port, 10, self.name + ' port'))
-        wait_for(lambda: can_connect(self.port), 10, self.name + ' listening')
+        super().__init__(binary, workdir, ['--create-table', 't:d']
+                         + list(extra), name=name, start=False)
 
     def stop_signal(self, sig):
         os.kill(self.proc.pid, sig)
 
-    def kill(self):
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
 
-    def close(self):
-        self.kill()
-        self.log.close()
-
-
-class Proxy(object):
+class Proxy(hsptest.Proxy):
     """The daemon on a free port with its admin endpoint, log in workdir."""
+
+    stop_timeout = 15
 
     def __init__(self, binary, workdir, servers, request_timeout_ms=1500,
                  connect_timeout_ms=500, extra_proxy='', extra_backend=''):
         self.port, self.admin_port = free_port(), free_port()
-        self.conf = os.path.join(workdir, 'proxy-%d.conf' % self.port)
-        with open(self.conf, 'w') as f:
-            f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n%s'
-                    '[backend]\nservers = %s\nconnect_timeout_ms = %d\n'
-                    'request_timeout_ms = %d\npool_size = 4\n%s'
-                    '[admin]\nlisten = 127.0.0.1:%d\n%s'
-                    % (self.port, extra_proxy,
-                       ','.join('127.0.0.1:%d' % p for p in servers),
-                       connect_timeout_ms, request_timeout_ms, extra_backend,
-                       self.admin_port, TABLE_CONF))
-        self.log_path = os.path.join(workdir, 'proxy-%d.log' % self.port)
-        self.log = open(self.log_path, 'wb')
+        conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n%s'
+                '[backend]\nservers = %s\nconnect_timeout_ms = %d\n'
+                'request_timeout_ms = %d\npool_size = 4\n%s'
+                '[admin]\nlisten = 127.0.0.1:%d\n%s'
+                % (self.port, extra_proxy,
+                   ','.join('127.0.0.1:%d' % p for p in servers),
+                   connect_timeout_ms, request_timeout_ms, extra_backend,
+                   self.admin_port, TABLE_CONF))
         # the default log level: what operators see
-        self.proc = subprocess.Popen([binary, '-c', self.conf],
-                                     stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        wait_for(lambda: can_connect(self.port), 10, 'proxy listening')
-        wait_for(lambda: can_connect(self.admin_port), 10, 'proxy admin')
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self, timeout=15):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError('proxy did not stop on SIGTERM')
-        finally:
-            self.log.close()
+        super().__init__(binary, workdir, conf, [self.port, self.admin_port],
+                         name='proxy-%d' % self.port, log_level=None,
+                         timeout=10)
 
     def wait(self, timeout):
         try:
             return self.proc.wait(timeout)
         finally:
             self.log.close()
-
-    def log_text(self):
-        with open(self.log_path, 'rb') as f:
-            return f.read().decode('utf-8', 'replace')
 
     def http(self, path):
         try:
@@ -165,16 +100,6 @@ class Proxy(object):
         key = name + ('{server="127.0.0.1:%d"}' % server if server else '')
         return self.metrics().get(key)
 
-    def fds(self):
-        return len(os.listdir('/proc/%d/fd' % self.proc.pid))
-
-    def rss_kb(self):
-        with open('/proc/%d/status' % self.proc.pid) as f:
-            for line in f:
-                if line.startswith('VmRSS:'):
-                    return int(line.split()[1])
-        return 0
-
     def settled_fds(self):
         """Descriptors that are neither client nor backend connections:
         constant while no clients are connected, whatever the pools did."""
@@ -183,16 +108,6 @@ class Proxy(object):
                     if k.startswith('hsp_backend_connections{'))
         return self.fds() - int(conns) - int(m.get(
             'hsp_client_connections', 0))
-
-
-def client(port, timeout=10.0):
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(timeout * 1000)
-    trans = TTransport.TBufferedTransport(sock)
-    c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(trans))
-    trans.open()
-    c._trans = trans
-    return c
 
 
 class Relay(object):

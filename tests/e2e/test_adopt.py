@@ -43,12 +43,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, '..', 'unit'))
 sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
 import hsptest  # noqa: E402
+from hsptest import can_connect, free_port, wait_for  # noqa: E402
 import java_salt_vectors as java  # noqa: E402
 
 Hbase = T = TSocket = TTransport = TBinaryProtocol = None
-IOError_ = IllegalArgument = None
 
 TS = 1000
 # name -> (config lines, the tool's physical key of a logical key, text keys)
@@ -71,25 +70,8 @@ def check(ok, what):
         print('FAIL: ' + what)
 
 
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol
-    global IOError_, IllegalArgument
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _H, ttypes as _T
-    from thrift.transport import TSocket as _S, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B
-    Hbase, T, TSocket, TTransport, TBinaryProtocol = _H, _T, _S, _TT, _B
-    IOError_, IllegalArgument = _T.IOError, _T.IllegalArgument
-
-
 def client(port):
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(30000)
-    trans = TTransport.TBufferedTransport(sock)
-    c = Hbase.Client(TBinaryProtocol.TBinaryProtocolAccelerated(trans))
-    trans.open()
-    c._trans = trans
-    return c
+    return hsptest.client(port, timeout=30.0, accel=True)
 
 
 class Procs(object):
@@ -233,7 +215,7 @@ def rows_form(results):
 def outcome(fn):
     try:
         return ('ok', fn())
-    except (IOError_, IllegalArgument) as e:
+    except (T.IOError, T.IllegalArgument) as e:
         return (type(e).__name__, getattr(e, 'message', str(e)))
 
 
@@ -446,7 +428,7 @@ def main():
     ap.add_argument('--pydir', required=True)
     hsptest.add_backend_args(ap)
     ARGS = ap.parse_args()
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals())
     workdir = tempfile.mkdtemp(prefix='hsp-adopt-')
     try:
         run(workdir)

@@ -16,10 +16,8 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,7 +26,10 @@ import unittest
 
 # the harness helpers every end-to-end test shares
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+import hsptest  # noqa: E402
+from hsptest import free_port, wait_for  # noqa: E402
 
 ARGS = None
 MAX_FRAME = 4 << 20             # max_frame_size of the proxy under test
@@ -42,20 +43,6 @@ TSocket = TTransport = TBinaryProtocol = TCompactProtocol = None
 TMessageType = TType = TApplicationException = None
 
 
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol, TCompactProtocol
-    global TMessageType, TType, TApplicationException
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _Hbase, ttypes as _T
-    from thrift.Thrift import (TMessageType as _MT, TType as _TT,
-                               TApplicationException as _TAE)
-    from thrift.transport import TSocket as _S, TTransport as _TR
-    from thrift.protocol import TBinaryProtocol as _B, TCompactProtocol as _C
-    Hbase, T = _Hbase, _T
-    TSocket, TTransport, TBinaryProtocol, TCompactProtocol = _S, _TR, _B, _C
-    TMessageType, TType, TApplicationException = _MT, _TT, _TAE
-
-
 # ---- processes ------------------------------------------------------------
 
 def sanitized(path):
@@ -64,97 +51,48 @@ def sanitized(path):
         return b'__asan_init' in f.read()
 
 
-class Emu(object):
+class Emu(hsptest.Emu):
     def __init__(self, workdir):
-        port_file = os.path.join(workdir, 'emu.port')
-        self.log_path = os.path.join(workdir, 'emu.log')
-        self.log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen(
-            [ARGS.emu, '--listen', '127.0.0.1:0', '--port-file', port_file,
-             '--create-table', 't:d', '--create-table', 'plain:d'],
-            stdout=self.log, stderr=subprocess.STDOUT)
-
-        def read_port():
-            try:
-                with open(port_file) as f:
-                    return f.read().strip()
-            except OSError:
-                return ''
-        wait_for(read_port, 10, 'hbase-emu port')
-        self.port = int(read_port())
-        wait_for(lambda: can_connect(self.port), 10, 'hbase-emu listening')
-
-    def alive(self):
-        return self.proc.poll() is None
+        super().__init__(ARGS.emu, workdir, ['--create-table', 't:d',
+                                             '--create-table', 'plain:d'],
+                         log_mode='wb')
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        self.stop(killed=-9)
 
 
-class Proxy(object):
+class Proxy(hsptest.Proxy):
+    stop_timeout = 20
+
     def __init__(self, workdir, backend_port, idle_ms=0):
         self.port = free_port()
         self.backend = '127.0.0.1:%d' % backend_port
-        self.conf = os.path.join(workdir, 'proxy-%d.conf' % self.port)
-        with open(self.conf, 'w') as f:
-            f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
-                    'max_frame_size = %d\nclient_idle_timeout_ms = %d\n'
-                    '[backend]\nservers = %s\n'
-                    'connect_timeout_ms = 500\nrequest_timeout_ms = %d\n'
-                    'pool_size = 2\n'
-                    # the hand-made backends here answer no catalog calls
-                    '[catalog]\ntable =\n'
-                    '[table:t]\nbuckets = 8\nsalt_format = hex\n'
-                    'salt_separator = -\n'
-                    % (self.port, MAX_FRAME, idle_ms, self.backend,
-                       REQUEST_TIMEOUT_MS))
-        self.log_path = os.path.join(workdir, 'proxy-%d.log' % self.port)
-        self.log = open(self.log_path, 'wb')
+        conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
+                'max_frame_size = %d\nclient_idle_timeout_ms = %d\n'
+                '[backend]\nservers = %s\n'
+                'connect_timeout_ms = 500\nrequest_timeout_ms = %d\n'
+                'pool_size = 2\n'
+                # the hand-made backends here answer no catalog calls
+                '[catalog]\ntable =\n'
+                '[table:t]\nbuckets = 8\nsalt_format = hex\n'
+                'salt_separator = -\n'
+                % (self.port, MAX_FRAME, idle_ms, self.backend,
+                   REQUEST_TIMEOUT_MS))
         # debug: closes by the peer are logged at debug level only
-        self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
-                                      '--log-level', 'debug'],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(lambda: can_connect(self.port), 10, 'proxy listening')
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def rss_kb(self):
-        with open('/proc/%d/status' % self.proc.pid) as f:
-            for line in f:
-                if line.startswith('VmRSS:'):
-                    return int(line.split()[1])
-        raise AssertionError('no VmRSS')
-
-    def log_text(self):
-        with open(self.log_path, 'rb') as f:
-            return f.read().decode('utf-8', 'replace')
+        super().__init__(ARGS.proxy, workdir, conf, [self.port],
+                         name='proxy-%d' % self.port, log_level='debug',
+                         timeout=10)
 
     def stop(self):
         """SIGTERM; returns the exit status (sanitizer reports make it
         non-zero) and fails on a sanitizer report in the log."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError('proxy did not stop on SIGTERM')
-        self.log.close()
+        rc = super().stop()
         text = self.log_text()
         for marker in ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer',
                        'runtime error:'):
             if marker in text:
                 raise AssertionError('%s in %s' % (marker, self.log_path))
-        return self.proc.returncode
+        return rc
 
 
 # ---- encoding ---------------------------------------------------------------
@@ -239,13 +177,7 @@ def read_reply(p, result_cls):
 
 
 def client(port, timeout=10.0):
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(timeout * 1000)
-    trans = TTransport.TFramedTransport(sock)
-    c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(trans))
-    trans.open()
-    c._trans = trans
-    return c
+    return hsptest.client(port, transport='framed', timeout=timeout)
 
 
 # ---- the fake backend -------------------------------------------------------
@@ -790,7 +722,7 @@ def main():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     ARGS, rest = ap.parse_known_args()
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals())
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

@@ -44,8 +44,8 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
 import hsptest  # noqa: E402
+from hsptest import free_port, wait_for  # noqa: E402
 
 ARGS = None
 # --backend-kind real: the one hbase-mini every test shares (a cluster
@@ -57,25 +57,8 @@ THBaseService = T2 = None
 CATALOG = 'hbase_salt_catalog'
 
 
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol, THBaseService, T2
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _H, ttypes as _T
-    from hbase2 import THBaseService as _H2, ttypes as _T2
-    THBaseService, T2 = _H2, _T2
-    from thrift.transport import TSocket as _S, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B
-    Hbase, T, TSocket, TTransport, TBinaryProtocol = _H, _T, _S, _TT, _B
-
-
 def client(port):
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(20000)
-    trans = TTransport.TBufferedTransport(sock)
-    c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(trans))
-    trans.open()
-    c._trans = trans
-    return c
+    return hsptest.client(port, timeout=20.0)
 
 
 def t2client(port):
@@ -132,25 +115,18 @@ def shell_bytes(text):
     return out
 
 
-class Emu(object):
+class Emu(hsptest.Emu):
     def __init__(self, workdir, tables, port=None, thrift2=False):
-        self.port = port or free_port()
-        self.log = open(os.path.join(workdir, 'emu-%d.log' % self.port), 'ab')
-        cmd = [ARGS.emu, '--listen', '127.0.0.1:%d' % self.port]
-        if thrift2:
-            self.port2 = free_port()
-            cmd += ['--thrift2-listen', '127.0.0.1:%d' % self.port2]
-        for t in tables:
-            cmd += ['--create-table', t + ':d']
-        self.proc = subprocess.Popen(cmd, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        wait_for(lambda: can_connect(self.port), 10, 'hbase-emu')
+        port = port or free_port()
+        super().__init__(ARGS.emu, workdir,
+                         [a for t in tables for a in ('--create-table',
+                                                      t + ':d')],
+                         name='emu-%d' % port, thrift2=thrift2, start=False)
+        self.port = port
+        self.start()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
+        self.close()
 
 
 class RealEmu(object):
@@ -200,8 +176,10 @@ class RealEmu(object):
         c._trans.close()
 
 
-class Proxy(object):
+class Proxy(hsptest.Daemon):
     """One proxy with its own config file, log and state directory."""
+
+    stop_timeout = 15
 
     def __init__(self, workdir, name, emu_port, tables, catalog=True,
                  state_dir=None, start=True, thrift2_port=None):
@@ -228,22 +206,15 @@ class Proxy(object):
             for t, lines in tables.items():
                 f.write('[table:%s]\n%s' % (t, lines))
         self.logpath = os.path.join(workdir, name + '.log')
-        self.proc = None
         if start:
             self.start()
 
     def start(self):
-        self.log = open(self.logpath, 'ab')
-        self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf],
-                                     stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+        self.open_log(self.logpath, 'ab')
+        self.spawn([ARGS.proxy, '-c', self.conf])
 
     def wait_listening(self):
-        wait_for(lambda: can_connect(self.port) or
-                 self.proc.poll() is not None, 20, self.name + ' listening')
-        if self.proc.poll() is not None:
-            raise AssertionError('%s exited at start: %s'
-                                 % (self.name, self.text()))
+        self.wait_ports([self.port], 20)
 
     def text(self):
         with open(self.logpath, errors='replace') as f:
@@ -254,10 +225,8 @@ class Proxy(object):
                               capture_output=True, text=True, timeout=30)
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(15)
-            self.log.close()
+        if self.alive():
+            super().stop()
 
 
 class CatalogCase(unittest.TestCase):
@@ -679,7 +648,7 @@ def main():
     ap.add_argument('--pydir', required=True)
     hsptest.add_backend_args(ap)
     ARGS, rest = ap.parse_known_args()
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals())
     if ARGS.backend_kind != 'real':
         unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
     global REAL

@@ -33,7 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 import test_catalog as tc  # noqa: E402
-from faultlib import wait_for  # noqa: E402
+import hsptest  # noqa: E402
+from hsptest import wait_for  # noqa: E402
 
 # test_catalog's proxies recheck every 200 ms: a second is five periods
 RECHECK_S = 0.2
@@ -188,7 +189,7 @@ def main():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     tc.ARGS, rest = ap.parse_known_args()
-    tc.load_thrift(tc.ARGS.pydir)
+    hsptest.import_thrift(tc.ARGS.pydir, tc)
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

@@ -30,6 +30,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faultlib as fl  # noqa: E402
+import hsptest  # noqa: E402
 
 ARGS = None
 REQUEST_TIMEOUT_MS = 1500
@@ -216,6 +217,9 @@ class _Base(unittest.TestCase):
         except AssertionError:
             self.fail('fd leak: %d descriptors besides connections, %d '
                       'before' % (self.proxy.settled_fds(), fds))
+        # every request and connection went along the arrows of its
+        # states (a release build counts a broken one; this one stops)
+        self.assertEqual(self.proxy.metric('hsp_invariant_errors_total'), 0)
 
 
 class SingleBackendTest(_Base):
@@ -486,7 +490,7 @@ def main():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     ARGS, rest = ap.parse_known_args()
-    fl.load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, fl)
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

@@ -23,25 +23,14 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+import hsptest  # noqa: E402
+from hsptest import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
-Hbase = T = T2 = Service2 = THttpClient = TBinaryProtocol = None
+Hbase = T = T2 = THBaseService = THttpClient = TBinaryProtocol = None
 TSocket = TTransport = None
-
-
-def load_thrift(pydir):
-    global Hbase, T, T2, Service2, THttpClient, TBinaryProtocol
-    global TSocket, TTransport
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _H, ttypes as _T
-    from hbase2 import THBaseService as _S2, ttypes as _T2
-    from thrift.transport import THttpClient as _HC, TSocket as _S
-    from thrift.transport import TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B
-    Hbase, T, T2, Service2, THttpClient, TBinaryProtocol = \
-        _H, _T, _T2, _S2, _HC, _B
-    TSocket, TTransport = _S, _TT
 
 
 def http_client(port, service=None):
@@ -287,7 +276,7 @@ class HttpListenerTest(unittest.TestCase):
             b't', self.keys[0], {})), 1)
 
     def test_thrift2_over_http(self):
-        c = http_client(self.p.http2, Service2)
+        c = http_client(self.p.http2, THBaseService)
         c.put(b't', T2.TPut(row=b'thrift2-row', columnValues=[
             T2.TColumnValue(family=b'd', qualifier=b'q', value=b'two')]))
         r = c.get(b't', T2.TGet(row=b'thrift2-row'))
@@ -305,7 +294,7 @@ def main():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     ARGS, rest = ap.parse_known_args()
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals())
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

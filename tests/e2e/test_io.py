@@ -13,7 +13,6 @@ import shutil
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -22,7 +21,10 @@ import unittest
 
 # the harness helpers every end-to-end test shares
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+import hsptest  # noqa: E402
+from hsptest import client, free_port, get, put, wait_for  # noqa: E402
 
 ARGS = None
 REQUEST_TIMEOUT_MS = 1500
@@ -30,16 +32,6 @@ CONNECT_TIMEOUT_MS = 500
 
 Hbase = T = None
 TSocket = TTransport = TBinaryProtocol = TCompactProtocol = None
-
-
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol, TCompactProtocol
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _Hbase, ttypes as _T
-    from thrift.transport import TSocket as _S, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B, TCompactProtocol as _C
-    Hbase, T = _Hbase, _T
-    TSocket, TTransport, TBinaryProtocol, TCompactProtocol = _S, _TT, _B, _C
 
 
 def sigstop(pid, timeout=5.0):
@@ -69,106 +61,30 @@ def sigstop(pid, timeout=5.0):
         raise
 
 
-class Emu(object):
+class Emu(hsptest.Emu):
     """hbase-emu on a fixed port, so that a restart comes back on it."""
 
     def __init__(self, workdir):
-        self.workdir = workdir
-        self.port = None
-        self.proc = None
-        self.log = open(os.path.join(workdir, 'emu.log'), 'ab')
-
-    def start(self):
-        port_file = os.path.join(self.workdir, 'emu.port')
-        if os.path.exists(port_file):
-            os.unlink(port_file)
-        listen = '127.0.0.1:%d' % (self.port or 0)
-        self.proc = subprocess.Popen(
-            [ARGS.emu, '--listen', listen, '--port-file', port_file,
-             '--create-table', 't:d', '--create-table', 'plain:d'],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        def read_port():
-            try:
-                with open(port_file) as f:
-                    return f.read().strip()
-            except OSError:
-                return ''
-        wait_for(read_port, 10, 'hbase-emu port')
-        self.port = int(read_port())
-        wait_for(lambda: can_connect(self.port), 10, 'hbase-emu listening')
-
-    def kill(self):
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-    def close(self):
-        self.kill()
-        self.log.close()
+        super().__init__(ARGS.emu, workdir, ['--create-table', 't:d',
+                                             '--create-table', 'plain:d'],
+                         start=False)
 
 
-class Proxy(object):
+class Proxy(hsptest.Proxy):
     def __init__(self, workdir, backend_port, **proxy_keys):
         self.port = free_port()
-        self.conf = os.path.join(workdir, 'proxy-%d.conf' % self.port)
         extra = ''.join('%s = %s\n' % kv for kv in proxy_keys.items())
-        with open(self.conf, 'w') as f:
-            f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
-                    'max_frame_size = 1MiB\n%s'
-                    '[backend]\nservers = 127.0.0.1:%d\n'
-                    'connect_timeout_ms = %d\nrequest_timeout_ms = %d\n'
-                    'pool_size = 4\n'
-                    '[table:t]\nbuckets = 8\nsalt_format = hex\n'
-                    'salt_separator = -\n'
-                    % (self.port, extra, backend_port, CONNECT_TIMEOUT_MS,
-                       REQUEST_TIMEOUT_MS))
-        self.log_path = os.path.join(workdir, 'proxy-%d.log' % self.port)
-        self.log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
-                                      '--log-level', 'info'],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(lambda: can_connect(self.port), 10, 'proxy listening')
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError('proxy did not stop on SIGTERM')
-        finally:
-            self.log.close()
-
-
-def client(port, proto='binary', transport='buffered', timeout=10.0):
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(timeout * 1000)
-    if transport == 'framed':
-        trans = TTransport.TFramedTransport(sock)
-    else:
-        trans = TTransport.TBufferedTransport(sock)
-    if proto == 'compact':
-        prot = TCompactProtocol.TCompactProtocol(trans)
-    else:
-        prot = TBinaryProtocol.TBinaryProtocol(trans)
-    c = Hbase.Client(prot)
-    trans.open()
-    c._trans = trans
-    return c
-
-
-def put(c, table, row, value):
-    c.mutateRow(table, row, [T.Mutation(column=b'd:a', value=value)], {})
-
-
-def get(c, table, row):
-    rows = c.getRow(table, row, {})
-    return rows[0].columns[b'd:a'].value if rows else None
+        conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
+                'max_frame_size = 1MiB\n%s'
+                '[backend]\nservers = 127.0.0.1:%d\n'
+                'connect_timeout_ms = %d\nrequest_timeout_ms = %d\n'
+                'pool_size = 4\n'
+                '[table:t]\nbuckets = 8\nsalt_format = hex\n'
+                'salt_separator = -\n'
+                % (self.port, extra, backend_port, CONNECT_TIMEOUT_MS,
+                   REQUEST_TIMEOUT_MS))
+        super().__init__(ARGS.proxy, workdir, conf, [self.port],
+                         name='proxy-%d' % self.port, timeout=10)
 
 
 def encode_call(proto, name, args_obj, seqid):
@@ -416,7 +332,7 @@ def main():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     ARGS, rest = ap.parse_known_args()
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals())
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

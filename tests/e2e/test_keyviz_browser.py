@@ -23,6 +23,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'ops'))
 import opslib  # noqa: E402
+import hsptest  # noqa: E402
 
 ARGS = None
 EV_TABLE = ('buckets = 8\nsalt_format = hex\nsalt_separator = -\n'
@@ -104,5 +105,5 @@ if __name__ == '__main__':
     ap.add_argument('--script', required=True)
     ap.add_argument('--screenshot')
     ARGS, rest = ap.parse_known_args()
-    opslib.load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, opslib)
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -504,7 +504,7 @@ def main():
     hsptest.add_backend_args(ap)
     args = ap.parse_args()
     so.ARGS = tm.ARGS = args
-    so.load_thrift(args.pydir)
+    hsptest.import_thrift(args.pydir, so)
     seed = os.environ.get('LEGACY_SEED', str(DEFAULT_SEED))
     nscans = int(os.environ.get('LEGACY_SCANS', '300'))
     if args.backend_kind == 'real':

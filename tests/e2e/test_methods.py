@@ -26,7 +26,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -37,8 +36,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
 import hsptest  # noqa: E402
+from hsptest import free_port  # noqa: E402
 
 ARGS = None
 
@@ -80,20 +79,6 @@ SPREAD_TABLES = {
                     dict(buckets=16, fmt='byte', delim=(b'#', 1))),
 }
 FAMILIES = 'd,e'
-
-
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol, TCompactProtocol
-    global TApplicationException, TMessageType
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _Hbase, ttypes as _T
-    from thrift.transport import TSocket as _S, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B, TCompactProtocol as _C
-    from thrift.Thrift import TApplicationException as _TAE
-    from thrift.Thrift import TMessageType as _TMT
-    Hbase, T = _Hbase, _T
-    TSocket, TTransport, TBinaryProtocol, TCompactProtocol = _S, _TT, _B, _C
-    TApplicationException, TMessageType = _TAE, _TMT
 
 
 # ---- the salt mapping, computed here ------------------------------------
@@ -173,99 +158,34 @@ def explain_key(conf, table, key):
 
 # ---- processes ----------------------------------------------------------
 
-class Emu(object):
+class Emu(hsptest.Emu):
     def __init__(self, workdir, proto, transport, tables):
-        port_file = os.path.join(workdir, 'emu.port')
-        self.log_path = os.path.join(workdir, 'emu.log')
-        self.log = open(self.log_path, 'wb')
-        cmd = [ARGS.emu, '--listen', '127.0.0.1:0', '--port-file', port_file]
+        args = []
         if proto == 'compact':
-            cmd.append('--compact')
+            args.append('--compact')
         if transport == 'framed':
-            cmd.append('--framed')
+            args.append('--framed')
         for t in tables:
-            cmd += ['--create-table', '%s:%s' % (t, FAMILIES)]
-        self.proc = subprocess.Popen(cmd, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-
-        def read_port():
-            try:
-                with open(port_file) as f:
-                    return f.read().strip()
-            except OSError:
-                return ''
-        wait_for(read_port, 10, 'hbase-emu port')
-        self.port = int(read_port())
-        wait_for(lambda: can_connect(self.port), 10, 'hbase-emu listening')
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def close(self):
-        self.proc.kill()
-        self.proc.wait()
-        self.log.close()
+            args += ['--create-table', '%s:%s' % (t, FAMILIES)]
+        super().__init__(ARGS.emu, workdir, args, log_mode='wb')
 
 
-class Proxy(object):
+class Proxy(hsptest.Proxy):
     def __init__(self, workdir, backend_port, proto, transport, tables):
         self.port = free_port()
-        self.conf = os.path.join(workdir, 'proxy.conf')
-        with open(self.conf, 'w') as f:
-            f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
-                    '[backend]\nservers = 127.0.0.1:%d\nprotocol = %s\n'
-                    'transport = %s\nrequest_timeout_ms = 20000\n'
-                    'pool_size = 2\n' % (self.port, backend_port, proto,
-                                         transport))
-            for name, lines in sorted(tables.items()):
-                f.write('[table:%s]\n%s' % (name, lines))
-        self.log_path = os.path.join(workdir, 'proxy.log')
-        self.log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
-                                      '--log-level', 'info'],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(lambda: can_connect(self.port) or self.proc.poll() is not None,
-                 10, 'proxy listening')
-        if self.proc.poll() is not None:
-            raise AssertionError('proxy exited at start; log in '
-                                 + self.log_path)
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError('proxy did not stop on SIGTERM')
-        finally:
-            self.log.close()
-
-
-def make_protocol(trans, proto, strict=True):
-    if proto == 'compact':
-        return TCompactProtocol.TCompactProtocol(trans)
-    return TBinaryProtocol.TBinaryProtocol(trans, strictRead=strict,
-                                           strictWrite=strict)
+        conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
+                '[backend]\nservers = 127.0.0.1:%d\nprotocol = %s\n'
+                'transport = %s\nrequest_timeout_ms = 20000\n'
+                'pool_size = 2\n' % (self.port, backend_port, proto,
+                                     transport))
+        for name, lines in sorted(tables.items()):
+            conf += '[table:%s]\n%s' % (name, lines)
+        super().__init__(ARGS.proxy, workdir, conf, [self.port], timeout=10)
 
 
 def client(port, proto='binary', transport='buffered', strict=True,
            timeout=30.0):
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(timeout * 1000)
-    if transport == 'framed':
-        trans = TTransport.TFramedTransport(sock)
-    else:
-        trans = TTransport.TBufferedTransport(sock)
-    prot = make_protocol(trans, proto, strict)
-    c = Hbase.Client(prot)
-    trans.open()
-    c._trans = trans
-    c._prot = prot
-    return c
+    return hsptest.client(port, proto, transport, timeout, strict)
 
 
 # ---- results, normalised --------------------------------------------------
@@ -1109,7 +1029,7 @@ def main():
         # table count (and the cluster's start) small
         del CLIENTS[1:4]
         del CLIENTS[2:]
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals())
     backend = BACKENDS[ARGS.backend]
     MethodsTest.backend = backend
     SpreadTest.backend = backend

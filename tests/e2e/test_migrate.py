@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
 import faultlib  # noqa: E402
 import hsptest  # noqa: E402
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
+from hsptest import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
 Hbase = T = None
@@ -74,12 +74,6 @@ REAL_TESTS = [
     'MigrateTest.test_kill_and_resume',
     'MigrateTest.test_catalog_registers_the_destination',
 ]
-
-
-def load_thrift(pydir):
-    global Hbase, T
-    faultlib.load_thrift(pydir)
-    Hbase, T = faultlib.Hbase, faultlib.T
 
 
 class Procs(object):
@@ -159,17 +153,9 @@ class Procs(object):
 
 
 def client(port, compact_framed=False):
-    if not compact_framed:
-        return faultlib.client(port, timeout=30.0)
-    from thrift.transport import TSocket, TTransport
-    from thrift.protocol import TCompactProtocol
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(30000)
-    trans = TTransport.TFramedTransport(sock)
-    c = Hbase.Client(TCompactProtocol.TCompactProtocol(trans))
-    trans.open()
-    c._trans = trans
-    return c
+    if compact_framed:
+        return hsptest.client(port, 'compact', 'framed', timeout=30.0)
+    return hsptest.client(port, timeout=30.0)
 
 
 def put(c, table, row, col, value, ts):
@@ -852,7 +838,7 @@ def main():
     ap.add_argument('--pydir', required=True)
     hsptest.add_backend_args(ap)
     ARGS, rest = ap.parse_known_args()
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals(), faultlib)
     if ARGS.backend_kind == 'real' and not rest:
         # one cluster for the whole run: CompactFramedTest's backend
         # protocol is the methods tests' part on real HBase

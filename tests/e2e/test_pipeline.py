@@ -35,10 +35,10 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_methods as tm  # noqa: E402
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
 import hsptest  # noqa: E402
+from hsptest import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
 
@@ -557,7 +557,7 @@ def main():
     hsptest.add_backend_args(ap)
     ARGS, rest = ap.parse_known_args()
     tm.ARGS = ARGS
-    tm.load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, tm)
     _Base.backend = tm.BACKENDS[ARGS.backend]
     if ARGS.backend_kind != 'real':
         unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

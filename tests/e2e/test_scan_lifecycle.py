@@ -24,7 +24,6 @@ import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,7 +32,10 @@ import unittest
 
 # the harness helpers every end-to-end test shares
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+import hsptest  # noqa: E402
+from hsptest import free_port, wait_for  # noqa: E402
 
 ARGS = None
 INVALID = 'scanner ID is invalid'
@@ -42,18 +44,6 @@ BUCKETS = 16
 
 Hbase = T = TApplicationException = None
 TSocket = TTransport = TBinaryProtocol = TCompactProtocol = None
-
-
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol, TCompactProtocol
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _Hbase, ttypes as _T
-    from thrift.transport import TSocket as _S, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B, TCompactProtocol as _C
-    from thrift.Thrift import TApplicationException as _A
-    global TApplicationException
-    Hbase, T, TApplicationException = _Hbase, _T, _A
-    TSocket, TTransport, TBinaryProtocol, TCompactProtocol = _S, _TT, _B, _C
 
 
 # Set by .ci/quickstart's sanitizer pass: ASan's quarantine holds freed
@@ -71,37 +61,18 @@ def rss_kib(pid):
     raise AssertionError('no VmRSS for %d' % pid)
 
 
-class Emu(object):
+class Emu(hsptest.Emu):
     """hbase-emu; restarts come back on the same port."""
 
     def __init__(self, workdir, *extra):
-        self.workdir = workdir
-        self.extra = list(extra)
-        self.port = None
-        self.proc = None
-        self.log = open(os.path.join(workdir, 'emu.log'), 'ab')
+        super().__init__(ARGS.emu, workdir,
+                         ['--create-table', 's:d', '--create-table', 'plain:d',
+                          '--create-table', 'big:d',
+                          '--create-table', 'warm:d'] + list(extra),
+                         start=False)
 
     def start(self):
-        port_file = os.path.join(self.workdir, 'emu.port')
-        if os.path.exists(port_file):
-            os.unlink(port_file)
-        listen = '127.0.0.1:%d' % (self.port or 0)
-        self.proc = subprocess.Popen(
-            [ARGS.emu, '--listen', listen, '--port-file', port_file,
-             '--create-table', 's:d', '--create-table', 'plain:d',
-             '--create-table', 'big:d', '--create-table', 'warm:d']
-            + self.extra,
-            stdout=self.log, stderr=subprocess.STDOUT)
-
-        def read_port():
-            try:
-                with open(port_file) as f:
-                    return f.read().strip()
-            except OSError:
-                return ''
-        wait_for(read_port, 10, 'hbase-emu port')
-        self.port = int(read_port())
-        wait_for(lambda: can_connect(self.port), 10, 'hbase-emu listening')
+        super().start()
         self.warm_up()
 
     def warm_up(self):
@@ -126,72 +97,29 @@ class Emu(object):
                 pass
         c._trans.close()
 
-    def kill(self):
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
 
-    def close(self):
-        self.kill()
-        self.log.close()
-
-
-class Proxy(object):
+class Proxy(hsptest.Proxy):
     def __init__(self, workdir, backend_port, scanner_timeout_ms=60000,
                  request_timeout_ms=5000, workers=2):
         self.port = free_port()
-        self.conf = os.path.join(workdir, 'proxy-%d.conf' % self.port)
-        with open(self.conf, 'w') as f:
-            f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = %d\n'
-                    '[backend]\nservers = 127.0.0.1:%d\n'
-                    'connect_timeout_ms = 500\nrequest_timeout_ms = %d\n'
-                    'pool_size = 4\n'
-                    '[scan]\nscanner_timeout_ms = %d\n'
-                    '[table:s]\nbuckets = %d\n'
-                    '[table:big]\nbuckets = %d\n'
-                    % (self.port, workers, backend_port, request_timeout_ms,
-                       scanner_timeout_ms, BUCKETS, BUCKETS))
-        self.log_path = os.path.join(workdir, 'proxy-%d.log' % self.port)
-        self.log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
-                                      '--log-level', 'info'],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(lambda: can_connect(self.port), 10, 'proxy listening')
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError('proxy did not stop on SIGTERM')
-        finally:
-            self.log.close()
+        conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = %d\n'
+                '[backend]\nservers = 127.0.0.1:%d\n'
+                'connect_timeout_ms = 500\nrequest_timeout_ms = %d\n'
+                'pool_size = 4\n'
+                '[scan]\nscanner_timeout_ms = %d\n'
+                '[table:s]\nbuckets = %d\n'
+                '[table:big]\nbuckets = %d\n'
+                % (self.port, workers, backend_port, request_timeout_ms,
+                   scanner_timeout_ms, BUCKETS, BUCKETS))
+        super().__init__(ARGS.proxy, workdir, conf, [self.port],
+                         name='proxy-%d' % self.port, timeout=10)
 
 
 def client(port, proto='binary', transport='buffered', timeout=10.0,
            accel=False):
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(timeout * 1000)
-    if transport == 'framed':
-        trans = TTransport.TFramedTransport(sock)
-    else:
-        trans = TTransport.TBufferedTransport(sock)
-    if proto == 'compact':
-        prot = TCompactProtocol.TCompactProtocol(trans)
-    elif accel:
-        prot = TBinaryProtocol.TBinaryProtocolAccelerated(trans)
-    else:
-        prot = TBinaryProtocol.TBinaryProtocol(trans)
-    c = Hbase.Client(prot)
-    trans.open()
-    c._trans = trans
-    return c
+    # accel: the C-accelerated binary protocol (compact stays pure Python)
+    return hsptest.client(port, proto, transport, timeout,
+                          accel=accel and proto != 'compact')
 
 
 VARIANTS = [('binary', 'buffered'), ('binary', 'framed'),
@@ -1083,7 +1011,7 @@ def main():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     ARGS, rest = ap.parse_known_args()
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals())
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

@@ -39,18 +39,16 @@ import os
 import random
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 # the harness helpers every end-to-end test shares
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
 import hsptest  # noqa: E402
+from hsptest import free_port  # noqa: E402
 
 ARGS = None
 REAL = False            # --backend-kind real
@@ -103,138 +101,71 @@ PARTS = [
 ]
 
 
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol, TCompactProtocol
-    global TApplicationException
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _Hbase, ttypes as _T
-    from thrift.transport import TSocket as _S, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B, TCompactProtocol as _C
-    from thrift.Thrift import TApplicationException as _TAE
-    Hbase, T = _Hbase, _T
-    TSocket, TTransport, TBinaryProtocol, TCompactProtocol = _S, _TT, _B, _C
-    TApplicationException = _TAE
-
-
 # ---- processes ------------------------------------------------------------
 
-class Emu(object):
+class Emu(hsptest.Emu):
     def __init__(self, workdir, proto, transport, tables, name='emu',
                  sasl=None, https=None):
         """sasl: (realm, qop, server keytab): HBase's SASL GSSAPI mode;
         https: (cert, key): HBase's HTTP mode over TLS."""
-        port_file = os.path.join(workdir, name + '.port')
-        self.log_path = os.path.join(workdir, name + '.log')
-        self.log = open(self.log_path, 'wb')
-        cmd = [ARGS.emu, '--listen', '127.0.0.1:0', '--port-file', port_file]
+        args = []
         if proto == 'compact':
-            cmd.append('--compact')
+            args.append('--compact')
         if transport == 'framed':
-            cmd.append('--framed')
+            args.append('--framed')
         fams = ','.join(f.decode() for f in FAMILIES)
         for t in tables:
-            cmd += ['--create-table', '%s:%s' % (t, fams)]
+            args += ['--create-table', '%s:%s' % (t, fams)]
         env = None
         if https is not None:
-            cmd += ['--http', '--https-cert', https[0], '--https-key',
-                    https[1]]
+            args += ['--http', '--https-cert', https[0], '--https-key',
+                     https[1]]
         if sasl is not None:
             realm, qop, keytab = sasl
-            cmd += ['--sasl-qop', qop, '--keytab', keytab, '--principal',
-                    realm.qualify(SASL_SERVER)]
+            args += ['--sasl-qop', qop, '--keytab', keytab, '--principal',
+                     realm.qualify(SASL_SERVER)]
             env = realm.env()
-        self.proc = subprocess.Popen(cmd, stdout=self.log, env=env,
-                                     stderr=subprocess.STDOUT)
-
-        def read_port():
-            try:
-                with open(port_file) as f:
-                    return f.read().strip()
-            except OSError:
-                return ''
-        wait_for(read_port, 10, 'hbase-emu port')
-        self.port = int(read_port())
-        wait_for(lambda: can_connect(self.port), 10, 'hbase-emu listening')
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def close(self):
-        self.proc.kill()
-        self.proc.wait()
-        self.log.close()
+        super().__init__(ARGS.emu, workdir, args, name=name, env=env,
+                         log_mode='wb')
 
 
-class Proxy(object):
+class Proxy(hsptest.Proxy):
     def __init__(self, workdir, backend_port, proto, transport, caching_max,
                  tables, sasl=None, https_ca=None):
         """sasl: (realm, qop, the proxy's keytab); https_ca: the backend is
         in HBase's HTTP mode over TLS, its certificate signed by this CA."""
         self.port = free_port()
-        self.conf = os.path.join(workdir, 'proxy.conf')
         env = None
-        with open(self.conf, 'w') as f:
-            f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
-                    '[backend]\nservers = %s:%d\nprotocol = %s\n'
-                    'transport = %s\nrequest_timeout_ms = 20000\n'
-                    'pool_size = 4\n'
-                    % (self.port, '127.0.0.1' if https_ca is None
-                       else 'localhost', backend_port, proto,
-                       'http' if https_ca is not None else transport))
-            if https_ca is not None:
-                f.write('https = true\ntls_ca = %s\n' % https_ca)
-            if sasl is not None:
-                realm, qop, keytab = sasl
-                f.write('sasl = gssapi\nsasl_principal = %s\n'
-                        'sasl_keytab = %s\nsasl_qop = %s\n'
-                        'sasl_server_host = localhost\n'
-                        % (realm.qualify(SASL_CLIENT), keytab, qop))
-                # no ticket cache of anyone's: the proxy uses its keytab
-                env = realm.env(ccache=realm.path('nobody.ccache'))
-            f.write('[scan]\ncaching_max = %d\n' % caching_max)
-            for name, lines in tables:
-                f.write('[table:%s]\n%s' % (name, lines))
-        self.log_path = os.path.join(workdir, 'proxy.log')
-        self.log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
-                                      '--log-level', 'warning'], env=env,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(lambda: can_connect(self.port) or self.proc.poll() is not None,
-                 10, 'proxy listening')
-        if self.proc.poll() is not None:
-            raise AssertionError('proxy exited at start; log in '
-                                 + self.log_path)
-
-    def alive(self):
-        return self.proc.poll() is None
+        conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
+                '[backend]\nservers = %s:%d\nprotocol = %s\n'
+                'transport = %s\nrequest_timeout_ms = 20000\n'
+                'pool_size = 4\n'
+                % (self.port, '127.0.0.1' if https_ca is None
+                   else 'localhost', backend_port, proto,
+                   'http' if https_ca is not None else transport))
+        if https_ca is not None:
+            conf += 'https = true\ntls_ca = %s\n' % https_ca
+        if sasl is not None:
+            realm, qop, keytab = sasl
+            conf += ('sasl = gssapi\nsasl_principal = %s\n'
+                     'sasl_keytab = %s\nsasl_qop = %s\n'
+                     'sasl_server_host = localhost\n'
+                     % (realm.qualify(SASL_CLIENT), keytab, qop))
+            # no ticket cache of anyone's: the proxy uses its keytab
+            env = realm.env(ccache=realm.path('nobody.ccache'))
+        conf += '[scan]\ncaching_max = %d\n' % caching_max
+        for name, lines in tables:
+            conf += '[table:%s]\n%s' % (name, lines)
+        super().__init__(ARGS.proxy, workdir, conf, [self.port],
+                         log_level='warning', env=env, timeout=10)
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            return 'killed: no exit on SIGTERM'
-        finally:
-            self.log.close()
+        return super().stop(killed='killed: no exit on SIGTERM')
 
 
 def client(port, proto='binary', transport='buffered', timeout=60.0):
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(timeout * 1000)
-    if transport == 'framed':
-        trans = TTransport.TFramedTransport(sock)
-    else:
-        trans = TTransport.TBufferedTransport(sock)
     # the accelerated protocols speak the same bytes, decoded in C
-    if proto == 'compact':
-        prot = TCompactProtocol.TCompactProtocolAccelerated(trans)
-    else:
-        prot = TBinaryProtocol.TBinaryProtocolAccelerated(trans)
-    c = Hbase.Client(prot)
-    trans.open()
-    c._trans = trans
+    c = hsptest.client(port, proto, transport, timeout, accel=True)
     c._variant = '%s-%s' % (proto, transport)
     return c
 
@@ -975,7 +906,7 @@ def main():
                     help='the proxy reaches the salted tables over SASL '
                          'GSSAPI with this QOP, on an emulator of their own '
                          'in HBase\'s SASL mode, against a throwaway MIT KDC '
-                         '(tests/secure/krb5lib.py); the unsalted reference '
+                         '(tests/lib/krb5lib.py); the unsalted reference '
                          'stays on a plain emulator')
     hsptest.add_backend_args(ap)
     ARGS = ap.parse_args()
@@ -983,7 +914,7 @@ def main():
     real = REAL = ARGS.backend_kind == 'real'
     if real and (ARGS.sasl_qop is not None or ARGS.backend_https):
         ap.error('--sasl-qop and --backend-https run on the emulator only')
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals())
     seed = os.environ.get('SCAN_ORACLE_SEED', str(DEFAULT_SEED))
     total = int(os.environ.get('SCAN_ORACLE_SCANS',
                                REAL_SCANS if real else DEFAULT_SCANS))
@@ -1006,8 +937,6 @@ def main():
     if ARGS.sasl_qop is not None:
         # SASL is unframed only, as HBase enforces
         transport = 'buffered'
-        sys.path.insert(0, os.path.join(os.path.dirname(
-            os.path.abspath(__file__)), '..', 'secure'))
         import krb5lib
         realm = krb5lib.Realm()
         realm.start()

@@ -33,10 +33,10 @@ import unittest
 # the harness helpers every end-to-end test shares
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faultlib  # noqa: E402
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'lib'))
 import hsptest  # noqa: E402
+from hsptest import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
 Hbase = T = None
@@ -50,21 +50,6 @@ SALTED = {
     'h': ('buckets = 16\nsalt_format = decimal\nsalt_separator = -\n', 3,
           'ref_h'),
 }
-
-
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol
-    global TMessageType, TApplicationException
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _Hbase, ttypes as _T
-    from thrift.Thrift import (TMessageType as _MT,
-                               TApplicationException as _TAE)
-    from thrift.transport import TSocket as _S, TTransport as _TR
-    from thrift.protocol import TBinaryProtocol as _B
-    Hbase, T = _Hbase, _T
-    TSocket, TTransport, TBinaryProtocol = _S, _TR, _B
-    TMessageType, TApplicationException = _MT, _TAE
-    faultlib.load_thrift(pydir)
 
 
 # --backend-kind real: one cluster for every test (a JVM start costs
@@ -126,7 +111,7 @@ class Procs(object):
 
 
 def client(port):
-    return faultlib.client(port, timeout=30.0)
+    return hsptest.client(port, timeout=30.0)
 
 
 # real HBase: an IllegalArgument carries the Java stack trace after its
@@ -514,7 +499,7 @@ def main():
     ap.add_argument('--pydir', required=True)
     hsptest.add_backend_args(ap)
     ARGS, rest = ap.parse_known_args()
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals(), faultlib)
     if ARGS.backend_kind != 'real':
         unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
         return

@@ -28,6 +28,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faultlib as fl  # noqa: E402
+import hsptest  # noqa: E402
 
 ARGS = None
 WRITES = int(os.environ.get('SOAK_WRITES', '20000'))
@@ -233,7 +234,7 @@ def main():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     ARGS, rest = ap.parse_known_args()
-    fl.load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, fl)
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

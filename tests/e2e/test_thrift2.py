@@ -46,7 +46,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -58,8 +57,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'lib'))
 import hsptest  # noqa: E402
+from hsptest import free_port, wait_for  # noqa: E402
+from hsptest import pb_binary, pb_compare, pb_field, pb_filter  # noqa: E402
 import test_methods as tm  # noqa: E402
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
 
 ARGS = None
 T = None            # hbase2.ttypes
@@ -93,58 +93,21 @@ FILTERS = [
 
 # ---- protobuf filters (TGet/TScan.filterBytes), encoded here ------------------
 
-def pb_varint(v):
-    out = b''
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def pb_bytes(field, data):
-    return pb_varint(field << 3 | 2) + pb_varint(len(data)) + data
-
-
-def pb_int(field, v):
-    return pb_varint(field << 3) + pb_varint(v)
-
-
-def pb_filter(cls, body):
-    """hbase.pb.Filter { 1: name, 2: serialized_filter }"""
-    return (pb_bytes(1, b'org.apache.hadoop.hbase.filter.' + cls.encode())
-            + pb_bytes(2, body))
-
-
-def pb_binary(value):
-    """Comparator { BinaryComparator { ByteArrayComparable { value } } }"""
-    return (pb_bytes(1, b'org.apache.hadoop.hbase.filter.BinaryComparator')
-            + pb_bytes(2, pb_bytes(1, pb_bytes(1, value))))
-
-
-def pb_compare(cls, op, value):
-    """RowFilter/ValueFilter/...: CompareFilter { compare_op, comparator }"""
-    return pb_filter(cls, pb_bytes(1, pb_int(1, op) + pb_bytes(
-        2, pb_binary(value))))
-
-
 def pb_row_equal(value):
-    return pb_compare('RowFilter', 2, value)     # EQUAL
+    return pb_compare('RowFilter', 2, pb_binary(value))     # EQUAL
 
 
 PB_FILTERS = [
-    pb_filter('PrefixFilter', pb_bytes(1, b'u1')),
-    pb_filter('PrefixFilter', pb_bytes(1, b'\x00')),
-    pb_compare('RowFilter', 0, b'm'),             # LESS
-    pb_compare('RowFilter', 3, b'u1'),            # NOT_EQUAL
-    pb_compare('RowFilter', 4, b'u2'),            # GREATER_OR_EQUAL
-    pb_compare('ValueFilter', 2, b'v1'),
-    pb_filter('KeyOnlyFilter', pb_int(1, 0)),
+    pb_filter('PrefixFilter', pb_field(1, b'u1')),
+    pb_filter('PrefixFilter', pb_field(1, b'\x00')),
+    pb_compare('RowFilter', 0, pb_binary(b'm')),             # LESS
+    pb_compare('RowFilter', 3, pb_binary(b'u1')),            # NOT_EQUAL
+    pb_compare('RowFilter', 4, pb_binary(b'u2')),            # GREATER_OR_EQUAL
+    pb_compare('ValueFilter', 2, pb_binary(b'v1')),
+    pb_filter('KeyOnlyFilter', pb_field(1, 0)),
     pb_filter('FirstKeyOnlyFilter', b''),
-    pb_filter('PageFilter', pb_int(1, 3)),
-    pb_filter('InclusiveStopFilter', pb_bytes(1, b'u2')),
+    pb_filter('PageFilter', pb_field(1, 3)),
+    pb_filter('InclusiveStopFilter', pb_field(1, b'u2')),
 ]
 
 
@@ -159,16 +122,13 @@ GET_FILTERS = FILTERS + [
 ]
 
 
-def load_thrift(pydir):
+def use_thrift(th):
+    """This file's names for th's modules: here T is Thrift2's ttypes."""
     global T, Service, Hbase1
     global TSocket, TTransport, TBinaryProtocol, TCompactProtocol
-    sys.path.insert(0, pydir)
-    from hbase2 import THBaseService as _S, ttypes as _T
-    from hbase1 import Hbase as _H
-    from thrift.transport import TSocket as _So, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B, TCompactProtocol as _C
-    T, Service, Hbase1 = _T, _S, _H
-    TSocket, TTransport, TBinaryProtocol, TCompactProtocol = _So, _TT, _B, _C
+    T, Service, Hbase1 = th.T2, th.THBaseService, th.Hbase
+    TSocket, TTransport = th.TSocket, th.TTransport
+    TBinaryProtocol, TCompactProtocol = th.TBinaryProtocol, th.TCompactProtocol
 
 
 def timeouts():
@@ -199,38 +159,16 @@ def connect(port, proto, transport, service=None):
 
 # ---- processes --------------------------------------------------------------
 
-class Emu(object):
+class Emu(hsptest.Emu):
     def __init__(self, workdir, proto, transport):
-        port_file = os.path.join(workdir, 'emu.port')
-        port2_file = os.path.join(workdir, 'emu.port2')
-        self.log = open(os.path.join(workdir, 'emu.log'), 'wb')
-        cmd = [ARGS.emu, '--listen', '127.0.0.1:0', '--port-file', port_file,
-               '--thrift2-listen', '127.0.0.1:0', '--thrift2-port-file',
-               port2_file]
+        args = []
         if proto == 'compact':
-            cmd.append('--compact')
+            args.append('--compact')
         if transport == 'framed':
-            cmd.append('--framed')
+            args.append('--framed')
         for t in ('salted', 'ref', 'plain'):
-            cmd += ['--create-table', '%s:a,b,c' % t]
-        self.proc = subprocess.Popen(cmd, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-
-        def read(path):
-            try:
-                with open(path) as f:
-                    return f.read().strip()
-            except OSError:
-                return ''
-        wait_for(lambda: read(port_file), 10, 'hbase-emu port')
-        self.port = int(read(port_file))
-        self.port2 = int(read(port2_file))
-        wait_for(lambda: can_connect(self.port2), 10, 'hbase-emu thrift2')
-
-    def close(self):
-        self.proc.kill()
-        self.proc.wait()
-        self.log.close()
+            args += ['--create-table', '%s:a,b,c' % t]
+        super().__init__(ARGS.emu, workdir, args, thrift2=True, log_mode='wb')
 
 
 class SharedReal(object):
@@ -326,7 +264,7 @@ def region_starts(port, proto, transport, port2, name):
     return two
 
 
-class Proxy(object):
+class Proxy(hsptest.Proxy):
     def __init__(self, workdir, emu, proto, transport, thrift2_servers=None,
                  name='proxy', extra=''):
         # three ports, told apart: free_port can hand the same port out
@@ -338,45 +276,27 @@ class Proxy(object):
             if p not in ports:
                 ports.append(p)
         self.port, self.port2, self.admin = ports
-        self.conf = os.path.join(workdir, name + '.conf')
         if thrift2_servers is None:
             thrift2_servers = '127.0.0.1:%d' % emu.port2
-        with open(self.conf, 'w') as f:
-            f.write('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
-                    '[backend]\nservers = 127.0.0.1:%d\n'
-                    'thrift2_servers = %s\nprotocol = %s\n'
-                    'transport = %s\nrequest_timeout_ms = %d\n'
-                    'pool_size = 16\n[scan]\ncaching_max = 7\n'
-                    '[thrift2]\nlisten = 127.0.0.1:%d\n'
-                    '[admin]\nlisten = 127.0.0.1:%d\n'
-                    '[table:salted]\n%s%s'
-                    % (self.port, emu.port, thrift2_servers, proto, transport,
-                       timeouts()[0], self.port2, self.admin, SALTED_CONF, extra))
-        self.log_path = os.path.join(workdir, name + '.log')
-        self.log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen([ARGS.proxy, '-c', self.conf,
-                                      '--log-level', 'warning'],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(lambda: (can_connect(self.port2) and can_connect(self.port))
-                 or self.proc.poll() is not None, 10, 'proxy listening')
-        if self.proc.poll() is not None:
-            raise AssertionError('proxy exited at start; log in '
-                                 + self.log_path)
+        conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
+                '[backend]\nservers = 127.0.0.1:%d\n'
+                'thrift2_servers = %s\nprotocol = %s\n'
+                'transport = %s\nrequest_timeout_ms = %d\n'
+                'pool_size = 16\n[scan]\ncaching_max = 7\n'
+                '[thrift2]\nlisten = 127.0.0.1:%d\n'
+                '[admin]\nlisten = 127.0.0.1:%d\n'
+                '[table:salted]\n%s%s'
+                % (self.port, emu.port, thrift2_servers, proto, transport,
+                   timeouts()[0], self.port2, self.admin, SALTED_CONF, extra))
+        super().__init__(ARGS.proxy, workdir, conf, [self.port2, self.port],
+                         name=name, log_level='warning', timeout=10)
 
     def metrics(self):
         url = 'http://127.0.0.1:%d/metrics' % self.admin
         return urllib.request.urlopen(url, timeout=10).read().decode()
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            return 'killed'
-        finally:
-            self.log.close()
+        return super().stop(killed='killed')
 
 
 # ---- random calls -------------------------------------------------------------
@@ -874,7 +794,7 @@ class Thrift2Test(unittest.TestCase):
         self.direct.put(b'ref', p)
         for flt, hit in ((pb_row_equal(b'zfilt'), True),
                          (pb_row_equal(b'zfil'), False),
-                         (pb_filter('PrefixFilter', pb_bytes(1, b'zf')), True),
+                         (pb_filter('PrefixFilter', pb_field(1, b'zf')), True),
                          (b"RowFilter(=, 'binary:zfilt')", True),
                          (b"PrefixFilter('zf')", True),
                          (b"RowFilter(!=, 'binary:zfilt')", False),
@@ -1209,7 +1129,7 @@ def main():
     hsptest.add_backend_args(ap)
     ARGS, rest = ap.parse_known_args()
     tm.ARGS = ARGS
-    load_thrift(ARGS.pydir)
+    use_thrift(hsptest.import_thrift(ARGS.pydir))
     try:
         prog = unittest.main(argv=[sys.argv[0]] + rest, verbosity=2,
                              exit=False)

@@ -276,7 +276,7 @@ def main():
     hsptest.add_backend_args(ap)
     ARGS, rest = ap.parse_known_args()
     t2.ARGS = ARGS
-    t2.load_thrift(ARGS.pydir)
+    t2.use_thrift(hsptest.import_thrift(ARGS.pydir))
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

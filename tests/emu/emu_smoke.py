@@ -16,6 +16,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+import hsptest  # noqa: E402
+
 
 def start(emu, extra, stderr=None):
     tmp = tempfile.mkdtemp(prefix='emu-smoke-')
@@ -34,16 +38,9 @@ def start(emu, extra, stderr=None):
 
 
 def client(port, framed, compact):
-    from thrift.transport import TSocket, TTransport
-    from thrift.protocol import TBinaryProtocol, TCompactProtocol
-    from hbase1 import Hbase
-    sock = TSocket.TSocket('127.0.0.1', port)
-    trans = (TTransport.TFramedTransport(sock) if framed
-             else TTransport.TBufferedTransport(sock))
-    proto = (TCompactProtocol.TCompactProtocol(trans) if compact
-             else TBinaryProtocol.TBinaryProtocol(trans))
-    trans.open()
-    return Hbase.Client(proto), trans
+    c = hsptest.client(port, 'compact' if compact else 'binary',
+                       'framed' if framed else 'buffered', timeout=None)
+    return c, c.transport
 
 
 def check(cond, what):
@@ -191,7 +188,7 @@ def stats_nul_split(emu):
 
 def main():
     emu, pydir = sys.argv[1], sys.argv[2]
-    sys.path.insert(0, pydir)
+    hsptest.import_thrift(pydir)
     stats_nul_split(emu)
     for framed, compact in ((False, False), (True, True)):
         extra = (['--framed'] if framed else []) + \

@@ -12,7 +12,7 @@
  *   byte 1  the method of the call, an index into the method table
  *   byte 2  the salted table of the call (fuzz_common.h order), 0xff none
  * The backend sequence id is FUZZ_SEQID.  The bytes are also fed to
- * codec_reply_stream as the front of an unframed stream: where
+ * codec_reply as the front of an unframed stream (codec_io.stream): where
  * wire_message_scan finds a whole message it must do exactly what
  * codec_reply does on that message (status, bytes, length); where the
  * scan wants more it waits or (a wrong header already) closes; where the
@@ -94,9 +94,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct codec_tally tally;
         struct codec_error serr, werr;
         const char *why = NULL;
-        size_t n = 0, used = 0;
+        size_t n = 0;
         wire_status_t scan;
         codec_status_t sst;
+        struct codec_io sio = {
+            .data = data,
+            .len = size,
+            .from = from,
+            .stream = TRUE,
+            .to = to,
+            .backend_seqid = FUZZ_SEQID,
+            .out = &streamed,
+            .limits = limits,
+            .tally = &tally,
+            .err = &serr,
+        };
 
         wire_buf_init(&streamed);
         wire_buf_init(&whole);
@@ -104,13 +116,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_check_resumable(from, data, size, limits);
         codec_tally_init(&tally);
         tally.keys_on = TRUE;
-        sst = codec_reply_stream(&call, from, data, size, FUZZ_SEQID, to,
-                                 &streamed, &serr, limits, &used, &tally);
+        sst = codec_reply(&sio, &call);
         /* rows handed back: noted as rows, each within its key */
         for (uint32_t i = 0; i < tally.nnotes; i++) {
             FUZZ_CHECK(tally.notes[i].kind == CODEC_KEY_ROW);
-            FUZZ_CHECK(tally.notes[i].kept ==
-                       MIN(tally.notes[i].len, CODEC_NOTE_KEY_MAX));
+            /* within the reply */
+            FUZZ_CHECK(tally.notes[i].key >= data &&
+                       tally.notes[i].len <= size &&
+                       (size_t)(tally.notes[i].key - data) <=
+                           size - tally.notes[i].len);
             FUZZ_CHECK(tally.notes[i].bucket <= tally.notes[i].salt->buckets);
         }
         if (scan == WIRE_AGAIN) {
@@ -120,11 +134,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (scan == WIRE_ERROR) {
             FUZZ_CHECK(sst == CODEC_CLOSE);
         } else {
-            codec_status_t wst = codec_reply(&call, from, data, n, FUZZ_SEQID,
-                                             to, &whole, &werr, limits, NULL);
+            struct codec_io wio = {
+                .data = data,
+                .len = n,
+                .from = from,
+                .to = to,
+                .backend_seqid = FUZZ_SEQID,
+                .out = &whole,
+                .limits = limits,
+                .err = &werr,
+            };
+            codec_status_t wst = codec_reply(&wio, &call);
 
             FUZZ_CHECK(sst == wst);
-            FUZZ_CHECK(wst != CODEC_OK || used == n);
+            FUZZ_CHECK(wst != CODEC_OK || sio.used == n);
             FUZZ_CHECK(streamed.len == whole.len &&
                        (whole.len == 0 ||
                         memcmp(streamed.data, whole.data, whole.len) == 0));
@@ -133,8 +156,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wire_buf_free(&whole);
         codec_tally_free(&tally);
     }
-    if (codec_reply(&call, from, data, size, FUZZ_SEQID, to, &out, &err,
-                    limits, NULL) == CODEC_OK) {
+    if (codec_reply(&(struct codec_io){ .data = data,
+                                        .len = size,
+                                        .from = from,
+                                        .to = to,
+                                        .backend_seqid = FUZZ_SEQID,
+                                        .out = &out,
+                                        .limits = limits,
+                                        .err = &err },
+                    &call) == CODEC_OK) {
         fuzz_check_message(to, &out);
     } else {
         FUZZ_CHECK(err.message != NULL);

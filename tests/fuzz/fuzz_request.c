@@ -17,8 +17,8 @@
  * Messages are cut from the stream with wire_message_scan (at most
  * max_message bytes looked at unframed), then each goes through
  * codec_request.  Every message codec_request produces must itself be one
- * whole, valid message.  Unframed, the daemon instead runs
- * codec_request_stream on the raw stream, which finds the end as it
+ * whole, valid message.  Unframed, the daemon instead runs codec_request
+ * on the raw stream (codec_io.stream), which finds the end as it
  * rewrites: it must agree with that two-pass reference exactly (status,
  * length, bytes), AGAIN where the scan wants more, CLOSE where it fails.
  *
@@ -125,11 +125,12 @@ fuzz_check_routing(const struct config *cfg, const struct codec_call *call,
     FUZZ_CHECK(n > 0 && n == sent_len && memcmp(sent, phys, n) == 0);
 }
 
-/* The key notes a walk of a len-byte message left: none if refused; each
- * a key of a salted table, its kept bytes within the key; the message's
- * bytes shared among them. */
+/* The key notes a walk of the len-byte message at msg left: none if
+ * refused; each a key of a salted table, within the message; the
+ * message's bytes shared among them. */
 static void
-fuzz_check_notes(const struct codec_tally *t, codec_status_t st, size_t len)
+fuzz_check_notes(const struct codec_tally *t, codec_status_t st,
+                 const uint8_t *msg, size_t len)
 {
     guint64 bytes = 0;
 
@@ -138,7 +139,8 @@ fuzz_check_notes(const struct codec_tally *t, codec_status_t st, size_t len)
         const struct codec_key_note *n = &t->notes[i];
 
         FUZZ_CHECK(n->salt != NULL && n->kind != CODEC_KEY_ROW);
-        FUZZ_CHECK(n->kept == MIN(n->len, CODEC_NOTE_KEY_MAX));
+        FUZZ_CHECK(n->key >= msg && n->len <= len &&
+                   (size_t)(n->key - msg) <= len - n->len);
         FUZZ_CHECK(n->part_len <= n->len);
         FUZZ_CHECK(n->bucket <= n->salt->buckets);
         bytes += n->bytes;
@@ -188,16 +190,32 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wire_status_t scan;
         struct codec_call scall;
         struct codec_error serr;
-        size_t slen = 0;
+        /* the same message, whole (framed) and on the stream */
+        struct codec_io io = {
+            .from = from,
+            .to = to,
+            .out = &out,
+            .cfg = cfg,
+            .svc = svc,
+            .limits = limits,
+            .tally = &tally,
+            .err = &err,
+        };
+        struct codec_io sio = io;
 
         scan = wire_message_scan(from, framed, data, want, limits, &msg_len,
                                  &why);
         if (!framed) {
             fuzz_check_resumable(from, data, want, limits);
             wire_buf_clear(&streamed);
-            sst = codec_request_stream_svc(cfg, svc, from, data, want, to,
-                                           seqid, &streamed, &scall, &serr,
-                                           limits, &slen, &stally);
+            sio.data = data;
+            sio.len = want;
+            sio.stream = TRUE;
+            sio.backend_seqid = seqid;
+            sio.out = &streamed;
+            sio.tally = &stally;
+            sio.err = &serr;
+            sst = codec_request(&sio, &scall);
             if (scan == WIRE_AGAIN) {
                 FUZZ_CHECK(sst == CODEC_AGAIN && streamed.len == 0);
                 FUZZ_CHECK(stally.nnotes == 0);
@@ -213,9 +231,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(msg_len > hdr && msg_len <= want);
 
         wire_buf_clear(&out);
-        st = codec_request_svc(cfg, svc, from, data + hdr, msg_len - hdr, to,
-                               seqid++, &out, &call, &err, limits, &tally);
-        fuzz_check_notes(&tally, st, msg_len - hdr);
+        io.data = data + hdr;
+        io.len = msg_len - hdr;
+        io.backend_seqid = seqid++;
+        st = codec_request(&io, &call);
+        FUZZ_CHECK(io.used == io.len);
+        fuzz_check_notes(&tally, st, data + hdr, msg_len - hdr);
         if (!framed) {
             FUZZ_CHECK(st == CODEC_CLOSE || stally.nnotes == tally.nnotes);
             for (uint32_t i = 0; st != CODEC_CLOSE && i < tally.nnotes; i++) {
@@ -229,7 +250,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         codec_tally_clear(&stally);
         if (!framed) {
             FUZZ_CHECK(sst == st);
-            FUZZ_CHECK(st == CODEC_CLOSE || slen == msg_len);
+            FUZZ_CHECK(st == CODEC_CLOSE || sio.used == msg_len);
             FUZZ_CHECK(streamed.len == out.len &&
                        (out.len == 0 ||
                         memcmp(streamed.data, out.data, out.len) == 0));
@@ -267,7 +288,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fuzz_check_message(from, &out, 0);
             break;
         case CODEC_AGAIN:
-            FUZZ_CHECK(!"codec_request never waits: its message is whole");
+            FUZZ_CHECK(!"codec_request never waits on a whole message");
             break;
         case CODEC_CLOSE:
             FUZZ_CHECK(err.message != NULL);

@@ -20,6 +20,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
+from hsptest import (import_thrift, pb_compare, pb_field,  # noqa: E402
+                     pb_filter, pb_varint)
 CORPUS = os.path.join(HERE, 'corpus')
 
 # The method table of daemon/hbase1.c, in its order (fuzz_reply's byte 1).
@@ -45,50 +48,21 @@ def fuzz_conf():
     return ''.join(parts).encode().decode('unicode_escape')
 
 
-def pb_varint(v):
-    out = b''
-    v &= (1 << 64) - 1
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def pb_field(num, value):
-    """A protobuf field: int (varint) or bytes/str (length-delimited)."""
-    if isinstance(value, int):
-        return pb_varint(num << 3) + pb_varint(value)
-    if isinstance(value, str):
-        value = value.encode()
-    return pb_varint((num << 3) | 2) + pb_varint(len(value)) + value
-
-
-def pb_filter(cls, *fields):
-    """hbase.pb.Filter of class cls whose serialized_filter holds fields."""
-    name = cls if '.' in cls else 'org.apache.hadoop.hbase.filter.' + cls
-    return pb_field(1, name) + pb_field(2, b''.join(fields))
-
-
-def pb_compare(cls, op, cmp_cls, *cmp_fields):
-    cmp = pb_filter(cmp_cls, *cmp_fields)  # Comparator: same two fields
-    return pb_filter(cls, pb_field(1, pb_field(1, op) + pb_field(2, cmp)))
-
-
 def filterpb_seeds():
     """fuzz_filterpb: flags (bit1 reversed, bits2-4 table) + filterBytes."""
     binary = lambda v: pb_field(1, pb_field(1, v))
     seeds = [
         pb_filter('PrefixFilter', pb_field(1, 'abc')),
         pb_filter('InclusiveStopFilter', pb_field(1, 'zz')),
-        pb_compare('RowFilter', 2, 'BinaryComparator', binary('row1')),
-        pb_compare('RowFilter', 4, 'BinaryPrefixComparator', binary('a')),
-        pb_compare('RowFilter', 3, 'RegexStringComparator',
-                   pb_field(1, '^u[0-9]+#'), pb_field(2, 32),
-                   pb_field(3, 'UTF-8'), pb_field(4, 'JAVA')),
-        pb_compare('RowFilter', 2, 'SubstringComparator', pb_field(1, 'ab.c')),
+        pb_compare('RowFilter', 2, pb_filter('BinaryComparator',
+                                             binary('row1'))),
+        pb_compare('RowFilter', 4, pb_filter('BinaryPrefixComparator',
+                                             binary('a'))),
+        pb_compare('RowFilter', 3, pb_filter(
+            'RegexStringComparator', pb_field(1, '^u[0-9]+#'),
+            pb_field(2, 32), pb_field(3, 'UTF-8'), pb_field(4, 'JAVA'))),
+        pb_compare('RowFilter', 2, pb_filter('SubstringComparator',
+                                             pb_field(1, 'ab.c'))),
         pb_filter('FilterList', pb_field(1, 1),
                   pb_field(2, pb_filter('PrefixFilter', pb_field(1, 'u1#'))),
                   pb_field(2, pb_filter('PageFilter', pb_field(1, 10)))),
@@ -96,10 +70,10 @@ def filterpb_seeds():
                   pb_field(2, pb_filter('KeyOnlyFilter', pb_field(1, 1))),
                   pb_field(2, pb_filter('FirstKeyOnlyFilter'))),
         pb_filter('WhileMatchFilter', pb_field(1, pb_compare(
-            'RowFilter', 0, 'BinaryComparator', binary('m')))),
+            'RowFilter', 0, pb_filter('BinaryComparator', binary('m'))))),
         pb_filter('SkipFilter', pb_field(1, pb_compare(
-            'ValueFilter', 3, 'LongComparator',
-            binary(b'\0\0\0\0\0\0\0\x07')))),
+            'ValueFilter', 3, pb_filter('LongComparator',
+                                        binary(b'\0\0\0\0\0\0\0\x07'))))),
         pb_filter('SingleColumnValueFilter', pb_field(1, 'd'),
                   pb_field(2, 'a'), pb_field(3, 2),
                   pb_field(4, pb_filter('BinaryComparator', binary('v'))),
@@ -141,11 +115,12 @@ def main():
     ap.add_argument('--pydir', required=True)
     ap.add_argument('--proxy', required=True)
     args = ap.parse_args()
-    sys.path.insert(0, args.pydir)
-    from hbase1 import Hbase, ttypes as T
-    from thrift.Thrift import TMessageType, TApplicationException
-    from thrift.transport import TTransport
-    from thrift.protocol import TBinaryProtocol, TCompactProtocol
+    th = import_thrift(args.pydir)
+    Hbase, T = th.Hbase, th.T
+    TMessageType, TApplicationException = (th.TMessageType,
+                                           th.TApplicationException)
+    TTransport = th.TTransport
+    TBinaryProtocol, TCompactProtocol = th.TBinaryProtocol, th.TCompactProtocol
 
     conf = tempfile.NamedTemporaryFile('w', suffix='.conf', delete=False)
     conf.write(fuzz_conf())

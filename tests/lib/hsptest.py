@@ -48,6 +48,19 @@ def wait_for(pred, timeout, what):
         time.sleep(0.02)
 
 
+def http_get(port, path, host='127.0.0.1', timeout=10):
+    """(status, body text) of GET path on an HTTP endpoint (the proxy's
+    admin listener): an error status is returned, not raised."""
+    import urllib.error
+    import urllib.request
+    url = 'http://%s:%d%s' % (host, port, path)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
 def can_connect(port, host='127.0.0.1'):
     try:
         socket.create_connection((host, port), timeout=0.5).close()
@@ -56,53 +69,302 @@ def can_connect(port, host='127.0.0.1'):
         return False
 
 
+class Failure(Exception):
+    """A check that failed, for the tests that run their cases by hand: it
+    is reported as its message, without a traceback."""
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def run_cases(suite, names=None):
+    """Runs suite's test_* methods (or names, in that order), a line for
+    each: ok with its time, or FAIL with the reason (and the traceback
+    unless it is a Failure).  Returns the names that failed."""
+    import traceback
+    if names is None:
+        names = sorted(n for n in dir(suite) if n.startswith('test_'))
+    failed = []
+    for name in names:
+        t0 = time.monotonic()
+        try:
+            getattr(suite, name)()
+            print('ok   %-32s %.2fs' % (name, time.monotonic() - t0))
+        except Exception as e:  # noqa: BLE001 - report every case
+            failed.append(name)
+            print('FAIL %-32s %s' % (name, e))
+            if not isinstance(e, Failure):
+                traceback.print_exc()
+    return failed
+
+
+def read_port_file(path):
+    """The port a program wrote to path, or None while there is none."""
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+# ---- programs the tests run ----------------------------------------------
+
+class Daemon(object):
+    """A program a test runs, its output in self.log_path: the one place
+    that knows how to start one, wait for it and stop it."""
+
+    name = 'daemon'
+    proc = None
+    stop_timeout = 10       # seconds stop() waits after SIGTERM
+
+    def open_log(self, log_path, mode='wb'):
+        self.log_path = log_path
+        self.log = open(log_path, mode)
+
+    def spawn(self, argv, env=None):
+        self.proc = subprocess.Popen(argv, stdout=self.log,
+                                     stderr=subprocess.STDOUT, env=env)
+
+    def wait_ports(self, ports, timeout):
+        """Waits until every port of ports takes connections; fails at
+        once, with the log, if the program exits first."""
+        wait_for(lambda: all(can_connect(p) for p in ports)
+                 or self.proc.poll() is not None, timeout,
+                 self.name + ' listening')
+        if self.proc.poll() is not None:
+            raise AssertionError('%s exited at start; log in %s:\n%s'
+                                 % (self.name, self.log_path,
+                                    self.log_text()[-3000:]))
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self):
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.log_path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def rss_kb(self):
+        with open('/proc/%d/status' % self.proc.pid) as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1])
+        raise AssertionError('no VmRSS')
+
+    def fds(self):
+        return len(os.listdir('/proc/%d/fd' % self.proc.pid))
+
+    def stop(self, timeout=None, killed=None):
+        """SIGTERM, and the exit status once the program exits within
+        timeout (stop_timeout); else SIGKILL and killed, or AssertionError
+        when killed is None.  Closes the log."""
+        if timeout is None:
+            timeout = self.stop_timeout
+        try:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                if killed is None:
+                    raise AssertionError('%s did not stop on SIGTERM'
+                                         % self.name)
+                return killed
+        finally:
+            self.log.close()
+
+    def kill(self):
+        """SIGKILL (a crash); start() may run it again."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def close(self):
+        self.kill()
+        self.log.close()
+
+
+class Emu(Daemon):
+    """hbase-emu on ephemeral ports it writes to port files (Thrift1 in
+    NAME.port; Thrift2 in NAME.port2 with thrift2=True), args after; a
+    start() after kill() comes back on the same ports.  probe=False: the
+    port files are enough, no connection is made (one would be in the
+    log of an emulator that authenticates its clients)."""
+
+    def __init__(self, binary, workdir, args=(), name='emu', thrift2=False,
+                 env=None, start=True, log_mode='ab', timeout=10, probe=True):
+        self.binary, self.args, self.env = binary, list(args), env
+        self.name, self.thrift2, self.timeout = name, thrift2, timeout
+        self.probe = probe
+        self.port = self.port2 = None
+        self.port_file = os.path.join(workdir, name + '.port')
+        self.port2_file = os.path.join(workdir, name + '.port2')
+        self.open_log(os.path.join(workdir, name + '.log'), log_mode)
+        if start:
+            self.start()
+
+    def argv(self):
+        cmd = [self.binary, '--listen', '127.0.0.1:%d' % (self.port or 0),
+               '--port-file', self.port_file]
+        if self.thrift2:
+            cmd += ['--thrift2-listen', '127.0.0.1:%d' % (self.port2 or 0),
+                    '--thrift2-port-file', self.port2_file]
+        return cmd + self.args
+
+    def start(self):
+        for f in (self.port_file, self.port2_file):
+            if os.path.exists(f):
+                os.unlink(f)
+        self.spawn(self.argv(), self.env)
+
+        def ports():
+            if self.proc.poll() is not None:
+                return True
+            p = read_port_file(self.port_file)
+            p2 = read_port_file(self.port2_file) if self.thrift2 else 0
+            return p is not None and p2 is not None and (p, p2)
+        got = wait_for(ports, self.timeout, self.name + ' port')
+        if got is not True:
+            self.port, p2 = got
+            self.port2 = p2 if self.thrift2 else None
+        ports = [self.port] + ([self.port2] if self.thrift2 else [])
+        self.wait_ports(ports if self.probe else [], self.timeout)
+
+
 # ---- the generated Thrift modules ----------------------------------------
+
+# What import_thrift binds in a test module: the names the tests were
+# written against (T is hbase1's ttypes, T2 hbase2's).
+THRIFT_NAMES = ('Hbase', 'T', 'THBaseService', 'T2', 'TSocket', 'TTransport',
+                'TBinaryProtocol', 'TCompactProtocol', 'TApplicationException',
+                'TMessageType', 'TType', 'THttpClient', 'TSSLSocket')
+
 
 class Thrift(object):
     """The generated modules and python3-thrift's classes, in one place."""
 
     def __init__(self, pydir):
-        if pydir not in sys.path:
+        if pydir and pydir not in sys.path:
             sys.path.insert(0, pydir)
         from hbase1 import Hbase, ttypes
         from hbase2 import THBaseService, ttypes as ttypes2
-        from thrift.transport import TSocket, TTransport
+        from thrift.transport import (TSocket, TTransport, THttpClient,
+                                      TSSLSocket)
         from thrift.protocol import TBinaryProtocol, TCompactProtocol
-        from thrift.Thrift import TApplicationException
+        from thrift.Thrift import TApplicationException, TMessageType, TType
         self.Hbase, self.T = Hbase, ttypes
         self.THBaseService, self.T2 = THBaseService, ttypes2
         self.TSocket, self.TTransport = TSocket, TTransport
+        self.THttpClient, self.TSSLSocket = THttpClient, TSSLSocket
         self.TBinaryProtocol = TBinaryProtocol
         self.TCompactProtocol = TCompactProtocol
         self.TApplicationException = TApplicationException
+        self.TMessageType, self.TType = TMessageType, TType
 
-    def _protocol(self, port, proto, transport, timeout):
+    def protocol(self, trans, proto='binary', strict=None, accel=False):
+        """A protocol over trans; accel: the C-accelerated classes (the
+        same bytes, decoded in C); strict True: binary's version header
+        written and required on read, False: the old headerless form,
+        None: python3-thrift's default (written, not required)."""
+        if proto == 'compact':
+            if accel:
+                return self.TCompactProtocol.TCompactProtocolAccelerated(
+                    trans)
+            return self.TCompactProtocol.TCompactProtocol(trans)
+        if accel:
+            return self.TBinaryProtocol.TBinaryProtocolAccelerated(trans)
+        if strict is None:
+            return self.TBinaryProtocol.TBinaryProtocol(trans)
+        return self.TBinaryProtocol.TBinaryProtocol(
+            trans, strictRead=strict, strictWrite=strict)
+
+    def _protocol(self, port, proto, transport, timeout, strict=None,
+                  accel=False):
         sock = self.TSocket.TSocket('127.0.0.1', port)
-        sock.setTimeout(int(timeout * 1000))
+        if timeout is not None:     # None: block
+            sock.setTimeout(int(timeout * 1000))
         if transport == 'framed':
             trans = self.TTransport.TFramedTransport(sock)
         else:
             trans = self.TTransport.TBufferedTransport(sock)
-        if proto == 'compact':
-            prot = self.TCompactProtocol.TCompactProtocol(trans)
-        else:
-            prot = self.TBinaryProtocol.TBinaryProtocol(trans)
+        prot = self.protocol(trans, proto, strict, accel)
         trans.open()
         return trans, prot
 
     def client1(self, port, proto='binary', transport='buffered',
-                timeout=30.0):
-        trans, prot = self._protocol(port, proto, transport, timeout)
+                timeout=30.0, strict=None, accel=False):
+        """An open Hbase.Client; its transport is .transport (and ._trans,
+        the name older tests use), its protocol ._prot."""
+        trans, prot = self._protocol(port, proto, transport, timeout,
+                                     strict, accel)
         c = self.Hbase.Client(prot)
-        c.transport = trans
+        c.transport = c._trans = trans
+        c._prot = prot
         return c
 
     def client2(self, port, proto='binary', transport='buffered',
-                timeout=30.0):
-        trans, prot = self._protocol(port, proto, transport, timeout)
+                timeout=30.0, strict=None, accel=False):
+        trans, prot = self._protocol(port, proto, transport, timeout,
+                                     strict, accel)
         c = self.THBaseService.Client(prot)
-        c.transport = trans
+        c.transport = c._trans = trans
+        c._prot = prot
         return c
+
+
+# the Thrift import_thrift loaded: what client() uses
+TH = None
+
+
+def import_thrift(pydir, *into):
+    """The one way a test loads the generated modules: a Thrift(pydir),
+    kept for client().  Each of into (a module, or a module's globals())
+    gets THRIFT_NAMES bound, for tests whose functions use module-level
+    Hbase, T, TSocket..."""
+    global TH
+    if TH is None:
+        TH = Thrift(pydir)
+    for ns in into:
+        ns = ns if isinstance(ns, dict) else ns.__dict__
+        for name in THRIFT_NAMES:
+            ns[name] = getattr(TH, name)
+    return TH
+
+
+def client(port, proto='binary', transport='buffered', timeout=10.0,
+           strict=None, accel=False):
+    """A Thrift1 client of the modules import_thrift loaded."""
+    return TH.client1(port, proto, transport, timeout, strict, accel)
+
+
+def put(c, table, row, value, column=b'd:a'):
+    """One cell written through c, a client() of Thrift1."""
+    c.mutateRow(table, row, [TH.T.Mutation(column=column, value=value)], {})
+
+
+def get(c, table, row, column=b'd:a'):
+    """The cell put() wrote, or None."""
+    rows = c.getRow(table, row, {})
+    return rows[0].columns[column].value if rows else None
+
+
+# ---- certificates ---------------------------------------------------------
+
+def openssl(*argv, cwd):
+    """openssl ARGV in cwd: its output, or AssertionError with its
+    complaint."""
+    p = subprocess.run(['openssl'] + list(argv), cwd=cwd,
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError('openssl %s: %s' % (argv[0], p.stderr.strip()))
+    return p.stdout
 
 
 # ---- backends --------------------------------------------------------------
@@ -272,60 +534,93 @@ def start_backend(kind, workdir, emu=None, **kw):
 
 # ---- protobuf Filters (Thrift2 filterBytes) -------------------------------
 
+def pb_varint(v):
+    """A protobuf varint; a negative v as its 64-bit two's complement."""
+    v &= (1 << 64) - 1
+    out = b''
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if not v:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+
+
 def pb_field(num, value):
-    """A protobuf field: a varint for an int, else length-delimited."""
-    def varint(v):
-        out = b''
-        while True:
-            b = v & 0x7f
-            v >>= 7
-            if not v:
-                return out + bytes([b])
-            out += bytes([b | 0x80])
+    """A protobuf field: a varint for an int, else length-delimited
+    (bytes, or a str in UTF-8)."""
     if isinstance(value, int):
-        return varint(num << 3) + varint(value)
-    return varint((num << 3) | 2) + varint(len(value)) + value
+        return pb_varint(num << 3) + pb_varint(value)
+    if isinstance(value, str):
+        value = value.encode()
+    return pb_varint((num << 3) | 2) + pb_varint(len(value)) + value
 
 
-def pb_filter(cls, ser):
-    """Filter { name = cls (bytes, a full class name), serialized_filter }."""
-    return pb_field(1, cls) + pb_field(2, ser)
+def pb_filter(cls, *fields):
+    """Filter { name = cls, serialized_filter = fields }; a Comparator has
+    the same shape.  cls without a dot is one of HBase's own
+    (org.apache.hadoop.hbase.filter.)."""
+    pkg = 'org.apache.hadoop.hbase.filter.'
+    if isinstance(cls, bytes):
+        pkg = pkg.encode()
+    if pkg[-1:] not in cls:
+        cls = pkg + cls
+    return pb_field(1, cls) + pb_field(2, b''.join(fields))
+
+
+def pb_binary(value, cls='BinaryComparator'):
+    """A ByteArrayComparable comparator of value: BinaryComparator, or
+    cls of the same shape (BinaryPrefixComparator...)."""
+    return pb_filter(cls, pb_field(1, pb_field(1, value)))
+
+
+def pb_compare(cls, op, comparator):
+    """A CompareFilter (RowFilter, ValueFilter...): { compare_op = op,
+    comparator }."""
+    return pb_filter(cls, pb_field(1, pb_field(1, op)
+                                   + pb_field(2, comparator)))
 
 
 # ---- the proxy -------------------------------------------------------------
 
-class Proxy(object):
-    """hbase-salt-proxy on conf_text (a configuration file's text), waited
-    for on every port in ports; .close() stops it with SIGTERM."""
+class Proxy(Daemon):
+    """hbase-salt-proxy on conf_text (a configuration file's text, in
+    self.conf), waited for on every port in ports (None: not waited for);
+    .stop() stops it with SIGTERM (and fails if it does not), .close()
+    too without failing."""
 
-    def __init__(self, binary, workdir, conf_text, ports, name='proxy'):
-        conf = os.path.join(workdir, name + '.conf')
-        with open(conf, 'w') as f:
+    def __init__(self, binary, workdir, conf_text, ports, name='proxy',
+                 log_level='info', args=(), env=None, timeout=30,
+                 log_mode='wb'):
+        self.name = name
+        self.conf = os.path.join(workdir, name + '.conf')
+        with open(self.conf, 'w') as f:
             f.write(conf_text)
-        self.log_path = os.path.join(workdir, name + '.log')
-        self.log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen([binary, '-c', conf, '--log-level',
-                                      'info'],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(lambda: all(can_connect(p) for p in ports)
-                 or self.proc.poll() is not None, 30, name + ' listening')
-        if self.proc.poll() is not None:
-            raise AssertionError('%s exited at start; log in %s:\n%s'
-                                 % (name, self.log_path, self.log_text()))
-
-    def log_text(self):
-        with open(self.log_path, 'rb') as f:
-            return f.read().decode('utf-8', 'replace')
+        self.open_log(os.path.join(workdir, name + '.log'), log_mode)
+        argv = [binary, '-c', self.conf]
+        if log_level is not None:    # None: the default, what operators see
+            argv += ['--log-level', log_level]
+        self.spawn(argv + list(args), env)
+        if ports is not None:
+            self.wait_ports(ports, timeout)
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        if not self.log.closed:
+            self.stop(20, killed=-9)
+
+
+def finish(workdir, ok, *procs):
+    """A plain script's end: closes procs (Proxy, backends; None skipped),
+    in order, then removes workdir if ok (and HSP_KEEP_LOGS is not set),
+    else says where its logs are."""
+    import shutil
+    for p in procs:
+        if p is not None:
+            p.close()
+    if ok and not os.environ.get('HSP_KEEP_LOGS'):
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        sys.stderr.write('logs kept in %s\n' % workdir)
 
 
 def unittest_main_shared(argv, workdir, backend):

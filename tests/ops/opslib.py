@@ -6,25 +6,19 @@ import os
 import shutil
 import re
 import signal
-import socket
-import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+import hsptest  # noqa: E402
+# ports, waiting and clients: the one definition every test shares
+from hsptest import (can_connect, client, free_port, get,  # noqa: E402,F401
+                     put, wait_for)
+
 Hbase = T = None
-TSocket = TTransport = TBinaryProtocol = None
-
-
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _Hbase, ttypes as _T
-    from thrift.transport import TSocket as _S, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B
-    Hbase, T = _Hbase, _T
-    TSocket, TTransport, TBinaryProtocol = _S, _TT, _B
 
 
 def readme_quote(start):
@@ -40,62 +34,14 @@ def readme_quote(start):
     return m.group(1)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_for(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError('timed out waiting for ' + what)
-
-
-def can_connect(port):
-    try:
-        socket.create_connection(('127.0.0.1', port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
-
-
-class Emu(object):
+class Emu(hsptest.Emu):
     """hbase-emu on an ephemeral port with the tables the tests use."""
 
     def __init__(self, binary, workdir, name='emu',
                  tables=('t:d', 'u:d', 'w:d', 'plain:d'), extra=()):
-        self.port_file = os.path.join(workdir, name + '.port')
-        self.log = open(os.path.join(workdir, name + '.log'), 'ab')
-        args = [binary, '--listen', '127.0.0.1:0', '--port-file',
-                self.port_file]
-        for t in tables:
-            args += ['--create-table', t]
-        args += list(extra)
-        self.proc = subprocess.Popen(args, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-
-        def read_port():
-            try:
-                with open(self.port_file) as f:
-                    return f.read().strip()
-            except OSError:
-                return ''
-        self.port = int(wait_for(read_port, 10, name + ' port'))
-        wait_for(lambda: can_connect(self.port), 10, name + ' listening')
-
-    def close(self):
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-        self.log.close()
+        super().__init__(binary, workdir,
+                         [a for t in tables for a in ('--create-table', t)]
+                         + list(extra), name=name)
 
 
 def stop_all(proxy, emu, workdir):
@@ -154,32 +100,24 @@ def proxy_conf(port, servers, admin_port=None, tables=None, extra_proxy='',
     return text
 
 
-class Proxy(object):
+class Proxy(hsptest.Proxy):
     """The daemon with a config file of its own; log in self.log_path."""
+
+    stop_timeout = 15
 
     def __init__(self, binary, workdir, conf_text, port, admin_port=None,
                  env=None, wait=True, args=()):
         self.port = port
         self.admin_port = admin_port
-        self.conf = os.path.join(workdir, 'proxy-%d.conf' % port)
-        self.write_conf(conf_text)
-        self.log_path = os.path.join(workdir, 'proxy-%d.log' % port)
-        self.log = open(self.log_path, 'wb')
         full_env = dict(os.environ)
         full_env.pop('NOTIFY_SOCKET', None)
         full_env.update(env or {})
-        # a later --log-level in args wins
-        self.proc = subprocess.Popen([binary, '-c', self.conf,
-                                      '--log-level', 'info'] + list(args),
-                                     stdout=self.log,
-                                     stderr=subprocess.STDOUT, env=full_env)
-        if wait:
-            # the admin endpoint binds after the proxy's listeners
-            wait_for(lambda: not self.alive() or (
-                can_connect(port)
-                and (admin_port is None or can_connect(admin_port))), 10,
-                'proxy listening')
-            assert self.alive(), 'proxy exited; log: ' + self.log_text()
+        # a later --log-level in args wins; the admin endpoint binds after
+        # the proxy's listeners
+        super().__init__(binary, workdir, conf_text,
+                         ([port] + ([admin_port] if admin_port else []))
+                         if wait else None, name='proxy-%d' % port,
+                         args=args, env=full_env, timeout=10)
 
     def write_conf(self, text):
         # rename: a reload never sees a half-written file
@@ -187,10 +125,6 @@ class Proxy(object):
         with open(tmp, 'w') as f:
             f.write(text)
         os.rename(tmp, self.conf)
-
-    def log_text(self):
-        with open(self.log_path, 'rb') as f:
-            return f.read().decode('utf-8', 'replace')
 
     def wait_log(self, pattern, timeout=10, after=0):
         """Waits for a log line matching pattern past offset after."""
@@ -209,23 +143,6 @@ class Proxy(object):
 
     def hup(self):
         self.proc.send_signal(signal.SIGHUP)
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        if self.proc.poll() is not None:
-            self.log.close()
-            return self.proc.returncode
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError('proxy did not stop on SIGTERM')
-        finally:
-            self.log.close()
 
     # ---- admin endpoint
 
@@ -284,25 +201,6 @@ def series(metrics, name, **labels):
             if k[0] == name and want <= set(k[1])}
 
 
-def client(port, timeout=10.0):
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(timeout * 1000)
-    trans = TTransport.TBufferedTransport(sock)
-    c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(trans))
-    trans.open()
-    c._trans = trans
-    return c
-
-
-def put(c, table, row, value):
-    c.mutateRow(table, row, [T.Mutation(column=b'd:a', value=value)], {})
-
-
-def get(c, table, row):
-    rows = c.getRow(table, row, {})
-    return rows[0].columns[b'd:a'].value if rows else None
-
-
 def physical_rows(port, table):
     """Every row key of table as stored, straight from a backend."""
     c = client(port)
@@ -330,7 +228,7 @@ def run_tests():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     args, rest = ap.parse_known_args()
-    load_thrift(args.pydir)
+    hsptest.import_thrift(args.pydir, sys.modules[__name__])
     main = sys.modules['__main__']
     main.ARGS = args
     unittest.main(module=main, argv=[sys.argv[0]] + rest, verbosity=2)

@@ -22,6 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import opslib  # noqa: E402
+import hsptest  # noqa: E402
 from opslib import get, put  # noqa: E402
 
 ARGS = None
@@ -499,7 +500,7 @@ def main():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     ARGS, rest = ap.parse_known_args()
-    opslib.load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, opslib)
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

@@ -24,6 +24,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import opslib  # noqa: E402
+import hsptest  # noqa: E402
 
 ARGS = None
 
@@ -374,7 +375,7 @@ class NotifyTest(unittest.TestCase):
                                  r'generation 1$')
 
         # a client and an open scanner show in STATUS after a reload
-        opslib.load_thrift(ARGS.pydir)
+        hsptest.import_thrift(ARGS.pydir, opslib)
         c = opslib.client(port)
         opslib.put(c, b't', b'k1', b'v')
         sid = c.scannerOpenWithScan(b't', opslib.T.TScan(caching=1), {})

@@ -21,91 +21,37 @@ import os
 import shutil
 import socket
 import ssl
-import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 import krb5lib  # noqa: E402
+import hsptest  # noqa: E402
+from hsptest import Failure, check, openssl  # noqa: E402
 
 Hbase = T = THBaseService = T2 = THttpClient = None
 TBinaryProtocol = TCompactProtocol = TApplicationException = kerberos = None
 
 
-def load_modules(pydir):
-    global Hbase, T, THBaseService, T2, THttpClient, TBinaryProtocol
-    global TCompactProtocol, TApplicationException, kerberos
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _H, ttypes as _T
-    from hbase2 import THBaseService as _H2, ttypes as _T2
-    from thrift.transport import THttpClient as _C
-    from thrift.protocol import TBinaryProtocol as _B, TCompactProtocol as _P
-    from thrift.Thrift import TApplicationException as _A
-    Hbase, T, THBaseService, T2, THttpClient = _H, _T, _H2, _T2, _C
-    TBinaryProtocol, TCompactProtocol, TApplicationException = _B, _P, _A
-    try:
-        import kerberos as _k
-        kerberos = _k
-    except ImportError:
-        kerberos = None
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
 # ---------------------------------------------------------------------------
 # the emulator
 
-class Emu:
+class Emu(hsptest.Emu):
     def __init__(self, binary, workdir, extra, env=None, thrift2=True,
                  expect_fail=False):
-        self.dir = tempfile.mkdtemp(prefix='emu-', dir=workdir)
-        self.port_file = os.path.join(self.dir, 'port')
-        port2_file = os.path.join(self.dir, 'port2')
-        self.log_path = os.path.join(self.dir, 'emu.log')
-        self.args = [binary, '--listen', '127.0.0.1:0',
-                     '--port-file', self.port_file, '--http',
-                     '--create-table', 't:f'] + list(extra)
-        if thrift2:
-            self.args += ['--thrift2-listen', '127.0.0.1:0',
-                          '--thrift2-port-file', port2_file, '--thrift2-http']
-        self.log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen(self.args, env=env, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        self.port = self.port2 = None
+        super().__init__(binary, tempfile.mkdtemp(prefix='emu-', dir=workdir),
+                         ['--http', '--create-table', 't:f'] + list(extra)
+                         + (['--thrift2-http'] if thrift2 else []),
+                         thrift2=thrift2, env=env, start=False, log_mode='wb',
+                         timeout=15, probe=False)
         if expect_fail:
+            self.spawn(self.argv(), env)
             self.proc.wait(15)
-            return
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise Failure('hbase-emu exited at startup: ' +
-                              self.log_text())
-            try:
-                with open(self.port_file) as f:
-                    self.port = int(f.read())
-                if thrift2:
-                    with open(port2_file) as f:
-                        self.port2 = int(f.read())
-                return
-            except (OSError, ValueError):
-                time.sleep(0.02)
-        raise Failure('hbase-emu wrote no port file')
-
-    def log_text(self):
-        if not self.log.closed:
-            self.log.flush()
-        with open(self.log_path, 'rb') as f:
-            return f.read().decode('utf-8', 'replace')
+        else:
+            self.start()
 
     def wait_log(self, text, timeout=5):
         deadline = time.monotonic() + timeout
@@ -115,21 +61,10 @@ class Emu:
             time.sleep(0.05)
         return False
 
-    def alive(self):
-        return self.proc.poll() is None
-
     def stop(self):
         """0 after SIGTERM unless the process crashed or a sanitizer
         reported at exit."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
+        return super().stop(killed=-9)
 
 
 # ---------------------------------------------------------------------------
@@ -496,21 +431,14 @@ class HttpSuite:
         self.good_client_works(emu)
 
     def run(self):
-        return run_tests(self, ['test_round_trip', 'test_any_path',
-                                'test_keep_alive', 'test_methods',
-                                'test_options_allowed', 'test_bad_bodies',
-                                'test_compact_refused', 'test_doas'])
+        return hsptest.run_cases(self, [
+            'test_round_trip', 'test_any_path', 'test_keep_alive',
+            'test_methods', 'test_options_allowed', 'test_bad_bodies',
+            'test_compact_refused', 'test_doas'])
 
 
 # ---------------------------------------------------------------------------
 # mode https
-
-def openssl(*argv, cwd):
-    p = subprocess.run(['openssl'] + list(argv), cwd=cwd,
-                       capture_output=True, text=True, timeout=60)
-    if p.returncode != 0:
-        raise Failure('openssl %s: %s' % (argv[0], p.stderr.strip()))
-
 
 def make_pki(d):
     """A CA, a server certificate it signs for localhost and 127.0.0.1,
@@ -628,10 +556,10 @@ class HttpsSuite:
               'a certificate with the wrong key: ' + emu.log_text())
 
     def run(self):
-        return run_tests(self, ['test_round_trip', 'test_keep_alive',
-                                'test_wrong_ca',
-                                'test_plain_http_to_tls_port',
-                                'test_bad_key'])
+        return hsptest.run_cases(self, ['test_round_trip', 'test_keep_alive',
+                                        'test_wrong_ca',
+                                        'test_plain_http_to_tls_port',
+                                        'test_bad_key'])
 
 
 # ---------------------------------------------------------------------------
@@ -797,36 +725,21 @@ class SpnegoSuite:
               emu.log_text(), 'auth-conf without TLS: ' + emu.log_text())
 
     def run(self):
-        return run_tests(self, ['test_no_token', 'test_good_token',
-                                'test_bad_tokens', 'test_doas',
-                                'test_startup_checks'])
+        return hsptest.run_cases(self, ['test_no_token', 'test_good_token',
+                                        'test_bad_tokens', 'test_doas',
+                                        'test_startup_checks'])
 
 
 # ---------------------------------------------------------------------------
-
-def run_tests(suite, names):
-    failed = []
-    for name in names:
-        t0 = time.monotonic()
-        try:
-            getattr(suite, name)()
-            print('ok   %-32s %.2fs' % (name, time.monotonic() - t0))
-        except Exception as e:
-            failed.append(name)
-            print('FAIL %-32s %s' % (name, e))
-            if not isinstance(e, Failure):
-                traceback.print_exc()
-    return failed
-
 
 def finish(suite, failed):
     for emu in getattr(suite, 'emus', []):
         log = emu.log_text()
         rc = emu.stop()
         if rc != 0:
-            failed.append('exit status %s of %s' % (rc, emu.args[3:]))
+            failed.append('exit status %s of %s' % (rc, emu.args))
         if failed:
-            print('--- hbase-emu log (%s) ---\n%s' % (' '.join(emu.args[5:]),
+            print('--- hbase-emu log (%s) ---\n%s' % (' '.join(emu.args),
                                                     log[-4000:]))
     return failed
 
@@ -838,7 +751,13 @@ def main():
     ap.add_argument('--mode', choices=('http', 'https', 'spnego'),
                     required=True)
     args = ap.parse_args()
-    load_modules(args.pydir)
+    hsptest.import_thrift(args.pydir, globals())
+    global kerberos
+    try:
+        import kerberos as _k
+        kerberos = _k
+    except ImportError:
+        kerberos = None
     if args.mode in ('https', 'spnego') and shutil.which('openssl') is None:
         print('openssl CLI not found: install openssl (.ci/quickstart test)')
         return 1

@@ -20,9 +20,13 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, '..', 'e2e'))
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+import hsptest  # noqa: E402
+from hsptest import can_connect, free_port, wait_for  # noqa: E402
 import krb5lib  # noqa: E402
 import test_tls_listener as tlsl  # noqa: E402
+from test_tls_listener import put  # noqa: E402
 
 ARGS = None
 Hbase = T = TSocket = TTransport = TBinaryProtocol = None
@@ -30,28 +34,8 @@ REALM = None
 KT = {}
 
 
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _H, ttypes as _T
-    from thrift.transport import TSocket as _S, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B
-    Hbase, T, TSocket, TTransport, TBinaryProtocol = _H, _T, _S, _TT, _B
-    tlsl.load_thrift(pydir)
-
-
 def client(port):
-    sock = TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(20000)
-    trans = TTransport.TBufferedTransport(sock)
-    c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(trans))
-    trans.open()
-    c._trans = trans
-    return c
-
-
-def put(c, row, value):
-    c.mutateRow(b't', row, [T.Mutation(column=b'd:q', value=value)], {})
+    return hsptest.client(port, timeout=20.0)
 
 
 def text_of(e):
@@ -296,7 +280,7 @@ def main():
     ap.add_argument('--emu', required=True)
     ap.add_argument('--pydir', required=True)
     ARGS, rest = ap.parse_known_args()
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals(), tlsl)
     pki = tempfile.mkdtemp(prefix='hsp-http-pki-')
     tlsl.PKI = tlsl.make_pki(pki)
     # a server certificate for the name localhost alone

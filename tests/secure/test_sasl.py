@@ -19,11 +19,13 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 import krb5lib  # noqa: E402
+import hsptest  # noqa: E402
+from hsptest import Failure, check  # noqa: E402,F401
 
 START, OK, BAD, ERROR, COMPLETE = 1, 2, 3, 4, 5
 LAYER = {'auth': 1, 'auth-int': 2, 'auth-conf': 4}
@@ -32,14 +34,9 @@ SERVER = 'hbase/localhost'
 Hbase = T = TSocket = TTransport = TBinaryProtocol = kerberos = None
 
 
-def load_modules(pydir):
-    global Hbase, T, TSocket, TTransport, TBinaryProtocol, kerberos
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _H, ttypes as _T
-    from thrift.transport import TSocket as _S, TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B
+def load_kerberos():
+    global kerberos
     import kerberos as _k
-    Hbase, T, TSocket, TTransport, TBinaryProtocol = _H, _T, _S, _TT, _B
     kerberos = _k
     patch_puresasl()
 
@@ -62,55 +59,18 @@ def patch_puresasl():
     mechanisms.GSSAPIMechanism.wrap = wrap
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
 # ---------------------------------------------------------------------------
 # the emulator
 
-class Emu:
+class Emu(hsptest.Emu):
     def __init__(self, binary, realm, qop, keytab, principal=None):
-        self.dir = tempfile.mkdtemp(prefix='hsp-sasl-emu-', dir=realm.dir)
-        self.port_file = os.path.join(self.dir, 'port')
-        port2_file = os.path.join(self.dir, 'port2')
-        self.log_path = os.path.join(self.dir, 'emu.log')
-        self.args = [binary, '--listen', '127.0.0.1:0',
-                     '--port-file', self.port_file, '--sasl-qop', qop,
-                     '--thrift2-listen', '127.0.0.1:0',
-                     '--thrift2-port-file', port2_file,
-                     '--keytab', keytab,
-                     '--principal', realm.qualify(principal or SERVER),
-                     '--create-table', 't:f']
-        self.log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen(self.args, env=realm.env(),
-                                     stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise Failure('hbase-emu exited at startup: ' +
-                              self.log_text())
-            try:
-                # the Thrift2 port file is written first
-                with open(self.port_file) as f:
-                    self.port = int(f.read())
-                with open(port2_file) as f:
-                    self.port2 = int(f.read())
-                return
-            except (OSError, ValueError):
-                time.sleep(0.02)
-        raise Failure('hbase-emu wrote no port file')
-
-    def log_text(self):
-        self.log.flush()
-        with open(self.log_path, 'rb') as f:
-            return f.read().decode('utf-8', 'replace')
+        super().__init__(binary, tempfile.mkdtemp(prefix='hsp-sasl-emu-',
+                                                  dir=realm.dir),
+                         ['--sasl-qop', qop, '--keytab', keytab,
+                          '--principal', realm.qualify(principal or SERVER),
+                          '--create-table', 't:f'],
+                         thrift2=True, env=realm.env(), log_mode='wb',
+                         timeout=15, probe=False)
 
     def wait_log(self, text, timeout=5):
         deadline = time.monotonic() + timeout
@@ -120,21 +80,10 @@ class Emu:
             time.sleep(0.05)
         return False
 
-    def alive(self):
-        return self.proc.poll() is None
-
     def stop(self):
         """Returns the exit status: 0 after SIGTERM unless the process
         crashed or a sanitizer reported at exit."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
+        return super().stop(killed=-9)
 
 
 # ---------------------------------------------------------------------------
@@ -625,17 +574,7 @@ class Suite:
                                                      p.stderr))
 
     def run(self):
-        tests = [n for n in sorted(dir(self)) if n.startswith('test_')]
-        failed = []
-        for name in tests:
-            t0 = time.monotonic()
-            try:
-                getattr(self, name)()
-                print('ok   %-28s %.2fs' % (name, time.monotonic() - t0))
-            except Exception:  # noqa: BLE001 - report every test
-                failed.append(name)
-                print('FAIL %s' % name)
-                traceback.print_exc()
+        failed = hsptest.run_cases(self)
         # nothing from the keys may reach the log; the realm's key files
         # are the only place their bytes are
         log = self.emu.log_text()
@@ -652,7 +591,8 @@ def main():
     ap.add_argument('--pydir', required=True)
     ap.add_argument('--qop', choices=sorted(LAYER), required=True)
     args = ap.parse_args()
-    load_modules(args.pydir)
+    hsptest.import_thrift(args.pydir, globals())
+    load_kerberos()
     t0 = time.monotonic()
     with krb5lib.Realm() as realm:
         print('realm %s: KDC on 127.0.0.1:%d in %.2fs' %

@@ -16,12 +16,12 @@ import struct
 import subprocess
 import sys
 import threading
-import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 import krb5lib  # noqa: E402
+import hsptest  # noqa: E402
 from test_sasl import Emu, Failure, check  # noqa: E402
 
 SERVER = 'hbase/localhost'
@@ -252,17 +252,7 @@ class Suite:
             self.expect_error(out, kind, word)
 
     def run(self):
-        failed = []
-        for name in sorted(n for n in dir(self) if n.startswith('test_')):
-            t0 = time.monotonic()
-            try:
-                getattr(self, name)()
-                print('ok   %-32s %.2fs' % (name, time.monotonic() - t0))
-            except Exception:  # noqa: BLE001 - report every test
-                failed.append(name)
-                print('FAIL %s' % name)
-                traceback.print_exc()
-        return failed
+        return hsptest.run_cases(self)
 
 
 def main():

@@ -11,8 +11,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,8 +19,11 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 import krb5lib  # noqa: E402
 import test_sasl  # noqa: E402
+import hsptest  # noqa: E402
+from hsptest import free_port, wait_for  # noqa: E402
 from test_sasl import Emu, Failure, check  # noqa: E402
 
 SERVER = 'hbase/localhost'
@@ -30,33 +31,15 @@ BUCKETS = 8
 OTHER_QOP = {'auth': 'auth-conf', 'auth-int': 'auth', 'auth-conf': 'auth-int'}
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+class Proxy(hsptest.Proxy):
+    stop_timeout = 15
 
-
-def wait_for(pred, timeout, what):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise Failure('timed out waiting for ' + what)
-
-
-class Proxy:
     def __init__(self, binary, realm, emu_port, qop, keytab,
                  principal='app', server_host='localhost', name='proxy',
                  debug=False):
         self.dir = tempfile.mkdtemp(prefix='hsp-sasl-proxy-', dir=realm.dir)
         self.port = free_port()
-        self.conf = os.path.join(self.dir, name + '.conf')
-        with open(self.conf, 'w') as f:
-            f.write(f"""[proxy]
+        conf = f"""[proxy]
 listen = 127.0.0.1:{self.port}
 workers = 2
 
@@ -75,56 +58,20 @@ sasl_server_host = {server_host}
 buckets = {BUCKETS}
 salt_format = hex
 salt_separator = -
-""")
-        self.log_path = os.path.join(self.dir, name + '.log')
-        self.log = open(self.log_path, 'wb')
+"""
         # no ticket cache of anyone's: the proxy must use its keytab
         env = realm.env(ccache=realm.path('nobody.ccache'))
-        argv = [binary, '-c', self.conf]
-        if debug:
-            argv += ['--log-level', 'debug']
-        self.proc = subprocess.Popen(argv, env=env,
-                                     stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-
-        def up():
-            if self.proc.poll() is not None:
-                raise Failure('proxy exited: ' + self.log_text())
-            try:
-                socket.create_connection(('127.0.0.1', self.port),
-                                         timeout=0.5).close()
-                return True
-            except OSError:
-                return False
-        wait_for(up, 15, 'the proxy to listen')
-
-    def log_text(self):
-        self.log.flush()
-        with open(self.log_path, 'rb') as f:
-            return f.read().decode('utf-8', 'replace')
-
-    def alive(self):
-        return self.proc.poll() is None
+        super().__init__(binary, self.dir, conf, [self.port], name=name,
+                         log_level='debug' if debug else None, env=env,
+                         timeout=15)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
+        return super().stop(killed=-9)
 
 
 def client(port):
-    T = test_sasl
-    sock = T.TSocket.TSocket('127.0.0.1', port)
-    sock.setTimeout(15000)
-    tr = T.TTransport.TBufferedTransport(sock)
-    tr.open()
-    return T.Hbase.Client(T.TBinaryProtocol.TBinaryProtocol(tr)), tr
+    c = hsptest.client(port, timeout=15.0)
+    return c, c.transport
 
 
 def expect_ioerror(fn, *words):
@@ -293,9 +240,8 @@ class Suite:
         p = self.another_proxy(emu_port=self.emu.port2)
         sentence = ('127.0.0.1:%d is a Thrift2 (THBaseService) server; list '
                     'it under thrift2_servers, not servers' % self.emu.port2)
-        # the probe's own line, logged once it marked the server DOWN: the
-        # table catalog's check may name the server first, while it is
-        # still UP and a request would still reach it
+        # the backend's own line: the catalog's check at start names the
+        # server too, before the probe has marked it
         wait_for(lambda: 'backend ' + sentence in p.log_text(), 15,
                  'the probe naming the Thrift2 server')
         c, tr = client(p.port)
@@ -317,17 +263,7 @@ class Suite:
             n for n in dir(self) if n.startswith('test_') and
             n not in ('test_round_trip', 'test_recovers')) + \
             ['test_recovers']
-        failed = []
-        for name in names:
-            t0 = time.monotonic()
-            try:
-                getattr(self, name)()
-                print('ok   %-32s %.2fs' % (name, time.monotonic() - t0))
-            except Exception:  # noqa: BLE001 - report every test
-                failed.append(name)
-                print('FAIL %s' % name)
-                traceback.print_exc()
-        return failed
+        return hsptest.run_cases(self, names)
 
     def logs(self):
         return [self.proxy] + self.others
@@ -467,7 +403,8 @@ def main():
     ap.add_argument('--renewal', action='store_true')
     ap.add_argument('--clock-skew', action='store_true')
     args = ap.parse_args()
-    test_sasl.load_modules(args.pydir)
+    hsptest.import_thrift(args.pydir, test_sasl)
+    test_sasl.load_kerberos()
     if args.renewal:
         failed = run_renewal(args)
     elif args.clock_skew:

@@ -25,30 +25,14 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'e2e'))
-from faultlib import can_connect, free_port, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'lib'))
+import hsptest  # noqa: E402
+from hsptest import can_connect, free_port, openssl, wait_for  # noqa: E402
 
 ARGS = None
 Hbase = T = TSocket = TSSLSocket = TTransport = TBinaryProtocol = None
 PKI = None
-
-
-def load_thrift(pydir):
-    global Hbase, T, TSocket, TSSLSocket, TTransport, TBinaryProtocol
-    sys.path.insert(0, pydir)
-    from hbase1 import Hbase as _H, ttypes as _T
-    from thrift.transport import TSocket as _S, TSSLSocket as _SS
-    from thrift.transport import TTransport as _TT
-    from thrift.protocol import TBinaryProtocol as _B
-    Hbase, T, TSocket, TSSLSocket, TTransport, TBinaryProtocol = \
-        _H, _T, _S, _SS, _TT, _B
-
-
-def openssl(*argv, cwd):
-    p = subprocess.run(['openssl'] + list(argv), cwd=cwd,
-                       capture_output=True, text=True, timeout=60)
-    if p.returncode != 0:
-        raise AssertionError('openssl %s: %s' % (argv[0], p.stderr))
-    return p.stdout
 
 
 EXT = """[srv]
@@ -115,12 +99,11 @@ def plain_client(port):
 
 
 def put(c, row, value):
-    c.mutateRow(b't', row, [T.Mutation(column=b'd:q', value=value)], {})
+    hsptest.put(c, b't', row, value, b'd:q')
 
 
 def get(c, row):
-    r = c.getRow(b't', row, {})
-    return r[0].columns[b'd:q'].value if r else None
+    return hsptest.get(c, b't', row, b'd:q')
 
 
 def served_serial(port):
@@ -399,7 +382,7 @@ def main():
     if shutil.which('openssl') is None:
         print('openssl CLI not found: install openssl (.ci/quickstart test)')
         return 1
-    load_thrift(ARGS.pydir)
+    hsptest.import_thrift(ARGS.pydir, globals())
     pki = tempfile.mkdtemp(prefix='hsp-tls-pki-')
     try:
         PKI = make_pki(pki)

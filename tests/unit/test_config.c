@@ -1062,6 +1062,56 @@ test_keyviz(void)
                  "[table:t] keyviz", NULL);
 }
 
+/* Test: [keyviz] unsalted_tables: tables without a section, each with a
+ * one-bucket salt that salts nothing; strict names, none twice, none
+ * salted; the effective text loads back. */
+static void
+test_keyviz_unsalted(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(config_t) cfg = NULL;
+    g_autoptr(config_t) back = NULL;
+    g_autofree char *text = NULL;
+    const struct config_table *t;
+
+    cfg = load("", &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(cfg->n_keyviz_unsalted, ==, 0);
+    g_clear_pointer(&cfg, config_free);
+    cfg = load("[keyviz]\nunsalted_tables = logs , default:users,ns:a-b\n"
+               "[table:t]\n",
+               &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(cfg->n_keyviz_unsalted, ==, 3);
+    t = config_find_keyviz_unsalted(cfg, "users", 5);
+    g_assert_nonnull(t);
+    g_assert_cmpuint(t->salt.buckets, ==, 1);
+    g_assert_nonnull(config_find_keyviz_unsalted(cfg, "default:logs", 12));
+    g_assert_nonnull(config_find_keyviz_unsalted(cfg, "ns:a-b", 6));
+    /* counted, not salted */
+    g_assert_null(config_find_table(cfg, "users", 5));
+    g_assert_null(config_find_keyviz_unsalted(cfg, "t", 1));
+    text = config_to_text(cfg);
+    g_assert_nonnull(strstr(text, "\nunsalted_tables = logs, ns:a-b, "
+                                  "users\n"));
+    back = load(text, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(back->n_keyviz_unsalted, ==, 3);
+    assert_fails("[keyviz]\nunsalted_tables = a, b c\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[keyviz] unsalted_tables",
+                 "'b c'", NULL);
+    assert_fails("[keyviz]\nunsalted_tables = a,,b\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[keyviz] unsalted_tables", NULL);
+    assert_fails("[keyviz]\nunsalted_tables = hbase:meta\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[keyviz] unsalted_tables", NULL);
+    assert_fails("[keyviz]\nunsalted_tables = a, default:a\n",
+                 CONFIG_ERROR_DUPLICATE, "[keyviz] unsalted_tables",
+                 "'a' named twice", NULL);
+    assert_fails("[keyviz]\nunsalted_tables = t\n[table:t]\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[keyviz] unsalted_tables",
+                 "[table:t] section", NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1093,5 +1143,6 @@ main(int argc, char **argv)
     g_test_add_func("/config/catalog", test_catalog);
     g_test_add_func("/config/tls", test_tls);
     g_test_add_func("/config/keyviz", test_keyviz);
+    g_test_add_func("/config/keyviz_unsalted", test_keyviz_unsalted);
     return g_test_run();
 }

@@ -1,8 +1,7 @@
 /* test_health.c: unit tests of the backend servers' health (health.c),
  * apart from the workers' pools: what a pool and the probe thread share
  * of a server (struct health_shared), and the probe thread bringing a
- * DOWN server UP again; and the state machines' invalid transitions
- * (metrics_invalid_transition). */
+ * DOWN server UP again. */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -13,7 +12,6 @@
 #include <glib.h>
 
 #include "health.h"
-#include "metrics.h"
 #include "wire.h"
 
 /* The messages logged (any thread) since the last test_lines_clear. */
@@ -244,30 +242,6 @@ test_probe_brings_it_up(void)
     close(lfd);
 }
 
-/* A transition a state machine does not have stops a debug build; a
- * release build (NDEBUG) logs and counts it. */
-static void
-test_invalid_transition(void)
-{
-#ifdef NDEBUG
-    guint64 before = metrics_invalid_transitions();
-
-    metrics_invalid_transition("test machine", "IDLE", "CONNECTED");
-    g_assert_cmpuint(metrics_invalid_transitions(), ==, before + 1);
-    g_assert_true(test_logged("test machine: invalid state transition IDLE -> "
-                              "CONNECTED"));
-#else
-    if (g_test_subprocess()) {
-        metrics_invalid_transition("test machine", "IDLE", "CONNECTED");
-        return;
-    }
-    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-    g_test_trap_assert_failed();
-    g_test_trap_assert_stderr(
-        "*test machine: invalid state transition IDLE -> CONNECTED*");
-#endif
-}
-
 int
 main(int argc, char **argv)
 {
@@ -279,6 +253,5 @@ main(int argc, char **argv)
     g_test_add_func("/health/one-entry-a-name", test_one_entry_a_name);
     g_test_add_func("/health/down-after-failures", test_down_after_failures);
     g_test_add_func("/health/probe-brings-it-up", test_probe_brings_it_up);
-    g_test_add_func("/metrics/invalid-transition", test_invalid_transition);
     return g_test_run();
 }

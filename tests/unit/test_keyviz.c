@@ -134,7 +134,7 @@ check_sketch(unsigned n, unsigned (*pick)(GRand *r))
                                                         NULL);
     g_autoptr(GString) json = g_string_new(NULL);
     g_autoptr(GArray) hot = NULL;
-    guint64 bound, ops, top = 0;
+    guint64 bound, ops, top = 0, worst = 0;
     const char *top_key = NULL;
     GHashTableIter it;
     gpointer k, v;
@@ -169,7 +169,11 @@ check_sketch(unsigned n, unsigned (*pick)(GRand *r))
         g_assert_cmpuint(h->count, >=, truth);
         g_assert_cmpuint(h->count - h->error, <=, truth);
         g_assert_cmpuint(h->error, <=, bound + 1);
+        worst = MAX(worst, h->count - truth);
     }
+    g_test_message("%u operations: hot keys overcounted by %" G_GUINT64_FORMAT
+                   " at most, bound %" G_GUINT64_FORMAT,
+                   n, worst, bound);
     g_hash_table_iter_init(&it, exact);
     while (g_hash_table_iter_next(&it, &k, &v)) {
         if (GPOINTER_TO_UINT(v) > top) {
@@ -332,6 +336,110 @@ test_ranges_follow_keys(void)
     keyviz_free(t.kv);
 }
 
+/* The newest interval's range boundaries (their "end"s, keys shown as
+ * they are: the test's keys are printable), as strings. */
+static GPtrArray *
+bounds_of_last(struct tkv *t)
+{
+    g_autoptr(GString) json = g_string_new(NULL);
+    g_autoptr(GRegex) rx = g_regex_new("\"end\":\"([^\"]*)\"", 0, 0, NULL);
+    g_autoptr(GMatchInfo) mi = NULL;
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+    const char *last;
+
+    g_assert_true(keyviz_json(t->kv, &(struct config){ 0 }, "t", KEYVIZ_WRITES,
+                              0, json));
+    g_string_truncate(json,
+                      (gsize)(strstr(json->str, "\"latest\"") - json->str));
+    last = g_strrstr(json->str, "{\"start\":17");
+    g_assert_nonnull(last);
+    g_regex_match(rx, last, 0, &mi);
+    while (g_match_info_matches(mi)) {
+        g_ptr_array_add(out, g_match_info_fetch(mi, 1));
+        g_match_info_next(mi, NULL);
+    }
+    return out;
+}
+
+/* Every key lands in the range its bytes say, when the boundaries share
+ * a long prefix (user0000..., and pad more zeros): below, inside, equal
+ * to and past the common part, shorter and longer keys. */
+static void
+check_ranges_exact(const char *pad)
+{
+    static const char *const odd[] = { "",
+                                       "a",
+                                       "user",
+                                       "user0000",
+                                       "user00000",
+                                       "user0000000",
+                                       "user00009",
+                                       "user0000z",
+                                       "user1",
+                                       "zzz",
+                                       "user0000123456789012345678" };
+    struct tkv t;
+    g_autoptr(GRand) r = g_rand_new_with_seed(11);
+    g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) bounds = NULL;
+    g_autoptr(GArray) got = NULL;
+    g_autofree guint64 *want = NULL;
+    guint64 total;
+
+    tkv_init(&t, 64, 32, 8, FALSE);
+    /* two intervals: the first one's sample makes the third's ranges */
+    for (int iv = 0; iv < 2; iv++) {
+        for (int i = 0; i < 5000; i++) {
+            char key[32];
+
+            snprintf(key, sizeof(key), "user0000%s%04d", pad,
+                     g_rand_int_range(r, 0, 10000));
+            tkv_note(&t, (unsigned)i % 2, CODEC_KEY_WRITE, key);
+        }
+        tkv_next(&t);
+    }
+    for (int i = 0; i < 3000; i++) {
+        g_ptr_array_add(keys, g_strdup_printf("user0000%s%0*d", pad,
+                                              g_rand_int_range(r, 1, 7),
+                                              g_rand_int_range(r, 0, 10000)));
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(odd); i++) {
+        g_ptr_array_add(keys, g_strdup(odd[i]));
+    }
+    for (guint i = 0; i < keys->len; i++) {
+        tkv_note(&t, i % 2, CODEC_KEY_WRITE, g_ptr_array_index(keys, i));
+    }
+    tkv_next(&t);
+    bounds = bounds_of_last(&t);
+    got = ranges_of_last(&t, &total);
+    /* quantile boundaries, all starting with the common part */
+    g_assert_cmpuint(bounds->len, >, 32);
+    g_assert_cmpuint(got->len, ==, bounds->len + 1);
+    g_assert_true(g_str_has_prefix(g_ptr_array_index(bounds, 0), "user0000"));
+    want = g_new0(guint64, got->len);
+    for (guint i = 0; i < keys->len; i++) {
+        guint n = 0;
+
+        /* how many boundaries are <= the key, by strcmp: byte order */
+        while (n < bounds->len && strcmp(g_ptr_array_index(bounds, n),
+                                         g_ptr_array_index(keys, i)) <= 0) {
+            n++;
+        }
+        want[n]++;
+    }
+    for (guint j = 0; j < got->len; j++) {
+        g_assert_cmpuint(g_array_index(got, guint64, j), ==, want[j]);
+    }
+    keyviz_free(t.kv);
+}
+
+static void
+test_ranges_exact(void)
+{
+    check_ranges_exact("");     /* 8 bytes shared */
+    check_ranges_exact("0000"); /* 12: past one 8-byte word */
+}
+
 static void
 test_hot_prefix_gets_a_range(void)
 {
@@ -387,9 +495,10 @@ test_memory_bounded(void)
     /* the defaults: 256 ranges, 32 hot keys; 4 intervals kept */
     tkv_init(&t, 256, 32, 4, FALSE);
     g_assert_cmpuint(keyviz_memory(t.kv), <=, keyviz_memory_bound(t.kv, 16));
-    /* 10^7 distinct keys, 2 x 10^6 an interval over 5 intervals */
+    /* 10^7 distinct keys in one interval, then 10^6 new ones in each of
+     * four more */
     for (int iv = 0; iv < 5; iv++) {
-        for (int i = 0; i < 2000000; i++) {
+        for (int i = 0; i < (iv == 0 ? 10000000 : 1000000); i++) {
             char k[24];
 
             snprintf(k, sizeof(k), "k%016" G_GINT64_MODIFIER "x",
@@ -403,11 +512,17 @@ test_memory_bounded(void)
             after_first = keyviz_memory(t.kv);
         }
     }
-    g_assert_cmpuint(key, ==, 10000000);
+    g_assert_cmpuint(key, ==, 14000000);
     /* the history is full: no growth from then on (an interval's size
      * varies only with how many distinct boundaries its sample gave) */
     g_assert_cmpuint(keyviz_memory(t.kv), <=, after_first + after_first / 20);
     g_test_message("memory %zu bytes, bound %zu", keyviz_memory(t.kv),
+                   keyviz_memory_bound(t.kv, 16));
+    keyviz_free(t.kv);
+    /* the bound with the defaults' history (6 h of 60 s intervals: 360) */
+    tkv_init(&t, 256, 32, 360, FALSE);
+    g_test_message("bound with 360 intervals kept, 2 workers, 16 buckets: "
+                   "%zu bytes",
                    keyviz_memory_bound(t.kv, 16));
     keyviz_free(t.kv);
 }
@@ -430,6 +545,7 @@ main(int argc, char **argv)
     g_test_add_func("/keyviz/sketch_skewed", test_sketch_skewed);
     g_test_add_func("/keyviz/sketch_uniform", test_sketch_uniform);
     g_test_add_func("/keyviz/ranges_follow_keys", test_ranges_follow_keys);
+    g_test_add_func("/keyviz/ranges_exact", test_ranges_exact);
     g_test_add_func("/keyviz/hot_prefix_gets_a_range",
                     test_hot_prefix_gets_a_range);
     g_test_add_func("/keyviz/memory_bounded", test_memory_bounded);

@@ -6,6 +6,7 @@
 #include "salt.h"
 #include "scanargs.h"
 #include "scanfilter.h"
+#include "unit_helpers.h"
 
 /* 16 hex buckets, "b-" in front of every key of bucket b. */
 static struct salt_table hex16;
@@ -52,16 +53,13 @@ write_tscan(struct wire_writer *w, gboolean twice)
     wire_write_struct_end(w);
 }
 
-/* scannerOpenWithScan("t", TScan, {"k": "v"}) */
+/* scannerOpenWithScan("t", TScan, {"k": "v"}), in out (made empty) */
 static void
 write_open(struct wire_buf *out, wire_proto_t proto, gboolean twice)
 {
     struct wire_writer w;
 
-    wire_writer_init(&w, proto, out);
-    wire_write_msg_begin(&w, (const uint8_t *)"scannerOpenWithScan", 19,
-                         WIRE_CALL, 5);
-    wire_write_struct_begin(&w);
+    unit_msg_begin(&w, out, proto, "scannerOpenWithScan", WIRE_CALL, 5);
     wire_write_field(&w, WIRE_T_STRING, 1);
     wire_write_binary(&w, "t", 1);
     wire_write_field(&w, WIRE_T_STRUCT, 2);
@@ -81,8 +79,7 @@ parse(const struct wire_buf *msg, wire_proto_t proto,
     struct wire_reader r;
     struct wire_msg hdr;
 
-    wire_reader_init(&r, proto, msg->data, msg->len, TRUE, NULL);
-    g_assert_cmpint(wire_read_msg_begin(&r, &hdr), ==, WIRE_OK);
+    unit_read_msg_begin(&r, proto, msg->data, msg->len, &hdr);
     return scanargs_parse(a, m, &r);
 }
 
@@ -130,7 +127,6 @@ test_open_for_bucket(gconstpointer data)
     int16_t fid;
     uint32_t n;
 
-    wire_buf_init(&msg);
     wire_buf_init(&out);
     write_open(&msg, from, FALSE);
     g_assert_true(parse(&msg, from, m, &a));
@@ -197,7 +193,6 @@ test_repeated(void)
     struct wire_buf msg;
     struct scanargs a;
 
-    wire_buf_init(&msg);
     write_open(&msg, WIRE_BINARY, TRUE);
     g_assert_true(parse(&msg, WIRE_BINARY, method("scannerOpenWithScan"), &a));
     g_assert_cmpstr(a.repeated, ==,
@@ -221,12 +216,8 @@ test_id_calls(void)
         struct wire_writer w;
         struct scanargs a;
 
-        wire_buf_init(&msg);
-        wire_writer_init(&w, WIRE_COMPACT, &msg);
-        wire_write_msg_begin(&w, (const uint8_t *)m->name, m->name_len,
-                             WIRE_CALL, 1);
         /* the id and a count, whether the method takes one or not */
-        wire_write_struct_begin(&w);
+        unit_msg_begin(&w, &msg, WIRE_COMPACT, m->name, WIRE_CALL, 1);
         wire_write_field(&w, WIRE_T_I32, 1);
         wire_write_i32(&w, 41);
         wire_write_field(&w, WIRE_T_I32, 2);
@@ -260,11 +251,8 @@ test_prefix(void)
     struct wire_writer w;
     struct scanargs a;
 
-    wire_buf_init(&msg);
-    wire_writer_init(&w, WIRE_BINARY, &msg);
-    wire_write_msg_begin(&w, (const uint8_t *)"scannerOpenWithPrefix", 21,
-                         WIRE_CALL, 1);
-    wire_write_struct_begin(&w);
+    unit_msg_begin(&w, &msg, WIRE_BINARY, "scannerOpenWithPrefix", WIRE_CALL,
+                   1);
     wire_write_field(&w, WIRE_T_STRING, 1);
     wire_write_binary(&w, "t", 1);
     wire_write_struct_end(&w);
@@ -305,11 +293,8 @@ test_thrift2_open(void)
     g_assert_true(svc->scanner->open == m);
     g_assert_cmpstr(svc->scanner->fetch->name, ==, "getScannerRows");
     g_assert_cmpstr(svc->scanner->close->name, ==, "closeScanner");
-    wire_buf_init(&msg);
     wire_buf_init(&out);
-    wire_writer_init(&w, WIRE_COMPACT, &msg);
-    wire_write_msg_begin(&w, (const uint8_t *)"openScanner", 11, WIRE_CALL, 1);
-    wire_write_struct_begin(&w);
+    unit_msg_begin(&w, &msg, WIRE_COMPACT, "openScanner", WIRE_CALL, 1);
     wire_write_field(&w, WIRE_T_STRING, 1);
     wire_write_binary(&w, "t", 1);
     wire_write_field(&w, WIRE_T_STRUCT, 2);

@@ -4,6 +4,7 @@
 #include "hbase1.h"
 #include "salt.h"
 #include "scanbatch.h"
+#include "unit_helpers.h"
 
 /* 16 hex buckets, "b-" in front of every key of bucket b. */
 static struct salt_table hex16;
@@ -49,17 +50,14 @@ write_row(struct wire_writer *w, const struct row *r)
     wire_write_struct_end(w);
 }
 
-/* A scannerGetList reply of rows. */
+/* A scannerGetList reply of rows, in out (made empty). */
 static void
 write_batch(struct wire_buf *out, wire_proto_t proto, const struct row *rows,
             uint32_t n)
 {
     struct wire_writer w;
 
-    wire_writer_init(&w, proto, out);
-    wire_write_msg_begin(&w, (const uint8_t *)"scannerGetList", 14, WIRE_REPLY,
-                         1);
-    wire_write_struct_begin(&w);
+    unit_msg_begin(&w, out, proto, "scannerGetList", WIRE_REPLY, 1);
     wire_write_field(&w, WIRE_T_LIST, 0);
     wire_write_list_begin(&w, WIRE_T_STRUCT, n);
     for (uint32_t i = 0; i < n; i++) {
@@ -103,7 +101,6 @@ test_rows(gconstpointer data)
             { "raw-key", FALSE, FALSE, FALSE },
         };
 
-        wire_buf_init(&out);
         write_batch(&out, proto, rows, G_N_ELEMENTS(rows));
     }
     scanbatch_init(&sb, &hex16, b, key_field);
@@ -142,7 +139,6 @@ test_copy_head(gconstpointer data)
     struct wire_writer w;
     struct scanbatch sb;
 
-    wire_buf_init(&out);
     wire_buf_init(&got);
     wire_buf_init(&want);
     write_batch(&out, proto, rows, G_N_ELEMENTS(rows));
@@ -179,7 +175,6 @@ test_malformed(void)
     struct wire_buf out;
     struct scanbatch sb;
 
-    wire_buf_init(&out);
     write_batch(&out, WIRE_BINARY, rows, G_N_ELEMENTS(rows));
     scanbatch_init(&sb, &hex16, bucket_of("k1"), key_field);
     scanbatch_load(&sb, WIRE_BINARY, out.data, out.len, NULL);

@@ -1,31 +1,9 @@
 /* test_wire.c: the wire cursor against c_glib as an independent codec. */
 #include <string.h>
 
-#include <thrift/c_glib/protocol/thrift_binary_protocol.h>
-#include <thrift/c_glib/protocol/thrift_compact_protocol.h>
-#include <thrift/c_glib/transport/thrift_memory_buffer.h>
-
 #include "hbase_hbase_types.h"
+#include "unit_helpers.h"
 #include "wire.h"
-
-/* A c_glib protocol over a fresh memory buffer. */
-static ThriftProtocol *
-test_protocol_new(wire_proto_t proto, ThriftMemoryBuffer **mem)
-{
-    *mem = g_object_new(THRIFT_TYPE_MEMORY_BUFFER, "buf_size", 1 << 24, NULL);
-    return g_object_new(proto == WIRE_BINARY ? THRIFT_TYPE_BINARY_PROTOCOL
-                                             : THRIFT_TYPE_COMPACT_PROTOCOL,
-                        "transport", *mem, NULL);
-}
-
-static GByteArray *
-test_bytes(const char *s, size_t n)
-{
-    GByteArray *a = g_byte_array_new();
-
-    g_byte_array_append(a, (const guint8 *)s, (guint)n);
-    return a;
-}
 
 /* Writes a TScan with our writer; c_glib must read back every field. */
 static void
@@ -66,7 +44,7 @@ test_writer_against_c_glib(gconstpointer data)
     wire_write_double(&w, 2.5);
     wire_write_struct_end(&w);
 
-    p = test_protocol_new(proto, &mem);
+    p = unit_protocol_new(proto, &mem);
     g_byte_array_append(mem->buf, b.data, (guint)b.len);
     scan = g_object_new(HBASE_TYPE_T_SCAN, NULL);
     g_assert_cmpint(thrift_struct_read(THRIFT_STRUCT(scan), p, &error), >, 0);
@@ -93,13 +71,13 @@ test_row_result_new(gboolean sorted)
 {
     HbaseTRowResult *rr = g_object_new(HBASE_TYPE_T_ROW_RESULT, NULL);
 
-    rr->row = test_bytes("\x00\xffkey", 5);
+    rr->row = unit_bytes("\x00\xffkey", 5);
     rr->__isset_row = TRUE;
     for (int i = 0; i < 3; i++) {
         HbaseTCell *cell = g_object_new(HBASE_TYPE_T_CELL, NULL);
         char name[16];
 
-        cell->value = test_bytes("value", 5);
+        cell->value = unit_bytes("value", 5);
         cell->__isset_value = TRUE;
         cell->timestamp = 1000 + i;
         cell->__isset_timestamp = TRUE;
@@ -107,13 +85,13 @@ test_row_result_new(gboolean sorted)
         if (sorted) {
             HbaseTColumn *col = g_object_new(HBASE_TYPE_T_COLUMN, NULL);
 
-            col->columnName = test_bytes(name, strlen(name));
+            col->columnName = unit_bytes(name, strlen(name));
             col->__isset_columnName = TRUE;
             col->cell = cell;
             col->__isset_cell = TRUE;
             g_ptr_array_add(rr->sortedColumns, col);
         } else {
-            g_hash_table_insert(rr->columns, test_bytes(name, strlen(name)),
+            g_hash_table_insert(rr->columns, unit_bytes(name, strlen(name)),
                                 cell);
         }
     }
@@ -144,7 +122,7 @@ test_copy_transcodes(gconstpointer data)
     struct wire_writer w;
     GError *error = NULL;
 
-    pin = test_protocol_new(from, &mem_in);
+    pin = unit_protocol_new(from, &mem_in);
     g_assert_cmpint(thrift_struct_write(THRIFT_STRUCT(rr), pin, &error), >, 0);
     g_assert_no_error(error);
 
@@ -158,7 +136,7 @@ test_copy_transcodes(gconstpointer data)
         g_assert_cmpmem(b.data, b.len, mem_in->buf->data, mem_in->buf->len);
     }
 
-    pout = test_protocol_new(to, &mem_out);
+    pout = unit_protocol_new(to, &mem_out);
     g_byte_array_append(mem_out->buf, b.data, (guint)b.len);
     back = g_object_new(HBASE_TYPE_T_ROW_RESULT, NULL);
     g_assert_cmpint(thrift_struct_read(THRIFT_STRUCT(back), pout, &error), >,
@@ -685,10 +663,7 @@ test_scan_depth(gconstpointer data)
             const char *why = NULL;
             wire_status_t st;
 
-            wire_buf_init(&b);
-            wire_writer_init(&w, proto, &b);
-            wire_write_msg_begin(&w, (const uint8_t *)"x", 1, WIRE_REPLY, 1);
-            wire_write_struct_begin(&w);
+            unit_msg_begin(&w, &b, proto, "x", WIRE_REPLY, 1);
             wire_write_field(&w, kinds[k], 0);
             for (unsigned i = 0; i < nest; i++) {
                 if (kinds[k] == WIRE_T_LIST) {
@@ -811,11 +786,7 @@ test_scan_depth_head(gconstpointer data)
                 const char *why = NULL;
                 wire_status_t st;
 
-                wire_buf_init(&b);
-                wire_writer_init(&w, proto, &b);
-                wire_write_msg_begin(&w, (const uint8_t *)"x", 1, WIRE_CALL,
-                                     1);
-                wire_write_struct_begin(&w);
+                unit_msg_begin(&w, &b, proto, "x", WIRE_CALL, 1);
                 wire_write_field(&w, kinds[k], 1);
                 /* levels 2 .. max_depth, then the one too deep */
                 for (uint32_t i = 2; i <= lim.max_depth; i++) {

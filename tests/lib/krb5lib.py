@@ -1,4 +1,5 @@
-"""krb5lib: a throwaway MIT Kerberos realm (krb5kdc on loopback) for the secure-transport tests."""
+"""krb5lib: a throwaway MIT Kerberos realm (krb5kdc on loopback) for the
+tests of secure transports (tests/secure, the SASL scan oracle)."""
 # Nothing here reads or writes a system file: krb5.conf and kdc.conf live in
 # a temporary directory and reach every child (and this process's GSSAPI
 # calls) through KRB5_CONFIG / KRB5_KDC_PROFILE; the replay cache goes
@@ -10,6 +11,8 @@ import socket
 import subprocess
 import tempfile
 import time
+
+from hsptest import free_port
 
 REALM = 'HSP.TEST'
 # Debian installs the KDC tools outside a normal user's PATH.
@@ -31,24 +34,6 @@ def find_tool(name):
                         'krb5-admin-server and krb5-user '
                         '(.ci/quickstart test does)')
     return p
-
-
-def free_port():
-    """A port free on loopback for both TCP and UDP (the KDC binds both)."""
-    for _ in range(50):
-        t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        t.bind(('127.0.0.1', 0))
-        port = t.getsockname()[1]
-        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            u.bind(('127.0.0.1', port))
-        except OSError:
-            continue
-        finally:
-            t.close()
-            u.close()
-        return port
-    raise Krb5Error('no free port for the KDC')
 
 
 class Realm:
