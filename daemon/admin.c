@@ -12,6 +12,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "backend.h"
+#include "health.h"
 #include "catalog.h"
 #include "keyviz.h"
 #include "keyviz_page.h"
@@ -38,7 +39,7 @@ struct admin_health {
 };
 
 static void
-admin_health_cb(const struct backend_health_info *info, void *arg)
+admin_health_cb(const struct health_info *info, void *arg)
 {
     struct admin_health *h = arg;
 
@@ -227,7 +228,7 @@ admin_http_cb(struct evhttp_request *req, void *arg)
         g_autoptr(GString) tables = g_string_new(NULL);
         unsigned refused;
 
-        backend_health_foreach(a->p->health, admin_health_cb, &h);
+        health_foreach(a->p->health, admin_health_cb, &h);
         /* a salted table the catalog refuses is a table not served */
         refused = catalog_describe_refused(a->p->gen->ts, tables);
         /* one UP server answered is enough to be useful */

@@ -10,11 +10,11 @@
 #include <event2/buffer.h>
 
 #include "hbase1.h"
+#include "health.h"
+#include "invariant.h"
 #include "lograte.h"
 #include "metrics.h"
 #include "sasl.h"
-
-G_DEFINE_QUARK(backend_error_quark, backend_error)
 
 /*
  * A server whose connect failed is not dialled again for this long;
@@ -40,119 +40,10 @@ G_DEFINE_QUARK(backend_error_quark, backend_error)
  * was built on is expiring; a renewed one is in the credentials by then).
  */
 #define BACKEND_SASL_EXPIRY_MARGIN_US (5 * G_USEC_PER_SEC)
-/*
- * Health.  A server is DOWN after this many consecutive failures
- * (connect refused or timed out, request timed out, connection lost with
- * requests on it); any reply resets the count.  Not a config key: it
- * decides how soon traffic leaves a broken server, and the debounce
- * below already keeps one burst from counting three times.
- */
-#define BACKEND_DOWN_AFTER 3
-/*
- * One outage hits every connection of a server at once (a kill resets
- * them all, a stall times out every pipelined batch together): failures
- * closer together than this count once, so DOWN takes three separate
- * observations and one hiccup never ejects a server.
- */
-#define BACKEND_FAIL_DEBOUNCE_MS 100
-/* A DOWN server (or one that just failed a probe) is probed this often;
- * it is UP again within this long of answering. */
-#define BACKEND_PROBE_DOWN_MS 250
-/* An UP server is probed this often, so an idle dead one is noticed. */
-#define BACKEND_PROBE_UP_MS 5000
-/* A probe without a reply after this long failed (capped further by
- * request_timeout_ms). */
-#define BACKEND_PROBE_TIMEOUT_MS 4000
-/*
- * A server that closes the probe's connection without a word, or answers
- * in another protocol or framing, most likely speaks another protocol or
- * transport than the proxy: probing it 4 times a second fills its log
- * with protocol errors and cannot succeed until someone edits a config.
- * Probes back off from the first to the most, doubling, while that lasts.
- */
-#define BACKEND_PROBE_MISMATCH_FIRST_MS 2000
-#define BACKEND_PROBE_MISMATCH_MAX_MS 32000
-
-/* What the health of a server can be (backend_health.state). */
-enum { BACKEND_UP = 0, BACKEND_DOWN = 1 };
-
-/*
- * One server's health.  state, failures and last_fail are atomics that
- * the workers read and write; why is under lock; the probe fields belong
- * to the probe thread.  Entries live until the process exits.
- */
-struct backend_health {
-    struct backend_health_table *table;
-    char name[128];               /* "host:port" */
-    struct sockaddr_storage addr; /* newest resolution (probe thread) */
-    socklen_t addrlen;
-    gint service;                   /* hbase1_service_id_t it speaks
-                                       (atomic: set under lock, read by
-                                       the probe thread) */
-    gint state;                     /* BACKEND_UP or BACKEND_DOWN */
-    gint failures;                  /* consecutive, debounced */
-    gint64 last_fail;               /* monotonic us of the last counted */
-    gint current;                   /* in the newest generation */
-    gint probed;                    /* a probe has finished */
-    gint probe_now;                 /* just went DOWN: probe at once */
-    GMutex lock;                    /* guards why, down_at, sasl_logged */
-    char why[384];                  /* the last failure */
-    char sasl_server[256];          /* its principal (under table lock) */
-    struct httpc_target http;       /* transport = http (under lock) */
-    char sasl_logged[384];          /* the SASL failure last logged, "" if
-                                       none since the last success */
-    struct sasl_client *probe_sasl; /* the probe's context, negotiating or
-                                       done */
-    struct evbuffer *probe_in;      /* the probe's reply, unwrapped */
-    struct wire_buf probe_call;     /* sent once negotiated */
-    gint64 down_at;                 /* monotonic us it went DOWN */
-    struct bufferevent *probe;      /* probe in flight, or NULL */
-    gboolean probe_connected;       /* the probe's connect succeeded */
-    gint64 next_probe;              /* monotonic us */
-    unsigned mismatch_ms;           /* probe interval while the server
-                                       seems to speak another protocol or
-                                       transport; 0 = it does not */
-    const char *probe_method;       /* the call the probe waits on */
-    char misplaced[256];            /* why it speaks the other service
-                                       (under lock), "" if it does not */
-    guint64 probe_connect_failures; /* probes that could not connect
-                                       (atomic: the scrape reads it) */
-    guint64 retired_requests;       /* counters of freed pools (under
-                                       the proxy's pools_lock) */
-    guint64 retired_failures;
-    guint64 retired_errors[METRICS_ERR_KINDS];
-    guint64 retired_connect_failures;
-};
-
-/* Every server ever configured, and the probe thread. */
-struct backend_health_table {
-    GMutex lock;        /* guards entries and addresses */
-    GPtrArray *entries; /* struct backend_health * */
-    wire_proto_t proto; /* restart-only settings */
-    gboolean framed;
-    unsigned request_timeout_ms; /* of the newest generation */
-    struct event_base *base;     /* the probe thread's loop */
-    struct event *tick;          /* starts due probes */
-    struct bell bell;            /* a worker marked a server DOWN, or
-                                       the main thread asks it to stop */
-    gint stop_asked;             /* atomic */
-    pthread_t thread;
-    gboolean running;
-    int32_t seqid;
-    gboolean http;           /* transport = http: probes via httpc */
-    struct sasl_creds *sasl; /* the process's tickets; NULL: no SASL */
-    sasl_qop_t sasl_qop;
-    uint32_t sasl_max;    /* max_reply_size (restart-only) */
-    struct event *renew;  /* renews sasl (probe thread) */
-    char sasl_error[512]; /* the renewal failure last logged */
-};
 
 static void backend_read_cb(evutil_socket_t fd, short what, void *arg);
 static void backend_event_cb(struct bufferevent *bev, short what, void *arg);
 static void backend_timer_cb(evutil_socket_t fd, short what, void *arg);
-static struct backend_health *
-backend_health_lookup(struct backend_health_table *t, const char *name);
-static void backend_health_failed(struct backend_health *h, const char *why);
 static struct backend_conn *
 backend_submit_at(struct backend_pool *pool, struct req *req,
                   struct backend_conn *after, const uint8_t *msg, size_t len,
@@ -162,17 +53,7 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
 static gboolean
 backend_server_up(const struct backend_server *s)
 {
-    return g_atomic_int_get(&s->health->state) == BACKEND_UP;
-}
-
-/* A reply came: the server answers. */
-static void
-backend_health_ok(struct backend_health *h)
-{
-    /* read first: the hot path writes nothing while all is well */
-    if (g_atomic_int_get(&h->failures) != 0) {
-        g_atomic_int_set(&h->failures, 0);
-    }
+    return health_is_up(s->health);
 }
 
 static struct worker *
@@ -207,7 +88,65 @@ backend_sasl_stale_at(const struct backend_conn *conn)
 static struct sasl_creds *
 backend_sasl_creds(const struct backend_conn *conn)
 {
-    return backend_worker(conn)->health->sasl;
+    return health_sasl_creds(backend_worker(conn)->health);
+}
+
+/* Whether the caller runs on w's thread: a pool, its connections and
+ * its requests are that worker's alone. */
+static gboolean
+backend_on_worker(const struct worker *w)
+{
+    return pthread_equal(pthread_self(), w->thread);
+}
+
+static const char *const backend_state_name[] = {
+    [BACKEND_IDLE] = "IDLE",
+    [BACKEND_CONNECTING] = "CONNECTING",
+    [BACKEND_CONNECTED] = "CONNECTED",
+};
+
+/* A connection starts IDLE: g_new0 made it so. */
+G_STATIC_ASSERT(BACKEND_IDLE == 0);
+
+/*
+ * Every change of a connection's state, so that these are its only
+ * transitions:
+ *   IDLE -> CONNECTING       backend_conn_open: a connect started
+ *   CONNECTING -> CONNECTED  backend_conn_connected: TCP (and SASL) done
+ *   any -> IDLE              backend_conn_close (closing an IDLE one
+ *                            changes nothing: freeing or retiring a pool
+ *                            closes every slot)
+ * Any other is a defect (invariant_no_arrow: checked builds stop,
+ * release builds log it, count it in hsp_invariant_errors_total and take
+ * the step, as before the check: each caller survives it).  The open
+ * gauge follows CONNECTED here, so it cannot drift from the states.
+ */
+static void
+backend_conn_set_state(struct backend_conn *conn, enum backend_state to)
+{
+    enum backend_state from = conn->state;
+    gboolean legal;
+
+    switch (to) {
+    case BACKEND_IDLE: legal = TRUE; break;
+    case BACKEND_CONNECTING: legal = from == BACKEND_IDLE; break;
+    case BACKEND_CONNECTED: legal = from == BACKEND_CONNECTING; break;
+    default: legal = FALSE; break;
+    }
+    if (!legal) {
+        invariant_no_arrow(G_STRLOC, backend_state_name,
+                           G_N_ELEMENTS(backend_state_name), from, to,
+                           "backend %s: conn %u", conn->server->srv->name,
+                           conn->index);
+    }
+    /* a connection being opened or open has its socket */
+    g_assert(to == BACKEND_IDLE || conn->bev != NULL);
+    if (from == BACKEND_CONNECTED && to != BACKEND_CONNECTED) {
+        METRICS_ADD(conn->server->stats.open, -1);
+    } else if (from != BACKEND_CONNECTED && to == BACKEND_CONNECTED) {
+        METRICS_ADD(conn->server->stats.open, 1);
+    }
+    conn->state = to;
 }
 
 struct backend_pool *
@@ -217,6 +156,8 @@ backend_pool_new(struct worker *w, struct worker_gen *gen)
     const struct worker_settings *set = &gen->set;
     unsigned i, j;
 
+    g_assert(w != NULL && w->base != NULL && w->health != NULL);
+    g_assert(set->pool_size > 0);
     pool->worker = w;
     pool->gen = gen;
     worker_gen_use(w, gen);
@@ -230,14 +171,13 @@ backend_pool_new(struct worker *w, struct worker_gen *gen)
 
         s->pool = pool;
         s->srv = &set->servers[i];
-        s->health = backend_health_lookup(w->health, s->srv->name);
+        s->health = health_lookup(w->health, s->srv->name);
         s->conns = g_new0(struct backend_conn, set->pool_size);
         for (j = 0; j < set->pool_size; j++) {
             struct backend_conn *conn = &s->conns[j];
 
             conn->server = s;
             conn->index = j;
-            conn->state = BACKEND_IDLE;
             TAILQ_INIT(&conn->pending);
             wire_buf_init(&conn->cork);
             conn->timer = evtimer_new(w->base, backend_timer_cb, conn);
@@ -250,14 +190,12 @@ backend_pool_new(struct worker *w, struct worker_gen *gen)
 static void
 backend_conn_close(struct backend_conn *conn)
 {
+    g_assert(TAILQ_EMPTY(&conn->pending));
     if (conn->corked) {
         /* its requests fail with it: they never left */
         TAILQ_REMOVE(&backend_worker(conn)->corked, conn, cork_link);
         conn->corked = 0;
         wire_buf_clear(&conn->cork);
-    }
-    if (conn->state == BACKEND_CONNECTED) {
-        METRICS_ADD(conn->server->stats.open, -1);
     }
     if (conn->rev != NULL) {
         /* before the socket goes with the bufferevent */
@@ -281,7 +219,7 @@ backend_conn_close(struct backend_conn *conn)
     g_clear_pointer(&conn->sasl_held, evbuffer_free);
     evtimer_del(conn->timer);
     conn->timer_at = 0;
-    conn->state = BACKEND_IDLE;
+    backend_conn_set_state(conn, BACKEND_IDLE);
 }
 
 /* conn's scan of unframed replies, made on first use. */
@@ -358,6 +296,7 @@ backend_pool_free(struct backend_pool *pool)
 {
     unsigned i, j;
 
+    g_assert(pool != NULL && pool->worker != NULL);
     for (i = 0; i < pool->nservers; i++) {
         struct backend_server *s = &pool->servers[i];
 
@@ -388,6 +327,7 @@ backend_pool_free(struct backend_pool *pool)
 gboolean
 backend_pool_idle(const struct backend_pool *pool)
 {
+    g_assert(pool != NULL);
     if (!pool->retired || pool->scanners > 0) {
         return FALSE;
     }
@@ -404,9 +344,12 @@ backend_pool_idle(const struct backend_pool *pool)
 void
 backend_pool_fold(struct backend_pool *pool)
 {
+    /* only a pool about to be freed hands its counters over, or they
+     * would count twice */
+    g_assert(backend_pool_idle(pool));
     for (unsigned i = 0; i < pool->nservers; i++) {
         struct backend_server *s = &pool->servers[i];
-        struct backend_health *h = s->health;
+        struct health_shared *h = s->health;
 
         h->retired_requests += METRICS_GET(s->stats.requests);
         h->retired_failures += METRICS_GET(s->stats.failures);
@@ -420,6 +363,8 @@ backend_pool_fold(struct backend_pool *pool)
 void
 backend_pool_retire(struct backend_pool *pool)
 {
+    g_assert(pool != NULL && !pool->retired);
+    g_assert(backend_on_worker(pool->worker));
     pool->retired = TRUE;
     for (unsigned i = 0; i < pool->nservers; i++) {
         for (unsigned j = 0; j < pool->set->pool_size; j++) {
@@ -437,6 +382,7 @@ backend_pool_pending(const struct backend_pool *pool)
 {
     unsigned i, j, n = 0;
 
+    g_assert(pool != NULL);
     for (i = 0; i < pool->nservers; i++) {
         for (j = 0; j < pool->set->pool_size; j++) {
             n += pool->servers[i].conns[j].npending;
@@ -530,8 +476,7 @@ backend_conn_turn(struct backend_conn *conn, gint64 now)
 static void
 backend_conn_connected(struct backend_conn *conn)
 {
-    conn->state = BACKEND_CONNECTED;
-    METRICS_ADD(conn->server->stats.open, 1);
+    backend_conn_set_state(conn, BACKEND_CONNECTED);
     conn->server->retry_at = 0;
     conn->last_active = req_now();
     backend_conn_turn(conn, conn->last_active);
@@ -713,7 +658,7 @@ backend_connect_failed(struct backend_conn *conn, const char *why,
     s->retry_at = now + (gint64)BACKEND_RETRY_MS * 1000;
     METRICS_ADD(s->stats.connect_failures, 1);
     g_snprintf(s->last_error, sizeof(s->last_error), "%s", why);
-    backend_health_failed(s->health, why);
+    health_failed(s->health, why);
     TAILQ_INIT(&moved);
     wire_buf_init(&bytes);
     if (pool->nservers > 1 && conn->bev != NULL) {
@@ -810,7 +755,7 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
          * here rather than in the bufferevent */
         conn->sasl_held = evbuffer_new();
     }
-    conn->state = BACKEND_CONNECTING;
+    backend_conn_set_state(conn, BACKEND_CONNECTING);
     conn->connect_deadline =
         req_now() + (gint64)backend_settings(conn)->connect_timeout_ms * 1000;
     g_debug("backend %s: conn %u: connecting (worker %u)", srv->name,
@@ -883,6 +828,9 @@ backend_pool_pick_server(struct backend_pool *pool, uint8_t service)
     gint64 now = req_now();
     int up = -1, first = -1;
 
+    g_assert(pool != NULL && pool->nservers > 0);
+    g_assert(service < HBASE1_NSERVICES);
+    g_assert(backend_on_worker(pool->worker));
     /* a scanner cannot move once open: prefer a server with no recent
      * failure, so one that just died gets no new scanner while the
      * count towards DOWN runs */
@@ -979,6 +927,7 @@ backend_unavailable(struct backend_pool *pool, struct req *req)
 const char *
 backend_pool_server_name(const struct backend_pool *pool, int i)
 {
+    g_assert(pool != NULL);
     return i >= 0 && (unsigned)i < pool->nservers
                ? pool->servers[i].health->name
                : NULL;
@@ -988,6 +937,7 @@ gboolean
 backend_conn_takes(const struct backend_pool *pool,
                    const struct backend_conn *conn)
 {
+    g_assert(pool != NULL && conn != NULL && conn->server != NULL);
     return conn->server->pool == pool && conn->state != BACKEND_IDLE &&
            backend_server_up(conn->server);
 }
@@ -997,6 +947,13 @@ backend_submit(struct backend_pool *pool, struct req *req,
                struct backend_conn *after, const uint8_t *msg, size_t len,
                gboolean more)
 {
+    g_assert(pool != NULL && req != NULL);
+    g_assert(backend_on_worker(pool->worker));
+    /* a request waits on one connection at a time */
+    g_assert(req->conn == NULL);
+    g_assert(msg != NULL && len > 0);
+    /* the caller checked it (backend_conn_takes) */
+    g_assert(after == NULL || backend_conn_takes(pool, after));
     return backend_submit_at(pool, req, after, msg, len, -1, TRUE, more);
 }
 
@@ -1087,6 +1044,7 @@ backend_uncork(struct worker *w)
 {
     struct backend_conn *conn;
 
+    g_assert(w != NULL && backend_on_worker(w));
     while ((conn = TAILQ_FIRST(&w->corked)) != NULL) {
         backend_conn_write(conn, NULL, 0);
     }
@@ -1141,7 +1099,7 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
             g_warning("backend %s: conn %u: %s", s->srv->name, conn->index,
                       why);
         }
-        backend_health_failed(s->health, why);
+        health_failed(s->health, why);
         avoid = (int)(s - pool->servers);
         conn = NULL;
     }
@@ -1263,7 +1221,7 @@ backend_conn_eof(struct backend_conn *conn)
     } else {
         g_strlcpy(why, "connection closed by server", sizeof(why));
     }
-    backend_health_failed(conn->server->health, why);
+    health_failed(conn->server->health, why);
     backend_server_close_idle(conn->server, conn);
     backend_conn_fail(conn, why, why, TRUE);
 }
@@ -1274,7 +1232,7 @@ backend_conn_eof(struct backend_conn *conn)
  * debug level only, until a negotiation works again.
  */
 static gboolean
-backend_sasl_news(struct backend_health *h, const char *why)
+backend_sasl_news(struct health_shared *h, const char *why)
 {
     gboolean news;
 
@@ -1289,7 +1247,7 @@ backend_sasl_news(struct backend_health *h, const char *why)
 
 /* A negotiation worked: the next failure is news again. */
 static void
-backend_sasl_ok(struct backend_health *h, const char *name)
+backend_sasl_ok(struct health_shared *h, const char *name)
 {
     gboolean was = FALSE;
 
@@ -1396,7 +1354,7 @@ backend_sasl_read(struct backend_conn *conn, evutil_socket_t fd)
             return FALSE;
         }
         if (conn->npending > 0) {
-            backend_health_failed(conn->server->health, why);
+            health_failed(conn->server->health, why);
         }
         backend_conn_fail(conn, why, why, TRUE);
         return FALSE;
@@ -1457,11 +1415,86 @@ backend_sasl_read(struct backend_conn *conn, evutil_socket_t fd)
     }
     if (error != NULL) {
         g_snprintf(why, sizeof(why), "SASL: %s", error->message);
-        backend_health_failed(conn->server->health, why);
+        health_failed(conn->server->health, why);
         backend_conn_fail(conn, why, why, TRUE);
         return FALSE;
     }
     return evbuffer_get_length(conn->in) > 0;
+}
+
+/*
+ * The reply at the head of conn->in, for req (the oldest pending): its
+ * length, frame header included, into *len.  A client's is translated
+ * into req->reply (*cs, *err: the codec's verdict); a scan sink's is
+ * copied into req->raw; a detached request's is only measured.
+ * WIRE_AGAIN: not whole yet; WIRE_ERROR: *bad says why.
+ */
+static wire_status_t
+backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
+                   codec_status_t *cs, struct codec_error *err,
+                   const char **bad)
+{
+    struct worker *w = backend_worker(conn);
+    const struct worker_settings *set = backend_settings(conn);
+    struct evbuffer *in = conn->in;
+    size_t avail = 0, hdr = set->backend_framed ? 4 : 0;
+    const uint8_t *buf = NULL;
+    wire_status_t st;
+
+    if (req->sink != NULL || req->client == NULL) {
+        /* only its end is needed here: the scan engine's sink reads
+         * it itself, and nobody waits for a detached request */
+        if (set->backend_framed) {
+            /* the frame says where it ends; whoever reads it checks
+             * every length as it goes */
+            st = req_msg_peek(in, TRUE, &w->reply_limits, &buf, len, bad);
+        } else {
+            st = req_msg_scan(in, set->backend_proto, backend_conn_scan(conn),
+                              &w->reply_limits, &buf, len, bad);
+        }
+        if (st == WIRE_OK &&
+            !backend_reply_in_step(set, req, buf + hdr, *len - hdr)) {
+            /* pairing by order is wrong from here on */
+            st = WIRE_ERROR;
+            *bad = "reply out of step with the requests";
+        }
+        if (st == WIRE_OK && req->sink != NULL) {
+            wire_buf_clear(&req->raw);
+            wire_buf_append(&req->raw, buf + hdr, *len - hdr);
+        }
+        return st;
+    }
+    st = req_msg_peek(in, set->backend_framed, &w->reply_limits, &buf, &avail,
+                      bad);
+    if (st == WIRE_OK) {
+        size_t frame = req_reply_begin(req);
+
+        if (set->backend_framed) {
+            struct codec_io io = {
+                .data = buf + hdr,
+                .len = avail - hdr,
+                .from = set->backend_proto,
+                .to = req->client_proto,
+                .backend_seqid = req->backend_seqid,
+                .out = &req->reply,
+                .limits = &w->reply_limits,
+                .tally = &w->tally,
+                .err = err,
+            };
+
+            *len = io.len;
+            *cs = codec_reply(&io, &req->call);
+            metrics_take_tally(w->metrics, &w->tally);
+        } else {
+            st = backend_reply_stream(conn, req, buf, avail, cs, err, len,
+                                      bad);
+        }
+        if (st == WIRE_OK && *cs == CODEC_OK) {
+            req_reply_end(req, frame);
+        }
+        *len += hdr;
+    }
+    return st;
 }
 
 /* Replies arrived: pair each with the oldest pending request. */
@@ -1470,7 +1503,6 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
     struct worker *w = backend_worker(conn);
-    const struct worker_settings *set = backend_settings(conn);
     struct evbuffer *in = conn->in;
     char why[BACKEND_MSG_MAX];
     ssize_t got;
@@ -1493,16 +1525,15 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
     if (got < 0 && errno != EAGAIN && errno != EINTR) {
         g_snprintf(why, sizeof(why), "%s", g_strerror(errno));
         if (conn->npending > 0) {
-            backend_health_failed(conn->server->health, why);
+            health_failed(conn->server->health, why);
         }
         backend_conn_fail(conn, why, why, TRUE);
         return;
     }
 
     while (evbuffer_get_length(in) > 0) {
-        const uint8_t *buf = NULL;
         const char *bad = NULL;
-        size_t avail = 0, len = 0, hdr = set->backend_framed ? 4 : 0;
+        size_t len = 0;
         struct req *req = TAILQ_FIRST(&conn->pending);
         struct codec_error err; /* the codec sets what it uses */
         codec_status_t cs = CODEC_OK;
@@ -1513,63 +1544,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                               "reply without a request", TRUE);
             goto out;
         }
-        if (req->sink != NULL || req->client == NULL) {
-            /* only its end is needed here: the scan engine's sink reads
-             * it itself, and nobody waits for a detached request */
-            const uint8_t *msg = NULL;
-
-            if (set->backend_framed) {
-                /* the frame says where it ends; whoever reads it checks
-                 * every length as it goes */
-                st = req_msg_peek(in, TRUE, &w->reply_limits, &msg, &len,
-                                  &bad);
-            } else {
-                st = req_msg_scan(in, set->backend_proto,
-                                  backend_conn_scan(conn), &w->reply_limits,
-                                  &msg, &len, &bad);
-            }
-            if (st == WIRE_OK &&
-                !backend_reply_in_step(set, req, msg + hdr, len - hdr)) {
-                /* pairing by order is wrong from here on */
-                st = WIRE_ERROR;
-                bad = "reply out of step with the requests";
-            }
-            if (st == WIRE_OK && req->sink != NULL) {
-                wire_buf_clear(&req->raw);
-                wire_buf_append(&req->raw, msg + hdr, len - hdr);
-            }
-        } else {
-            st = req_msg_peek(in, set->backend_framed, &w->reply_limits, &buf,
-                              &avail, &bad);
-            if (st == WIRE_OK) {
-                size_t frame = req_reply_begin(req);
-
-                if (set->backend_framed) {
-                    struct codec_io io = {
-                        .data = buf + hdr,
-                        .len = avail - hdr,
-                        .from = set->backend_proto,
-                        .to = req->client_proto,
-                        .backend_seqid = req->backend_seqid,
-                        .out = &req->reply,
-                        .limits = &w->reply_limits,
-                        .tally = &w->tally,
-                        .err = &err,
-                    };
-
-                    len = io.len;
-                    cs = codec_reply(&io, &req->call);
-                    metrics_take_tally(w->metrics, &w->tally);
-                } else {
-                    st = backend_reply_stream(conn, req, buf, avail, &cs, &err,
-                                              &len, &bad);
-                }
-                if (st == WIRE_OK && cs == CODEC_OK) {
-                    req_reply_end(req, frame);
-                }
-                len += hdr;
-            }
-        }
+        st = backend_reply_take(conn, req, &len, &cs, &err, &bad);
         if (st == WIRE_AGAIN) {
             break;
         }
@@ -1592,7 +1567,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         conn->npending--;
         METRICS_ADD(conn->server->stats.inflight, -1);
         conn->last_active = req_now();
-        backend_health_ok(conn->server->health);
+        health_ok(conn->server->health);
         backend_reply_kind(conn, req);
         backend_conn_turn(conn, conn->last_active);
         if (!w->replies_held && evbuffer_get_length(in) > len) {
@@ -1652,7 +1627,7 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
             g_snprintf(why, sizeof(why), "%s",
                        evutil_socket_error_to_string(err));
             if (conn->npending > 0) {
-                backend_health_failed(conn->server->health, why);
+                health_failed(conn->server->health, why);
             }
             backend_conn_fail(conn, why, why, TRUE);
         }
@@ -1688,7 +1663,7 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         TAILQ_FOREACH (req, &conn->pending, backend_link) {
             req->stalled = 1;
         }
-        backend_health_failed(conn->server->health, why);
+        health_failed(conn->server->health, why);
         backend_conn_fail(conn, why,
                           "connection reset after an earlier "
                           "request timed out",
@@ -1711,875 +1686,4 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     backend_conn_arm(conn);
-}
-
-/* ---- health ------------------------------------------------------------- */
-
-/*
- * UP -> DOWN: the workers, on BACKEND_DOWN_AFTER debounced failures in a
- * row (backend_health_failed); a DOWN server gets no request, scanner
- * calls pinned to it included, and when no server is UP requests fail at
- * once naming every server and why (backend_unavailable).
- * DOWN -> UP: the probe thread, when a probe (connect, getTableNames,
- * any whole reply) succeeds; probes run every BACKEND_PROBE_DOWN_MS
- * while a server is DOWN, the first one as soon as it goes DOWN, and
- * every BACKEND_PROBE_UP_MS while it is UP, where a failed probe counts
- * like a failed request.  A thread of its own, so probing goes on while
- * workers are busy and whether or not the admin endpoint is on.
- */
-
-static struct backend_health *
-backend_health_find(struct backend_health_table *t, const char *name)
-{
-    for (guint i = 0; i < t->entries->len; i++) {
-        struct backend_health *h = g_ptr_array_index(t->entries, i);
-
-        if (strcmp(h->name, name) == 0) {
-            return h;
-        }
-    }
-    return NULL;
-}
-
-/* The entry of name, made if new; t->lock held. */
-static struct backend_health *
-backend_health_get(struct backend_health_table *t, const char *name)
-{
-    struct backend_health *h = backend_health_find(t, name);
-
-    if (h == NULL) {
-        h = g_new0(struct backend_health, 1);
-        h->table = t;
-        g_strlcpy(h->name, name, sizeof(h->name));
-        g_mutex_init(&h->lock);
-        h->state = BACKEND_UP;
-        g_ptr_array_add(t->entries, h);
-    }
-    return h;
-}
-
-static struct backend_health *
-backend_health_lookup(struct backend_health_table *t, const char *name)
-{
-    struct backend_health *h;
-
-    g_mutex_lock(&t->lock);
-    h = backend_health_get(t, name);
-    g_mutex_unlock(&t->lock);
-    return h;
-}
-
-/* A failure of the server (any thread); why is static-free text with no
- * request data in it. */
-static void
-backend_health_failed(struct backend_health *h, const char *why)
-{
-    struct backend_health_table *t = h->table;
-    gint64 now = req_now();
-    gint64 last = __atomic_load_n(&h->last_fail, __ATOMIC_RELAXED);
-    gint n;
-
-    g_mutex_lock(&h->lock);
-    g_strlcpy(h->why, why, sizeof(h->why));
-    g_mutex_unlock(&h->lock);
-    if (now - last < (gint64)BACKEND_FAIL_DEBOUNCE_MS * 1000 ||
-        !__atomic_compare_exchange_n(&h->last_fail, &last, now, FALSE,
-                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-        return; /* the same burst, or another thread counted it */
-    }
-    n = g_atomic_int_add(&h->failures, 1) + 1;
-    if (n >= BACKEND_DOWN_AFTER &&
-        g_atomic_int_compare_and_exchange(&h->state, BACKEND_UP,
-                                          BACKEND_DOWN)) {
-        g_mutex_lock(&h->lock);
-        h->down_at = now;
-        g_mutex_unlock(&h->lock);
-        g_atomic_int_set(&h->probe_now, 1);
-        g_warning("backend %s: down after %d failures in a row (last: "
-                  "%s); it gets no requests until it answers a probe, "
-                  "and while no server is up requests fail at once",
-                  h->name, n, why);
-        if (t->bell.fd >= 0) {
-            bell_ring(&t->bell);
-        }
-    }
-}
-
-struct backend_health_table *
-backend_health_new(const struct worker_settings *startup)
-{
-    struct backend_health_table *t = g_new0(struct backend_health_table, 1);
-
-    t->bell.fd = -1;
-    g_mutex_init(&t->lock);
-    t->entries = g_ptr_array_new();
-    t->proto = startup->backend_proto;
-    t->framed = startup->backend_framed;
-    t->http = startup->backend_http;
-    if (startup->backend_sasl) {
-        t->sasl = sasl_creds_new(startup->sasl_principal,
-                                 startup->sasl_keytab);
-        t->sasl_qop = (sasl_qop_t)startup->backend_sasl_qop;
-        t->sasl_max = startup->max_reply_size;
-    }
-    backend_health_use(t, startup);
-    return t;
-}
-
-void
-backend_health_use(struct backend_health_table *t,
-                   const struct worker_settings *set)
-{
-    g_mutex_lock(&t->lock);
-    for (guint i = 0; i < t->entries->len; i++) {
-        struct backend_health *h = g_ptr_array_index(t->entries, i);
-
-        g_atomic_int_set(&h->current, 0);
-    }
-    for (unsigned i = 0; i < set->nservers; i++) {
-        struct backend_health *h = backend_health_get(t, set->servers[i].name);
-
-        memcpy(&h->addr, &set->servers[i].addr, set->servers[i].addrlen);
-        h->addrlen = set->servers[i].addrlen;
-        if (g_atomic_int_get(&h->service) != set->servers[i].service) {
-            /* listed under the other key now: ask it again at once */
-            g_atomic_int_set(&h->probe_now, 1);
-        }
-        g_atomic_int_set(&h->service, set->servers[i].service);
-        g_strlcpy(h->sasl_server, set->servers[i].sasl_server,
-                  sizeof(h->sasl_server));
-        h->http = set->servers[i].http;
-        g_atomic_int_set(&h->current, 1);
-    }
-    t->request_timeout_ms = set->request_timeout_ms;
-    g_mutex_unlock(&t->lock);
-}
-
-/* The names of the settings in the config's words, for messages. */
-static const char *
-backend_proto_name(wire_proto_t proto)
-{
-    return proto == WIRE_COMPACT ? "compact" : "binary";
-}
-
-static const char *
-backend_framing_name(gboolean framed)
-{
-    return framed ? "framed" : "buffered";
-}
-
-/* The probe of h ended (probe thread).  mismatch: what the server did
- * suggests it speaks another protocol or transport (why says what). */
-static void
-backend_probe_finish(struct backend_health *h, gboolean ok, const char *why,
-                     gboolean mismatch)
-{
-    struct backend_health_table *t = h->table;
-    char text[320];
-    unsigned interval = ok ? BACKEND_PROBE_UP_MS : BACKEND_PROBE_DOWN_MS;
-
-    if (h->probe != NULL) {
-        bufferevent_free(h->probe);
-        h->probe = NULL;
-    }
-    g_clear_pointer(&h->probe_sasl, sasl_client_free);
-    g_clear_pointer(&h->probe_in, evbuffer_free);
-    wire_buf_clear(&h->probe_call);
-    if (ok && h->misplaced[0] != '\0') {
-        g_mutex_lock(&h->lock);
-        h->misplaced[0] = '\0';
-        g_mutex_unlock(&h->lock);
-        h->mismatch_ms = 0;
-        g_message("backend %s: answers as a %s server now", h->name,
-                  g_atomic_int_get(&h->service) == HBASE1_SERVICE_THRIFT2
-                      ? "Thrift2 (THBaseService)"
-                      : "Thrift1 (Hbase)");
-    }
-    if (mismatch) {
-        if (h->mismatch_ms == 0 && h->misplaced[0] != '\0') {
-            /* backend_probe_misplaced said why */
-            h->mismatch_ms = BACKEND_PROBE_MISMATCH_FIRST_MS;
-        } else if (h->mismatch_ms == 0) {
-            h->mismatch_ms = BACKEND_PROBE_MISMATCH_FIRST_MS;
-            /* once per episode: the reason does not change probe to probe */
-            g_warning("backend %s: %s: it likely speaks another protocol or "
-                      "transport than [backend] protocol = %s and [backend] "
-                      "transport = %s (HBase's Thrift server: -c/--compact, "
-                      "-f/--framed; hsha, nonblocking and threadedselector "
-                      "are always framed); probing it every %u to %u s "
-                      "until it answers",
-                      h->name, why, backend_proto_name(t->proto),
-                      backend_framing_name(t->framed),
-                      BACKEND_PROBE_MISMATCH_FIRST_MS / 1000,
-                      BACKEND_PROBE_MISMATCH_MAX_MS / 1000);
-        } else {
-            h->mismatch_ms = MIN(h->mismatch_ms * 2,
-                                 BACKEND_PROBE_MISMATCH_MAX_MS);
-        }
-        interval = h->mismatch_ms;
-    } else if (h->mismatch_ms != 0 && ok) {
-        h->mismatch_ms = 0;
-        g_message("backend %s: answers probes in [backend] protocol = %s, "
-                  "transport = %s again",
-                  h->name, backend_proto_name(t->proto),
-                  backend_framing_name(t->framed));
-    } else if (h->mismatch_ms != 0) {
-        /* refused or silent now: no sign either way; keep the pace */
-        interval = h->mismatch_ms;
-    }
-    h->next_probe = req_now() + (gint64)interval * 1000;
-    g_atomic_int_set(&h->probed, 1);
-    if (!ok) {
-        g_snprintf(text, sizeof(text), "probe: %s", why);
-        g_debug("health: backend %s: %s", h->name, text);
-        backend_health_failed(h, text);
-        return;
-    }
-    g_atomic_int_set(&h->failures, 0);
-    if (g_atomic_int_compare_and_exchange(&h->state, BACKEND_DOWN,
-                                          BACKEND_UP)) {
-        gint64 down_at;
-
-        g_mutex_lock(&h->lock);
-        down_at = h->down_at;
-        g_mutex_unlock(&h->lock);
-        g_message("backend %s: up again after %.1f s down", h->name,
-                  (double)(req_now() - down_at) / G_USEC_PER_SEC);
-    }
-}
-
-/*
- * Bytes that are not a reply in our protocol and framing: if they are
- * one in another, say which (the server answered, so it is no crash).
- */
-static gboolean
-backend_probe_misspoken(struct backend_health *h, struct evbuffer *in,
-                        char *why, size_t whylen)
-{
-    struct backend_health_table *t = h->table;
-    size_t len = MIN(evbuffer_get_length(in), (size_t)64);
-    const uint8_t *p = evbuffer_pullup(in, (ev_ssize_t)len);
-    const char *dwhy = NULL;
-    wire_proto_t proto;
-    gboolean framed;
-
-    if (p == NULL || wire_detect(p, len, &proto, &framed, &dwhy) != WIRE_OK ||
-        (proto == t->proto && framed == t->framed)) {
-        return FALSE;
-    }
-    g_snprintf(why, whylen,
-               "probe: the reply is in the %s protocol, %s "
-               "transport",
-               backend_proto_name(proto), backend_framing_name(framed));
-    return TRUE;
-}
-
-/*
- * The probe's bytes over SASL: negotiation, then the getTableNames call
- * wrapped, then the reply unwrapped into h->probe_in.  FALSE when the
- * probe ended or has nothing to parse yet.
- */
-static gboolean
-backend_probe_sasl(struct backend_health *h, struct bufferevent *bev)
-{
-    struct evbuffer *raw = bufferevent_get_input(bev);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GByteArray) out = g_byte_array_new();
-    char why[BACKEND_MSG_MAX];
-
-    if (h->probe_in == NULL) {
-        size_t used = 0;
-        sasl_step_t st = sasl_client_feed(h->probe_sasl,
-                                          evbuffer_pullup(raw, -1),
-                                          evbuffer_get_length(raw), &used, out,
-                                          &error);
-
-        evbuffer_drain(raw, used);
-        if (st == SASL_STEP_FAILED) {
-            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
-            backend_probe_finish(h, FALSE, why, FALSE);
-            return FALSE;
-        }
-        if (st == SASL_STEP_CONTINUE) {
-            bufferevent_write(bev, out->data, out->len);
-            return FALSE;
-        }
-        if (!sasl_client_wrap(h->probe_sasl, h->probe_call.data,
-                              h->probe_call.len, out, &error)) {
-            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
-            backend_probe_finish(h, FALSE, why, FALSE);
-            return FALSE;
-        }
-        bufferevent_write(bev, out->data, out->len);
-        g_byte_array_set_size(out, 0);
-        h->probe_in = evbuffer_new();
-    }
-    for (;;) {
-        size_t avail = evbuffer_get_length(raw), size = 0, used = 0;
-        uint8_t hdr[4];
-
-        if (avail < 4) {
-            break;
-        }
-        evbuffer_copyout(raw, hdr, 4);
-        if (!sasl_client_frame_size(h->probe_sasl, hdr, &size, &error) ||
-            avail < size) {
-            break;
-        }
-        if (!sasl_client_unwrap(h->probe_sasl,
-                                evbuffer_pullup(raw, (ev_ssize_t)size), size,
-                                &used, out, &error)) {
-            break;
-        }
-        evbuffer_drain(raw, used);
-    }
-    if (error != NULL) {
-        g_snprintf(why, sizeof(why), "SASL: %s", error->message);
-        backend_probe_finish(h, FALSE, why, FALSE);
-        return FALSE;
-    }
-    evbuffer_add(h->probe_in, out->data, out->len);
-    return evbuffer_get_length(h->probe_in) > 0;
-}
-
-/* The call a probe of h sends: one without arguments, cheap for HBase,
- * in the service h speaks (Thrift2 has no getTableNames). */
-static const char *
-backend_probe_method(struct backend_health *h)
-{
-    return g_atomic_int_get(&h->service) == HBASE1_SERVICE_THRIFT2
-               ? "getThriftServerType"
-               : "getTableNames";
-}
-
-/* The probe's call of method (no arguments) into buf, which it
- * initializes; h waits on it from now. */
-static void
-backend_probe_call(struct backend_health *h, const char *method,
-                   struct wire_buf *buf)
-{
-    struct backend_health_table *t = h->table;
-    struct wire_writer wr;
-    size_t off = 0;
-
-    wire_buf_init(buf);
-    if (t->framed) {
-        off = wire_frame_begin(buf);
-    }
-    wire_writer_init(&wr, t->proto, buf);
-    t->seqid = t->seqid == G_MAXINT32 ? 1 : t->seqid + 1;
-    wire_write_msg_begin(&wr, (const uint8_t *)method, strlen(method),
-                         WIRE_CALL, t->seqid);
-    wire_write_struct_begin(&wr);
-    wire_write_struct_end(&wr);
-    if (t->framed) {
-        wire_frame_end(buf, off);
-    }
-    h->probe_method = method;
-}
-
-/* A further call on the probe's connection, once the first answered
- * (SASL negotiated by then). */
-static void
-backend_probe_send(struct backend_health *h, struct bufferevent *bev,
-                   const char *method)
-{
-    struct wire_buf buf;
-    g_autoptr(GByteArray) out = g_byte_array_new();
-    g_autoptr(GError) error = NULL;
-    char why[BACKEND_MSG_MAX];
-
-    backend_probe_call(h, method, &buf);
-    if (h->probe_sasl != NULL) {
-        if (!sasl_client_wrap(h->probe_sasl, buf.data, buf.len, out, &error)) {
-            wire_buf_free(&buf);
-            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
-            backend_probe_finish(h, FALSE, why, FALSE);
-            return;
-        }
-        bufferevent_write(bev, out->data, out->len);
-    } else {
-        bufferevent_write(bev, buf.data, buf.len);
-    }
-    wire_buf_free(&buf);
-}
-
-/* The probe found h speaking the other service (text says so): DOWN
- * at once, whatever the failure count, as no call of ours can succeed
- * there (the table catalog asks only while a server is UP), and probed
- * at the mismatch pace until the configuration lists it right. */
-static void
-backend_probe_misplaced(struct backend_health *h, const char *text)
-{
-    gboolean first;
-
-    g_mutex_lock(&h->lock);
-    first = strcmp(h->misplaced, text) != 0;
-    g_strlcpy(h->misplaced, text, sizeof(h->misplaced));
-    if (g_atomic_int_compare_and_exchange(&h->state, BACKEND_UP,
-                                          BACKEND_DOWN)) {
-        h->down_at = req_now();
-    }
-    g_mutex_unlock(&h->lock);
-    if (first) {
-        g_warning("backend %s; it gets no requests and the table "
-                  "catalog is not asked through it; probing it every %u "
-                  "to %u s until it answers as the service it is listed "
-                  "for",
-                  text, BACKEND_PROBE_MISMATCH_FIRST_MS / 1000,
-                  BACKEND_PROBE_MISMATCH_MAX_MS / 1000);
-    }
-    backend_probe_finish(h, FALSE, text, TRUE);
-}
-
-/*
- * A whole reply to the probe's call: the server answers.  Unless it
- * answers as the other service: a Thrift1 server's getTableNames is an
- * unknown method to a Thrift2 one, whose getThriftServerType then says
- * TWO; a Thrift2 probe's getThriftServerType says ONE on a Thrift1 one.
- * (A server without getThriftServerType, HBase 1.x, is taken as it is
- * listed.)
- */
-static void
-backend_probe_reply(struct backend_health *h, struct bufferevent *bev,
-                    struct evbuffer *in, const uint8_t *msg, size_t len)
-{
-    hbase1_service_id_t listed = g_atomic_int_get(&h->service);
-    size_t hdr = h->table->framed ? 4 : 0;
-    hbase1_kind_t kind;
-    g_autofree char *text = NULL;
-
-    if (len < hdr ||
-        !hbase1_kind_of_reply((int)h->table->proto, msg + hdr, len - hdr,
-                              h->probe_method, &kind)) {
-        /* a whole message all the same: someone answers */
-        backend_probe_finish(h, TRUE, NULL, FALSE);
-        return;
-    }
-    evbuffer_drain(in, len);
-    if (listed == HBASE1_SERVICE_THRIFT1 &&
-        kind == HBASE1_KIND_UNKNOWN_METHOD &&
-        strcmp(h->probe_method, "getTableNames") == 0) {
-        /* which service then: ask it, on the same connection */
-        backend_probe_send(h, bev, "getThriftServerType");
-        return;
-    }
-    if (listed == HBASE1_SERVICE_THRIFT1 &&
-        strcmp(h->probe_method, "getThriftServerType") == 0) {
-        text = kind == HBASE1_KIND_THRIFT2
-                   ? hbase1_kind_misplaced(h->name, listed)
-                   : g_strdup_printf("%s answers getTableNames with "
-                                     "\"Invalid method name\": it is no "
-                                     "Thrift1 (Hbase) server",
-                                     h->name);
-    } else if (listed == HBASE1_SERVICE_THRIFT2 &&
-               kind == HBASE1_KIND_THRIFT1) {
-        text = hbase1_kind_misplaced(h->name, listed);
-    }
-    if (text != NULL) {
-        backend_probe_misplaced(h, text);
-    } else {
-        backend_probe_finish(h, TRUE, NULL, FALSE);
-    }
-}
-
-static void
-backend_probe_read_cb(struct bufferevent *bev, void *arg)
-{
-    struct backend_health *h = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    const uint8_t *msg = NULL;
-    const char *why = NULL;
-    size_t len = 0;
-    wire_status_t st;
-
-    if (h->probe_sasl != NULL) {
-        if (!backend_probe_sasl(h, bev)) {
-            return;
-        }
-        in = h->probe_in;
-    }
-    st = req_msg_next(in, h->table->proto, h->table->framed,
-                      &wire_default_limits, &msg, &len, &why);
-    if (st == WIRE_OK) {
-        backend_probe_reply(h, bev, in, msg, len);
-    } else if (st == WIRE_ERROR) {
-        char text[128];
-
-        if (backend_probe_misspoken(h, in, text, sizeof(text))) {
-            backend_probe_finish(h, FALSE, text + strlen("probe: "), TRUE);
-        } else {
-            backend_probe_finish(h, FALSE, why != NULL ? why : "bad reply",
-                                 FALSE);
-        }
-    }
-}
-
-static void
-backend_probe_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-    struct backend_health *h = arg;
-    char why[128];
-
-    if (what & BEV_EVENT_CONNECTED) {
-        h->probe_connected = TRUE;
-        return;
-    }
-    if (what & BEV_EVENT_TIMEOUT) {
-        backend_probe_finish(h, FALSE, "no reply in time", FALSE);
-    } else if ((what & BEV_EVENT_EOF) && h->probe_sasl != NULL &&
-               h->probe_in == NULL) {
-        backend_probe_finish(h, FALSE,
-                             "SASL: the server closed the "
-                             "connection during the negotiation (does it "
-                             "run with hbase.thrift.security.qop?)",
-                             FALSE);
-    } else if (what & BEV_EVENT_EOF) {
-        /* the request went out and the server hung up without a byte:
-         * what HBase does with a message in another protocol or framing
-         * ("Bad version in readMessageBegin", "Read a negative frame
-         * size", "Expected protocol id") */
-        /* (in HTTP mode the bridge closes for a failed connection, and
-         * has logged why) */
-        gboolean silent = !h->table->http &&
-                          evbuffer_get_length(bufferevent_get_input(bev)) == 0;
-
-        backend_probe_finish(h, FALSE,
-                             silent ? "connection closed without "
-                                      "a reply to getTableNames"
-                                    : "connection closed",
-                             silent);
-    } else if (what & BEV_EVENT_ERROR) {
-        int err = EVUTIL_SOCKET_ERROR();
-
-        if (!h->probe_connected) {
-            __atomic_add_fetch(&h->probe_connect_failures, 1,
-                               __ATOMIC_RELAXED);
-            g_snprintf(why, sizeof(why), "connect: %s",
-                       evutil_socket_error_to_string(err));
-        } else {
-            g_snprintf(why, sizeof(why), "%s",
-                       evutil_socket_error_to_string(err));
-        }
-        backend_probe_finish(h, FALSE, why, FALSE);
-    }
-}
-
-/* Connects to h and sends getTableNames (Thrift2: getThriftServerType):
- * a reply proves the server speaks Thrift, not just that a port is
- * open. */
-static void
-backend_probe_start(struct backend_health_table *t, struct backend_health *h)
-{
-    unsigned ms = t->request_timeout_ms != 0
-                      ? MIN(MAX(t->request_timeout_ms, 100u),
-                            BACKEND_PROBE_TIMEOUT_MS)
-                      : BACKEND_PROBE_TIMEOUT_MS;
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    struct sockaddr_storage addr;
-    socklen_t addrlen;
-    struct wire_buf buf;
-    struct httpc_target http;
-    evutil_socket_t fd = -1;
-
-    g_mutex_lock(&t->lock);
-    memcpy(&addr, &h->addr, sizeof(addr));
-    addrlen = h->addrlen;
-    http = h->http;
-    g_mutex_unlock(&t->lock);
-    if (t->http) {
-        g_autoptr(GError) err = NULL;
-        char why[BACKEND_MSG_MAX];
-
-        fd = httpc_bridge_open(t->base, &http, t->sasl, &err);
-        if (fd < 0) {
-            g_snprintf(why, sizeof(why), "HTTP: %s", err->message);
-            backend_probe_finish(h, FALSE, why, FALSE);
-            return;
-        }
-    }
-    h->probe = bufferevent_socket_new(t->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    if (h->probe == NULL) {
-        backend_probe_finish(h, FALSE, "cannot create a socket buffer", FALSE);
-        return;
-    }
-    bufferevent_setcb(h->probe, backend_probe_read_cb, NULL,
-                      backend_probe_event_cb, h);
-    bufferevent_set_timeouts(h->probe, &tv, &tv);
-    bufferevent_enable(h->probe, EV_READ | EV_WRITE);
-    backend_probe_call(h, backend_probe_method(h), &buf);
-    if (t->sasl != NULL && !t->http) {
-        g_autoptr(GByteArray) out = g_byte_array_new();
-        g_autoptr(GError) error = NULL;
-        char why[BACKEND_MSG_MAX];
-
-        /* the call waits for the negotiation */
-        wire_buf_clear(&h->probe_call);
-        wire_buf_append(&h->probe_call, buf.data, buf.len);
-        wire_buf_free(&buf);
-        g_mutex_lock(&t->lock);
-        h->probe_sasl = sasl_client_new(t->sasl, h->sasl_server, t->sasl_qop,
-                                        t->sasl_max);
-        g_mutex_unlock(&t->lock);
-        if (sasl_client_start(h->probe_sasl, out, &error) ==
-            SASL_STEP_FAILED) {
-            g_snprintf(why, sizeof(why), "SASL: %s", error->message);
-            backend_probe_finish(h, FALSE, why, FALSE);
-            return;
-        }
-        bufferevent_write(h->probe, out->data, out->len);
-    } else {
-        bufferevent_write(h->probe, buf.data, buf.len);
-        wire_buf_free(&buf);
-    }
-    h->probe_connected = fd >= 0;
-    if (fd < 0 &&
-        bufferevent_socket_connect(h->probe, (struct sockaddr *)&addr,
-                                   (int)addrlen) < 0) {
-        __atomic_add_fetch(&h->probe_connect_failures, 1, __ATOMIC_RELAXED);
-        backend_probe_finish(h, FALSE, "connect failed", FALSE);
-    }
-}
-
-/* Starts the probes that are due: DOWN servers (whatever generation
- * still uses them) and the current ones. */
-static void
-backend_health_tick_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct backend_health_table *t = arg;
-    gint64 now = req_now();
-    GPtrArray *due = g_ptr_array_new();
-
-    g_mutex_lock(&t->lock);
-    for (guint i = 0; i < t->entries->len; i++) {
-        struct backend_health *h = g_ptr_array_index(t->entries, i);
-        gboolean down = g_atomic_int_get(&h->state) == BACKEND_DOWN;
-
-        if (h->probe != NULL || h->addrlen == 0) {
-            continue;
-        }
-        /* a server that just went DOWN is probed at once */
-        if (down ? (g_atomic_int_and(&h->probe_now, 0) != 0 ||
-                    now >= h->next_probe)
-                 : (g_atomic_int_get(&h->current) && now >= h->next_probe)) {
-            g_ptr_array_add(due, h);
-        }
-    }
-    g_mutex_unlock(&t->lock);
-    for (guint i = 0; i < due->len; i++) {
-        backend_probe_start(t, g_ptr_array_index(due, i));
-    }
-    g_ptr_array_free(due, TRUE);
-}
-
-/* The bell: a probe is due at once, or the thread must stop.  A
- * loopbreak from another thread would be lost before the loop runs; a
- * ring is not. */
-static void
-backend_health_bell_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct backend_health_table *t = arg;
-
-    bell_answer(&t->bell);
-    if (g_atomic_int_get(&t->stop_asked)) {
-        event_base_loopbreak(t->base);
-        return;
-    }
-    backend_health_tick_cb(-1, 0, t);
-}
-
-/*
- * Gets the process a new Kerberos ticket (probe thread, or the main
- * thread before any worker runs).  A failure is logged when its reason
- * is new; connections keep using the current ticket while it lasts, and
- * fail with the reason once none is left.
- */
-static void
-backend_sasl_renew(struct backend_health_table *t)
-{
-    g_autoptr(GError) error = NULL;
-    gint64 now, exp, next;
-    const char *who = sasl_creds_principal(t->sasl);
-
-    if (!sasl_creds_renew(t->sasl, &error)) {
-        if (strcmp(t->sasl_error, error->message) != 0) {
-            g_strlcpy(t->sasl_error, error->message, sizeof(t->sasl_error));
-            g_warning("SASL: %s", error->message);
-        }
-        return;
-    }
-    now = g_get_real_time();
-    exp = sasl_creds_expiry(t->sasl);
-    next = sasl_creds_renew_at(t->sasl);
-    if (t->sasl_error[0] != '\0') {
-        g_message("SASL: got a Kerberos ticket for %s again", who);
-        t->sasl_error[0] = '\0';
-    }
-    g_message("SASL: Kerberos ticket for %s valid for %" G_GINT64_FORMAT
-              " s more, renewed in %" G_GINT64_FORMAT " s",
-              who, (exp - now) / G_USEC_PER_SEC,
-              (next - now) / G_USEC_PER_SEC);
-}
-
-/* Arms the renewal for when the credentials ask for it. */
-static void
-backend_sasl_renew_arm(struct backend_health_table *t)
-{
-    gint64 delta = MAX(sasl_creds_renew_at(t->sasl) - g_get_real_time(), 0);
-    struct timeval tv = { (time_t)(delta / G_USEC_PER_SEC),
-                          (suseconds_t)(delta % G_USEC_PER_SEC) };
-
-    evtimer_add(t->renew, &tv);
-}
-
-static void
-backend_sasl_renew_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct backend_health_table *t = arg;
-
-    backend_sasl_renew(t);
-    backend_sasl_renew_arm(t);
-}
-
-static void *
-backend_health_main(void *arg)
-{
-    struct backend_health_table *t = arg;
-
-    event_base_dispatch(t->base);
-    return NULL;
-}
-
-gboolean
-backend_health_start(struct backend_health_table *t, GError **error)
-{
-    struct timeval every = { 0, BACKEND_PROBE_DOWN_MS * 1000 };
-    sigset_t all, old;
-    int rc;
-
-    t->base = event_base_new();
-    if (t->base == NULL) {
-        g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
-                    "health: event_base_new failed");
-        return FALSE;
-    }
-    t->tick = event_new(t->base, -1, EV_PERSIST, backend_health_tick_cb, t);
-    if (t->tick == NULL ||
-        !bell_init(&t->bell, t->base, backend_health_bell_cb, t)) {
-        g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
-                    "health: cannot make its events: %s", g_strerror(errno));
-        return FALSE;
-    }
-    event_add(t->tick, &every);
-    if (t->sasl != NULL) {
-        /* the first ticket before any connection wants it; a failure is
-         * logged and retried, and requests fail with its reason */
-        t->renew = evtimer_new(t->base, backend_sasl_renew_cb, t);
-        if (t->renew == NULL) {
-            g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
-                        "health: cannot make the renewal timer");
-            return FALSE;
-        }
-        backend_sasl_renew(t);
-        backend_sasl_renew_arm(t);
-    }
-    /* the first round right away, so /healthz is soon meaningful */
-    bell_ring(&t->bell);
-    /* signals stay with the main thread */
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    rc = pthread_create(&t->thread, NULL, backend_health_main, t);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        g_set_error(error, BACKEND_ERROR, BACKEND_ERROR_LIBEVENT,
-                    "cannot start the health thread: %s", g_strerror(rc));
-        return FALSE;
-    }
-    t->running = TRUE;
-    return TRUE;
-}
-
-void
-backend_health_stop(struct backend_health_table *t)
-{
-    if (t == NULL || !t->running) {
-        return;
-    }
-    g_atomic_int_set(&t->stop_asked, 1);
-    bell_ring(&t->bell);
-    pthread_join(t->thread, NULL);
-    t->running = FALSE;
-}
-
-void
-backend_health_free(struct backend_health_table *t)
-{
-    if (t == NULL) {
-        return;
-    }
-    backend_health_stop(t);
-    for (guint i = 0; i < t->entries->len; i++) {
-        struct backend_health *h = g_ptr_array_index(t->entries, i);
-
-        if (h->probe != NULL) {
-            bufferevent_free(h->probe);
-        }
-        sasl_client_free(h->probe_sasl);
-        if (h->probe_in != NULL) {
-            evbuffer_free(h->probe_in);
-        }
-        wire_buf_free(&h->probe_call);
-        g_mutex_clear(&h->lock);
-        g_free(h);
-    }
-    g_ptr_array_free(t->entries, TRUE);
-    if (t->tick != NULL) {
-        event_free(t->tick);
-    }
-    if (t->renew != NULL) {
-        event_free(t->renew);
-    }
-    if (t->base != NULL) {
-        /* HTTP mode: the probes' bridges */
-        httpc_base_done(t->base);
-    }
-    sasl_creds_free(t->sasl);
-    bell_free(&t->bell);
-    if (t->base != NULL) {
-        event_base_free(t->base);
-    }
-    g_mutex_clear(&t->lock);
-    g_free(t);
-}
-
-void
-backend_health_foreach(struct backend_health_table *t, backend_health_fn fn,
-                       void *arg)
-{
-    g_mutex_lock(&t->lock);
-    for (guint i = 0; i < t->entries->len; i++) {
-        struct backend_health *h = g_ptr_array_index(t->entries, i);
-
-        if (g_atomic_int_get(&h->current)) {
-            struct backend_health_info info = {
-                .name = h->name,
-                .up = g_atomic_int_get(&h->state) == BACKEND_UP,
-                .probed = g_atomic_int_get(&h->probed) != 0,
-                .probe_connect_failures =
-                    __atomic_load_n(&h->probe_connect_failures,
-                                    __ATOMIC_RELAXED),
-                .retired_requests = h->retired_requests,
-                .retired_failures = h->retired_failures,
-                .retired_connect_failures = h->retired_connect_failures,
-            };
-
-            memcpy(info.retired_errors, h->retired_errors,
-                   sizeof(info.retired_errors));
-            g_mutex_lock(&h->lock);
-            g_strlcpy(info.misplaced, h->misplaced, sizeof(info.misplaced));
-            g_mutex_unlock(&h->lock);
-            fn(&info, arg);
-        }
-    }
-    g_mutex_unlock(&t->lock);
 }

@@ -11,14 +11,8 @@
 #include "metrics.h"
 #include "worker.h"
 
-#define BACKEND_ERROR backend_error_quark()
-GQuark backend_error_quark(void);
-
-typedef enum {
-    BACKEND_ERROR_LIBEVENT, /* libevent refused to set something up */
-} backend_error_t;
-
-/* Where a backend connection is in its life. */
+/* Where a backend connection is in its life.  Only backend_conn_set_state
+ * (backend.c) changes it, and it checks the transition. */
 enum backend_state {
     BACKEND_IDLE = 0,   /* no socket; connects when a request needs it */
     BACKEND_CONNECTING, /* non-blocking connect in progress, requests queue */
@@ -26,9 +20,8 @@ enum backend_state {
 };
 
 struct backend_server;
-struct backend_health;
+struct health_shared;
 struct sasl_client;
-struct backend_health_table;
 
 /* A server's counters on one worker's pool, for /metrics: written by the
  * worker only, read by the scrape (metrics.h METRICS_ADD/GET). */
@@ -78,7 +71,7 @@ struct backend_server {
     struct backend_pool *pool;       /* owner */
     const struct worker_server *srv; /* name and address */
     struct backend_conn *conns;      /* pool_size connections */
-    struct backend_health *health;   /* shared by every worker's pools */
+    struct health_shared *health;    /* shared by every worker's pools */
     gint64 retry_at;                 /* monotonic us: no connect before this */
     char last_error[384];            /* why the last connect failed */
     struct backend_stats stats;
@@ -157,42 +150,3 @@ unsigned backend_pool_pending(const struct backend_pool *pool);
  * UP one in round robin, or any when none is (the scanner's first
  * request then fails fast). */
 int backend_pool_pick_server(struct backend_pool *pool, uint8_t service);
-
-/*
- * Health of every backend server, process-wide and keyed by name, so
- * that a reload keeps what is known.  A server is UP or DOWN; the
- * workers count its failures and mark it DOWN, a thread of its own
- * probes it (getTableNames) and marks it UP again.  See backend.c.
- */
-struct backend_health_table *
-backend_health_new(const struct worker_settings *startup);
-/* The servers of set are the current ones (probed every few seconds,
- * shown on /metrics and /healthz).  Main thread, before any pool of set
- * is made. */
-void backend_health_use(struct backend_health_table *t,
-                        const struct worker_settings *set);
-/* Starts and stops the probe thread. */
-gboolean backend_health_start(struct backend_health_table *t, GError **error)
-    G_GNUC_WARN_UNUSED_RESULT;
-void backend_health_stop(struct backend_health_table *t);
-void backend_health_free(struct backend_health_table *t);
-
-/* What backend_health_foreach tells of one current server. */
-struct backend_health_info {
-    const char *name;               /* "host:port" */
-    gboolean up;                    /* takes requests */
-    gboolean probed;                /* a probe has finished */
-    guint64 probe_connect_failures; /* probes whose connect failed */
-    guint64 retired_requests;       /* counters of freed pools */
-    guint64 retired_failures;
-    guint64 retired_errors[METRICS_ERR_KINDS];
-    guint64 retired_connect_failures;
-    char misplaced[256]; /* why it speaks the other service
-                                       than it is listed for, or "" */
-};
-
-/* Calls fn for every current server.  Any thread. */
-typedef void (*backend_health_fn)(const struct backend_health_info *info,
-                                  void *arg);
-void backend_health_foreach(struct backend_health_table *t,
-                            backend_health_fn fn, void *arg);

@@ -16,11 +16,33 @@
 
 #include "hbase1.h"
 #include "httpc.h"
+#include "invariant.h"
 #include "sasl.h"
 
 G_DEFINE_QUARK(hconn_error_quark, hconn_error)
 
+/*
+ * Where a connection is in its life.  Only hconn_set_state changes it:
+ *   OPENING -> READY   hconn_open*: connected (and SASL negotiated)
+ *   OPENING -> BROKEN  the SASL negotiation's I/O failed (hconn_fail_io)
+ *   READY -> BROKEN    a call's I/O failed halfway (hconn_fail_io)
+ * BROKEN is the end: the socket is closed, the stream out of step, and
+ * every call after fails at once ("connection lost earlier").
+ */
+enum hconn_state {
+    HCONN_OPENING = 0, /* from g_new0 until hconn_open* hands it out */
+    HCONN_READY,       /* one call at a time goes out and comes back */
+    HCONN_BROKEN,      /* fd closed (-1) after an I/O failure */
+};
+
+static const char *const hconn_state_name[] = {
+    [HCONN_OPENING] = "OPENING",
+    [HCONN_READY] = "READY",
+    [HCONN_BROKEN] = "BROKEN",
+};
+
 struct hconn {
+    enum hconn_state state;
     int fd;
     char *peer;
     wire_proto_t proto;
@@ -42,9 +64,40 @@ struct hconn {
     GByteArray *wrapped;      /* the frame being sent */
 };
 
+/* Every change of c's state; see enum hconn_state for the transitions
+ * there are.  Any other is a defect (invariant_no_arrow: checked builds
+ * stop, release builds log, count and take it). */
+static void
+hconn_set_state(struct hconn *c, enum hconn_state to)
+{
+    gboolean legal = (c->state == HCONN_OPENING && to != HCONN_OPENING) ||
+                     (c->state == HCONN_READY && to == HCONN_BROKEN);
+
+    if (!legal) {
+        invariant_no_arrow(G_STRLOC, hconn_state_name,
+                           G_N_ELEMENTS(hconn_state_name), c->state, to,
+                           "hconn %s", c->peer);
+    }
+    c->state = to;
+}
+
+/*
+ * What every call asks of its caller: a connection hconn_open* handed
+ * out (READY, or BROKEN by an earlier failure, which the call reports
+ * as an error), and no error set yet (GLib's rule).  A macro, so that
+ * the assertion names the call.
+ */
+#define HCONN_CALLABLE(c, error)                                              \
+    do {                                                                      \
+        g_assert((c) != NULL && (c)->state != HCONN_OPENING);                 \
+        g_assert((error) == NULL || *(error) == NULL);                        \
+    } while (0)
+
 void
 hconn_rows_init(struct hconn_rows *r)
 {
+    g_assert(r != NULL);
+
     r->rows = g_array_new(FALSE, FALSE, sizeof(struct hconn_row));
     r->cells = g_array_new(FALSE, FALSE, sizeof(struct hconn_cell));
     r->replies = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
@@ -53,6 +106,8 @@ hconn_rows_init(struct hconn_rows *r)
 void
 hconn_rows_clear(struct hconn_rows *r)
 {
+    g_assert(r != NULL && r->rows != NULL);
+
     g_array_set_size(r->rows, 0);
     g_array_set_size(r->cells, 0);
     g_ptr_array_set_size(r->replies, 0);
@@ -61,6 +116,8 @@ hconn_rows_clear(struct hconn_rows *r)
 void
 hconn_rows_free(struct hconn_rows *r)
 {
+    g_assert(r != NULL);
+
     if (r->rows != NULL) {
         g_array_unref(r->rows);
     }
@@ -248,6 +305,7 @@ hconn_open_addr(const struct config *cfg, const struct config_addr *a,
         hconn_free(c);
         return NULL;
     }
+    hconn_set_state(c, HCONN_READY);
     return c;
 }
 
@@ -313,12 +371,16 @@ hconn_open_http(const struct config *cfg, const struct config_addr *a,
         hconn_free(c);
         return NULL;
     }
+    hconn_set_state(c, HCONN_READY);
     return c;
 }
 
 struct hconn *
 hconn_open(const struct config *cfg, size_t index, GError **error)
 {
+    g_assert(cfg != NULL && cfg->n_servers > 0);
+    g_assert(error == NULL || *error == NULL);
+
     return hconn_open_addr(cfg, &cfg->servers[index % cfg->n_servers], FALSE,
                            error);
 }
@@ -326,6 +388,9 @@ hconn_open(const struct config *cfg, size_t index, GError **error)
 struct hconn *
 hconn_open_thrift2(const struct config *cfg, size_t index, GError **error)
 {
+    g_assert(cfg != NULL);
+    g_assert(error == NULL || *error == NULL);
+
     if (cfg->n_thrift2_servers == 0) {
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO,
                     "no [backend] thrift2_servers");
@@ -339,6 +404,8 @@ hconn_open_thrift2(const struct config *cfg, size_t index, GError **error)
 struct hconn *
 hconn_open_listed(const struct config *cfg, size_t index, GError **error)
 {
+    g_assert(cfg != NULL && index < cfg->n_servers + cfg->n_thrift2_servers);
+
     return index < cfg->n_servers
                ? hconn_open(cfg, index, error)
                : hconn_open_thrift2(cfg, index - cfg->n_servers, error);
@@ -374,12 +441,16 @@ hconn_free(struct hconn *c)
 const char *
 hconn_peer(const struct hconn *c)
 {
+    g_assert(c != NULL);
+
     return c->peer;
 }
 
 guint64
 hconn_calls(const struct hconn *c)
 {
+    g_assert(c != NULL);
+
     return c->calls;
 }
 
@@ -406,6 +477,7 @@ hconn_fail_io(struct hconn *c, const char *what, int err, GError **error)
     if (c->fd >= 0) {
         close(c->fd);
         c->fd = -1;
+        hconn_set_state(c, HCONN_BROKEN);
     }
     return FALSE;
 }
@@ -431,11 +503,12 @@ hconn_send_raw(struct hconn *c, const uint8_t *p, size_t len, GError **error)
 static gboolean
 hconn_send(struct hconn *c, GError **error)
 {
-    if (c->fd < 0) {
+    if (c->state == HCONN_BROKEN) {
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_IO,
                     "%s: connection lost earlier", c->peer);
         return FALSE;
     }
+    g_assert(c->state == HCONN_READY && c->fd >= 0);
     if (c->sasl != NULL) {
         g_autoptr(GError) err = NULL;
 
@@ -801,6 +874,8 @@ hconn_check_service(struct hconn *c, GError **error)
     int32_t type = 0;
     hbase1_kind_t kind;
 
+    HCONN_CALLABLE(c, error);
+
     if (!hconn_call(c, &w, frame, "getThriftServerType", hconn_i32_read, &type,
                     &err)) {
         if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_APP)) {
@@ -943,6 +1018,9 @@ hconn_get_table_regions(struct hconn *c, const char *table, GError **error)
         g_array_new(FALSE, FALSE, sizeof(struct hconn_region)), c->thrift2
     };
 
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+
     g_array_set_clear_func(rr.regions, hconn_region_clear);
     hconn_write_string(&w, 1, table, strlen(table));
     if (!hconn_call(c, &w, frame, method, hconn_regions_read, &rr, error)) {
@@ -1014,6 +1092,9 @@ hconn_table_names(struct hconn *c, GPtrArray *names, GError **error)
     struct wire_writer w;
     size_t frame = hconn_begin(c, &w, method);
 
+    HCONN_CALLABLE(c, error);
+    g_assert(names != NULL);
+
     if (c->thrift2) {
         /* every user table: Java's matches() takes the whole name */
         hconn_write_string(&w, 1, ".*", 2);
@@ -1053,6 +1134,10 @@ hconn_table_exists(struct hconn *c, const char *table, gboolean *exists,
     struct wire_writer w;
     size_t frame;
     g_autoptr(GError) err = NULL;
+
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(exists != NULL);
 
     *exists = FALSE;
     if (c->thrift2) {
@@ -1133,6 +1218,12 @@ hconn_scanner_open(struct hconn *c, const char *table, const uint8_t *start,
                    size_t start_len, const uint8_t *stop, size_t stop_len,
                    int32_t caching, int32_t *id, GError **error)
 {
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(start != NULL || start_len == 0);
+    g_assert(stop != NULL || stop_len == 0);
+    g_assert(id != NULL);
+
     return hconn_scanner_open_scan(c, table, start, start_len, stop, stop_len,
                                    caching, NULL, FALSE, id, error);
 }
@@ -1143,6 +1234,12 @@ hconn_scanner_open_keys(struct hconn *c, const char *table,
                         const uint8_t *stop, size_t stop_len, int32_t caching,
                         int32_t *id, GError **error)
 {
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(start != NULL || start_len == 0);
+    g_assert(stop != NULL || stop_len == 0);
+    g_assert(id != NULL);
+
     return hconn_scanner_open_scan(c, table, start, start_len, stop, stop_len,
                                    caching,
                                    "FirstKeyOnlyFilter() AND KeyOnlyFilter()",
@@ -1265,6 +1362,9 @@ hconn_scanner_get_list(struct hconn *c, int32_t id, int32_t nrows,
     struct wire_writer w;
     size_t frame = hconn_begin(c, &w, "scannerGetList");
 
+    HCONN_CALLABLE(c, error);
+    g_assert(out != NULL && out->rows != NULL);
+
     wire_write_field(&w, WIRE_T_I32, 1);
     wire_write_i32(&w, id);
     wire_write_field(&w, WIRE_T_I32, 2);
@@ -1279,6 +1379,8 @@ hconn_scanner_close(struct hconn *c, int32_t id, GError **error)
     struct wire_writer w;
     size_t frame = hconn_begin(c, &w, "scannerClose");
 
+    HCONN_CALLABLE(c, error);
+
     wire_write_field(&w, WIRE_T_I32, 1);
     wire_write_i32(&w, id);
     return hconn_call(c, &w, frame, "scannerClose", NULL, NULL, error);
@@ -1292,6 +1394,12 @@ hconn_sample_keys(struct hconn *c, const char *table, const uint8_t *start,
 {
     int32_t id = -1;
     gboolean ok;
+
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(start != NULL || start_len == 0);
+    g_assert(stop != NULL || stop_len == 0);
+    g_assert(out != NULL && out->rows != NULL);
 
     if (c->thrift2) {
         g_set_error(error, HCONN_ERROR, HCONN_ERROR_PROTOCOL,
@@ -1320,6 +1428,11 @@ hconn_get_rows(struct hconn *c, const char *table, const GPtrArray *keys,
 {
     struct wire_writer w;
     size_t frame;
+
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(keys != NULL);
+    g_assert(out != NULL && out->rows != NULL);
 
     if (c->thrift2) {
         /* get per key (TGet {1: row}): a TResult without a row is absent */
@@ -1399,6 +1512,12 @@ hconn_get_ver(struct hconn *c, const char *table, const uint8_t *row,
     size_t frame = hconn_begin(c, &w, "getVer");
     struct hconn_ver_read v = { out, col, (uint32_t)col_len };
 
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(row != NULL || row_len == 0);
+    g_assert(col != NULL || col_len == 0);
+    g_assert(out != NULL && out->rows != NULL);
+
     hconn_write_string(&w, 1, table, strlen(table));
     hconn_write_string(&w, 2, row, row_len);
     hconn_write_string(&w, 3, col, col_len);
@@ -1466,6 +1585,11 @@ hconn_mutate_rows_ts(struct hconn *c, const char *table,
                      const struct hconn_cell *cells, int64_t ts,
                      GError **error)
 {
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(rows != NULL || nrows == 0);
+    g_assert(cells != NULL || nrows == 0);
+
     return hconn_mutate(c, table, rows, nrows, cells, TRUE, ts, error);
 }
 
@@ -1474,6 +1598,11 @@ hconn_mutate_rows(struct hconn *c, const char *table,
                   const struct hconn_row *rows, guint nrows,
                   const struct hconn_cell *cells, GError **error)
 {
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(rows != NULL || nrows == 0);
+    g_assert(cells != NULL || nrows == 0);
+
     return hconn_mutate(c, table, rows, nrows, cells, FALSE, 0, error);
 }
 
@@ -1487,6 +1616,10 @@ hconn_create_table(struct hconn *c, const char *table, const char *family,
     size_t frame = hconn_begin(c, &w, "createTable");
     g_autofree char *name = g_strconcat(family, ":", NULL);
     g_autoptr(GError) err = NULL;
+
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(family != NULL && created != NULL);
 
     *created = FALSE;
     if (c->thrift2) {
@@ -1550,6 +1683,13 @@ hconn_check_and_put(struct hconn *c, const char *table, const uint8_t *row,
 {
     struct wire_writer w;
     size_t frame = hconn_begin(c, &w, "checkAndPut");
+
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(row != NULL || row_len == 0);
+    g_assert(column != NULL && applied != NULL);
+    g_assert(value != NULL || value_len == 0);
+    g_assert(cells != NULL || ncells == 0);
 
     *applied = FALSE;
     if (c->thrift2) {
@@ -1626,6 +1766,10 @@ hconn_scan_first(struct hconn *c, const char *table, int32_t n,
     int32_t id = -1;
     gboolean ok;
 
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(out != NULL && out->rows != NULL);
+
     if (c->thrift2) {
         /* getScannerResults(table, TScan {}, numRows): one shot */
         struct wire_writer w;
@@ -1656,6 +1800,10 @@ hconn_table_empty(struct hconn *c, const char *table, gboolean *empty,
 {
     struct hconn_rows rows;
     gboolean ok;
+
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(empty != NULL);
 
     *empty = FALSE;
     hconn_rows_init(&rows);

@@ -17,6 +17,7 @@
 #include "hsp-config.h"
 #include "admin.h"
 #include "backend.h"
+#include "health.h"
 #include "catalog.h"
 #include "config.h"
 #include "escape.h"
@@ -544,7 +545,7 @@ main_stop_cb(evutil_socket_t sig, short what, void *arg)
  * no section for.  On the catalog's thread (the calls block): this loop
  * serves the admin endpoint. */
 static void
-main_count_up(const struct backend_health_info *info, void *arg)
+main_count_up(const struct health_info *info, void *arg)
 {
     *(unsigned *)arg += info->up ? 1 : 0;
 }
@@ -565,7 +566,7 @@ main_catalog_cb(evutil_socket_t fd, short what, void *arg)
     }
     /* asked again once a server answers its health probe: a server that
      * is down, or speaks another protocol, gets no more calls from here */
-    backend_health_foreach(m->p->health, main_count_up, &up);
+    health_foreach(m->p->health, main_count_up, &up);
     if (up == 0) {
         return;
     }

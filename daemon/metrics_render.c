@@ -6,6 +6,7 @@
 
 #include "hsp-config.h"
 #include "backend.h"
+#include "health.h"
 #include "hbase1.h"
 #include "invariant.h"
 #include "metrics.h"
@@ -230,6 +231,11 @@ metrics_render_resumes(struct metrics *m, GString *out)
     for (guint t = 0; t < m->tables->len; t++) {
         const struct metrics_table *mt = g_ptr_array_index(m->tables, t);
 
+        if (mt->keyviz_only) {
+            /* an unsalted table only the key visualizer counts: no
+             * per-worker table counters, and no merged scans to resume */
+            continue;
+        }
         for (size_t o = 0; o < G_N_ELEMENTS(outcomes); o++) {
             guint64 v = 0;
 
@@ -313,9 +319,9 @@ struct metrics_render_server {
     gint64 open, inflight;
 };
 
-/* One hsp_backend_up line (backend_health_foreach). */
+/* One hsp_backend_up line (health_foreach). */
 static void
-metrics_render_up_cb(const struct backend_health_info *info, void *arg)
+metrics_render_up_cb(const struct health_info *info, void *arg)
 {
     GString *out = arg;
 
@@ -350,7 +356,7 @@ metrics_render_server_get(struct metrics_render_servers *all, const char *name)
  * operator watching connect failures must see a server that refuses
  * while no request goes to it (it is DOWN). */
 static void
-metrics_render_probe_cb(const struct backend_health_info *info, void *arg)
+metrics_render_probe_cb(const struct health_info *info, void *arg)
 {
     struct metrics_render_server *ms = metrics_render_server_get(arg,
                                                                  info->name);
@@ -399,12 +405,12 @@ metrics_render_backends(struct metrics *m, struct proxy *p, GString *out)
         }
     }
     /* names stay valid: health entries live until the process exits */
-    backend_health_foreach(p->health, metrics_render_probe_cb, &all);
+    health_foreach(p->health, metrics_render_probe_cb, &all);
     metrics_render_head(
         out, "hsp_backend_up", "gauge",
         "1 when the server takes requests (UP), 0 when it is DOWN "
         "(consecutive failures; probed until it answers).");
-    backend_health_foreach(p->health, metrics_render_up_cb, out);
+    health_foreach(p->health, metrics_render_up_cb, out);
 #define METRICS_SERVER_SERIES(NAME, TYPE, HELP, FIELD, FMT)                   \
     metrics_render_head(out, NAME, TYPE, HELP);                               \
     for (guint i = 0; i < servers->len; i++) {                                \

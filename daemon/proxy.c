@@ -82,6 +82,7 @@
 #include <event2/buffer.h>
 
 #include "backend.h"
+#include "health.h"
 #include "catalog.h"
 #include "client.h"
 #include "config.h"
@@ -1032,7 +1033,7 @@ proxy_reload_commit(struct proxy *p, struct proxy_reload *r)
         g_message("reload: TLS listener certificate: %s", what);
     }
     /* before the workers make pools of the new servers */
-    backend_health_use(p->health, &gen->set);
+    health_use(p->health, &gen->set);
     for (unsigned i = 0; i < p->nworkers; i++) {
         worker_post(&p->workers[i], proxy_worker_adopt, gen);
     }
@@ -1106,7 +1107,7 @@ proxy_new(struct tabstate *ts, GError **error)
     p->gen = proxy_gen_new(p, 1, ts);
     p->gen->set = p->set;
     /* before the pools: each server's pool entry points at its health */
-    p->health = backend_health_new(&p->set);
+    p->health = health_new(&p->set);
     /* counted only where it can be seen: on the admin endpoint */
     p->metrics = metrics_new(p->set.workers,
                              cfg->keyviz.enabled && cfg->admin_enabled
@@ -1193,7 +1194,7 @@ proxy_start(struct proxy *p, GError **error)
                     "the proxy was started before");
         return FALSE;
     }
-    if (!backend_health_start(p->health, error)) {
+    if (!health_start(p->health, error)) {
         p->nworkers = 0;
         return FALSE;
     }
@@ -1265,7 +1266,7 @@ proxy_stop(struct proxy *p)
         pthread_join(p->workers[i].thread, NULL);
     }
     /* probes ran through the drain: a server back up serves it */
-    backend_health_stop(p->health);
+    health_stop(p->health);
 }
 
 void
@@ -1287,7 +1288,7 @@ proxy_free(struct proxy *p)
     if (p->scans != NULL) {
         scan_table_free(p->scans);
     }
-    backend_health_free(p->health);
+    health_free(p->health);
     /* the workers are gone: whatever generation is left goes now */
     for (guint g = 0; p->gens != NULL && g < p->gens->len; g++) {
         proxy_gen_free(g_ptr_array_index(p->gens, g));

@@ -59,21 +59,21 @@ struct proxy {
     struct metrics *metrics;    /* counters of every worker */
     unsigned nworkers;
     struct worker *workers;
-    uint16_t port;         /* bound port (listen_port or picked) */
-    uint16_t port2;        /* Thrift2's bound port, 0: none */
-    gint nconns;           /* clients open over all workers (atomic) */
-    unsigned next_worker;  /* whose turn the next accepted socket
+    uint16_t port;               /* bound port (listen_port or picked) */
+    uint16_t port2;              /* Thrift2's bound port, 0: none */
+    gint nconns;                 /* clients open over all workers (atomic) */
+    unsigned next_worker;        /* whose turn the next accepted socket
                                        is (worker 0's thread only) */
-    struct scantab *scans; /* scanner ids, global to the process */
-    struct backend_health_table *health; /* UP/DOWN of every backend */
-    GMutex gens_lock;                    /* guards gens */
-    GPtrArray *gens;                     /* every generation not freed yet */
-    GMutex pools_lock;                   /* a worker unlinking a retired pool
+    struct scantab *scans;       /* scanner ids, global to the process */
+    struct health_table *health; /* UP/DOWN of every backend */
+    GMutex gens_lock;            /* guards gens */
+    GPtrArray *gens;             /* every generation not freed yet */
+    GMutex pools_lock;           /* a worker unlinking a retired pool
                                        against the scrape walking them */
-    GMutex tls_lock;                     /* guards tls_ctx */
-    struct ssl_ctx_st *tls_ctx; /* the TLS listener's context (SSL_CTX),
+    GMutex tls_lock;             /* guards tls_ctx */
+    struct ssl_ctx_st *tls_ctx;  /* the TLS listener's context (SSL_CTX),
                                        replaced on reload; NULL: none */
-    uint16_t port_tls;          /* the TLS listener's bound port */
+    uint16_t port_tls;           /* the TLS listener's bound port */
 };
 
 /* The TLS listener's current context, a reference (SSL_CTX_free it), or

@@ -1507,8 +1507,14 @@ scan_resume_note(const struct scanner *sc, const struct scan_bucket *b,
 {
     metrics_scan_resume(sc->item.owner->metrics, sc->salt, sc->stats_id,
                         b->bucket, outcome);
-    g_message("scanner %d on %s: bucket %u: resume %u: %s", sc->item.id,
-              sc->table, b->bucket, b->resumes, what);
+    /* the legacy range's index is no bucket an operator can look up */
+    if (b->legacy) {
+        g_message("scanner %d on %s: legacy (unsalted) range: resume %u: %s",
+                  sc->item.id, sc->table, b->resumes, what);
+    } else {
+        g_message("scanner %d on %s: bucket %u: resume %u: %s", sc->item.id,
+                  sc->table, b->bucket, b->resumes, what);
+    }
 }
 
 /* Whether a failed call on b's backend scanner lost it: its connection

@@ -28,7 +28,7 @@ struct config;
 struct client;
 struct backend_pool;
 struct backend_conn;
-struct backend_health_table;
+struct health_table;
 struct metrics_worker;
 struct proxy;
 struct scantab;
@@ -175,7 +175,7 @@ struct worker {
     gint *nconns;                          /* clients open over all workers
                                        (atomic) */
     struct scantab *scans;                 /* scanner ids */
-    struct backend_health_table *health;   /* UP/DOWN of every backend */
+    struct health_table *health;           /* UP/DOWN of every backend */
     pthread_t thread;
     struct event_base *base;             /* this thread's loop */
     struct evconnlistener *listener;     /* worker 0: the listening socket of

@@ -28,7 +28,7 @@ LAYERS = [
               'merge', 'scanargs', 'scanbatch', 'scantab', 'splits', 'codec']),
     ('requests', ['req', 'bell', 'sasl', 'tls', 'lograte', 'invariant']),
     ('metrics', ['metrics', 'keyviz']),
-    ('engines', ['worker', 'backend', 'client', 'scan', 'hconn', 'catalog',
+    ('engines', ['worker', 'backend', 'health', 'client', 'scan', 'hconn', 'catalog',
                  'tablecheck', 'httpd', 'httpc']),
     ('top', ['proxy', 'main', 'admin', 'metrics_render']),
     ('tools', ['migrate/main', 'migrate/job', 'migrate/unit', 'migrate/ckpt',

@@ -61,7 +61,10 @@ class LegacyRangeTest(Tmp):
         self.emu = opslib.Emu(ARGS.emu, self.dir,
                               extra=['--scanner-timeout-ms', '300'])
         port = opslib.free_port()
-        table = ('[table:t]\nbuckets = 4\nsalt_format = decimal\n'
+        # resuming off: an expired backend scanner is reopened otherwise
+        # (test_legacy_range_resumed), and this is about the failure's words
+        table = ('scan_resume_attempts = 0\n'
+                 '[table:t]\nbuckets = 4\nsalt_format = decimal\n'
                  'legacy_range_start = a\nlegacy_range_stop = m\n')
         self.proxy = opslib.Proxy(ARGS.proxy, self.dir,
                                   conf(port, self.emu.port, tables=table),
@@ -84,6 +87,37 @@ class LegacyRangeTest(Tmp):
         self.assertIn('legacy (unsalted) range', cm.exception.message)
         line = self.proxy.wait_log(r'scanner \d+ on t failed')
         self.assertIn('failed in its legacy (unsalted) range', line)
+        self.assertNotIn('bucket 4', self.proxy.log_text())
+        c._trans.close()
+
+    def test_legacy_range_resumed(self):
+        """The same expiry with resuming on (the default): the legacy
+        range's scanner is opened again after its last row and the scan
+        gives every row once, in order."""
+        self.emu = opslib.Emu(ARGS.emu, self.dir,
+                              extra=['--scanner-timeout-ms', '300'])
+        port = opslib.free_port()
+        table = ('[table:t]\nbuckets = 4\nsalt_format = decimal\n'
+                 'legacy_range_start = a\nlegacy_range_stop = m\n')
+        self.proxy = opslib.Proxy(ARGS.proxy, self.dir,
+                                  conf(port, self.emu.port, tables=table),
+                                  port)
+        direct = opslib.client(self.emu.port)
+        want = [b'a%04d' % i for i in range(200)]
+        for k in want:
+            opslib.put(direct, b't', k, b'v')
+        direct._trans.close()
+        c = opslib.client(port)
+        sid = c.scannerOpenWithScan(b't', opslib.T.TScan(caching=5), {})
+        got = [r.row for r in c.scannerGetList(sid, 1)]
+        time.sleep(1)
+        while True:
+            rows = c.scannerGetList(sid, 5)
+            if not rows:
+                break
+            got += [r.row for r in rows]
+        self.assertEqual(got, want)
+        self.proxy.wait_log(r'legacy \(unsalted\) range: resume 1')
         self.assertNotIn('bucket 4', self.proxy.log_text())
         c._trans.close()
 
