@@ -142,6 +142,11 @@ public final class StreamingMini {
       s.add("stream.map.input.ignoreKey=true");
       s.add("-D");
       s.add("mapreduce.map.maxattempts=" + attempts);
+      // the slots: the ApplicationMaster runs at most this many map tasks
+      // at once (the NodeManager's memory alone does not hold them to it
+      // in a MiniYARNCluster)
+      s.add("-D");
+      s.add("mapreduce.job.running.map.limit=" + slots);
       // a second attempt of a slow unit would copy it twice at once
       s.add("-D");
       s.add("mapreduce.map.speculative=false");
