@@ -665,6 +665,33 @@ proxy_bound_port(evutil_socket_t fd)
                : ntohs(((struct sockaddr_in *)&got)->sin_port);
 }
 
+/* A listener of worker 0 on sa for the [group] listen key; NULL and error
+ * set when the address cannot be bound. */
+static struct evconnlistener *
+proxy_listen(struct worker *w, evconnlistener_cb cb, const struct sockaddr *sa,
+             socklen_t salen, const char *group, const char *host,
+             uint16_t port, GError **error)
+{
+    /* no LEV_OPT_REUSEABLE_PORT: the address is this process's alone */
+    struct evconnlistener *l =
+        evconnlistener_new_bind(w->base, cb, w,
+                                LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+                                    LEV_OPT_CLOSE_ON_EXEC,
+                                1024, sa, (int)salen);
+
+    if (l == NULL) {
+        int err = EVUTIL_SOCKET_ERROR();
+
+        g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
+                    "[%s] listen: cannot listen on %s:%u: %s", group,
+                    host[0] != '\0' ? host : "*", (unsigned)port,
+                    evutil_socket_error_to_string(err));
+        return NULL;
+    }
+    evconnlistener_set_error_cb(l, proxy_accept_error_cb);
+    return l;
+}
+
 static gboolean
 proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
                   const struct sockaddr *sa, socklen_t salen, GError **error)
@@ -709,65 +736,23 @@ proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
                     "worker %u: event_new failed", id);
         return FALSE;
     }
-    if (id == 0) {
-        /* no LEV_OPT_REUSEABLE_PORT: the address is this process's alone */
-        w->listener = evconnlistener_new_bind(w->base, proxy_accept_cb, w,
-                                              LEV_OPT_REUSEABLE |
-                                                  LEV_OPT_CLOSE_ON_FREE |
-                                                  LEV_OPT_CLOSE_ON_EXEC,
-                                              1024, sa, (int)salen);
-        if (w->listener == NULL) {
-            int err = EVUTIL_SOCKET_ERROR();
-
-            g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
-                        "[proxy] listen: cannot listen on %s:%u: %s",
-                        p->set.listen_host[0] != '\0' ? p->set.listen_host
-                                                      : "*",
-                        (unsigned)p->set.listen_port,
-                        evutil_socket_error_to_string(err));
-            return FALSE;
-        }
-        evconnlistener_set_error_cb(w->listener, proxy_accept_error_cb);
-    }
-    if (id == 0 && p->set.thrift2_enabled) {
-        w->listener2 =
-            evconnlistener_new_bind(w->base, proxy_accept2_cb, w,
-                                    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
-                                        LEV_OPT_CLOSE_ON_EXEC,
-                                    1024,
-                                    (struct sockaddr *)&p->set.thrift2_addr,
-                                    (int)p->set.thrift2_addrlen);
-        if (w->listener2 == NULL) {
-            int err = EVUTIL_SOCKET_ERROR();
-
-            g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
-                        "[thrift2] listen: cannot listen on %s:%u: %s",
-                        p->set.thrift2_host[0] != '\0' ? p->set.thrift2_host
-                                                       : "*",
-                        (unsigned)p->set.thrift2_port,
-                        evutil_socket_error_to_string(err));
-            return FALSE;
-        }
-        evconnlistener_set_error_cb(w->listener2, proxy_accept_error_cb);
-    }
-    if (id == 0 && p->set.tls_enabled) {
-        w->listener_tls =
-            evconnlistener_new_bind(w->base, proxy_accept_tls_cb, w,
-                                    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
-                                        LEV_OPT_CLOSE_ON_EXEC,
-                                    1024, (struct sockaddr *)&p->set.tls_addr,
-                                    (int)p->set.tls_addrlen);
-        if (w->listener_tls == NULL) {
-            int err = EVUTIL_SOCKET_ERROR();
-
-            g_set_error(error, PROXY_ERROR, PROXY_ERROR_LISTEN,
-                        "[tls] listen: cannot listen on %s:%u: %s",
-                        p->set.tls_host[0] != '\0' ? p->set.tls_host : "*",
-                        (unsigned)p->set.tls_port,
-                        evutil_socket_error_to_string(err));
-            return FALSE;
-        }
-        evconnlistener_set_error_cb(w->listener_tls, proxy_accept_error_cb);
+    if (id == 0 &&
+        ((w->listener = proxy_listen(w, proxy_accept_cb, sa, salen, "proxy",
+                                     p->set.listen_host, p->set.listen_port,
+                                     error)) == NULL ||
+         (p->set.thrift2_enabled &&
+          (w->listener2 = proxy_listen(w, proxy_accept2_cb,
+                                       (struct sockaddr *)&p->set.thrift2_addr,
+                                       p->set.thrift2_addrlen, "thrift2",
+                                       p->set.thrift2_host,
+                                       p->set.thrift2_port, error)) == NULL) ||
+         (p->set.tls_enabled &&
+          (w->listener_tls = proxy_listen(w, proxy_accept_tls_cb,
+                                          (struct sockaddr *)&p->set.tls_addr,
+                                          p->set.tls_addrlen, "tls",
+                                          p->set.tls_host, p->set.tls_port,
+                                          error)) == NULL))) {
+        return FALSE;
     }
     for (int i = 0; id == 0 && i < 2; i++) {
         if (!p->set.http_enabled[i]) {
