@@ -826,6 +826,44 @@ job_versions_pair(struct job_worker *w, const struct hconn_row *s,
 
 /* Source rows against the destination: every row there, with the same
  * cells (and, with --all-versions, the same versions). */
+
+/*
+ * The next batch of the scanner id (rows of table 'from' in w->batch),
+ * mapped to the other table's keys (diffs counts rows the mapping puts
+ * elsewhere) and those rows read from table 'other' into w->other: the
+ * number of rows in the batch, 0 at the scanner's end, -1 on error.
+ * Both the copy's check and the verify's reverse pass walk this way.
+ */
+static int
+job_batch_pair(struct job *j, struct job_worker *w, int32_t id,
+               const struct salt_table *from, const struct salt_table *to,
+               const char *other, guint64 *diffs, GError **error)
+{
+    guint n;
+
+    if (job_interrupted(j, error)) {
+        return -1;
+    }
+    hconn_rows_clear(&w->batch);
+    if (!hconn_scanner_get_list(w->c, id, (int32_t)j->opts.batch_rows,
+                                &w->batch, error)) {
+        return -1;
+    }
+    n = w->batch.rows->len;
+    if (n == 0) {
+        return 0;
+    }
+    if (!job_map_rows(w, from, to, &w->batch, diffs, error)) {
+        return -1;
+    }
+    job_lookup_keys(w);
+    hconn_rows_clear(&w->other);
+    if (!hconn_get_rows(w->c, other, w->lookup, &w->other, error)) {
+        return -1;
+    }
+    return (int)MIN(n, (guint)G_MAXINT);
+}
+
 static gboolean
 job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
 {
@@ -844,26 +882,16 @@ job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
         guint64 diffs = 0, cells = 0, bytes = 0;
         const struct hconn_row *last;
 
-        if (job_interrupted(j, error)) {
+        int got = job_batch_pair(j, w, id, j->src, j->dst, j->opts.to, &diffs,
+                                 error);
+
+        if (got < 0) {
             return FALSE;
         }
-        hconn_rows_clear(&w->batch);
-        if (!hconn_scanner_get_list(w->c, id, (int32_t)j->opts.batch_rows,
-                                    &w->batch, error)) {
-            return FALSE;
-        }
-        n = w->batch.rows->len;
-        if (n == 0) {
+        if (got == 0) {
             break;
         }
-        if (!job_map_rows(w, j->src, j->dst, &w->batch, &diffs, error)) {
-            return FALSE;
-        }
-        job_lookup_keys(w);
-        hconn_rows_clear(&w->other);
-        if (!hconn_get_rows(w->c, j->opts.to, w->lookup, &w->other, error)) {
-            return FALSE;
-        }
+        n = (guint)got;
         for (guint i = 0; i < n; i++) {
             const struct hconn_row *s = &g_array_index(w->batch.rows,
                                                        struct hconn_row, i);
@@ -949,26 +977,16 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
         guint64 diffs = 0, only = 0;
         const struct hconn_row *last;
 
-        if (job_interrupted(j, error)) {
+        int got = job_batch_pair(j, w, id, j->dst, j->src, j->opts.from,
+                                 &diffs, error);
+
+        if (got < 0) {
             return FALSE;
         }
-        hconn_rows_clear(&w->batch);
-        if (!hconn_scanner_get_list(w->c, id, (int32_t)j->opts.batch_rows,
-                                    &w->batch, error)) {
-            return FALSE;
-        }
-        n = w->batch.rows->len;
-        if (n == 0) {
+        if (got == 0) {
             break;
         }
-        if (!job_map_rows(w, j->dst, j->src, &w->batch, &diffs, error)) {
-            return FALSE;
-        }
-        job_lookup_keys(w);
-        hconn_rows_clear(&w->other);
-        if (!hconn_get_rows(w->c, j->opts.from, w->lookup, &w->other, error)) {
-            return FALSE;
-        }
+        n = (guint)got;
         for (guint i = 0; i < n; i++) {
             const struct hconn_row *s = o < w->other.rows->len
                                             ? &g_array_index(w->other.rows,
