@@ -464,12 +464,14 @@ client_flush(struct client *c)
     client_update_reading(c);
 }
 
-void
-client_flush_held(struct worker *w)
+/* The end of the loop pass: one write per client for every reply it got
+ * in the pass, whichever backend reads brought them. */
+static void
+client_flush_pass_cb(evutil_socket_t fd, short what, void *arg)
 {
+    struct worker *w = arg;
     struct client *c;
 
-    g_assert(w != NULL);
     while ((c = TAILQ_FIRST(&w->held)) != NULL) {
         HSP_CHECK(c->held);
         TAILQ_REMOVE(&w->held, c, held_link);
@@ -479,21 +481,51 @@ client_flush_held(struct worker *w)
 }
 
 void
+client_flush_held(struct worker *w)
+{
+    g_assert(w != NULL);
+    if (TAILQ_EMPTY(&w->held)) {
+        return;
+    }
+    if (w->flush_ev == NULL) {
+        w->flush_ev = event_new(w->base, -1, 0, client_flush_pass_cb, w);
+    }
+    if (w->flush_ev == NULL) {
+        client_flush_pass_cb(-1, 0, w);
+        return;
+    }
+    /* no priorities: it runs after every callback already active, those
+     * of this pass's other readable sockets included, before the loop
+     * polls again */
+    event_active(w->flush_ev, EV_READ, 0);
+}
+
+void
 client_answered(struct client *c, struct req *req)
 {
+    struct worker *w;
+
     g_assert(c != NULL);
+    w = c->worker;
     /* worker_req_finish marked it done; it was sent on, so counted busy */
     if (!HSP_CHECK(client_owns(c, req) && req->state == REQ_DONE) ||
         !HSP_CHECK(c->busy > 0)) {
         return;
     }
     c->busy--;
-    if (c->worker->replies_held) {
+    if (w->replies_held || c->busy > 0) {
+        /* more replies come with this one (held: in this backend read)
+         * or may come in this loop pass (busy: a pipelining client's,
+         * from other reads): one write for all, at the pass's end */
         if (!c->held) {
             c->held = 1;
-            TAILQ_INSERT_TAIL(&c->worker->held, c, held_link);
+            TAILQ_INSERT_TAIL(&w->held, c, held_link);
+        }
+        if (!w->replies_held) {
+            client_flush_held(w);
         }
     } else {
+        /* a lone reply: written now, no callback more */
         client_flush(c);
     }
     if (c->parked != NULL && c->busy == 0) {

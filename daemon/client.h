@@ -110,15 +110,17 @@ void client_accept(struct worker *w, evutil_socket_t fd,
                    const struct hbase1_service *svc, struct ssl_ctx_st *tls);
 
 /* A request of c that was sent on was answered (req->reply is ready):
- * write every finished head reply (at worker_replies_release while
- * replies are held), and send on what waited for it. */
+ * write every finished head reply (at the end of the loop pass while
+ * replies are held or c waits for more), and send on what waited for
+ * it. */
 void client_answered(struct client *c, struct req *req);
 
 /* Writes every finished reply at the head of c's queue. */
 void client_flush(struct client *c);
 
-/* worker_replies_release: writes the replies of every client of w held
- * since worker_replies_hold. */
+/* worker_replies_release: the replies of every client of w held since
+ * worker_replies_hold are written at the end of this loop pass, with
+ * those other backend reads of the pass bring. */
 void client_flush_held(struct worker *w);
 
 /* Sizes c's input buffer bound to its worker's current max_frame_size
