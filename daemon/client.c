@@ -1274,8 +1274,10 @@ client_tls_read(struct client *c)
             return TRUE; /* closed from the loop */
         }
     }
+    /* no ERR_clear_error before each call (hundreds of instructions):
+     * every failure below leaves the error queue empty, as does the
+     * handshake, so SSL_get_error reads only what this call queued */
     while (c->reading && have < c->in_max) {
-        ERR_clear_error();
         errno = 0;
         n = SSL_read(t->ssl, rbuf,
                      (int)MIN(c->in_max - have, (size_t)REQ_READ_MAX));
@@ -1336,7 +1338,7 @@ client_tls_write(struct client *c, const uint8_t *p, size_t len)
     int n, err, saved;
 
     while (off < len) {
-        ERR_clear_error();
+        /* the queue is empty: see client_tls_read */
         errno = 0;
         n = SSL_write(t->ssl, p + off, (int)MIN(len - off, (size_t)INT_MAX));
         saved = errno;
