@@ -480,13 +480,10 @@ client_flush_pass_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-void
-client_flush_held(struct worker *w)
+/* Has the held clients written at the end of this loop pass. */
+static void
+client_flush_later(struct worker *w)
 {
-    g_assert(w != NULL);
-    if (TAILQ_EMPTY(&w->held)) {
-        return;
-    }
     if (w->flush_ev == NULL) {
         w->flush_ev = event_new(w->base, -1, 0, client_flush_pass_cb, w);
     }
@@ -498,6 +495,33 @@ client_flush_held(struct worker *w)
      * of this pass's other readable sockets included, before the loop
      * polls again */
     event_active(w->flush_ev, EV_READ, 0);
+}
+
+void
+client_flush_held(struct worker *w)
+{
+    struct client *c, *next;
+    gboolean later = FALSE;
+
+    g_assert(w != NULL);
+    for (c = TAILQ_FIRST(&w->held); c != NULL; c = next) {
+        next = TAILQ_NEXT(c, held_link);
+        HSP_CHECK(c->held);
+        if (c->busy > 0) {
+            /* more may come in this pass: wait for its end */
+            later = TRUE;
+            continue;
+        }
+        /* nothing more to wait for: written now, its requests free for
+         * the calls read later in this pass (a pool that grew to the
+         * pass's peak would stay that large) */
+        TAILQ_REMOVE(&w->held, c, held_link);
+        c->held = 0;
+        client_flush(c);
+    }
+    if (later) {
+        client_flush_later(w);
+    }
 }
 
 void
@@ -522,7 +546,7 @@ client_answered(struct client *c, struct req *req)
             TAILQ_INSERT_TAIL(&w->held, c, held_link);
         }
         if (!w->replies_held) {
-            client_flush_held(w);
+            client_flush_later(w);
         }
     } else {
         /* a lone reply: written now, no callback more */
@@ -1192,7 +1216,12 @@ client_tls_handshake(struct client *c)
         tls_head_unwatch(t->ssl);
         client_tls_wev(c, FALSE);
         METRICS_ADD(c->worker->metrics->tls_handshakes, 1);
-        /* from now on the idle timeout */
+        /* from now on the idle timeout, or none: a persistent event
+         * keeps re-arming the timeout it was last added with, whatever
+         * event_add says later, until assigned again */
+        event_del(c->rev);
+        event_assign(c->rev, c->worker->base, t->fd, EV_READ | EV_PERSIST,
+                     client_read_cb, c);
         if (c->reading) {
             client_read_on(c);
         }

@@ -307,6 +307,17 @@ class TlsListenerTest(unittest.TestCase):
         stall.close()
         self.assertEqual(get(good, b'g'), b'49')
 
+    def test_quiet_after_the_handshake_is_not_a_stalled_handshake(self):
+        """The handshake timeout ends with the handshake: a client quiet
+        for longer afterwards keeps its connection (no idle timeout is
+        configured)."""
+        self.s = Setup(self.workdir, handshake_ms=300)
+        c = tls_client(self.s.tls)
+        put(c, b'q', b'1')
+        time.sleep(1.0)
+        self.assertEqual(get(c, b'q'), b'1')
+        self.assertNotIn('idle timeout', self.s.text())
+
     def test_pipelined_big_replies_to_a_slow_reader(self):
         """Replies larger than the socket takes, to a client that
         pipelines and reads late: every byte arrives, in call order, on
