@@ -1006,6 +1006,11 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (c->tls != NULL) {
+        if (c->tls->dead) {
+            /* a write failed in this pass: its close is queued */
+            client_close(c);
+            return;
+        }
         if (!c->tls->done && client_tls_handshake(c) <= 0) {
             return; /* under way, or c was closed */
         }
@@ -1300,7 +1305,8 @@ client_tls_read(struct client *c)
         t->write_wants_read = 0;
         client_tls_push(c);
         if (t->dead) {
-            return TRUE; /* closed from the loop */
+            client_close(c);
+            return FALSE;
         }
     }
     /* no ERR_clear_error before each call (hundreds of instructions):
@@ -1343,8 +1349,11 @@ client_tls_read(struct client *c)
             client_close(c);
             return FALSE;
         }
+        /* logged; closed here, not from the loop: nothing of c is
+         * used after a read that fails */
         client_tls_fatal(c, err, saved);
-        return TRUE;
+        client_close(c);
+        return FALSE;
     }
     if (c->reading && SSL_has_pending(t->ssl)) {
         /* c->in is full: what OpenSSL holds is read once it drains,

@@ -369,6 +369,36 @@ class TlsListenerTest(unittest.TestCase):
         sock.close()
         self.assertEqual(get(tls_client(self.s.tls), b'small5'), b's5')
 
+    def test_client_reset_while_replies_wait(self):
+        """A client that resets its connection while big replies wait
+        for its window: the failed write closes it (logged), and the
+        proxy serves on."""
+        import struct
+        self.s = Setup(self.workdir)
+        plain = plain_client(self.s.port)
+        for i in range(6):
+            put(plain, b'big%d' % i, bytes([0x41 + i]) * (1024 * 1024))
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.settimeout(20)
+        raw.connect(('127.0.0.1', self.s.tls))
+        ctx = ssl.create_default_context(cafile=p('ca.pem'))
+        sock = ctx.wrap_socket(raw, server_hostname='localhost')
+        buf = TTransport.TMemoryBuffer()
+        c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(buf))
+        for i in range(6):
+            c.send_getRow(b't', b'big%d' % i, {})
+        sock.sendall(buf.getvalue())
+        sock.recv(100)  # replies are being written
+        time.sleep(0.5)
+        # RST, not FIN: the proxy's next write fails
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                        struct.pack('ii', 1, 0))
+        sock.close()
+        wait_for(lambda: re.search(r'client 127\.0\.0\.1:\d+: closing: ',
+                                   self.s.text()), 10, 'the reset logged')
+        self.assertEqual(get(tls_client(self.s.tls), b'big5')[:3], b'FFF')
+
     def test_plain_thrift_client_is_told(self):
         """A client that forgot TLS gets a TApplicationException in its
         own protocol and framing saying so (not EOF, which python3-thrift
