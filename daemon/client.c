@@ -8,7 +8,6 @@
 #include <netinet/tcp.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -41,9 +40,16 @@ static gboolean client_partial_check(struct client *c, gboolean partial,
 static void client_read_cb(evutil_socket_t fd, short what, void *arg);
 static void client_write_cb(struct bufferevent *bev, void *arg);
 static void client_event_cb(struct bufferevent *bev, short what, void *arg);
-static void client_tls_read_cb(struct bufferevent *bev, void *arg);
-static void client_tls_event_cb(struct bufferevent *bev, short what,
-                                void *arg);
+static void client_tls_write_cb(evutil_socket_t fd, short what, void *arg);
+static int client_tls_handshake(struct client *c);
+static gboolean client_tls_read(struct client *c);
+static void client_tls_send(struct client *c, const struct iovec *iov, int n);
+static void client_tls_push(struct client *c);
+static void client_tls_hs_failed(struct client *c, int sslerr, int saved,
+                                 gboolean timeout);
+static struct client_tls *client_tls_new(struct client *c, evutil_socket_t fd,
+                                         SSL_CTX *ctx);
+static void client_tls_free(struct client_tls *t);
 
 /* ---- states ------------------------------------------------------------- */
 
@@ -100,6 +106,16 @@ client_peer_name(const struct sockaddr *sa, char *out, size_t outlen)
     }
 }
 
+/* Reply bytes c has not written yet: its bufferevent's output, or for
+ * TLS what SSL_write did not take. */
+static size_t
+client_out_len(const struct client *c)
+{
+    return c->tls != NULL
+               ? evbuffer_get_length(c->tls->out)
+               : evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
 /*
  * Whether c may take more requests now: not shutting down, not over its
  * pending cap, and its unsent replies plus what the requests it already
@@ -116,17 +132,18 @@ client_may_read(const struct client *c)
 
     return c->state != CLIENT_DRAINING && c->parked == NULL &&
            c->nreqs < CLIENT_MAX_PENDING &&
-           evbuffer_get_length(bufferevent_get_output(c->bev)) +
-                   (size_t)c->nreqs * each <
-               CLIENT_OUT_HIGH;
+           client_out_len(c) + (size_t)c->nreqs * each < CLIENT_OUT_HIGH;
 }
 
 /* Watches c's socket for reading, with the idle timeout when there is
- * one: a persistent event restarts its timeout on every read. */
+ * one (the handshake timeout until a TLS client's handshake is done): a
+ * persistent event restarts its timeout on every read. */
 static void
 client_read_on(struct client *c)
 {
-    unsigned ms = c->worker->gen->set.client_idle_timeout_ms;
+    unsigned ms = c->tls != NULL && !c->tls->done
+                      ? c->worker->gen->set.tls_handshake_ms
+                      : c->worker->gen->set.client_idle_timeout_ms;
     struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
     event_add(c->rev, ms != 0 ? &tv : NULL);
@@ -148,22 +165,16 @@ client_update_reading(struct client *c)
          * message: its deadline starts again with our reading */
         c->partial_since = 0;
         client_read_on(c);
-        if (c->tls) {
-            bufferevent_enable(c->bev, EV_READ);
-        }
+        /* OpenSSL may hold decrypted records the socket no longer shows */
         if (evbuffer_get_length(c->in) > 0 ||
-            (c->tls &&
-             evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)) {
+            (c->tls != NULL && SSL_has_pending(c->tls->ssl))) {
             /* from the loop, never re-entered from here */
             event_active(c->rev, EV_READ, 0);
         }
     } else if (!want && c->reading) {
         c->reading = 0;
+        /* TLS too: no SSL_read, no more records off the socket */
         event_del(c->rev);
-        if (c->tls && c->tls_done) {
-            /* back-pressure: no more records off the socket either */
-            bufferevent_disable(c->bev, EV_READ);
-        }
     }
 }
 
@@ -211,28 +222,13 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
     wire_buf_init(&c->park);
     g_strlcpy(c->peer, peer, sizeof(c->peer));
     if (tls != NULL) {
-        SSL *ssl = SSL_new(tls);
-
-        c->tls = 1;
-        if (ssl != NULL) {
-            tls_head_watch(ssl, &c->tls_head);
-        }
-        c->bev =
-            ssl == NULL
-                ? NULL
-                : bufferevent_openssl_socket_new(w->base, fd, ssl,
-                                                 BUFFEREVENT_SSL_ACCEPTING,
-                                                 BEV_OPT_CLOSE_ON_FREE |
-                                                     BEV_OPT_DEFER_CALLBACKS);
-        if (c->bev == NULL && ssl != NULL) {
-            SSL_free(ssl);
-        }
+        c->tls = client_tls_new(c, fd, tls);
     } else {
         c->bev = bufferevent_socket_new(w->base, fd,
                                         BEV_OPT_CLOSE_ON_FREE |
                                             BEV_OPT_DEFER_CALLBACKS);
     }
-    if (c->bev == NULL) {
+    if (c->bev == NULL && c->tls == NULL) {
         g_warning("client %s: refused: cannot set up its socket buffer", peer);
         evutil_closesocket(fd);
         g_atomic_int_add(w->nconns, -1);
@@ -240,9 +236,8 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
         return;
     }
     c->in = evbuffer_new();
-    /* TLS: not the socket's, which OpenSSL's bufferevent reads */
-    c->rev = event_new(w->base, c->tls ? -1 : fd, EV_READ | EV_PERSIST,
-                       client_read_cb, c);
+    /* TLS too: SSL_read is called when the socket is readable */
+    c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, client_read_cb, c);
     if (c->in == NULL || c->rev == NULL) {
         g_warning("client %s: refused: out of memory", peer);
         if (c->rev != NULL) {
@@ -251,33 +246,27 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
         if (c->in != NULL) {
             evbuffer_free(c->in);
         }
-        bufferevent_free(c->bev);
+        if (c->tls != NULL) {
+            client_tls_free(c->tls);
+        } else {
+            bufferevent_free(c->bev);
+        }
         g_atomic_int_add(w->nconns, -1);
         g_free(c);
         return;
     }
     client_apply_limits(c);
-    bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_LOW, 0);
     TAILQ_INSERT_TAIL(&w->clients, c, link);
     w->nclients++;
     METRICS_ADD(w->metrics->accepted, 1);
     c->reading = 1;
-    if (c->tls) {
-        unsigned ms = set->tls_handshake_ms;
-        struct timeval hs = { ms / 1000, (ms % 1000) * 1000 };
-
-        bufferevent_setcb(c->bev, client_tls_read_cb, client_write_cb,
-                          client_tls_event_cb, c);
-        /* what one client may make OpenSSL hold for us */
-        bufferevent_setwatermark(c->bev, EV_READ, 0, c->in_max);
-        /* a client silent in its handshake is closed: no idle slot */
-        bufferevent_set_timeouts(c->bev, &hs, NULL);
-        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    } else {
+    if (c->tls == NULL) {
+        bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_LOW, 0);
         bufferevent_setcb(c->bev, NULL, client_write_cb, client_event_cb, c);
         /* reading is ours (client_read_cb): the bufferevent only writes */
         bufferevent_enable(c->bev, EV_WRITE);
     }
+    /* TLS: the handshake timeout, until client_tls_handshake is done */
     client_read_on(c);
     g_debug("client %s: connected (worker %u, %d open)", peer, w->id, n);
 }
@@ -318,8 +307,12 @@ client_close(struct client *c)
     evbuffer_free(c->in);
     wire_buf_free(&c->park);
     g_free(c->scan);
-    /* also cancels any deferred callback still queued for c */
-    bufferevent_free(c->bev);
+    if (c->tls != NULL) {
+        client_tls_free(c->tls);
+    } else {
+        /* also cancels any deferred callback still queued for c */
+        bufferevent_free(c->bev);
+    }
     g_free(c);
 }
 
@@ -415,7 +408,7 @@ client_flush(struct client *c)
     struct req *req;
     int n;
 
-    g_assert(c != NULL && c->bev != NULL);
+    g_assert(c != NULL && (c->bev != NULL || c->tls != NULL));
     do {
         n = 0;
         while (n < CLIENT_FLUSH_BATCH &&
@@ -428,11 +421,10 @@ client_flush(struct client *c)
             iov[n].iov_len = req->reply.len;
             n++;
         }
-        if (c->tls) {
-            /* OpenSSL's bufferevent encrypts what its output holds */
-            for (int i = 0; i < n; i++) {
-                bufferevent_write(c->bev, iov[i].iov_base, iov[i].iov_len);
-            }
+        if (c->tls != NULL) {
+            /* encrypted from the replies themselves, in one record when
+             * they fit */
+            client_tls_send(c, iov, n);
         } else {
             /* replies in order: one call, queued only if it falls short */
             req_write(c->bev, iov, n);
@@ -472,12 +464,14 @@ client_flush(struct client *c)
     client_update_reading(c);
 }
 
-void
-client_flush_held(struct worker *w)
+/* The end of the loop pass: one write per client for every reply it got
+ * in the pass, whichever backend reads brought them. */
+static void
+client_flush_pass_cb(evutil_socket_t fd, short what, void *arg)
 {
+    struct worker *w = arg;
     struct client *c;
 
-    g_assert(w != NULL);
     while ((c = TAILQ_FIRST(&w->held)) != NULL) {
         HSP_CHECK(c->held);
         TAILQ_REMOVE(&w->held, c, held_link);
@@ -486,22 +480,76 @@ client_flush_held(struct worker *w)
     }
 }
 
+/* Has the held clients written at the end of this loop pass. */
+static void
+client_flush_later(struct worker *w)
+{
+    if (w->flush_ev == NULL) {
+        w->flush_ev = event_new(w->base, -1, 0, client_flush_pass_cb, w);
+    }
+    if (w->flush_ev == NULL) {
+        client_flush_pass_cb(-1, 0, w);
+        return;
+    }
+    /* no priorities: it runs after every callback already active, those
+     * of this pass's other readable sockets included, before the loop
+     * polls again */
+    event_active(w->flush_ev, EV_READ, 0);
+}
+
+void
+client_flush_held(struct worker *w)
+{
+    struct client *c, *next;
+    gboolean later = FALSE;
+
+    g_assert(w != NULL);
+    for (c = TAILQ_FIRST(&w->held); c != NULL; c = next) {
+        next = TAILQ_NEXT(c, held_link);
+        HSP_CHECK(c->held);
+        if (c->busy > 0) {
+            /* more may come in this pass: wait for its end */
+            later = TRUE;
+            continue;
+        }
+        /* nothing more to wait for: written now, its requests free for
+         * the calls read later in this pass (a pool that grew to the
+         * pass's peak would stay that large) */
+        TAILQ_REMOVE(&w->held, c, held_link);
+        c->held = 0;
+        client_flush(c);
+    }
+    if (later) {
+        client_flush_later(w);
+    }
+}
+
 void
 client_answered(struct client *c, struct req *req)
 {
+    struct worker *w;
+
     g_assert(c != NULL);
+    w = c->worker;
     /* worker_req_finish marked it done; it was sent on, so counted busy */
     if (!HSP_CHECK(client_owns(c, req) && req->state == REQ_DONE) ||
         !HSP_CHECK(c->busy > 0)) {
         return;
     }
     c->busy--;
-    if (c->worker->replies_held) {
+    if (w->replies_held || c->busy > 0) {
+        /* more replies come with this one (held: in this backend read)
+         * or may come in this loop pass (busy: a pipelining client's,
+         * from other reads): one write for all, at the pass's end */
         if (!c->held) {
             c->held = 1;
-            TAILQ_INSERT_TAIL(&c->worker->held, c, held_link);
+            TAILQ_INSERT_TAIL(&w->held, c, held_link);
+        }
+        if (!w->replies_held) {
+            client_flush_later(w);
         }
     } else {
+        /* a lone reply: written now, no callback more */
         client_flush(c);
     }
     if (c->parked != NULL && c->busy == 0) {
@@ -519,8 +567,7 @@ client_drain(struct client *c)
         client_set_state(c, CLIENT_DRAINING);
         client_update_reading(c);
     }
-    return c->nreqs == 0 &&
-           evbuffer_get_length(bufferevent_get_output(c->bev)) == 0;
+    return c->nreqs == 0 && client_out_len(c) == 0;
 }
 
 /* A request the codec answers itself (an error, or what HBase would
@@ -948,6 +995,10 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
     size_t have = evbuffer_get_length(c->in);
 
     if (what & EV_TIMEOUT) {
+        if (c->tls != NULL && !c->tls->done) {
+            client_tls_hs_failed(c, SSL_ERROR_NONE, 0, TRUE);
+            return;
+        }
         if (c->nreqs > 0) {
             /* quiet because it waits for us, not idle: keep it */
             return;
@@ -955,11 +1006,17 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
         client_close_why(c, "idle timeout");
         return;
     }
-    if (c->tls) {
-        if (c->reading && have < c->in_max) {
-            /* moves the decrypted chains, no copy */
-            evbuffer_remove_buffer(bufferevent_get_input(c->bev), c->in,
-                                   c->in_max - have);
+    if (c->tls != NULL) {
+        if (c->tls->dead) {
+            /* a write failed in this pass: its close is queued */
+            client_close(c);
+            return;
+        }
+        if (!c->tls->done && client_tls_handshake(c) <= 0) {
+            return; /* under way, or c was closed */
+        }
+        if (!client_tls_read(c)) {
+            return;
         }
     } else if (c->reading && have < c->in_max) {
         ssize_t n = req_read(c->worker->rbuf, fd, c->in, c->in_max - have);
@@ -1006,20 +1063,6 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
     }
 }
 
-/* OpenSSL's bufferevent decrypted more: on to client_read_cb, restarting
- * the idle timeout as a socket read does. */
-static void
-client_tls_read_cb(struct bufferevent *bev, void *arg)
-{
-    struct client *c = arg;
-
-    if (!c->reading) {
-        return;
-    }
-    client_read_on(c);
-    client_read_cb(-1, EV_READ, c);
-}
-
 /*
  * A handshake failed: if the client sent plain Thrift, count it, say so
  * (one line a period however many: lograte.h) and answer it in its own
@@ -1034,9 +1077,9 @@ client_tls_plain(struct client *c)
     wire_proto_t proto;
     gboolean framed;
     struct wire_buf out;
-    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    evutil_socket_t fd = c->tls->fd;
 
-    if (!tls_head_is_thrift(&c->tls_head, &proto, &framed)) {
+    if (!tls_head_is_thrift(&c->tls->head, &proto, &framed)) {
         return FALSE;
     }
     METRICS_ADD(c->worker->metrics->tls_plain, 1);
@@ -1056,77 +1099,430 @@ client_tls_plain(struct client *c)
     return TRUE;
 }
 
-/* Handshake done, or failed; a TLS client's errors and end. */
-static void
-client_tls_event_cb(struct bufferevent *bev, short what, void *arg)
+/* ---- TLS: OpenSSL on the socket itself ---------------------------------- */
+
+/*
+ * The TLS listener's clients are served from the buffers the plain path
+ * uses: SSL_read into the worker's read buffer and on to c->in, SSL_write
+ * from the replies (several gathered into one record).  A bufferevent in
+ * between copied every byte once more each way and ran its callbacks a
+ * loop pass later.
+ */
+
+/* SSL_write takes at most this much of t->out at once: more than the one
+ * record a WANT_WRITE leaves pending, which must be offered again. */
+#define CLIENT_TLS_PUSH_MAX (64u * 1024)
+
+/* Takes the accepted fd (NULL: the caller closes it). */
+static struct client_tls *
+client_tls_new(struct client *c, evutil_socket_t fd, SSL_CTX *ctx)
 {
-    struct client *c = arg;
-    struct worker *w = c->worker;
+    struct client_tls *t = g_new0(struct client_tls, 1);
+
+    t->fd = fd;
+    t->ssl = SSL_new(ctx);
+    t->out = evbuffer_new();
+    t->wev = event_new(c->worker->base, fd, EV_WRITE | EV_PERSIST,
+                       client_tls_write_cb, c);
+    if (t->ssl == NULL || t->out == NULL || t->wev == NULL ||
+        SSL_set_fd(t->ssl, fd) != 1) {
+        ERR_clear_error();
+        t->fd = -1; /* the caller's to close */
+        client_tls_free(t);
+        return NULL;
+    }
+    SSL_set_accept_state(t->ssl);
+    /* a reply's bytes may move (t->out) between a WANT_WRITE and its
+     * retry; a record written counts, however much is left */
+    SSL_set_mode(t->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* whatever the socket has in one read, not a header and a body */
+    SSL_set_read_ahead(t->ssl, 1);
+    tls_head_watch(t->ssl, &t->head);
+    return t;
+}
+
+static void
+client_tls_free(struct client_tls *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    if (t->ssl != NULL) {
+        if (t->done && !t->dead) {
+            /* close_notify, best effort: the socket closes next */
+            (void)SSL_shutdown(t->ssl);
+            ERR_clear_error();
+        }
+        SSL_free(t->ssl);
+    }
+    if (t->wev != NULL) {
+        event_free(t->wev);
+    }
+    if (t->out != NULL) {
+        evbuffer_free(t->out);
+    }
+    if (t->fd >= 0) {
+        evutil_closesocket(t->fd);
+    }
+    g_free(t);
+}
+
+/* Watches c's socket for writability, or stops. */
+static void
+client_tls_wev(struct client *c, gboolean on)
+{
+    struct client_tls *t = c->tls;
+
+    if (on && !t->wev_on) {
+        event_add(t->wev, NULL);
+    } else if (!on && t->wev_on) {
+        event_del(t->wev);
+    }
+    t->wev_on = on ? 1 : 0;
+}
+
+/* A fatal error writing: logged now, c closed from the loop (callers of
+ * client_flush go on using c). */
+static void
+client_tls_fatal(struct client *c, int sslerr, int saved)
+{
+    struct client_tls *t = c->tls;
     char why[256];
 
-    if (what & BEV_EVENT_CONNECTED) {
-        const SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    if (sslerr == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
+        g_strlcpy(why, saved != 0 ? g_strerror(saved) : "connection closed",
+                  sizeof(why));
+        ERR_clear_error();
+    } else {
+        tls_last_error(why, sizeof(why), "TLS error");
+    }
+    g_message("client %s: closing: %s", c->peer, why);
+    t->dead = 1;
+    client_tls_wev(c, TRUE);
+    event_active(t->wev, EV_WRITE, 0);
+}
 
-        c->tls_done = 1;
-        tls_head_unwatch((SSL *)ssl);
-        METRICS_ADD(w->metrics->tls_handshakes, 1);
-        bufferevent_set_timeouts(bev, NULL, NULL);
-        g_debug("client %s: TLS %s, %s", c->peer, SSL_get_version(ssl),
-                SSL_get_cipher_name(ssl));
+/*
+ * Moves the handshake on: 1 done, 0 under way (the events wait for what
+ * OpenSSL wants), -1 failed and c closed.
+ */
+static int
+client_tls_handshake(struct client *c)
+{
+    struct client_tls *t = c->tls;
+    int r, err, saved;
+
+    ERR_clear_error();
+    errno = 0;
+    r = SSL_do_handshake(t->ssl);
+    saved = errno;
+    if (r == 1) {
+        t->done = 1;
+        tls_head_unwatch(t->ssl);
+        client_tls_wev(c, FALSE);
+        METRICS_ADD(c->worker->metrics->tls_handshakes, 1);
+        /* from now on the idle timeout, or none: a persistent event
+         * keeps re-arming the timeout it was last added with, whatever
+         * event_add says later, until assigned again */
+        event_del(c->rev);
+        event_assign(c->rev, c->worker->base, t->fd, EV_READ | EV_PERSIST,
+                     client_read_cb, c);
+        if (c->reading) {
+            client_read_on(c);
+        }
+        g_debug("client %s: TLS %s, %s", c->peer, SSL_get_version(t->ssl),
+                SSL_get_cipher_name(t->ssl));
+        return 1;
+    }
+    err = SSL_get_error(t->ssl, r);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+        client_tls_wev(c, err == SSL_ERROR_WANT_WRITE);
+        return 0;
+    }
+    client_tls_hs_failed(c, err, saved, FALSE);
+    return -1;
+}
+
+/*
+ * A handshake failed (timeout: none came in time): if the client sent
+ * plain Thrift, it is answered (client_tls_plain); one that connected
+ * and left without a byte was a port check.  Closes c.
+ */
+static void
+client_tls_hs_failed(struct client *c, int sslerr, int saved, gboolean timeout)
+{
+    struct client_tls *t = c->tls;
+    struct worker *w = c->worker;
+    unsigned long e = ERR_peek_error();
+    gboolean eof;
+    char why[256];
+
+    eof = !timeout && (sslerr == SSL_ERROR_ZERO_RETURN ||
+                       (sslerr == SSL_ERROR_SYSCALL && e == 0 && saved == 0) ||
+                       (e != 0 && ERR_GET_REASON(e) ==
+                                      SSL_R_UNEXPECTED_EOF_WHILE_READING));
+    if (eof && BIO_number_read(SSL_get_rbio(t->ssl)) == 0) {
+        ERR_clear_error();
+        g_debug("client %s: closed before its TLS handshake", c->peer);
+        client_close(c);
         return;
     }
-    if (!c->tls_done) {
-        unsigned long e = bufferevent_get_openssl_error(bev);
-        SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    if (timeout) {
+        g_snprintf(why, sizeof(why), "no handshake within %u ms",
+                   w->gen->set.tls_handshake_ms);
+    } else if (eof) {
+        g_strlcpy(why, "closed during the handshake", sizeof(why));
+    } else if (e != 0) {
+        ERR_error_string_n(e, why, sizeof(why));
+    } else {
+        g_strlcpy(why, g_strerror(saved), sizeof(why));
+    }
+    ERR_clear_error();
+    t->dead = 1;
+    METRICS_ADD(w->metrics->tls_failures, 1);
+    if (!client_tls_plain(c)) {
+        g_warning("client %s: TLS handshake failed: %s", c->peer, why);
+    }
+    client_close(c);
+}
 
-        if (e == 0 && (what & BEV_EVENT_EOF) && ssl != NULL &&
-            BIO_number_read(SSL_get_rbio(ssl)) == 0) {
-            /* connected and left without a byte: a port check */
-            g_debug("client %s: closed before its TLS handshake", c->peer);
+/*
+ * Decrypts what c's socket has onto c->in, as req_read does for a plain
+ * one: within in_max, and on while OpenSSL holds more than it returned
+ * (read-ahead), so the socket is read once per readiness.  FALSE when c
+ * was closed.
+ */
+static gboolean
+client_tls_read(struct client *c)
+{
+    struct client_tls *t = c->tls;
+    uint8_t *rbuf = c->worker->rbuf;
+    size_t have = evbuffer_get_length(c->in);
+    int n, err, saved;
+
+    if (t->write_wants_read) {
+        /* an SSL_write waited for this readiness */
+        t->write_wants_read = 0;
+        client_tls_push(c);
+        if (t->dead) {
             client_close(c);
+            return FALSE;
+        }
+    }
+    /* no ERR_clear_error before each call (hundreds of instructions):
+     * every failure below leaves the error queue empty, as does the
+     * handshake, so SSL_get_error reads only what this call queued */
+    while (c->reading && have < c->in_max) {
+        errno = 0;
+        n = SSL_read(t->ssl, rbuf,
+                     (int)MIN(c->in_max - have, (size_t)REQ_READ_MAX));
+        saved = errno;
+        if (n > 0) {
+            if (evbuffer_add(c->in, rbuf, (size_t)n) < 0) {
+                client_close_why(c, "out of memory");
+                return FALSE;
+            }
+            have += (size_t)n;
+            if (!SSL_has_pending(t->ssl)) {
+                return TRUE;
+            }
+            continue;
+        }
+        err = SSL_get_error(t->ssl, n);
+        if (err == SSL_ERROR_WANT_READ) {
+            return TRUE;
+        }
+        if (err == SSL_ERROR_WANT_WRITE) {
+            /* a record OpenSSL must send first: on when writable */
+            t->read_wants_write = 1;
+            client_tls_wev(c, TRUE);
+            return TRUE;
+        }
+        if (err == SSL_ERROR_ZERO_RETURN ||
+            (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 &&
+             saved == 0)) {
+            ERR_clear_error();
+            /* clients do not half-close while waiting; answers are moot */
+            g_debug("client %s: closed by peer (%u requests in flight)",
+                    c->peer, c->nreqs);
+            t->dead = 1;
+            client_close(c);
+            return FALSE;
+        }
+        /* logged; closed here, not from the loop: nothing of c is
+         * used after a read that fails */
+        client_tls_fatal(c, err, saved);
+        client_close(c);
+        return FALSE;
+    }
+    if (c->reading && SSL_has_pending(t->ssl)) {
+        /* c->in is full: what OpenSSL holds is read once it drains,
+         * the socket will not say so */
+        event_active(c->rev, EV_READ, 0);
+    }
+    return TRUE;
+}
+
+/*
+ * Encrypts and writes len bytes at p: returns how many OpenSSL took, all
+ * unless the socket filled (the rest must be offered again, from its
+ * first byte, once writable), or -1 after a fatal error.
+ */
+static ssize_t
+client_tls_write(struct client *c, const uint8_t *p, size_t len)
+{
+    struct client_tls *t = c->tls;
+    size_t off = 0;
+    int n, err, saved;
+
+    while (off < len) {
+        /* the queue is empty: see client_tls_read */
+        errno = 0;
+        n = SSL_write(t->ssl, p + off, (int)MIN(len - off, (size_t)INT_MAX));
+        saved = errno;
+        if (n > 0) {
+            off += (size_t)n;
+            continue;
+        }
+        err = SSL_get_error(t->ssl, n);
+        if (err == SSL_ERROR_WANT_WRITE) {
+            client_tls_wev(c, TRUE);
+            return (ssize_t)off;
+        }
+        if (err == SSL_ERROR_WANT_READ) {
+            /* on at the next readable (client_tls_read) */
+            t->write_wants_read = 1;
+            event_add(c->rev, NULL);
+            return (ssize_t)off;
+        }
+        client_tls_fatal(c, err, saved);
+        return -1;
+    }
+    return (ssize_t)off;
+}
+
+/*
+ * Writes c's finished replies iov[0..n): straight from them when nothing
+ * waits before them, several gathered into one record in the worker's
+ * read buffer (free between reads); only what the socket does not take
+ * is copied to t->out.
+ */
+static void
+client_tls_send(struct client *c, const struct iovec *iov, int n)
+{
+    struct client_tls *t = c->tls;
+    uint8_t *g = c->worker->rbuf;
+    size_t glen = 0;
+    ssize_t took;
+    int i = 0;
+
+    if (t->dead) {
+        return;
+    }
+    if (evbuffer_get_length(t->out) == 0) {
+        for (i = 0; i <= n; i++) {
+            size_t len = i < n ? iov[i].iov_len : 0;
+
+            if (i < n && glen + len <= REQ_READ_MAX) {
+                memcpy(g + glen, iov[i].iov_base, len);
+                glen += len;
+                continue;
+            }
+            if (glen > 0) {
+                took = client_tls_write(c, g, glen);
+                if (took < 0) {
+                    return;
+                }
+                if ((size_t)took < glen) {
+                    evbuffer_add(t->out, g + took, glen - (size_t)took);
+                    break;
+                }
+                glen = 0;
+            }
+            if (i == n) {
+                return;
+            }
+            if (len > REQ_READ_MAX) {
+                /* larger than the gather buffer: from its own */
+                took = client_tls_write(c, iov[i].iov_base, len);
+                if (took < 0) {
+                    return;
+                }
+                if ((size_t)took < len) {
+                    evbuffer_add(t->out, (uint8_t *)iov[i].iov_base + took,
+                                 len - (size_t)took);
+                    i++;
+                    break;
+                }
+                continue;
+            }
+            memcpy(g, iov[i].iov_base, len);
+            glen = len;
+        }
+    }
+    for (; i < n; i++) {
+        evbuffer_add(t->out, iov[i].iov_base, iov[i].iov_len);
+    }
+}
+
+/* Writes what t->out holds, as far as the socket takes it. */
+static void
+client_tls_push(struct client *c)
+{
+    struct client_tls *t = c->tls;
+    size_t len;
+
+    while (!t->dead && (len = evbuffer_get_length(t->out)) > 0) {
+        size_t m = MIN(len, (size_t)CLIENT_TLS_PUSH_MAX);
+        const uint8_t *p = evbuffer_pullup(t->out, (ev_ssize_t)m);
+        ssize_t took;
+
+        if (p == NULL) {
+            client_tls_fatal(c, SSL_ERROR_NONE, ENOMEM);
             return;
         }
+        took = client_tls_write(c, p, m);
+        if (took < 0) {
+            return;
+        }
+        evbuffer_drain(t->out, (size_t)took);
+        if ((size_t)took < m) {
+            break;
+        }
+    }
+    if (t->dead) {
+        return;
+    }
+    if (evbuffer_get_length(t->out) == 0 && !t->read_wants_write) {
+        client_tls_wev(c, FALSE);
+    }
+    if (evbuffer_get_length(t->out) < CLIENT_OUT_LOW) {
+        /* as the plain path's write watermark */
+        client_update_reading(c);
+    }
+}
 
-        if (e != 0) {
-            ERR_error_string_n(e, why, sizeof(why));
-        } else if (what & BEV_EVENT_TIMEOUT) {
-            g_snprintf(why, sizeof(why), "no handshake within %u ms",
-                       w->gen->set.tls_handshake_ms);
-        } else if (what & BEV_EVENT_EOF) {
-            g_strlcpy(why, "closed during the handshake", sizeof(why));
-        } else {
-            g_strlcpy(why,
-                      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
-                      sizeof(why));
-        }
-        while (bufferevent_get_openssl_error(bev) != 0) {
-        }
-        METRICS_ADD(w->metrics->tls_failures, 1);
-        if (!client_tls_plain(c)) {
-            g_warning("client %s: TLS handshake failed: %s", c->peer, why);
-        }
+/* c's socket is writable: OpenSSL wanted it for the handshake, a read,
+ * or replies it could not write; or c failed and closes now. */
+static void
+client_tls_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct client *c = arg;
+    struct client_tls *t = c->tls;
+
+    if (t->dead) {
         client_close(c);
         return;
     }
-    if (what & BEV_EVENT_EOF) {
-        g_debug("client %s: closed by peer (%u requests in flight)", c->peer,
-                c->nreqs);
-        client_close(c);
+    if (!t->done) {
+        /* the handshake's flight; then what was read with it */
+        client_read_cb(fd, EV_READ, c);
         return;
     }
-    if (what & BEV_EVENT_ERROR) {
-        unsigned long e = bufferevent_get_openssl_error(bev);
-
-        if (e != 0) {
-            ERR_error_string_n(e, why, sizeof(why));
-        } else {
-            g_strlcpy(why,
-                      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
-                      sizeof(why));
-        }
-        while (bufferevent_get_openssl_error(bev) != 0) {
-        }
-        g_message("client %s: closing: %s", c->peer, why);
-        client_close(c);
+    if (t->read_wants_write) {
+        t->read_wants_write = 0;
+        event_active(c->rev, EV_READ, 0);
     }
+    client_tls_push(c);
 }

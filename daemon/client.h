@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/util.h>
 
 #include "tls.h"
@@ -39,7 +40,7 @@ struct client {
     const struct hbase1_service *svc; /* what its listener serves: Thrift1
                                        or Thrift2 (hbase1.h) */
     struct bufferevent *bev;          /* the socket; writes and their
-                                       errors only */
+                                       errors only; NULL for TLS */
     struct event *rev;                /* reads: req_read, no FIONREAD */
     struct evbuffer *in;              /* bytes read, not yet taken */
     size_t in_max;                    /* read no more while in holds this */
@@ -71,12 +72,33 @@ struct client {
     struct event *partial_timer; /* fires at partial_since + the idle
                                        timeout; NULL until first needed */
     char peer[64];               /* "addr:port" for logs */
-    /* TLS clients ([tls] listen): bev is an OpenSSL bufferevent, which
-     * reads and writes; rev is then a plain event that client_read_cb
-     * runs on, taking what bev decrypted. */
-    unsigned tls:1;
-    unsigned tls_done:1;      /* the handshake finished */
-    struct tls_head tls_head; /* the first record header, until then */
+    /* TLS clients ([tls] listen): NULL for a plain one, whose bev
+     * writes; a TLS client has no bev (client_tls: SSL_read and
+     * SSL_write on the socket itself). */
+    struct client_tls *tls;
+};
+
+/*
+ * A TLS client's connection: OpenSSL reads and writes the socket itself,
+ * from and into the buffers the plain path uses (c->in, the replies), so
+ * no byte is copied through a bufferevent and no callback waits for a
+ * loop pass of its own.
+ */
+struct client_tls {
+    SSL *ssl;
+    evutil_socket_t fd;
+    struct event *wev;           /* EV_WRITE: armed while OpenSSL must write
+                             (out holds bytes, a handshake or a read
+                             wants to write) */
+    struct evbuffer *out;        /* plaintext SSL_write did not take yet: its
+                             front is what a WANT_WRITE left pending */
+    unsigned done:1;             /* the handshake finished */
+    unsigned wev_on:1;           /* wev is added */
+    unsigned dead:1;             /* a fatal error: no close_notify, close from
+                             the loop */
+    unsigned read_wants_write:1; /* SSL_read wants the socket writable */
+    unsigned write_wants_read:1; /* SSL_write wants it readable */
+    struct tls_head head;        /* the first record header, until done */
 };
 
 struct ssl_ctx_st;
@@ -88,15 +110,17 @@ void client_accept(struct worker *w, evutil_socket_t fd,
                    const struct hbase1_service *svc, struct ssl_ctx_st *tls);
 
 /* A request of c that was sent on was answered (req->reply is ready):
- * write every finished head reply (at worker_replies_release while
- * replies are held), and send on what waited for it. */
+ * write every finished head reply (at the end of the loop pass while
+ * replies are held or c waits for more), and send on what waited for
+ * it. */
 void client_answered(struct client *c, struct req *req);
 
 /* Writes every finished reply at the head of c's queue. */
 void client_flush(struct client *c);
 
-/* worker_replies_release: writes the replies of every client of w held
- * since worker_replies_hold. */
+/* worker_replies_release: the replies of every client of w held since
+ * worker_replies_hold are written at the end of this loop pass, with
+ * those other backend reads of the pass bring. */
 void client_flush_held(struct worker *w);
 
 /* Sizes c's input buffer bound to its worker's current max_frame_size

@@ -839,6 +839,9 @@ proxy_worker_deinit(struct worker *w)
     codec_tally_free(&w->tally);
     g_free(w->rbuf);
     w->rbuf = NULL;
+    if (w->flush_ev != NULL) {
+        event_free(w->flush_ev);
+    }
     if (w->base != NULL) {
         /* HTTP mode: the bridges of its backend connections */
         httpc_base_done(w->base);

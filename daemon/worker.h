@@ -137,8 +137,8 @@ struct worker_hooks {
     /* A request of c that was sent on was answered (req->reply is
      * ready). */
     void (*answered)(struct client *c, struct req *req);
-    /* Writes the replies of every client held since
-     * worker_replies_hold. */
+    /* Has the replies of every client held since worker_replies_hold
+     * written, at the end of the loop pass at the latest. */
     void (*flush_held)(struct worker *w);
 };
 
@@ -198,6 +198,8 @@ struct worker {
     corked;                         /* connections with requests held
                                        back to go in one write */
     gboolean replies_held;          /* see worker_replies_hold */
+    struct event *flush_ev;         /* writes held replies at the end of
+                                       the loop pass (client.c) */
     struct backend_pool *pool;      /* backend connections for new
                                        requests; older pools (reloads)
                                        hang off pool->older.  Written by

@@ -307,6 +307,98 @@ class TlsListenerTest(unittest.TestCase):
         stall.close()
         self.assertEqual(get(good, b'g'), b'49')
 
+    def test_quiet_after_the_handshake_is_not_a_stalled_handshake(self):
+        """The handshake timeout ends with the handshake: a client quiet
+        for longer afterwards keeps its connection (no idle timeout is
+        configured)."""
+        self.s = Setup(self.workdir, handshake_ms=300)
+        c = tls_client(self.s.tls)
+        put(c, b'q', b'1')
+        time.sleep(1.0)
+        self.assertEqual(get(c, b'q'), b'1')
+        self.assertNotIn('idle timeout', self.s.text())
+
+    def test_pipelined_big_replies_to_a_slow_reader(self):
+        """Replies larger than the socket takes, to a client that
+        pipelines and reads late: every byte arrives, in call order, on
+        the same connection, which then serves on (OpenSSL's partial
+        writes, retried from the same bytes once writable)."""
+        self.s = Setup(self.workdir)
+        plain = plain_client(self.s.port)
+        rows = []
+        # more than the kernel's send buffer (4 MiB at most) holds
+        for i in range(6):
+            big = bytes([0x41 + i]) * (1024 * 1024 + i)
+            put(plain, b'big%d' % i, big)
+            put(plain, b'small%d' % i, b's%d' % i)
+            rows += [(b'big%d' % i, big), (b'small%d' % i, b's%d' % i)]
+
+        class SockTrans(TTransport.TTransportBase):
+            def __init__(self, sock):
+                self.sock = sock
+
+            def isOpen(self):
+                return True
+
+            def read(self, sz):
+                return self.sock.recv(sz)
+
+            def write(self, buf):
+                self.sock.sendall(buf)
+
+            def flush(self):
+                pass
+
+        raw = socket.socket()
+        # a small window: the proxy's writes fall short many times
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.settimeout(20)
+        raw.connect(('127.0.0.1', self.s.tls))
+        ctx = ssl.create_default_context(cafile=p('ca.pem'))
+        sock = ctx.wrap_socket(raw, server_hostname='localhost')
+        c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(
+            TTransport.TBufferedTransport(SockTrans(sock))))
+        for _ in range(2):
+            for row, _value in rows:
+                c.send_getRow(b't', row, {})
+            time.sleep(1)
+            for row, value in rows:
+                got = c.recv_getRow()
+                self.assertEqual(got[0].row, row)
+                self.assertEqual(got[0].columns[b'd:q'].value, value)
+        sock.close()
+        self.assertEqual(get(tls_client(self.s.tls), b'small5'), b's5')
+
+    def test_client_reset_while_replies_wait(self):
+        """A client that resets its connection while big replies wait
+        for its window: the failed write closes it (logged), and the
+        proxy serves on."""
+        import struct
+        self.s = Setup(self.workdir)
+        plain = plain_client(self.s.port)
+        for i in range(6):
+            put(plain, b'big%d' % i, bytes([0x41 + i]) * (1024 * 1024))
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.settimeout(20)
+        raw.connect(('127.0.0.1', self.s.tls))
+        ctx = ssl.create_default_context(cafile=p('ca.pem'))
+        sock = ctx.wrap_socket(raw, server_hostname='localhost')
+        buf = TTransport.TMemoryBuffer()
+        c = Hbase.Client(TBinaryProtocol.TBinaryProtocol(buf))
+        for i in range(6):
+            c.send_getRow(b't', b'big%d' % i, {})
+        sock.sendall(buf.getvalue())
+        sock.recv(100)  # replies are being written
+        time.sleep(0.5)
+        # RST, not FIN: the proxy's next write fails
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                        struct.pack('ii', 1, 0))
+        sock.close()
+        wait_for(lambda: re.search(r'client 127\.0\.0\.1:\d+: closing: ',
+                                   self.s.text()), 10, 'the reset logged')
+        self.assertEqual(get(tls_client(self.s.tls), b'big5')[:3], b'FFF')
+
     def test_plain_thrift_client_is_told(self):
         """A client that forgot TLS gets a TApplicationException in its
         own protocol and framing saying so (not EOF, which python3-thrift
