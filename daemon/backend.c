@@ -445,6 +445,8 @@ backend_pool_pending(const struct backend_pool *pool)
     return n;
 }
 
+static gint64 backend_conn_retry_at(struct backend_conn *conn, gboolean now);
+
 /*
  * Arms the one timer for the nearest deadline of conn.  A timer already
  * due no later stays as it is: it re-arms itself when it fires early
@@ -472,7 +474,13 @@ backend_conn_arm(struct backend_conn *conn)
         at = conn->connect_deadline;
     }
     if (head != NULL) {
+        gint64 retry = backend_conn_retry_at(conn, FALSE);
+
         at = MIN(at, head->deadline);
+        /* one already due did not fire: no other server took the reads */
+        if (retry > req_now()) {
+            at = MIN(at, retry);
+        }
     } else if (conn->state == BACKEND_CONNECTED) {
         at = conn->last_active + (gint64)BACKEND_IDLE_CLOSE_MS * 1000;
         if (conn->sasl != NULL) {
@@ -534,6 +542,7 @@ backend_conn_connected(struct backend_conn *conn)
     METRICS_ADD(conn->server->stats.open, 1);
     conn->server->retry_at = 0;
     conn->last_active = req_now();
+    conn->answer_since = conn->last_active;
     backend_conn_turn(conn, conn->last_active);
 }
 
@@ -577,6 +586,59 @@ backend_may_reread(struct backend_pool *pool, const struct req *req, int at,
            req->raw.len == req->backend_len &&
            backend_pick(pool, -1, backend_req_service(req),
                         req->stalled ? at : -1, now) != NULL;
+}
+
+/*
+ * Reads on a stalled server.  A server that stops answering (a long GC
+ * pause, a stopped process, a network that drops without a reset) keeps
+ * its connections open: a read sent there would wait its whole
+ * request_timeout_ms and fail while another server could have answered
+ * it at once.  So when the oldest request of a connection has had no
+ * answer for [backend] read_retry_after_ms, and every request on it is a
+ * read that may go again (backend_may_reread: a client's read, within its
+ * deadline and reread bound, another server up), the connection is closed
+ * and its reads go, in their order, to another server, within what is
+ * left of their own request_timeout_ms: the client's timeout stays the
+ * bound it sees.  Closing is what drops a late answer (the first answer
+ * wins; a reply on a closed connection is never read).  A connection
+ * holding a write, an increment or a scanner call waits as before: the
+ * write must not be sent twice, and a read behind it on the connection
+ * must see it.  Not counted as a health failure: a server slower than
+ * read_retry_after_ms is not down (request_timeout_ms says when it is).
+ * Returns when that is due for conn (G_MAXINT64: never); when now is
+ * set, also that another server can take the reads at that time.
+ */
+static gint64
+backend_conn_retry_at(struct backend_conn *conn, gboolean now)
+{
+    struct backend_pool *pool = conn->server->pool;
+    unsigned ms = backend_worker(conn)->gen->cfg->read_retry_after_ms;
+    int self = (int)(conn->server - pool->servers);
+    gint64 at = conn->answer_since + (gint64)ms * 1000;
+    struct req *req;
+
+    if (ms == 0 || conn->state != BACKEND_CONNECTED ||
+        TAILQ_EMPTY(&conn->pending)) {
+        return G_MAXINT64;
+    }
+    TAILQ_FOREACH (req, &conn->pending, backend_link) {
+        /* a read whose client left is dropped, nobody waits for it */
+        if (req->client == NULL && req->sink == NULL) {
+            continue;
+        }
+        /* as backend_may_reread asks it of a stalled read, at at */
+        if (!backend_req_rereadable(req) || req->client == NULL ||
+            req->timed_out || req->rereads >= BACKEND_REREADS ||
+            req->deadline <= at || req->backend_len == 0 ||
+            req->raw.len != req->backend_len) {
+            return G_MAXINT64;
+        }
+    }
+    if (now && backend_pick(pool, -1, conn->server->srv->service, self,
+                            req_now()) == NULL) {
+        return G_MAXINT64;
+    }
+    return at;
 }
 
 /* Sends the reads of q again, in their order, on one connection: of
@@ -1153,7 +1215,9 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
                             : G_MAXINT64;
     }
     TAILQ_INSERT_TAIL(&conn->pending, req, backend_link);
-    conn->npending++;
+    if (++conn->npending == 1) {
+        conn->answer_since = now;
+    }
     req->backend_name = conn->server->health->name;
     backend_conn_turn(conn, now);
     METRICS_ADD(conn->server->stats.requests, 1);
@@ -1583,6 +1647,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         conn->npending--;
         METRICS_ADD(conn->server->stats.inflight, -1);
         conn->last_active = req_now();
+        conn->answer_since = conn->last_active;
         backend_health_ok(conn->server->health);
         backend_reply_kind(conn, req);
         backend_conn_turn(conn, conn->last_active);
@@ -1684,6 +1749,18 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
                           "connection reset after an earlier "
                           "request timed out",
                           TRUE);
+        return;
+    }
+    if (head != NULL && now >= backend_conn_retry_at(conn, TRUE)) {
+        /* stalled: its reads go to another server (backend_conn_retry_at) */
+        g_snprintf(why, sizeof(why),
+                   "no answer in %u ms (read_retry_after_ms): reads sent to "
+                   "another server",
+                   backend_worker(conn)->gen->cfg->read_retry_after_ms);
+        TAILQ_FOREACH (req, &conn->pending, backend_link) {
+            req->stalled = 1;
+        }
+        backend_conn_fail(conn, why, why, TRUE);
         return;
     }
     if (head == NULL && conn->state == BACKEND_CONNECTED &&
