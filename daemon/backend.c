@@ -475,11 +475,13 @@ backend_conn_arm(struct backend_conn *conn)
     }
     if (head != NULL) {
         gint64 retry = backend_conn_retry_at(conn, FALSE);
+        gint64 now = req_now();
 
         at = MIN(at, head->deadline);
-        /* one already due did not fire: no other server took the reads */
-        if (retry > req_now()) {
-            at = MIN(at, retry);
+        /* one already due waits for a server that can take the reads */
+        if (retry > now || (retry != G_MAXINT64 &&
+                            backend_conn_retry_at(conn, TRUE) != G_MAXINT64)) {
+            at = MIN(at, MAX(retry, now));
         }
     } else if (conn->state == BACKEND_CONNECTED) {
         at = conn->last_active + (gint64)BACKEND_IDLE_CLOSE_MS * 1000;
@@ -588,59 +590,6 @@ backend_may_reread(struct backend_pool *pool, const struct req *req, int at,
                         req->stalled ? at : -1, now) != NULL;
 }
 
-/*
- * Reads on a stalled server.  A server that stops answering (a long GC
- * pause, a stopped process, a network that drops without a reset) keeps
- * its connections open: a read sent there would wait its whole
- * request_timeout_ms and fail while another server could have answered
- * it at once.  So when the oldest request of a connection has had no
- * answer for [backend] read_retry_after_ms, and every request on it is a
- * read that may go again (backend_may_reread: a client's read, within its
- * deadline and reread bound, another server up), the connection is closed
- * and its reads go, in their order, to another server, within what is
- * left of their own request_timeout_ms: the client's timeout stays the
- * bound it sees.  Closing is what drops a late answer (the first answer
- * wins; a reply on a closed connection is never read).  A connection
- * holding a write, an increment or a scanner call waits as before: the
- * write must not be sent twice, and a read behind it on the connection
- * must see it.  Not counted as a health failure: a server slower than
- * read_retry_after_ms is not down (request_timeout_ms says when it is).
- * Returns when that is due for conn (G_MAXINT64: never); when now is
- * set, also that another server can take the reads at that time.
- */
-static gint64
-backend_conn_retry_at(struct backend_conn *conn, gboolean now)
-{
-    struct backend_pool *pool = conn->server->pool;
-    unsigned ms = backend_worker(conn)->gen->cfg->read_retry_after_ms;
-    int self = (int)(conn->server - pool->servers);
-    gint64 at = conn->answer_since + (gint64)ms * 1000;
-    struct req *req;
-
-    if (ms == 0 || conn->state != BACKEND_CONNECTED ||
-        TAILQ_EMPTY(&conn->pending)) {
-        return G_MAXINT64;
-    }
-    TAILQ_FOREACH (req, &conn->pending, backend_link) {
-        /* a read whose client left is dropped, nobody waits for it */
-        if (req->client == NULL && req->sink == NULL) {
-            continue;
-        }
-        /* as backend_may_reread asks it of a stalled read, at at */
-        if (!backend_req_rereadable(req) || req->client == NULL ||
-            req->timed_out || req->rereads >= BACKEND_REREADS ||
-            req->deadline <= at || req->backend_len == 0 ||
-            req->raw.len != req->backend_len) {
-            return G_MAXINT64;
-        }
-    }
-    if (now && backend_pick(pool, -1, conn->server->srv->service, self,
-                            req_now()) == NULL) {
-        return G_MAXINT64;
-    }
-    return at;
-}
-
 /* Sends the reads of q again, in their order, on one connection: of
  * another server than avoid's when one can take them, else of avoid's. */
 static void
@@ -664,6 +613,116 @@ backend_reread(struct backend_pool *pool, struct req_queue *q, int avoid)
         to = backend_submit_at(pool, req, to, req->raw.data, req->raw.len,
                                avoid, FALSE, FALSE);
     }
+}
+
+/*
+ * Reads on a stalled server.  A server that stops answering (a long GC
+ * pause, a stopped process, a network that drops without a reset) keeps
+ * its connections open: a read sent there would wait its whole
+ * request_timeout_ms and fail while another server could answer it at
+ * once.  So when the oldest request of a connection has had no answer
+ * for [backend] read_retry_after_ms, the reads at the front of its queue
+ * (up to the first request that is not a read that may go again: a
+ * write, an increment, a scanner call, or a read past its reread bound)
+ * are sent, in their order, to another server that is up, within what
+ * is left of their own request_timeout_ms: the client's timeout stays the
+ * bound it sees, and its replies keep their order (the client's FIFO).
+ * Each leaves a placeholder in its place, a detached request with its
+ * sequence id: the server's late answer is read and dropped as a
+ * departed client's is (the first answer wins), the requests behind it
+ * on the connection keep their pairing, and a write there is neither
+ * failed early nor sent twice; reads behind a write stay behind it (they
+ * must see it).  The connection itself times out as before when the
+ * server stays silent until the placeholder's deadline (a health
+ * failure); a slow answer within it is no failure.
+ */
+
+/* Whether req, on conn, may be sent to another server early. */
+static gboolean
+backend_req_movable(const struct req *req, gint64 at)
+{
+    return backend_req_rereadable(req) && req->client != NULL &&
+           req->server < 0 && !req->timed_out &&
+           req->rereads < BACKEND_REREADS && req->deadline > at &&
+           req->backend_len > 0 && req->raw.len == req->backend_len;
+}
+
+/*
+ * When the reads at the front of conn go to another server (G_MAXINT64:
+ * none may); when now is set, also that another server can take them.
+ */
+static gint64
+backend_conn_retry_at(struct backend_conn *conn, gboolean now)
+{
+    struct backend_pool *pool = conn->server->pool;
+    unsigned ms = backend_worker(conn)->gen->cfg->read_retry_after_ms;
+    int self = (int)(conn->server - pool->servers);
+    gint64 at = conn->answer_since + (gint64)ms * 1000;
+    struct req *req;
+
+    if (ms == 0 || conn->state != BACKEND_CONNECTED) {
+        return G_MAXINT64;
+    }
+    TAILQ_FOREACH (req, &conn->pending, backend_link) {
+        /* a placeholder, or a read whose client left: nobody waits */
+        if (req->client == NULL && req->sink == NULL) {
+            continue;
+        }
+        if (!backend_req_movable(req, MAX(at, req_now()))) {
+            return G_MAXINT64;
+        }
+        if (now && backend_pick(pool, -1, conn->server->srv->service, self,
+                                req_now()) == NULL) {
+            return G_MAXINT64;
+        }
+        return at;
+    }
+    return G_MAXINT64;
+}
+
+/* Sends the reads at the front of conn to another server, each leaving a
+ * placeholder (above). */
+static void
+backend_conn_move_reads(struct backend_conn *conn)
+{
+    struct worker *w = backend_worker(conn);
+    struct backend_pool *pool = conn->server->pool;
+    struct req_queue moved;
+    struct req *req, *next, *ph;
+    unsigned n = 0;
+
+    TAILQ_INIT(&moved);
+    for (req = TAILQ_FIRST(&conn->pending); req != NULL; req = next) {
+        next = TAILQ_NEXT(req, backend_link);
+        if (req->client == NULL && req->sink == NULL) {
+            continue;
+        }
+        if (!backend_req_movable(req, req_now())) {
+            break;
+        }
+        ph = worker_req_get(w);
+        req_set_state(ph, REQ_SENT);
+        ph->conn = conn;
+        ph->backend_seqid = req->backend_seqid;
+        ph->backend_len = req->backend_len;
+        ph->backend_name = req->backend_name;
+        ph->deadline = req->deadline;
+        ph->started = req->started;
+        ph->queued = req->queued;
+        TAILQ_INSERT_BEFORE(req, ph, backend_link);
+        TAILQ_REMOVE(&conn->pending, req, backend_link);
+        req->stalled = 1; /* not back here */
+        TAILQ_INSERT_TAIL(&moved, req, backend_link);
+        n++;
+    }
+    if (n == 0) {
+        return;
+    }
+    g_message("backend %s: conn %u: no answer in %u ms "
+              "(read_retry_after_ms): %u read%s sent to another server",
+              conn->server->srv->name, conn->index,
+              w->gen->cfg->read_retry_after_ms, n, n == 1 ? "" : "s");
+    backend_reread(pool, &moved, (int)(conn->server - pool->servers));
 }
 
 /*
@@ -1239,7 +1298,8 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
         /* held in the output buffer until the connect completes */
         bufferevent_write(conn->bev, msg, len);
     }
-    if (conn->npending == 1 || !fresh) {
+    if (conn->npending == 1 || !fresh || backend_req_rereadable(req)) {
+        /* a read may be due to move sooner than the head's deadline */
         backend_conn_arm(conn);
     }
     return conn;
@@ -1752,16 +1812,8 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (head != NULL && now >= backend_conn_retry_at(conn, TRUE)) {
-        /* stalled: its reads go to another server (backend_conn_retry_at) */
-        g_snprintf(why, sizeof(why),
-                   "no answer in %u ms (read_retry_after_ms): reads sent to "
-                   "another server",
-                   backend_worker(conn)->gen->cfg->read_retry_after_ms);
-        TAILQ_FOREACH (req, &conn->pending, backend_link) {
-            req->stalled = 1;
-        }
-        backend_conn_fail(conn, why, why, TRUE);
-        return;
+        /* stalled: its front reads go to another server */
+        backend_conn_move_reads(conn);
     }
     if (head == NULL && conn->state == BACKEND_CONNECTED &&
         conn->sasl != NULL && now >= backend_sasl_stale_at(conn)) {
