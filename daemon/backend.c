@@ -391,6 +391,8 @@ backend_pool_pending(const struct backend_pool *pool)
     return n;
 }
 
+static gint64 backend_conn_retry_at(struct backend_conn *conn, gboolean now);
+
 /*
  * Arms the one timer for the nearest deadline of conn.  A timer already
  * due no later stays as it is: it re-arms itself when it fires early
@@ -418,7 +420,15 @@ backend_conn_arm(struct backend_conn *conn)
         at = conn->connect_deadline;
     }
     if (head != NULL) {
+        gint64 retry = backend_conn_retry_at(conn, FALSE);
+        gint64 now = req_now();
+
         at = MIN(at, head->deadline);
+        /* one already due waits for a server that can take the reads */
+        if (retry > now || (retry != G_MAXINT64 &&
+                            backend_conn_retry_at(conn, TRUE) != G_MAXINT64)) {
+            at = MIN(at, MAX(retry, now));
+        }
     } else if (conn->state == BACKEND_CONNECTED) {
         at = conn->last_active + (gint64)BACKEND_IDLE_CLOSE_MS * 1000;
         if (conn->sasl != NULL) {
@@ -479,6 +489,7 @@ backend_conn_connected(struct backend_conn *conn)
     backend_conn_set_state(conn, BACKEND_CONNECTED);
     conn->server->retry_at = 0;
     conn->last_active = req_now();
+    conn->answer_since = conn->last_active;
     backend_conn_turn(conn, conn->last_active);
 }
 
@@ -547,6 +558,116 @@ backend_reread(struct backend_pool *pool, struct req_queue *q, int avoid)
         to = backend_submit_at(pool, req, to, req->raw.data, req->raw.len,
                                avoid, FALSE, FALSE);
     }
+}
+
+/*
+ * Reads on a stalled server.  A server that stops answering (a long GC
+ * pause, a stopped process, a network that drops without a reset) keeps
+ * its connections open: a read sent there would wait its whole
+ * request_timeout_ms and fail while another server could answer it at
+ * once.  So when the oldest request of a connection has had no answer
+ * for [backend] read_retry_after_ms, the reads at the front of its queue
+ * (up to the first request that is not a read that may go again: a
+ * write, an increment, a scanner call, or a read past its reread bound)
+ * are sent, in their order, to another server that is up, within what
+ * is left of their own request_timeout_ms: the client's timeout stays the
+ * bound it sees, and its replies keep their order (the client's FIFO).
+ * Each leaves a placeholder in its place, a detached request with its
+ * sequence id: the server's late answer is read and dropped as a
+ * departed client's is (the first answer wins), the requests behind it
+ * on the connection keep their pairing, and a write there is neither
+ * failed early nor sent twice; reads behind a write stay behind it (they
+ * must see it).  The connection itself times out as before when the
+ * server stays silent until the placeholder's deadline (a health
+ * failure); a slow answer within it is no failure.
+ */
+
+/* Whether req, on conn, may be sent to another server early. */
+static gboolean
+backend_req_movable(const struct req *req, gint64 at)
+{
+    return backend_req_rereadable(req) && req->client != NULL &&
+           req->server < 0 && !req->timed_out &&
+           req->rereads < BACKEND_REREADS && req->deadline > at &&
+           req->backend_len > 0 && req->raw.len == req->backend_len;
+}
+
+/*
+ * When the reads at the front of conn go to another server (G_MAXINT64:
+ * none may); when now is set, also that another server can take them.
+ */
+static gint64
+backend_conn_retry_at(struct backend_conn *conn, gboolean now)
+{
+    struct backend_pool *pool = conn->server->pool;
+    unsigned ms = backend_worker(conn)->gen->cfg->read_retry_after_ms;
+    int self = (int)(conn->server - pool->servers);
+    gint64 at = conn->answer_since + (gint64)ms * 1000;
+    struct req *req;
+
+    if (ms == 0 || conn->state != BACKEND_CONNECTED) {
+        return G_MAXINT64;
+    }
+    TAILQ_FOREACH (req, &conn->pending, backend_link) {
+        /* a placeholder, or a read whose client left: nobody waits */
+        if (req->client == NULL && req->sink == NULL) {
+            continue;
+        }
+        if (!backend_req_movable(req, MAX(at, req_now()))) {
+            return G_MAXINT64;
+        }
+        if (now && backend_pick(pool, -1, conn->server->srv->service, self,
+                                req_now()) == NULL) {
+            return G_MAXINT64;
+        }
+        return at;
+    }
+    return G_MAXINT64;
+}
+
+/* Sends the reads at the front of conn to another server, each leaving a
+ * placeholder (above). */
+static void
+backend_conn_move_reads(struct backend_conn *conn)
+{
+    struct worker *w = backend_worker(conn);
+    struct backend_pool *pool = conn->server->pool;
+    struct req_queue moved;
+    struct req *req, *next, *ph;
+    unsigned n = 0;
+
+    TAILQ_INIT(&moved);
+    for (req = TAILQ_FIRST(&conn->pending); req != NULL; req = next) {
+        next = TAILQ_NEXT(req, backend_link);
+        if (req->client == NULL && req->sink == NULL) {
+            continue;
+        }
+        if (!backend_req_movable(req, req_now())) {
+            break;
+        }
+        ph = worker_req_get(w);
+        req_set_state(ph, REQ_SENT);
+        ph->conn = conn;
+        ph->backend_seqid = req->backend_seqid;
+        ph->backend_len = req->backend_len;
+        ph->backend_name = req->backend_name;
+        ph->deadline = req->deadline;
+        ph->started = req->started;
+        ph->queued = req->queued;
+        TAILQ_INSERT_BEFORE(req, ph, backend_link);
+        TAILQ_REMOVE(&conn->pending, req, backend_link);
+        req->stalled = 1; /* not back here */
+        TAILQ_INSERT_TAIL(&moved, req, backend_link);
+        n++;
+    }
+    if (n == 0) {
+        return;
+    }
+    g_message("backend %s: conn %u: no answer in %u ms "
+              "(read_retry_after_ms): %u read%s sent to another server",
+              conn->server->srv->name, conn->index,
+              w->gen->cfg->read_retry_after_ms, n, n == 1 ? "" : "s");
+    backend_reread(pool, &moved, (int)(conn->server - pool->servers));
 }
 
 /*
@@ -1111,7 +1232,9 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
                             : G_MAXINT64;
     }
     TAILQ_INSERT_TAIL(&conn->pending, req, backend_link);
-    conn->npending++;
+    if (++conn->npending == 1) {
+        conn->answer_since = now;
+    }
     req->backend_name = conn->server->health->name;
     backend_conn_turn(conn, now);
     METRICS_ADD(conn->server->stats.requests, 1);
@@ -1133,7 +1256,8 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
         /* held in the output buffer until the connect completes */
         bufferevent_write(conn->bev, msg, len);
     }
-    if (conn->npending == 1 || !fresh) {
+    if (conn->npending == 1 || !fresh || backend_req_rereadable(req)) {
+        /* a read may be due to move sooner than the head's deadline */
         backend_conn_arm(conn);
     }
     return conn;
@@ -1567,6 +1691,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         conn->npending--;
         METRICS_ADD(conn->server->stats.inflight, -1);
         conn->last_active = req_now();
+        conn->answer_since = conn->last_active;
         health_ok(conn->server->health);
         backend_reply_kind(conn, req);
         backend_conn_turn(conn, conn->last_active);
@@ -1669,6 +1794,10 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
                           "request timed out",
                           TRUE);
         return;
+    }
+    if (head != NULL && now >= backend_conn_retry_at(conn, TRUE)) {
+        /* stalled: its front reads go to another server */
+        backend_conn_move_reads(conn);
     }
     if (head == NULL && conn->state == BACKEND_CONNECTED &&
         conn->sasl != NULL && now >= backend_sasl_stale_at(conn)) {

@@ -55,7 +55,9 @@ struct backend_conn {
                                        pieces) */
     TAILQ_ENTRY(backend_conn) cork_link; /* in worker->corked */
     unsigned corked:1;                   /* on worker->corked */
-    gint64 last_active; /* monotonic us of the last reply/send */
+    gint64 last_active;  /* monotonic us of the last reply/send */
+    gint64 answer_since; /* monotonic us since when the oldest request
+                            has waited for its answer (its turn) */
     /* with [backend] sasl = gssapi only (all NULL without): */
     struct sasl_client *sasl;   /* the security context, from the TCP
                                        connect on; the connection stays

@@ -918,6 +918,40 @@ config_parse_custom_filters(struct config_ctx *c, const char *g,
     return TRUE;
 }
 
+/*
+ * read_retry_after_ms: a read with no answer this long is sent to another
+ * server (backend.c).  Omitted: a third of request_timeout_ms, so a read
+ * on a stalled server has two thirds of its time left elsewhere; 0 turns
+ * it off; a value at or past request_timeout_ms would never fire, and is
+ * refused rather than silently doing nothing.
+ */
+static gboolean
+config_parse_read_retry(struct config_ctx *c, const char *g, GError **error)
+{
+    struct config *cfg = c->cfg;
+    unsigned v;
+
+    if (!config_take_uint(c, g, "read_retry_after_ms", 0, CONFIG_MAX_MS,
+                          G_MAXUINT, &v, error)) {
+        return FALSE;
+    }
+    if (v == G_MAXUINT) {
+        cfg->read_retry_after_ms = MAX(cfg->request_timeout_ms / 3, 1u);
+        return TRUE;
+    }
+    if (v >= cfg->request_timeout_ms) {
+        config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, g,
+                         "read_retry_after_ms",
+                         "%u is not less than request_timeout_ms (%u): a "
+                         "read would time out before it is sent again (0 "
+                         "turns the retry off)",
+                         v, cfg->request_timeout_ms);
+        return FALSE;
+    }
+    cfg->read_retry_after_ms = v;
+    return TRUE;
+}
+
 static gboolean
 config_parse_backend(struct config_ctx *c, const char *g, GError **error)
 {
@@ -950,7 +984,8 @@ config_parse_backend(struct config_ctx *c, const char *g, GError **error)
         !config_take_uint(c, g, "scan_resume_attempts", 0,
                           CONFIG_MAX_SCAN_RESUME_ATTEMPTS,
                           CONFIG_DEFAULT_SCAN_RESUME_ATTEMPTS,
-                          &cfg->scan_resume_attempts, error)) {
+                          &cfg->scan_resume_attempts, error) ||
+        !config_parse_read_retry(c, g, error)) {
         return FALSE;
     }
     cfg->protocol = (config_protocol_t)protocol;
@@ -1672,7 +1707,7 @@ config_known_keys(const char *group)
     if (strcmp(group, "backend") == 0) {
         return "servers, thrift2_servers, protocol, transport, "
                "connect_timeout_ms, request_timeout_ms, slow_call_ms, "
-               "scan_resume_attempts, "
+               "scan_resume_attempts, read_retry_after_ms, "
                "pool_size, sasl, "
                "sasl_principal, sasl_keytab, sasl_service, sasl_qop, "
                "sasl_server_host, http_path, http_doas, https, tls_ca, "
@@ -2094,7 +2129,8 @@ config_to_text(const struct config *cfg)
                            "\nprotocol = %s\ntransport = %s\n"
                            "connect_timeout_ms = %u\nrequest_timeout_ms = %u\n"
                            "slow_call_ms = %u\npool_size = %u\n"
-                           "scan_resume_attempts = %u\n",
+                           "scan_resume_attempts = %u\n"
+                           "read_retry_after_ms = %u\n",
                            cfg->protocol == CONFIG_PROTOCOL_COMPACT ? "compact"
                                                                     : "binary",
                            cfg->transport == CONFIG_TRANSPORT_HTTP ? "http"
@@ -2103,7 +2139,8 @@ config_to_text(const struct config *cfg)
                                : "buffered",
                            cfg->connect_timeout_ms, cfg->request_timeout_ms,
                            cfg->slow_call_ms, cfg->pool_size,
-                           cfg->scan_resume_attempts);
+                           cfg->scan_resume_attempts,
+                           cfg->read_retry_after_ms);
     if (cfg->custom_filter_specs != NULL && cfg->custom_filter_specs[0]) {
         g_autofree char *specs = g_strjoinv(", ", cfg->custom_filter_specs);
 

@@ -137,6 +137,9 @@ struct config {
     unsigned pool_size;            /* connections per server per worker */
     unsigned scan_resume_attempts; /* reopens of a scan's bucket whose
                                       backend scanner was lost */
+    unsigned read_retry_after_ms;  /* a read unanswered this long goes to
+                                      another server; 0 = never early
+                                      (default: request_timeout_ms / 3) */
     config_sasl_t sasl;            /* Kerberos toward the servers */
     char *sasl_principal;          /* ours, from sasl_keytab; NULL if off */
     char *sasl_keytab;             /* absolute path; NULL if off */

@@ -8,7 +8,7 @@ model of what was acknowledged.
 
   /usr/bin/python3 tests/faults/run_faults.py --proxy BUILD/daemon/hbase-salt-proxy \\
       --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py [--seconds N] \\
-      [--strict-reads] [--seed N] [--backend-kind real]
+      [--no-strict-reads] [--seed N] [--backend-kind real]
 
 The backend: one hbase-emu store served by two Thrift1 and two Thrift2
 servers (its listeners), each behind a relay (hsptest.Relay) the proxy
@@ -43,14 +43,19 @@ Invariants (the test fails on any):
   log            0 critical or error lines in the proxy's log (GLib
                  criticals are bugs) or the backend's.
   fds, memory    flat: the proxy's descriptors other than client and
-                 backend connections the same (+-2) after warm-up and at
-                 the end; its RSS at the end at most 25 % + 8 MiB above
+                 backend connections at the end at most 2 more than after
+                 warm-up; its RSS at the end at most 25 % + 8 MiB above
                  the warm-up figure (skipped under ASan).
-Counted, and an invariant with --strict-reads (HSP_FAULT_STRICT_READS=1)
-once the proxy retries reads:
+Counted always, an invariant with --strict-reads (HSP_FAULT_STRICT_READS=1)
+(not the default yet: a few in a million calls still fail, see
+tests/faults/README.md):
   reads failed while healthy: point reads that failed although a server
                  of their service had no kill or stall from the call's
-                 start to start + the call timeout.
+                 start to start + the call timeout.  A pipelined read
+                 sent after a write of its batch that failed is counted
+                 apart: the proxy keeps a connection's calls in order on
+                 one server (a read sees the writes sent before it), so
+                 such a read shares the write's server and fate.
 
 The last line printed is the summary: calls, kills, stalls, resets,
 reloads, resumes (hsp_scan_resumes_total), failures by kind.
@@ -114,7 +119,9 @@ class Stats(object):
         self.by_op = {}             # (op, service, kind) -> count
         self.examples = {}          # (op, kind) -> a few messages
         self.violations = []        # (kind, text)
-        self.failed_reads = []      # (service, t0) of failed point reads
+        self.failed_reads = []      # (service, t0, t1, message) of failed
+                                    # point reads
+        self.reads_behind_failed_write = 0  # pipelined, not in the above
         self.scans_ok = 0
         self.scans_failed = 0
 
@@ -213,15 +220,22 @@ class Client(threading.Thread):
         finally:
             self.drop()
 
-    def failed(self, e, what, t0):
+    def failed(self, e, what, t0, behind_write=False):
         kind = failure_kind(e)
         self.run_.stats.fail(kind, what, self.service, e)
         if kind == 'hang':
             self.run_.stats.violate('hang', '%s %s waited %.1f s' % (
                 self.name, what, time.time() - t0))
-        if what == 'read':
+        if what == 'read' and behind_write:
+            # sent after a write of its pipeline that failed: the proxy
+            # keeps a connection's calls in order on one server (the read
+            # must see the write), so the read shares the write's fate
             with self.run_.stats.lock:
-                self.run_.stats.failed_reads.append((self.service, t0))
+                self.run_.stats.reads_behind_failed_write += 1
+        elif what == 'read':
+            with self.run_.stats.lock:
+                self.run_.stats.failed_reads.append(
+                    (self.service, t0, time.time(), str(e)[:160]))
         if kind in ('transport', 'hang') or kind.startswith('other'):
             self.drop()
             time.sleep(0.05)
@@ -482,6 +496,7 @@ class Pipeliner(Client):
             self.failed(e, 'write', t0)
             return
         acked = {}      # key -> highest ts acknowledged earlier in the batch
+        write_failed = False    # a write earlier in the batch failed
         for n, (op, key, ts) in enumerate(batch):
             self.run_.stats.call('write' if op == 'w' else 'read')
             try:
@@ -500,7 +515,9 @@ class Pipeliner(Client):
                     self.check_own(key, got, max(ts, acked.get(key, 0)),
                                    self.name + ' pipelined get')
             except Exception as e:  # noqa: BLE001
-                kind = self.failed(e, 'write' if op == 'w' else 'read', t0)
+                kind = self.failed(e, 'write' if op == 'w' else 'read', t0,
+                                   behind_write=write_failed)
+                write_failed = write_failed or op == 'w'
                 if self.conn is None:
                     # the rest never come: count them, their writes unknown
                     for _ in batch[n + 1:]:
@@ -823,10 +840,19 @@ def main():
                          'empty: the load alone, for comparison)')
     ap.add_argument('--pace-ms', type=float, default=2.0,
                     help='pause between two steps of a client (default 2)')
+    # not yet the default: about 1 read in 70 000 still fails while a
+    # server of its service is healthy (a reset on the healthy server
+    # while the other is down; a read queued behind another client's
+    # write on a stalled server: tests/faults/README.md), which would make
+    # the CI form fail at random; counted and printed every run
     ap.add_argument('--strict-reads', action='store_true',
-                    default=os.environ.get('HSP_FAULT_STRICT_READS') == '1',
+                    default=os.environ.get('HSP_FAULT_STRICT_READS',
+                                           '0') != '0',
                     help='fail on reads that failed while a server was '
-                         'healthy (needs the proxy to retry reads)')
+                         'healthy (HSP_FAULT_STRICT_READS=1; the default '
+                         'only counts them)')
+    ap.add_argument('--no-strict-reads', dest='strict_reads',
+                    action='store_false')
     ap.add_argument('--seed', type=int, default=int(
         os.environ.get('HSP_FAULT_SEED', str(int(time.time()) % 100000))))
     args = ap.parse_args()
@@ -905,10 +931,20 @@ def drive(run, args):
     # the whole call timeout
     timeout_s = args.call_timeout_ms / 1000.0
     healthy_fail = 0
-    for service, t0 in run.stats.failed_reads:
+    for service, t0, t1, text in run.stats.failed_reads:
         if any(not faults.unhealthy(service, s['name'], t0, t0 + timeout_s)
                for s in run.servers if s['service'] == service):
             healthy_fail += 1
+            if healthy_fail <= 10:
+                # what failed, and the faults of its service around it
+                near = sorted((a - t_faults, b - t_faults, n or 'all')
+                              for sv, n, a, b in faults.intervals
+                              if sv in (None, service) and a < t1 + 1 and
+                              b > t0 - 3)
+                print('read failed while a server was healthy: thrift%s '
+                      'at %.2f s, after %.2f s: %s; faults near: %s'
+                      % (service, t0 - t_faults, t1 - t0, text, ', '.join(
+                          '%s %.2f-%.2f' % (n, a, b) for a, b, n in near)))
     resumes = run.metric_sum('hsp_scan_resumes_total')
     st = run.stats
     calls = sum(st.calls.values())
@@ -916,15 +952,19 @@ def drive(run, args):
     for kind, _ in st.violations:
         by_kind[kind] = by_kind.get(kind, 0) + 1
     rss_limit = rss0 * 1.25 + 8192
-    fd_ok = abs(fds1 - fds0) <= 2
+    # flat means no growth: a figure after warm-up that still held a
+    # transient descriptor (a reload's, a probe's) may end lower
+    fd_ok = fds1 - fds0 <= 2
     rss_ok = UNDER_ASAN or rss1 <= rss_limit
     print('figures: calls %s; scans ok %d, failed loudly %d; fds %d -> %d '
           '(+-2); rss %d -> %d kB (peak %d, limit %d%s); reads failed '
-          'while a server was healthy: %d of %d failed reads; rss every '
+          'while a server was healthy: %d of %d failed reads (and %d '
+          'pipelined behind a failed write); rss every '
           'tenth of the run: %s kB; proxy log warnings: %d'
           % (st.calls, st.scans_ok, st.scans_failed, fds0, fds1, rss0, rss1,
              rss_peak, rss_limit, ', not checked under ASan'
              if UNDER_ASAN else '', healthy_fail, len(st.failed_reads),
+             st.reads_behind_failed_write,
              ' '.join(str(x) for x in rss_trail), warnings))
     print('failures by call: %s' % ', '.join(
         '%s/thrift%s/%s: %d' % (k + (v,))

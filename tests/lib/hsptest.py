@@ -311,6 +311,34 @@ class Thrift(object):
         c._prot = prot
         return c
 
+    def pipelined_getrow(self, port, table, keys, seqid=100):
+        """Thrift1 getRow of each of keys, all sent in one write on a new
+        connection (a pipelining client), seqids from seqid on; returns
+        [(name, seqid, getRow_result)] in the order the replies came."""
+        from thrift.protocol import TBinaryProtocol
+        out = self.TTransport.TMemoryBuffer()
+        w = self.Hbase.Client(TBinaryProtocol.TBinaryProtocol(out))
+        for i, k in enumerate(keys):
+            w._seqid = seqid + i
+            w.send_getRow(table, k, {})
+        s = socket.create_connection(('127.0.0.1', port), 10)
+        try:
+            s.sendall(out.getvalue())
+            sock = self.TSocket.TSocket()
+            sock.handle = s
+            iprot = TBinaryProtocol.TBinaryProtocol(
+                self.TTransport.TBufferedTransport(sock))
+            got = []
+            for _ in keys:
+                name, _, sid = iprot.readMessageBegin()
+                res = self.Hbase.getRow_result()
+                res.read(iprot)
+                iprot.readMessageEnd()
+                got.append((name, sid, res))
+            return got
+        finally:
+            s.close()
+
     def client2(self, port, proto='binary', transport='buffered',
                 timeout=30.0, strict=None, accel=False):
         trans, prot = self._protocol(port, proto, transport, timeout,

@@ -36,6 +36,8 @@ assert_defaults(const struct config *cfg)
     g_assert_null(cfg->custom_filters[0]);
     g_assert_cmpuint(cfg->connect_timeout_ms, ==, 2000);
     g_assert_cmpuint(cfg->request_timeout_ms, ==, 30000);
+    /* unset: a third of request_timeout_ms */
+    g_assert_cmpuint(cfg->read_retry_after_ms, ==, 10000);
     g_assert_cmpuint(cfg->slow_call_ms, ==, 1000);
     g_assert_cmpuint(cfg->pool_size, ==, 16);
     g_assert_cmpuint(cfg->scan_caching_max, ==, 1000);
@@ -165,6 +167,7 @@ test_full(void)
     g_assert_cmpint(cfg->transport, ==, CONFIG_TRANSPORT_FRAMED);
     g_assert_cmpuint(cfg->connect_timeout_ms, ==, 100);
     g_assert_cmpuint(cfg->request_timeout_ms, ==, 200);
+    g_assert_cmpuint(cfg->read_retry_after_ms, ==, 66);
     g_assert_cmpuint(cfg->pool_size, ==, 1);
     g_assert_cmpuint(cfg->scan_caching_max, ==, 50);
     g_assert_cmpuint(cfg->scan_scanner_timeout_ms, ==, 1000);
@@ -436,6 +439,10 @@ test_error_value(void)
         { "proxy", "client_idle_timeout_ms", "2147483648" },
         { "backend", "connect_timeout_ms", "0" },
         { "backend", "request_timeout_ms", "" },
+        /* at request_timeout_ms (30000) or past it: would never fire */
+        { "backend", "read_retry_after_ms", "30000" },
+        { "backend", "read_retry_after_ms", "-1" },
+        { "backend", "read_retry_after_ms", "1s" },
         { "backend", "slow_call_ms", "-1" },
         { "backend", "slow_call_ms", "2147483648" },
         { "backend", "pool_size", "0" },

@@ -1,0 +1,183 @@
+"""Reads on a stalled server: hbase-salt-proxy in front of two Thrift1 and
+two Thrift2 "servers" over one store (hsptest.Relay's to one hbase-emu).
+One server of each service stalls (its relay stops forwarding, connections
+kept open, as a SIGSTOPped or GC-paused server looks over TCP).  Every read
+sent there must be answered by the other server after [backend]
+read_retry_after_ms, well within request_timeout_ms, with its own row, in
+the order a pipelining client asked; without the retry each such read
+waits its whole request_timeout_ms and fails.
+
+  /usr/bin/python3 tests/e2e/test_read_stall.py --proxy BUILD/daemon/hbase-salt-proxy \\
+      --emu BUILD/tests/emu/hbase-emu --pydir BUILD/thrift/py
+
+HSP_KEEP_LOGS=1 keeps the temp dir (configs, logs).
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
+from hsptest import (Proxy, Relay, Thrift, free_port,  # noqa: E402
+                     start_backend)
+
+ARGS = None
+TH = None
+TABLE = b't'
+ROWS = 40
+TIMEOUT_MS = 4000      # request_timeout_ms: the bound a client sees
+RETRY_MS = 400         # read_retry_after_ms
+# a read moved off the stalled server is answered well within its
+# call timeout: the retry delay, plus time for a loaded machine
+WITHIN_S = (RETRY_MS + 1200) / 1000.0
+
+
+def key(i):
+    return b'row%04d' % i
+
+
+class ReadStallTest(unittest.TestCase):
+    def setUp(self):
+        self.workdir = tempfile.mkdtemp(prefix='hsp-read-stall-')
+        self.emu = start_backend('emu', self.workdir, emu=ARGS.emu,
+                                 thrift2=True, tables={'t': ['d']})
+        self.r1 = [Relay(self.emu.port), Relay(self.emu.port)]
+        self.r2 = [Relay(self.emu.port2), Relay(self.emu.port2)]
+        self.port, self.port2 = free_port(), free_port()
+        conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 1\n'
+                '[backend]\nservers = %s\nthrift2_servers = %s\n'
+                'request_timeout_ms = %d\nread_retry_after_ms = %d\n'
+                'connect_timeout_ms = 500\npool_size = 2\n'
+                '[thrift2]\nlisten = 127.0.0.1:%d\n'
+                '[table:t]\nbuckets = 4\nsalt_format = hex\n'
+                % (self.port,
+                   ', '.join('127.0.0.1:%d' % r.port for r in self.r1),
+                   ', '.join('127.0.0.1:%d' % r.port for r in self.r2),
+                   TIMEOUT_MS, RETRY_MS, self.port2))
+        try:
+            self.proxy = Proxy(ARGS.proxy, self.workdir, conf,
+                               [self.port, self.port2])
+        except Exception:
+            self.close_backend()    # no tearDown follows a failed setUp
+            raise
+        c = TH.client1(self.port)
+        c.mutateRows(TABLE, [
+            TH.T.BatchMutation(row=key(i), mutations=[
+                TH.T.Mutation(column=b'd:c', value=b'v%d' % i)])
+            for i in range(ROWS)], {})
+        # both servers of each service have connections before the stall
+        for i in range(8):
+            c.getRow(TABLE, key(i), {})
+        c.transport.close()
+
+    def close_backend(self):
+        for r in self.r1 + self.r2:
+            r.close()
+        self.emu.close()
+
+    def tearDown(self):
+        for r in self.r1 + self.r2:
+            r.resume()
+        self.proxy.close()
+        self.close_backend()
+        if os.environ.get('HSP_KEEP_LOGS'):
+            sys.stderr.write('logs in %s\n' % self.workdir)
+        else:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def timed(self, call):
+        t0 = time.time()
+        got = call()
+        took = time.time() - t0
+        self.assertLess(took, WITHIN_S, 'a read took %.2f s (call timeout '
+                        '%.1f s): not moved off the stalled server'
+                        % (took, TIMEOUT_MS / 1000.0))
+        return got
+
+    def test_thrift1_reads_while_a_server_stalls(self):
+        c = TH.client1(self.port)
+        self.r1[0].pause()
+        # round robin: about half of these go to the stalled server first
+        for i in range(10):
+            rows = self.timed(lambda: c.getRow(TABLE, key(i), {}))
+            self.assertEqual([(r.row, r.columns[b'd:c'].value)
+                              for r in rows], [(key(i), b'v%d' % i)])
+        got = self.timed(lambda: c.getRows(TABLE, [key(i) for i in
+                                                   range(10, 20)], {}))
+        self.assertEqual([r.row for r in got], [key(i) for i in
+                                                range(10, 20)])
+        self.assertIn('read_retry_after_ms', self.proxy.log_text())
+        c.transport.close()
+
+    def test_thrift2_reads_while_a_server_stalls(self):
+        c = TH.client2(self.port2)
+        self.r2[1].pause()
+        for i in range(10):
+            got = self.timed(lambda: c.get(TABLE, TH.T2.TGet(row=key(i))))
+            self.assertEqual(got.row, key(i))
+            self.assertTrue(self.timed(
+                lambda: c.exists(TABLE, TH.T2.TGet(row=key(i)))))
+        got = self.timed(lambda: c.getMultiple(
+            TABLE, [TH.T2.TGet(row=key(i)) for i in range(5)]))
+        self.assertEqual([g.row for g in got], [key(i) for i in range(5)])
+        c.transport.close()
+
+    def test_pipelined_reads_keep_their_order(self):
+        # 30 getRow calls in one write: the proxy queues them on one
+        # connection (each behind the client's previous one), of one
+        # server or the other, in turn; one server stalls.  Every answer
+        # comes back, in the order asked, each with its own row, well
+        # within the call timeout.
+        n = 30
+        self.r1[1].pause()
+        for _ in range(3):
+            t0 = time.time()
+            got = TH.pipelined_getrow(self.port, TABLE,
+                                      [key(i) for i in range(n)])
+            for i, (name, seqid, res) in enumerate(got):
+                self.assertEqual((name, seqid), ('getRow', 100 + i))
+                self.assertIsNone(res.io, res.io and res.io.message)
+                self.assertEqual([r.row for r in res.success], [key(i)])
+            took = time.time() - t0
+            self.assertLess(took, WITHIN_S + 1.0, 'the pipeline took %.2f s'
+                            % took)
+        # one of them at least was on the stalled server
+        self.assertIn('read_retry_after_ms', self.proxy.log_text())
+
+    def test_write_on_a_stalled_server_is_not_sent_twice(self):
+        # increments are writes: never moved once sent.  One that reaches
+        # the stalled server fails after request_timeout_ms (or lands when
+        # the server wakes); the counter never counts more than the calls
+        c = TH.client1(self.port)
+        self.r1[0].pause()
+        calls = 4
+        for _ in range(calls):
+            try:
+                c.atomicIncrement(TABLE, b'counter', b'd:n', 1)
+            except TH.T.IOError:
+                pass
+        self.r1[0].resume()
+        time.sleep(0.5)
+        got = c.atomicIncrement(TABLE, b'counter', b'd:n', 0)
+        self.assertLessEqual(got, calls)
+        c.transport.close()
+
+
+def main():
+    global ARGS, TH
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--proxy', required=True)
+    ap.add_argument('--emu', required=True)
+    ap.add_argument('--pydir', required=True)
+    ARGS, rest = ap.parse_known_args()
+    TH = Thrift(ARGS.pydir)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == '__main__':
+    main()
