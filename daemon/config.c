@@ -921,8 +921,9 @@ config_parse_custom_filters(struct config_ctx *c, const char *g,
 /*
  * read_retry_after_ms: a read with no answer this long is sent to another
  * server (backend.c).  Omitted: a third of request_timeout_ms, so a read
- * on a stalled server has two thirds of its time left elsewhere; 0 turns
- * it off; a value at or past request_timeout_ms would never fire, and is
+ * on a stalled server has two thirds of its time left elsewhere (rounded
+ * down: off under 3 ms, where no third is left to move in, and never a
+ * value the explicit key would refuse); 0 turns it off; a value at or past request_timeout_ms would never fire, and is
  * refused rather than silently doing nothing.
  */
 static gboolean
@@ -936,7 +937,7 @@ config_parse_read_retry(struct config_ctx *c, const char *g, GError **error)
         return FALSE;
     }
     if (v == G_MAXUINT) {
-        cfg->read_retry_after_ms = MAX(cfg->request_timeout_ms / 3, 1u);
+        cfg->read_retry_after_ms = cfg->request_timeout_ms / 3;
         return TRUE;
     }
     if (v >= cfg->request_timeout_ms) {

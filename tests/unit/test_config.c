@@ -1119,6 +1119,31 @@ test_keyviz_unsalted(void)
                  "[table:t] section", NULL);
 }
 
+/* The default read_retry_after_ms is a third of request_timeout_ms,
+ * rounded down: off (0) under 3 ms, never a value the key itself would
+ * refuse, so the effective configuration written out loads back (found
+ * by fuzz_config: request_timeout_ms = 1 gave 1, not below 1). */
+static void
+test_read_retry_default_small_timeouts(void)
+{
+    for (unsigned ms = 1; ms <= 7; ms++) {
+        g_autofree char *text =
+            g_strdup_printf("[backend]\nrequest_timeout_ms = %u\n", ms);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(config_t) cfg = load(text, &error);
+        g_autoptr(config_t) back = NULL;
+        g_autofree char *out = NULL;
+
+        g_assert_no_error(error);
+        g_assert_cmpuint(cfg->read_retry_after_ms, ==, ms / 3);
+        g_assert_cmpuint(cfg->read_retry_after_ms, <, ms);
+        out = config_to_text(cfg);
+        back = config_load_data(out, strlen(out), "to_text", &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(back->read_retry_after_ms, ==, ms / 3);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1132,6 +1157,8 @@ main(int argc, char **argv)
     }
 
     g_test_add_func("/config/defaults", test_defaults);
+    g_test_add_func("/config/read_retry_default_small",
+                    test_read_retry_default_small_timeouts);
     g_test_add_func("/config/shipped", test_shipped);
     g_test_add_func("/config/shipped-example", test_shipped_example);
     g_test_add_func("/config/full", test_full);
