@@ -324,8 +324,15 @@ class ErrorsAndBatchTest(unittest.TestCase):
             c.scannerGetList(sid, 10)
         self.assertIn(s.server, cm.exception.message)
         c._trans.close()
-        self.assertEqual(by_type(), dict(want, transport=2))
-        self.assertEqual(by_server(), dict(want, transport=2))
+        # the getRow's failed request is counted; the scanner's fetch is
+        # too when it reached its connection, but when the server's idle
+        # connections were closed first (a server that closes a busy
+        # connection gets its idle ones closed: backend.c) it fails
+        # before any request is sent, and only the client hears (seen
+        # under ASan's slower timing): one or two, never none, nothing else
+        for got in (by_type(), by_server()):
+            self.assertIn(got.get('transport'), (1, 2))
+            self.assertEqual(dict(got, transport=0), dict(want, transport=0))
         # the series that were there stay as they were
         m = s.proxy.metrics()
         self.assertEqual(
