@@ -862,6 +862,30 @@ bad:
     return FALSE;
 }
 
+/*
+ * After a call that failed with err: whether err is an answer the caller
+ * expects (an HCONN_ERROR of code whose message holds one of words;
+ * words NULL: any message), so that the call counts as done.  If not,
+ * err goes to error.
+ */
+static gboolean
+hconn_failed_as_expected(GError **err, int code, const char *const *words,
+                         GError **error)
+{
+    if (g_error_matches(*err, HCONN_ERROR, code)) {
+        if (words == NULL) {
+            return TRUE;
+        }
+        for (size_t i = 0; words[i] != NULL; i++) {
+            if (strstr((*err)->message, words[i]) != NULL) {
+                return TRUE;
+            }
+        }
+    }
+    g_propagate_error(error, g_steal_pointer(err));
+    return FALSE;
+}
+
 /* ---- which service ----------------------------------------------------- */
 
 gboolean
@@ -878,11 +902,8 @@ hconn_check_service(struct hconn *c, GError **error)
 
     if (!hconn_call(c, &w, frame, "getThriftServerType", hconn_i32_read, &type,
                     &err)) {
-        if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_APP)) {
-            return TRUE; /* older than the method: cannot tell */
-        }
-        g_propagate_error(error, g_steal_pointer(&err));
-        return FALSE;
+        /* older than the method: cannot tell */
+        return hconn_failed_as_expected(&err, HCONN_ERROR_APP, NULL, error);
     }
     /* TThriftServerType: ONE = 1, TWO = 2 */
     kind = type == 1   ? HBASE1_KIND_THRIFT1
@@ -1154,11 +1175,7 @@ hconn_table_exists(struct hconn *c, const char *table, gboolean *exists,
         return TRUE;
     }
     /* A missing table is an IOError (TableNotFoundException). */
-    if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE)) {
-        return TRUE;
-    }
-    g_propagate_error(error, g_steal_pointer(&err));
-    return FALSE;
+    return hconn_failed_as_expected(&err, HCONN_ERROR_REMOTE, NULL, error);
 }
 
 /* ---- scanners -------------------------------------------------------- */
@@ -1612,6 +1629,11 @@ gboolean
 hconn_create_table(struct hconn *c, const char *table, const char *family,
                    gboolean *created, GError **error)
 {
+    static const char *const exists_words[] = {
+        "AlreadyExists",
+        "TableExistsException",
+        NULL,
+    };
     struct wire_writer w;
     size_t frame = hconn_begin(c, &w, "createTable");
     g_autofree char *name = g_strconcat(family, ":", NULL);
@@ -1656,13 +1678,8 @@ hconn_create_table(struct hconn *c, const char *table, const char *family,
         return TRUE;
     }
     /* another proxy made it first (Thrift2 says so in a TIOError) */
-    if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE) &&
-        (strstr(err->message, "AlreadyExists") != NULL ||
-         strstr(err->message, "TableExistsException") != NULL)) {
-        return TRUE;
-    }
-    g_propagate_error(error, g_steal_pointer(&err));
-    return FALSE;
+    return hconn_failed_as_expected(&err, HCONN_ERROR_REMOTE, exists_words,
+                                    error);
 }
 
 static gboolean
