@@ -470,30 +470,43 @@ pb_inexact(struct pb_ctx *c, const char *fmt, ...)
 
 /* ---- messages ------------------------------------------------------------ */
 
-/* Filter and Comparator: { 1: string name, 2: bytes serialized }. */
+/*
+ * Filter and Comparator: { 1: string name, 2: bytes serialized }.  What
+ * msg holds goes over *name and *ser (a field it lacks leaves them), and
+ * *has_name is set once a name came: protobuf's merge of a message that
+ * came several times.
+ */
 static gboolean
-pb_read_named(pb_span msg, pb_span *name, pb_span *ser, GError **error)
+pb_read_named_over(pb_span msg, pb_span *name, pb_span *ser,
+                   gboolean *has_name, GError **error)
 {
     struct pb_in in;
     struct pb_field f;
-    gboolean has_name = FALSE;
     int r;
 
     pb_in_init(&in, msg);
-    ser->data = NULL;
-    ser->len = 0;
     while ((r = pb_next(&in, &f, error)) > 0) {
         if (f.wt != PB_WT_BYTES) {
             continue;
         }
         if (f.num == 1) {
             *name = f.s;
-            has_name = TRUE;
+            *has_name = TRUE;
         } else if (f.num == 2) {
             *ser = f.s;
         }
     }
-    if (r < 0) {
+    return r == 0;
+}
+
+static gboolean
+pb_read_named(pb_span msg, pb_span *name, pb_span *ser, GError **error)
+{
+    gboolean has_name = FALSE;
+
+    ser->data = NULL;
+    ser->len = 0;
+    if (!pb_read_named_over(msg, name, ser, &has_name, error)) {
         return FALSE;
     }
     return has_name || pb_missing(error, "name");
@@ -1154,6 +1167,21 @@ pb_i32(int64_t v)
     return (int32_t)(uint32_t)(uint64_t)v;
 }
 
+/* A comparator class this proxy does not know: in exact mode HBase's own
+ * answer, as its parseFrom would fail to load the class. */
+static gboolean
+pb_cmp_known(const struct pb_ctx *c, const struct pb_cmp *cmp, GError **error)
+{
+    if (cmp->kind == PB_CMP_UNKNOWN && c->mode == FILTERPB_MODE_EXACT) {
+        g_autofree char *cn = pb_show(cmp->name);
+
+        g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
+                    "java.lang.ClassNotFoundException: %s", cn);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /*
  * A filter of the filter language: checks what its parseFrom checks and
  * writes the leaf (exactly, or as the rewrite wants it, or typed only).
@@ -1303,12 +1331,7 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
         if (!pb_compare_done(&p.cf, FALSE, &cmp, error)) {
             goto out;
         }
-        if (cmp.kind == PB_CMP_UNKNOWN && p.cf.has_cmp &&
-            c->mode == FILTERPB_MODE_EXACT) {
-            g_autofree char *cn = pb_show(cmp.name);
-
-            g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
-                        "java.lang.ClassNotFoundException: %s", cn);
+        if (p.cf.has_cmp && !pb_cmp_known(c, &cmp, error)) {
             goto out;
         }
         if (cls->type == FILTER_TYPE_ROW) {
@@ -1351,11 +1374,7 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
         if (!pb_compare_done(&p.cf, TRUE, &cmp, error)) {
             goto out;
         }
-        if (cmp.kind == PB_CMP_UNKNOWN && c->mode == FILTERPB_MODE_EXACT) {
-            g_autofree char *cn = pb_show(cmp.name);
-
-            g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
-                        "java.lang.ClassNotFoundException: %s", cn);
+        if (!pb_cmp_known(c, &cmp, error)) {
             goto out;
         }
         pb_arg_q(l, p.b[1]);
@@ -1385,11 +1404,7 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
             exact = FALSE;
             break;
         }
-        if (cmp.kind == PB_CMP_UNKNOWN && c->mode == FILTERPB_MODE_EXACT) {
-            g_autofree char *cn = pb_show(cmp.name);
-
-            g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
-                        "java.lang.ClassNotFoundException: %s", cn);
+        if (!pb_cmp_known(c, &cmp, error)) {
             goto out;
         }
         exact = pb_arg_compare(c, l, p.cf.op, &cmp, what);
@@ -1404,11 +1419,7 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
         if (!pb_compare_done(&p.cf, TRUE, &cmp, error)) {
             goto out;
         }
-        if (cmp.kind == PB_CMP_UNKNOWN && c->mode == FILTERPB_MODE_EXACT) {
-            g_autofree char *cn = pb_show(cmp.name);
-
-            g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
-                        "java.lang.ClassNotFoundException: %s", cn);
+        if (!pb_cmp_known(c, &cmp, error)) {
             goto out;
         }
         pb_arg_q(l, p.b[1]);
@@ -1457,23 +1468,8 @@ pb_merge_filters(GPtrArray *occ, pb_span *name, pb_span *ser, GError **error)
     ser->len = 0;
     for (guint i = 0; occ != NULL && i < occ->len; i++) {
         const pb_span *m = g_ptr_array_index(occ, i);
-        struct pb_in in;
-        struct pb_field f;
-        int r;
 
-        pb_in_init(&in, *m);
-        while ((r = pb_next(&in, &f, error)) > 0) {
-            if (f.wt != PB_WT_BYTES) {
-                continue;
-            }
-            if (f.num == 1) {
-                *name = f.s;
-                has_name = TRUE;
-            } else if (f.num == 2) {
-                *ser = f.s;
-            }
-        }
-        if (r < 0) {
+        if (!pb_read_named_over(*m, name, ser, &has_name, error)) {
             return FALSE;
         }
     }
