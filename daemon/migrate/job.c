@@ -543,19 +543,28 @@ job_after_key(const struct ckpt_entry *e)
     return g_bytes_new_take(k, len + 1);
 }
 
+/* A scanner of table over [start, end), batch_rows rows a fetch. */
+static gboolean
+job_scanner_open(struct job_worker *w, const char *table, GBytes *start,
+                 GBytes *end, int32_t *id, GError **error)
+{
+    gsize slen, elen;
+    const uint8_t *sp = g_bytes_get_data(start, &slen);
+    const uint8_t *ep = g_bytes_get_data(end, &elen);
+
+    return hconn_scanner_open(w->c, table, sp, slen, ep, elen,
+                              (int32_t)w->j->opts.batch_rows, id, error);
+}
+
 static gboolean
 job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
 {
     struct job *j = w->j;
     g_autoptr(GBytes) start = job_after_key(e);
-    gsize slen, elen;
-    const uint8_t *sp = g_bytes_get_data(start, &slen);
-    const uint8_t *ep = g_bytes_get_data(e->unit.end, &elen);
     int32_t id;
     gboolean ok = TRUE;
 
-    if (!hconn_scanner_open(w->c, j->opts.from, sp, slen, ep, elen,
-                            (int32_t)j->opts.batch_rows, &id, error)) {
+    if (!job_scanner_open(w, j->opts.from, start, e->unit.end, &id, error)) {
         return FALSE;
     }
     for (;;) {
@@ -868,13 +877,10 @@ static gboolean
 job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
 {
     struct job *j = w->j;
-    gsize slen, elen;
-    const uint8_t *sp = g_bytes_get_data(e->unit.start, &slen);
-    const uint8_t *ep = g_bytes_get_data(e->unit.end, &elen);
     int32_t id;
 
-    if (!hconn_scanner_open(w->c, j->opts.from, sp, slen, ep, elen,
-                            (int32_t)j->opts.batch_rows, &id, error)) {
+    if (!job_scanner_open(w, j->opts.from, e->unit.start, e->unit.end, &id,
+                          error)) {
         return FALSE;
     }
     for (;;) {
@@ -963,13 +969,10 @@ static gboolean
 job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
 {
     struct job *j = w->j;
-    gsize slen, elen;
-    const uint8_t *sp = g_bytes_get_data(e->unit.start, &slen);
-    const uint8_t *ep = g_bytes_get_data(e->unit.end, &elen);
     int32_t id;
 
-    if (!hconn_scanner_open(w->c, j->opts.to, sp, slen, ep, elen,
-                            (int32_t)j->opts.batch_rows, &id, error)) {
+    if (!job_scanner_open(w, j->opts.to, e->unit.start, e->unit.end, &id,
+                          error)) {
         return FALSE;
     }
     for (;;) {
