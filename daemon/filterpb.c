@@ -1182,6 +1182,18 @@ pb_cmp_known(const struct pb_ctx *c, const struct pb_cmp *cmp, GError **error)
     return TRUE;
 }
 
+/* The family (field 1), qualifier (2), operator and comparator that
+ * SingleColumnValueFilter and ColumnValueFilter begin with. */
+static gboolean
+pb_arg_column_compare(struct pb_ctx *c, struct filter_node *l,
+                      const struct pb_fields *p, const struct pb_cmp *cmp,
+                      const char *what)
+{
+    pb_arg_q(l, p->b[1]);
+    pb_arg_q(l, p->b[2]);
+    return pb_arg_compare(c, l, p->cf.op, cmp, what);
+}
+
 /*
  * A filter of the filter language: checks what its parseFrom checks and
  * writes the leaf (exactly, or as the rewrite wants it, or typed only).
@@ -1371,15 +1383,11 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
             pb_missing(error, "comparator");
             goto out;
         }
-        if (!pb_compare_done(&p.cf, TRUE, &cmp, error)) {
+        if (!pb_compare_done(&p.cf, TRUE, &cmp, error) ||
+            !pb_cmp_known(c, &cmp, error)) {
             goto out;
         }
-        if (!pb_cmp_known(c, &cmp, error)) {
-            goto out;
-        }
-        pb_arg_q(l, p.b[1]);
-        pb_arg_q(l, p.b[2]);
-        exact = pb_arg_compare(c, l, p.cf.op, &cmp, what);
+        exact = pb_arg_column_compare(c, l, &p, &cmp, what);
         /* absent booleans are false, latest_version_only included */
         pb_arg_bool(l, p.v[5] != 0);
         pb_arg_bool(l, p.v[6] != 0);
@@ -1416,15 +1424,11 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
                                             : "comparator");
             goto out;
         }
-        if (!pb_compare_done(&p.cf, TRUE, &cmp, error)) {
+        if (!pb_compare_done(&p.cf, TRUE, &cmp, error) ||
+            !pb_cmp_known(c, &cmp, error)) {
             goto out;
         }
-        if (!pb_cmp_known(c, &cmp, error)) {
-            goto out;
-        }
-        pb_arg_q(l, p.b[1]);
-        pb_arg_q(l, p.b[2]);
-        exact = pb_arg_compare(c, l, p.cf.op, &cmp, what);
+        exact = pb_arg_column_compare(c, l, &p, &cmp, what);
         break;
     default: break;
     }
