@@ -833,9 +833,6 @@ job_versions_pair(struct job_worker *w, const struct hconn_row *s,
     return TRUE;
 }
 
-/* Source rows against the destination: every row there, with the same
- * cells (and, with --all-versions, the same versions). */
-
 /*
  * The next batch of the scanner id (rows of table 'from' in w->batch),
  * mapped to the other table's keys (diffs counts rows the mapping puts
@@ -873,115 +870,131 @@ job_batch_pair(struct job *j, struct job_worker *w, int32_t id,
     return (int)MIN(n, (guint)G_MAXINT);
 }
 
+/* What a verify batch found, added to the unit and the job at once. */
+struct job_verify_tally {
+    guint64 diffs, cells, bytes;
+    guint64 only; /* destination rows without a source row */
+};
+
+/* Source rows of the batch (n rows) against the destination's: every row
+ * there, with the same cells (and, with --all-versions, the same
+ * versions). */
 static gboolean
-job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
+job_verify_source_batch(struct job_worker *w, guint n,
+                        struct job_verify_tally *t, GError **error)
 {
     struct job *j = w->j;
-    int32_t id;
+    guint o = 0;
 
-    if (!job_scanner_open(w, j->opts.from, e->unit.start, e->unit.end, &id,
-                          error)) {
-        return FALSE;
-    }
-    for (;;) {
-        guint n, o = 0;
-        guint64 diffs = 0, cells = 0, bytes = 0;
-        const struct hconn_row *last;
+    for (guint i = 0; i < n; i++) {
+        const struct hconn_row *s = &g_array_index(w->batch.rows,
+                                                   struct hconn_row, i);
+        const struct hconn_row *d = o < w->other.rows->len
+                                        ? &g_array_index(w->other.rows,
+                                                         struct hconn_row, o)
+                                        : NULL;
+        guint klen;
+        const uint8_t *k = job_key_data(w, i, &klen);
+        g_autofree char *name = NULL, *where = NULL;
 
-        int got = job_batch_pair(j, w, id, j->src, j->dst, j->opts.to, &diffs,
-                                 error);
-
-        if (got < 0) {
-            return FALSE;
+        if (klen == JOB_KEY_NONE) {
+            continue; /* counted as a difference already */
         }
-        if (got == 0) {
-            break;
+        job_row_names(j->src, "source", s->key, s->key_len, &name, &where);
+        t->cells += s->n;
+        for (guint c = 0; c < s->n; c++) {
+            const struct hconn_cell *cell = &g_array_index(w->batch.cells,
+                                                           struct hconn_cell,
+                                                           s->first + c);
+
+            t->bytes += cell->col_len + cell->val_len;
         }
-        n = (guint)got;
-        for (guint i = 0; i < n; i++) {
-            const struct hconn_row *s = &g_array_index(w->batch.rows,
-                                                       struct hconn_row, i);
-            const struct hconn_row *d = o < w->other.rows->len
-                                            ? &g_array_index(w->other.rows,
-                                                             struct hconn_row,
-                                                             o)
-                                            : NULL;
-            guint klen;
-            const uint8_t *k = job_key_data(w, i, &klen);
-            g_autofree char *name = NULL, *where = NULL;
-
-            if (klen == JOB_KEY_NONE) {
-                continue; /* counted as a difference already */
-            }
-            job_row_names(j->src, "source", s->key, s->key_len, &name, &where);
-            cells += s->n;
-            for (guint c = 0; c < s->n; c++) {
-                const struct hconn_cell *cell =
-                    &g_array_index(w->batch.cells, struct hconn_cell,
-                                   s->first + c);
-
-                bytes += cell->col_len + cell->val_len;
-            }
-            if (d == NULL || job_bytes_cmp(d->key, d->key_len, k, klen) != 0) {
-                job_diff(j, &diffs, "row '%s'%s: missing in destination", name,
-                         where);
-                continue;
-            }
-            o++;
-            if (j->opts.all_versions) {
-                guint nsrc;
-                g_autoptr(GArray) a = NULL, b = NULL;
-
-                if (!job_versions_pair(w, s, d, &nsrc, error)) {
-                    return FALSE;
-                }
-                a = job_sorted_cells(&w->cmp, 0, nsrc);
-                b = job_sorted_cells(&w->cmp, nsrc, w->cmp.cells->len - nsrc);
-                job_compare_cells(j, name, a, b, &diffs);
-            } else {
-                g_autoptr(GArray) a = job_sorted_cells(&w->batch, s->first,
-                                                       s->n);
-                g_autoptr(GArray) b = job_sorted_cells(&w->other, d->first,
-                                                       d->n);
-
-                job_compare_cells(j, name, a, b, &diffs);
-            }
+        if (d == NULL || job_bytes_cmp(d->key, d->key_len, k, klen) != 0) {
+            job_diff(j, &t->diffs, "row '%s'%s: missing in destination", name,
+                     where);
+            continue;
         }
-        last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
-        g_mutex_lock(&j->lock);
-        e->rows += n;
-        e->cells += cells;
-        e->bytes += bytes;
-        j->res.diffs += diffs;
-        g_mutex_unlock(&j->lock);
-        progress_slot_add(j->prog, w->slot, n, bytes, last->key,
-                          last->key_len);
+        o++;
+        if (j->opts.all_versions) {
+            guint nsrc;
+            g_autoptr(GArray) a = NULL, b = NULL;
+
+            if (!job_versions_pair(w, s, d, &nsrc, error)) {
+                return FALSE;
+            }
+            a = job_sorted_cells(&w->cmp, 0, nsrc);
+            b = job_sorted_cells(&w->cmp, nsrc, w->cmp.cells->len - nsrc);
+            job_compare_cells(j, name, a, b, &t->diffs);
+        } else {
+            g_autoptr(GArray) a = job_sorted_cells(&w->batch, s->first, s->n);
+            g_autoptr(GArray) b = job_sorted_cells(&w->other, d->first, d->n);
+
+            job_compare_cells(j, name, a, b, &t->diffs);
+        }
     }
-    if (!hconn_scanner_close(w->c, id, error)) {
-        return FALSE;
-    }
-    e->done = TRUE;
     return TRUE;
 }
 
-/* Destination rows against the source: none without its source row. */
-static gboolean
-job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
+/* Destination rows of the batch (n rows) against the source's: none
+ * without its source row. */
+static void
+job_verify_dest_batch(struct job_worker *w, guint n,
+                      struct job_verify_tally *t)
 {
     struct job *j = w->j;
+    guint o = 0;
+
+    for (guint i = 0; i < n; i++) {
+        const struct hconn_row *s = o < w->other.rows->len
+                                        ? &g_array_index(w->other.rows,
+                                                         struct hconn_row, o)
+                                        : NULL;
+        guint klen;
+        const uint8_t *k = job_key_data(w, i, &klen);
+        const struct hconn_row *d;
+        g_autofree char *name = NULL, *where = NULL;
+
+        if (klen == JOB_KEY_NONE) {
+            t->only++; /* no source row can match it; counted as a
+                          difference already */
+            continue;
+        }
+        if (s != NULL && job_bytes_cmp(s->key, s->key_len, k, klen) == 0) {
+            o++;
+            continue;
+        }
+        d = &g_array_index(w->batch.rows, struct hconn_row, i);
+        job_row_names(j->dst, "destination", d->key, d->key_len, &name,
+                      &where);
+        job_diff(j, &t->diffs, "row '%s'%s: not in source", name, where);
+        t->only++;
+    }
+}
+
+/*
+ * A verify pass over unit e: the source's rows against the destination,
+ * or (the unit's side UNIT_DEST) the destination's against the source.
+ * Batch by batch, what each finds counted at once.
+ */
+static gboolean
+job_verify_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
+{
+    struct job *j = w->j;
+    gboolean dest = e->unit.side == UNIT_DEST;
     int32_t id;
 
-    if (!job_scanner_open(w, j->opts.to, e->unit.start, e->unit.end, &id,
-                          error)) {
+    if (!job_scanner_open(w, dest ? j->opts.to : j->opts.from, e->unit.start,
+                          e->unit.end, &id, error)) {
         return FALSE;
     }
     for (;;) {
-        guint n, o = 0;
-        guint64 diffs = 0, only = 0;
+        struct job_verify_tally t = { 0, 0, 0, 0 };
         const struct hconn_row *last;
-
-        int got = job_batch_pair(j, w, id, j->dst, j->src, j->opts.from,
-                                 &diffs, error);
+        guint n;
+        int got = dest ? job_batch_pair(j, w, id, j->dst, j->src, j->opts.from,
+                                        &t.diffs, error)
+                       : job_batch_pair(j, w, id, j->src, j->dst, j->opts.to,
+                                        &t.diffs, error);
 
         if (got < 0) {
             return FALSE;
@@ -990,42 +1003,21 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
             break;
         }
         n = (guint)got;
-        for (guint i = 0; i < n; i++) {
-            const struct hconn_row *s = o < w->other.rows->len
-                                            ? &g_array_index(w->other.rows,
-                                                             struct hconn_row,
-                                                             o)
-                                            : NULL;
-            guint klen;
-            const uint8_t *k = job_key_data(w, i, &klen);
-
-            if (klen == JOB_KEY_NONE) {
-                only++;   /* no source row can match it */
-                continue; /* counted as a difference already */
-            }
-            if (s != NULL && job_bytes_cmp(s->key, s->key_len, k, klen) == 0) {
-                o++;
-                continue;
-            }
-            {
-                const struct hconn_row *d = &g_array_index(w->batch.rows,
-                                                           struct hconn_row,
-                                                           i);
-                g_autofree char *name = NULL, *where = NULL;
-
-                job_row_names(j->dst, "destination", d->key, d->key_len, &name,
-                              &where);
-                job_diff(j, &diffs, "row '%s'%s: not in source", name, where);
-                only++;
-            }
+        if (dest) {
+            job_verify_dest_batch(w, n, &t);
+        } else if (!job_verify_source_batch(w, n, &t, error)) {
+            return FALSE;
         }
         last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
         g_mutex_lock(&j->lock);
         e->rows += n;
-        j->res.diffs += diffs;
-        j->res.dest_only += only;
+        e->cells += t.cells;
+        e->bytes += t.bytes;
+        j->res.diffs += t.diffs;
+        j->res.dest_only += t.only;
         g_mutex_unlock(&j->lock);
-        progress_slot_add(j->prog, w->slot, n, 0, last->key, last->key_len);
+        progress_slot_add(j->prog, w->slot, n, t.bytes, last->key,
+                          last->key_len);
     }
     if (!hconn_scanner_close(w->c, id, error)) {
         return FALSE;
@@ -1104,10 +1096,8 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e, guint idx)
             w->c = hconn_open(j->cfg, w->slot, &err);
         }
         if (w->c != NULL) {
-            if (e->unit.side == UNIT_DEST) {
-                ok = job_verify_dest(w, e, &err);
-            } else if (j->opts.verify) {
-                ok = job_verify_source(w, e, &err);
+            if (e->unit.side == UNIT_DEST || j->opts.verify) {
+                ok = job_verify_unit(w, e, &err);
             } else {
                 ok = job_copy_unit(w, e, &err);
             }
