@@ -143,6 +143,23 @@ job_interrupt(struct job *j)
 
 /* ---- keys ------------------------------------------------------------ */
 
+/* FALSE, with the JOB_ERROR_DATA error "row 'KEY' ...", the rest of the
+ * message as fmt says. */
+static gboolean G_GNUC_PRINTF(4, 5)
+    job_row_error(GError **error, const uint8_t *key, size_t len,
+                  const char *fmt, ...)
+{
+    g_autofree char *k = salt_escape(key, len);
+    g_autofree char *why = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    why = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error(error, JOB_ERROR, JOB_ERROR_DATA, "row '%s' %s", k, why);
+    return FALSE;
+}
+
 /*
  * The logical key of a physical row of a table salted by from (NULL:
  * unsalted): its salt checked and stripped, or, under a forward-looking
@@ -163,25 +180,18 @@ job_unsalt(const struct salt_table *from, const uint8_t *key, size_t len,
          * scans do (a legacy key's row is its own key, unsalted) */
         if (salt_owner(from, key, len, &logical, &llen, &bucket) ==
             LEGACY_OWNER_NONE) {
-            g_autofree char *k = salt_escape(key, len);
-
-            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
-                        "row '%s' is neither a legacy key of its table's "
-                        "rule nor salted by its mapping (written around "
-                        "the proxy?)",
-                        k);
-            return FALSE;
+            return job_row_error(
+                error, key, len,
+                "is neither a legacy key of its table's rule nor salted by "
+                "its mapping (written around the proxy?)");
         }
     } else if (from != NULL) {
         if (!salt_strip(from, key, len, &logical, &llen, &bucket) ||
             salt_bucket(from, logical, llen) != bucket) {
-            g_autofree char *k = salt_escape(key, len);
-
-            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
-                        "row '%s' carries no salt of its table's mapping "
-                        "(written around the proxy?)",
-                        k);
-            return FALSE;
+            return job_row_error(
+                error, key, len,
+                "carries no salt of its table's mapping (written around "
+                "the proxy?)");
         }
     }
     *logical_out = logical;
@@ -211,14 +221,10 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
         legacy_route_t route = salt_route(to, logical, llen);
 
         if (route == LEGACY_ROUTE_CLASH) {
-            g_autofree char *k = salt_escape(logical, llen);
-
-            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
-                        "row '%s' cannot be stored in the destination: its "
-                        "rule keeps it unsalted, where it would read as a "
-                        "salted key's row",
-                        k);
-            return FALSE;
+            return job_row_error(
+                error, logical, llen,
+                "cannot be stored in the destination: its rule keeps it "
+                "unsalted, where it would read as a salted key's row");
         }
         if (route == LEGACY_ROUTE_LEGACY) {
             g_byte_array_append(arena, logical, (guint)llen);
@@ -233,22 +239,18 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
         size_t cap = salt_prefix_len(to) + llen;
 
         if (!salt_key_valid(to, logical, llen)) {
-            g_autofree char *k = salt_escape(logical, llen);
-
-            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
-                        "row '%s' cannot be stored under the destination's "
-                        "mapping (%s takes only UTF-8 keys)",
-                        k, salt_mapping_name(to->mapping));
-            return FALSE;
+            return job_row_error(
+                error, logical, llen,
+                "cannot be stored under the destination's mapping (%s takes "
+                "only UTF-8 keys)",
+                salt_mapping_name(to->mapping));
         }
         if (llen > salt_max_row(to)) {
-            g_autofree char *k = salt_escape(logical, llen);
-
-            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
-                        "row '%s' is too long for the destination's "
-                        "mapping (%zu bytes, at most %zu)",
-                        k, llen, salt_max_row(to));
-            return FALSE;
+            return job_row_error(
+                error, logical, llen,
+                "is too long for the destination's mapping (%zu bytes, at "
+                "most %zu)",
+                llen, salt_max_row(to));
         }
         g_byte_array_set_size(arena, arena->len + (guint)cap);
         out->len = (guint)salt_key(to, logical, llen, arena->data + out->off,
