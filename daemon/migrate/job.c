@@ -1074,6 +1074,20 @@ job_retryable(const GError *err)
            (err->domain == JOB_ERROR && err->code == JOB_ERROR_CHECKPOINT);
 }
 
+/* What unit e did (its rows, cells and bytes) into the job's result;
+ * j->lock held, or no worker running yet. */
+static void
+job_res_add_unit(struct job *j, const struct ckpt_entry *e)
+{
+    if (e->unit.side == UNIT_DEST) {
+        j->res.dest_rows += e->rows;
+    } else {
+        j->res.rows += e->rows;
+    }
+    j->res.cells += e->cells;
+    j->res.bytes += e->bytes;
+}
+
 static void
 job_run_entry(struct job_worker *w, struct ckpt_entry *e, guint idx)
 {
@@ -1132,13 +1146,7 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e, guint idx)
                   (g_error_matches(err, JOB_ERROR, JOB_ERROR_INTERRUPTED) ||
                    (g_atomic_int_get(&j->stop) && job_retryable(err)));
     g_mutex_lock(&j->lock);
-    if (e->unit.side == UNIT_DEST) {
-        j->res.dest_rows += e->rows;
-    } else {
-        j->res.rows += e->rows;
-    }
-    j->res.cells += e->cells;
-    j->res.bytes += e->bytes;
+    job_res_add_unit(j, e);
     diffs0 = j->res.diffs - diffs0;
     g_mutex_unlock(&j->lock);
     progress_slot_end(j->prog, w->slot, err == NULL);
@@ -1355,13 +1363,7 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
             return FALSE;
         }
         if (e->done) {
-            if (e->unit.side == UNIT_DEST) {
-                j->res.dest_rows += e->rows;
-            } else {
-                j->res.rows += e->rows;
-            }
-            j->res.cells += e->cells;
-            j->res.bytes += e->bytes;
+            job_res_add_unit(j, e);
             j->res.units_ok++;
             progress_add_done(prog, i, e->rows);
             if (results != NULL) {
