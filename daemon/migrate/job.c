@@ -872,6 +872,26 @@ job_batch_pair(struct job *j, struct job_worker *w, int32_t id,
     return (int)MIN(n, (guint)G_MAXINT);
 }
 
+/*
+ * The other table's row for key k (klen): the next one read (w->other, at
+ * *o, which then moves past it) if its key is k, else NULL.
+ */
+static const struct hconn_row *
+job_other_match(struct job_worker *w, guint *o, const uint8_t *k, guint klen)
+{
+    const struct hconn_row *r;
+
+    if (*o >= w->other.rows->len) {
+        return NULL;
+    }
+    r = &g_array_index(w->other.rows, struct hconn_row, *o);
+    if (job_bytes_cmp(r->key, r->key_len, k, klen) != 0) {
+        return NULL;
+    }
+    (*o)++;
+    return r;
+}
+
 /* What a verify batch found, added to the unit and the job at once. */
 struct job_verify_tally {
     guint64 diffs, cells, bytes;
@@ -891,10 +911,7 @@ job_verify_source_batch(struct job_worker *w, guint n,
     for (guint i = 0; i < n; i++) {
         const struct hconn_row *s = &g_array_index(w->batch.rows,
                                                    struct hconn_row, i);
-        const struct hconn_row *d = o < w->other.rows->len
-                                        ? &g_array_index(w->other.rows,
-                                                         struct hconn_row, o)
-                                        : NULL;
+        const struct hconn_row *d;
         guint klen;
         const uint8_t *k = job_key_data(w, i, &klen);
         g_autofree char *name = NULL, *where = NULL;
@@ -911,12 +928,12 @@ job_verify_source_batch(struct job_worker *w, guint n,
 
             t->bytes += cell->col_len + cell->val_len;
         }
-        if (d == NULL || job_bytes_cmp(d->key, d->key_len, k, klen) != 0) {
+        d = job_other_match(w, &o, k, klen);
+        if (d == NULL) {
             job_diff(j, &t->diffs, "row '%s'%s: missing in destination", name,
                      where);
             continue;
         }
-        o++;
         if (j->opts.all_versions) {
             guint nsrc;
             g_autoptr(GArray) a = NULL, b = NULL;
@@ -947,10 +964,6 @@ job_verify_dest_batch(struct job_worker *w, guint n,
     guint o = 0;
 
     for (guint i = 0; i < n; i++) {
-        const struct hconn_row *s = o < w->other.rows->len
-                                        ? &g_array_index(w->other.rows,
-                                                         struct hconn_row, o)
-                                        : NULL;
         guint klen;
         const uint8_t *k = job_key_data(w, i, &klen);
         const struct hconn_row *d;
@@ -961,8 +974,7 @@ job_verify_dest_batch(struct job_worker *w, guint n,
                           difference already */
             continue;
         }
-        if (s != NULL && job_bytes_cmp(s->key, s->key_len, k, klen) == 0) {
-            o++;
+        if (job_other_match(w, &o, k, klen) != NULL) {
             continue;
         }
         d = &g_array_index(w->batch.rows, struct hconn_row, i);
