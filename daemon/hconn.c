@@ -1245,8 +1245,15 @@ hconn_scanner_open_scan(struct hconn *c, const char *table,
                         GError **error)
 {
     struct wire_writer w;
-    size_t frame = hconn_begin(c, &w, "scannerOpenWithScan");
+    size_t frame;
 
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(start != NULL || start_len == 0);
+    g_assert(stop != NULL || stop_len == 0);
+    g_assert(id != NULL);
+
+    frame = hconn_begin(c, &w, "scannerOpenWithScan");
     hconn_write_string(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_STRUCT, 2);
     wire_write_struct_begin(&w);
@@ -1275,12 +1282,6 @@ hconn_scanner_open(struct hconn *c, const char *table, const uint8_t *start,
                    size_t start_len, const uint8_t *stop, size_t stop_len,
                    int32_t caching, int32_t *id, GError **error)
 {
-    HCONN_CALLABLE(c, error);
-    g_assert(table != NULL);
-    g_assert(start != NULL || start_len == 0);
-    g_assert(stop != NULL || stop_len == 0);
-    g_assert(id != NULL);
-
     return hconn_scanner_open_scan(c, table, start, start_len, stop, stop_len,
                                    caching, NULL, FALSE, id, error);
 }
@@ -1291,12 +1292,6 @@ hconn_scanner_open_keys(struct hconn *c, const char *table,
                         const uint8_t *stop, size_t stop_len, int32_t caching,
                         int32_t *id, GError **error)
 {
-    HCONN_CALLABLE(c, error);
-    g_assert(table != NULL);
-    g_assert(start != NULL || start_len == 0);
-    g_assert(stop != NULL || stop_len == 0);
-    g_assert(id != NULL);
-
     return hconn_scanner_open_scan(c, table, start, start_len, stop, stop_len,
                                    caching,
                                    "FirstKeyOnlyFilter() AND KeyOnlyFilter()",
