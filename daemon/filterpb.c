@@ -1182,6 +1182,19 @@ pb_cmp_known(const struct pb_ctx *c, const struct pb_cmp *cmp, GError **error)
     return TRUE;
 }
 
+/* A varint field parseFrom requires (field: its name in the message)
+ * and the filter's constructor wants not negative (what: its word for
+ * it), v its value as the filter reads it. */
+static gboolean
+pb_required_nonneg(const struct pb_fields *p, guint num, int64_t v,
+                   const char *field, const char *what, GError **error)
+{
+    if (!p->has_v[num]) {
+        return pb_missing(error, field);
+    }
+    return pb_nonneg(v, what, error);
+}
+
 /* The family (field 1), qualifier (2), operator and comparator that
  * SingleColumnValueFilter and ColumnValueFilter begin with. */
 static gboolean
@@ -1269,31 +1282,22 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
         break;
     }
     case FILTER_TYPE_COLUMN_COUNT_GET:
-        if (!p.has_v[1]) {
-            pb_missing(error, "limit");
-            goto out;
-        }
-        if (!pb_nonneg(pb_i32(p.v[1]), "limit", error)) {
+        if (!pb_required_nonneg(&p, 1, pb_i32(p.v[1]), "limit", "limit",
+                                error)) {
             goto out;
         }
         pb_arg_int(l, pb_i32(p.v[1]));
         break;
     case FILTER_TYPE_PAGE:
-        if (!p.has_v[1]) {
-            pb_missing(error, "page_size");
-            goto out;
-        }
-        if (!pb_nonneg(p.v[1], "page size", error)) {
+        if (!pb_required_nonneg(&p, 1, p.v[1], "page_size", "page size",
+                                error)) {
             goto out;
         }
         pb_arg_int(l, p.v[1]);
         break;
     case FILTER_TYPE_COLUMN_PAGINATION:
-        if (!p.has_v[1]) {
-            pb_missing(error, "limit");
-            goto out;
-        }
-        if (!pb_nonneg(pb_i32(p.v[1]), "limit", error)) {
+        if (!pb_required_nonneg(&p, 1, pb_i32(p.v[1]), "limit", "limit",
+                                error)) {
             goto out;
         }
         if (p.has_b[3]) {
