@@ -2323,6 +2323,18 @@ config_mapping_to_text(GString *out, const struct salt_table *t)
     config_legacy_to_text(out, &t->legacy);
 }
 
+/* Whether a listener moved, appeared or went: compared as printed, so
+ * that the same address spelt the same way is no change. */
+static gboolean
+config_listen_changed(gboolean was_on, const struct config_addr *was,
+                      gboolean is_on, const struct config_addr *is)
+{
+    g_autofree char *a = was_on ? config_addr_to_string(was) : NULL;
+    g_autofree char *b = is_on ? config_addr_to_string(is) : NULL;
+
+    return g_strcmp0(a, b) != 0;
+}
+
 gboolean
 config_reload_check(const struct config *old, const struct config *cfg,
                     GError **error)
@@ -2364,9 +2376,9 @@ config_reload_check(const struct config *old, const struct config *cfg,
                     "%s changed: that needs a restart, not a reload", what);  \
         return FALSE;                                                         \
     }
-    a = config_addr_to_string(&old->listen);
-    b = config_addr_to_string(&cfg->listen);
-    CONFIG_RESTART_ONLY(strcmp(a, b) != 0, "[proxy] listen")
+    CONFIG_RESTART_ONLY(config_listen_changed(TRUE, &old->listen, TRUE,
+                                              &cfg->listen),
+                        "[proxy] listen")
     CONFIG_RESTART_ONLY(old->workers != cfg->workers, "[proxy] workers")
     CONFIG_RESTART_ONLY(old->protocol != cfg->protocol, "[backend] protocol")
     CONFIG_RESTART_ONLY(old->transport != cfg->transport,
@@ -2393,44 +2405,19 @@ config_reload_check(const struct config *old, const struct config *cfg,
                             g_strcmp0(old->backend_tls_key,
                                       cfg->backend_tls_key) != 0,
                         "[backend] an http_*, https or tls_* key")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    if (old->admin_enabled) {
-        a = config_addr_to_string(&old->admin_listen);
-    }
-    if (cfg->admin_enabled) {
-        b = config_addr_to_string(&cfg->admin_listen);
-    }
-    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[admin] listen")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    if (old->thrift2_enabled) {
-        a = config_addr_to_string(&old->thrift2_listen);
-    }
-    if (cfg->thrift2_enabled) {
-        b = config_addr_to_string(&cfg->thrift2_listen);
-    }
-    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[thrift2] listen")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    if (old->tls_enabled) {
-        a = config_addr_to_string(&old->tls_listen);
-    }
-    if (cfg->tls_enabled) {
-        b = config_addr_to_string(&cfg->tls_listen);
-    }
+#define CONFIG_LISTEN_RESTART_ONLY(on, addr, what)                            \
+    CONFIG_RESTART_ONLY(config_listen_changed(old->on, &old->addr, cfg->on,   \
+                                              &cfg->addr),                    \
+                        what)
+    CONFIG_LISTEN_RESTART_ONLY(admin_enabled, admin_listen, "[admin] listen")
+    CONFIG_LISTEN_RESTART_ONLY(thrift2_enabled, thrift2_listen,
+                               "[thrift2] listen")
     /* the certificate, key and client CA are read again on every reload */
-    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[tls] listen")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    a = old->http_enabled ? config_addr_to_string(&old->http_listen) : NULL;
-    b = cfg->http_enabled ? config_addr_to_string(&cfg->http_listen) : NULL;
-    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[http] listen")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    a = old->http2_enabled ? config_addr_to_string(&old->http2_listen) : NULL;
-    b = cfg->http2_enabled ? config_addr_to_string(&cfg->http2_listen) : NULL;
-    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[http] thrift2_listen")
+    CONFIG_LISTEN_RESTART_ONLY(tls_enabled, tls_listen, "[tls] listen")
+    CONFIG_LISTEN_RESTART_ONLY(http_enabled, http_listen, "[http] listen")
+    CONFIG_LISTEN_RESTART_ONLY(http2_enabled, http2_listen,
+                               "[http] thrift2_listen")
+#undef CONFIG_LISTEN_RESTART_ONLY
     /* the counters are sized by these when the proxy starts; keys and a
      * table's keyviz key may change */
     CONFIG_RESTART_ONLY(old->keyviz.enabled != cfg->keyviz.enabled ||
