@@ -367,12 +367,8 @@ admin_free(struct admin *a)
     if (a == NULL) {
         return;
     }
-    if (a->keyviz_timer != NULL) {
-        event_free(a->keyviz_timer);
-    }
-    if (a->http != NULL) {
-        evhttp_free(a->http);
-    }
+    g_clear_pointer(&a->keyviz_timer, event_free);
+    g_clear_pointer(&a->http, evhttp_free);
     g_free(a);
 }
 

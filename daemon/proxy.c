@@ -328,9 +328,7 @@ proxy_accepted_cb(struct worker *w, void *arg)
 
     client_accept(w, a->fd, (struct sockaddr *)&a->sa, a->salen, a->svc,
                   a->tls);
-    if (a->tls != NULL) {
-        SSL_CTX_free(a->tls);
-    }
+    g_clear_pointer(&a->tls, SSL_CTX_free);
     g_free(a);
 }
 
@@ -470,18 +468,9 @@ proxy_stop_cb(struct worker *w)
     struct timeval tv = { 0, PROXY_DRAIN_POLL_MS * 1000 };
 
     worker_set_state(w, WORKER_STOPPING);
-    if (w->listener != NULL) {
-        evconnlistener_free(w->listener);
-        w->listener = NULL;
-    }
-    if (w->listener2 != NULL) {
-        evconnlistener_free(w->listener2);
-        w->listener2 = NULL;
-    }
-    if (w->listener_tls != NULL) {
-        evconnlistener_free(w->listener_tls);
-        w->listener_tls = NULL;
-    }
+    g_clear_pointer(&w->listener, evconnlistener_free);
+    g_clear_pointer(&w->listener2, evconnlistener_free);
+    g_clear_pointer(&w->listener_tls, evconnlistener_free);
     for (int i = 0; i < 2; i++) {
         g_clear_pointer(&w->httpd[i], httpd_free);
     }
@@ -788,30 +777,15 @@ proxy_worker_deinit(struct worker *w)
         backend_pool_free(w->pool);
         w->pool = older;
     }
-    if (w->listener != NULL) {
-        evconnlistener_free(w->listener);
-        w->listener = NULL;
-    }
-    if (w->listener2 != NULL) {
-        evconnlistener_free(w->listener2);
-        w->listener2 = NULL;
-    }
-    if (w->listener_tls != NULL) {
-        evconnlistener_free(w->listener_tls);
-        w->listener_tls = NULL;
-    }
+    g_clear_pointer(&w->listener, evconnlistener_free);
+    g_clear_pointer(&w->listener2, evconnlistener_free);
+    g_clear_pointer(&w->listener_tls, evconnlistener_free);
     for (int i = 0; i < 2; i++) {
         g_clear_pointer(&w->httpd[i], httpd_free);
     }
-    if (w->drain_ev != NULL) {
-        event_free(w->drain_ev);
-    }
-    if (w->scan_timer != NULL) {
-        event_free(w->scan_timer);
-    }
-    if (w->gc_timer != NULL) {
-        event_free(w->gc_timer);
-    }
+    g_clear_pointer(&w->drain_ev, event_free);
+    g_clear_pointer(&w->scan_timer, event_free);
+    g_clear_pointer(&w->gc_timer, event_free);
     if (w->old_gens != NULL) {
         /* the process frees what is left of every generation */
         g_ptr_array_free(w->old_gens, TRUE);
@@ -839,9 +813,7 @@ proxy_worker_deinit(struct worker *w)
     codec_tally_free(&w->tally);
     g_free(w->rbuf);
     w->rbuf = NULL;
-    if (w->flush_ev != NULL) {
-        event_free(w->flush_ev);
-    }
+    g_clear_pointer(&w->flush_ev, event_free);
     if (w->base != NULL) {
         /* HTTP mode: the bridges of its backend connections */
         httpc_base_done(w->base);
@@ -970,9 +942,7 @@ proxy_reload_abandon(struct proxy_reload *r)
     if (r == NULL) {
         return;
     }
-    if (r->tls != NULL) {
-        SSL_CTX_free(r->tls);
-    }
+    g_clear_pointer(&r->tls, SSL_CTX_free);
     tabstate_unref(r->ts);
     g_free(r);
 }
@@ -1273,9 +1243,7 @@ proxy_free(struct proxy *p)
         }
         g_free(p->workers);
     }
-    if (p->scans != NULL) {
-        scan_table_free(p->scans);
-    }
+    g_clear_pointer(&p->scans, scan_table_free);
     health_free(p->health);
     /* the workers are gone: whatever generation is left goes now */
     for (guint g = 0; p->gens != NULL && g < p->gens->len; g++) {
@@ -1286,9 +1254,7 @@ proxy_free(struct proxy *p)
     }
     g_mutex_clear(&p->gens_lock);
     g_mutex_clear(&p->pools_lock);
-    if (p->tls_ctx != NULL) {
-        SSL_CTX_free(p->tls_ctx);
-    }
+    g_clear_pointer(&p->tls_ctx, SSL_CTX_free);
     g_mutex_clear(&p->tls_lock);
     metrics_free(p->metrics);
     g_free(p);
