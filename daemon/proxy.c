@@ -133,6 +133,23 @@ proxy_resolve(const char *host, uint16_t port, gboolean passive,
     return TRUE;
 }
 
+/* A listener's address: the host kept (truncated) for the logs, the port,
+ * and the address resolved; what names the key in the error. */
+static gboolean
+proxy_listen_load(const struct config_addr *a, const char *what, char *host,
+                  size_t host_size, uint16_t *port,
+                  struct sockaddr_storage *addr, socklen_t *addrlen,
+                  GError **error)
+{
+    g_strlcpy(host, a->host != NULL ? a->host : "", host_size);
+    *port = a->port;
+    if (!proxy_resolve(host, *port, TRUE, addr, addrlen, error)) {
+        g_prefix_error(error, "%s: ", what);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Copies what the I/O core needs out of cfg; resolves backend names
  * once, here, so no worker ever blocks on DNS. */
 gboolean
@@ -143,39 +160,25 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
 
     g_assert(set != NULL && cfg != NULL);
     memset(set, 0, sizeof(*set));
-    g_strlcpy(set->listen_host,
-              cfg->listen.host != NULL ? cfg->listen.host : "",
-              sizeof(set->listen_host));
-    set->listen_port = cfg->listen.port;
-    if (!proxy_resolve(set->listen_host, set->listen_port, TRUE,
-                       &set->listen_addr, &set->listen_addrlen, error)) {
-        g_prefix_error(error, "[proxy] listen: ");
+    if (!proxy_listen_load(&cfg->listen, "[proxy] listen", set->listen_host,
+                           sizeof(set->listen_host), &set->listen_port,
+                           &set->listen_addr, &set->listen_addrlen, error)) {
         return FALSE;
     }
-    if (cfg->thrift2_enabled) {
-        set->thrift2_enabled = TRUE;
-        g_strlcpy(set->thrift2_host,
-                  cfg->thrift2_listen.host != NULL ? cfg->thrift2_listen.host
-                                                   : "",
-                  sizeof(set->thrift2_host));
-        set->thrift2_port = cfg->thrift2_listen.port;
-        if (!proxy_resolve(set->thrift2_host, set->thrift2_port, TRUE,
-                           &set->thrift2_addr, &set->thrift2_addrlen, error)) {
-            g_prefix_error(error, "[thrift2] listen: ");
-            return FALSE;
-        }
+    set->thrift2_enabled = cfg->thrift2_enabled;
+    if (cfg->thrift2_enabled &&
+        !proxy_listen_load(&cfg->thrift2_listen, "[thrift2] listen",
+                           set->thrift2_host, sizeof(set->thrift2_host),
+                           &set->thrift2_port, &set->thrift2_addr,
+                           &set->thrift2_addrlen, error)) {
+        return FALSE;
     }
-    if (cfg->tls_enabled) {
-        set->tls_enabled = TRUE;
-        g_strlcpy(set->tls_host,
-                  cfg->tls_listen.host != NULL ? cfg->tls_listen.host : "",
-                  sizeof(set->tls_host));
-        set->tls_port = cfg->tls_listen.port;
-        if (!proxy_resolve(set->tls_host, set->tls_port, TRUE, &set->tls_addr,
-                           &set->tls_addrlen, error)) {
-            g_prefix_error(error, "[tls] listen: ");
-            return FALSE;
-        }
+    set->tls_enabled = cfg->tls_enabled;
+    if (cfg->tls_enabled &&
+        !proxy_listen_load(&cfg->tls_listen, "[tls] listen", set->tls_host,
+                           sizeof(set->tls_host), &set->tls_port,
+                           &set->tls_addr, &set->tls_addrlen, error)) {
+        return FALSE;
     }
     set->tls_handshake_ms = cfg->tls_handshake_timeout_ms;
     for (int h = 0; h < 2; h++) {
