@@ -56,7 +56,7 @@ struct httpd_conn {
     struct wire_scan scan;      /* its reply so far */
 };
 
-static void
+void
 httpd_send(struct evhttp_request *req, int code, const char *reason,
            const char *type, const void *body, size_t len)
 {
