@@ -2072,18 +2072,8 @@ config_legacy_to_text(GString *out, const struct legacy_rule *r)
 {
     switch (r->kind) {
     case LEGACY_COMPONENT:
-        if (r->part == LEGACY_PART_BYTES) {
-            g_string_append_printf(out, "legacy_component = bytes:%u:%u",
-                                   r->off, r->len);
-        } else {
-            g_string_append(out, "legacy_component = after:");
-            escape_append(out, r->delim, r->delim_len);
-            if (r->part == LEGACY_PART_AFTER_LAST) {
-                g_string_append(out, ":last");
-            } else {
-                g_string_append_printf(out, ":%u", r->count);
-            }
-        }
+        g_string_append(out, "legacy_component = ");
+        legacy_component_append(out, r);
         g_string_append(out, "\nlegacy_cutoff = ");
         escape_append(out, r->cutoff, r->cutoff_len);
         g_string_append_c(out, '\n');
