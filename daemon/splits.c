@@ -113,21 +113,6 @@ splits_count_below(const GPtrArray *bounds, const uint8_t *key, size_t len,
     return lo;
 }
 
-/* The first key after every key that starts with p[0..len): p with its
- * last byte below 0xFF incremented and what follows dropped; 0 when
- * there is none (every byte 0xFF: the keys run to the table's end). */
-static size_t
-splits_prefix_end(uint8_t *p, size_t len)
-{
-    while (len > 0 && p[len - 1] == 0xFF) {
-        len--;
-    }
-    if (len > 0) {
-        p[len - 1]++;
-    }
-    return len;
-}
-
 uint32_t
 splits_buckets_per_region(const struct salt_table *t, const GPtrArray *starts,
                           GBytes **fullest, GPtrArray *missing)
@@ -156,7 +141,8 @@ splits_buckets_per_region(const struct salt_table *t, const GPtrArray *starts,
         uint8_t buf[SALT_MAX_PREFIX];
         size_t len = salt_write_prefix(t, b, buf);
         guint first = splits_count_below(bounds, buf, len, TRUE);
-        size_t end_len = splits_prefix_end(buf, len);
+        /* 0: every byte 0xFF, the bucket runs to the table's end */
+        size_t end_len = salt_successor(buf, len);
         guint last = end_len > 0
                          ? splits_count_below(bounds, buf, end_len, FALSE)
                          : bounds->len;
