@@ -1768,6 +1768,29 @@ config_table_cmp(gconstpointer pa, gconstpointer pb)
     return (a->name_len > b->name_len) - (a->name_len < b->name_len);
 }
 
+/* The fixed groups, in the order an absent one takes its defaults. */
+static const struct config_group {
+    const char *name;
+    gboolean (*parse)(struct config_ctx *c, const char *g, GError **error);
+} config_groups[] = {
+    { "proxy", config_parse_proxy },     { "backend", config_parse_backend },
+    { "scan", config_parse_scan },       { "admin", config_parse_admin },
+    { "thrift2", config_parse_thrift2 }, { "catalog", config_parse_catalog },
+    { "tls", config_parse_tls },         { "http", config_parse_http },
+    { "keyviz", config_parse_keyviz },
+};
+
+static const struct config_group *
+config_group_find(const char *g)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(config_groups); i++) {
+        if (strcmp(config_groups[i].name, g) == 0) {
+            return &config_groups[i];
+        }
+    }
+    return NULL;
+}
+
 static gboolean
 config_parse(struct config_ctx *c, GError **error)
 {
@@ -1782,24 +1805,10 @@ config_parse(struct config_ctx *c, GError **error)
     for (size_t i = 0; ok && groups[i] != NULL; i++) {
         const char *g = groups[i];
 
-        if (strcmp(g, "proxy") == 0) {
-            ok = config_parse_proxy(c, g, error);
-        } else if (strcmp(g, "backend") == 0) {
-            ok = config_parse_backend(c, g, error);
-        } else if (strcmp(g, "scan") == 0) {
-            ok = config_parse_scan(c, g, error);
-        } else if (strcmp(g, "admin") == 0) {
-            ok = config_parse_admin(c, g, error);
-        } else if (strcmp(g, "thrift2") == 0) {
-            ok = config_parse_thrift2(c, g, error);
-        } else if (strcmp(g, "catalog") == 0) {
-            ok = config_parse_catalog(c, g, error);
-        } else if (strcmp(g, "tls") == 0) {
-            ok = config_parse_tls(c, g, error);
-        } else if (strcmp(g, "http") == 0) {
-            ok = config_parse_http(c, g, error);
-        } else if (strcmp(g, "keyviz") == 0) {
-            ok = config_parse_keyviz(c, g, error);
+        const struct config_group *known = config_group_find(g);
+
+        if (known != NULL) {
+            ok = known->parse(c, g, error);
         } else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX)) {
             ok = config_parse_table(c, g, tables, names, error);
         } else {
@@ -1813,32 +1822,12 @@ config_parse(struct config_ctx *c, GError **error)
     }
     /* Absent groups still set their defaults: a missing group reads as
      * one with no keys. */
-    if (ok && !g_key_file_has_group(c->kf, "proxy")) {
-        ok = config_parse_proxy(c, "proxy", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "backend")) {
-        ok = config_parse_backend(c, "backend", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "scan")) {
-        ok = config_parse_scan(c, "scan", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "admin")) {
-        ok = config_parse_admin(c, "admin", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "thrift2")) {
-        ok = config_parse_thrift2(c, "thrift2", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "catalog")) {
-        ok = config_parse_catalog(c, "catalog", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "tls")) {
-        ok = config_parse_tls(c, "tls", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "http")) {
-        ok = config_parse_http(c, "http", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "keyviz")) {
-        ok = config_parse_keyviz(c, "keyviz", error);
+    for (size_t i = 0; ok && i < G_N_ELEMENTS(config_groups); i++) {
+        const struct config_group *d = &config_groups[i];
+
+        if (!g_key_file_has_group(c->kf, d->name)) {
+            ok = d->parse(c, d->name, error);
+        }
     }
     if (ok && c->cfg->http2_enabled && c->cfg->n_thrift2_servers == 0) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, "http",
