@@ -1162,15 +1162,7 @@ codec_splits_describe(const struct codec_call *call)
                            "regions): ",
                            (int)call->name_len, call->name, t->name,
                            call->splits_asked, points->len, points->len + 1);
-    for (guint i = 0; i < points->len; i++) {
-        gsize n;
-        const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
-
-        if (i > 0) {
-            g_string_append(out, ", ");
-        }
-        escape_append(out, p, n);
-    }
+    splits_join(out, points, escape_append);
     return g_string_free(out, FALSE);
 }
 

@@ -92,6 +92,21 @@ splits_shell_string(GString *out, const uint8_t *p, size_t n)
     g_string_append_c(out, '"');
 }
 
+void
+splits_join(GString *out, const GPtrArray *points,
+            void (*quote)(GString *out, const uint8_t *p, size_t n))
+{
+    for (guint i = 0; i < points->len; i++) {
+        gsize n;
+        const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
+
+        if (i > 0) {
+            g_string_append(out, ", ");
+        }
+        quote(out, p, n);
+    }
+}
+
 /* How many of the sorted bounds sort before key (or at it, with_equal). */
 static guint
 splits_count_below(const GPtrArray *bounds, const uint8_t *key, size_t len,
