@@ -1624,8 +1624,6 @@ static gboolean
 config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
                    GHashTable *names, GError **error)
 {
-    static const char *const mappings[] = { "xxh3", "phoenix", "hbasewd",
-                                            "bigtable-sample", NULL };
     const char *name = g + strlen(CONFIG_TABLE_PREFIX);
     const char *colon;
     struct config_table table = { 0 };
@@ -1667,8 +1665,8 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
         return FALSE;
     }
 
-    if (!config_take_enum(c, g, "salt_mapping", mappings, SALT_MAPPING_XXH3,
-                          &mapping, error)) {
+    if (!config_take_enum(c, g, "salt_mapping", salt_mapping_names,
+                          SALT_MAPPING_XXH3, &mapping, error)) {
         return FALSE;
     }
     if (mapping != SALT_MAPPING_XXH3
