@@ -947,13 +947,7 @@ codec_message_out(struct codec_ctx *c, const struct salt_table *salt)
             continue;
         }
         g_string_append_c(text, '<');
-        for (size_t k = 0; k < logical_len; k++) {
-            if (codec_java_printable(logical[k])) {
-                g_string_append_c(text, (char)logical[k]);
-            } else {
-                g_string_append_printf(text, "\\x%02X", logical[k]);
-            }
-        }
+        escape_hex_append(text, logical, logical_len, codec_java_printable);
         g_string_append_c(text, '>');
         i = (size_t)(close - msg) + 1;
     }

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "escape.h"
+
 /* A bucket's prefix without its separator, as GBytes. */
 static GBytes *
 splits_prefix(const struct salt_table *t, uint32_t bucket, size_t *len,
@@ -78,17 +80,18 @@ splits_compute(const struct salt_table *t, uint32_t regions, GPtrArray *out)
     g_ptr_array_sort(out, splits_cmp);
 }
 
+/* What the shell's double quotes take as is: letters and digits. */
+static gboolean
+splits_shell_safe(uint8_t ch)
+{
+    return g_ascii_isalnum(ch);
+}
+
 void
 splits_shell_string(GString *out, const uint8_t *p, size_t n)
 {
     g_string_append_c(out, '"');
-    for (size_t k = 0; k < n; k++) {
-        if (g_ascii_isalnum(p[k])) {
-            g_string_append_c(out, (char)p[k]);
-        } else {
-            g_string_append_printf(out, "\\x%02X", p[k]);
-        }
-    }
+    escape_hex_append(out, p, n, splits_shell_safe);
     g_string_append_c(out, '"');
 }
 
