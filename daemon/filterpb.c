@@ -1149,12 +1149,8 @@ pb_read_fields(const struct pb_class *cls, pb_span msg, struct pb_fields *p,
 static gboolean
 pb_nonneg(int64_t v, const char *what, GError **error)
 {
-    if (v < 0) {
-        g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
-                    "%s must be positive %" G_GINT64_FORMAT, what, v);
-        return FALSE;
-    }
-    return TRUE;
+    return filter_require_nonneg(v, what, FILTERPB_ERROR,
+                                 FILTERPB_ERROR_INVALID, error);
 }
 
 static int64_t
