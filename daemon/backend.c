@@ -225,6 +225,38 @@ backend_conn_scan(struct backend_conn *conn)
 }
 
 /*
+ * Rewrites the reply (data, len) for the client of req into req->reply
+ * and counts the buckets it touched.  stream: data is the front of an
+ * unframed stream, and *used (when not NULL) is where the reply ended.
+ */
+static codec_status_t
+backend_reply_rewrite(struct backend_conn *conn, struct req *req,
+                      const uint8_t *data, size_t len, gboolean stream,
+                      struct codec_error *err, size_t *used)
+{
+    struct worker *w = backend_worker(conn);
+    struct codec_io io = {
+        .data = data,
+        .len = len,
+        .from = backend_settings(conn)->backend_proto,
+        .stream = stream,
+        .to = req->client_proto,
+        .backend_seqid = req->backend_seqid,
+        .out = &req->reply,
+        .limits = &w->reply_limits,
+        .tally = &w->tally,
+        .err = err,
+    };
+    codec_status_t cs = codec_reply(&io, &req->call);
+
+    metrics_take_tally(w->metrics, &w->tally);
+    if (used != NULL) {
+        *used = io.used;
+    }
+    return cs;
+}
+
+/*
  * The reply at the front of an unframed stream (buf, avail) for a client
  * request: rewritten by one walk when it came whole; else the scan walks
  * on through what arrives, and the whole reply is rewritten once it is
@@ -242,23 +274,9 @@ backend_reply_stream(struct backend_conn *conn, struct req *req,
     struct wire_scan *scan = conn->scan;
     size_t mark = req->reply.len; /* the frame header, if any */
     wire_status_t st;
-    struct codec_io io = {
-        .data = buf,
-        .len = avail,
-        .from = set->backend_proto,
-        .stream = TRUE,
-        .to = req->client_proto,
-        .backend_seqid = req->backend_seqid,
-        .out = &req->reply,
-        .limits = &w->reply_limits,
-        .tally = &w->tally,
-        .err = err,
-    };
 
     if (scan == NULL || !wire_scan_started(scan)) {
-        *cs = codec_reply(&io, &req->call);
-        *len = io.used;
-        metrics_take_tally(w->metrics, &w->tally);
+        *cs = backend_reply_rewrite(conn, req, buf, avail, TRUE, err, len);
         if (*cs != CODEC_AGAIN) {
             return WIRE_OK;
         }
@@ -275,10 +293,7 @@ backend_reply_stream(struct backend_conn *conn, struct req *req,
         return st;
     }
     wire_scan_init(scan);
-    io.len = *len;
-    io.stream = FALSE;
-    *cs = codec_reply(&io, &req->call);
-    metrics_take_tally(w->metrics, &w->tally);
+    *cs = backend_reply_rewrite(conn, req, buf, *len, FALSE, err, NULL);
     return WIRE_OK;
 }
 
@@ -1585,21 +1600,9 @@ backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
         size_t frame = req_reply_begin(req);
 
         if (set->backend_framed) {
-            struct codec_io io = {
-                .data = buf + hdr,
-                .len = avail - hdr,
-                .from = set->backend_proto,
-                .to = req->client_proto,
-                .backend_seqid = req->backend_seqid,
-                .out = &req->reply,
-                .limits = &w->reply_limits,
-                .tally = &w->tally,
-                .err = err,
-            };
-
-            *len = io.len;
-            *cs = codec_reply(&io, &req->call);
-            metrics_take_tally(w->metrics, &w->tally);
+            *len = avail - hdr;
+            *cs = backend_reply_rewrite(conn, req, buf + hdr, *len, FALSE, err,
+                                        NULL);
         } else {
             st = backend_reply_stream(conn, req, buf, avail, cs, err, len,
                                       bad);

@@ -1670,31 +1670,36 @@ codec_reply_begin(const struct codec_call *call, struct wire_writer *w)
     wire_write_struct_begin(w);
 }
 
+/* A reply carrying a declared exception in result field fid, up to its
+ * message: IOError and IllegalArgument both hold it in field 1. */
+static void
+codec_write_exception_begin(const struct codec_call *call,
+                            struct wire_writer *w, int16_t fid,
+                            const char *message)
+{
+    codec_reply_begin(call, w);
+    wire_write_field(w, WIRE_T_STRUCT, fid);
+    wire_write_struct_begin(w);
+    wire_write_field(w, WIRE_T_STRING, 1);
+    wire_write_binary(w, message, (uint32_t)strlen(message));
+}
+
 /* The reply carrying the method's IllegalArgument (field 2). */
 static void
 codec_write_ia(const struct codec_call *call, struct wire_writer *w,
                const char *message)
 {
-    codec_reply_begin(call, w);
-    wire_write_field(w, WIRE_T_STRUCT, 2);
-    wire_write_struct_begin(w);
-    wire_write_field(w, WIRE_T_STRING, 1);
-    wire_write_binary(w, message, (uint32_t)strlen(message));
+    codec_write_exception_begin(call, w, 2, message);
     wire_write_struct_end(w);
     wire_write_struct_end(w);
 }
 
+/* The reply carrying the method's IOError (field 1). */
 static void
 codec_write_io(const struct codec_call *call, struct wire_writer *w,
                const char *message, gboolean can_retry)
 {
-    wire_write_msg_begin(w, (const uint8_t *)call->name, call->name_len,
-                         WIRE_REPLY, call->client_seqid);
-    wire_write_struct_begin(w);
-    wire_write_field(w, WIRE_T_STRUCT, 1);
-    wire_write_struct_begin(w);
-    wire_write_field(w, WIRE_T_STRING, 1);
-    wire_write_binary(w, message, (uint32_t)strlen(message));
+    codec_write_exception_begin(call, w, 1, message);
     wire_write_field(w, WIRE_T_BOOL, 2);
     wire_write_bool(w, can_retry);
     wire_write_struct_end(w);

@@ -492,15 +492,23 @@ filter_check_eq_only(const struct filter_params *p, GError **error)
     return TRUE;
 }
 
-static gboolean
-filter_check_nonneg(gint64 v, const char *what, GError **error)
+gboolean
+filter_require_nonneg(gint64 v, const char *what, GQuark domain, gint code,
+                      GError **error)
 {
     if (v < 0) {
-        g_set_error(error, FILTER_ERROR, FILTER_ERROR_ARGUMENTS,
+        g_set_error(error, domain, code,
                     "%s must be positive %" G_GINT64_FORMAT, what, v);
         return FALSE;
     }
     return TRUE;
+}
+
+static gboolean
+filter_check_nonneg(gint64 v, const char *what, GError **error)
+{
+    return filter_require_nonneg(v, what, FILTER_ERROR, FILTER_ERROR_ARGUMENTS,
+                                 error);
 }
 
 /* The argument checks proper; messages are the inner exception's. */

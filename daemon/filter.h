@@ -224,5 +224,10 @@ gboolean filter_arg_to_op(const struct filter_arg *arg, filter_op_t *out,
 gboolean filter_arg_to_comparator(const struct filter_arg *arg,
                                   struct filter_comparator *out,
                                   GError **error);
+/* HBase's check of a count a filter takes, with its message ("what must
+ * be positive v"), as an error of domain and code: the filter language's
+ * and filterBytes' decoders report it in their own domains. */
+gboolean filter_require_nonneg(gint64 v, const char *what, GQuark domain,
+                               gint code, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(filter_node, filter_node_free)

@@ -470,30 +470,43 @@ pb_inexact(struct pb_ctx *c, const char *fmt, ...)
 
 /* ---- messages ------------------------------------------------------------ */
 
-/* Filter and Comparator: { 1: string name, 2: bytes serialized }. */
+/*
+ * Filter and Comparator: { 1: string name, 2: bytes serialized }.  What
+ * msg holds goes over *name and *ser (a field it lacks leaves them), and
+ * *has_name is set once a name came: protobuf's merge of a message that
+ * came several times.
+ */
 static gboolean
-pb_read_named(pb_span msg, pb_span *name, pb_span *ser, GError **error)
+pb_read_named_over(pb_span msg, pb_span *name, pb_span *ser,
+                   gboolean *has_name, GError **error)
 {
     struct pb_in in;
     struct pb_field f;
-    gboolean has_name = FALSE;
     int r;
 
     pb_in_init(&in, msg);
-    ser->data = NULL;
-    ser->len = 0;
     while ((r = pb_next(&in, &f, error)) > 0) {
         if (f.wt != PB_WT_BYTES) {
             continue;
         }
         if (f.num == 1) {
             *name = f.s;
-            has_name = TRUE;
+            *has_name = TRUE;
         } else if (f.num == 2) {
             *ser = f.s;
         }
     }
-    if (r < 0) {
+    return r == 0;
+}
+
+static gboolean
+pb_read_named(pb_span msg, pb_span *name, pb_span *ser, GError **error)
+{
+    gboolean has_name = FALSE;
+
+    ser->data = NULL;
+    ser->len = 0;
+    if (!pb_read_named_over(msg, name, ser, &has_name, error)) {
         return FALSE;
     }
     return has_name || pb_missing(error, "name");
@@ -1136,18 +1149,54 @@ pb_read_fields(const struct pb_class *cls, pb_span msg, struct pb_fields *p,
 static gboolean
 pb_nonneg(int64_t v, const char *what, GError **error)
 {
-    if (v < 0) {
-        g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
-                    "%s must be positive %" G_GINT64_FORMAT, what, v);
-        return FALSE;
-    }
-    return TRUE;
+    return filter_require_nonneg(v, what, FILTERPB_ERROR,
+                                 FILTERPB_ERROR_INVALID, error);
 }
 
 static int64_t
 pb_i32(int64_t v)
 {
     return (int32_t)(uint32_t)(uint64_t)v;
+}
+
+/* A comparator class this proxy does not know: in exact mode HBase's own
+ * answer, as its parseFrom would fail to load the class. */
+static gboolean
+pb_cmp_known(const struct pb_ctx *c, const struct pb_cmp *cmp, GError **error)
+{
+    if (cmp->kind == PB_CMP_UNKNOWN && c->mode == FILTERPB_MODE_EXACT) {
+        g_autofree char *cn = pb_show(cmp->name);
+
+        g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
+                    "java.lang.ClassNotFoundException: %s", cn);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* A varint field parseFrom requires (field: its name in the message)
+ * and the filter's constructor wants not negative (what: its word for
+ * it), v its value as the filter reads it. */
+static gboolean
+pb_required_nonneg(const struct pb_fields *p, guint num, int64_t v,
+                   const char *field, const char *what, GError **error)
+{
+    if (!p->has_v[num]) {
+        return pb_missing(error, field);
+    }
+    return pb_nonneg(v, what, error);
+}
+
+/* The family (field 1), qualifier (2), operator and comparator that
+ * SingleColumnValueFilter and ColumnValueFilter begin with. */
+static gboolean
+pb_arg_column_compare(struct pb_ctx *c, struct filter_node *l,
+                      const struct pb_fields *p, const struct pb_cmp *cmp,
+                      const char *what)
+{
+    pb_arg_q(l, p->b[1]);
+    pb_arg_q(l, p->b[2]);
+    return pb_arg_compare(c, l, p->cf.op, cmp, what);
 }
 
 /*
@@ -1225,31 +1274,22 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
         break;
     }
     case FILTER_TYPE_COLUMN_COUNT_GET:
-        if (!p.has_v[1]) {
-            pb_missing(error, "limit");
-            goto out;
-        }
-        if (!pb_nonneg(pb_i32(p.v[1]), "limit", error)) {
+        if (!pb_required_nonneg(&p, 1, pb_i32(p.v[1]), "limit", "limit",
+                                error)) {
             goto out;
         }
         pb_arg_int(l, pb_i32(p.v[1]));
         break;
     case FILTER_TYPE_PAGE:
-        if (!p.has_v[1]) {
-            pb_missing(error, "page_size");
-            goto out;
-        }
-        if (!pb_nonneg(p.v[1], "page size", error)) {
+        if (!pb_required_nonneg(&p, 1, p.v[1], "page_size", "page size",
+                                error)) {
             goto out;
         }
         pb_arg_int(l, p.v[1]);
         break;
     case FILTER_TYPE_COLUMN_PAGINATION:
-        if (!p.has_v[1]) {
-            pb_missing(error, "limit");
-            goto out;
-        }
-        if (!pb_nonneg(pb_i32(p.v[1]), "limit", error)) {
+        if (!pb_required_nonneg(&p, 1, pb_i32(p.v[1]), "limit", "limit",
+                                error)) {
             goto out;
         }
         if (p.has_b[3]) {
@@ -1299,12 +1339,7 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
         if (!pb_compare_done(&p.cf, FALSE, &cmp, error)) {
             goto out;
         }
-        if (cmp.kind == PB_CMP_UNKNOWN && p.cf.has_cmp &&
-            c->mode == FILTERPB_MODE_EXACT) {
-            g_autofree char *cn = pb_show(cmp.name);
-
-            g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
-                        "java.lang.ClassNotFoundException: %s", cn);
+        if (p.cf.has_cmp && !pb_cmp_known(c, &cmp, error)) {
             goto out;
         }
         if (cls->type == FILTER_TYPE_ROW) {
@@ -1344,19 +1379,11 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
             pb_missing(error, "comparator");
             goto out;
         }
-        if (!pb_compare_done(&p.cf, TRUE, &cmp, error)) {
+        if (!pb_compare_done(&p.cf, TRUE, &cmp, error) ||
+            !pb_cmp_known(c, &cmp, error)) {
             goto out;
         }
-        if (cmp.kind == PB_CMP_UNKNOWN && c->mode == FILTERPB_MODE_EXACT) {
-            g_autofree char *cn = pb_show(cmp.name);
-
-            g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
-                        "java.lang.ClassNotFoundException: %s", cn);
-            goto out;
-        }
-        pb_arg_q(l, p.b[1]);
-        pb_arg_q(l, p.b[2]);
-        exact = pb_arg_compare(c, l, p.cf.op, &cmp, what);
+        exact = pb_arg_column_compare(c, l, &p, &cmp, what);
         /* absent booleans are false, latest_version_only included */
         pb_arg_bool(l, p.v[5] != 0);
         pb_arg_bool(l, p.v[6] != 0);
@@ -1381,11 +1408,7 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
             exact = FALSE;
             break;
         }
-        if (cmp.kind == PB_CMP_UNKNOWN && c->mode == FILTERPB_MODE_EXACT) {
-            g_autofree char *cn = pb_show(cmp.name);
-
-            g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
-                        "java.lang.ClassNotFoundException: %s", cn);
+        if (!pb_cmp_known(c, &cmp, error)) {
             goto out;
         }
         exact = pb_arg_compare(c, l, p.cf.op, &cmp, what);
@@ -1397,19 +1420,11 @@ pb_leaf(struct pb_ctx *c, struct pb_node *n, struct filter_node *l,
                                             : "comparator");
             goto out;
         }
-        if (!pb_compare_done(&p.cf, TRUE, &cmp, error)) {
+        if (!pb_compare_done(&p.cf, TRUE, &cmp, error) ||
+            !pb_cmp_known(c, &cmp, error)) {
             goto out;
         }
-        if (cmp.kind == PB_CMP_UNKNOWN && c->mode == FILTERPB_MODE_EXACT) {
-            g_autofree char *cn = pb_show(cmp.name);
-
-            g_set_error(error, FILTERPB_ERROR, FILTERPB_ERROR_INVALID,
-                        "java.lang.ClassNotFoundException: %s", cn);
-            goto out;
-        }
-        pb_arg_q(l, p.b[1]);
-        pb_arg_q(l, p.b[2]);
-        exact = pb_arg_compare(c, l, p.cf.op, &cmp, what);
+        exact = pb_arg_column_compare(c, l, &p, &cmp, what);
         break;
     default: break;
     }
@@ -1453,23 +1468,8 @@ pb_merge_filters(GPtrArray *occ, pb_span *name, pb_span *ser, GError **error)
     ser->len = 0;
     for (guint i = 0; occ != NULL && i < occ->len; i++) {
         const pb_span *m = g_ptr_array_index(occ, i);
-        struct pb_in in;
-        struct pb_field f;
-        int r;
 
-        pb_in_init(&in, *m);
-        while ((r = pb_next(&in, &f, error)) > 0) {
-            if (f.wt != PB_WT_BYTES) {
-                continue;
-            }
-            if (f.num == 1) {
-                *name = f.s;
-                has_name = TRUE;
-            } else if (f.num == 2) {
-                *ser = f.s;
-            }
-        }
-        if (r < 0) {
+        if (!pb_read_named_over(*m, name, ser, &has_name, error)) {
             return FALSE;
         }
     }

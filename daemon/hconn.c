@@ -685,6 +685,42 @@ hconn_write_string(struct wire_writer *w, int16_t fid, const void *p,
     wire_write_binary(w, p, (uint32_t)len);
 }
 
+static void
+hconn_write_i32(struct wire_writer *w, int16_t fid, int32_t v)
+{
+    wire_write_field(w, WIRE_T_I32, fid);
+    wire_write_i32(w, v);
+}
+
+static void
+hconn_write_bool(struct wire_writer *w, int16_t fid, gboolean v)
+{
+    wire_write_field(w, WIRE_T_BOOL, fid);
+    wire_write_bool(w, v);
+}
+
+/* The map<Text, Text> attributes Thrift1 calls end with: none. */
+static void
+hconn_write_no_attributes(struct wire_writer *w, int16_t fid)
+{
+    wire_write_field(w, WIRE_T_MAP, fid);
+    wire_write_map_begin(w, WIRE_T_STRING, WIRE_T_STRING, 0);
+    wire_write_container_end(w);
+}
+
+/* Thrift1 Mutation {1: isDelete, 2: column, 3: value, 4: writeToWAL}:
+ * a put of cell, written ahead. */
+static void
+hconn_write_put_mutation(struct wire_writer *w, const struct hconn_cell *cell)
+{
+    wire_write_struct_begin(w);
+    hconn_write_bool(w, 1, FALSE);
+    hconn_write_string(w, 2, cell->col, cell->col_len);
+    hconn_write_string(w, 3, cell->val, cell->val_len);
+    hconn_write_bool(w, 4, TRUE);
+    wire_write_struct_end(w);
+}
+
 /* TTableName {1: ns, 2: qualifier} of "ns:qualifier" or "qualifier". */
 static void
 hconn_write_table_name(struct wire_writer *w, const char *table)
@@ -852,6 +888,30 @@ bad:
     return FALSE;
 }
 
+/*
+ * After a call that failed with err: whether err is an answer the caller
+ * expects (an HCONN_ERROR of code whose message holds one of words;
+ * words NULL: any message), so that the call counts as done.  If not,
+ * err goes to error.
+ */
+static gboolean
+hconn_failed_as_expected(GError **err, int code, const char *const *words,
+                         GError **error)
+{
+    if (g_error_matches(*err, HCONN_ERROR, code)) {
+        if (words == NULL) {
+            return TRUE;
+        }
+        for (size_t i = 0; words[i] != NULL; i++) {
+            if (strstr((*err)->message, words[i]) != NULL) {
+                return TRUE;
+            }
+        }
+    }
+    g_propagate_error(error, g_steal_pointer(err));
+    return FALSE;
+}
+
 /* ---- which service ----------------------------------------------------- */
 
 gboolean
@@ -868,11 +928,8 @@ hconn_check_service(struct hconn *c, GError **error)
 
     if (!hconn_call(c, &w, frame, "getThriftServerType", hconn_i32_read, &type,
                     &err)) {
-        if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_APP)) {
-            return TRUE; /* older than the method: cannot tell */
-        }
-        g_propagate_error(error, g_steal_pointer(&err));
-        return FALSE;
+        /* older than the method: cannot tell */
+        return hconn_failed_as_expected(&err, HCONN_ERROR_APP, NULL, error);
     }
     /* TThriftServerType: ONE = 1, TWO = 2 */
     kind = type == 1   ? HBASE1_KIND_THRIFT1
@@ -921,6 +978,17 @@ hconn_region_info_read(struct wire_reader *r, int16_t start_fid,
     wire_read_struct_end(r);
 }
 
+/* The head of a list<struct> result (of type): FALSE, a malformed reply,
+ * for anything else. */
+static gboolean
+hconn_struct_list_begin(struct wire_reader *r, uint8_t type, uint32_t *n)
+{
+    uint8_t et;
+
+    return type == WIRE_T_LIST && wire_read_list_begin(r, &et, n) == WIRE_OK &&
+           (*n == 0 || et == WIRE_T_STRUCT);
+}
+
 /* list<TRegionInfo> (Thrift1), or list<THRegionLocation {1: serverName,
  * 2: THRegionInfo}> (Thrift2's getAllRegionLocations). */
 struct hconn_regions_reply {
@@ -933,12 +1001,11 @@ hconn_regions_read(struct wire_reader *r, uint8_t type, GBytes *reply,
                    void *data)
 {
     struct hconn_regions_reply *rr = data;
-    uint8_t et, ft;
+    uint8_t ft;
     uint32_t n;
     int16_t fid;
 
-    if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
-        (n > 0 && et != WIRE_T_STRUCT)) {
+    if (!hconn_struct_list_begin(r, type, &n)) {
         return FALSE;
     }
     for (uint32_t i = 0; i < n && r->status == WIRE_OK; i++) {
@@ -1088,8 +1155,7 @@ hconn_table_names(struct hconn *c, GPtrArray *names, GError **error)
     if (c->thrift2) {
         /* every user table: Java's matches() takes the whole name */
         hconn_write_string(&w, 1, ".*", 2);
-        wire_write_field(&w, WIRE_T_BOOL, 2);
-        wire_write_bool(&w, FALSE);
+        hconn_write_bool(&w, 2, FALSE);
     }
     return hconn_call(c, &w, frame, method, hconn_names_read, names, error);
 }
@@ -1144,11 +1210,7 @@ hconn_table_exists(struct hconn *c, const char *table, gboolean *exists,
         return TRUE;
     }
     /* A missing table is an IOError (TableNotFoundException). */
-    if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE)) {
-        return TRUE;
-    }
-    g_propagate_error(error, g_steal_pointer(&err));
-    return FALSE;
+    return hconn_failed_as_expected(&err, HCONN_ERROR_REMOTE, NULL, error);
 }
 
 /* ---- scanners -------------------------------------------------------- */
@@ -1173,8 +1235,15 @@ hconn_scanner_open_scan(struct hconn *c, const char *table,
                         GError **error)
 {
     struct wire_writer w;
-    size_t frame = hconn_begin(c, &w, "scannerOpenWithScan");
+    size_t frame;
 
+    HCONN_CALLABLE(c, error);
+    g_assert(table != NULL);
+    g_assert(start != NULL || start_len == 0);
+    g_assert(stop != NULL || stop_len == 0);
+    g_assert(id != NULL);
+
+    frame = hconn_begin(c, &w, "scannerOpenWithScan");
     hconn_write_string(&w, 1, table, strlen(table));
     wire_write_field(&w, WIRE_T_STRUCT, 2);
     wire_write_struct_begin(&w);
@@ -1184,21 +1253,16 @@ hconn_scanner_open_scan(struct hconn *c, const char *table,
     if (stop_len > 0) {
         hconn_write_string(&w, 2, stop, stop_len);
     }
-    wire_write_field(&w, WIRE_T_I32, 5);
-    wire_write_i32(&w, caching);
+    hconn_write_i32(&w, 5, caching);
     if (filter != NULL) {
         hconn_write_string(&w, 6, filter, strlen(filter));
     }
-    wire_write_field(&w, WIRE_T_BOOL, 8);
-    wire_write_bool(&w, TRUE);
+    hconn_write_bool(&w, 8, TRUE);
     if (reversed) {
-        wire_write_field(&w, WIRE_T_BOOL, 9);
-        wire_write_bool(&w, TRUE);
+        hconn_write_bool(&w, 9, TRUE);
     }
     wire_write_struct_end(&w);
-    wire_write_field(&w, WIRE_T_MAP, 3);
-    wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
-    wire_write_container_end(&w);
+    hconn_write_no_attributes(&w, 3);
     return hconn_call(c, &w, frame, "scannerOpenWithScan", hconn_i32_read, id,
                       error);
 }
@@ -1208,12 +1272,6 @@ hconn_scanner_open(struct hconn *c, const char *table, const uint8_t *start,
                    size_t start_len, const uint8_t *stop, size_t stop_len,
                    int32_t caching, int32_t *id, GError **error)
 {
-    HCONN_CALLABLE(c, error);
-    g_assert(table != NULL);
-    g_assert(start != NULL || start_len == 0);
-    g_assert(stop != NULL || stop_len == 0);
-    g_assert(id != NULL);
-
     return hconn_scanner_open_scan(c, table, start, start_len, stop, stop_len,
                                    caching, NULL, FALSE, id, error);
 }
@@ -1224,12 +1282,6 @@ hconn_scanner_open_keys(struct hconn *c, const char *table,
                         const uint8_t *stop, size_t stop_len, int32_t caching,
                         int32_t *id, GError **error)
 {
-    HCONN_CALLABLE(c, error);
-    g_assert(table != NULL);
-    g_assert(start != NULL || start_len == 0);
-    g_assert(stop != NULL || stop_len == 0);
-    g_assert(id != NULL);
-
     return hconn_scanner_open_scan(c, table, start, start_len, stop, stop_len,
                                    caching,
                                    "FirstKeyOnlyFilter() AND KeyOnlyFilter()",
@@ -1273,8 +1325,7 @@ hconn_rowresults_read(struct wire_reader *r, uint8_t type, GBytes *reply,
     uint32_t n;
     int16_t fid;
 
-    if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
-        (n > 0 && et != WIRE_T_STRUCT)) {
+    if (!hconn_struct_list_begin(r, type, &n)) {
         return FALSE;
     }
     g_ptr_array_add(out->replies, g_bytes_ref(reply));
@@ -1355,10 +1406,8 @@ hconn_scanner_get_list(struct hconn *c, int32_t id, int32_t nrows,
     HCONN_CALLABLE(c, error);
     g_assert(out != NULL && out->rows != NULL);
 
-    wire_write_field(&w, WIRE_T_I32, 1);
-    wire_write_i32(&w, id);
-    wire_write_field(&w, WIRE_T_I32, 2);
-    wire_write_i32(&w, nrows);
+    hconn_write_i32(&w, 1, id);
+    hconn_write_i32(&w, 2, nrows);
     return hconn_call(c, &w, frame, "scannerGetList", hconn_rowresults_read,
                       out, error);
 }
@@ -1371,9 +1420,22 @@ hconn_scanner_close(struct hconn *c, int32_t id, GError **error)
 
     HCONN_CALLABLE(c, error);
 
-    wire_write_field(&w, WIRE_T_I32, 1);
-    wire_write_i32(&w, id);
+    hconn_write_i32(&w, 1, id);
     return hconn_call(c, &w, frame, "scannerClose", NULL, NULL, error);
+}
+
+/* Up to n rows of the open scanner id, which is closed after: a close
+ * that fails once the rows came is the error. */
+static gboolean
+hconn_scanner_take(struct hconn *c, int32_t id, int32_t n,
+                   struct hconn_rows *out, GError **error)
+{
+    gboolean ok = hconn_scanner_get_list(c, id, n, out, error);
+
+    if (!hconn_scanner_close(c, id, ok ? error : NULL)) {
+        ok = FALSE;
+    }
+    return ok;
 }
 
 gboolean
@@ -1383,7 +1445,6 @@ hconn_sample_keys(struct hconn *c, const char *table, const uint8_t *start,
                   GError **error)
 {
     int32_t id = -1;
-    gboolean ok;
 
     HCONN_CALLABLE(c, error);
     g_assert(table != NULL);
@@ -1403,11 +1464,7 @@ hconn_sample_keys(struct hconn *c, const char *table, const uint8_t *start,
                                  reversed, &id, error)) {
         return FALSE;
     }
-    ok = hconn_scanner_get_list(c, id, n, out, error);
-    if (!hconn_scanner_close(c, id, ok ? error : NULL)) {
-        ok = FALSE;
-    }
-    return ok;
+    return hconn_scanner_take(c, id, n, out, error);
 }
 
 /* ---- reads ----------------------------------------------------------- */
@@ -1454,9 +1511,7 @@ hconn_get_rows(struct hconn *c, const char *table, const GPtrArray *keys,
         wire_write_binary(&w, p, (uint32_t)len);
     }
     wire_write_container_end(&w);
-    wire_write_field(&w, WIRE_T_MAP, 3);
-    wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
-    wire_write_container_end(&w);
+    hconn_write_no_attributes(&w, 3);
     return hconn_call(c, &w, frame, "getRows", hconn_rowresults_read, out,
                       error);
 }
@@ -1472,11 +1527,9 @@ hconn_cells_read(struct wire_reader *r, uint8_t type, GBytes *reply,
                  void *data)
 {
     struct hconn_ver_read *v = data;
-    uint8_t et;
     uint32_t n;
 
-    if (type != WIRE_T_LIST || wire_read_list_begin(r, &et, &n) != WIRE_OK ||
-        (n > 0 && et != WIRE_T_STRUCT)) {
+    if (!hconn_struct_list_begin(r, type, &n)) {
         return FALSE;
     }
     g_ptr_array_add(v->out->replies, g_bytes_ref(reply));
@@ -1511,11 +1564,8 @@ hconn_get_ver(struct hconn *c, const char *table, const uint8_t *row,
     hconn_write_string(&w, 1, table, strlen(table));
     hconn_write_string(&w, 2, row, row_len);
     hconn_write_string(&w, 3, col, col_len);
-    wire_write_field(&w, WIRE_T_I32, 4);
-    wire_write_i32(&w, versions);
-    wire_write_field(&w, WIRE_T_MAP, 5);
-    wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
-    wire_write_container_end(&w);
+    hconn_write_i32(&w, 4, versions);
+    hconn_write_no_attributes(&w, 5);
     return hconn_call(c, &w, frame, "getVer", hconn_cells_read, &v, error);
 }
 
@@ -1545,15 +1595,7 @@ hconn_mutate(struct hconn *c, const char *table, const struct hconn_row *rows,
         for (guint j = 0; j < row->n; j++) {
             const struct hconn_cell *cell = &cells[row->first + j];
 
-            /* Mutation {1: isDelete, 2: column, 3: value, 4: writeToWAL} */
-            wire_write_struct_begin(&w);
-            wire_write_field(&w, WIRE_T_BOOL, 1);
-            wire_write_bool(&w, FALSE);
-            hconn_write_string(&w, 2, cell->col, cell->col_len);
-            hconn_write_string(&w, 3, cell->val, cell->val_len);
-            wire_write_field(&w, WIRE_T_BOOL, 4);
-            wire_write_bool(&w, TRUE);
-            wire_write_struct_end(&w);
+            hconn_write_put_mutation(&w, cell);
         }
         wire_write_container_end(&w);
         wire_write_struct_end(&w);
@@ -1563,9 +1605,7 @@ hconn_mutate(struct hconn *c, const char *table, const struct hconn_row *rows,
         wire_write_field(&w, WIRE_T_I64, 3);
         wire_write_i64(&w, ts);
     }
-    wire_write_field(&w, WIRE_T_MAP, with_ts ? 4 : 3);
-    wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
-    wire_write_container_end(&w);
+    hconn_write_no_attributes(&w, with_ts ? 4 : 3);
     return hconn_call(c, &w, frame, method, NULL, NULL, error);
 }
 
@@ -1602,6 +1642,11 @@ gboolean
 hconn_create_table(struct hconn *c, const char *table, const char *family,
                    gboolean *created, GError **error)
 {
+    static const char *const exists_words[] = {
+        "AlreadyExists",
+        "TableExistsException",
+        NULL,
+    };
     struct wire_writer w;
     size_t frame = hconn_begin(c, &w, "createTable");
     g_autofree char *name = g_strconcat(family, ":", NULL);
@@ -1623,8 +1668,7 @@ hconn_create_table(struct hconn *c, const char *table, const char *family,
         wire_write_list_begin(&w, WIRE_T_STRUCT, 1);
         wire_write_struct_begin(&w);
         hconn_write_string(&w, 1, family, strlen(family));
-        wire_write_field(&w, WIRE_T_I32, 10);
-        wire_write_i32(&w, 1);
+        hconn_write_i32(&w, 10, 1);
         wire_write_struct_end(&w);
         wire_write_container_end(&w);
         wire_write_struct_end(&w);
@@ -1636,8 +1680,7 @@ hconn_create_table(struct hconn *c, const char *table, const char *family,
          * a mapping needs */
         wire_write_struct_begin(&w);
         hconn_write_string(&w, 1, name, strlen(name));
-        wire_write_field(&w, WIRE_T_I32, 2);
-        wire_write_i32(&w, 1);
+        hconn_write_i32(&w, 2, 1);
         wire_write_struct_end(&w);
         wire_write_container_end(&w);
     }
@@ -1646,13 +1689,8 @@ hconn_create_table(struct hconn *c, const char *table, const char *family,
         return TRUE;
     }
     /* another proxy made it first (Thrift2 says so in a TIOError) */
-    if (g_error_matches(err, HCONN_ERROR, HCONN_ERROR_REMOTE) &&
-        (strstr(err->message, "AlreadyExists") != NULL ||
-         strstr(err->message, "TableExistsException") != NULL)) {
-        return TRUE;
-    }
-    g_propagate_error(error, g_steal_pointer(&err));
-    return FALSE;
+    return hconn_failed_as_expected(&err, HCONN_ERROR_REMOTE, exists_words,
+                                    error);
 }
 
 static gboolean
@@ -1729,22 +1767,12 @@ hconn_check_and_put(struct hconn *c, const char *table, const uint8_t *row,
     if (value != NULL) {
         hconn_write_string(&w, 5, value, value_len);
     }
-    /* Mutation {1: isDelete, 2: column, 3: value, 4: writeToWAL}; the
-     * Thrift1 checkAndPut takes one */
+    /* the Thrift1 checkAndPut takes one Mutation */
     for (guint i = 0; i < ncells && i < 1; i++) {
         wire_write_field(&w, WIRE_T_STRUCT, 6);
-        wire_write_struct_begin(&w);
-        wire_write_field(&w, WIRE_T_BOOL, 1);
-        wire_write_bool(&w, FALSE);
-        hconn_write_string(&w, 2, cells[i].col, cells[i].col_len);
-        hconn_write_string(&w, 3, cells[i].val, cells[i].val_len);
-        wire_write_field(&w, WIRE_T_BOOL, 4);
-        wire_write_bool(&w, TRUE);
-        wire_write_struct_end(&w);
+        hconn_write_put_mutation(&w, &cells[i]);
     }
-    wire_write_field(&w, WIRE_T_MAP, 7);
-    wire_write_map_begin(&w, WIRE_T_STRING, WIRE_T_STRING, 0);
-    wire_write_container_end(&w);
+    hconn_write_no_attributes(&w, 7);
     return hconn_call(c, &w, frame, "checkAndPut", hconn_bool_read, applied,
                       error);
 }
@@ -1754,7 +1782,6 @@ hconn_scan_first(struct hconn *c, const char *table, int32_t n,
                  struct hconn_rows *out, GError **error)
 {
     int32_t id = -1;
-    gboolean ok;
 
     HCONN_CALLABLE(c, error);
     g_assert(table != NULL);
@@ -1769,19 +1796,14 @@ hconn_scan_first(struct hconn *c, const char *table, int32_t n,
         wire_write_field(&w, WIRE_T_STRUCT, 2);
         wire_write_struct_begin(&w);
         wire_write_struct_end(&w);
-        wire_write_field(&w, WIRE_T_I32, 3);
-        wire_write_i32(&w, n);
+        hconn_write_i32(&w, 3, n);
         return hconn_call(c, &w, frame, "getScannerResults",
                           hconn_tresults_read, out, error);
     }
     if (!hconn_scanner_open(c, table, NULL, 0, NULL, 0, n, &id, error)) {
         return FALSE;
     }
-    ok = hconn_scanner_get_list(c, id, n, out, error);
-    if (!hconn_scanner_close(c, id, ok ? error : NULL)) {
-        ok = FALSE;
-    }
-    return ok;
+    return hconn_scanner_take(c, id, n, out, error);
 }
 
 gboolean

@@ -4,21 +4,9 @@
 #include <string.h>
 
 #include "escape.h"
+#include "merge.h"
 
 G_DEFINE_QUARK(legacy_error_quark, legacy_error)
-
-/* Row keys as HBase orders them: unsigned bytes, a prefix first. */
-static int
-legacy_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-    size_t n = MIN(alen, blen);
-    int c = n > 0 ? memcmp(a, b, n) : 0;
-
-    if (c != 0) {
-        return c;
-    }
-    return alen < blen ? -1 : alen > blen ? 1 : 0;
-}
 
 void
 legacy_rule_init(struct legacy_rule *r)
@@ -113,7 +101,7 @@ legacy_rule_range(struct legacy_rule *r, const void *start, size_t start_len,
                     "range bounds must be at most %d bytes", LEGACY_MAX_BOUND);
         return FALSE;
     }
-    if (stop_len > 0 && legacy_cmp(start, start_len, stop, stop_len) >= 0) {
+    if (stop_len > 0 && merge_key_cmp(start, start_len, stop, stop_len) >= 0) {
         g_set_error(error, LEGACY_ERROR, LEGACY_ERROR_INVALID,
                     "the range's start must sort before its stop (an "
                     "empty stop is no upper bound)");
@@ -240,11 +228,11 @@ legacy_is_legacy(const struct legacy_rule *r, const uint8_t *key, size_t len)
         if (!legacy_component(r, key, len, &part, &part_len)) {
             return TRUE;
         }
-        return legacy_cmp(part, part_len, r->cutoff, r->cutoff_len) < 0;
+        return merge_key_cmp(part, part_len, r->cutoff, r->cutoff_len) < 0;
     case LEGACY_RANGE:
-        return legacy_cmp(key, len, r->start, r->start_len) >= 0 &&
+        return merge_key_cmp(key, len, r->start, r->start_len) >= 0 &&
                (r->stop_len == 0 ||
-                legacy_cmp(key, len, r->stop, r->stop_len) < 0);
+                merge_key_cmp(key, len, r->stop, r->stop_len) < 0);
     default: return FALSE;
     }
 }
@@ -254,7 +242,7 @@ legacy_is_legacy(const struct legacy_rule *r, const uint8_t *key, size_t len)
 static void
 legacy_max_low(const uint8_t **a, size_t *alen, const uint8_t *b, size_t blen)
 {
-    if (blen > 0 && legacy_cmp(*a, *alen, b, blen) < 0) {
+    if (blen > 0 && merge_key_cmp(*a, *alen, b, blen) < 0) {
         *a = b;
         *alen = blen;
     }
@@ -263,7 +251,7 @@ legacy_max_low(const uint8_t **a, size_t *alen, const uint8_t *b, size_t blen)
 static void
 legacy_min_high(const uint8_t **a, size_t *alen, const uint8_t *b, size_t blen)
 {
-    if (blen > 0 && (*alen == 0 || legacy_cmp(b, blen, *a, *alen) < 0)) {
+    if (blen > 0 && (*alen == 0 || merge_key_cmp(b, blen, *a, *alen) < 0)) {
         *a = b;
         *alen = blen;
     }
@@ -286,7 +274,7 @@ legacy_scan_bounds(const struct legacy_rule *r, gboolean reversed,
         legacy_max_low(start, start_len, r->start, r->start_len);
         legacy_min_high(stop, stop_len, r->stop, r->stop_len);
         return *stop_len == 0 ||
-               legacy_cmp(*start, *start_len, *stop, *stop_len) < 0;
+               merge_key_cmp(*start, *start_len, *stop, *stop_len) < 0;
     }
     /* (stop, start]: the high end may drop to r->stop, inclusive here,
      * which is no legacy key; the exclusive low end cannot be raised to
@@ -295,9 +283,9 @@ legacy_scan_bounds(const struct legacy_rule *r, gboolean reversed,
     if (*start_len == 0) {
         return TRUE;
     }
-    if (legacy_cmp(*start, *start_len, r->start, r->start_len) < 0) {
+    if (merge_key_cmp(*start, *start_len, r->start, r->start_len) < 0) {
         return FALSE;
     }
     return *stop_len == 0 ||
-           legacy_cmp(*stop, *stop_len, *start, *start_len) < 0;
+           merge_key_cmp(*stop, *stop_len, *start, *start_len) < 0;
 }

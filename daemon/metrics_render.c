@@ -85,6 +85,24 @@ metrics_render_histogram(GString *out, const char *name, const char *labels,
                            *labels != '\0' ? "}" : "", cum);
 }
 
+/* One counter of the methods (sum: summed over the workers), the
+ * guint64 at offset field of each; a method no client has called yet
+ * has no series. */
+static void
+metrics_render_method_counter(const struct metrics *m,
+                              const struct metrics_method *sum, GString *out,
+                              const char *name, const char *help, glong field)
+{
+    metrics_render_head(out, name, "counter", help);
+    for (size_t i = 0; i < m->nmethods; i++) {
+        if (sum[i].requests > 0) {
+            g_string_append_printf(out, "%s{%s} %" G_GUINT64_FORMAT "\n", name,
+                                   m->labels[i],
+                                   G_STRUCT_MEMBER(guint64, &sum[i], field));
+        }
+    }
+}
+
 static void
 metrics_render_methods(struct metrics *m, GString *out)
 {
@@ -108,36 +126,20 @@ metrics_render_methods(struct metrics *m, GString *out)
             }
         }
     }
-    metrics_render_head(out, "hsp_requests_total", "counter",
-                        "Client requests answered, by Thrift method.");
-    for (size_t i = 0; i < n; i++) {
-        if (sum[i].requests > 0) {
-            g_string_append_printf(out,
-                                   "hsp_requests_total{%s} %" G_GUINT64_FORMAT
-                                   "\n",
-                                   m->labels[i], sum[i].requests);
-        }
-    }
-    metrics_render_head(out, "hsp_request_errors_total", "counter",
-                        "Client requests answered with an exception (IOError, "
-                        "IllegalArgument, TApplicationException), by method.");
-    for (size_t i = 0; i < n; i++) {
-        if (sum[i].requests > 0) {
-            g_string_append_printf(
-                out, "hsp_request_errors_total{%s} %" G_GUINT64_FORMAT "\n",
-                m->labels[i], sum[i].errors);
-        }
-    }
-    metrics_render_head(out, "hsp_slow_calls_total", "counter",
-                        "Client requests that took slow_call_ms or longer "
-                        "(HBase's slowThriftCall), by method.");
-    for (size_t i = 0; i < n; i++) {
-        if (sum[i].requests > 0) {
-            g_string_append_printf(
-                out, "hsp_slow_calls_total{%s} %" G_GUINT64_FORMAT "\n",
-                m->labels[i], sum[i].slow);
-        }
-    }
+    metrics_render_method_counter(
+        m, sum, out, "hsp_requests_total",
+        "Client requests answered, by Thrift method.",
+        G_STRUCT_OFFSET(struct metrics_method, requests));
+    metrics_render_method_counter(
+        m, sum, out, "hsp_request_errors_total",
+        "Client requests answered with an exception (IOError, "
+        "IllegalArgument, TApplicationException), by method.",
+        G_STRUCT_OFFSET(struct metrics_method, errors));
+    metrics_render_method_counter(
+        m, sum, out, "hsp_slow_calls_total",
+        "Client requests that took slow_call_ms or longer "
+        "(HBase's slowThriftCall), by method.",
+        G_STRUCT_OFFSET(struct metrics_method, slow));
     metrics_render_head(out, "hsp_batch_rows", "histogram",
                         "Rows per multi-row call (getRows*, mutateRows*, "
                         "getMultiple, putMultiple, deleteMultiple ...; "

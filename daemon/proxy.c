@@ -464,6 +464,19 @@ proxy_drain_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* The worker takes no more clients: its listeners, plain, TLS and HTTP,
+ * close. */
+static void
+proxy_worker_close_listeners(struct worker *w)
+{
+    g_clear_pointer(&w->listener, evconnlistener_free);
+    g_clear_pointer(&w->listener2, evconnlistener_free);
+    g_clear_pointer(&w->listener_tls, evconnlistener_free);
+    for (int i = 0; i < 2; i++) {
+        g_clear_pointer(&w->httpd[i], httpd_free);
+    }
+}
+
 /* Runs in the worker: the main thread asked it to stop. */
 static void
 proxy_stop_cb(struct worker *w)
@@ -471,12 +484,7 @@ proxy_stop_cb(struct worker *w)
     struct timeval tv = { 0, PROXY_DRAIN_POLL_MS * 1000 };
 
     worker_set_state(w, WORKER_STOPPING);
-    g_clear_pointer(&w->listener, evconnlistener_free);
-    g_clear_pointer(&w->listener2, evconnlistener_free);
-    g_clear_pointer(&w->listener_tls, evconnlistener_free);
-    for (int i = 0; i < 2; i++) {
-        g_clear_pointer(&w->httpd[i], httpd_free);
-    }
+    proxy_worker_close_listeners(w);
     w->stop_deadline = req_now() +
                        (gint64)w->gen->set.shutdown_timeout_ms * 1000;
     scan_worker_stop(w);
@@ -780,12 +788,7 @@ proxy_worker_deinit(struct worker *w)
         backend_pool_free(w->pool);
         w->pool = older;
     }
-    g_clear_pointer(&w->listener, evconnlistener_free);
-    g_clear_pointer(&w->listener2, evconnlistener_free);
-    g_clear_pointer(&w->listener_tls, evconnlistener_free);
-    for (int i = 0; i < 2; i++) {
-        g_clear_pointer(&w->httpd[i], httpd_free);
-    }
+    proxy_worker_close_listeners(w);
     g_clear_pointer(&w->drain_ev, event_free);
     g_clear_pointer(&w->scan_timer, event_free);
     g_clear_pointer(&w->gc_timer, event_free);

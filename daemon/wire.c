@@ -220,6 +220,35 @@ wire_unzigzag(uint64_t v)
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+/* A compact zigzag integer of at most max_bytes, failing as out_of_range
+ * outside [min, max].  0 unless r is still OK. */
+static int64_t
+wire_read_zigzag(struct wire_reader *r, unsigned max_bytes, int64_t min,
+                 int64_t max, const char *out_of_range)
+{
+    int64_t v = wire_unzigzag(wire_varint(r, max_bytes));
+
+    if (v < min || v > max) {
+        wire_reader_fail(r, out_of_range);
+        return 0;
+    }
+    return v;
+}
+
+/* A compact string or container size: a varint that must fit an i32, as
+ * the binary protocol's sizes do.  0 unless r is still OK. */
+static int64_t
+wire_read_compact_size(struct wire_reader *r)
+{
+    int64_t n = (int64_t)wire_varint(r, 5);
+
+    if (n > INT32_MAX) {
+        wire_reader_fail(r, "negative size");
+        return 0;
+    }
+    return n;
+}
+
 /*
  * Whether 'need' bytes are left at r.  When they are not: an error if
  * they would take the message past max_message, else short.  The
@@ -271,6 +300,16 @@ wire_enter(struct wire_reader *r)
     }
     r->depth++;
     return TRUE;
+}
+
+/* A container of n elements of at least min_elem bytes each: its size
+ * against the limit and the bytes left, then one level deeper. */
+static gboolean
+wire_enter_container(struct wire_reader *r, int64_t n, size_t min_elem)
+{
+    return wire_check_size(r, n, r->limits->max_container, min_elem,
+                           "container larger than the limit") &&
+           wire_enter(r);
 }
 
 wire_status_t
@@ -376,10 +415,7 @@ wire_read_struct_begin(struct wire_reader *r)
 wire_status_t
 wire_read_struct_end(struct wire_reader *r)
 {
-    if (r->status == WIRE_OK && r->depth > 0) {
-        r->depth--;
-    }
-    return r->status;
+    return wire_read_container_end(r);
 }
 
 wire_status_t
@@ -428,15 +464,11 @@ wire_read_field(struct wire_reader *r, uint8_t *type, int16_t *fid)
         if (delta != 0) {
             *fid = (int16_t)(r->last_fid[r->depth] + delta);
         } else {
-            int64_t v = wire_unzigzag(wire_varint(r, 3));
-
+            *fid = (int16_t)wire_read_zigzag(r, 3, INT16_MIN, INT16_MAX,
+                                             "field id out of range");
             if (r->status != WIRE_OK) {
                 return r->status;
             }
-            if (v < INT16_MIN || v > INT16_MAX) {
-                return wire_reader_fail(r, "field id out of range");
-            }
-            *fid = (int16_t)v;
         }
         r->last_fid[r->depth] = *fid;
         *type = wire_ctype_to_ttype[ct];
@@ -475,64 +507,54 @@ wire_read_byte(struct wire_reader *r)
     return (int8_t)*r->pos++;
 }
 
+/* A binary protocol integer of n bytes, big-endian.  0 unless r is still
+ * OK. */
+static inline uint64_t
+wire_read_be(struct wire_reader *r, size_t n)
+{
+    uint64_t v = 0;
+
+    if (!wire_need(r, n)) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        v = (v << 8) | *r->pos++;
+    }
+    return v;
+}
+
+/* An integer of n bytes: a zigzag varint in compact (of at most the
+ * bytes 8n bits take, failing as out_of_range outside [min, max]), n
+ * bytes big-endian in binary (the caller's cast gives the sign). */
+static int64_t
+wire_read_int(struct wire_reader *r, size_t n, int64_t min, int64_t max,
+              const char *out_of_range)
+{
+    if (r->proto == WIRE_COMPACT) {
+        return wire_read_zigzag(r, (unsigned)(8 * n + 6) / 7, min, max,
+                                out_of_range);
+    }
+    return (int64_t)wire_read_be(r, n);
+}
+
 int16_t
 wire_read_i16(struct wire_reader *r)
 {
-    int16_t v;
-
-    if (r->proto == WIRE_COMPACT) {
-        int64_t z = wire_unzigzag(wire_varint(r, 3));
-
-        if (z < INT16_MIN || z > INT16_MAX) {
-            wire_reader_fail(r, "i16 out of range");
-            return 0;
-        }
-        return (int16_t)z;
-    }
-    if (!wire_need(r, 2)) {
-        return 0;
-    }
-    v = (int16_t)(((uint16_t)r->pos[0] << 8) | r->pos[1]);
-    r->pos += 2;
-    return v;
+    return (int16_t)wire_read_int(r, 2, INT16_MIN, INT16_MAX,
+                                  "i16 out of range");
 }
 
 int32_t
 wire_read_i32(struct wire_reader *r)
 {
-    int32_t v;
-
-    if (r->proto == WIRE_COMPACT) {
-        int64_t z = wire_unzigzag(wire_varint(r, 5));
-
-        if (z < INT32_MIN || z > INT32_MAX) {
-            wire_reader_fail(r, "i32 out of range");
-            return 0;
-        }
-        return (int32_t)z;
-    }
-    if (!wire_need(r, 4)) {
-        return 0;
-    }
-    v = (int32_t)wire_be32(r->pos);
-    r->pos += 4;
-    return v;
+    return (int32_t)wire_read_int(r, 4, INT32_MIN, INT32_MAX,
+                                  "i32 out of range");
 }
 
 int64_t
 wire_read_i64(struct wire_reader *r)
 {
-    int64_t v;
-
-    if (r->proto == WIRE_COMPACT) {
-        return wire_unzigzag(wire_varint(r, 10));
-    }
-    if (!wire_need(r, 8)) {
-        return 0;
-    }
-    v = (int64_t)wire_be64(r->pos);
-    r->pos += 8;
-    return v;
+    return wire_read_int(r, 8, INT64_MIN, INT64_MAX, "i64 out of range");
 }
 
 double
@@ -567,17 +589,9 @@ wire_read_binary_len(struct wire_reader *r)
     int64_t n;
 
     if (r->proto == WIRE_COMPACT) {
-        n = (int64_t)wire_varint(r, 5);
-        if (n > INT32_MAX) {
-            wire_reader_fail(r, "negative size");
-            return 0;
-        }
+        n = wire_read_compact_size(r);
     } else {
-        if (!wire_need(r, 4)) {
-            return 0;
-        }
-        n = (int32_t)wire_be32(r->pos);
-        r->pos += 4;
+        n = (int32_t)wire_read_be(r, 4);
     }
     /* no bytes asked for (min_elem 0): only the sign and the limit */
     if (!wire_check_size(r, n, r->limits->max_string, 0,
@@ -622,10 +636,7 @@ wire_read_seq_begin(struct wire_reader *r, uint8_t *elem_type, uint32_t *count)
         t = wire_ctype_to_ttype[b & 0x0f];
         n = b >> 4;
         if (n == 15) {
-            n = (int64_t)wire_varint(r, 5);
-            if (n > INT32_MAX) {
-                return wire_reader_fail(r, "negative size");
-            }
+            n = wire_read_compact_size(r);
         }
     } else {
         if (!wire_need(r, 5)) {
@@ -641,11 +652,7 @@ wire_read_seq_begin(struct wire_reader *r, uint8_t *elem_type, uint32_t *count)
     if (!wire_type_valid(t)) {
         return wire_reader_fail(r, "invalid element type");
     }
-    if (!wire_check_size(r, n, r->limits->max_container, 1,
-                         "container larger than the limit")) {
-        return r->status;
-    }
-    if (!wire_enter(r)) {
+    if (!wire_enter_container(r, n, 1)) {
         return r->status;
     }
     *elem_type = t;
@@ -677,10 +684,7 @@ wire_read_map_begin(struct wire_reader *r, uint8_t *key_type,
     *val_type = WIRE_T_STOP;
     *count = 0;
     if (r->proto == WIRE_COMPACT) {
-        n = (int64_t)wire_varint(r, 5);
-        if (n > INT32_MAX) {
-            return wire_reader_fail(r, "negative size");
-        }
+        n = wire_read_compact_size(r);
         if (n != 0 && wire_need(r, 1)) {
             uint8_t b = *r->pos++;
 
@@ -702,11 +706,7 @@ wire_read_map_begin(struct wire_reader *r, uint8_t *key_type,
     if (n != 0 && (!wire_type_valid(kt) || !wire_type_valid(vt))) {
         return wire_reader_fail(r, "invalid map key or value type");
     }
-    if (!wire_check_size(r, n, r->limits->max_container, 2,
-                         "container larger than the limit")) {
-        return r->status;
-    }
-    if (!wire_enter(r)) {
+    if (!wire_enter_container(r, n, 2)) {
         return r->status;
     }
     *key_type = kt;
@@ -724,15 +724,6 @@ wire_read_container_end(struct wire_reader *r)
     return r->status;
 }
 
-/* Bool elements of compact containers are one byte each. */
-static void
-wire_skip_n(struct wire_reader *r, size_t n)
-{
-    if (wire_need(r, n)) {
-        r->pos += n;
-    }
-}
-
 wire_status_t
 wire_skip(struct wire_reader *r, uint8_t type)
 {
@@ -745,30 +736,13 @@ wire_skip(struct wire_reader *r, uint8_t type)
         return r->status;
     }
     switch (type) {
+    /* scalars are read and dropped: their checks are the reading's */
     case WIRE_T_BOOL: wire_read_bool(r); break;
-    case WIRE_T_BYTE: wire_skip_n(r, 1); break;
-    case WIRE_T_I16:
-        if (r->proto == WIRE_COMPACT) {
-            wire_read_i16(r);
-        } else {
-            wire_skip_n(r, 2);
-        }
-        break;
-    case WIRE_T_I32:
-        if (r->proto == WIRE_COMPACT) {
-            wire_read_i32(r);
-        } else {
-            wire_skip_n(r, 4);
-        }
-        break;
-    case WIRE_T_I64:
-        if (r->proto == WIRE_COMPACT) {
-            wire_read_i64(r);
-        } else {
-            wire_skip_n(r, 8);
-        }
-        break;
-    case WIRE_T_DOUBLE: wire_skip_n(r, 8); break;
+    case WIRE_T_BYTE: wire_read_byte(r); break;
+    case WIRE_T_I16: wire_read_i16(r); break;
+    case WIRE_T_I32: wire_read_i32(r); break;
+    case WIRE_T_I64: wire_read_i64(r); break;
+    case WIRE_T_DOUBLE: wire_read_double(r); break;
     case WIRE_T_STRING: wire_read_binary(r, &data, &len); break;
     case WIRE_T_STRUCT:
         if (wire_read_struct_begin(r) != WIRE_OK) {
@@ -1144,22 +1118,27 @@ wire_put_u8(struct wire_writer *w, uint8_t v)
     w->buf->len++;
 }
 
+/* v's low n bytes at p, big-endian. */
 static inline void
-wire_put_be32(struct wire_writer *w, uint32_t v)
+wire_store_be(uint8_t *p, uint64_t v, size_t n)
 {
-    uint8_t *p = wire_buf_reserve(w->buf, 4);
-
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-    w->buf->len += 4;
+    for (size_t i = 0; i < n; i++) {
+        p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+    }
 }
 
-static void
-wire_put_varint(struct wire_writer *w, uint64_t v)
+static inline void
+wire_put_be(struct wire_writer *w, uint64_t v, size_t n)
 {
-    uint8_t *p = wire_buf_reserve(w->buf, 10);
+    wire_store_be(wire_buf_reserve(w->buf, n), v, n);
+    w->buf->len += n;
+}
+
+/* v as a varint at p: 5 bytes at most for a uint32, 10 for a uint64.
+ * Returns the bytes written. */
+static size_t
+wire_store_varint(uint8_t *p, uint64_t v)
+{
     size_t n = 0;
 
     while (v >= 0x80) {
@@ -1167,7 +1146,13 @@ wire_put_varint(struct wire_writer *w, uint64_t v)
         v >>= 7;
     }
     p[n++] = (uint8_t)v;
-    w->buf->len += n;
+    return n;
+}
+
+static void
+wire_put_varint(struct wire_writer *w, uint64_t v)
+{
+    w->buf->len += wire_store_varint(wire_buf_reserve(w->buf, 10), v);
 }
 
 static inline uint64_t
@@ -1181,10 +1166,10 @@ wire_write_msg_begin(struct wire_writer *w, const uint8_t *name,
                      uint32_t name_len, uint8_t type, int32_t seqid)
 {
     if (w->proto == WIRE_BINARY) {
-        wire_put_be32(w, 0x80010000u | type);
-        wire_put_be32(w, name_len);
+        wire_put_be(w, 0x80010000u | type, 4);
+        wire_put_be(w, name_len, 4);
         wire_buf_append(w->buf, name, name_len);
-        wire_put_be32(w, (uint32_t)seqid);
+        wire_put_be(w, (uint32_t)seqid, 4);
     } else {
         wire_put_u8(w, 0x82);
         wire_put_u8(w, (uint8_t)(1 | (type << 5)));
@@ -1194,13 +1179,21 @@ wire_write_msg_begin(struct wire_writer *w, const uint8_t *name,
     }
 }
 
-void
-wire_write_struct_begin(struct wire_writer *w)
+/* One level deeper (WIRE_MAX_DEPTH at most), its field ids counted from
+ * 0. */
+static void
+wire_writer_enter(struct wire_writer *w)
 {
     if (w->depth < WIRE_MAX_DEPTH) {
         w->depth++;
     }
     w->last_fid[w->depth] = 0;
+}
+
+void
+wire_write_struct_begin(struct wire_writer *w)
+{
+    wire_writer_enter(w);
 }
 
 void
@@ -1266,36 +1259,34 @@ wire_write_byte(struct wire_writer *w, int8_t v)
     wire_put_u8(w, (uint8_t)v);
 }
 
-void
-wire_write_i16(struct wire_writer *w, int16_t v)
+/* An integer of n bytes: a zigzag varint in compact, n bytes big-endian
+ * in binary. */
+static void
+wire_write_int(struct wire_writer *w, int64_t v, size_t n)
 {
     if (w->proto == WIRE_COMPACT) {
         wire_put_varint(w, wire_zigzag(v));
     } else {
-        wire_put_u8(w, (uint8_t)((uint16_t)v >> 8));
-        wire_put_u8(w, (uint8_t)v);
+        wire_put_be(w, (uint64_t)v, n);
     }
+}
+
+void
+wire_write_i16(struct wire_writer *w, int16_t v)
+{
+    wire_write_int(w, v, 2);
 }
 
 void
 wire_write_i32(struct wire_writer *w, int32_t v)
 {
-    if (w->proto == WIRE_COMPACT) {
-        wire_put_varint(w, wire_zigzag(v));
-    } else {
-        wire_put_be32(w, (uint32_t)v);
-    }
+    wire_write_int(w, v, 4);
 }
 
 void
 wire_write_i64(struct wire_writer *w, int64_t v)
 {
-    if (w->proto == WIRE_COMPACT) {
-        wire_put_varint(w, wire_zigzag(v));
-    } else {
-        wire_put_be32(w, (uint32_t)((uint64_t)v >> 32));
-        wire_put_be32(w, (uint32_t)v);
-    }
+    wire_write_int(w, v, 8);
 }
 
 void
@@ -1320,7 +1311,7 @@ wire_write_binary3(struct wire_writer *w, const void *a, uint32_t alen,
     if (w->proto == WIRE_COMPACT) {
         wire_put_varint(w, (uint64_t)alen + blen + clen);
     } else {
-        wire_put_be32(w, alen + blen + clen);
+        wire_put_be(w, alen + blen + clen, 4);
     }
     wire_buf_append(w->buf, a, alen);
     wire_buf_append(w->buf, b, blen);
@@ -1354,19 +1345,11 @@ wire_seq_header(wire_proto_t proto, uint8_t elem_type, uint32_t count,
             return n;
         }
         out[n++] = (uint8_t)(0xf0 | ct);
-        while (count >= 0x80) {
-            out[n++] = (uint8_t)(count | 0x80);
-            count >>= 7;
-        }
-        out[n++] = (uint8_t)count;
-        return n;
+        return n + wire_store_varint(out + n, count);
     }
     out[n++] = elem_type;
-    out[n++] = (uint8_t)(count >> 24);
-    out[n++] = (uint8_t)(count >> 16);
-    out[n++] = (uint8_t)(count >> 8);
-    out[n++] = (uint8_t)count;
-    return n;
+    wire_store_be(out + n, count, 4);
+    return n + 4;
 }
 
 static void
@@ -1376,10 +1359,7 @@ wire_write_seq_begin(struct wire_writer *w, uint8_t elem_type, uint32_t count)
     size_t n = wire_seq_header(w->proto, elem_type, count, hdr);
 
     wire_buf_append(w->buf, hdr, n);
-    if (w->depth < WIRE_MAX_DEPTH) {
-        w->depth++;
-    }
-    w->last_fid[w->depth] = 0;
+    wire_writer_enter(w);
 }
 
 void
@@ -1407,12 +1387,9 @@ wire_write_map_begin(struct wire_writer *w, uint8_t key_type, uint8_t val_type,
     } else {
         wire_put_u8(w, key_type);
         wire_put_u8(w, val_type);
-        wire_put_be32(w, count);
+        wire_put_be(w, count, 4);
     }
-    if (w->depth < WIRE_MAX_DEPTH) {
-        w->depth++;
-    }
-    w->last_fid[w->depth] = 0;
+    wire_writer_enter(w);
 }
 
 void
@@ -1531,11 +1508,5 @@ wire_frame_begin(struct wire_buf *b)
 void
 wire_frame_end(struct wire_buf *b, size_t offset)
 {
-    uint32_t n = (uint32_t)(b->len - offset - 4);
-    uint8_t *p = b->data + offset;
-
-    p[0] = (uint8_t)(n >> 24);
-    p[1] = (uint8_t)(n >> 16);
-    p[2] = (uint8_t)(n >> 8);
-    p[3] = (uint8_t)n;
+    wire_store_be(b->data + offset, (uint32_t)(b->len - offset - 4), 4);
 }

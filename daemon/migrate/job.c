@@ -143,6 +143,23 @@ job_interrupt(struct job *j)
 
 /* ---- keys ------------------------------------------------------------ */
 
+/* FALSE, with the JOB_ERROR_DATA error "row 'KEY' ...", the rest of the
+ * message as fmt says. */
+static gboolean G_GNUC_PRINTF(4, 5)
+    job_row_error(GError **error, const uint8_t *key, size_t len,
+                  const char *fmt, ...)
+{
+    g_autofree char *k = salt_escape(key, len);
+    g_autofree char *why = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    why = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error(error, JOB_ERROR, JOB_ERROR_DATA, "row '%s' %s", k, why);
+    return FALSE;
+}
+
 /*
  * The logical key of a physical row of a table salted by from (NULL:
  * unsalted): its salt checked and stripped, or, under a forward-looking
@@ -163,25 +180,18 @@ job_unsalt(const struct salt_table *from, const uint8_t *key, size_t len,
          * scans do (a legacy key's row is its own key, unsalted) */
         if (salt_owner(from, key, len, &logical, &llen, &bucket) ==
             LEGACY_OWNER_NONE) {
-            g_autofree char *k = salt_escape(key, len);
-
-            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
-                        "row '%s' is neither a legacy key of its table's "
-                        "rule nor salted by its mapping (written around "
-                        "the proxy?)",
-                        k);
-            return FALSE;
+            return job_row_error(
+                error, key, len,
+                "is neither a legacy key of its table's rule nor salted by "
+                "its mapping (written around the proxy?)");
         }
     } else if (from != NULL) {
         if (!salt_strip(from, key, len, &logical, &llen, &bucket) ||
             salt_bucket(from, logical, llen) != bucket) {
-            g_autofree char *k = salt_escape(key, len);
-
-            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
-                        "row '%s' carries no salt of its table's mapping "
-                        "(written around the proxy?)",
-                        k);
-            return FALSE;
+            return job_row_error(
+                error, key, len,
+                "carries no salt of its table's mapping (written around "
+                "the proxy?)");
         }
     }
     *logical_out = logical;
@@ -211,14 +221,10 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
         legacy_route_t route = salt_route(to, logical, llen);
 
         if (route == LEGACY_ROUTE_CLASH) {
-            g_autofree char *k = salt_escape(logical, llen);
-
-            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
-                        "row '%s' cannot be stored in the destination: its "
-                        "rule keeps it unsalted, where it would read as a "
-                        "salted key's row",
-                        k);
-            return FALSE;
+            return job_row_error(
+                error, logical, llen,
+                "cannot be stored in the destination: its rule keeps it "
+                "unsalted, where it would read as a salted key's row");
         }
         if (route == LEGACY_ROUTE_LEGACY) {
             g_byte_array_append(arena, logical, (guint)llen);
@@ -233,22 +239,18 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
         size_t cap = salt_prefix_len(to) + llen;
 
         if (!salt_key_valid(to, logical, llen)) {
-            g_autofree char *k = salt_escape(logical, llen);
-
-            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
-                        "row '%s' cannot be stored under the destination's "
-                        "mapping (%s takes only UTF-8 keys)",
-                        k, salt_mapping_name(to->mapping));
-            return FALSE;
+            return job_row_error(
+                error, logical, llen,
+                "cannot be stored under the destination's mapping (%s takes "
+                "only UTF-8 keys)",
+                salt_mapping_name(to->mapping));
         }
         if (llen > salt_max_row(to)) {
-            g_autofree char *k = salt_escape(logical, llen);
-
-            g_set_error(error, JOB_ERROR, JOB_ERROR_DATA,
-                        "row '%s' is too long for the destination's "
-                        "mapping (%zu bytes, at most %zu)",
-                        k, llen, salt_max_row(to));
-            return FALSE;
+            return job_row_error(
+                error, logical, llen,
+                "is too long for the destination's mapping (%zu bytes, at "
+                "most %zu)",
+                llen, salt_max_row(to));
         }
         g_byte_array_set_size(arena, arena->len + (guint)cap);
         out->len = (guint)salt_key(to, logical, llen, arena->data + out->off,
@@ -543,19 +545,28 @@ job_after_key(const struct ckpt_entry *e)
     return g_bytes_new_take(k, len + 1);
 }
 
+/* A scanner of table over [start, end), batch_rows rows a fetch. */
+static gboolean
+job_scanner_open(struct job_worker *w, const char *table, GBytes *start,
+                 GBytes *end, int32_t *id, GError **error)
+{
+    gsize slen, elen;
+    const uint8_t *sp = g_bytes_get_data(start, &slen);
+    const uint8_t *ep = g_bytes_get_data(end, &elen);
+
+    return hconn_scanner_open(w->c, table, sp, slen, ep, elen,
+                              (int32_t)w->j->opts.batch_rows, id, error);
+}
+
 static gboolean
 job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
 {
     struct job *j = w->j;
     g_autoptr(GBytes) start = job_after_key(e);
-    gsize slen, elen;
-    const uint8_t *sp = g_bytes_get_data(start, &slen);
-    const uint8_t *ep = g_bytes_get_data(e->unit.end, &elen);
     int32_t id;
     gboolean ok = TRUE;
 
-    if (!hconn_scanner_open(w->c, j->opts.from, sp, slen, ep, elen,
-                            (int32_t)j->opts.batch_rows, &id, error)) {
+    if (!job_scanner_open(w, j->opts.from, start, e->unit.end, &id, error)) {
         return FALSE;
     }
     for (;;) {
@@ -822,9 +833,6 @@ job_versions_pair(struct job_worker *w, const struct hconn_row *s,
     return TRUE;
 }
 
-/* Source rows against the destination: every row there, with the same
- * cells (and, with --all-versions, the same versions). */
-
 /*
  * The next batch of the scanner id (rows of table 'from' in w->batch),
  * mapped to the other table's keys (diffs counts rows the mapping puts
@@ -862,121 +870,143 @@ job_batch_pair(struct job *j, struct job_worker *w, int32_t id,
     return (int)MIN(n, (guint)G_MAXINT);
 }
 
+/*
+ * The other table's row for key k (klen): the next one read (w->other, at
+ * *o, which then moves past it) if its key is k, else NULL.
+ */
+static const struct hconn_row *
+job_other_match(struct job_worker *w, guint *o, const uint8_t *k, guint klen)
+{
+    const struct hconn_row *r;
+
+    if (*o >= w->other.rows->len) {
+        return NULL;
+    }
+    r = &g_array_index(w->other.rows, struct hconn_row, *o);
+    if (job_bytes_cmp(r->key, r->key_len, k, klen) != 0) {
+        return NULL;
+    }
+    (*o)++;
+    return r;
+}
+
+/* What a verify batch found, added to the unit and the job at once. */
+struct job_verify_tally {
+    guint64 diffs, cells, bytes;
+    guint64 only; /* destination rows without a source row */
+};
+
+/* Source rows of the batch (n rows) against the destination's: every row
+ * there, with the same cells (and, with --all-versions, the same
+ * versions). */
 static gboolean
-job_verify_source(struct job_worker *w, struct ckpt_entry *e, GError **error)
+job_verify_source_batch(struct job_worker *w, guint n,
+                        struct job_verify_tally *t, GError **error)
 {
     struct job *j = w->j;
-    gsize slen, elen;
-    const uint8_t *sp = g_bytes_get_data(e->unit.start, &slen);
-    const uint8_t *ep = g_bytes_get_data(e->unit.end, &elen);
-    int32_t id;
+    guint o = 0;
 
-    if (!hconn_scanner_open(w->c, j->opts.from, sp, slen, ep, elen,
-                            (int32_t)j->opts.batch_rows, &id, error)) {
-        return FALSE;
-    }
-    for (;;) {
-        guint n, o = 0;
-        guint64 diffs = 0, cells = 0, bytes = 0;
-        const struct hconn_row *last;
+    for (guint i = 0; i < n; i++) {
+        const struct hconn_row *s = &g_array_index(w->batch.rows,
+                                                   struct hconn_row, i);
+        const struct hconn_row *d;
+        guint klen;
+        const uint8_t *k = job_key_data(w, i, &klen);
+        g_autofree char *name = NULL, *where = NULL;
 
-        int got = job_batch_pair(j, w, id, j->src, j->dst, j->opts.to, &diffs,
-                                 error);
-
-        if (got < 0) {
-            return FALSE;
+        if (klen == JOB_KEY_NONE) {
+            continue; /* counted as a difference already */
         }
-        if (got == 0) {
-            break;
+        job_row_names(j->src, "source", s->key, s->key_len, &name, &where);
+        t->cells += s->n;
+        for (guint c = 0; c < s->n; c++) {
+            const struct hconn_cell *cell = &g_array_index(w->batch.cells,
+                                                           struct hconn_cell,
+                                                           s->first + c);
+
+            t->bytes += cell->col_len + cell->val_len;
         }
-        n = (guint)got;
-        for (guint i = 0; i < n; i++) {
-            const struct hconn_row *s = &g_array_index(w->batch.rows,
-                                                       struct hconn_row, i);
-            const struct hconn_row *d = o < w->other.rows->len
-                                            ? &g_array_index(w->other.rows,
-                                                             struct hconn_row,
-                                                             o)
-                                            : NULL;
-            guint klen;
-            const uint8_t *k = job_key_data(w, i, &klen);
-            g_autofree char *name = NULL, *where = NULL;
-
-            if (klen == JOB_KEY_NONE) {
-                continue; /* counted as a difference already */
-            }
-            job_row_names(j->src, "source", s->key, s->key_len, &name, &where);
-            cells += s->n;
-            for (guint c = 0; c < s->n; c++) {
-                const struct hconn_cell *cell =
-                    &g_array_index(w->batch.cells, struct hconn_cell,
-                                   s->first + c);
-
-                bytes += cell->col_len + cell->val_len;
-            }
-            if (d == NULL || job_bytes_cmp(d->key, d->key_len, k, klen) != 0) {
-                job_diff(j, &diffs, "row '%s'%s: missing in destination", name,
-                         where);
-                continue;
-            }
-            o++;
-            if (j->opts.all_versions) {
-                guint nsrc;
-                g_autoptr(GArray) a = NULL, b = NULL;
-
-                if (!job_versions_pair(w, s, d, &nsrc, error)) {
-                    return FALSE;
-                }
-                a = job_sorted_cells(&w->cmp, 0, nsrc);
-                b = job_sorted_cells(&w->cmp, nsrc, w->cmp.cells->len - nsrc);
-                job_compare_cells(j, name, a, b, &diffs);
-            } else {
-                g_autoptr(GArray) a = job_sorted_cells(&w->batch, s->first,
-                                                       s->n);
-                g_autoptr(GArray) b = job_sorted_cells(&w->other, d->first,
-                                                       d->n);
-
-                job_compare_cells(j, name, a, b, &diffs);
-            }
+        d = job_other_match(w, &o, k, klen);
+        if (d == NULL) {
+            job_diff(j, &t->diffs, "row '%s'%s: missing in destination", name,
+                     where);
+            continue;
         }
-        last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
-        g_mutex_lock(&j->lock);
-        e->rows += n;
-        e->cells += cells;
-        e->bytes += bytes;
-        j->res.diffs += diffs;
-        g_mutex_unlock(&j->lock);
-        progress_slot_add(j->prog, w->slot, n, bytes, last->key,
-                          last->key_len);
+        if (j->opts.all_versions) {
+            guint nsrc;
+            g_autoptr(GArray) a = NULL, b = NULL;
+
+            if (!job_versions_pair(w, s, d, &nsrc, error)) {
+                return FALSE;
+            }
+            a = job_sorted_cells(&w->cmp, 0, nsrc);
+            b = job_sorted_cells(&w->cmp, nsrc, w->cmp.cells->len - nsrc);
+            job_compare_cells(j, name, a, b, &t->diffs);
+        } else {
+            g_autoptr(GArray) a = job_sorted_cells(&w->batch, s->first, s->n);
+            g_autoptr(GArray) b = job_sorted_cells(&w->other, d->first, d->n);
+
+            job_compare_cells(j, name, a, b, &t->diffs);
+        }
     }
-    if (!hconn_scanner_close(w->c, id, error)) {
-        return FALSE;
-    }
-    e->done = TRUE;
     return TRUE;
 }
 
-/* Destination rows against the source: none without its source row. */
-static gboolean
-job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
+/* Destination rows of the batch (n rows) against the source's: none
+ * without its source row. */
+static void
+job_verify_dest_batch(struct job_worker *w, guint n,
+                      struct job_verify_tally *t)
 {
     struct job *j = w->j;
-    gsize slen, elen;
-    const uint8_t *sp = g_bytes_get_data(e->unit.start, &slen);
-    const uint8_t *ep = g_bytes_get_data(e->unit.end, &elen);
+    guint o = 0;
+
+    for (guint i = 0; i < n; i++) {
+        guint klen;
+        const uint8_t *k = job_key_data(w, i, &klen);
+        const struct hconn_row *d;
+        g_autofree char *name = NULL, *where = NULL;
+
+        if (klen == JOB_KEY_NONE) {
+            t->only++; /* no source row can match it; counted as a
+                          difference already */
+            continue;
+        }
+        if (job_other_match(w, &o, k, klen) != NULL) {
+            continue;
+        }
+        d = &g_array_index(w->batch.rows, struct hconn_row, i);
+        job_row_names(j->dst, "destination", d->key, d->key_len, &name,
+                      &where);
+        job_diff(j, &t->diffs, "row '%s'%s: not in source", name, where);
+        t->only++;
+    }
+}
+
+/*
+ * A verify pass over unit e: the source's rows against the destination,
+ * or (the unit's side UNIT_DEST) the destination's against the source.
+ * Batch by batch, what each finds counted at once.
+ */
+static gboolean
+job_verify_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
+{
+    struct job *j = w->j;
+    gboolean dest = e->unit.side == UNIT_DEST;
     int32_t id;
 
-    if (!hconn_scanner_open(w->c, j->opts.to, sp, slen, ep, elen,
-                            (int32_t)j->opts.batch_rows, &id, error)) {
+    if (!job_scanner_open(w, dest ? j->opts.to : j->opts.from, e->unit.start,
+                          e->unit.end, &id, error)) {
         return FALSE;
     }
     for (;;) {
-        guint n, o = 0;
-        guint64 diffs = 0, only = 0;
+        struct job_verify_tally t = { 0, 0, 0, 0 };
         const struct hconn_row *last;
-
-        int got = job_batch_pair(j, w, id, j->dst, j->src, j->opts.from,
-                                 &diffs, error);
+        guint n;
+        int got = dest ? job_batch_pair(j, w, id, j->dst, j->src, j->opts.from,
+                                        &t.diffs, error)
+                       : job_batch_pair(j, w, id, j->src, j->dst, j->opts.to,
+                                        &t.diffs, error);
 
         if (got < 0) {
             return FALSE;
@@ -985,42 +1015,21 @@ job_verify_dest(struct job_worker *w, struct ckpt_entry *e, GError **error)
             break;
         }
         n = (guint)got;
-        for (guint i = 0; i < n; i++) {
-            const struct hconn_row *s = o < w->other.rows->len
-                                            ? &g_array_index(w->other.rows,
-                                                             struct hconn_row,
-                                                             o)
-                                            : NULL;
-            guint klen;
-            const uint8_t *k = job_key_data(w, i, &klen);
-
-            if (klen == JOB_KEY_NONE) {
-                only++;   /* no source row can match it */
-                continue; /* counted as a difference already */
-            }
-            if (s != NULL && job_bytes_cmp(s->key, s->key_len, k, klen) == 0) {
-                o++;
-                continue;
-            }
-            {
-                const struct hconn_row *d = &g_array_index(w->batch.rows,
-                                                           struct hconn_row,
-                                                           i);
-                g_autofree char *name = NULL, *where = NULL;
-
-                job_row_names(j->dst, "destination", d->key, d->key_len, &name,
-                              &where);
-                job_diff(j, &diffs, "row '%s'%s: not in source", name, where);
-                only++;
-            }
+        if (dest) {
+            job_verify_dest_batch(w, n, &t);
+        } else if (!job_verify_source_batch(w, n, &t, error)) {
+            return FALSE;
         }
         last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
         g_mutex_lock(&j->lock);
         e->rows += n;
-        j->res.diffs += diffs;
-        j->res.dest_only += only;
+        e->cells += t.cells;
+        e->bytes += t.bytes;
+        j->res.diffs += t.diffs;
+        j->res.dest_only += t.only;
         g_mutex_unlock(&j->lock);
-        progress_slot_add(j->prog, w->slot, n, 0, last->key, last->key_len);
+        progress_slot_add(j->prog, w->slot, n, t.bytes, last->key,
+                          last->key_len);
     }
     if (!hconn_scanner_close(w->c, id, error)) {
         return FALSE;
@@ -1075,6 +1084,20 @@ job_retryable(const GError *err)
            (err->domain == JOB_ERROR && err->code == JOB_ERROR_CHECKPOINT);
 }
 
+/* What unit e did (its rows, cells and bytes) into the job's result;
+ * j->lock held, or no worker running yet. */
+static void
+job_res_add_unit(struct job *j, const struct ckpt_entry *e)
+{
+    if (e->unit.side == UNIT_DEST) {
+        j->res.dest_rows += e->rows;
+    } else {
+        j->res.rows += e->rows;
+    }
+    j->res.cells += e->cells;
+    j->res.bytes += e->bytes;
+}
+
 static void
 job_run_entry(struct job_worker *w, struct ckpt_entry *e, guint idx)
 {
@@ -1099,10 +1122,8 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e, guint idx)
             w->c = hconn_open(j->cfg, w->slot, &err);
         }
         if (w->c != NULL) {
-            if (e->unit.side == UNIT_DEST) {
-                ok = job_verify_dest(w, e, &err);
-            } else if (j->opts.verify) {
-                ok = job_verify_source(w, e, &err);
+            if (e->unit.side == UNIT_DEST || j->opts.verify) {
+                ok = job_verify_unit(w, e, &err);
             } else {
                 ok = job_copy_unit(w, e, &err);
             }
@@ -1135,13 +1156,7 @@ job_run_entry(struct job_worker *w, struct ckpt_entry *e, guint idx)
                   (g_error_matches(err, JOB_ERROR, JOB_ERROR_INTERRUPTED) ||
                    (g_atomic_int_get(&j->stop) && job_retryable(err)));
     g_mutex_lock(&j->lock);
-    if (e->unit.side == UNIT_DEST) {
-        j->res.dest_rows += e->rows;
-    } else {
-        j->res.rows += e->rows;
-    }
-    j->res.cells += e->cells;
-    j->res.bytes += e->bytes;
+    job_res_add_unit(j, e);
     diffs0 = j->res.diffs - diffs0;
     g_mutex_unlock(&j->lock);
     progress_slot_end(j->prog, w->slot, err == NULL);
@@ -1358,13 +1373,7 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
             return FALSE;
         }
         if (e->done) {
-            if (e->unit.side == UNIT_DEST) {
-                j->res.dest_rows += e->rows;
-            } else {
-                j->res.rows += e->rows;
-            }
-            j->res.cells += e->cells;
-            j->res.bytes += e->bytes;
+            job_res_add_unit(j, e);
             j->res.units_ok++;
             progress_add_done(prog, i, e->rows);
             if (results != NULL) {

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "merge.h"
+
 G_DEFINE_QUARK(unit_error_quark, unit_error)
 
 void
@@ -136,13 +138,9 @@ unit_format(const struct unit *u)
 int
 unit_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-    /* an empty GBytes has no data pointer: memcmp must not see it */
-    int c = MIN(alen, blen) > 0 ? memcmp(a, b, MIN(alen, blen)) : 0;
-
-    if (c != 0) {
-        return c;
-    }
-    return alen < blen ? -1 : alen > blen ? 1 : 0;
+    /* an empty GBytes has no data pointer: merge_key_cmp leaves memcmp
+     * out when either side is empty */
+    return merge_key_cmp(a, alen, b, blen);
 }
 
 gboolean
