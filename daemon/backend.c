@@ -1389,7 +1389,7 @@ backend_server_close_idle(struct backend_server *s,
 static void
 backend_conn_eof(struct backend_conn *conn)
 {
-    char why[512];
+    const char *why = "connection closed by server";
 
     if (conn->npending == 0) {
         /* HBase drops idle connections: normal, reconnect on demand */
@@ -1397,14 +1397,6 @@ backend_conn_eof(struct backend_conn *conn)
                 conn->server->srv->name, conn->index);
         backend_conn_close(conn);
         return;
-    }
-    if (backend_settings(conn)->backend_http &&
-        httpc_last_failure(conn->server->srv->http.host,
-                           conn->server->srv->http.port, why, sizeof(why))) {
-        /* HTTP mode: the bridge closed because HBase could not be
-         * reached (TLS verification, refused): the clients hear why */
-    } else {
-        g_strlcpy(why, "connection closed by server", sizeof(why));
     }
     health_failed(conn->server->health, why);
     backend_server_close_idle(conn->server, conn);

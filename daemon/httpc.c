@@ -778,7 +778,6 @@ httpc_conn_why(const struct httpc_target *t, struct bufferevent *bev, int err,
         }
         g_snprintf(why, len, "TLS with %s:%u failed: %s", t->host, t->port,
                    ossl);
-        httpc_failure_note(t, why);
     } else {
         g_snprintf(why, len, "%s", evutil_socket_error_to_string(err));
     }
@@ -815,7 +814,9 @@ httpc_header(struct httpc_conn *h, char *line, gboolean *chunked,
     char *v;
     size_t n;
 
-    if (colon == NULL || colon == line || line[0] == ' ' || line[0] == '\t') {
+    /* no folded line, no bare CR or LF */
+    if (colon == NULL || colon == line || line[0] == ' ' || line[0] == '\t' ||
+        strpbrk(line, "\r\n") != NULL) {
         g_snprintf(why, whylen, "malformed HTTP header line");
         return HTTPC_BAD;
     }

@@ -121,6 +121,6 @@ httpc_reply_t httpc_conn_reply(struct httpc_conn *h, struct evbuffer *raw,
 gboolean httpc_conn_closing(const struct httpc_conn *h);
 
 /* Why the connection of bev failed: the TLS error if there is one, else
- * err (a socket error).  Notes it for httpc_last_failure. */
+ * err (a socket error). */
 void httpc_conn_why(const struct httpc_target *t, struct bufferevent *bev,
                     int err, char *why, size_t len);
