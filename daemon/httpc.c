@@ -1,4 +1,4 @@
-/* httpc.c: the backend side of HBase's HTTP mode: each Thrift message one POST over a kept-alive HTTP(S) connection, bridged to a socket the engine uses as a buffered transport. */
+/* httpc.c: the backend side of HBase's HTTP mode: each Thrift message one POST over a kept-alive HTTP(S) connection, written and parsed by the engine's connections themselves, or bridged to a socket for blocking callers. */
 #include "httpc.h"
 
 #include <arpa/inet.h>
@@ -21,19 +21,31 @@
 #include "wire.h"
 
 /*
- * HTTP is libevent's evhttp client: a maintained HTTP/1.1 parser, kept-
- * alive connections, one request at a time per connection (so calls take
- * effect in the order they were sent, as HBase requires of a connection),
- * TLS through an OpenSSL bufferevent.  The engine (backend.c) does not
- * know: it writes calls to a socket and reads replies, as in socket mode.
+ * Two ways to HBase's HTTP servlet.
  *
- *   backend conn --call--> socketpair --> bridge --POST--> HBase servlet
- *                <--reply--            <--        <--200 body--
+ * The engine's backend connections (backend.c, the calls of clients and
+ * scans) speak HTTP themselves (httpc_conn_*, at the end of this file):
+ * each call one POST written from the connection's own buffer, the reply
+ * parsed from the connection's input where socket mode parses the Thrift
+ * reply, TLS through an OpenSSL bufferevent.  One POST at a time per
+ * connection: calls take effect in the order they were sent, as HBase
+ * requires of a connection, and no HTTP pipelining is asked of Jetty.
  *
- * A failure the server or the network gives one call (401, 500, a TLS
- * verification failure) becomes that call's TApplicationException, in
- * order; when HTTP connection closes (Jetty drops idle ones after 30 s),
- * the bridge closes its socket and the engine dials a new one.
+ *   backend conn --POST (head made once, Content-Length, call)--> servlet
+ *                <--200, Content-Length or chunked, the reply--
+ *
+ * The blocking connections of the catalog and the migration tool
+ * (hconn.c) and the health probes (health.c) use a bridge instead: a
+ * socket that reads and writes as in socket mode, whose other end is
+ * libevent's evhttp client:
+ *
+ *   hconn/probe --call--> socketpair --> bridge --POST--> HBase servlet
+ *               <--reply--            <--        <--200 body--
+ *
+ * Either way a status other than 200 becomes that call's
+ * TApplicationException, in order (with the Jetty error page's reason);
+ * a connection the server closes (Jetty drops idle ones after 30 s) is
+ * dialled again for the next call.
  */
 
 G_DEFINE_QUARK(httpc_error_quark, httpc_error)

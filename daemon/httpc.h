@@ -1,4 +1,4 @@
-/* httpc.h: the backend side of HBase's HTTP mode: each Thrift message one POST over a kept-alive HTTP(S) connection, bridged to a socket the engine uses as a buffered transport. */
+/* httpc.h: the backend side of HBase's HTTP mode: each Thrift message one POST over a kept-alive HTTP(S) connection, written and parsed by the engine's connections themselves, or bridged to a socket for blocking callers. */
 #pragma once
 
 #include <glib.h>
@@ -18,7 +18,7 @@ typedef enum {
 
 struct sasl_creds;
 
-/* One server as the bridge dials it. */
+/* One server as HTTP mode dials it. */
 struct httpc_target {
     char host[128]; /* as configured: Host header, the
                                        name TLS verifies */
@@ -48,7 +48,7 @@ void httpc_target_init(struct httpc_target *t, const struct config *cfg,
                        const struct sockaddr_storage *ss);
 
 /*
- * A bridge to t on base: returns the engine's end, a connected stream
+ * A bridge to t on base (hconn.c, health.c): returns the caller's end, a connected stream
  * socket on which calls are written as binary, unframed messages and
  * replies come back in order, as from a socket-mode server.  An HTTP
  * status other than 200, or a failed connection, comes back as a

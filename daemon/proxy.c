@@ -843,8 +843,6 @@ proxy_worker_deinit(struct worker *w)
         event_free(w->flush_ev);
     }
     if (w->base != NULL) {
-        /* HTTP mode: the bridges of its backend connections */
-        httpc_base_done(w->base);
         event_base_free(w->base);
     }
     memset(w, 0, sizeof(*w));
