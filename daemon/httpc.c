@@ -273,22 +273,29 @@ httpc_flush_refused(struct httpc_bridge *b)
     }
 }
 
+/* The TLS error of bev into why, if it has one (its queue emptied). */
+static gboolean
+httpc_tls_why(const struct httpc_target *t, struct bufferevent *bev, char *why,
+              size_t len)
+{
+    unsigned long e = bev != NULL ? bufferevent_get_openssl_error(bev) : 0;
+    char ossl[200];
+
+    if (e == 0) {
+        return FALSE;
+    }
+    ERR_error_string_n(e, ossl, sizeof(ossl));
+    while (bufferevent_get_openssl_error(bev) != 0) {
+    }
+    g_snprintf(why, len, "TLS with %s:%u failed: %s", t->host, t->port, ossl);
+    return TRUE;
+}
+
 /* Why a request got no HTTP answer. */
 static void
 httpc_transport_error(struct httpc_bridge *b, char *why, size_t len)
 {
-    unsigned long e = b->hbev != NULL ? bufferevent_get_openssl_error(b->hbev)
-                                      : 0;
-
-    if (e != 0) {
-        char ossl[200];
-
-        ERR_error_string_n(e, ossl, sizeof(ossl));
-        while (bufferevent_get_openssl_error(b->hbev) != 0) {
-        }
-        g_snprintf(why, len, "TLS with %s:%u failed: %s", b->t.host, b->t.port,
-                   ossl);
-    } else {
+    if (!httpc_tls_why(&b->t, b->hbev, why, len)) {
         g_snprintf(why, len,
                    "no HTTP answer from %s:%u (connection "
                    "refused, closed or timed out)",
@@ -334,6 +341,45 @@ httpc_last_failure(const char *host, uint16_t port, char *why, size_t len)
     return found;
 }
 
+/* Bytes of an error page kept for its reason. */
+#define HTTPC_PAGE_MAX 2048
+
+/* The exception text of a call the server answered with code (reason:
+ * its status line's) and the error page body. */
+static void
+httpc_refusal(const struct httpc_target *t, int code, const char *reason,
+              struct evbuffer *body, char *why, size_t whylen)
+{
+    char page[HTTPC_PAGE_MAX + 1];
+    char text[201] = "";
+    const char *from = page;
+    ev_ssize_t got = evbuffer_copyout(body, page, HTTPC_PAGE_MAX);
+    char *nl;
+
+    page[got > 0 ? got : 0] = '\0';
+    /* Jetty's error page: the reason follows "<pre>" */
+    if (strstr(page, "<pre>") != NULL) {
+        from = strstr(page, "<pre>") + 5;
+        while (*from == ' ' || *from == '\n') {
+            from++;
+        }
+    }
+    g_strlcpy(text, from, sizeof(text));
+    nl = strpbrk(text, "\r\n<");
+    if (nl != NULL) {
+        *nl = '\0';
+    }
+    g_snprintf(why, whylen,
+               "hbase-salt-proxy: HBase's HTTP server %s:%u answered "
+               "%d %s%s%s%s",
+               t->host, t->port, code, reason != NULL ? reason : "",
+               code == 401 ? " (SPNEGO: check sasl_principal, "
+                             "sasl_keytab and the server's "
+                             "hbase.thrift.spnego.principal)"
+                           : "",
+               text[0] != '\0' ? ": " : "", text);
+}
+
 static void
 httpc_reply_cb(struct evhttp_request *req, void *arg)
 {
@@ -364,39 +410,8 @@ httpc_reply_cb(struct evhttp_request *req, void *arg)
         httpc_bridge_close(b);
         return;
     } else {
-        struct evbuffer *body = evhttp_request_get_input_buffer(req);
-        size_t n = MIN(evbuffer_get_length(body), (size_t)2048);
-        char page[2049] = "";
-        char text[201] = "";
-        const char *from = page;
-        char *nl;
-
-        evbuffer_copyout(body, page, n);
-        page[n] = '\0';
-        /* Jetty's error page: the reason follows "<pre>" */
-        if (strstr(page, "<pre>") != NULL) {
-            from = strstr(page, "<pre>") + 5;
-            while (*from == ' ' || *from == '\n') {
-                from++;
-            }
-        }
-        g_strlcpy(text, from, sizeof(text));
-        nl = strpbrk(text, "\r\n<");
-        if (nl != NULL) {
-            *nl = '\0';
-        }
-        g_snprintf(why, sizeof(why),
-                   "hbase-salt-proxy: HBase's HTTP server %s:%u answered "
-                   "%d %s%s%s%s",
-                   b->t.host, b->t.port, code,
-                   evhttp_request_get_response_code_line(req) != NULL
-                       ? evhttp_request_get_response_code_line(req)
-                       : "",
-                   code == 401 ? " (SPNEGO: check sasl_principal, "
-                                 "sasl_keytab and the server's "
-                                 "hbase.thrift.spnego.principal)"
-                               : "",
-                   text[0] != '\0' ? ": " : "", text);
+        httpc_refusal(&b->t, code, evhttp_request_get_response_code_line(req),
+                      evhttp_request_get_input_buffer(req), why, sizeof(why));
         g_warning("%s", why);
         httpc_fail_call(b, c, why);
     }
@@ -660,8 +675,6 @@ httpc_base_done(struct event_base *base)
 #define HTTPC_LINE_MAX 1024
 /* trailer lines after the last chunk, at most */
 #define HTTPC_TRAILERS_MAX 64
-/* bytes of an error page kept for its reason */
-#define HTTPC_PAGE_MAX 2048
 
 enum httpc_phase {
     HTTPC_HEAD,       /* status line and headers */
@@ -780,17 +793,7 @@ void
 httpc_conn_why(const struct httpc_target *t, struct bufferevent *bev, int err,
                char *why, size_t len)
 {
-    unsigned long e = bufferevent_get_openssl_error(bev);
-
-    if (e != 0) {
-        char ossl[200];
-
-        ERR_error_string_n(e, ossl, sizeof(ossl));
-        while (bufferevent_get_openssl_error(bev) != 0) {
-        }
-        g_snprintf(why, len, "TLS with %s:%u failed: %s", t->host, t->port,
-                   ossl);
-    } else {
+    if (!httpc_tls_why(t, bev, why, len)) {
         g_snprintf(why, len, "%s", evutil_socket_error_to_string(err));
     }
 }
@@ -1017,41 +1020,13 @@ static httpc_reply_t
 httpc_done(struct httpc_conn *h, struct evbuffer *body, char *why,
            size_t whylen)
 {
-    char page[HTTPC_PAGE_MAX + 1];
-    char text[201] = "";
-    const char *from = page;
-    ev_ssize_t got;
-    char *nl;
-
     h->phase = HTTPC_HEAD;
     h->closing = h->close;
     if (h->status == 200) {
         return HTTPC_BODY;
     }
-    got = evbuffer_copyout(body, page, HTTPC_PAGE_MAX);
-    page[got > 0 ? got : 0] = '\0';
+    httpc_refusal(h->t, h->status, h->reason, body, why, whylen);
     evbuffer_drain(body, evbuffer_get_length(body));
-    /* Jetty's error page: the reason follows "<pre>" */
-    if (strstr(page, "<pre>") != NULL) {
-        from = strstr(page, "<pre>") + 5;
-        while (*from == ' ' || *from == '\n') {
-            from++;
-        }
-    }
-    g_strlcpy(text, from, sizeof(text));
-    nl = strpbrk(text, "\r\n<");
-    if (nl != NULL) {
-        *nl = '\0';
-    }
-    g_snprintf(why, whylen,
-               "hbase-salt-proxy: HBase's HTTP server %s:%u answered "
-               "%d %s%s%s%s",
-               h->t->host, h->t->port, h->status, h->reason,
-               h->status == 401 ? " (SPNEGO: check sasl_principal, "
-                                  "sasl_keytab and the server's "
-                                  "hbase.thrift.spnego.principal)"
-                                : "",
-               text[0] != '\0' ? ": " : "", text);
     return HTTPC_REFUSED;
 }
 
