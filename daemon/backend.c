@@ -1843,10 +1843,19 @@ backend_http_take(struct backend_conn *conn)
             return;
         }
         if (st == HTTPC_REFUSED) {
+            char head[BACKEND_MSG_MAX], tail[BACKEND_MSG_MAX];
             struct wire_writer wr;
             struct wire_buf buf;
 
-            g_warning("%s", why);
+            /* the first of a burst in full (the same cause answers
+             * every call), the rest counted */
+            g_snprintf(head, sizeof(head), "backend %s",
+                       conn->server->srv->name);
+            g_snprintf(tail, sizeof(tail), ": %s", why);
+            if (lograte_note_of(G_LOG_LEVEL_WARNING, "call", head, tail, NULL,
+                                1)) {
+                g_warning("%s", why);
+            }
             wire_buf_init(&buf);
             wire_writer_init(&wr, backend_settings(conn)->backend_proto, &buf);
             wire_write_app_exception(&wr, (const uint8_t *)req->call.name,

@@ -82,7 +82,8 @@ class JettyShape(object):
     """An HTTP front for the emulator that answers as Jetty can: every
     reply chunked (small chunks, a trailer, the
     pieces in separate writes), and Connection: close after every fifth reply on a connection (then it
-    closes).  bad_length: every reply claims a Content-Length over any
+    closes).  A call on the row refused-row is answered 500 with Jetty's
+    error page.  bad_length: every reply claims a Content-Length over any
     max_frame_size instead (to a call on the row bad-row).  It counts the requests that arrived while one
     of the same connection was unanswered (HTTP pipelining)."""
 
@@ -159,6 +160,13 @@ class JettyShape(object):
                 served += 1
                 last = served % 5 == 0
                 status = rhead.split(b'\r\n')[0]
+                if b'refused-row' in body:
+                    page = (b'<html><body><h2>HTTP ERROR 500</h2>\n<pre>'
+                            b'no region for refused-row</pre></body></html>')
+                    a.sendall(b'HTTP/1.1 500 Server Error\r\nContent-Type: '
+                              b'text/html\r\nContent-Length: %d\r\n\r\n'
+                              % len(page) + page)
+                    continue
                 if self.bad_length and b'bad-row' in body:
                     a.sendall(status + b'\r\nContent-Length: '
                               b'99999999999\r\n\r\n')
@@ -477,6 +485,26 @@ class HttpBackendTest(unittest.TestCase):
         self.assertGreater(self.case.front.requests, 150)
         self.assertEqual(self.case.front.overlapped, 0)
         self.assertNotIn('bad reply', self.case.text())
+
+    def test_refused_call_logged_once(self):
+        # a server refusing every call with the same status: each call
+        # hears it, the log says it once (the rest are counted), not a
+        # line per call
+        self.case = Case(self.workdir, front={})
+        for _ in range(6):
+            with self.assertRaises(Exception) as cm:
+                put(client(self.case.port), b'refused-row', b'1')
+            msg = text_of(cm.exception)
+            self.assertIn('answered 500 Server Error', msg)
+            self.assertIn('no region for refused-row', msg)
+        c = client(self.case.port)
+        put(c, b'good-row', b'2')
+        self.assertEqual(get(c, b'good-row'), b'2')
+        # (a period's count of the others, "N more calls", may follow)
+        lines = [ln for ln in self.case.text().splitlines()
+                 if 'no region for refused-row' in ln and
+                 ' more call' not in ln]
+        self.assertEqual(len(lines), 1, '\n'.join(lines))
 
     def test_bad_length_refused(self):
         # a length from the wire past max_frame_size fails the call,
