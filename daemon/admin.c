@@ -13,6 +13,7 @@
 
 #include "backend.h"
 #include "health.h"
+#include "httpd.h"
 #include "catalog.h"
 #include "keyviz.h"
 #include "keyviz_page.h"
@@ -80,15 +81,10 @@ static void
 admin_reply(struct evhttp_request *req, int code, const char *reason,
             const char *type, const char *body, size_t len)
 {
-    struct evbuffer *out = evbuffer_new();
-
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      type);
+    /* every page is live state: a proxy or browser must not keep it */
     evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control",
                       "no-store");
-    evbuffer_add(out, body, len);
-    evhttp_send_reply(req, code, reason, out);
-    evbuffer_free(out);
+    httpd_send(req, code, reason, type, body, len);
 }
 
 /* ---- the key visualizer ------------------------------------------------ */
@@ -367,12 +363,8 @@ admin_free(struct admin *a)
     if (a == NULL) {
         return;
     }
-    if (a->keyviz_timer != NULL) {
-        event_free(a->keyviz_timer);
-    }
-    if (a->http != NULL) {
-        evhttp_free(a->http);
-    }
+    g_clear_pointer(&a->keyviz_timer, event_free);
+    g_clear_pointer(&a->http, evhttp_free);
     g_free(a);
 }
 

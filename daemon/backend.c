@@ -202,20 +202,11 @@ backend_conn_close(struct backend_conn *conn)
         conn->corked = 0;
         wire_buf_clear(&conn->cork);
     }
-    if (conn->rev != NULL) {
-        /* before the socket goes with the bufferevent */
-        event_free(conn->rev);
-        conn->rev = NULL;
-    }
-    if (conn->in != NULL) {
-        evbuffer_free(conn->in);
-        conn->in = NULL;
-    }
-    if (conn->bev != NULL) {
-        /* also cancels callbacks already deferred for it */
-        bufferevent_free(conn->bev);
-        conn->bev = NULL;
-    }
+    /* before the socket goes with the bufferevent */
+    g_clear_pointer(&conn->rev, event_free);
+    g_clear_pointer(&conn->in, evbuffer_free);
+    /* also cancels callbacks already deferred for it */
+    g_clear_pointer(&conn->bev, bufferevent_free);
     if (conn->scan != NULL) {
         wire_scan_init(conn->scan);
     }

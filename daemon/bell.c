@@ -46,10 +46,7 @@ bell_answer(struct bell *b)
 void
 bell_free(struct bell *b)
 {
-    if (b->ev != NULL) {
-        event_free(b->ev);
-        b->ev = NULL;
-    }
+    g_clear_pointer(&b->ev, event_free);
     if (b->fd >= 0) {
         close(b->fd);
         b->fd = -1;

@@ -240,12 +240,8 @@ client_accept(struct worker *w, evutil_socket_t fd, const struct sockaddr *sa,
     c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, client_read_cb, c);
     if (c->in == NULL || c->rev == NULL) {
         g_warning("client %s: refused: out of memory", peer);
-        if (c->rev != NULL) {
-            event_free(c->rev);
-        }
-        if (c->in != NULL) {
-            evbuffer_free(c->in);
-        }
+        g_clear_pointer(&c->rev, event_free);
+        g_clear_pointer(&c->in, evbuffer_free);
         if (c->tls != NULL) {
             client_tls_free(c->tls);
         } else {
@@ -300,9 +296,7 @@ client_close(struct client *c)
     TAILQ_REMOVE(&w->clients, c, link);
     w->nclients--;
     g_atomic_int_add(w->nconns, -1);
-    if (c->partial_timer != NULL) {
-        event_free(c->partial_timer);
-    }
+    g_clear_pointer(&c->partial_timer, event_free);
     event_free(c->rev);
     evbuffer_free(c->in);
     wire_buf_free(&c->park);
@@ -1156,12 +1150,8 @@ client_tls_free(struct client_tls *t)
         }
         SSL_free(t->ssl);
     }
-    if (t->wev != NULL) {
-        event_free(t->wev);
-    }
-    if (t->out != NULL) {
-        evbuffer_free(t->out);
-    }
+    g_clear_pointer(&t->wev, event_free);
+    g_clear_pointer(&t->out, evbuffer_free);
     if (t->fd >= 0) {
         evutil_closesocket(t->fd);
     }

@@ -947,13 +947,7 @@ codec_message_out(struct codec_ctx *c, const struct salt_table *salt)
             continue;
         }
         g_string_append_c(text, '<');
-        for (size_t k = 0; k < logical_len; k++) {
-            if (codec_java_printable(logical[k])) {
-                g_string_append_c(text, (char)logical[k]);
-            } else {
-                g_string_append_printf(text, "\\x%02X", logical[k]);
-            }
-        }
+        escape_hex_append(text, logical, logical_len, codec_java_printable);
         g_string_append_c(text, '>');
         i = (size_t)(close - msg) + 1;
     }
@@ -1162,15 +1156,7 @@ codec_splits_describe(const struct codec_call *call)
                            "regions): ",
                            (int)call->name_len, call->name, t->name,
                            call->splits_asked, points->len, points->len + 1);
-    for (guint i = 0; i < points->len; i++) {
-        gsize n;
-        const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
-
-        if (i > 0) {
-            g_string_append(out, ", ");
-        }
-        escape_append(out, p, n);
-    }
+    splits_join(out, points, escape_append);
     return g_string_free(out, FALSE);
 }
 

@@ -1624,8 +1624,6 @@ static gboolean
 config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
                    GHashTable *names, GError **error)
 {
-    static const char *const mappings[] = { "xxh3", "phoenix", "hbasewd",
-                                            "bigtable-sample", NULL };
     const char *name = g + strlen(CONFIG_TABLE_PREFIX);
     const char *colon;
     struct config_table table = { 0 };
@@ -1667,8 +1665,8 @@ config_parse_table(struct config_ctx *c, const char *g, GArray *tables,
         return FALSE;
     }
 
-    if (!config_take_enum(c, g, "salt_mapping", mappings, SALT_MAPPING_XXH3,
-                          &mapping, error)) {
+    if (!config_take_enum(c, g, "salt_mapping", salt_mapping_names,
+                          SALT_MAPPING_XXH3, &mapping, error)) {
         return FALSE;
     }
     if (mapping != SALT_MAPPING_XXH3
@@ -1768,6 +1766,29 @@ config_table_cmp(gconstpointer pa, gconstpointer pb)
     return (a->name_len > b->name_len) - (a->name_len < b->name_len);
 }
 
+/* The fixed groups, in the order an absent one takes its defaults. */
+static const struct config_group {
+    const char *name;
+    gboolean (*parse)(struct config_ctx *c, const char *g, GError **error);
+} config_groups[] = {
+    { "proxy", config_parse_proxy },     { "backend", config_parse_backend },
+    { "scan", config_parse_scan },       { "admin", config_parse_admin },
+    { "thrift2", config_parse_thrift2 }, { "catalog", config_parse_catalog },
+    { "tls", config_parse_tls },         { "http", config_parse_http },
+    { "keyviz", config_parse_keyviz },
+};
+
+static const struct config_group *
+config_group_find(const char *g)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(config_groups); i++) {
+        if (strcmp(config_groups[i].name, g) == 0) {
+            return &config_groups[i];
+        }
+    }
+    return NULL;
+}
+
 static gboolean
 config_parse(struct config_ctx *c, GError **error)
 {
@@ -1782,24 +1803,10 @@ config_parse(struct config_ctx *c, GError **error)
     for (size_t i = 0; ok && groups[i] != NULL; i++) {
         const char *g = groups[i];
 
-        if (strcmp(g, "proxy") == 0) {
-            ok = config_parse_proxy(c, g, error);
-        } else if (strcmp(g, "backend") == 0) {
-            ok = config_parse_backend(c, g, error);
-        } else if (strcmp(g, "scan") == 0) {
-            ok = config_parse_scan(c, g, error);
-        } else if (strcmp(g, "admin") == 0) {
-            ok = config_parse_admin(c, g, error);
-        } else if (strcmp(g, "thrift2") == 0) {
-            ok = config_parse_thrift2(c, g, error);
-        } else if (strcmp(g, "catalog") == 0) {
-            ok = config_parse_catalog(c, g, error);
-        } else if (strcmp(g, "tls") == 0) {
-            ok = config_parse_tls(c, g, error);
-        } else if (strcmp(g, "http") == 0) {
-            ok = config_parse_http(c, g, error);
-        } else if (strcmp(g, "keyviz") == 0) {
-            ok = config_parse_keyviz(c, g, error);
+        const struct config_group *known = config_group_find(g);
+
+        if (known != NULL) {
+            ok = known->parse(c, g, error);
         } else if (g_str_has_prefix(g, CONFIG_TABLE_PREFIX)) {
             ok = config_parse_table(c, g, tables, names, error);
         } else {
@@ -1813,32 +1820,12 @@ config_parse(struct config_ctx *c, GError **error)
     }
     /* Absent groups still set their defaults: a missing group reads as
      * one with no keys. */
-    if (ok && !g_key_file_has_group(c->kf, "proxy")) {
-        ok = config_parse_proxy(c, "proxy", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "backend")) {
-        ok = config_parse_backend(c, "backend", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "scan")) {
-        ok = config_parse_scan(c, "scan", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "admin")) {
-        ok = config_parse_admin(c, "admin", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "thrift2")) {
-        ok = config_parse_thrift2(c, "thrift2", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "catalog")) {
-        ok = config_parse_catalog(c, "catalog", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "tls")) {
-        ok = config_parse_tls(c, "tls", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "http")) {
-        ok = config_parse_http(c, "http", error);
-    }
-    if (ok && !g_key_file_has_group(c->kf, "keyviz")) {
-        ok = config_parse_keyviz(c, "keyviz", error);
+    for (size_t i = 0; ok && i < G_N_ELEMENTS(config_groups); i++) {
+        const struct config_group *d = &config_groups[i];
+
+        if (!g_key_file_has_group(c->kf, d->name)) {
+            ok = d->parse(c, d->name, error);
+        }
     }
     if (ok && c->cfg->http2_enabled && c->cfg->n_thrift2_servers == 0) {
         config_set_error(c, error, CONFIG_ERROR_INVALID_VALUE, "http",
@@ -2072,18 +2059,8 @@ config_legacy_to_text(GString *out, const struct legacy_rule *r)
 {
     switch (r->kind) {
     case LEGACY_COMPONENT:
-        if (r->part == LEGACY_PART_BYTES) {
-            g_string_append_printf(out, "legacy_component = bytes:%u:%u",
-                                   r->off, r->len);
-        } else {
-            g_string_append(out, "legacy_component = after:");
-            escape_append(out, r->delim, r->delim_len);
-            if (r->part == LEGACY_PART_AFTER_LAST) {
-                g_string_append(out, ":last");
-            } else {
-                g_string_append_printf(out, ":%u", r->count);
-            }
-        }
+        g_string_append(out, "legacy_component = ");
+        legacy_component_append(out, r);
         g_string_append(out, "\nlegacy_cutoff = ");
         escape_append(out, r->cutoff, r->cutoff_len);
         g_string_append_c(out, '\n');
@@ -2323,6 +2300,18 @@ config_mapping_to_text(GString *out, const struct salt_table *t)
     config_legacy_to_text(out, &t->legacy);
 }
 
+/* Whether a listener moved, appeared or went: compared as printed, so
+ * that the same address spelt the same way is no change. */
+static gboolean
+config_listen_changed(gboolean was_on, const struct config_addr *was,
+                      gboolean is_on, const struct config_addr *is)
+{
+    g_autofree char *a = was_on ? config_addr_to_string(was) : NULL;
+    g_autofree char *b = is_on ? config_addr_to_string(is) : NULL;
+
+    return g_strcmp0(a, b) != 0;
+}
+
 gboolean
 config_reload_check(const struct config *old, const struct config *cfg,
                     GError **error)
@@ -2364,9 +2353,9 @@ config_reload_check(const struct config *old, const struct config *cfg,
                     "%s changed: that needs a restart, not a reload", what);  \
         return FALSE;                                                         \
     }
-    a = config_addr_to_string(&old->listen);
-    b = config_addr_to_string(&cfg->listen);
-    CONFIG_RESTART_ONLY(strcmp(a, b) != 0, "[proxy] listen")
+    CONFIG_RESTART_ONLY(config_listen_changed(TRUE, &old->listen, TRUE,
+                                              &cfg->listen),
+                        "[proxy] listen")
     CONFIG_RESTART_ONLY(old->workers != cfg->workers, "[proxy] workers")
     CONFIG_RESTART_ONLY(old->protocol != cfg->protocol, "[backend] protocol")
     CONFIG_RESTART_ONLY(old->transport != cfg->transport,
@@ -2393,44 +2382,19 @@ config_reload_check(const struct config *old, const struct config *cfg,
                             g_strcmp0(old->backend_tls_key,
                                       cfg->backend_tls_key) != 0,
                         "[backend] an http_*, https or tls_* key")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    if (old->admin_enabled) {
-        a = config_addr_to_string(&old->admin_listen);
-    }
-    if (cfg->admin_enabled) {
-        b = config_addr_to_string(&cfg->admin_listen);
-    }
-    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[admin] listen")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    if (old->thrift2_enabled) {
-        a = config_addr_to_string(&old->thrift2_listen);
-    }
-    if (cfg->thrift2_enabled) {
-        b = config_addr_to_string(&cfg->thrift2_listen);
-    }
-    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[thrift2] listen")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    if (old->tls_enabled) {
-        a = config_addr_to_string(&old->tls_listen);
-    }
-    if (cfg->tls_enabled) {
-        b = config_addr_to_string(&cfg->tls_listen);
-    }
+#define CONFIG_LISTEN_RESTART_ONLY(on, addr, what)                            \
+    CONFIG_RESTART_ONLY(config_listen_changed(old->on, &old->addr, cfg->on,   \
+                                              &cfg->addr),                    \
+                        what)
+    CONFIG_LISTEN_RESTART_ONLY(admin_enabled, admin_listen, "[admin] listen")
+    CONFIG_LISTEN_RESTART_ONLY(thrift2_enabled, thrift2_listen,
+                               "[thrift2] listen")
     /* the certificate, key and client CA are read again on every reload */
-    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[tls] listen")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    a = old->http_enabled ? config_addr_to_string(&old->http_listen) : NULL;
-    b = cfg->http_enabled ? config_addr_to_string(&cfg->http_listen) : NULL;
-    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[http] listen")
-    g_clear_pointer(&a, g_free);
-    g_clear_pointer(&b, g_free);
-    a = old->http2_enabled ? config_addr_to_string(&old->http2_listen) : NULL;
-    b = cfg->http2_enabled ? config_addr_to_string(&cfg->http2_listen) : NULL;
-    CONFIG_RESTART_ONLY(g_strcmp0(a, b) != 0, "[http] thrift2_listen")
+    CONFIG_LISTEN_RESTART_ONLY(tls_enabled, tls_listen, "[tls] listen")
+    CONFIG_LISTEN_RESTART_ONLY(http_enabled, http_listen, "[http] listen")
+    CONFIG_LISTEN_RESTART_ONLY(http2_enabled, http2_listen,
+                               "[http] thrift2_listen")
+#undef CONFIG_LISTEN_RESTART_ONLY
     /* the counters are sized by these when the proxy starts; keys and a
      * table's keyviz key may change */
     CONFIG_RESTART_ONLY(old->keyviz.enabled != cfg->keyviz.enabled ||

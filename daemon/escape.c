@@ -49,6 +49,19 @@ escape_decode(const char *s, GError **error)
 }
 
 void
+escape_hex_append(GString *out, const uint8_t *p, size_t len,
+                  gboolean (*keep)(uint8_t ch))
+{
+    for (size_t i = 0; i < len; i++) {
+        if (keep(p[i])) {
+            g_string_append_c(out, (char)p[i]);
+        } else {
+            g_string_append_printf(out, "\\x%02X", p[i]);
+        }
+    }
+}
+
+void
 escape_append(GString *out, const uint8_t *p, size_t len)
 {
     for (size_t i = 0; i < len; i++) {

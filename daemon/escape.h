@@ -34,3 +34,8 @@ GBytes *escape_decode(const char *s, GError **error) G_GNUC_WARN_UNUSED_RESULT;
  * for the rest and for '\\', ' ' (GKeyFile would trim it) and ':' (a
  * delimiter:SEP:K part ends at a ':'). */
 void escape_append(GString *out, const uint8_t *p, size_t len);
+
+/* Append p with each byte keep accepts as is and every other one as \xNN
+ * (upper-case hex, as HBase's Bytes.toStringBinary writes it). */
+void escape_hex_append(GString *out, const uint8_t *p, size_t len,
+                       gboolean (*keep)(uint8_t ch));

@@ -975,12 +975,8 @@ struct pb_fields {
 static void
 pb_fields_clear(struct pb_fields *p)
 {
-    if (p->stamps != NULL) {
-        g_array_unref(p->stamps);
-    }
-    if (p->repeated != NULL) {
-        g_ptr_array_unref(p->repeated);
-    }
+    g_clear_pointer(&p->stamps, g_array_unref);
+    g_clear_pointer(&p->repeated, g_ptr_array_unref);
 }
 
 static gboolean

@@ -118,15 +118,9 @@ hconn_rows_free(struct hconn_rows *r)
 {
     g_assert(r != NULL);
 
-    if (r->rows != NULL) {
-        g_array_unref(r->rows);
-    }
-    if (r->cells != NULL) {
-        g_array_unref(r->cells);
-    }
-    if (r->replies != NULL) {
-        g_ptr_array_unref(r->replies);
-    }
+    g_clear_pointer(&r->rows, g_array_unref);
+    g_clear_pointer(&r->cells, g_array_unref);
+    g_clear_pointer(&r->replies, g_ptr_array_unref);
     memset(r, 0, sizeof(*r));
 }
 
@@ -427,12 +421,8 @@ hconn_free(struct hconn *c)
     }
     sasl_client_free(c->sasl);
     sasl_creds_free(c->creds);
-    if (c->raw != NULL) {
-        g_byte_array_unref(c->raw);
-    }
-    if (c->wrapped != NULL) {
-        g_byte_array_unref(c->wrapped);
-    }
+    g_clear_pointer(&c->raw, g_byte_array_unref);
+    g_clear_pointer(&c->wrapped, g_byte_array_unref);
     wire_buf_free(&c->out);
     g_free(c->peer);
     g_free(c);

@@ -309,10 +309,7 @@ health_probe_finish(struct health_server *h, gboolean ok, const char *why,
     char text[320];
     unsigned interval = ok ? HEALTH_PROBE_UP_MS : HEALTH_PROBE_DOWN_MS;
 
-    if (h->probe != NULL) {
-        bufferevent_free(h->probe);
-        h->probe = NULL;
-    }
+    g_clear_pointer(&h->probe, bufferevent_free);
     g_clear_pointer(&h->probe_sasl, sasl_client_free);
     g_clear_pointer(&h->probe_in, evbuffer_free);
     wire_buf_clear(&h->probe_call);
@@ -952,33 +949,23 @@ health_free(struct health_table *t)
     for (guint i = 0; i < t->entries->len; i++) {
         struct health_server *h = g_ptr_array_index(t->entries, i);
 
-        if (h->probe != NULL) {
-            bufferevent_free(h->probe);
-        }
+        g_clear_pointer(&h->probe, bufferevent_free);
         sasl_client_free(h->probe_sasl);
-        if (h->probe_in != NULL) {
-            evbuffer_free(h->probe_in);
-        }
+        g_clear_pointer(&h->probe_in, evbuffer_free);
         wire_buf_free(&h->probe_call);
         g_mutex_clear(&h->shared.lock);
         g_free(h);
     }
     g_ptr_array_free(t->entries, TRUE);
-    if (t->tick != NULL) {
-        event_free(t->tick);
-    }
-    if (t->renew != NULL) {
-        event_free(t->renew);
-    }
+    g_clear_pointer(&t->tick, event_free);
+    g_clear_pointer(&t->renew, event_free);
     if (t->base != NULL) {
         /* HTTP mode: the probes' bridges */
         httpc_base_done(t->base);
     }
     sasl_creds_free(t->sasl);
     bell_free(&t->bell);
-    if (t->base != NULL) {
-        event_base_free(t->base);
-    }
+    g_clear_pointer(&t->base, event_base_free);
     g_mutex_clear(&t->lock);
     g_free(t);
 }

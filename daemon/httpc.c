@@ -213,9 +213,7 @@ httpc_bridge_free(struct httpc_bridge *b)
         evhttp_connection_set_closecb(b->evcon, NULL, NULL);
         evhttp_connection_free(b->evcon);
     }
-    if (b->bev != NULL) {
-        bufferevent_free(b->bev);
-    }
+    g_clear_pointer(&b->bev, bufferevent_free);
     g_queue_clear_full(&b->calls, httpc_call_free);
     g_free(b);
 }

@@ -56,7 +56,7 @@ struct httpd_conn {
     struct wire_scan scan;      /* its reply so far */
 };
 
-static void
+void
 httpd_send(struct evhttp_request *req, int code, const char *reason,
            const char *type, const void *body, size_t len)
 {
@@ -155,9 +155,7 @@ httpd_conn_free(void *p)
 {
     struct httpd_conn *hc = p;
 
-    if (hc->bev != NULL) {
-        bufferevent_free(hc->bev);
-    }
+    g_clear_pointer(&hc->bev, bufferevent_free);
     g_free(hc);
 }
 
@@ -374,9 +372,7 @@ httpd_free(struct httpd *h)
     }
     /* evhttp_free closes the connections, whose close callbacks empty
      * the table */
-    if (h->http != NULL) {
-        evhttp_free(h->http);
-    }
+    g_clear_pointer(&h->http, evhttp_free);
     g_hash_table_destroy(h->conns);
     g_free(h);
 }

@@ -14,6 +14,7 @@ typedef enum {
 } httpd_error_t;
 
 struct hbase1_service;
+struct evhttp_request;
 
 /*
  * Gives the engine its end of a bridge: fd is one end of a socketpair on
@@ -36,6 +37,12 @@ struct httpd *httpd_new(struct event_base *base, const struct sockaddr *sa,
 
 /* The port it listens on (the one the kernel picked for port 0). */
 unsigned httpd_port(const struct httpd *h);
+
+/* Replies to req: code and reason, a body of len bytes (none for 0) of
+ * the given Content-Type; headers set on req before are sent too. Out
+ * of memory, the reply goes without its body. */
+void httpd_send(struct evhttp_request *req, int code, const char *reason,
+                const char *type, const void *body, size_t len);
 
 /* Stops listening and closes every HTTP connection and bridge. */
 void httpd_free(struct httpd *h);

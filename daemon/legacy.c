@@ -150,6 +150,23 @@ legacy_append_value(GString *out, const char *key, const uint8_t *p,
     g_string_append_c(out, '"');
 }
 
+void
+legacy_component_append(GString *out, const struct legacy_rule *r)
+{
+    g_assert(r->kind == LEGACY_COMPONENT);
+    if (r->part == LEGACY_PART_BYTES) {
+        g_string_append_printf(out, "bytes:%u:%u", r->off, r->len);
+        return;
+    }
+    g_string_append(out, "after:");
+    escape_append(out, r->delim, r->delim_len);
+    if (r->part == LEGACY_PART_AFTER_LAST) {
+        g_string_append(out, ":last");
+    } else {
+        g_string_append_printf(out, ":%u", r->count);
+    }
+}
+
 char *
 legacy_rule_describe(const struct legacy_rule *r)
 {
@@ -157,18 +174,9 @@ legacy_rule_describe(const struct legacy_rule *r)
 
     switch (r->kind) {
     case LEGACY_COMPONENT:
-        if (r->part == LEGACY_PART_BYTES) {
-            g_string_append_printf(out, "legacy_component=bytes:%u:%u ",
-                                   r->off, r->len);
-        } else {
-            g_string_append(out, "legacy_component=after:");
-            escape_append(out, r->delim, r->delim_len);
-            if (r->part == LEGACY_PART_AFTER_LAST) {
-                g_string_append(out, ":last ");
-            } else {
-                g_string_append_printf(out, ":%u ", r->count);
-            }
-        }
+        g_string_append(out, "legacy_component=");
+        legacy_component_append(out, r);
+        g_string_append_c(out, ' ');
         legacy_append_value(out, "legacy_cutoff", r->cutoff, r->cutoff_len);
         break;
     case LEGACY_RANGE:

@@ -95,6 +95,10 @@ gboolean legacy_rule_range(struct legacy_rule *r, const void *start,
 gboolean legacy_rule_equal(const struct legacy_rule *a,
                            const struct legacy_rule *b);
 
+/* Appends a component rule's legacy_component value as the config spells
+ * it: bytes:OFF:LEN, after:DELIM:N or after:DELIM:last (DELIM escaped). */
+void legacy_component_append(GString *out, const struct legacy_rule *r);
+
 /* The rule as config text ("legacy_component=... legacy_cutoff=..."),
  * bytes escaped as the config file reads them.  g_free. */
 char *legacy_rule_describe(const struct legacy_rule *r);

@@ -219,15 +219,7 @@ main_split_keys(const struct config *cfg, const char *table, gint regions)
     points = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     splits_compute(&t->salt, (uint32_t)regions, points);
     out = g_string_new("SPLITS => [");
-    for (guint i = 0; i < points->len; i++) {
-        gsize n;
-        const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
-
-        if (i > 0) {
-            g_string_append(out, ", ");
-        }
-        splits_shell_string(out, p, n);
-    }
+    splits_join(out, points, splits_shell_string);
     g_string_append(out, "]\n");
     fputs(out->str, stdout);
     g_string_free(out, TRUE);

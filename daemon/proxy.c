@@ -133,6 +133,23 @@ proxy_resolve(const char *host, uint16_t port, gboolean passive,
     return TRUE;
 }
 
+/* A listener's address: the host kept (truncated) for the logs, the port,
+ * and the address resolved; what names the key in the error. */
+static gboolean
+proxy_listen_load(const struct config_addr *a, const char *what, char *host,
+                  size_t host_size, uint16_t *port,
+                  struct sockaddr_storage *addr, socklen_t *addrlen,
+                  GError **error)
+{
+    g_strlcpy(host, a->host != NULL ? a->host : "", host_size);
+    *port = a->port;
+    if (!proxy_resolve(host, *port, TRUE, addr, addrlen, error)) {
+        g_prefix_error(error, "%s: ", what);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Copies what the I/O core needs out of cfg; resolves backend names
  * once, here, so no worker ever blocks on DNS. */
 gboolean
@@ -143,39 +160,25 @@ proxy_settings_load(struct worker_settings *set, const struct config *cfg,
 
     g_assert(set != NULL && cfg != NULL);
     memset(set, 0, sizeof(*set));
-    g_strlcpy(set->listen_host,
-              cfg->listen.host != NULL ? cfg->listen.host : "",
-              sizeof(set->listen_host));
-    set->listen_port = cfg->listen.port;
-    if (!proxy_resolve(set->listen_host, set->listen_port, TRUE,
-                       &set->listen_addr, &set->listen_addrlen, error)) {
-        g_prefix_error(error, "[proxy] listen: ");
+    if (!proxy_listen_load(&cfg->listen, "[proxy] listen", set->listen_host,
+                           sizeof(set->listen_host), &set->listen_port,
+                           &set->listen_addr, &set->listen_addrlen, error)) {
         return FALSE;
     }
-    if (cfg->thrift2_enabled) {
-        set->thrift2_enabled = TRUE;
-        g_strlcpy(set->thrift2_host,
-                  cfg->thrift2_listen.host != NULL ? cfg->thrift2_listen.host
-                                                   : "",
-                  sizeof(set->thrift2_host));
-        set->thrift2_port = cfg->thrift2_listen.port;
-        if (!proxy_resolve(set->thrift2_host, set->thrift2_port, TRUE,
-                           &set->thrift2_addr, &set->thrift2_addrlen, error)) {
-            g_prefix_error(error, "[thrift2] listen: ");
-            return FALSE;
-        }
+    set->thrift2_enabled = cfg->thrift2_enabled;
+    if (cfg->thrift2_enabled &&
+        !proxy_listen_load(&cfg->thrift2_listen, "[thrift2] listen",
+                           set->thrift2_host, sizeof(set->thrift2_host),
+                           &set->thrift2_port, &set->thrift2_addr,
+                           &set->thrift2_addrlen, error)) {
+        return FALSE;
     }
-    if (cfg->tls_enabled) {
-        set->tls_enabled = TRUE;
-        g_strlcpy(set->tls_host,
-                  cfg->tls_listen.host != NULL ? cfg->tls_listen.host : "",
-                  sizeof(set->tls_host));
-        set->tls_port = cfg->tls_listen.port;
-        if (!proxy_resolve(set->tls_host, set->tls_port, TRUE, &set->tls_addr,
-                           &set->tls_addrlen, error)) {
-            g_prefix_error(error, "[tls] listen: ");
-            return FALSE;
-        }
+    set->tls_enabled = cfg->tls_enabled;
+    if (cfg->tls_enabled &&
+        !proxy_listen_load(&cfg->tls_listen, "[tls] listen", set->tls_host,
+                           sizeof(set->tls_host), &set->tls_port,
+                           &set->tls_addr, &set->tls_addrlen, error)) {
+        return FALSE;
     }
     set->tls_handshake_ms = cfg->tls_handshake_timeout_ms;
     for (int h = 0; h < 2; h++) {
@@ -328,9 +331,7 @@ proxy_accepted_cb(struct worker *w, void *arg)
 
     client_accept(w, a->fd, (struct sockaddr *)&a->sa, a->salen, a->svc,
                   a->tls);
-    if (a->tls != NULL) {
-        SSL_CTX_free(a->tls);
-    }
+    g_clear_pointer(&a->tls, SSL_CTX_free);
     g_free(a);
 }
 
@@ -470,18 +471,9 @@ proxy_stop_cb(struct worker *w)
     struct timeval tv = { 0, PROXY_DRAIN_POLL_MS * 1000 };
 
     worker_set_state(w, WORKER_STOPPING);
-    if (w->listener != NULL) {
-        evconnlistener_free(w->listener);
-        w->listener = NULL;
-    }
-    if (w->listener2 != NULL) {
-        evconnlistener_free(w->listener2);
-        w->listener2 = NULL;
-    }
-    if (w->listener_tls != NULL) {
-        evconnlistener_free(w->listener_tls);
-        w->listener_tls = NULL;
-    }
+    g_clear_pointer(&w->listener, evconnlistener_free);
+    g_clear_pointer(&w->listener2, evconnlistener_free);
+    g_clear_pointer(&w->listener_tls, evconnlistener_free);
     for (int i = 0; i < 2; i++) {
         g_clear_pointer(&w->httpd[i], httpd_free);
     }
@@ -788,30 +780,15 @@ proxy_worker_deinit(struct worker *w)
         backend_pool_free(w->pool);
         w->pool = older;
     }
-    if (w->listener != NULL) {
-        evconnlistener_free(w->listener);
-        w->listener = NULL;
-    }
-    if (w->listener2 != NULL) {
-        evconnlistener_free(w->listener2);
-        w->listener2 = NULL;
-    }
-    if (w->listener_tls != NULL) {
-        evconnlistener_free(w->listener_tls);
-        w->listener_tls = NULL;
-    }
+    g_clear_pointer(&w->listener, evconnlistener_free);
+    g_clear_pointer(&w->listener2, evconnlistener_free);
+    g_clear_pointer(&w->listener_tls, evconnlistener_free);
     for (int i = 0; i < 2; i++) {
         g_clear_pointer(&w->httpd[i], httpd_free);
     }
-    if (w->drain_ev != NULL) {
-        event_free(w->drain_ev);
-    }
-    if (w->scan_timer != NULL) {
-        event_free(w->scan_timer);
-    }
-    if (w->gc_timer != NULL) {
-        event_free(w->gc_timer);
-    }
+    g_clear_pointer(&w->drain_ev, event_free);
+    g_clear_pointer(&w->scan_timer, event_free);
+    g_clear_pointer(&w->gc_timer, event_free);
     if (w->old_gens != NULL) {
         /* the process frees what is left of every generation */
         g_ptr_array_free(w->old_gens, TRUE);
@@ -839,9 +816,7 @@ proxy_worker_deinit(struct worker *w)
     codec_tally_free(&w->tally);
     g_free(w->rbuf);
     w->rbuf = NULL;
-    if (w->flush_ev != NULL) {
-        event_free(w->flush_ev);
-    }
+    g_clear_pointer(&w->flush_ev, event_free);
     if (w->base != NULL) {
         event_base_free(w->base);
     }
@@ -968,9 +943,7 @@ proxy_reload_abandon(struct proxy_reload *r)
     if (r == NULL) {
         return;
     }
-    if (r->tls != NULL) {
-        SSL_CTX_free(r->tls);
-    }
+    g_clear_pointer(&r->tls, SSL_CTX_free);
     tabstate_unref(r->ts);
     g_free(r);
 }
@@ -1271,9 +1244,7 @@ proxy_free(struct proxy *p)
         }
         g_free(p->workers);
     }
-    if (p->scans != NULL) {
-        scan_table_free(p->scans);
-    }
+    g_clear_pointer(&p->scans, scan_table_free);
     health_free(p->health);
     /* the workers are gone: whatever generation is left goes now */
     for (guint g = 0; p->gens != NULL && g < p->gens->len; g++) {
@@ -1284,9 +1255,7 @@ proxy_free(struct proxy *p)
     }
     g_mutex_clear(&p->gens_lock);
     g_mutex_clear(&p->pools_lock);
-    if (p->tls_ctx != NULL) {
-        SSL_CTX_free(p->tls_ctx);
-    }
+    g_clear_pointer(&p->tls_ctx, SSL_CTX_free);
     g_mutex_clear(&p->tls_lock);
     metrics_free(p->metrics);
     g_free(p);

@@ -63,15 +63,22 @@ salt_table_init(struct salt_table *t, uint32_t buckets, salt_format_t format,
     return TRUE;
 }
 
+const char *const salt_mapping_names[] = {
+    [SALT_MAPPING_XXH3] = "xxh3",
+    [SALT_MAPPING_PHOENIX] = "phoenix",
+    [SALT_MAPPING_HBASEWD] = "hbasewd",
+    [SALT_MAPPING_BIGTABLE] = "bigtable-sample",
+    NULL,
+};
+
 const char *
 salt_mapping_name(salt_mapping_t mapping)
 {
-    switch (mapping) {
-    case SALT_MAPPING_PHOENIX: return "phoenix";
-    case SALT_MAPPING_HBASEWD: return "hbasewd";
-    case SALT_MAPPING_BIGTABLE: return "bigtable-sample";
-    default: return "xxh3";
+    /* out of range reads as the default mapping */
+    if ((unsigned)mapping >= G_N_ELEMENTS(salt_mapping_names) - 1) {
+        return salt_mapping_names[SALT_MAPPING_XXH3];
     }
+    return salt_mapping_names[mapping];
 }
 
 gboolean

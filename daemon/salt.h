@@ -136,6 +136,10 @@ gboolean salt_table_init_mapping(struct salt_table *t, salt_mapping_t mapping,
                                  uint32_t n, GError **error)
     G_GNUC_WARN_UNUSED_RESULT;
 
+/* The config names of the mappings ([table:*] salt_mapping), indexed by
+ * salt_mapping_t, then NULL. */
+extern const char *const salt_mapping_names[];
+
 /* The config name of a mapping: "xxh3", "phoenix", "hbasewd",
  * "bigtable-sample". */
 const char *salt_mapping_name(salt_mapping_t mapping);

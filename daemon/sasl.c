@@ -10,6 +10,8 @@
 #include <gssapi/gssapi_krb5.h>
 #include <krb5.h>
 
+#include "config.h"
+
 G_DEFINE_QUARK(sasl_error_quark, sasl_error)
 
 enum {
@@ -43,14 +45,16 @@ sasl_qop_parse(const char *name, sasl_qop_t *qop)
     return TRUE;
 }
 
+/* config_qop_t holds the same bits on purpose (config.h): one table of
+ * names for both. */
+G_STATIC_ASSERT((int)SASL_QOP_AUTH == (int)CONFIG_QOP_AUTH);
+G_STATIC_ASSERT((int)SASL_QOP_AUTH_INT == (int)CONFIG_QOP_AUTH_INT);
+G_STATIC_ASSERT((int)SASL_QOP_AUTH_CONF == (int)CONFIG_QOP_AUTH_CONF);
+
 const char *
 sasl_qop_name(sasl_qop_t qop)
 {
-    switch (qop) {
-    case SASL_QOP_AUTH_INT: return "auth-int";
-    case SASL_QOP_AUTH_CONF: return "auth-conf";
-    default: return "auth";
-    }
+    return config_qop_name((config_qop_t)qop);
 }
 
 /* "auth, auth-conf" for a bitmask of layers. */

@@ -336,9 +336,7 @@ scanner_free(struct scanner *sc)
         wire_buf_free(&b->cur);
         wire_buf_free(&b->next);
         wire_buf_free(&b->open_arg);
-        if (b->resume_key != NULL) {
-            g_byte_array_unref(b->resume_key);
-        }
+        g_clear_pointer(&b->resume_key, g_byte_array_unref);
         /* at exit the loop may be gone: the event goes with it */
         if (b->timer != NULL && sc->pool != NULL) {
             event_free(b->timer);
@@ -347,9 +345,7 @@ scanner_free(struct scanner *sc)
     g_free(sc->buckets);
     merge_clear(&sc->merge);
     g_free(sc->error);
-    if (sc->page_row != NULL) {
-        g_byte_array_unref(sc->page_row);
-    }
+    g_clear_pointer(&sc->page_row, g_byte_array_unref);
     if (sc->pool != NULL) {
         worker_gen_unuse(sc->item.owner, sc->gen);
         sc->pool->scanners--;

@@ -614,14 +614,10 @@ scanfilter_free(struct scanfilter *f)
     if (f == NULL) {
         return;
     }
-    if (f->tree != NULL) {
-        filter_node_free(f->tree);
-    }
+    g_clear_pointer(&f->tree, filter_node_free);
     filterpb_free(f->pb);
     g_byte_array_unref(f->text);
-    if (f->out != NULL) {
-        g_byte_array_unref(f->out);
-    }
+    g_clear_pointer(&f->out, g_byte_array_unref);
     g_free(f);
 }
 

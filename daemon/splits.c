@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "escape.h"
+
 /* A bucket's prefix without its separator, as GBytes. */
 static GBytes *
 splits_prefix(const struct salt_table *t, uint32_t bucket, size_t *len,
@@ -78,18 +80,34 @@ splits_compute(const struct salt_table *t, uint32_t regions, GPtrArray *out)
     g_ptr_array_sort(out, splits_cmp);
 }
 
+/* What the shell's double quotes take as is: letters and digits. */
+static gboolean
+splits_shell_safe(uint8_t ch)
+{
+    return g_ascii_isalnum(ch);
+}
+
 void
 splits_shell_string(GString *out, const uint8_t *p, size_t n)
 {
     g_string_append_c(out, '"');
-    for (size_t k = 0; k < n; k++) {
-        if (g_ascii_isalnum(p[k])) {
-            g_string_append_c(out, (char)p[k]);
-        } else {
-            g_string_append_printf(out, "\\x%02X", p[k]);
-        }
-    }
+    escape_hex_append(out, p, n, splits_shell_safe);
     g_string_append_c(out, '"');
+}
+
+void
+splits_join(GString *out, const GPtrArray *points,
+            void (*quote)(GString *out, const uint8_t *p, size_t n))
+{
+    for (guint i = 0; i < points->len; i++) {
+        gsize n;
+        const uint8_t *p = g_bytes_get_data(points->pdata[i], &n);
+
+        if (i > 0) {
+            g_string_append(out, ", ");
+        }
+        quote(out, p, n);
+    }
 }
 
 /* How many of the sorted bounds sort before key (or at it, with_equal). */
@@ -111,21 +129,6 @@ splits_count_below(const GPtrArray *bounds, const uint8_t *key, size_t len,
         }
     }
     return lo;
-}
-
-/* The first key after every key that starts with p[0..len): p with its
- * last byte below 0xFF incremented and what follows dropped; 0 when
- * there is none (every byte 0xFF: the keys run to the table's end). */
-static size_t
-splits_prefix_end(uint8_t *p, size_t len)
-{
-    while (len > 0 && p[len - 1] == 0xFF) {
-        len--;
-    }
-    if (len > 0) {
-        p[len - 1]++;
-    }
-    return len;
 }
 
 uint32_t
@@ -156,7 +159,8 @@ splits_buckets_per_region(const struct salt_table *t, const GPtrArray *starts,
         uint8_t buf[SALT_MAX_PREFIX];
         size_t len = salt_write_prefix(t, b, buf);
         guint first = splits_count_below(bounds, buf, len, TRUE);
-        size_t end_len = splits_prefix_end(buf, len);
+        /* 0: every byte 0xFF, the bucket runs to the table's end */
+        size_t end_len = salt_successor(buf, len);
         guint last = end_len > 0
                          ? splits_count_below(bounds, buf, end_len, FALSE)
                          : bounds->len;

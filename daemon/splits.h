@@ -31,6 +31,11 @@ void splits_compute(const struct salt_table *t, uint32_t regions,
  * its meaning. */
 void splits_shell_string(GString *out, const uint8_t *p, size_t n);
 
+/* Appends the points (GBytes) separated by ", ", each as quote writes
+ * it: splits_shell_string for the shell, escape_append for the logs. */
+void splits_join(GString *out, const GPtrArray *points,
+                 void (*quote)(GString *out, const uint8_t *p, size_t n));
+
 /*
  * How a table's existing regions hold its buckets, given every region's
  * start key (GBytes, any order; the table's first region starts at the

@@ -30,9 +30,7 @@ tabstate_unref(struct tabstate *ts)
     if (ts == NULL || !g_atomic_int_dec_and_test(&ts->refs)) {
         return;
     }
-    if (ts->texts != NULL) {
-        g_ptr_array_unref(ts->texts);
-    }
+    g_clear_pointer(&ts->texts, g_ptr_array_unref);
     g_mutex_clear(&ts->lock);
     g_free(ts->tables);
     config_free(ts->owned);

@@ -15,9 +15,7 @@ ckpt_entry_free(void *p)
     struct ckpt_entry *e = p;
 
     unit_clear(&e->unit);
-    if (e->after != NULL) {
-        g_bytes_unref(e->after);
-    }
+    g_clear_pointer(&e->after, g_bytes_unref);
     g_free(e);
 }
 

@@ -607,9 +607,7 @@ job_copy_unit(struct job_worker *w, struct ckpt_entry *e, GError **error)
          * new resume point. */
         last = &g_array_index(w->batch.rows, struct hconn_row, n - 1);
         g_mutex_lock(&j->lock);
-        if (e->after != NULL) {
-            g_bytes_unref(e->after);
-        }
+        g_clear_pointer(&e->after, g_bytes_unref);
         e->after = g_bytes_new(last->key, last->key_len);
         e->rows += n;
         e->cells += cells;

@@ -72,10 +72,17 @@ def main():
 
     # the parser's groups: an unknown group's message does not list them,
     # so the reference's groups plus every group config.c compares with
+    # or lists in its table of groups ({ "name", config_parse_name })
     config_c = open(os.path.join(src, 'daemon', 'config.c')).read()
     groups = set(ref)
     for g in re.findall(r'strcmp\((?:g|group), "([a-z0-9]+)"\) == 0',
                         config_c):
+        groups.add('[%s]' % g)
+    table = re.findall(r'\{ "([a-z0-9]+)", config_parse_\w+ \}', config_c)
+    if not table:
+        problems.append('daemon/config.c: no table of groups '
+                        '({ "name", config_parse_name }) found')
+    for g in table:
         groups.add('[%s]' % g)
     groups.add('[table:NAME]')
     known = parser_keys(proxy, sorted(groups), workdir)

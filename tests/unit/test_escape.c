@@ -84,6 +84,25 @@ test_round_trip(void)
     assert_decodes(text->str, all, sizeof(all));
 }
 
+static gboolean
+keep_lower(uint8_t ch)
+{
+    return ch >= 'a' && ch <= 'z';
+}
+
+/* Test: escape_hex_append keeps what keep accepts and writes every other
+ * byte, NUL and 0xFF included, as upper-case \xNN. */
+static void
+test_hex_append(void)
+{
+    g_autoptr(GString) text = g_string_new("<");
+
+    escape_hex_append(text, (const uint8_t *)"ab\0Z\xff\\c", 7, keep_lower);
+    g_assert_cmpstr(text->str, ==, "<ab\\x00\\x5A\\xFF\\x5Cc");
+    escape_hex_append(text, NULL, 0, keep_lower);
+    g_assert_cmpstr(text->str, ==, "<ab\\x00\\x5A\\xFF\\x5Cc");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -91,5 +110,6 @@ main(int argc, char **argv)
     g_test_add_func("/escape/decode", test_decode);
     g_test_add_func("/escape/refused", test_refused);
     g_test_add_func("/escape/round-trip", test_round_trip);
+    g_test_add_func("/escape/hex-append", test_hex_append);
     return g_test_run();
 }
