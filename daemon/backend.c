@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 
 #include "hbase1.h"
 #include "health.h"
@@ -44,6 +45,10 @@
 static void backend_read_cb(evutil_socket_t fd, short what, void *arg);
 static void backend_event_cb(struct bufferevent *bev, short what, void *arg);
 static void backend_timer_cb(evutil_socket_t fd, short what, void *arg);
+static void backend_http_send(struct backend_conn *conn);
+static gboolean backend_replies(struct backend_conn *conn);
+static void backend_http_take(struct backend_conn *conn);
+static void backend_tls_read_cb(struct bufferevent *bev, void *arg);
 static struct backend_conn *
 backend_submit_at(struct backend_pool *pool, struct req *req,
                   struct backend_conn *after, const uint8_t *msg, size_t len,
@@ -208,6 +213,11 @@ backend_conn_close(struct backend_conn *conn)
     g_clear_pointer(&conn->sasl, sasl_client_free);
     g_clear_pointer(&conn->sasl_raw, evbuffer_free);
     g_clear_pointer(&conn->sasl_held, evbuffer_free);
+    g_clear_pointer(&conn->http, httpc_conn_free);
+    g_clear_pointer(&conn->http_raw, evbuffer_free);
+    g_clear_pointer(&conn->http_held, evbuffer_free);
+    conn->http_busy = 0;
+    conn->epoch++;
     evtimer_del(conn->timer);
     conn->timer_at = 0;
     backend_conn_set_state(conn, BACKEND_IDLE);
@@ -497,6 +507,7 @@ backend_conn_connected(struct backend_conn *conn)
     conn->last_active = req_now();
     conn->answer_since = conn->last_active;
     backend_conn_turn(conn, conn->last_active);
+    backend_http_send(conn);
 }
 
 /*
@@ -761,6 +772,64 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
 }
 
 /*
+ * Takes the requests of conn whose messages never left (all of them: its
+ * held or output buffer holds their messages, in queue order) off it,
+ * into moved, their messages into bytes.  With drop, those pinned to
+ * their server or past their deadline stay, to fail with conn.
+ */
+static void
+backend_conn_unsent(struct backend_conn *conn, gint64 now, gboolean drop,
+                    struct req_queue *moved, struct wire_buf *bytes)
+{
+    struct evbuffer *out = conn->sasl_held != NULL ? conn->sasl_held
+                           : conn->http_held != NULL
+                               ? conn->http_held
+                               : bufferevent_get_output(conn->bev);
+    struct req *req, *next;
+
+    for (req = TAILQ_FIRST(&conn->pending); req != NULL; req = next) {
+        next = TAILQ_NEXT(req, backend_link);
+        if (evbuffer_get_length(out) < req->backend_len) {
+            break;
+        }
+        if (drop && (req->server >= 0 || req->deadline <= now)) {
+            evbuffer_drain(out, req->backend_len);
+            continue;
+        }
+        evbuffer_remove(out, wire_buf_reserve(bytes, req->backend_len),
+                        req->backend_len);
+        bytes->len += req->backend_len;
+        TAILQ_REMOVE(&conn->pending, req, backend_link);
+        conn->npending--;
+        METRICS_ADD(conn->server->stats.inflight, -1);
+        TAILQ_INSERT_TAIL(moved, req, backend_link);
+    }
+}
+
+/* Sends the requests of moved (their messages in bytes, in order) on,
+ * together, avoiding server avoid; frees bytes. */
+static void
+backend_resubmit(struct backend_pool *pool, struct req_queue *moved,
+                 struct wire_buf *bytes, int avoid)
+{
+    struct backend_conn *to = NULL;
+    struct req *req;
+    size_t off = 0;
+
+    while ((req = TAILQ_FIRST(moved)) != NULL) {
+        TAILQ_REMOVE(moved, req, backend_link);
+        req->conn = NULL;
+        if (to != NULL && !backend_conn_takes(pool, to)) {
+            to = NULL;
+        }
+        to = backend_submit_at(pool, req, to, bytes->data + off,
+                               req->backend_len, avoid, FALSE, FALSE);
+        off += req->backend_len;
+    }
+    wire_buf_free(bytes);
+}
+
+/*
  * A connect attempt failed: remember why, hold off the server, and move
  * the requests queued behind the connect to another server.  None of
  * them reached the server (there was no connection), so moving them
@@ -776,10 +845,7 @@ backend_connect_failed(struct backend_conn *conn, const char *why,
     struct backend_server *s = conn->server;
     struct backend_pool *pool = s->pool;
     struct req_queue moved;
-    struct req *req, *next;
-    struct backend_conn *to = NULL;
     struct wire_buf bytes;
-    size_t off = 0;
     gint64 now = req_now();
 
     s->retry_at = now + (gint64)BACKEND_RETRY_MS * 1000;
@@ -789,43 +855,30 @@ backend_connect_failed(struct backend_conn *conn, const char *why,
     TAILQ_INIT(&moved);
     wire_buf_init(&bytes);
     if (pool->nservers > 1 && conn->bev != NULL) {
-        struct evbuffer *out = conn->sasl_held != NULL
-                                   ? conn->sasl_held
-                                   : bufferevent_get_output(conn->bev);
-
-        /* the output buffer (with SASL: the held one) holds their
-         * messages, in queue order */
-        for (req = TAILQ_FIRST(&conn->pending); req != NULL; req = next) {
-            next = TAILQ_NEXT(req, backend_link);
-            if (evbuffer_get_length(out) < req->backend_len) {
-                break;
-            }
-            if (req->server >= 0 || req->deadline <= now) {
-                evbuffer_drain(out, req->backend_len);
-                continue;
-            }
-            evbuffer_remove(out, wire_buf_reserve(&bytes, req->backend_len),
-                            req->backend_len);
-            bytes.len += req->backend_len;
-            TAILQ_REMOVE(&conn->pending, req, backend_link);
-            conn->npending--;
-            METRICS_ADD(s->stats.inflight, -1);
-            TAILQ_INSERT_TAIL(&moved, req, backend_link);
-        }
+        backend_conn_unsent(conn, now, TRUE, &moved, &bytes);
     }
     backend_conn_fail_log(conn, why, why, TRUE, log);
-    while ((req = TAILQ_FIRST(&moved)) != NULL) {
-        TAILQ_REMOVE(&moved, req, backend_link);
-        req->conn = NULL;
-        if (to != NULL && !backend_conn_takes(pool, to)) {
-            to = NULL;
-        }
-        to = backend_submit_at(pool, req, to, bytes.data + off,
-                               req->backend_len, (int)(s - pool->servers),
-                               FALSE, FALSE);
-        off += req->backend_len;
-    }
-    wire_buf_free(&bytes);
+    backend_resubmit(pool, &moved, &bytes, (int)(s - pool->servers));
+}
+
+/*
+ * HTTP: the server closes conn after the reply just taken: the requests
+ * held behind it (none of them sent) go, in their order, on a new
+ * connection, as if they had come now.
+ */
+static void
+backend_http_closed(struct backend_conn *conn)
+{
+    struct req_queue moved;
+    struct wire_buf bytes;
+
+    g_debug("backend %s: conn %u: the server closes it after a reply",
+            conn->server->srv->name, conn->index);
+    TAILQ_INIT(&moved);
+    wire_buf_init(&bytes);
+    backend_conn_unsent(conn, req_now(), FALSE, &moved, &bytes);
+    backend_conn_close(conn);
+    backend_resubmit(conn->server->pool, &moved, &bytes, -1);
 }
 
 /* Starts a non-blocking connect; FALSE (with why) if it failed at once. */
@@ -835,39 +888,31 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
     struct worker *w = backend_worker(conn);
     const struct worker_server *srv = conn->server->srv;
 
-    evutil_socket_t fd = -1;
-
     if (backend_settings(conn)->backend_http) {
         g_autoptr(GError) err = NULL;
 
-        /* HTTP mode: a socket to a bridge that POSTs each call */
-        fd = httpc_bridge_open(w->base, &srv->http, backend_sasl_creds(conn),
-                               &err);
-        if (fd < 0) {
+        /* HTTP mode: the POSTs go out on this connection itself, TLS
+         * too with [backend] https */
+        conn->bev = httpc_conn_bufferevent(w->base, &srv->http, &err);
+        if (conn->bev == NULL) {
             g_snprintf(why, whylen, "HTTP: %s", err->message);
             return FALSE;
         }
+    } else {
+        conn->bev = bufferevent_socket_new(w->base, -1,
+                                           BEV_OPT_CLOSE_ON_FREE |
+                                               BEV_OPT_DEFER_CALLBACKS);
     }
-    conn->bev = bufferevent_socket_new(w->base, fd,
-                                       BEV_OPT_CLOSE_ON_FREE |
-                                           BEV_OPT_DEFER_CALLBACKS);
     if (conn->bev == NULL) {
-        if (fd >= 0) {
-            evutil_closesocket(fd);
-        }
         g_snprintf(why, whylen, "connect: cannot create a socket buffer");
         return FALSE;
     }
-    /* the bufferevent connects and writes; reading is backend_read_cb's */
+    /* the bufferevent connects and writes; reading is backend_read_cb's
+     * (with TLS: backend_tls_read_cb's, through the bufferevent) */
     bufferevent_setcb(conn->bev, NULL, NULL, backend_event_cb, conn);
     bufferevent_enable(conn->bev, EV_WRITE);
-    if (fd >= 0) {
-        /* connected already: the usual path, from the loop */
-        bufferevent_trigger_event(conn->bev, BEV_EVENT_CONNECTED,
-                                  BEV_TRIG_DEFER_CALLBACKS);
-    } else if (bufferevent_socket_connect(conn->bev,
-                                          (struct sockaddr *)&srv->addr,
-                                          (int)srv->addrlen) < 0) {
+    if (bufferevent_socket_connect(conn->bev, (struct sockaddr *)&srv->addr,
+                                   (int)srv->addrlen) < 0) {
         int err = EVUTIL_SOCKET_ERROR();
 
         g_snprintf(why, whylen, "connect: %s",
@@ -875,6 +920,10 @@ backend_conn_open(struct backend_conn *conn, char *why, size_t whylen)
         bufferevent_free(conn->bev);
         conn->bev = NULL;
         return FALSE;
+    }
+    if (backend_settings(conn)->backend_http) {
+        conn->http = httpc_conn_new(&srv->http, backend_sasl_creds(conn));
+        conn->http_held = evbuffer_new();
     }
     if (backend_settings(conn)->backend_sasl &&
         !backend_settings(conn)->backend_http) {
@@ -1246,6 +1295,18 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
     METRICS_ADD(conn->server->stats.requests, 1);
     METRICS_ADD(conn->server->stats.inflight, 1);
     conn->last_active = now;
+    if (conn->http != NULL) {
+        unsigned epoch = conn->epoch;
+
+        /* one POST at a time: sent when the one before is answered */
+        evbuffer_add(conn->http_held, msg, len);
+        if (conn->npending == 1 || !fresh || backend_req_rereadable(req)) {
+            backend_conn_arm(conn);
+        }
+        /* last: a refused token fails the connection, req with it */
+        backend_http_send(conn);
+        return conn->epoch == epoch ? conn : NULL;
+    }
     if (conn->state == BACKEND_CONNECTED && more) {
         /* the caller's next calls may follow it here: one write later */
         wire_buf_append(&conn->cork, msg, len);
@@ -1334,7 +1395,7 @@ backend_server_close_idle(struct backend_server *s,
 static void
 backend_conn_eof(struct backend_conn *conn)
 {
-    char why[512];
+    const char *why = "connection closed by server";
 
     if (conn->npending == 0) {
         /* HBase drops idle connections: normal, reconnect on demand */
@@ -1342,14 +1403,6 @@ backend_conn_eof(struct backend_conn *conn)
                 conn->server->srv->name, conn->index);
         backend_conn_close(conn);
         return;
-    }
-    if (backend_settings(conn)->backend_http &&
-        httpc_last_failure(conn->server->srv->http.host,
-                           conn->server->srv->http.port, why, sizeof(why))) {
-        /* HTTP mode: the bridge closed because HBase could not be
-         * reached (TLS verification, refused): the clients hear why */
-    } else {
-        g_strlcpy(why, "connection closed by server", sizeof(why));
     }
     health_failed(conn->server->health, why);
     backend_server_close_idle(conn->server, conn);
@@ -1621,7 +1674,6 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
     struct worker *w = backend_worker(conn);
-    struct evbuffer *in = conn->in;
     char why[BACKEND_MSG_MAX];
     ssize_t got;
 
@@ -1634,7 +1686,9 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         }
         got = 1;
     } else {
-        got = req_read(w->rbuf, fd, in, REQ_READ_MAX);
+        got = req_read(w->rbuf, fd,
+                       conn->http_raw != NULL ? conn->http_raw : conn->in,
+                       REQ_READ_MAX);
     }
     if (got == 0) {
         backend_conn_eof(conn);
@@ -1648,8 +1702,31 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         backend_conn_fail(conn, why, why, TRUE);
         return;
     }
+    if (conn->http != NULL) {
+        backend_http_take(conn);
+    } else if (backend_replies(conn)) {
+        backend_conn_arm(conn);
+    }
+    if (w->replies_held) {
+        worker_replies_release(w);
+    }
+}
 
-    while (evbuffer_get_length(in) > 0) {
+/*
+ * The replies whole in conn->in, each paired with the oldest pending
+ * request; FALSE when conn failed on the way (closed: the caller leaves
+ * it).  Replies held for one write per client stay held: the caller
+ * releases them.
+ */
+static gboolean
+backend_replies(struct backend_conn *conn)
+{
+    struct worker *w = backend_worker(conn);
+    unsigned epoch = conn->epoch;
+    char why[BACKEND_MSG_MAX];
+
+    while (conn->epoch == epoch && evbuffer_get_length(conn->in) > 0) {
+        struct evbuffer *in = conn->in;
         const char *bad = NULL;
         size_t len = 0;
         struct req *req = TAILQ_FIRST(&conn->pending);
@@ -1660,7 +1737,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         if (req == NULL) {
             backend_conn_fail(conn, "reply without a request",
                               "reply without a request", TRUE);
-            goto out;
+            return FALSE;
         }
         st = backend_reply_take(conn, req, &len, &cs, &err, &bad);
         if (st == WIRE_AGAIN) {
@@ -1669,7 +1746,7 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         if (st == WIRE_ERROR) {
             g_snprintf(why, sizeof(why), "bad reply: %s", bad);
             backend_conn_fail(conn, why, why, TRUE);
-            goto out;
+            return FALSE;
         }
         if (cs != CODEC_OK) {
             /* out of step with the server: nothing after is trusted */
@@ -1679,10 +1756,13 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
                               "connection reset after a "
                               "bad reply",
                               FALSE);
-            goto out;
+            return FALSE;
         }
         TAILQ_REMOVE(&conn->pending, req, backend_link);
         conn->npending--;
+        conn->answered++;
+        /* HTTP: the next POST may go, unless the server said it closes */
+        conn->http_busy = conn->http != NULL && httpc_conn_closing(conn->http);
         METRICS_ADD(conn->server->stats.inflight, -1);
         conn->last_active = req_now();
         conn->answer_since = conn->last_active;
@@ -1697,8 +1777,115 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
         evbuffer_drain(in, len);
         worker_req_finish(w, req);
     }
+    return conn->epoch == epoch;
+}
+
+/* HTTP: the next held message goes as a POST when none awaits its reply
+ * (one at a time: a connection's calls take effect in their order). */
+static void
+backend_http_send(struct backend_conn *conn)
+{
+    struct req *req = TAILQ_FIRST(&conn->pending);
+    char why[BACKEND_MSG_MAX];
+
+    if (conn->http == NULL || conn->http_busy || req == NULL ||
+        conn->state != BACKEND_CONNECTED) {
+        return;
+    }
+    conn->http_busy = 1;
+    if (!httpc_conn_post(conn->http, conn->http_held, req->backend_len,
+                         bufferevent_get_output(conn->bev), why,
+                         sizeof(why))) {
+        /* no token: the next request dials again, on renewed tickets */
+        backend_conn_fail(conn, why, why, TRUE);
+    }
+}
+
+/*
+ * HTTP: the replies whole in raw (the socket's input), one at a time:
+ * a 200's body is the call's reply, taken as in socket mode; another
+ * status answers the call with a TApplicationException saying it, as
+ * the server's own would.  One reply, one call: a body that is not
+ * exactly one reply resets the connection.
+ */
+static void
+backend_http_take(struct backend_conn *conn)
+{
+    char why[BACKEND_MSG_MAX];
+
+    while (conn->http != NULL) {
+        struct evbuffer *raw = conn->http_raw != NULL
+                                   ? conn->http_raw
+                                   : bufferevent_get_input(conn->bev);
+        struct req *req = TAILQ_FIRST(&conn->pending);
+        unsigned answered = conn->answered;
+        httpc_reply_t st;
+
+        if (evbuffer_get_length(raw) == 0) {
+            break;
+        }
+        st = httpc_conn_reply(conn->http, raw, conn->in, why, sizeof(why));
+        if (st == HTTPC_AGAIN) {
+            break;
+        }
+        if (st == HTTPC_BAD || req == NULL || !conn->http_busy) {
+            char bad[BACKEND_MSG_MAX];
+
+            g_snprintf(bad, sizeof(bad), "bad reply: %s",
+                       st == HTTPC_BAD ? why : "reply without a request");
+            backend_conn_fail(conn, bad, bad, TRUE);
+            return;
+        }
+        if (st == HTTPC_REFUSED) {
+            char head[BACKEND_MSG_MAX], tail[BACKEND_MSG_MAX];
+            struct wire_writer wr;
+            struct wire_buf buf;
+
+            /* the first of a burst in full (the same cause answers
+             * every call), the rest counted */
+            g_snprintf(head, sizeof(head), "backend %s",
+                       conn->server->srv->name);
+            g_snprintf(tail, sizeof(tail), ": %s", why);
+            if (lograte_note_of(G_LOG_LEVEL_WARNING, "call", head, tail, NULL,
+                                1)) {
+                g_warning("%s", why);
+            }
+            wire_buf_init(&buf);
+            wire_writer_init(&wr, backend_settings(conn)->backend_proto, &buf);
+            wire_write_app_exception(&wr, (const uint8_t *)req->call.name,
+                                     req->call.name_len, req->backend_seqid,
+                                     WIRE_APP_INTERNAL_ERROR, why);
+            evbuffer_add(conn->in, buf.data, buf.len);
+            wire_buf_free(&buf);
+        }
+        if (!backend_replies(conn)) {
+            return;
+        }
+        if (conn->answered != answered + 1 ||
+            evbuffer_get_length(conn->in) > 0) {
+            backend_conn_fail(conn,
+                              "bad reply: an HTTP body that is not "
+                              "one Thrift reply",
+                              "connection reset after a bad reply", TRUE);
+            return;
+        }
+        if (httpc_conn_closing(conn->http)) {
+            backend_http_closed(conn);
+            return;
+        }
+        backend_http_send(conn);
+    }
     backend_conn_arm(conn);
-out:
+}
+
+/* A TLS connection's input (the bufferevent decrypts). */
+static void
+backend_tls_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct backend_conn *conn = arg;
+    struct worker *w = backend_worker(conn);
+
+    backend_http_take(conn);
     if (w->replies_held) {
         worker_replies_release(w);
     }
@@ -1716,6 +1903,18 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
 
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         conn->in = evbuffer_new();
+        if (conn->http != NULL && bufferevent_openssl_get_ssl(bev) != NULL) {
+            /* TLS: the bufferevent reads, decrypting */
+            bufferevent_setcb(bev, backend_tls_read_cb, NULL, backend_event_cb,
+                              conn);
+            bufferevent_enable(bev, EV_READ);
+            backend_conn_connected(conn);
+            backend_conn_arm(conn);
+            return;
+        }
+        if (conn->http != NULL) {
+            conn->http_raw = evbuffer_new();
+        }
         conn->rev = event_new(backend_worker(conn)->base, fd,
                               EV_READ | EV_PERSIST, backend_read_cb, conn);
         if (conn->in == NULL || conn->rev == NULL ||
@@ -1738,13 +1937,20 @@ backend_event_cb(struct bufferevent *bev, short what, void *arg)
     if (what & BEV_EVENT_ERROR) {
         int err = EVUTIL_SOCKET_ERROR();
 
-        if (conn->state == BACKEND_CONNECTING) {
-            g_snprintf(why, sizeof(why), "connect: %s",
-                       evutil_socket_error_to_string(err));
-            backend_connect_failed(conn, why, TRUE);
+        if (conn->http != NULL) {
+            /* TLS names its own cause (a certificate refused) */
+            httpc_conn_why(&conn->server->srv->http, bev, err, why,
+                           sizeof(why));
         } else {
             g_snprintf(why, sizeof(why), "%s",
                        evutil_socket_error_to_string(err));
+        }
+        if (conn->state == BACKEND_CONNECTING) {
+            char msg[BACKEND_MSG_MAX];
+
+            g_snprintf(msg, sizeof(msg), "connect: %s", why);
+            backend_connect_failed(conn, msg, TRUE);
+        } else {
             if (conn->npending > 0) {
                 health_failed(conn->server->health, why);
             }

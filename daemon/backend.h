@@ -66,6 +66,16 @@ struct backend_conn {
                                        in */
     struct evbuffer *sasl_held; /* messages submitted before the
                                        negotiation ended, in queue order */
+    /* with [backend] transport = http only (all NULL without): one POST
+     * at a time (HTTP/1.1 keep-alive, no pipelining), the others held */
+    struct httpc_conn *http;    /* the reply being parsed, the head */
+    struct evbuffer *http_raw;  /* plain HTTP: bytes read, not parsed */
+    struct evbuffer *http_held; /* messages not POSTed yet, in queue
+                                       order (the first pending's first) */
+    unsigned http_busy:1;       /* the first pending's POST is out */
+    unsigned epoch;             /* times closed: a caller that let go
+                                       sees whether it is the same socket */
+    unsigned answered;          /* replies taken, ever */
 };
 
 /* One backend server as one worker sees it. */

@@ -1,4 +1,4 @@
-/* httpc.c: the backend side of HBase's HTTP mode: each Thrift message one POST over a kept-alive HTTP(S) connection, bridged to a socket the engine uses as a buffered transport. */
+/* httpc.c: the backend side of HBase's HTTP mode: each Thrift message one POST over a kept-alive HTTP(S) connection, written and parsed by the engine's connections themselves, or bridged to a socket for blocking callers. */
 #include "httpc.h"
 
 #include <arpa/inet.h>
@@ -21,19 +21,31 @@
 #include "wire.h"
 
 /*
- * HTTP is libevent's evhttp client: a maintained HTTP/1.1 parser, kept-
- * alive connections, one request at a time per connection (so calls take
- * effect in the order they were sent, as HBase requires of a connection),
- * TLS through an OpenSSL bufferevent.  The engine (backend.c) does not
- * know: it writes calls to a socket and reads replies, as in socket mode.
+ * Two ways to HBase's HTTP servlet.
  *
- *   backend conn --call--> socketpair --> bridge --POST--> HBase servlet
- *                <--reply--            <--        <--200 body--
+ * The engine's backend connections (backend.c, the calls of clients and
+ * scans) speak HTTP themselves (httpc_conn_*, at the end of this file):
+ * each call one POST written from the connection's own buffer, the reply
+ * parsed from the connection's input where socket mode parses the Thrift
+ * reply, TLS through an OpenSSL bufferevent.  One POST at a time per
+ * connection: calls take effect in the order they were sent, as HBase
+ * requires of a connection, and no HTTP pipelining is asked of Jetty.
  *
- * A failure the server or the network gives one call (401, 500, a TLS
- * verification failure) becomes that call's TApplicationException, in
- * order; when HTTP connection closes (Jetty drops idle ones after 30 s),
- * the bridge closes its socket and the engine dials a new one.
+ *   backend conn --POST (head made once, Content-Length, call)--> servlet
+ *                <--200, Content-Length or chunked, the reply--
+ *
+ * The blocking connections of the catalog and the migration tool
+ * (hconn.c) and the health probes (health.c) use a bridge instead: a
+ * socket that reads and writes as in socket mode, whose other end is
+ * libevent's evhttp client:
+ *
+ *   hconn/probe --call--> socketpair --> bridge --POST--> HBase servlet
+ *               <--reply--            <--        <--200 body--
+ *
+ * Either way a status other than 200 becomes that call's
+ * TApplicationException, in order (with the Jetty error page's reason);
+ * a connection the server closes (Jetty drops idle ones after 30 s) is
+ * dialled again for the next call.
  */
 
 G_DEFINE_QUARK(httpc_error_quark, httpc_error)
@@ -259,22 +271,29 @@ httpc_flush_refused(struct httpc_bridge *b)
     }
 }
 
+/* The TLS error of bev into why, if it has one (its queue emptied). */
+static gboolean
+httpc_tls_why(const struct httpc_target *t, struct bufferevent *bev, char *why,
+              size_t len)
+{
+    unsigned long e = bev != NULL ? bufferevent_get_openssl_error(bev) : 0;
+    char ossl[200];
+
+    if (e == 0) {
+        return FALSE;
+    }
+    ERR_error_string_n(e, ossl, sizeof(ossl));
+    while (bufferevent_get_openssl_error(bev) != 0) {
+    }
+    g_snprintf(why, len, "TLS with %s:%u failed: %s", t->host, t->port, ossl);
+    return TRUE;
+}
+
 /* Why a request got no HTTP answer. */
 static void
 httpc_transport_error(struct httpc_bridge *b, char *why, size_t len)
 {
-    unsigned long e = b->hbev != NULL ? bufferevent_get_openssl_error(b->hbev)
-                                      : 0;
-
-    if (e != 0) {
-        char ossl[200];
-
-        ERR_error_string_n(e, ossl, sizeof(ossl));
-        while (bufferevent_get_openssl_error(b->hbev) != 0) {
-        }
-        g_snprintf(why, len, "TLS with %s:%u failed: %s", b->t.host, b->t.port,
-                   ossl);
-    } else {
+    if (!httpc_tls_why(&b->t, b->hbev, why, len)) {
         g_snprintf(why, len,
                    "no HTTP answer from %s:%u (connection "
                    "refused, closed or timed out)",
@@ -320,6 +339,45 @@ httpc_last_failure(const char *host, uint16_t port, char *why, size_t len)
     return found;
 }
 
+/* Bytes of an error page kept for its reason. */
+#define HTTPC_PAGE_MAX 2048
+
+/* The exception text of a call the server answered with code (reason:
+ * its status line's) and the error page body. */
+static void
+httpc_refusal(const struct httpc_target *t, int code, const char *reason,
+              struct evbuffer *body, char *why, size_t whylen)
+{
+    char page[HTTPC_PAGE_MAX + 1];
+    char text[201] = "";
+    const char *from = page;
+    ev_ssize_t got = evbuffer_copyout(body, page, HTTPC_PAGE_MAX);
+    char *nl;
+
+    page[got > 0 ? got : 0] = '\0';
+    /* Jetty's error page: the reason follows "<pre>" */
+    if (strstr(page, "<pre>") != NULL) {
+        from = strstr(page, "<pre>") + 5;
+        while (*from == ' ' || *from == '\n') {
+            from++;
+        }
+    }
+    g_strlcpy(text, from, sizeof(text));
+    nl = strpbrk(text, "\r\n<");
+    if (nl != NULL) {
+        *nl = '\0';
+    }
+    g_snprintf(why, whylen,
+               "hbase-salt-proxy: HBase's HTTP server %s:%u answered "
+               "%d %s%s%s%s",
+               t->host, t->port, code, reason != NULL ? reason : "",
+               code == 401 ? " (SPNEGO: check sasl_principal, "
+                             "sasl_keytab and the server's "
+                             "hbase.thrift.spnego.principal)"
+                           : "",
+               text[0] != '\0' ? ": " : "", text);
+}
+
 static void
 httpc_reply_cb(struct evhttp_request *req, void *arg)
 {
@@ -350,39 +408,8 @@ httpc_reply_cb(struct evhttp_request *req, void *arg)
         httpc_bridge_close(b);
         return;
     } else {
-        struct evbuffer *body = evhttp_request_get_input_buffer(req);
-        size_t n = MIN(evbuffer_get_length(body), (size_t)2048);
-        char page[2049] = "";
-        char text[201] = "";
-        const char *from = page;
-        char *nl;
-
-        evbuffer_copyout(body, page, n);
-        page[n] = '\0';
-        /* Jetty's error page: the reason follows "<pre>" */
-        if (strstr(page, "<pre>") != NULL) {
-            from = strstr(page, "<pre>") + 5;
-            while (*from == ' ' || *from == '\n') {
-                from++;
-            }
-        }
-        g_strlcpy(text, from, sizeof(text));
-        nl = strpbrk(text, "\r\n<");
-        if (nl != NULL) {
-            *nl = '\0';
-        }
-        g_snprintf(why, sizeof(why),
-                   "hbase-salt-proxy: HBase's HTTP server %s:%u answered "
-                   "%d %s%s%s%s",
-                   b->t.host, b->t.port, code,
-                   evhttp_request_get_response_code_line(req) != NULL
-                       ? evhttp_request_get_response_code_line(req)
-                       : "",
-                   code == 401 ? " (SPNEGO: check sasl_principal, "
-                                 "sasl_keytab and the server's "
-                                 "hbase.thrift.spnego.principal)"
-                               : "",
-                   text[0] != '\0' ? ": " : "", text);
+        httpc_refusal(&b->t, code, evhttp_request_get_response_code_line(req),
+                      evhttp_request_get_input_buffer(req), why, sizeof(why));
         g_warning("%s", why);
         httpc_fail_call(b, c, why);
     }
@@ -516,13 +543,50 @@ httpc_event_cb(struct bufferevent *bev, short what, void *arg)
     }
 }
 
+/* An unconnected bufferevent toward t: TLS from the current context
+ * (verifying t's name as configured) with [backend] https, else plain. */
+static struct bufferevent *
+httpc_bev_new(struct event_base *base, const struct httpc_target *t,
+              int options)
+{
+    SSL_CTX *tls;
+    SSL *ssl;
+
+    g_mutex_lock(&httpc_lock);
+    tls = httpc.tls;
+    if (tls != NULL) {
+        SSL_CTX_up_ref(tls);
+    }
+    g_mutex_unlock(&httpc_lock);
+    if (tls == NULL) {
+        return bufferevent_socket_new(base, -1, options);
+    }
+    ssl = SSL_new(tls);
+    /* the SSL holds the context now: a reload may replace ours */
+    SSL_CTX_free(tls);
+    if (ssl == NULL) {
+        return NULL;
+    }
+    SSL_set_tlsext_host_name(ssl, t->host);
+    if (httpc.verify_host) {
+        X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
+
+        /* the name in [backend] servers, address or host */
+        if (X509_VERIFY_PARAM_set1_ip_asc(vp, t->host) != 1) {
+            X509_VERIFY_PARAM_set1_host(vp, t->host, 0);
+        }
+    }
+    return bufferevent_openssl_socket_new(base, -1, ssl,
+                                          BUFFEREVENT_SSL_CONNECTING,
+                                          options | BEV_OPT_DEFER_CALLBACKS);
+}
+
 evutil_socket_t
 httpc_bridge_open(struct event_base *base, const struct httpc_target *t,
                   struct sasl_creds *creds, GError **error)
 {
     struct httpc_bridge *b;
     evutil_socket_t sv[2];
-    SSL_CTX *tls;
 
     if (!httpc.ready) {
         g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_SOCKET,
@@ -543,34 +607,7 @@ httpc_bridge_open(struct event_base *base, const struct httpc_target *t,
     wire_scan_init(&b->scan);
     g_queue_init(&b->calls);
     b->bev = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
-    g_mutex_lock(&httpc_lock);
-    tls = httpc.tls;
-    if (tls != NULL) {
-        SSL_CTX_up_ref(tls);
-    }
-    g_mutex_unlock(&httpc_lock);
-    if (tls != NULL) {
-        SSL *ssl = SSL_new(tls);
-
-        /* the SSL holds the context now: a reload may replace ours */
-        SSL_CTX_free(tls);
-
-        SSL_set_tlsext_host_name(ssl, t->host);
-        if (httpc.verify_host) {
-            X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
-
-            /* the name in [backend] servers, address or host */
-            if (X509_VERIFY_PARAM_set1_ip_asc(vp, t->host) != 1) {
-                X509_VERIFY_PARAM_set1_host(vp, t->host, 0);
-            }
-        }
-        b->hbev = bufferevent_openssl_socket_new(base, -1, ssl,
-                                                 BUFFEREVENT_SSL_CONNECTING,
-                                                 BEV_OPT_CLOSE_ON_FREE |
-                                                     BEV_OPT_DEFER_CALLBACKS);
-    } else {
-        b->hbev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    }
+    b->hbev = httpc_bev_new(base, t, BEV_OPT_CLOSE_ON_FREE);
     b->evcon = b->hbev != NULL
                    ? evhttp_connection_base_bufferevent_new(base, NULL,
                                                             b->hbev, t->addr,
@@ -621,4 +658,440 @@ httpc_base_done(struct event_base *base)
         httpc_bridge_free(g_ptr_array_index(mine, i));
     }
     g_ptr_array_free(mine, TRUE);
+}
+
+/*
+ * The engine's own HTTP connections.  One call is one write (the request
+ * head made once per connection, Content-Length, the message) and its
+ * reply is parsed from the connection's input as it arrives: status line
+ * and headers in one piece (at most HTTPC_HEAD_MAX bytes), then a body by
+ * Content-Length or chunked coding, moved (not copied) into the engine's
+ * buffer.  No socketpair, no evhttp request per call.
+ */
+#define HTTPC_HEAD_MAX 16384
+/* a chunk-size line or a trailer line */
+#define HTTPC_LINE_MAX 1024
+/* trailer lines after the last chunk, at most */
+#define HTTPC_TRAILERS_MAX 64
+
+enum httpc_phase {
+    HTTPC_HEAD,       /* status line and headers */
+    HTTPC_LENGTH,     /* a Content-Length body: left to come */
+    HTTPC_CHUNK_SIZE, /* a chunk-size line */
+    HTTPC_CHUNK_DATA, /* a chunk's data: left to come */
+    HTTPC_CHUNK_END,  /* the CRLF after a chunk's data */
+    HTTPC_TRAILER,    /* trailer lines to the empty one */
+};
+
+struct httpc_conn {
+    const struct httpc_target *t;
+    struct sasl_creds *creds; /* SPNEGO when t has a principal */
+    char *head;               /* "POST ... Content-Length: " */
+    size_t head_len;
+    enum httpc_phase phase;
+    int status;
+    gboolean close;   /* this reply ends the connection */
+    gboolean closing; /* the last whole one did */
+    size_t left;      /* body or chunk bytes still to come */
+    size_t got;       /* body bytes so far */
+    unsigned trailers;
+    char reason[64];
+};
+
+struct httpc_conn *
+httpc_conn_new(const struct httpc_target *t, struct sasl_creds *creds)
+{
+    struct httpc_conn *h = g_new0(struct httpc_conn, 1);
+    GString *head = g_string_sized_new(256);
+
+    h->t = t;
+    h->creds = t->principal[0] != '\0' ? creds : NULL;
+    g_string_append_printf(head,
+                           "POST %s HTTP/1.1\r\nHost: %s\r\n"
+                           "Content-Type: application/x-thrift\r\n"
+                           "Accept: application/x-thrift\r\n"
+                           "User-Agent: hbase-salt-proxy\r\n",
+                           httpc.path, t->host);
+    if (httpc.doas[0] != '\0') {
+        g_string_append_printf(head, "doAs: %s\r\n", httpc.doas);
+    }
+    g_string_append(head, "Content-Length: ");
+    h->head_len = head->len;
+    h->head = g_string_free(head, FALSE);
+    return h;
+}
+
+void
+httpc_conn_free(struct httpc_conn *h)
+{
+    if (h != NULL) {
+        g_free(h->head);
+        g_free(h);
+    }
+}
+
+struct bufferevent *
+httpc_conn_bufferevent(struct event_base *base, const struct httpc_target *t,
+                       GError **error)
+{
+    struct bufferevent *bev = NULL;
+
+    if (httpc.ready) {
+        bev = httpc_bev_new(base, t, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (bev != NULL && bufferevent_openssl_get_ssl(bev) != NULL) {
+        /* Jetty closes idle connections without close_notify: an end,
+         * not an error */
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    }
+    if (bev == NULL) {
+        g_set_error(error, HTTPC_ERROR, HTTPC_ERROR_SOCKET,
+                    httpc.ready ? "cannot set up the HTTP connection"
+                                : "the HTTP transport is not set up");
+    }
+    return bev;
+}
+
+gboolean
+httpc_conn_post(struct httpc_conn *h, struct evbuffer *held, size_t len,
+                struct evbuffer *out, char *why, size_t whylen)
+{
+    char tail[64];
+    int n;
+
+    evbuffer_add(out, h->head, h->head_len);
+    n = g_snprintf(tail, sizeof(tail), "%zu\r\n", len);
+    evbuffer_add(out, tail, (size_t)n);
+    if (h->creds != NULL) {
+        /* a token per request, as the server's replay cache wants */
+        g_autoptr(GError) err = NULL;
+        g_autofree char *token = sasl_spnego_token(h->creds, h->t->principal,
+                                                   &err);
+
+        if (token == NULL) {
+            g_snprintf(why, whylen, "hbase-salt-proxy: SPNEGO: %s",
+                       err->message);
+            evbuffer_drain(held, len);
+            return FALSE;
+        }
+        evbuffer_add_printf(out, "Authorization: Negotiate %s\r\n", token);
+    }
+    evbuffer_add(out, "\r\n", 2);
+    evbuffer_remove_buffer(held, out, len);
+    return TRUE;
+}
+
+gboolean
+httpc_conn_closing(const struct httpc_conn *h)
+{
+    return h->closing;
+}
+
+void
+httpc_conn_why(const struct httpc_target *t, struct bufferevent *bev, int err,
+               char *why, size_t len)
+{
+    if (!httpc_tls_why(t, bev, why, len)) {
+        g_snprintf(why, len, "%s", evutil_socket_error_to_string(err));
+    }
+}
+
+/* A decimal length of at most max, strictly digits. */
+static gboolean
+httpc_parse_size(const char *s, size_t max, size_t *out)
+{
+    guint64 v = 0;
+
+    if (*s == '\0') {
+        return FALSE;
+    }
+    for (; *s != '\0'; s++) {
+        if (!g_ascii_isdigit(*s)) {
+            return FALSE;
+        }
+        v = v * 10 + (guint64)(*s - '0');
+        if (v > max) {
+            return FALSE;
+        }
+    }
+    *out = (size_t)v;
+    return TRUE;
+}
+
+/* One header line of a reply head (NUL-terminated, no CRLF). */
+static httpc_reply_t
+httpc_header(struct httpc_conn *h, char *line, gboolean *chunked,
+             gboolean *has_length, char *why, size_t whylen)
+{
+    char *colon = strchr(line, ':');
+    char *v;
+    size_t n;
+
+    /* no folded line, no bare CR or LF */
+    if (colon == NULL || colon == line || line[0] == ' ' || line[0] == '\t' ||
+        strpbrk(line, "\r\n") != NULL) {
+        g_snprintf(why, whylen, "malformed HTTP header line");
+        return HTTPC_BAD;
+    }
+    *colon = '\0';
+    v = g_strstrip(colon + 1);
+    if (g_ascii_strcasecmp(line, "Content-Length") == 0) {
+        if (!httpc_parse_size(v, httpc.limits.max_message, &n) ||
+            (*has_length && n != h->left)) {
+            g_snprintf(why, whylen,
+                       "HTTP Content-Length %.40s: not a length up to "
+                       "max_frame_size (%u)",
+                       v, httpc.limits.max_message);
+            return HTTPC_BAD;
+        }
+        h->left = n;
+        *has_length = TRUE;
+    } else if (g_ascii_strcasecmp(line, "Transfer-Encoding") == 0) {
+        if (g_ascii_strcasecmp(v, "chunked") != 0) {
+            g_snprintf(why, whylen,
+                       "HTTP Transfer-Encoding %.40s: not "
+                       "supported",
+                       v);
+            return HTTPC_BAD;
+        }
+        *chunked = TRUE;
+    } else if (g_ascii_strcasecmp(line, "Connection") == 0) {
+        if (g_ascii_strcasecmp(v, "close") == 0) {
+            h->close = TRUE;
+        } else if (g_ascii_strcasecmp(v, "keep-alive") == 0) {
+            h->close = FALSE;
+        }
+    }
+    return HTTPC_AGAIN;
+}
+
+/* The status line and headers, when they are all there. */
+static httpc_reply_t
+httpc_head(struct httpc_conn *h, struct evbuffer *raw, char *why,
+           size_t whylen)
+{
+    struct evbuffer_ptr end = evbuffer_search(raw, "\r\n\r\n", 4, NULL);
+    char head[HTTPC_HEAD_MAX + 1];
+    gboolean chunked = FALSE, has_length = FALSE, http10;
+    char *line, *next;
+    size_t n;
+
+    if (end.pos < 0) {
+        if (evbuffer_get_length(raw) > HTTPC_HEAD_MAX) {
+            g_snprintf(why, whylen, "HTTP reply head over %u bytes",
+                       HTTPC_HEAD_MAX);
+            return HTTPC_BAD;
+        }
+        return HTTPC_AGAIN;
+    }
+    n = (size_t)end.pos + 2; /* the last line's CRLF */
+    if (n > HTTPC_HEAD_MAX) {
+        g_snprintf(why, whylen, "HTTP reply head over %u bytes",
+                   HTTPC_HEAD_MAX);
+        return HTTPC_BAD;
+    }
+    evbuffer_remove(raw, head, n);
+    evbuffer_drain(raw, 2);
+    head[n] = '\0';
+    if (memchr(head, '\0', n) != NULL) {
+        g_snprintf(why, whylen, "NUL in the HTTP reply head");
+        return HTTPC_BAD;
+    }
+    /* "HTTP/1.x NNN reason" */
+    if (n < 14 ||
+        (strncmp(head, "HTTP/1.1 ", 9) != 0 &&
+         strncmp(head, "HTTP/1.0 ", 9) != 0) ||
+        !g_ascii_isdigit(head[9]) || !g_ascii_isdigit(head[10]) ||
+        !g_ascii_isdigit(head[11]) || (head[12] != ' ' && head[12] != '\r')) {
+        g_snprintf(why, whylen, "not an HTTP/1.x status line");
+        return HTTPC_BAD;
+    }
+    http10 = head[7] == '0';
+    h->status = (head[9] - '0') * 100 + (head[10] - '0') * 10 + head[11] - '0';
+    h->close = http10;
+    h->left = 0;
+    h->got = 0;
+    h->trailers = 0;
+    line = strstr(head, "\r\n");
+    *line = '\0';
+    g_strlcpy(h->reason, head[12] == ' ' ? head + 13 : "", sizeof(h->reason));
+    for (line += 2; *line != '\0'; line = next) {
+        httpc_reply_t st;
+
+        next = strstr(line, "\r\n");
+        *next = '\0';
+        next += 2;
+        st = httpc_header(h, line, &chunked, &has_length, why, whylen);
+        if (st != HTTPC_AGAIN) {
+            return st;
+        }
+    }
+    if (h->status >= 100 && h->status < 200) {
+        /* an interim answer: the real one follows */
+        h->phase = HTTPC_HEAD;
+        return HTTPC_BODY;
+    }
+    if (chunked && has_length) {
+        g_snprintf(why, whylen,
+                   "HTTP reply with both Content-Length and "
+                   "chunked coding");
+        return HTTPC_BAD;
+    }
+    if (h->status == 204 || h->status == 304) {
+        h->left = 0;
+        h->phase = HTTPC_LENGTH;
+    } else if (chunked) {
+        h->phase = HTTPC_CHUNK_SIZE;
+    } else if (has_length) {
+        h->phase = HTTPC_LENGTH;
+    } else if (h->status != 200) {
+        /* an error page to the close: its status is enough */
+        h->close = TRUE;
+        h->left = 0;
+        h->phase = HTTPC_LENGTH;
+    } else {
+        g_snprintf(why, whylen,
+                   "HTTP 200 without Content-Length or chunked "
+                   "coding");
+        return HTTPC_BAD;
+    }
+    return HTTPC_BODY;
+}
+
+/* One CRLF-ended line of at most HTTPC_LINE_MAX bytes into line. */
+static httpc_reply_t
+httpc_line(struct evbuffer *raw, char *line, char *why, size_t whylen)
+{
+    size_t eol = 0;
+    struct evbuffer_ptr p = evbuffer_search_eol(raw, NULL, &eol,
+                                                EVBUFFER_EOL_CRLF_STRICT);
+
+    if (p.pos < 0) {
+        if (evbuffer_get_length(raw) > HTTPC_LINE_MAX) {
+            g_snprintf(why, whylen, "HTTP chunk line over %u bytes",
+                       HTTPC_LINE_MAX);
+            return HTTPC_BAD;
+        }
+        return HTTPC_AGAIN;
+    }
+    if ((size_t)p.pos > HTTPC_LINE_MAX) {
+        g_snprintf(why, whylen, "HTTP chunk line over %u bytes",
+                   HTTPC_LINE_MAX);
+        return HTTPC_BAD;
+    }
+    evbuffer_remove(raw, line, (size_t)p.pos);
+    line[p.pos] = '\0';
+    evbuffer_drain(raw, eol);
+    return HTTPC_BODY;
+}
+
+/* A chunk-size line: hex digits, then extensions (ignored). */
+static httpc_reply_t
+httpc_chunk_size(struct httpc_conn *h, const char *line, char *why,
+                 size_t whylen)
+{
+    guint64 v = 0;
+    const char *s = line;
+
+    for (; g_ascii_isxdigit(*s); s++) {
+        v = v * 16 + (guint64)g_ascii_xdigit_value(*s);
+        if (v > httpc.limits.max_message) {
+            break;
+        }
+    }
+    if (s == line || (*s != '\0' && *s != ';' && *s != ' ' && *s != '\t') ||
+        h->got + v > httpc.limits.max_message) {
+        g_snprintf(why, whylen,
+                   "HTTP chunk size %.20s: not a size within "
+                   "max_frame_size (%u)",
+                   line, httpc.limits.max_message);
+        return HTTPC_BAD;
+    }
+    h->left = (size_t)v;
+    h->phase = v == 0 ? HTTPC_TRAILER : HTTPC_CHUNK_DATA;
+    return HTTPC_BODY;
+}
+
+/* A whole reply whose body is in body: a 200 is the call's, any other
+ * status its exception (text into why). */
+static httpc_reply_t
+httpc_done(struct httpc_conn *h, struct evbuffer *body, char *why,
+           size_t whylen)
+{
+    h->phase = HTTPC_HEAD;
+    h->closing = h->close;
+    if (h->status == 200) {
+        return HTTPC_BODY;
+    }
+    httpc_refusal(h->t, h->status, h->reason, body, why, whylen);
+    evbuffer_drain(body, evbuffer_get_length(body));
+    return HTTPC_REFUSED;
+}
+
+httpc_reply_t
+httpc_conn_reply(struct httpc_conn *h, struct evbuffer *raw,
+                 struct evbuffer *body, char *why, size_t whylen)
+{
+    char line[HTTPC_LINE_MAX + 1];
+    httpc_reply_t st;
+    size_t n;
+
+    for (;;) {
+        switch (h->phase) {
+        case HTTPC_HEAD:
+            st = httpc_head(h, raw, why, whylen);
+            if (st != HTTPC_BODY) {
+                return st;
+            }
+            break;
+        case HTTPC_LENGTH:
+        case HTTPC_CHUNK_DATA:
+            n = MIN(h->left, evbuffer_get_length(raw));
+            if (n > 0) {
+                evbuffer_remove_buffer(raw, body, n);
+                h->left -= n;
+                h->got += n;
+            }
+            if (h->left > 0) {
+                return HTTPC_AGAIN;
+            }
+            if (h->phase == HTTPC_LENGTH) {
+                return httpc_done(h, body, why, whylen);
+            }
+            h->phase = HTTPC_CHUNK_END;
+            break;
+        case HTTPC_CHUNK_END:
+            if (evbuffer_get_length(raw) < 2) {
+                return HTTPC_AGAIN;
+            }
+            evbuffer_remove(raw, line, 2);
+            if (line[0] != '\r' || line[1] != '\n') {
+                g_snprintf(why, whylen, "HTTP chunk without its CRLF");
+                return HTTPC_BAD;
+            }
+            h->phase = HTTPC_CHUNK_SIZE;
+            break;
+        case HTTPC_CHUNK_SIZE:
+        case HTTPC_TRAILER:
+            st = httpc_line(raw, line, why, whylen);
+            if (st != HTTPC_BODY) {
+                return st;
+            }
+            if (h->phase == HTTPC_CHUNK_SIZE) {
+                st = httpc_chunk_size(h, line, why, whylen);
+                if (st != HTTPC_BODY) {
+                    return st;
+                }
+            } else if (line[0] == '\0') {
+                return httpc_done(h, body, why, whylen);
+            } else if (++h->trailers > HTTPC_TRAILERS_MAX) {
+                g_snprintf(why, whylen,
+                           "HTTP reply with over %u trailer "
+                           "lines",
+                           HTTPC_TRAILERS_MAX);
+                return HTTPC_BAD;
+            }
+            break;
+        }
+    }
 }

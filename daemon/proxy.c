@@ -821,8 +821,6 @@ proxy_worker_deinit(struct worker *w)
     w->rbuf = NULL;
     g_clear_pointer(&w->flush_ev, event_free);
     if (w->base != NULL) {
-        /* HTTP mode: the bridges of its backend connections */
-        httpc_base_done(w->base);
         event_base_free(w->base);
     }
     memset(w, 0, sizeof(*w));

@@ -49,7 +49,7 @@ struct worker_server {
     socklen_t addrlen;
     /* its Kerberos principal with SASL (service/host@REALM), else "" */
     char sasl_server[256];
-    /* [backend] transport = http: how the bridge dials it */
+    /* [backend] transport = http: how its connections dial it */
     struct httpc_target http;
 };
 

@@ -11,10 +11,14 @@ the cause), and doAs with and without the server's proxyuser support.
 import argparse
 import os
 import shutil
+import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,7 +30,7 @@ import hsptest  # noqa: E402
 from hsptest import can_connect, free_port, wait_for  # noqa: E402
 import krb5lib  # noqa: E402
 import test_tls_listener as tlsl  # noqa: E402
-from test_tls_listener import put  # noqa: E402
+from test_tls_listener import get, put  # noqa: E402
 
 ARGS = None
 Hbase = T = TSocket = TTransport = TBinaryProtocol = None
@@ -43,11 +47,162 @@ def text_of(e):
     return m.decode() if isinstance(m, bytes) else str(m)
 
 
+def sockets_of(pid):
+    """The socket inodes pid holds."""
+    out = set()
+    d = '/proc/%d/fd' % pid
+    for fd in os.listdir(d):
+        try:
+            t = os.readlink(os.path.join(d, fd))
+        except OSError:
+            continue
+        if t.startswith('socket:['):
+            out.add(t[8:-1])
+    return out
+
+
+def unix_inodes():
+    with open('/proc/net/unix') as f:
+        return {line.split()[6] for line in list(f)[1:]
+                if len(line.split()) > 6}
+
+
+def tcp_inodes_to(port):
+    out = set()
+    for path in ('/proc/net/tcp', '/proc/net/tcp6'):
+        with open(path) as f:
+            for line in list(f)[1:]:
+                cols = line.split()
+                if int(cols[2].split(':')[1], 16) == port:
+                    out.add(cols[9])
+    return out
+
+
+class JettyShape(object):
+    """An HTTP front for the emulator that answers as Jetty can: every
+    reply chunked (small chunks, a trailer, the
+    pieces in separate writes), and Connection: close after every fifth reply on a connection (then it
+    closes).  A call on the row refused-row is answered 500 with Jetty's
+    error page.  bad_length: every reply claims a Content-Length over any
+    max_frame_size instead (to a call on the row bad-row).  It counts the requests that arrived while one
+    of the same connection was unanswered (HTTP pipelining)."""
+
+    def __init__(self, emu_port, bad_length=False):
+        self.emu_port = emu_port
+        self.bad_length = bad_length
+        self.overlapped = 0
+        self.requests = 0
+        self.lsock = socket.socket()
+        self.lsock.bind(('127.0.0.1', 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.done = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while not self.done:
+            try:
+                r, _, _ = select.select([self.lsock], [], [], 0.1)
+                if not r:
+                    continue
+                a, _ = self.lsock.accept()
+            except (OSError, ValueError):
+                return   # closed
+            threading.Thread(target=self.serve, args=(a,),
+                             daemon=True).start()
+
+    @staticmethod
+    def read_request(a, buf):
+        while b'\r\n\r\n' not in buf:
+            d = a.recv(65536)
+            if not d:
+                return None, buf
+            buf += d
+        head, buf = buf.split(b'\r\n\r\n', 1)
+        n = 0
+        for line in head.split(b'\r\n')[1:]:
+            k, v = line.split(b':', 1)
+            if k.strip().lower() == b'content-length':
+                n = int(v)
+        while len(buf) < n:
+            d = a.recv(65536)
+            if not d:
+                return None, buf
+            buf += d
+        return (head, buf[:n]), buf[n:]
+
+    def serve(self, a):
+        a.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        b = socket.create_connection(('127.0.0.1', self.emu_port))
+        buf, back, served = b'', b'', 0
+        try:
+            while True:
+                req, buf = self.read_request(a, buf)
+                if req is None:
+                    return
+                self.requests += 1
+                head, body = req
+                b.sendall(head + b'\r\n\r\n' + body)
+                # the emulator answers with a Content-Length
+                while b'\r\n\r\n' not in back:
+                    back += b.recv(65536)
+                rhead, back = back.split(b'\r\n\r\n', 1)
+                n = [int(line.split(b':', 1)[1]) for line in
+                     rhead.split(b'\r\n')
+                     if line.lower().startswith(b'content-length:')][0]
+                while len(back) < n:
+                    back += b.recv(65536)
+                rbody, back = back[:n], back[n:]
+                time.sleep(0.01)
+                r, _, _ = select.select([a], [], [], 0)
+                if r:
+                    self.overlapped += 1
+                served += 1
+                last = served % 5 == 0
+                status = rhead.split(b'\r\n')[0]
+                if b'refused-row' in body:
+                    page = (b'<html><body><h2>HTTP ERROR 500</h2>\n<pre>'
+                            b'no region for refused-row</pre></body></html>')
+                    a.sendall(b'HTTP/1.1 500 Server Error\r\nContent-Type: '
+                              b'text/html\r\nContent-Length: %d\r\n\r\n'
+                              % len(page) + page)
+                    continue
+                if self.bad_length and b'bad-row' in body:
+                    a.sendall(status + b'\r\nContent-Length: '
+                              b'99999999999\r\n\r\n')
+                    continue
+                pieces = []
+                pieces.append(status + b'\r\nContent-Type: '
+                              b'application/x-thrift\r\n'
+                              b'Transfer-Encoding: chunked\r\n' +
+                              (b'Connection: close\r\n' if last else b'')
+                              + b'\r\n')
+                for i in range(0, len(rbody), 7):
+                    c = rbody[i:i + 7]
+                    pieces.append(b'%x\r\n' % len(c) + c + b'\r\n')
+                pieces.append(b'0\r\nX-Trailer: 1\r\n\r\n')
+                for p in pieces:
+                    a.sendall(p)
+                    time.sleep(0.001)
+                if last:
+                    return
+        except OSError:
+            pass
+        finally:
+            a.close()
+            b.close()
+
+    def close(self):
+        self.done = True
+        self.lsock.close()
+
+
 class Case(object):
-    """An emulator in HTTP mode and a proxy in front of it."""
+    """An emulator in HTTP mode and a proxy in front of it (through front,
+    a JettyShape's options, when given)."""
 
     def __init__(self, workdir, emu_args=(), backend='', host='127.0.0.1',
-                 kerberos=False):
+                 kerberos=False, front=None):
         self.workdir = workdir
         self.procs = []
         self.emu_port = free_port()
@@ -55,6 +210,11 @@ class Case(object):
         self.spawn('emu', [ARGS.emu, '--listen', '127.0.0.1:%d'
                            % self.emu_port, '--http', '--create-table', 't:d']
                    + list(emu_args), self.emu_port, env)
+        self.front = None
+        backend_port = self.emu_port
+        if front is not None:
+            self.front = JettyShape(self.emu_port, **front)
+            backend_port = self.front.port
         self.port = free_port()
         self.conf = os.path.join(workdir, 'proxy.conf')
         with open(self.conf, 'w') as f:
@@ -64,7 +224,7 @@ class Case(object):
                     'pool_size = 4\n%s'
                     '[catalog]\nstate_dir = %s\n'
                     '[table:t]\nbuckets = 8\n'
-                    % (self.port, host, self.emu_port, backend,
+                    % (self.port, host, backend_port, backend,
                        os.path.join(workdir, 'state')))
         penv = REALM.env(ccache=REALM.path('nobody.ccache')) \
             if kerberos else None
@@ -89,6 +249,8 @@ class Case(object):
         """Whether every process lived to the end and the proxy stopped
         cleanly (under ASan: without a leak or an error)."""
         alive = all(p.poll() is None for p, _ in self.procs)
+        if self.front is not None:
+            self.front.close()
         for p, log in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -293,6 +455,67 @@ class HttpBackendTest(unittest.TestCase):
             put(client(self.case.port), b'x', b'1')
         self.assertIn("keys are not the KDC's current ones",
                       text_of(cm.exception))
+
+    def test_one_socket_per_connection(self):
+        # a backend connection in HTTP mode is its TCP socket alone: no
+        # socketpair to a bridge beside it
+        self.case = Case(self.workdir)
+        clients = [self.roundtrip() for _ in range(6)]
+        pid = self.case.procs[-1][0].pid
+        mine = sockets_of(pid)
+        tcp = mine & tcp_inodes_to(self.case.emu_port)
+        unix = mine & unix_inodes()
+        self.assertGreaterEqual(len(tcp), 2)
+        # a health probe's bridge may be open: two sockets
+        self.assertLessEqual(len(unix), 2, '%d unix sockets beside %d '
+                             'connections' % (len(unix), len(tcp)))
+        del clients
+
+    def test_chunked_interim_and_close(self):
+        # Jetty's shapes of a reply: chunked, and Connection: close on
+        # some; calls keep their order and one POST
+        # at a time goes on a connection
+        self.case = Case(self.workdir, front={})
+        for _ in range(3):
+            self.roundtrip()
+        c = client(self.case.port)
+        for i in range(30):
+            put(c, b'p%02d' % i, b'%d' % i)
+            self.assertEqual(get(c, b'p%02d' % i), b'%d' % i)
+        self.assertGreater(self.case.front.requests, 150)
+        self.assertEqual(self.case.front.overlapped, 0)
+        self.assertNotIn('bad reply', self.case.text())
+
+    def test_refused_call_logged_once(self):
+        # a server refusing every call with the same status: each call
+        # hears it, the log says it once (the rest are counted), not a
+        # line per call
+        self.case = Case(self.workdir, front={})
+        for _ in range(6):
+            with self.assertRaises(Exception) as cm:
+                put(client(self.case.port), b'refused-row', b'1')
+            msg = text_of(cm.exception)
+            self.assertIn('answered 500 Server Error', msg)
+            self.assertIn('no region for refused-row', msg)
+        c = client(self.case.port)
+        put(c, b'good-row', b'2')
+        self.assertEqual(get(c, b'good-row'), b'2')
+        # (a period's count of the others, "N more calls", may follow)
+        lines = [ln for ln in self.case.text().splitlines()
+                 if 'no region for refused-row' in ln and
+                 ' more call' not in ln]
+        self.assertEqual(len(lines), 1, '\n'.join(lines))
+
+    def test_bad_length_refused(self):
+        # a length from the wire past max_frame_size fails the call,
+        # naming it; the proxy lives on
+        self.case = Case(self.workdir, front={'bad_length': True})
+        with self.assertRaises(Exception) as cm:
+            put(client(self.case.port), b'bad-row', b'1')
+        self.assertIn('Content-Length 99999999999', text_of(cm.exception))
+        c = client(self.case.port)
+        put(c, b'good-row', b'2')
+        self.assertEqual(get(c, b'good-row'), b'2')
 
     def test_doas(self):
         self.case = Case(self.workdir, ['--http-proxyuser'],
