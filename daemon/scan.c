@@ -40,15 +40,16 @@
  * bucket has a head: the one without could hold a smaller row.
  *
  * The batches are the backend's reply bytes, swapped out of the request
- * that fetched them.  Here each row is walked once (scanbatch_next: its
- * key, and where it ends) and copied once, straight into the reply the
- * client gets (scanbatch_copy_head; the list header is written for the
- * rows asked and patched at the end).  Below the engine a batch costs
- * one more copy, out of the connection's input buffer into the request,
- * and, unframed, one more walk: the resumable scan that finds where the
- * reply ends (req_msg_scan).  Rows whose protocol changes on the way,
- * or whose key is not their first field, are re-encoded field by field
- * (codec_row_result) instead.
+ * that fetched them.  Each row is walked once and copied once, straight
+ * into the reply the client gets (scanbatch_copy_head; the list header
+ * is written for the rows asked and patched at the end).  Unframed, the
+ * walk is the resumable scan that finds where the reply ends
+ * (req_msg_scan): it marks where each row and its key lie (cur_marks),
+ * so that scanbatch_next only reads the key; framed, scanbatch_next
+ * walks the row.  Below the engine a batch costs one more copy, out of
+ * the connection's input buffer into the request.  Rows whose protocol
+ * changes on the way, or whose key is not their first field, are
+ * re-encoded field by field (codec_row_result) instead.
  */
 
 /* HBase's message for an unknown, closed or expired scanner. */
@@ -155,8 +156,11 @@ struct scan_bucket {
     uint32_t fetch;        /* rows the next fetch asks for */
     struct wire_buf cur;   /* batch being merged (reply bytes) */
     struct wire_buf next;  /* the batch after it */
-    uint32_t next_count;   /* rows in next */
-    struct scanbatch rows; /* cur, a row at a time: the head */
+    struct wire_buf cur_marks, next_marks; /* where their rows lie
+                                              (wire_scan_mark), if the
+                                              reply came unframed */
+    uint32_t next_count;                   /* rows in next */
+    struct scanbatch rows;                 /* cur, a row at a time: the head */
     gboolean has_head;
     /* resuming (scan_bucket_resume) */
     struct scanner *sc;        /* owner (the backoff timer's argument) */
@@ -335,6 +339,8 @@ scanner_free(struct scanner *sc)
 
         wire_buf_free(&b->cur);
         wire_buf_free(&b->next);
+        wire_buf_free(&b->cur_marks);
+        wire_buf_free(&b->next_marks);
         wire_buf_free(&b->open_arg);
         if (b->resume_key != NULL) {
             g_byte_array_unref(b->resume_key);
@@ -1033,6 +1039,8 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
                                b->bucket, 1);
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
+        wire_buf_init(&b->cur_marks);
+        wire_buf_init(&b->next_marks);
         b->sc = sc;
         b->server = sc->server;
         wire_buf_init(&b->open_arg);
@@ -1295,15 +1303,20 @@ static void
 scan_bucket_install(struct scanner *sc, struct scan_bucket *b)
 {
     const struct worker *w = sc->item.owner;
-    struct wire_buf tmp = b->cur;
+    struct wire_buf tmp = b->cur, tmarks = b->cur_marks;
 
     b->cur = b->next;
     b->next = tmp;
     wire_buf_clear(&b->next);
+    b->cur_marks = b->next_marks;
+    b->next_marks = tmarks;
+    wire_buf_clear(&b->next_marks);
     b->next_ready = 0;
     /* scan_fetch_sink checked the header */
     scanbatch_load(&b->rows, w->startup->backend_proto, b->cur.data,
-                   b->cur.len, &w->reply_limits);
+                   b->cur.len, &w->reply_limits,
+                   (const struct wire_scan_mark *)b->cur_marks.data,
+                   b->cur_marks.len / sizeof(struct wire_scan_mark));
     if (b->next_count == 0 && b->last) {
         b->done = 1;
     }
@@ -1431,10 +1444,12 @@ scan_fetch_sink(struct worker *w, struct req *sub)
     }
     /* keep the reply bytes: swap buffers instead of copying rows */
     {
-        struct wire_buf tmp = b->next;
+        struct wire_buf tmp = b->next, tmarks = b->next_marks;
 
         b->next = sub->raw;
         sub->raw = tmp;
+        b->next_marks = sub->marks;
+        sub->marks = tmarks;
     }
     b->next_ready = 1;
     b->next_count = count;
