@@ -56,6 +56,8 @@
 #define SCAN_INVALID_ID "scanner ID is invalid"
 /* Thrift2's (ThriftHBaseServiceHandler.getScannerRows) */
 #define SCAN2_INVALID_ID "Invalid scanner Id"
+/* Bytes a scan reply is grown by at most at once (scan_reply_room). */
+#define SCAN_REPLY_ROOM_MAX (1u << 20)
 /* How often each worker looks for idle scanners. */
 #define SCAN_TIMER_MS 1000
 /* Rows per bucket fetch when the client gives no caching. */
@@ -1795,6 +1797,25 @@ scan_page_same_row(const struct scanner *sc, const struct scan_bucket *b)
            memcmp(sc->page_row->data, b->rows.key, b->rows.key_len) == 0;
 }
 
+/*
+ * Makes room in op's reply for a row of row_len bytes: when it has none,
+ * for as many as the rows still to come (SCAN_REPLY_ROOM_MAX at most),
+ * so that a reply of 1 000 rows is not grown by doubling from nothing,
+ * each step copying all of it again (the worker frees reply buffers
+ * over WORKER_REPLY_KEEP between requests).
+ */
+static void
+scan_reply_room(struct scan_op *op, size_t row_len)
+{
+    struct wire_buf *reply = &op->req->reply;
+    size_t rows = (size_t)MAX(op->want - op->got, 1);
+
+    if (reply->cap - reply->len < row_len) {
+        wire_buf_reserve(reply, MAX(row_len,
+                                    MIN(rows * row_len, SCAN_REPLY_ROOM_MAX)));
+    }
+}
+
 /* Moves rows from the bucket heads to the current op while it can. */
 static void
 scan_pump(struct scanner *sc)
@@ -1840,6 +1861,7 @@ scan_pump(struct scanner *sc)
                 g_byte_array_append(sc->page_row, b->rows.key,
                                     (guint)b->rows.key_len);
             }
+            scan_reply_room(op, b->rows.head_len);
             wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
             if (scanbatch_copy_head(&b->rows, from, &wr)) {
                 metrics_bucket_row(sc->item.owner->metrics, sc->salt,

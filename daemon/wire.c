@@ -883,9 +883,10 @@ wire_scan_mark(struct wire_scan *s, struct wire_buf *marks)
     }
 }
 
-/* Marks an element, or the end of its list, at s->pos. */
+/* Marks an element, or the end of its list, at s->pos; left: the
+ * elements after it. */
 static void
-wire_scan_mark_at(struct wire_scan *s, gboolean element)
+wire_scan_mark_at(struct wire_scan *s, gboolean element, uint32_t left)
 {
     struct wire_scan_mark m = {
         .at = (uint32_t)s->pos,
@@ -900,7 +901,13 @@ wire_scan_mark_at(struct wire_scan *s, gboolean element)
         s->mark_first = FALSE;
         return;
     }
-    wire_buf_append(s->marks, &m, sizeof(m));
+    if (s->marks->len == 0) {
+        /* room for the list's at once, as the rows of a fetch are */
+        wire_buf_reserve(s->marks,
+                         MIN(((size_t)left + 2) * sizeof(m), 64u << 10));
+    }
+    *(struct wire_scan_mark *)wire_buf_reserve(s->marks, sizeof(m)) = m;
+    s->marks->len += sizeof(m);
     s->mark_first = element;
 }
 
@@ -1105,7 +1112,7 @@ wire_scan_feed(struct wire_scan *s, wire_proto_t proto, const uint8_t *buf,
             top->elem == WIRE_T_STRUCT) {
             size_t at = s->pos;
 
-            wire_scan_mark_at(s, top->left > 0);
+            wire_scan_mark_at(s, top->left > 0, top->left);
             if (top->left > 0 && s->marks != NULL &&
                 wire_scan_element(s, &r)) {
                 /* whole (or wrong: r says why) */
