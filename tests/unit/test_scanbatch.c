@@ -73,6 +73,18 @@ bucket_of(const char *key)
     return salt_bucket(&hex16, (const uint8_t *)key, strlen(key));
 }
 
+/* A key of another bucket than b, into buf. */
+static void
+other_key(uint32_t b, char *buf, size_t size)
+{
+    for (int i = 0;; i++) {
+        g_snprintf(buf, size, "o%d", i);
+        if (bucket_of(buf) != b) {
+            return;
+        }
+    }
+}
+
 /* Test: the rows of the bucket come out with their logical keys; a row
  * whose salt names another bucket is passed over */
 static void
@@ -81,18 +93,11 @@ test_rows(gconstpointer data)
     wire_proto_t proto = GPOINTER_TO_INT(data);
     const char *mine = "k1";
     uint32_t b = bucket_of(mine);
-    const char *other = NULL;
-    char buf[16];
+    char other[16];
     struct wire_buf out;
     struct scanbatch sb;
 
-    /* a key of another bucket */
-    for (int i = 0; other == NULL; i++) {
-        g_snprintf(buf, sizeof(buf), "o%d", i);
-        if (bucket_of(buf) != b) {
-            other = buf;
-        }
-    }
+    other_key(b, other, sizeof(other));
     {
         const struct row rows[] = {
             { mine, TRUE, FALSE, FALSE },
@@ -250,19 +255,13 @@ test_marks(gconstpointer data)
     wire_proto_t proto = GPOINTER_TO_INT(data);
     const char *mine = "k1";
     uint32_t b = bucket_of(mine);
-    const char *other = NULL;
-    char buf[16];
+    char other[16];
     struct wire_buf out, marks;
     const struct wire_scan_mark *m;
     size_t n;
     struct scanbatch walked, marked;
 
-    for (int i = 0; other == NULL; i++) {
-        g_snprintf(buf, sizeof(buf), "o%d", i);
-        if (bucket_of(buf) != b) {
-            other = buf;
-        }
-    }
+    other_key(b, other, sizeof(other));
     {
         const struct row rows[] = {
             { mine, TRUE, FALSE, FALSE }, { other, TRUE, FALSE, FALSE },
