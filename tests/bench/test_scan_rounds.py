@@ -92,10 +92,12 @@ class ScanRoundsTest(unittest.TestCase):
         head = [c.strip() for c in text.splitlines()[2].split('|')[1:-1]]
         self.assertIn("other processes' CPU", head)
         self.assertIn('proxy CPU', head)
+        self.assertIn('their share', head)
         self.assertIn('emulator CPU', head)
         cells = [c.strip() for c in lines[1].split('|')[1:-1]]
         row = dict(zip(head, cells))
         self.assertRegex(row['proxy/unsalted'], r'^\d+\.\d\d×$')
+        self.assertRegex(row['their share'], r'^\d+ %$')
         for col in ('client CPU', 'emulator CPU', 'proxy CPU',
                     "other processes' CPU", 'stolen', 'cores busy'):
             self.assertRegex(row[col], r'^[\d,]+\.\d\d$', col)
