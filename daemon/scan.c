@@ -27,7 +27,7 @@
  *                        scanargs.c)
  *
  *   bucket 0: [cur batch: r r r r][next batch, in flight or ready]
- *   bucket 1: [cur batch: r r    ][next ...]          heap of the
+ *   bucket 1: [cur batch: r r    ][next ...]          tree of the
  *   ...                                               bucket heads,
  *   bucket N: [cur batch: r r r  ][next ...]          by logical key
  *                    |                                (merge.c)
@@ -1324,7 +1324,7 @@ scan_bucket_install(struct scanner *sc, struct scan_bucket *b)
     }
 }
 
-/* Gives b a head if it can; keeps the heap and the waiting count right. */
+/* Gives b a head if it can; keeps the merge and the waiting count right. */
 static void
 scan_bucket_refill(struct scanner *sc, struct scan_bucket *b, unsigned bi)
 {
