@@ -330,6 +330,7 @@ backend_pool_free(struct backend_pool *pool)
             }
             backend_conn_close(conn);
             wire_buf_free(&conn->cork);
+            wire_buf_free(&conn->marks);
             g_free(conn->scan);
             event_free(conn->timer);
         }
@@ -1632,8 +1633,15 @@ backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
              * every length as it goes */
             st = req_msg_peek(in, TRUE, &w->reply_limits, &buf, len, bad);
         } else {
-            st = req_msg_scan(in, set->backend_proto, backend_conn_scan(conn),
-                              &w->reply_limits, &buf, len, bad);
+            struct wire_scan *scan = backend_conn_scan(conn);
+
+            if (!wire_scan_started(scan)) {
+                /* a fetch's rows are marked as they pass, so that the
+                 * scan engine does not walk them again (scanbatch.h) */
+                wire_scan_mark(scan, req->sink != NULL ? &conn->marks : NULL);
+            }
+            st = req_msg_scan(in, set->backend_proto, scan, &w->reply_limits,
+                              &buf, len, bad);
         }
         if (st == WIRE_OK &&
             !backend_reply_in_step(set, req, buf + hdr, *len - hdr)) {
@@ -1644,6 +1652,15 @@ backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
         if (st == WIRE_OK && req->sink != NULL) {
             wire_buf_clear(&req->raw);
             wire_buf_append(&req->raw, buf + hdr, *len - hdr);
+            if (set->backend_framed) {
+                wire_buf_clear(&req->marks);
+            } else {
+                /* the scan marked this reply's rows (or none) */
+                struct wire_buf tmp = req->marks;
+
+                req->marks = conn->marks;
+                conn->marks = tmp;
+            }
         }
         return st;
     }

@@ -53,6 +53,9 @@ struct backend_conn {
     struct wire_scan *scan;              /* unframed: where the reply under way
                                        was left (NULL until one came in
                                        pieces) */
+    struct wire_buf marks;               /* the rows of the reply under way
+                                       for a scan fetch (wire_scan_mark),
+                                       handed to the request with it */
     TAILQ_ENTRY(backend_conn) cork_link; /* in worker->corked */
     unsigned corked:1;                   /* on worker->corked */
     gint64 last_active;  /* monotonic us of the last reply/send */

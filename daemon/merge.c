@@ -1,21 +1,57 @@
-/* merge.c: the heap of bucket heads, in logical key order. */
+/* merge.c: the bucket heads, merged in logical key order. */
 #include "merge.h"
 
-/* Whether input i's head comes strictly before input j's. */
-static inline gboolean
-merge_before(const struct merge *m, unsigned i, unsigned j)
+/*
+ * The winner of a node whose children's winners are a and b; prev, the
+ * node's winner so far, keeps its place against an equal key, so that
+ * the top moving on to the next part of the same row stays the top.
+ */
+static inline unsigned
+merge_pick(const struct merge *m, unsigned a, unsigned b, unsigned prev)
 {
-    const struct merge_key *a = &m->keys[i], *b = &m->keys[j];
-    int c = merge_key_cmp(a->data, a->len, b->data, b->len);
+    const struct merge_key *ka, *kb;
+    int c;
 
-    return m->reversed ? c > 0 : c < 0;
+    if (a == MERGE_NONE) {
+        return b;
+    }
+    if (b == MERGE_NONE) {
+        return a;
+    }
+    ka = &m->keys[a];
+    kb = &m->keys[b];
+    c = merge_key_cmp(ka->data, ka->len, kb->data, kb->len);
+    if (m->reversed) {
+        c = -c;
+    }
+    if (c != 0) {
+        return c < 0 ? a : b;
+    }
+    return prev == b ? b : a;
+}
+
+/* Input i's head changed (came, moved on or left): replays its path. */
+static void
+merge_replay(struct merge *m, unsigned i)
+{
+    for (unsigned k = (m->leaves + i) / 2; k >= 1; k /= 2) {
+        m->tree[k] = merge_pick(m, m->tree[2 * k], m->tree[2 * k + 1],
+                                m->tree[k]);
+    }
 }
 
 void
 merge_init(struct merge *m, unsigned n, gboolean reversed)
 {
+    m->leaves = 1;
+    while (m->leaves < n) {
+        m->leaves *= 2;
+    }
     m->keys = g_new0(struct merge_key, n);
-    m->heap = g_new(unsigned, n);
+    m->tree = g_new(unsigned, 2 * m->leaves);
+    for (unsigned k = 0; k < 2 * m->leaves; k++) {
+        m->tree[k] = MERGE_NONE;
+    }
     m->len = 0;
     m->n = n;
     m->reversed = reversed;
@@ -25,71 +61,39 @@ void
 merge_clear(struct merge *m)
 {
     g_clear_pointer(&m->keys, g_free);
-    g_clear_pointer(&m->heap, g_free);
+    g_clear_pointer(&m->tree, g_free);
     m->len = 0;
     m->n = 0;
-}
-
-static inline void
-merge_swap(struct merge *m, unsigned i, unsigned j)
-{
-    unsigned tmp = m->heap[i];
-
-    m->heap[i] = m->heap[j];
-    m->heap[j] = tmp;
-}
-
-static void
-merge_down(struct merge *m, unsigned i)
-{
-    for (;;) {
-        unsigned l = 2 * i + 1, r = l + 1, first = i;
-
-        if (l < m->len && merge_before(m, m->heap[l], m->heap[first])) {
-            first = l;
-        }
-        if (r < m->len && merge_before(m, m->heap[r], m->heap[first])) {
-            first = r;
-        }
-        if (first == i) {
-            return;
-        }
-        merge_swap(m, i, first);
-        i = first;
-    }
+    m->leaves = 0;
 }
 
 void
 merge_push(struct merge *m, unsigned input, const uint8_t *key, size_t len)
 {
-    unsigned i = m->len++;
-
-    g_assert(input < m->n && m->len <= m->n);
+    g_assert(input < m->n && m->tree[m->leaves + input] == MERGE_NONE);
     m->keys[input].data = key;
     m->keys[input].len = len;
-    m->heap[i] = input;
-    while (i > 0) {
-        unsigned parent = (i - 1) / 2;
-
-        if (!merge_before(m, m->heap[i], m->heap[parent])) {
-            return;
-        }
-        merge_swap(m, i, parent);
-        i = parent;
-    }
+    m->tree[m->leaves + input] = input;
+    m->len++;
+    merge_replay(m, input);
 }
 
 void
 merge_top_next(struct merge *m, const uint8_t *key, size_t len)
 {
-    m->keys[m->heap[0]].data = key;
-    m->keys[m->heap[0]].len = len;
-    merge_down(m, 0);
+    unsigned i = m->tree[1];
+
+    m->keys[i].data = key;
+    m->keys[i].len = len;
+    merge_replay(m, i);
 }
 
 void
 merge_pop(struct merge *m)
 {
-    m->heap[0] = m->heap[--m->len];
-    merge_down(m, 0);
+    unsigned i = m->tree[1];
+
+    m->tree[m->leaves + i] = MERGE_NONE;
+    m->len--;
+    merge_replay(m, i);
 }

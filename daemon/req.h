@@ -111,9 +111,13 @@ struct req {
      * came (no frame header), or, when failed, the text of the error;
      * a client's read: its backend message, to send it again to another
      * server if its connection fails before the answer (backend.c).
+     * marks: an internal request's: where raw's rows lie, as the
+     * resumable scan of an unframed reply found them (wire_scan_mark),
+     * else empty.
      */
     struct wire_buf reply;
     struct wire_buf raw;
+    struct wire_buf marks;
 };
 
 TAILQ_HEAD(req_queue, req);

@@ -27,7 +27,7 @@
  *                        scanargs.c)
  *
  *   bucket 0: [cur batch: r r r r][next batch, in flight or ready]
- *   bucket 1: [cur batch: r r    ][next ...]          heap of the
+ *   bucket 1: [cur batch: r r    ][next ...]          tree of the
  *   ...                                               bucket heads,
  *   bucket N: [cur batch: r r r  ][next ...]          by logical key
  *                    |                                (merge.c)
@@ -40,21 +40,24 @@
  * bucket has a head: the one without could hold a smaller row.
  *
  * The batches are the backend's reply bytes, swapped out of the request
- * that fetched them.  Here each row is walked once (scanbatch_next: its
- * key, and where it ends) and copied once, straight into the reply the
- * client gets (scanbatch_copy_head; the list header is written for the
- * rows asked and patched at the end).  Below the engine a batch costs
- * one more copy, out of the connection's input buffer into the request,
- * and, unframed, one more walk: the resumable scan that finds where the
- * reply ends (req_msg_scan).  Rows whose protocol changes on the way,
- * or whose key is not their first field, are re-encoded field by field
- * (codec_row_result) instead.
+ * that fetched them.  Each row is walked once and copied once, straight
+ * into the reply the client gets (scanbatch_copy_head; the list header
+ * is written for the rows asked and patched at the end).  Unframed, the
+ * walk is the resumable scan that finds where the reply ends
+ * (req_msg_scan): it marks where each row and its key lie (cur_marks),
+ * so that scanbatch_next only reads the key; framed, scanbatch_next
+ * walks the row.  Below the engine a batch costs one more copy, out of
+ * the connection's input buffer into the request.  Rows whose protocol
+ * changes on the way, or whose key is not their first field, are
+ * re-encoded field by field (codec_row_result) instead.
  */
 
 /* HBase's message for an unknown, closed or expired scanner. */
 #define SCAN_INVALID_ID "scanner ID is invalid"
 /* Thrift2's (ThriftHBaseServiceHandler.getScannerRows) */
 #define SCAN2_INVALID_ID "Invalid scanner Id"
+/* Bytes a scan reply is grown by at most at once (scan_reply_room). */
+#define SCAN_REPLY_ROOM_MAX (1u << 20)
 /* How often each worker looks for idle scanners. */
 #define SCAN_TIMER_MS 1000
 /* Rows per bucket fetch when the client gives no caching. */
@@ -155,8 +158,11 @@ struct scan_bucket {
     uint32_t fetch;        /* rows the next fetch asks for */
     struct wire_buf cur;   /* batch being merged (reply bytes) */
     struct wire_buf next;  /* the batch after it */
-    uint32_t next_count;   /* rows in next */
-    struct scanbatch rows; /* cur, a row at a time: the head */
+    struct wire_buf cur_marks, next_marks; /* where their rows lie
+                                              (wire_scan_mark), if the
+                                              reply came unframed */
+    uint32_t next_count;                   /* rows in next */
+    struct scanbatch rows;                 /* cur, a row at a time: the head */
     gboolean has_head;
     /* resuming (scan_bucket_resume) */
     struct scanner *sc;        /* owner (the backoff timer's argument) */
@@ -335,6 +341,8 @@ scanner_free(struct scanner *sc)
 
         wire_buf_free(&b->cur);
         wire_buf_free(&b->next);
+        wire_buf_free(&b->cur_marks);
+        wire_buf_free(&b->next_marks);
         wire_buf_free(&b->open_arg);
         g_clear_pointer(&b->resume_key, g_byte_array_unref);
         /* at exit the loop may be gone: the event goes with it */
@@ -1029,6 +1037,8 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
                                b->bucket, 1);
         wire_buf_init(&b->cur);
         wire_buf_init(&b->next);
+        wire_buf_init(&b->cur_marks);
+        wire_buf_init(&b->next_marks);
         b->sc = sc;
         b->server = sc->server;
         wire_buf_init(&b->open_arg);
@@ -1291,21 +1301,26 @@ static void
 scan_bucket_install(struct scanner *sc, struct scan_bucket *b)
 {
     const struct worker *w = sc->item.owner;
-    struct wire_buf tmp = b->cur;
+    struct wire_buf tmp = b->cur, tmarks = b->cur_marks;
 
     b->cur = b->next;
     b->next = tmp;
     wire_buf_clear(&b->next);
+    b->cur_marks = b->next_marks;
+    b->next_marks = tmarks;
+    wire_buf_clear(&b->next_marks);
     b->next_ready = 0;
     /* scan_fetch_sink checked the header */
     scanbatch_load(&b->rows, w->startup->backend_proto, b->cur.data,
-                   b->cur.len, &w->reply_limits);
+                   b->cur.len, &w->reply_limits,
+                   (const struct wire_scan_mark *)b->cur_marks.data,
+                   b->cur_marks.len / sizeof(struct wire_scan_mark));
     if (b->next_count == 0 && b->last) {
         b->done = 1;
     }
 }
 
-/* Gives b a head if it can; keeps the heap and the waiting count right. */
+/* Gives b a head if it can; keeps the merge and the waiting count right. */
 static void
 scan_bucket_refill(struct scanner *sc, struct scan_bucket *b, unsigned bi)
 {
@@ -1427,10 +1442,12 @@ scan_fetch_sink(struct worker *w, struct req *sub)
     }
     /* keep the reply bytes: swap buffers instead of copying rows */
     {
-        struct wire_buf tmp = b->next;
+        struct wire_buf tmp = b->next, tmarks = b->next_marks;
 
         b->next = sub->raw;
         sub->raw = tmp;
+        b->next_marks = sub->marks;
+        sub->marks = tmarks;
     }
     b->next_ready = 1;
     b->next_count = count;
@@ -1776,6 +1793,25 @@ scan_page_same_row(const struct scanner *sc, const struct scan_bucket *b)
            memcmp(sc->page_row->data, b->rows.key, b->rows.key_len) == 0;
 }
 
+/*
+ * Makes room in op's reply for a row of row_len bytes: when it has none,
+ * for as many as the rows still to come (SCAN_REPLY_ROOM_MAX at most),
+ * so that a reply of 1 000 rows is not grown by doubling from nothing,
+ * each step copying all of it again (the worker frees reply buffers
+ * over WORKER_REPLY_KEEP between requests).
+ */
+static void
+scan_reply_room(struct scan_op *op, size_t row_len)
+{
+    struct wire_buf *reply = &op->req->reply;
+    size_t rows = (size_t)MAX(op->want - op->got, 1);
+
+    if (reply->cap - reply->len < row_len) {
+        wire_buf_reserve(reply, MAX(row_len,
+                                    MIN(rows * row_len, SCAN_REPLY_ROOM_MAX)));
+    }
+}
+
 /* Moves rows from the bucket heads to the current op while it can. */
 static void
 scan_pump(struct scanner *sc)
@@ -1821,6 +1857,7 @@ scan_pump(struct scanner *sc)
                 g_byte_array_append(sc->page_row, b->rows.key,
                                     (guint)b->rows.key_len);
             }
+            scan_reply_room(op, b->rows.head_len);
             wire_writer_init(&wr, op->req->client_proto, &op->req->reply);
             if (scanbatch_copy_head(&b->rows, from, &wr)) {
                 metrics_bucket_row(sc->item.owner->metrics, sc->salt,

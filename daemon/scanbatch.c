@@ -24,9 +24,36 @@ scanbatch_init_legacy(struct scanbatch *b, const struct salt_table *salt,
     b->legacy = TRUE;
 }
 
+/*
+ * Whether marks are the rows of the list at rd, as the scan of this very
+ * reply left them: one per row and its end, in order, each row's first
+ * field inside it, the first row where rd is.  Anything else (a framed
+ * reply has none) and the rows are walked.
+ */
+static gboolean
+scanbatch_marks_fit(const struct scanbatch *b, size_t len,
+                    const struct wire_scan_mark *marks, size_t nmarks)
+{
+    if (marks == NULL || nmarks != (size_t)b->left + 1 ||
+        marks[0].at != wire_reader_offset(&b->rd) ||
+        marks[nmarks - 1].at > len) {
+        return FALSE;
+    }
+    for (size_t i = 0; i + 1 < nmarks; i++) {
+        if (marks[i + 1].at <= marks[i].at ||
+            (marks[i].type != WIRE_T_STOP &&
+             (marks[i].first <= marks[i].at ||
+              marks[i].first >= marks[i + 1].at))) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 void
 scanbatch_load(struct scanbatch *b, wire_proto_t proto, const uint8_t *msg,
-               size_t len, const struct wire_limits *limits)
+               size_t len, const struct wire_limits *limits,
+               const struct wire_scan_mark *marks, size_t nmarks)
 {
     struct wire_msg m;
     uint8_t type, et;
@@ -39,6 +66,42 @@ scanbatch_load(struct scanbatch *b, wire_proto_t proto, const uint8_t *msg,
     if (wire_read_list_begin(&b->rd, &et, &b->left) != WIRE_OK) {
         b->left = 0;
     }
+    b->msg = msg;
+    b->mark = b->left > 0 && scanbatch_marks_fit(b, len, marks, nmarks) ? marks
+                                                                        : NULL;
+}
+
+/*
+ * The row at b->rd by its mark, when its key is its first field: the
+ * scan that marked it checked every byte of the reply, so only the key
+ * is read.  FALSE: walk it instead.
+ */
+static gboolean
+scanbatch_marked(struct scanbatch *b, const uint8_t **row, uint32_t *row_len)
+{
+    const struct wire_scan_mark *m = b->mark;
+    const struct hbase1_field *kf = b->key_field;
+    const uint8_t *start = b->msg + m->at, *end = b->msg + m[1].at;
+    struct wire_reader kr;
+
+    b->mark++;
+    if (m->type != kf->type || m->fid != kf->fid) {
+        return FALSE;
+    }
+    /* the key's own reader: its limits, its bytes up to the row's end */
+    kr = b->rd;
+    kr.pos = b->msg + m->first;
+    kr.end = end;
+    if (wire_read_binary(&kr, row, row_len) != WIRE_OK) {
+        return FALSE;
+    }
+    b->key_first = TRUE;
+    b->key_at = m->first - m->at;
+    b->key_end = (uint32_t)(kr.pos - start);
+    b->head = start;
+    b->head_len = (size_t)(end - start);
+    b->rd.pos = end;
+    return TRUE;
 }
 
 /* Walks the row at b->rd once: its key (the first key field), its end. */
@@ -88,7 +151,8 @@ scanbatch_next(struct scanbatch *b)
         size_t logical_len;
 
         b->left--;
-        if (!scanbatch_walk(b, &row, &row_len)) {
+        if ((b->mark == NULL || !scanbatch_marked(b, &row, &row_len)) &&
+            !scanbatch_walk(b, &row, &row_len)) {
             b->left = 0;
             return SCANBATCH_MALFORMED;
         }

@@ -13,8 +13,9 @@ struct salt_table;
 /*
  * A batch is a fetch's whole reply, as the backend sent it.  The head is
  * the row the merge sees: its bytes in the batch and its logical key
- * (what the heap orders by).  Each row is walked once, by scanbatch_next,
- * which finds its key and where it ends; scanbatch_copy_head then writes
+ * (what the heap orders by).  Each row is walked once: by the resumable
+ * scan that received an unframed reply, whose marks give its key and
+ * where it ends, else by scanbatch_next; scanbatch_copy_head then writes
  * it for the client without walking it again.
  */
 struct scanbatch {
@@ -23,6 +24,9 @@ struct scanbatch {
     const struct hbase1_field *key_field; /* the row's key in a row */
     struct wire_reader rd;                /* at the row after the head */
     uint32_t left;                        /* rows after the head */
+    const uint8_t *msg;                   /* the reply */
+    const struct wire_scan_mark *mark;    /* the row after the head's
+                                             mark, or NULL: walk it */
     const uint8_t *head;                  /* head row: its struct's bytes */
     size_t head_len;
     const uint8_t *key; /* head's logical key */
@@ -54,11 +58,15 @@ void scanbatch_init_legacy(struct scanbatch *b, const struct salt_table *salt,
 
 /*
  * Starts on a fetch's reply (msg, len: its header, the result struct and
- * the list, which the caller has checked), before its first row.
+ * the list, which the caller has checked), before its first row.  marks
+ * (nmarks of them, or NULL) are its rows' as the resumable scan found
+ * them (wire_scan_mark): a row whose key is its first field is then
+ * not walked again.  Marks that do not fit the reply are not used.
  */
 void scanbatch_load(struct scanbatch *b, wire_proto_t proto,
                     const uint8_t *msg, size_t len,
-                    const struct wire_limits *limits);
+                    const struct wire_limits *limits,
+                    const struct wire_scan_mark *marks, size_t nmarks);
 
 /*
  * Moves the head to the next row.  Rows whose salt names another bucket

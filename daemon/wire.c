@@ -843,6 +843,60 @@ wire_scan_init(struct wire_scan *s)
     s->depth = 0;
     s->next = WIRE_T_STOP;
     s->bool_in_header = FALSE;
+    s->mark_first = FALSE;
+    s->marks = NULL;
+}
+
+void
+wire_scan_mark(struct wire_scan *s, struct wire_buf *marks)
+{
+    g_assert(!wire_scan_started(s));
+    s->marks = marks;
+    if (marks != NULL) {
+        wire_buf_clear(marks);
+    }
+}
+
+/* Marks an element, or the end of its list, at s->pos; left: the
+ * elements after it. */
+static void
+wire_scan_mark_at(struct wire_scan *s, gboolean element, uint32_t left)
+{
+    struct wire_scan_mark m = {
+        .at = (uint32_t)s->pos,
+        .type = WIRE_T_STOP,
+    };
+
+    /* as many bytes as the message at most: a row is larger than its
+     * mark, only a list of empty structs is not (and is walked) */
+    if (s->marks->len + sizeof(m) > MAX(s->pos, 4096)) {
+        wire_buf_clear(s->marks);
+        s->marks = NULL;
+        s->mark_first = FALSE;
+        return;
+    }
+    if (s->marks->len == 0) {
+        /* room for the list's at once, as the rows of a fetch are */
+        wire_buf_reserve(s->marks,
+                         MIN(((size_t)left + 2) * sizeof(m), 64u << 10));
+    }
+    *(struct wire_scan_mark *)wire_buf_reserve(s->marks, sizeof(m)) = m;
+    s->marks->len += sizeof(m);
+    s->mark_first = element;
+}
+
+/* The marked element's first field header was just read. */
+static void
+wire_scan_mark_field(struct wire_scan *s, uint8_t type, int16_t fid)
+{
+    struct wire_scan_mark *m = (struct wire_scan_mark *)(s->marks->data +
+                                                         s->marks->len) -
+                               1;
+
+    m->first = (uint32_t)s->pos;
+    m->fid = fid;
+    m->type = type;
+    s->mark_first = FALSE;
 }
 
 /*
@@ -902,6 +956,49 @@ wire_scan_value(struct wire_scan *s, struct wire_reader *r)
     f->val = val;
     f->left = count;
     f->last_fid = 0;
+}
+
+/*
+ * A marked element, at r, walked at once when all of it has arrived: a
+ * row is then read as wire_skip reads it, item after item without
+ * keeping a place between them, which costs a fraction of taking each
+ * item as a step of the scan.  Its verdict is the scan's: the same
+ * reader functions meet the same checks in the same order.  FALSE when
+ * the element goes on past what has arrived: r and the mark are as
+ * they were, and the scan takes it a step at a time.
+ */
+static gboolean
+wire_scan_element(struct wire_scan *s, struct wire_reader *r)
+{
+    uint8_t type = WIRE_T_STOP;
+    int16_t fid;
+    gboolean first = TRUE;
+
+    if (wire_read_struct_begin(r) == WIRE_OK) {
+        while (wire_read_field(r, &type, &fid) == WIRE_OK) {
+            if (first) {
+                s->pos = wire_reader_offset(r);
+                wire_scan_mark_field(s, type, fid);
+                first = FALSE;
+            }
+            if (type == WIRE_T_STOP || wire_skip(r, type) != WIRE_OK) {
+                break;
+            }
+        }
+        if (r->status == WIRE_OK) {
+            wire_read_struct_end(r);
+            s->pos = wire_reader_offset(r);
+            return TRUE;
+        }
+    }
+    if (r->status == WIRE_ERROR) {
+        return TRUE;
+    }
+    /* not all here: back to the element's first byte */
+    r->status = WIRE_OK;
+    r->error = NULL;
+    s->mark_first = TRUE;
+    return FALSE;
 }
 
 wire_status_t
@@ -970,6 +1067,9 @@ wire_scan_feed(struct wire_scan *s, wire_proto_t proto, const uint8_t *buf,
             }
             s->pos = wire_reader_offset(&r);
             top->last_fid = r.last_fid[s->depth];
+            if (s->mark_first) {
+                wire_scan_mark_field(s, type, fid);
+            }
             if (type == WIRE_T_STOP) {
                 if (--s->depth == 0) {
                     *msg_len = s->pos;
@@ -980,6 +1080,20 @@ wire_scan_feed(struct wire_scan *s, wire_proto_t proto, const uint8_t *buf,
             s->next = type;
             s->bool_in_header = proto == WIRE_COMPACT && type == WIRE_T_BOOL;
             continue;
+        }
+        /* the result struct's list of structs: a fetch's rows */
+        if (s->marks != NULL && s->depth == 2 && top->kind == WIRE_T_LIST &&
+            top->elem == WIRE_T_STRUCT) {
+            size_t at = s->pos;
+
+            wire_scan_mark_at(s, top->left > 0, top->left);
+            if (top->left > 0 && s->marks != NULL &&
+                wire_scan_element(s, &r)) {
+                /* whole (or wrong: r says why) */
+                top->left--;
+                continue;
+            }
+            s->pos = at;
         }
         if (top->left == 0) {
             s->depth--;

@@ -161,6 +161,19 @@ struct wire_scan_frame {
     int16_t last_fid;       /* compact: previous field id */
 };
 
+/*
+ * Where one element of a list of structs in the result struct lies (a
+ * fetch's rows), as the scan passed it, so that the scan engine reads a
+ * row's key and bounds without walking the row again (scanbatch.h).
+ * After the last element one more mark gives where the list ends.
+ */
+struct wire_scan_mark {
+    uint32_t at;    /* the element's first byte, from the message's */
+    uint32_t first; /* its first field's value, when type is not STOP */
+    int16_t fid;    /* the first field's id and type; WIRE_T_STOP: */
+    uint8_t type;   /* the element is empty (or the end mark) */
+};
+
 struct wire_scan {
     size_t pos;              /* bytes of the message walked */
     size_t skip;             /* bytes of a string still to pass */
@@ -170,10 +183,23 @@ struct wire_scan {
                                         WIRE_T_STOP: none */
     gboolean bool_in_header; /* compact: next is a bool already
                                         read with its field header */
+    gboolean mark_first;     /* the last mark waits for its element's
+                                        first field */
+    struct wire_buf *marks;  /* wire_scan_mark of this message, or
+                                        NULL: none kept */
     struct wire_scan_frame frame[WIRE_MAX_DEPTH + 1];
 };
 
+/* Starts a scan, keeping no marks. */
 void wire_scan_init(struct wire_scan *s);
+
+/*
+ * Has the scan, not started yet, mark the elements of a list of structs
+ * in the result struct into marks (emptied first), or none if NULL.
+ * The marks take at most as many bytes as the message: past that (a
+ * list of near-empty structs) they are dropped, and marks left empty.
+ */
+void wire_scan_mark(struct wire_scan *s, struct wire_buf *marks);
 
 /* Whether s has walked part of a message (a call may then resume it). */
 static inline gboolean

@@ -26,6 +26,7 @@ worker_req_get(struct worker *w)
         req = g_new0(struct req, 1);
         wire_buf_init(&req->reply);
         wire_buf_init(&req->raw);
+        wire_buf_init(&req->marks);
     }
     req_set_state(req, REQ_NEW);
     req->client = NULL;
@@ -53,6 +54,7 @@ worker_req_get(struct worker *w)
     req->legacy = 0;
     wire_buf_clear(&req->reply);
     wire_buf_clear(&req->raw);
+    wire_buf_clear(&req->marks);
     return req;
 }
 
@@ -71,6 +73,7 @@ worker_req_put(struct worker *w, struct req *req)
     if (w->nfree_reqs >= WORKER_FREE_REQS_MAX) {
         wire_buf_free(&req->reply);
         wire_buf_free(&req->raw);
+        wire_buf_free(&req->marks);
         g_free(req);
         return;
     }
@@ -80,6 +83,9 @@ worker_req_put(struct worker *w, struct req *req)
     }
     if (req->raw.cap > WORKER_REPLY_KEEP) {
         wire_buf_free(&req->raw);
+    }
+    if (req->marks.cap > WORKER_REPLY_KEEP) {
+        wire_buf_free(&req->marks);
     }
     TAILQ_INSERT_HEAD(&w->free_reqs, req, backend_link);
     w->nfree_reqs++;
@@ -96,6 +102,7 @@ worker_req_free_all(struct worker *w)
         TAILQ_REMOVE(&w->free_reqs, req, backend_link);
         wire_buf_free(&req->reply);
         wire_buf_free(&req->raw);
+        wire_buf_free(&req->marks);
         g_free(req);
     }
     w->nfree_reqs = 0;

@@ -207,7 +207,9 @@ static struct {
     uint64_t load_next;
     struct bench_hist hist;
     double cpu_start, cpu_end, bcpu_start, bcpu_end;
-    double scpu_start, scpu_end; /* hbase-bench itself */
+    double scpu_start, scpu_end;   /* hbase-bench itself */
+    double mcpu_start, mcpu_end;   /* the whole machine */
+    double steal_start, steal_end; /* taken by the hypervisor */
     long rss_start, rss_max, rss_end;
     struct event *ev_warm, *ev_stop, *ev_rss, *ev_abort;
     struct wire_buf out;
@@ -284,6 +286,41 @@ bench_proc_cpu(int pid)
         return -1;
     }
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/*
+ * CPU seconds the whole machine has run since boot (/proc/stat: user,
+ * nice, system, irq, softirq) and those its hypervisor stole; -1 when
+ * unreadable.  Less the processes measured, it is what else shared the
+ * cores during the window: what makes one run slower than the next.
+ */
+static void
+bench_machine_cpu(double *busy, double *steal)
+{
+    unsigned long long v[8] = { 0 };
+    FILE *f = fopen("/proc/stat", "r");
+    int n = f != NULL
+                ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+                         &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                         &v[7])
+                : 0;
+    double hz = (double)sysconf(_SC_CLK_TCK);
+
+    if (f != NULL) {
+        fclose(f);
+    }
+    *busy = n >= 7 ? (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / hz : -1;
+    *steal = n >= 8 ? (double)v[7] / hz : -1;
+}
+
+/* Closes the measured window's CPU counts. */
+static void
+bench_cpu_end(void)
+{
+    B.cpu_end = bench_proc_cpu(bench_opt.pid);
+    B.bcpu_end = bench_proc_cpu(bench_opt.backend_pid);
+    B.scpu_end = bench_proc_cpu(getpid());
+    bench_machine_cpu(&B.mcpu_end, &B.steal_end);
 }
 
 static long
@@ -1109,9 +1146,7 @@ bench_finish(void)
     B.finished = TRUE;
     if (B.t_stop == 0) {
         B.t_stop = bench_now_ns();
-        B.cpu_end = bench_proc_cpu(bench_opt.pid);
-        B.bcpu_end = bench_proc_cpu(bench_opt.backend_pid);
-        B.scpu_end = bench_proc_cpu(getpid());
+        bench_cpu_end();
     }
     event_base_loopexit(B.base, NULL);
 }
@@ -1126,6 +1161,7 @@ bench_measure_begin(void)
     B.cpu_start = bench_proc_cpu(bench_opt.pid);
     B.bcpu_start = bench_proc_cpu(bench_opt.backend_pid);
     B.scpu_start = bench_proc_cpu(getpid());
+    bench_machine_cpu(&B.mcpu_start, &B.steal_start);
     if (B.workload != BENCH_W_IDLE) {
         B.rss_start = bench_proc_rss_kb(bench_opt.pid);
     }
@@ -1150,9 +1186,7 @@ bench_stop_cb(evutil_socket_t fd, short what, void *arg)
 {
     /* the window closes now: later completions are not counted */
     B.t_stop = bench_now_ns();
-    B.cpu_end = bench_proc_cpu(bench_opt.pid);
-    B.bcpu_end = bench_proc_cpu(bench_opt.backend_pid);
-    B.scpu_end = bench_proc_cpu(getpid());
+    bench_cpu_end();
     B.rss_end = bench_proc_rss_kb(bench_opt.pid);
     B.measuring = FALSE;
     B.stopping = TRUE;
@@ -1371,6 +1405,12 @@ bench_report(void)
                       : -1;
     double scpu_op = scpu >= 0 && B.ops_done ? scpu * 1e6 / (double)B.ops_done
                                              : -1;
+    double mcpu = B.mcpu_start >= 0 && B.mcpu_end >= 0
+                      ? B.mcpu_end - B.mcpu_start
+                      : -1;
+    double steal = B.steal_start >= 0 && B.steal_end >= 0
+                       ? B.steal_end - B.steal_start
+                       : -1;
     double p50 = (double)bench_hist_quantile(&B.hist, 0.50) / 1e3;
     double p99 = (double)bench_hist_quantile(&B.hist, 0.99) / 1e3;
     double p999 = (double)bench_hist_quantile(&B.hist, 0.999) / 1e3;
@@ -1398,14 +1438,14 @@ bench_report(void)
         "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"mean_us\":%.1f,"
         "\"max_us\":%.1f,\"cpu_s\":%.3f,\"cpu_us_per_op\":%.3f,"
         "\"backend_cpu_us_per_op\":%.3f,\"client_cpu_us_per_op\":%.3f,"
-        "\"rss_start_kb\":%ld,"
+        "\"machine_cpu_s\":%.3f,\"steal_s\":%.3f,\"rss_start_kb\":%ld,"
         "\"rss_max_kb\":%ld,\"rss_end_kb\":%ld}",
         bench_opt.target, B.codec.proto == WIRE_COMPACT ? "compact" : "binary",
         B.codec.framed ? "framed" : "buffered", bench_opt.connections,
         B.salted ? B.salt.buckets : 0, B.ops_done, B.errors, B.rows, el, ops_s,
         el > 0 ? (double)B.rows / el : 0, p50, p99, p999, mean,
         (double)(B.hist.count ? B.hist.max : 0) / 1e3, cpu, cpu_op, bcpu_op,
-        scpu_op, B.rss_start, B.rss_max, B.rss_end);
+        scpu_op, mcpu, steal, B.rss_start, B.rss_max, B.rss_end);
     printf("%s\n", g->str);
     fflush(stdout);
     fprintf(stderr,
@@ -1557,6 +1597,7 @@ main(int argc, char **argv)
     bench_hist_reset(&B.hist);
     B.cpu_start = B.cpu_end = B.bcpu_start = B.bcpu_end = -1;
     B.scpu_start = B.scpu_end = -1;
+    B.mcpu_start = B.mcpu_end = B.steal_start = B.steal_end = -1;
     B.rss_start = B.rss_max = bench_proc_rss_kb(bench_opt.pid);
     B.rss_end = -1;
 

@@ -491,17 +491,18 @@ scan_sample(wire_proto_t proto, struct wire_buf *b, size_t big)
     g_free(blob);
 }
 
-/* Feeds buf to a fresh scan cut at the given points (ascending); returns
- * the status of the last feed. */
+/* Feeds buf to a fresh scan cut at the given points (ascending), marking
+ * into marks if not NULL; returns the status of the last feed. */
 static wire_status_t
 scan_in_pieces(wire_proto_t proto, const uint8_t *buf, size_t len,
-               const size_t *cuts, size_t ncuts, size_t *msg_len,
-               const char **why)
+               const size_t *cuts, size_t ncuts, struct wire_buf *marks,
+               size_t *msg_len, const char **why)
 {
     struct wire_scan sc;
     wire_status_t st = WIRE_AGAIN;
 
     wire_scan_init(&sc);
+    wire_scan_mark(&sc, marks);
     for (size_t i = 0; i <= ncuts; i++) {
         size_t upto = i < ncuts ? cuts[i] : len;
 
@@ -513,6 +514,68 @@ scan_in_pieces(wire_proto_t proto, const uint8_t *buf, size_t len,
     return st;
 }
 
+/*
+ * The marks a scan of buf[0..len) (one whole message) left are where its
+ * result struct's list of structs has each element and its first field,
+ * and where the list ends, as a reader walking it finds them.
+ */
+static void
+scan_assert_marks(wire_proto_t proto, const uint8_t *buf, size_t len,
+                  const struct wire_buf *marks)
+{
+    const struct wire_scan_mark *m = (const struct wire_scan_mark *)
+                                         marks->data;
+    size_t n = marks->len / sizeof(*m), i = 0;
+    struct wire_reader r;
+    struct wire_msg msg;
+    uint8_t type, et;
+    int16_t fid;
+    uint32_t count;
+
+    g_assert_cmpuint(marks->len % sizeof(*m), ==, 0);
+    wire_reader_init(&r, proto, buf, len, TRUE, NULL);
+    wire_read_msg_begin(&r, &msg);
+    wire_read_struct_begin(&r);
+    while (wire_read_field(&r, &type, &fid) == WIRE_OK &&
+           type != WIRE_T_STOP) {
+        if (type != WIRE_T_LIST) {
+            wire_skip(&r, type);
+            continue;
+        }
+        wire_read_list_begin(&r, &et, &count);
+        for (uint32_t e = 0; e < count; e++) {
+            if (et != WIRE_T_STRUCT) {
+                wire_skip(&r, et);
+                continue;
+            }
+            g_assert_cmpuint(i, <, n);
+            g_assert_cmpuint(m[i].at, ==, wire_reader_offset(&r));
+            wire_read_struct_begin(&r);
+            wire_read_field(&r, &type, &fid);
+            g_assert_cmpuint(m[i].first, ==, wire_reader_offset(&r));
+            g_assert_cmpint(m[i].type, ==, type);
+            g_assert_cmpint(m[i].fid, ==, type == WIRE_T_STOP ? 0 : fid);
+            while (type != WIRE_T_STOP) {
+                wire_skip(&r, type);
+                wire_read_field(&r, &type, &fid);
+            }
+            wire_read_struct_end(&r);
+            i++;
+        }
+        wire_read_container_end(&r);
+        if (et == WIRE_T_STRUCT) {
+            g_assert_cmpuint(i, <, n);
+            g_assert_cmpuint(m[i].at, ==, wire_reader_offset(&r));
+            g_assert_cmpint(m[i].type, ==, WIRE_T_STOP);
+            i++;
+        }
+    }
+    g_assert_cmpint(r.status, ==, WIRE_OK);
+    g_assert_cmpuint(i, ==, n);
+}
+
+/* Test: cut anywhere, the scan finds the message's end; marking, it
+ * marks the rows of its list of structs as a walk finds them */
 static void
 test_scan_splits(gconstpointer data)
 {
@@ -521,11 +584,12 @@ test_scan_splits(gconstpointer data)
     GRand *rng = g_rand_new_with_seed(7);
 
     for (size_t k = 0; k < G_N_ELEMENTS(bigs); k++) {
-        struct wire_buf b;
+        struct wire_buf b, marks;
         size_t whole, len, *cuts;
         const char *why;
 
         wire_buf_init(&b);
+        wire_buf_init(&marks);
         scan_sample(proto, &b, bigs[k]);
         whole = b.len;
         /* a second message right behind: the scan stops at the first */
@@ -540,12 +604,13 @@ test_scan_splits(gconstpointer data)
         for (size_t i = 0; i < whole; i++) {
             cuts[i] = i;
         }
-        g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, cuts, whole, &len,
-                                       &why),
+        g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, cuts, whole,
+                                       &marks, &len, &why),
                         ==, WIRE_OK);
         g_assert_cmpuint(len, ==, whole);
+        scan_assert_marks(proto, b.data, whole, &marks);
         g_assert_cmpint(scan_in_pieces(proto, b.data, whole - 1, cuts,
-                                       whole - 1, &len, &why),
+                                       whole - 1, NULL, &len, &why),
                         ==, WIRE_AGAIN);
         /* random cuts */
         for (int round = 0; round < 50; round++) {
@@ -559,13 +624,20 @@ test_scan_splits(gconstpointer data)
                     }
                 }
             }
-            g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, cuts, n, &len,
-                                           &why),
+            g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, cuts, n,
+                                           &marks, &len, &why),
                             ==, WIRE_OK);
             g_assert_cmpuint(len, ==, whole);
+            scan_assert_marks(proto, b.data, whole, &marks);
         }
+        /* whole at once: each row walked in one go */
+        g_assert_cmpint(scan_in_pieces(proto, b.data, b.len, NULL, 0, &marks,
+                                       &len, &why),
+                        ==, WIRE_OK);
+        scan_assert_marks(proto, b.data, whole, &marks);
         g_free(cuts);
         wire_buf_free(&b);
+        wire_buf_free(&marks);
     }
     g_rand_free(rng);
 }
@@ -577,9 +649,10 @@ test_scan_agrees(gconstpointer data)
 {
     wire_proto_t proto = GPOINTER_TO_INT(data);
     GRand *rng = g_rand_new_with_seed(11);
-    struct wire_buf b;
+    struct wire_buf b, marks;
 
     wire_buf_init(&b);
+    wire_buf_init(&marks);
     scan_sample(proto, &b, 200);
     for (int round = 0; round < 20000; round++) {
         uint8_t *m = g_memdup2(b.data, b.len);
@@ -601,7 +674,9 @@ test_scan_agrees(gconstpointer data)
             }
         }
         st1 = wire_message_scan(proto, FALSE, m, len, NULL, &want, &why1);
-        st2 = scan_in_pieces(proto, m, len, cuts, n, &got, &why2);
+        /* marking, each row that has all arrived is walked at once */
+        st2 = scan_in_pieces(proto, m, len, cuts, n,
+                             round % 2 == 1 ? &marks : NULL, &got, &why2);
         g_assert_cmpint(st2, ==, st1);
         if (st1 == WIRE_OK) {
             g_assert_cmpuint(got, ==, want);
@@ -612,6 +687,7 @@ test_scan_agrees(gconstpointer data)
         g_free(m);
     }
     wire_buf_free(&b);
+    wire_buf_free(&marks);
     g_rand_free(rng);
 }
 
@@ -734,16 +810,23 @@ scan_check_every_cut(wire_proto_t proto, const uint8_t *buf, size_t len,
     size_t want = 0, got = 0;
     wire_status_t whole, st;
     struct wire_scan sc;
+    struct wire_buf marks;
 
     whole = wire_message_scan(proto, FALSE, buf, len, lim, &want, &why);
+    wire_buf_init(&marks);
     for (size_t cut = 0; cut <= len; cut++) {
-        wire_scan_init(&sc);
-        st = wire_scan_feed(&sc, proto, buf, cut, lim, &got, &swhy);
-        if (st == WIRE_AGAIN) {
-            st = wire_scan_feed(&sc, proto, buf, len, lim, &got, &swhy);
+        /* and marking: the rows that have all arrived walked at once */
+        for (int mark = 0; mark < 2; mark++) {
+            wire_scan_init(&sc);
+            wire_scan_mark(&sc, mark ? &marks : NULL);
+            st = wire_scan_feed(&sc, proto, buf, cut, lim, &got, &swhy);
+            if (st == WIRE_AGAIN) {
+                st = wire_scan_feed(&sc, proto, buf, len, lim, &got, &swhy);
+            }
+            scan_assert_same(st, got, swhy, whole, want, why);
         }
-        scan_assert_same(st, got, swhy, whole, want, why);
     }
+    wire_buf_free(&marks);
     wire_scan_init(&sc);
     st = WIRE_AGAIN;
     for (size_t upto = 0; upto <= len && st == WIRE_AGAIN; upto++) {
