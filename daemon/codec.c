@@ -200,7 +200,8 @@ codec_tally_add(struct codec_tally *t, const struct salt_table *salt,
 struct codec_tally_mark {
     uint32_t n;
     uint32_t nnotes;
-    uint32_t last_requests, last_writes, last_rows; /* of entry n - 1 */
+    struct codec_bucket_count last; /* entry n - 1: only its counts move
+                                       while it is the last */
     guint64 unsalted;
 };
 
@@ -215,9 +216,7 @@ codec_tally_mark(const struct codec_tally *t, struct codec_tally_mark *m)
     m->nnotes = t->nnotes;
     m->unsalted = t->unsalted;
     if (t->n > 0) {
-        m->last_requests = t->v[t->n - 1].requests;
-        m->last_writes = t->v[t->n - 1].writes;
-        m->last_rows = t->v[t->n - 1].rows;
+        m->last = t->v[t->n - 1];
     }
 }
 
@@ -233,9 +232,7 @@ codec_tally_rewind(struct codec_tally *t, const struct codec_tally_mark *m)
     t->nnotes = m->nnotes;
     t->unsalted = m->unsalted;
     if (t->n > 0) {
-        t->v[t->n - 1].requests = m->last_requests;
-        t->v[t->n - 1].writes = m->last_writes;
-        t->v[t->n - 1].rows = m->last_rows;
+        t->v[t->n - 1] = m->last;
     }
 }
 

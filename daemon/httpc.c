@@ -865,6 +865,21 @@ httpc_header(struct httpc_conn *h, char *line, gboolean *chunked,
     return HTTPC_AGAIN;
 }
 
+/* Whether what ends at pos in raw (-1: its end has not come yet), plus
+ * extra bytes of its terminator, fits in max bytes: HTTPC_BODY when it is
+ * all there, HTTPC_AGAIN while it still may come, HTTPC_BAD (with why)
+ * once it cannot fit, so a server cannot make us buffer without bound. */
+static httpc_reply_t
+httpc_bounded(struct evbuffer *raw, ev_ssize_t pos, size_t extra, size_t max,
+              const char *what, char *why, size_t whylen)
+{
+    if (pos < 0 ? evbuffer_get_length(raw) > max : (size_t)pos + extra > max) {
+        g_snprintf(why, whylen, "HTTP %s over %zu bytes", what, max);
+        return HTTPC_BAD;
+    }
+    return pos < 0 ? HTTPC_AGAIN : HTTPC_BODY;
+}
+
 /* The status line and headers, when they are all there. */
 static httpc_reply_t
 httpc_head(struct httpc_conn *h, struct evbuffer *raw, char *why,
@@ -873,23 +888,17 @@ httpc_head(struct httpc_conn *h, struct evbuffer *raw, char *why,
     struct evbuffer_ptr end = evbuffer_search(raw, "\r\n\r\n", 4, NULL);
     char head[HTTPC_HEAD_MAX + 1];
     gboolean chunked = FALSE, has_length = FALSE, http10;
+    httpc_reply_t fits;
     char *line, *next;
     size_t n;
 
-    if (end.pos < 0) {
-        if (evbuffer_get_length(raw) > HTTPC_HEAD_MAX) {
-            g_snprintf(why, whylen, "HTTP reply head over %u bytes",
-                       HTTPC_HEAD_MAX);
-            return HTTPC_BAD;
-        }
-        return HTTPC_AGAIN;
+    /* the last line's CRLF is part of the head */
+    fits = httpc_bounded(raw, end.pos, 2, HTTPC_HEAD_MAX, "reply head", why,
+                         whylen);
+    if (fits != HTTPC_BODY) {
+        return fits;
     }
-    n = (size_t)end.pos + 2; /* the last line's CRLF */
-    if (n > HTTPC_HEAD_MAX) {
-        g_snprintf(why, whylen, "HTTP reply head over %u bytes",
-                   HTTPC_HEAD_MAX);
-        return HTTPC_BAD;
-    }
+    n = (size_t)end.pos + 2;
     evbuffer_remove(raw, head, n);
     evbuffer_drain(raw, 2);
     head[n] = '\0';
@@ -966,18 +975,11 @@ httpc_line(struct evbuffer *raw, char *line, char *why, size_t whylen)
     struct evbuffer_ptr p = evbuffer_search_eol(raw, NULL, &eol,
                                                 EVBUFFER_EOL_CRLF_STRICT);
 
-    if (p.pos < 0) {
-        if (evbuffer_get_length(raw) > HTTPC_LINE_MAX) {
-            g_snprintf(why, whylen, "HTTP chunk line over %u bytes",
-                       HTTPC_LINE_MAX);
-            return HTTPC_BAD;
-        }
-        return HTTPC_AGAIN;
-    }
-    if ((size_t)p.pos > HTTPC_LINE_MAX) {
-        g_snprintf(why, whylen, "HTTP chunk line over %u bytes",
-                   HTTPC_LINE_MAX);
-        return HTTPC_BAD;
+    httpc_reply_t fits = httpc_bounded(raw, p.pos, 0, HTTPC_LINE_MAX,
+                                       "chunk line", why, whylen);
+
+    if (fits != HTTPC_BODY) {
+        return fits;
     }
     evbuffer_remove(raw, line, (size_t)p.pos);
     line[p.pos] = '\0';

@@ -369,12 +369,18 @@ proxy_accept(struct worker *w, evutil_socket_t fd, struct sockaddr *sa,
     worker_post(to, proxy_accepted_cb, a);
 }
 
+/* Every listener of worker 0: which one took the connection says its
+ * service (Thrift2's listener, the other method table) and whether TLS
+ * ends here ([tls] listen: Thrift1 clients on other hosts). */
 static void
 proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
                 struct sockaddr *sa, int salen, void *arg)
 {
-    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT1),
-                 FALSE);
+    struct worker *w = arg;
+    hbase1_service_id_t kind = l == w->listener2 ? HBASE1_SERVICE_THRIFT2
+                                                 : HBASE1_SERVICE_THRIFT1;
+
+    proxy_accept(w, fd, sa, salen, hbase1_service(kind), l == w->listener_tls);
 }
 
 /* An HTTP connection's bridge: an ordinary client to the workers. */
@@ -393,24 +399,6 @@ proxy_http_handoff(void *arg, evutil_socket_t fd, const struct sockaddr *peer,
         memcpy(&sa, peer, (size_t)peerlen);
     }
     proxy_accept(arg, fd, (struct sockaddr *)&sa, salen, svc, FALSE);
-}
-
-/* The TLS listener: Thrift1 clients on other hosts. */
-static void
-proxy_accept_tls_cb(struct evconnlistener *l, evutil_socket_t fd,
-                    struct sockaddr *sa, int salen, void *arg)
-{
-    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT1),
-                 TRUE);
-}
-
-/* The Thrift2 listener: the same workers, the other method table. */
-static void
-proxy_accept2_cb(struct evconnlistener *l, evutil_socket_t fd,
-                 struct sockaddr *sa, int salen, void *arg)
-{
-    proxy_accept(arg, fd, sa, salen, hbase1_service(HBASE1_SERVICE_THRIFT2),
-                 FALSE);
 }
 
 static void
@@ -668,13 +656,13 @@ proxy_bound_port(evutil_socket_t fd)
 /* A listener of worker 0 on sa for the [group] listen key; NULL and error
  * set when the address cannot be bound. */
 static struct evconnlistener *
-proxy_listen(struct worker *w, evconnlistener_cb cb, const struct sockaddr *sa,
-             socklen_t salen, const char *group, const char *host,
-             uint16_t port, GError **error)
+proxy_listen(struct worker *w, const struct sockaddr *sa, socklen_t salen,
+             const char *group, const char *host, uint16_t port,
+             GError **error)
 {
     /* no LEV_OPT_REUSEABLE_PORT: the address is this process's alone */
     struct evconnlistener *l =
-        evconnlistener_new_bind(w->base, cb, w,
+        evconnlistener_new_bind(w->base, proxy_accept_cb, w,
                                 LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
                                     LEV_OPT_CLOSE_ON_EXEC,
                                 1024, sa, (int)salen);
@@ -737,21 +725,18 @@ proxy_worker_init(struct proxy *p, struct worker *w, unsigned id,
         return FALSE;
     }
     if (id == 0 &&
-        ((w->listener = proxy_listen(w, proxy_accept_cb, sa, salen, "proxy",
-                                     p->set.listen_host, p->set.listen_port,
-                                     error)) == NULL ||
+        ((w->listener = proxy_listen(w, sa, salen, "proxy", p->set.listen_host,
+                                     p->set.listen_port, error)) == NULL ||
          (p->set.thrift2_enabled &&
-          (w->listener2 = proxy_listen(w, proxy_accept2_cb,
+          (w->listener2 = proxy_listen(w,
                                        (struct sockaddr *)&p->set.thrift2_addr,
                                        p->set.thrift2_addrlen, "thrift2",
                                        p->set.thrift2_host,
                                        p->set.thrift2_port, error)) == NULL) ||
          (p->set.tls_enabled &&
-          (w->listener_tls = proxy_listen(w, proxy_accept_tls_cb,
-                                          (struct sockaddr *)&p->set.tls_addr,
-                                          p->set.tls_addrlen, "tls",
-                                          p->set.tls_host, p->set.tls_port,
-                                          error)) == NULL))) {
+          (w->listener_tls = proxy_listen(
+               w, (struct sockaddr *)&p->set.tls_addr, p->set.tls_addrlen,
+               "tls", p->set.tls_host, p->set.tls_port, error)) == NULL))) {
         return FALSE;
     }
     for (int i = 0; id == 0 && i < 2; i++) {
