@@ -272,11 +272,9 @@ class BehindWriteTest(_Base):
 
 
 class ResetTest(_Base):
-    """Every connection of the one server up is reset at once (a network
-    reset) while the other server of its service is down: the reads in
-    flight there are answered, by the same server on new connections,
-    rather than failed after a few sends on connections whose reset the
-    proxy had yet to read."""
+    """The one server up of a service (the other is down) resets its
+    connections: the reads in flight there are answered, by the same
+    server on new connections, rather than failed."""
     POOL = 8
 
     def open_conns(self, relay):
@@ -293,10 +291,12 @@ class ResetTest(_Base):
             self.assertIsNone(res.io, res.io and res.io.message)
             p.close()
 
-    def test_reads_survive_a_reset_of_every_connection(self):
+    def test_read_waits_for_a_server_briefly_refusing(self):
+        # the one server up resets every connection and refuses a new one
+        # for a moment (a reset that catches a connect too): the proxy
+        # holds it off (connect backoff) and no server can take the read
+        # at once.  It waits, within its timeout, and is answered.
         a, b = self.r1
-        self.open_conns(b)
-        # a down: refused, until the proxy holds it down
         a.down()
         c = TH.client1(self.port)
         deadline = time.time() + 10
@@ -306,20 +306,20 @@ class ResetTest(_Base):
             c.getRow(TABLE, key(0), {})
             time.sleep(0.12)
         for round_ in range(3):
-            b.pause()
-            pipes = [Pipe(self.port) for _ in range(2)]
-            for i, p in enumerate(pipes):
-                p.send('getRow', TABLE, key(i), {})
-            time.sleep(0.2)
-            b.cut()
-            b.resume()
-            for i, p in enumerate(pipes):
-                res = p.recv('getRow')
-                self.assertIsNone(res.io, 'round %d: %s' % (
-                    round_, res.io and res.io.message))
-                self.assertEqual([r.row for r in res.success], [key(i)])
-                p.close()
             self.open_conns(b)
+            b.pause()
+            p = Pipe(self.port)
+            p.send('getRow', TABLE, key(round_), {})
+            time.sleep(0.2)
+            b.down()
+            time.sleep(0.05)
+            b.up()
+            b.resume()
+            res = p.recv('getRow')
+            self.assertIsNone(res.io, 'round %d: %s' % (
+                round_, res.io and res.io.message))
+            self.assertEqual([r.row for r in res.success], [key(round_)])
+            p.close()
         c.transport.close()
 
 
