@@ -697,7 +697,7 @@ backend_wait_cb(evutil_socket_t fd, short what, void *arg)
  * slow answer within it is no failure.
  */
 /* How far into a connection's queue movable reads are looked for. */
-#define BACKEND_MOVE_SCAN 64
+#define BACKEND_MOVE_SCAN 256
 
 /* Whether req, on conn, may be sent to another server early. */
 static gboolean
