@@ -549,6 +549,7 @@ class Faults(object):
         self.down = set()           # servers (names) killed or stalled now
         self.intervals = []         # (service, name or None: all, t0, t1)
         self.counts = {'kills': 0, 'stalls': 0, 'resets': 0, 'reloads': 0}
+        self.slow = 0               # spans a server was slow, not injected
         self.stop = threading.Event()
         chosen = run.args.faults.split(',') if run.args.faults else []
         self.threads = [threading.Thread(target=f, daemon=True)
@@ -557,6 +558,9 @@ class Faults(object):
                                         ('reset', self.resetter),
                                         ('reload', self.reloader))
                         if name in chosen]
+        self.threads += [threading.Thread(target=self.watcher, args=(s,),
+                                          daemon=True)
+                         for s in run.servers]
 
     def start(self):
         for t in self.threads:
@@ -642,6 +646,46 @@ class Faults(object):
         while not self.wait(3.0, 8.0):
             os.kill(self.run_.proxy.proc.pid, signal.SIGHUP)
             self.counts['reloads'] += 1
+
+    def watcher(self, s):
+        """Whether s answers at all, outside the faults: a trivial call
+        through its relay (not the proxy) every 0.1 s.  One slower than
+        the proxy's read_retry_after_ms (a third of the call timeout) with
+        no fault injected into s is an unhealthy span too: on this shared
+        machine the backend or the relays (threads of this process) are
+        at times starved for seconds, every server at once, and a read
+        can then fail although no fault touched its servers."""
+        slow_s = self.run_.args.call_timeout_ms / 3000.0
+        c = None
+        while not self.stop.wait(0.1):
+            with self.lock:
+                if s['name'] in self.down:
+                    continue    # a fault of its own: counted already
+            t0 = time.time()
+            try:
+                if c is None:
+                    if s['service'] == 1:
+                        c = TH.client1(s['relay'].port, timeout=10.0)
+                    else:
+                        c = TH.client2(s['relay'].port, timeout=10.0)
+                if s['service'] == 1:
+                    c.getTableNames()
+                else:
+                    c.exists(b't', TH.T2.TGet(row=b'~watch'))
+            except Exception:
+                # a kill or a reset (of this connection too): dial again
+                if c is not None:
+                    c.transport.close()
+                c = None
+                continue
+            t1 = time.time()
+            if t1 - t0 > slow_s and \
+                    not self.unhealthy(s['service'], s['name'], t0, t1):
+                with self.lock:
+                    self.intervals.append((s['service'], s['name'], t0, t1))
+                    self.slow += 1
+        if c is not None:
+            c.transport.close()
 
     def unhealthy(self, service, name, t0, t1):
         """Whether name (of service) had a fault overlapping [t0, t1]."""
@@ -960,12 +1004,13 @@ def drive(run, args):
           '(+-2); rss %d -> %d kB (peak %d, limit %d%s); reads failed '
           'while a server was healthy: %d of %d failed reads (and %d '
           'pipelined behind a failed write); rss every '
-          'tenth of the run: %s kB; proxy log warnings: %d'
+          'tenth of the run: %s kB; proxy log warnings: %d; spans a server '
+          'was slow with no fault injected: %d'
           % (st.calls, st.scans_ok, st.scans_failed, fds0, fds1, rss0, rss1,
              rss_peak, rss_limit, ', not checked under ASan'
              if UNDER_ASAN else '', healthy_fail, len(st.failed_reads),
              st.reads_behind_failed_write,
-             ' '.join(str(x) for x in rss_trail), warnings))
+             ' '.join(str(x) for x in rss_trail), warnings, faults.slow))
     print('failures by call: %s' % ', '.join(
         '%s/thrift%s/%s: %d' % (k + (v,))
         for k, v in sorted(st.by_op.items())))
