@@ -46,9 +46,9 @@ Invariants (the test fails on any):
                  backend connections at the end at most 2 more than after
                  warm-up; its RSS at the end at most 25 % + 8 MiB above
                  the warm-up figure (skipped under ASan).
-Counted always, an invariant with --strict-reads (HSP_FAULT_STRICT_READS=1)
-(not the default yet: a few in a million calls still fail, see
-tests/faults/README.md):
+An invariant by default with the emulator (--no-strict-reads or
+HSP_FAULT_STRICT_READS=0 only counts them; on real HBase only counted
+unless --strict-reads or HSP_FAULT_STRICT_READS=1):
   reads failed while healthy: point reads that failed although a server
                  of their service had no kill or stall from the call's
                  start to start + the call timeout.  A pipelined read
@@ -884,22 +884,24 @@ def main():
                          'empty: the load alone, for comparison)')
     ap.add_argument('--pace-ms', type=float, default=2.0,
                     help='pause between two steps of a client (default 2)')
-    # not yet the default: about 1 read in 70 000 still fails while a
-    # server of its service is healthy (a reset on the healthy server
-    # while the other is down; a read queued behind another client's
-    # write on a stalled server: tests/faults/README.md), which would make
-    # the CI form fail at random; counted and printed every run
+    # the default on the emulator since the 10-minute run held it at 0
+    # (tests/faults/README.md); not yet measured on real HBase, where it
+    # is only counted unless asked for; counted and printed every run
+    strict_env = os.environ.get('HSP_FAULT_STRICT_READS')
     ap.add_argument('--strict-reads', action='store_true',
-                    default=os.environ.get('HSP_FAULT_STRICT_READS',
-                                           '0') != '0',
+                    default=None if strict_env is None
+                    else strict_env != '0',
                     help='fail on reads that failed while a server was '
-                         'healthy (HSP_FAULT_STRICT_READS=1; the default '
-                         'only counts them)')
+                         'healthy (the default with the emulator; '
+                         'HSP_FAULT_STRICT_READS=0 or --no-strict-reads '
+                         'only counts them, =1 asks for it on real HBase)')
     ap.add_argument('--no-strict-reads', dest='strict_reads',
                     action='store_false')
     ap.add_argument('--seed', type=int, default=int(
         os.environ.get('HSP_FAULT_SEED', str(int(time.time()) % 100000))))
     args = ap.parse_args()
+    if args.strict_reads is None:
+        args.strict_reads = args.backend_kind == 'emu'
     if args.call_timeout_ms is None:
         args.call_timeout_ms = 3000 if args.backend_kind == 'real' else 1500
     TH = hsptest.Thrift(args.pydir)
