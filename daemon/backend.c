@@ -928,19 +928,21 @@ backend_connect_failed(struct backend_conn *conn, const char *why,
     health_failed(s->health, why);
     TAILQ_INIT(&moved);
     wire_buf_init(&bytes);
-    if (pool->nservers > 1 && conn->bev != NULL) {
+    if (conn->bev != NULL) {
         struct evbuffer *out = conn->sasl_held != NULL
                                    ? conn->sasl_held
                                    : bufferevent_get_output(conn->bev);
 
         /* the output buffer (with SASL: the held one) holds their
-         * messages, in queue order */
+         * messages, in queue order; with one server only the reads
+         * move (they wait for it: backend_wait), the others fail */
         for (req = TAILQ_FIRST(&conn->pending); req != NULL; req = next) {
             next = TAILQ_NEXT(req, backend_link);
             if (evbuffer_get_length(out) < req->backend_len) {
                 break;
             }
-            if (req->server >= 0 || req->deadline <= now) {
+            if (req->server >= 0 || req->deadline <= now ||
+                (pool->nservers == 1 && !backend_may_reread(req, now))) {
                 evbuffer_drain(out, req->backend_len);
                 continue;
             }
