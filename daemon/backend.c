@@ -49,6 +49,7 @@ static void backend_http_send(struct backend_conn *conn);
 static gboolean backend_replies(struct backend_conn *conn);
 static void backend_http_take(struct backend_conn *conn);
 static void backend_tls_read_cb(struct bufferevent *bev, void *arg);
+static void backend_wait_cb(evutil_socket_t fd, short what, void *arg);
 static struct backend_conn *
 backend_submit_at(struct backend_pool *pool, struct req *req,
                   struct backend_conn *after, const uint8_t *msg, size_t len,
@@ -171,6 +172,8 @@ backend_pool_new(struct worker *w, struct worker_gen *gen)
     pool->servers = g_new0(struct backend_server, set->nservers);
     /* workers start at different servers so load spreads from the start */
     pool->next_server = set->nservers != 0 ? w->id % set->nservers : 0;
+    TAILQ_INIT(&pool->waiting);
+    pool->wait_timer = evtimer_new(w->base, backend_wait_cb, pool);
     for (i = 0; i < pool->nservers; i++) {
         struct backend_server *s = &pool->servers[i];
 
@@ -311,14 +314,23 @@ void
 backend_pool_free(struct backend_pool *pool)
 {
     unsigned i, j;
+    struct req *req;
 
     g_assert(pool != NULL && pool->worker != NULL);
+    while ((req = TAILQ_FIRST(&pool->waiting)) != NULL) {
+        /* detached too: its client went with the others */
+        TAILQ_REMOVE(&pool->waiting, req, backend_link);
+        if (req->client == NULL) {
+            worker_req_put(pool->worker, req);
+        }
+    }
+    pool->nwaiting = 0;
+    event_free(pool->wait_timer);
     for (i = 0; i < pool->nservers; i++) {
         struct backend_server *s = &pool->servers[i];
 
         for (j = 0; j < pool->set->pool_size; j++) {
             struct backend_conn *conn = &s->conns[j];
-            struct req *req;
 
             /* clients are gone by now: every request here is detached */
             while ((req = TAILQ_FIRST(&conn->pending)) != NULL) {
@@ -345,7 +357,7 @@ gboolean
 backend_pool_idle(const struct backend_pool *pool)
 {
     g_assert(pool != NULL);
-    if (!pool->retired || pool->scanners > 0) {
+    if (!pool->retired || pool->scanners > 0 || pool->nwaiting > 0) {
         return FALSE;
     }
     for (unsigned i = 0; i < pool->nservers; i++) {
@@ -400,6 +412,7 @@ backend_pool_pending(const struct backend_pool *pool)
     unsigned i, j, n = 0;
 
     g_assert(pool != NULL);
+    n = pool->nwaiting;
     for (i = 0; i < pool->nservers; i++) {
         for (j = 0; j < pool->set->pool_size; j++) {
             n += pool->servers[i].conns[j].npending;
@@ -518,13 +531,29 @@ backend_conn_connected(struct backend_conn *conn)
  * it was, to another server that is up (or, when none is, to the same
  * server on a new connection: a reset connection is not a dead server),
  * within its own deadline (request_timeout_ms from when it was first
- * sent): a read applied twice changes nothing.  Not a read that timed out itself (its time is spent),
- * and at most BACKEND_REREADS times.  Writes keep the at-most-once rule
- * (moved only when no byte of them reached a server:
- * backend_connect_failed); increments and appends are writes.  Scanner
- * calls are the scan engine's (scan.c resumes a lost bucket).
+ * sent): a read applied twice changes nothing.  Not a read that timed
+ * out itself (its time is spent), and not to a server it stalled on.
+ * Writes keep the at-most-once rule (moved only when no byte of them
+ * reached a server: backend_connect_failed); increments and appends are
+ * writes.  Scanner calls are the scan engine's (scan.c resumes a lost
+ * bucket).
+ *
+ * The first BACKEND_REREADS go at once.  A read past them, or one that
+ * no server can take right now (every server of its service down or
+ * holding off after a refused connect), waits (backend_wait) and is
+ * tried again every BACKEND_WAIT_STEP_MS, for at most BACKEND_WAIT_MAX_MS
+ * and within its deadline, up to BACKEND_REREADS_MAX sends in all.  Why:
+ * a reset of every connection of a server fails them one by one as the
+ * loop reaches them, and a read sent again at once may land on one whose
+ * reset is still to be read (each is a send); a server that is alone up
+ * may be briefly held off.  A moment later the dead connections are
+ * gone and a server takes it, while a failing read still costs a bounded
+ * number of sends.
  */
 #define BACKEND_REREADS 3
+#define BACKEND_REREADS_MAX 7 /* req->rereads holds it */
+#define BACKEND_WAIT_STEP_MS 50
+#define BACKEND_WAIT_MAX_MS 1000
 
 /* Whether req is a client's read whose message is kept (raw). */
 static gboolean
@@ -539,42 +568,125 @@ static struct backend_conn *backend_pick(struct backend_pool *pool, int only,
                                          gint64 now);
 static uint8_t backend_req_service(const struct req *req);
 
-/* Whether req, failed with its connection to server at, goes again
- * (not to a stalled server). */
+/* Whether req, a client's read already sent (or held by a connect), may
+ * be sent again at now: to a server that can take it, at once or after a
+ * wait. */
 static gboolean
-backend_may_reread(struct backend_pool *pool, const struct req *req, int at,
-                   gint64 now)
+backend_may_reread(const struct req *req, gint64 now)
 {
     return req->client != NULL && backend_req_rereadable(req) &&
-           !req->timed_out && req->rereads < BACKEND_REREADS &&
+           !req->timed_out && req->rereads < BACKEND_REREADS_MAX &&
            req->deadline > now && req->backend_len > 0 &&
            req->raw.len == req->backend_len &&
-           backend_pick(pool, -1, backend_req_service(req),
-                        req->stalled ? at : -1, now) != NULL;
+           (req->wait_until == 0 || req->wait_until > now);
 }
 
-/* Sends the reads of q again, in their order, on one connection: of
- * another server than avoid's when one can take them, else of avoid's. */
+/* req waits for a server to take it again (above). */
 static void
-backend_reread(struct backend_pool *pool, struct req_queue *q, int avoid)
+backend_wait(struct backend_pool *pool, struct req *req, gint64 now)
+{
+    struct timeval tv = { 0, BACKEND_WAIT_STEP_MS * 1000 };
+
+    if (req->wait_until == 0) {
+        req->wait_until = MIN(req->deadline,
+                              now + (gint64)BACKEND_WAIT_MAX_MS * 1000);
+    }
+    req->conn = NULL;
+    TAILQ_INSERT_TAIL(&pool->waiting, req, backend_link);
+    pool->nwaiting++;
+    if (!evtimer_pending(pool->wait_timer, NULL)) {
+        evtimer_add(pool->wait_timer, &tv);
+    }
+}
+
+/* The server req goes to again: not one it stalled on, nor at (where its
+ * connection just failed) while another can take it; -1 if any. */
+static int
+backend_reread_avoid(struct backend_pool *pool, const struct req *req, int at,
+                     gint64 now)
+{
+    if (req->stalled_on >= 0) {
+        return req->stalled_on;
+    }
+    if (at >= 0 &&
+        backend_pick(pool, -1, backend_req_service(req), at, now) != NULL) {
+        return at;
+    }
+    return -1;
+}
+
+/* Sends the reads of q again, in their order, on one connection where
+ * they can share it: of another server than at's when one can take them,
+ * else of at's; those past the first sends, or that no server can take
+ * now, wait. */
+static void
+backend_reread(struct backend_pool *pool, struct req_queue *q, int at)
 {
     struct backend_conn *to = NULL;
-    struct req *req = TAILQ_FIRST(q);
+    struct req *req;
+    gint64 now = req_now();
 
-    /* a stalled server is not asked again */
-    if (!req->stalled && backend_pick(pool, -1, backend_req_service(req),
-                                      avoid, req_now()) == NULL) {
-        avoid = -1;
-    }
     while ((req = TAILQ_FIRST(q)) != NULL) {
+        int avoid = backend_reread_avoid(pool, req, at, now);
+
         TAILQ_REMOVE(q, req, backend_link);
         req->conn = NULL;
+        if (req->rereads >= BACKEND_REREADS ||
+            backend_pick(pool, -1, backend_req_service(req), avoid, now) ==
+                NULL) {
+            backend_wait(pool, req, now);
+            continue;
+        }
         req->rereads++;
-        if (to != NULL && !backend_conn_takes(pool, to)) {
+        if (to != NULL && (!backend_conn_takes(pool, to) ||
+                           to->server - pool->servers == avoid)) {
             to = NULL;
         }
         to = backend_submit_at(pool, req, to, req->raw.data, req->raw.len,
                                avoid, FALSE, FALSE);
+    }
+}
+
+/* Tries the waiting reads again: each goes, waits on, or fails. */
+static void
+backend_wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct backend_pool *pool = arg;
+    struct worker *w = pool->worker;
+    struct req_queue q;
+    struct req *req;
+    char msg[BACKEND_MSG_MAX];
+    gint64 now = req_now();
+
+    (void)fd;
+    (void)what;
+    TAILQ_INIT(&q);
+    TAILQ_CONCAT(&q, &pool->waiting, backend_link);
+    pool->nwaiting = 0;
+    while ((req = TAILQ_FIRST(&q)) != NULL) {
+        int avoid = req->stalled_on;
+
+        TAILQ_REMOVE(&q, req, backend_link);
+        if (req->client == NULL) {
+            /* its client left: nobody waits for it */
+            worker_req_finish(w, req);
+        } else if (!backend_may_reread(req, now)) {
+            g_snprintf(msg, sizeof(msg),
+                       "hbase-salt-proxy: backend %s: connection lost, and "
+                       "no server could take the read again within %u ms",
+                       req->backend_name != NULL ? req->backend_name : "?",
+                       BACKEND_WAIT_MAX_MS);
+            req_io_error(req, msg, TRUE);
+            req->err_kind = METRICS_ERR_TRANSPORT;
+            worker_req_finish(w, req);
+        } else if (backend_pick(pool, -1, backend_req_service(req), avoid,
+                                now) == NULL) {
+            backend_wait(pool, req, now);
+        } else {
+            req->rereads++;
+            backend_submit_at(pool, req, NULL, req->raw.data, req->raw.len,
+                              avoid, FALSE, FALSE);
+        }
     }
 }
 
@@ -584,21 +696,26 @@ backend_reread(struct backend_pool *pool, struct req_queue *q, int avoid)
  * its connections open: a read sent there would wait its whole
  * request_timeout_ms and fail while another server could answer it at
  * once.  So when the oldest request of a connection has had no answer
- * for [backend] read_retry_after_ms, the reads at the front of its queue
- * (up to the first request that is not a read that may go again: a
- * write, an increment, a scanner call, or a read past its reread bound)
+ * for [backend] read_retry_after_ms, the reads on it that may go again
  * are sent, in their order, to another server that is up, within what
  * is left of their own request_timeout_ms: the client's timeout stays the
  * bound it sees, and its replies keep their order (the client's FIFO).
  * Each leaves a placeholder in its place, a detached request with its
  * sequence id: the server's late answer is read and dropped as a
- * departed client's is (the first answer wins), the requests behind it
- * on the connection keep their pairing, and a write there is neither
- * failed early nor sent twice; reads behind a write stay behind it (they
- * must see it).  The connection itself times out as before when the
- * server stays silent until the placeholder's deadline (a health
- * failure); a slow answer within it is no failure.
+ * departed client's is (the first answer wins), the requests left on
+ * the connection keep their pairing, and a write there is neither
+ * failed early nor sent twice: it stays, and fails or completes on its
+ * own.  Reads of other clients behind a write move too (they were not
+ * sent after it by their client: nothing orders them after it), but a
+ * client's read behind a call of its own that stays (a write, an
+ * increment) stays behind it: HBase applies one connection's calls in
+ * order, and a client that pipelines a read after its write must see
+ * the write.  The connection itself times out as before when the server
+ * stays silent until the oldest call's deadline (a health failure); a
+ * slow answer within it is no failure.
  */
+/* How far into a connection's queue movable reads are looked for. */
+#define BACKEND_MOVE_SCAN 256
 
 /* Whether req, on conn, may be sent to another server early. */
 static gboolean
@@ -606,13 +723,39 @@ backend_req_movable(const struct req *req, gint64 at)
 {
     return backend_req_rereadable(req) && req->client != NULL &&
            req->server < 0 && !req->timed_out &&
-           req->rereads < BACKEND_REREADS && req->deadline > at &&
+           req->rereads < BACKEND_REREADS_MAX && req->deadline > at &&
            req->backend_len > 0 && req->raw.len == req->backend_len;
 }
 
+/* Whether a call of req's client that stays on the connection is before
+ * req there (req must stay behind it). */
+static gboolean
+backend_req_held(const struct backend_conn *conn, const struct req *req)
+{
+    const struct req *q;
+
+    TAILQ_FOREACH (q, &conn->pending, backend_link) {
+        if (q == req) {
+            return FALSE;
+        }
+        if (q->client == req->client && !backend_req_rereadable(q)) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* Whether req, on conn, goes to another server when conn stalls. */
+static gboolean
+backend_req_moves(const struct backend_conn *conn, const struct req *req,
+                  gint64 at)
+{
+    return backend_req_movable(req, at) && !backend_req_held(conn, req);
+}
+
 /*
- * When the reads at the front of conn go to another server (G_MAXINT64:
- * none may); when now is set, also that another server can take them.
+ * When the reads on conn go to another server (G_MAXINT64: none may);
+ * when now is set, also that another server can take them.
  */
 static gint64
 backend_conn_retry_at(struct backend_conn *conn, gboolean now)
@@ -622,17 +765,19 @@ backend_conn_retry_at(struct backend_conn *conn, gboolean now)
     int self = (int)(conn->server - pool->servers);
     gint64 at = conn->answer_since + (gint64)ms * 1000;
     struct req *req;
+    unsigned n = 0;
 
     if (ms == 0 || conn->state != BACKEND_CONNECTED) {
         return G_MAXINT64;
     }
     TAILQ_FOREACH (req, &conn->pending, backend_link) {
-        /* a placeholder, or a read whose client left: nobody waits */
-        if (req->client == NULL && req->sink == NULL) {
-            continue;
+        if (++n > BACKEND_MOVE_SCAN) {
+            break;
         }
-        if (!backend_req_movable(req, MAX(at, req_now()))) {
-            return G_MAXINT64;
+        /* a placeholder, or a read whose client left: nobody waits;
+         * a call that stays: the reads behind it may still go */
+        if (!backend_req_moves(conn, req, MAX(at, req_now()))) {
+            continue;
         }
         if (now && backend_pick(pool, -1, conn->server->srv->service, self,
                                 req_now()) == NULL) {
@@ -643,7 +788,7 @@ backend_conn_retry_at(struct backend_conn *conn, gboolean now)
     return G_MAXINT64;
 }
 
-/* Sends the reads at the front of conn to another server, each leaving a
+/* Sends the reads on conn that may go to another server, each leaving a
  * placeholder (above). */
 static void
 backend_conn_move_reads(struct backend_conn *conn)
@@ -652,16 +797,16 @@ backend_conn_move_reads(struct backend_conn *conn)
     struct backend_pool *pool = conn->server->pool;
     struct req_queue moved;
     struct req *req, *next, *ph;
-    unsigned n = 0;
+    int self = (int)(conn->server - pool->servers);
+    unsigned n = 0, seen = 0;
 
     TAILQ_INIT(&moved);
-    for (req = TAILQ_FIRST(&conn->pending); req != NULL; req = next) {
+    for (req = TAILQ_FIRST(&conn->pending);
+         req != NULL && seen < BACKEND_MOVE_SCAN; req = next) {
         next = TAILQ_NEXT(req, backend_link);
-        if (req->client == NULL && req->sink == NULL) {
+        seen++;
+        if (!backend_req_moves(conn, req, req_now())) {
             continue;
-        }
-        if (!backend_req_movable(req, req_now())) {
-            break;
         }
         ph = worker_req_get(w);
         req_set_state(ph, REQ_SENT);
@@ -674,7 +819,8 @@ backend_conn_move_reads(struct backend_conn *conn)
         ph->queued = req->queued;
         TAILQ_INSERT_BEFORE(req, ph, backend_link);
         TAILQ_REMOVE(&conn->pending, req, backend_link);
-        req->stalled = 1; /* not back here */
+        req->stalled = 1;
+        req->stalled_on = self; /* not back here */
         TAILQ_INSERT_TAIL(&moved, req, backend_link);
         n++;
     }
@@ -685,7 +831,7 @@ backend_conn_move_reads(struct backend_conn *conn)
               "(read_retry_after_ms): %u read%s sent to another server",
               conn->server->srv->name, conn->index,
               w->gen->cfg->read_retry_after_ms, n, n == 1 ? "" : "s");
-    backend_reread(pool, &moved, (int)(conn->server - pool->servers));
+    backend_reread(pool, &moved, self);
 }
 
 /*
@@ -740,7 +886,7 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
     TAILQ_INIT(&again);
     for (req = head; req != NULL; req = next) {
         next = TAILQ_NEXT(req, backend_link);
-        if (backend_may_reread(pool, req, at, now)) {
+        if (backend_may_reread(req, now)) {
             TAILQ_REMOVE(&failed, req, backend_link);
             TAILQ_INSERT_TAIL(&again, req, backend_link);
             nagain++;
@@ -776,7 +922,8 @@ backend_conn_fail(struct backend_conn *conn, const char *head_why,
  * Takes the requests of conn whose messages never left (all of them: its
  * held or output buffer holds their messages, in queue order) off it,
  * into moved, their messages into bytes.  With drop, those pinned to
- * their server or past their deadline stay, to fail with conn.
+ * their server or past their deadline stay, to fail with conn, and with
+ * one server all but the reads that may be sent again.
  */
 static void
 backend_conn_unsent(struct backend_conn *conn, gint64 now, gboolean drop,
@@ -793,7 +940,11 @@ backend_conn_unsent(struct backend_conn *conn, gint64 now, gboolean drop,
         if (evbuffer_get_length(out) < req->backend_len) {
             break;
         }
-        if (drop && (req->server >= 0 || req->deadline <= now)) {
+        /* with one server only the reads move (they wait for it:
+         * backend_wait), the others fail */
+        if (drop && (req->server >= 0 || req->deadline <= now ||
+                     (conn->server->pool->nservers == 1 &&
+                      !backend_may_reread(req, now)))) {
             evbuffer_drain(out, req->backend_len);
             continue;
         }
@@ -855,7 +1006,7 @@ backend_connect_failed(struct backend_conn *conn, const char *why,
     health_failed(s->health, why);
     TAILQ_INIT(&moved);
     wire_buf_init(&bytes);
-    if (pool->nservers > 1 && conn->bev != NULL) {
+    if (conn->bev != NULL) {
         backend_conn_unsent(conn, now, TRUE, &moved, &bytes);
     }
     backend_conn_fail_log(conn, why, why, TRUE, log);
@@ -1228,8 +1379,9 @@ backend_uncork(struct worker *w)
 }
 
 /* backend_submit, avoiding server avoid; fresh: a new request (its
- * deadline starts now), else one moved after a failed connect.  Returns
- * the connection req waits on, NULL when it was finished at once. */
+ * deadline starts now), else one sent again or moved after a failed
+ * connect.  Returns the connection req waits on, NULL when it was
+ * finished at once or waits for a server (backend_wait). */
 static struct backend_conn *
 backend_submit_at(struct backend_pool *pool, struct req *req,
                   struct backend_conn *after, const uint8_t *msg, size_t len,
@@ -1252,6 +1404,12 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
         /* no earlier request to follow: the least loaded connection */
         conn = backend_pick(pool, req->server, backend_req_service(req), avoid,
                             now);
+        if (conn == NULL && !fresh && backend_may_reread(req, now)) {
+            /* a read sent before (or held by a connect): it waits for a
+             * server rather than failing at once */
+            backend_wait(pool, req, now);
+            return NULL;
+        }
         if (conn == NULL) {
             backend_unavailable(pool, req);
             return NULL;
@@ -2004,6 +2162,8 @@ backend_timer_cb(evutil_socket_t fd, short what, void *arg)
         head->timed_out = 1;
         TAILQ_FOREACH (req, &conn->pending, backend_link) {
             req->stalled = 1;
+            req->stalled_on = (int)(conn->server -
+                                    conn->server->pool->servers);
         }
         health_failed(conn->server->health, why);
         backend_conn_fail(conn, why,

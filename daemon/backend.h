@@ -107,6 +107,10 @@ struct backend_pool {
                                        (pinned scanners), close idle
                                        connections */
     unsigned scanners;                 /* open scanners pinned to it */
+    struct req_queue waiting;          /* reads waiting for a server to
+                                       take them again (backend_wait) */
+    unsigned nwaiting;
+    struct event *wait_timer; /* tries them again */
 };
 
 struct backend_pool *backend_pool_new(struct worker *w,

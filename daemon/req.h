@@ -82,8 +82,12 @@ struct req {
     unsigned stalled:1;            /* failed: its connection was closed
                                       because a call on it timed out (the
                                       server is slow, not gone) */
-    unsigned rereads:2;            /* a read sent again after its
+    unsigned rereads:3;            /* a read sent again after its
                                       connection failed: how many times */
+    int stalled_on;                /* server it stalled on (a read is not
+                                      sent there again), -1 = none */
+    gint64 wait_until;             /* a read waiting for a server to take
+                                      it again: when it stops waiting */
     struct backend_conn *conn;     /* waiting on it; NULL when answered */
     struct codec_call call;        /* what the reply needs to know */
     wire_proto_t client_proto;     /* copied: a detached req still knows */

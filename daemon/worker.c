@@ -42,6 +42,8 @@ worker_req_get(struct worker *w)
     req->timed_out = 0;
     req->stalled = 0;
     req->rereads = 0;
+    req->stalled_on = -1;
+    req->wait_until = 0;
     memset(&req->call, 0, sizeof(req->call));
     req->client_framed = 0;
     req->backend_seqid = 0;

@@ -15,6 +15,8 @@ HSP_KEEP_LOGS=1 keeps the temp dir (configs, logs).
 
 import argparse
 import os
+import select
+import socket
 import shutil
 import sys
 import tempfile
@@ -41,7 +43,50 @@ def key(i):
     return b'row%04d' % i
 
 
-class ReadStallTest(unittest.TestCase):
+class Pipe(object):
+    """A Thrift1 client connection that sends calls without waiting for
+    their replies (a pipelining client), so a test knows which calls are
+    still unanswered."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(('127.0.0.1', port), 10)
+        ts = TH.TSocket.TSocket()
+        ts.handle = self.sock
+        self.iprot = TH.TBinaryProtocol.TBinaryProtocol(
+            TH.TTransport.TBufferedTransport(ts))
+        self.seqid = 0
+
+    def send(self, name, *args):
+        out = TH.TTransport.TMemoryBuffer()
+        w = TH.Hbase.Client(TH.TBinaryProtocol.TBinaryProtocol(out))
+        self.seqid += 1
+        w._seqid = self.seqid
+        getattr(w, 'send_' + name)(*args)
+        self.sock.sendall(out.getvalue())
+
+    def answered_within(self, seconds):
+        return bool(select.select([self.sock], [], [], seconds)[0])
+
+    def recv(self, name):
+        """The next reply's result (name_result: .success, .io)."""
+        got, _, _ = self.iprot.readMessageBegin()
+        assert got == name, got
+        res = getattr(TH.Hbase, name + '_result')()
+        res.read(self.iprot)
+        self.iprot.readMessageEnd()
+        return res
+
+    def close(self):
+        self.sock.close()
+
+
+def put(row, value):
+    return (TABLE, row, [TH.T.Mutation(column=b'd:c', value=value)], {})
+
+
+class _Base(unittest.TestCase):
+    POOL = 2            # pool_size
+
     def setUp(self):
         self.workdir = tempfile.mkdtemp(prefix='hsp-read-stall-')
         self.emu = start_backend('emu', self.workdir, emu=ARGS.emu,
@@ -52,13 +97,13 @@ class ReadStallTest(unittest.TestCase):
         conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 1\n'
                 '[backend]\nservers = %s\nthrift2_servers = %s\n'
                 'request_timeout_ms = %d\nread_retry_after_ms = %d\n'
-                'connect_timeout_ms = 500\npool_size = 2\n'
+                'connect_timeout_ms = 500\npool_size = %d\n'
                 '[thrift2]\nlisten = 127.0.0.1:%d\n'
                 '[table:t]\nbuckets = 4\nsalt_format = hex\n'
                 % (self.port,
                    ', '.join('127.0.0.1:%d' % r.port for r in self.r1),
                    ', '.join('127.0.0.1:%d' % r.port for r in self.r2),
-                   TIMEOUT_MS, RETRY_MS, self.port2))
+                   TIMEOUT_MS, RETRY_MS, self.POOL, self.port2))
         try:
             self.proxy = Proxy(ARGS.proxy, self.workdir, conf,
                                [self.port, self.port2])
@@ -99,6 +144,18 @@ class ReadStallTest(unittest.TestCase):
                         % (took, TIMEOUT_MS / 1000.0))
         return got
 
+    def write_pending_on(self, relay, pipe):
+        """A write of pipe's left unanswered on relay's server (paused):
+        Thrift1 calls go to the two servers in turn, so one of two does."""
+        for i in range(4):
+            pipe.send('mutateRow', *put(b'w%d' % i, b'x'))
+            if not pipe.answered_within(0.3):
+                return
+            self.assertIsNone(pipe.recv('mutateRow').io)
+        self.fail('no write reached the paused server')
+
+
+class ReadStallTest(_Base):
     def test_thrift1_reads_while_a_server_stalls(self):
         c = TH.client1(self.port)
         self.r1[0].pause()
@@ -165,6 +222,104 @@ class ReadStallTest(unittest.TestCase):
         time.sleep(0.5)
         got = c.atomicIncrement(TABLE, b'counter', b'd:n', 0)
         self.assertLessEqual(got, calls)
+        c.transport.close()
+
+
+class BehindWriteTest(_Base):
+    POOL = 1
+
+    def test_reads_behind_another_clients_write_move(self):
+        # pool_size 1 (one connection a server): a write of one client
+        # on the stalled server holds its only connection; the reads of
+        # another client sent there queue behind it.  They are answered
+        # by the other server after read_retry_after_ms; the write stays
+        # (never sent twice) and lands when the server wakes.
+        self.r1[0].pause()
+        writer = Pipe(self.port)
+        self.write_pending_on(self.r1[0], writer)
+        c = TH.client1(self.port)
+        for i in range(6):
+            rows = self.timed(lambda: c.getRow(TABLE, key(i), {}))
+            self.assertEqual([r.row for r in rows], [key(i)])
+        self.r1[0].resume()
+        self.assertIsNone(writer.recv('mutateRow').io)
+        writer.close()
+        c.transport.close()
+        self.assertIn('read_retry_after_ms', self.proxy.log_text())
+
+    def test_a_clients_read_stays_behind_its_own_write(self):
+        # a client that pipelines a read after its own write must see the
+        # write: that read stays behind it on the stalled server, while
+        # another client's reads there move
+        self.r1[0].pause()
+        p = Pipe(self.port)
+        self.write_pending_on(self.r1[0], p)
+        p.send('mutateRow', *put(key(1), b'new'))
+        p.send('getRow', TABLE, key(1), {})
+        c = TH.client1(self.port)
+        for i in range(4):
+            self.timed(lambda: c.getRow(TABLE, key(i), {}))
+        self.assertFalse(p.answered_within(0.2))
+        self.r1[0].resume()
+        self.assertIsNone(p.recv('mutateRow').io)
+        self.assertIsNone(p.recv('mutateRow').io)
+        res = p.recv('getRow')
+        self.assertIsNone(res.io, res.io and res.io.message)
+        self.assertEqual([r.columns[b'd:c'].value for r in res.success],
+                         [b'new'])
+        p.close()
+        c.transport.close()
+
+
+class ResetTest(_Base):
+    """The one server up of a service (the other is down) resets its
+    connections: the reads in flight there are answered, by the same
+    server on new connections, rather than failed."""
+    POOL = 8
+
+    def open_conns(self, relay):
+        """Connections open to relay's server, idle: calls held there at
+        once spread over its pool."""
+        relay.pause()
+        pipes = [Pipe(self.port) for _ in range(16)]
+        for i, p in enumerate(pipes):
+            p.send('getRow', TABLE, key(i), {})
+        time.sleep(0.3)
+        relay.resume()
+        for p in pipes:
+            res = p.recv('getRow')
+            self.assertIsNone(res.io, res.io and res.io.message)
+            p.close()
+
+    def test_read_waits_for_a_server_briefly_refusing(self):
+        # the one server up resets every connection and refuses a new one
+        # for a moment (a reset that catches a connect too): the proxy
+        # holds it off (connect backoff) and no server can take the read
+        # at once.  It waits, within its timeout, and is answered.
+        a, b = self.r1
+        a.down()
+        c = TH.client1(self.port)
+        deadline = time.time() + 10
+        while ('127.0.0.1:%d: down after' % a.port) not in \
+                self.proxy.log_text():
+            self.assertLess(time.time(), deadline, 'a never went down')
+            c.getRow(TABLE, key(0), {})
+            time.sleep(0.12)
+        for round_ in range(3):
+            self.open_conns(b)
+            b.pause()
+            p = Pipe(self.port)
+            p.send('getRow', TABLE, key(round_), {})
+            time.sleep(0.2)
+            b.down()
+            time.sleep(0.05)
+            b.up()
+            b.resume()
+            res = p.recv('getRow')
+            self.assertIsNone(res.io, 'round %d: %s' % (
+                round_, res.io and res.io.message))
+            self.assertEqual([r.row for r in res.success], [key(round_)])
+            p.close()
         c.transport.close()
 
 

@@ -46,9 +46,9 @@ Invariants (the test fails on any):
                  backend connections at the end at most 2 more than after
                  warm-up; its RSS at the end at most 25 % + 8 MiB above
                  the warm-up figure (skipped under ASan).
-Counted always, an invariant with --strict-reads (HSP_FAULT_STRICT_READS=1)
-(not the default yet: a few in a million calls still fail, see
-tests/faults/README.md):
+An invariant by default with the emulator (--no-strict-reads or
+HSP_FAULT_STRICT_READS=0 only counts them; on real HBase only counted
+unless --strict-reads or HSP_FAULT_STRICT_READS=1):
   reads failed while healthy: point reads that failed although a server
                  of their service had no kill or stall from the call's
                  start to start + the call timeout.  A pipelined read
@@ -549,6 +549,7 @@ class Faults(object):
         self.down = set()           # servers (names) killed or stalled now
         self.intervals = []         # (service, name or None: all, t0, t1)
         self.counts = {'kills': 0, 'stalls': 0, 'resets': 0, 'reloads': 0}
+        self.slow = 0               # spans a server was slow, not injected
         self.stop = threading.Event()
         chosen = run.args.faults.split(',') if run.args.faults else []
         self.threads = [threading.Thread(target=f, daemon=True)
@@ -557,6 +558,9 @@ class Faults(object):
                                         ('reset', self.resetter),
                                         ('reload', self.reloader))
                         if name in chosen]
+        self.threads += [threading.Thread(target=self.watcher, args=(s,),
+                                          daemon=True)
+                         for s in run.servers]
 
     def start(self):
         for t in self.threads:
@@ -642,6 +646,46 @@ class Faults(object):
         while not self.wait(3.0, 8.0):
             os.kill(self.run_.proxy.proc.pid, signal.SIGHUP)
             self.counts['reloads'] += 1
+
+    def watcher(self, s):
+        """Whether s answers at all, outside the faults: a trivial call
+        through its relay (not the proxy) every 0.1 s.  One slower than
+        the proxy's read_retry_after_ms (a third of the call timeout) with
+        no fault injected into s is an unhealthy span too: on this shared
+        machine the backend or the relays (threads of this process) are
+        at times starved for seconds, every server at once, and a read
+        can then fail although no fault touched its servers."""
+        slow_s = self.run_.args.call_timeout_ms / 3000.0
+        c = None
+        while not self.stop.wait(0.1):
+            with self.lock:
+                if s['name'] in self.down:
+                    continue    # a fault of its own: counted already
+            t0 = time.time()
+            try:
+                if c is None:
+                    if s['service'] == 1:
+                        c = TH.client1(s['relay'].port, timeout=10.0)
+                    else:
+                        c = TH.client2(s['relay'].port, timeout=10.0)
+                if s['service'] == 1:
+                    c.getTableNames()
+                else:
+                    c.exists(b't', TH.T2.TGet(row=b'~watch'))
+            except Exception:
+                # a kill or a reset (of this connection too): dial again
+                if c is not None:
+                    c.transport.close()
+                c = None
+                continue
+            t1 = time.time()
+            if t1 - t0 > slow_s and \
+                    not self.unhealthy(s['service'], s['name'], t0, t1):
+                with self.lock:
+                    self.intervals.append((s['service'], s['name'], t0, t1))
+                    self.slow += 1
+        if c is not None:
+            c.transport.close()
 
     def unhealthy(self, service, name, t0, t1):
         """Whether name (of service) had a fault overlapping [t0, t1]."""
@@ -840,22 +884,24 @@ def main():
                          'empty: the load alone, for comparison)')
     ap.add_argument('--pace-ms', type=float, default=2.0,
                     help='pause between two steps of a client (default 2)')
-    # not yet the default: about 1 read in 70 000 still fails while a
-    # server of its service is healthy (a reset on the healthy server
-    # while the other is down; a read queued behind another client's
-    # write on a stalled server: tests/faults/README.md), which would make
-    # the CI form fail at random; counted and printed every run
+    # the default on the emulator since the 10-minute run held it at 0
+    # (tests/faults/README.md); not yet measured on real HBase, where it
+    # is only counted unless asked for; counted and printed every run
+    strict_env = os.environ.get('HSP_FAULT_STRICT_READS')
     ap.add_argument('--strict-reads', action='store_true',
-                    default=os.environ.get('HSP_FAULT_STRICT_READS',
-                                           '0') != '0',
+                    default=None if strict_env is None
+                    else strict_env != '0',
                     help='fail on reads that failed while a server was '
-                         'healthy (HSP_FAULT_STRICT_READS=1; the default '
-                         'only counts them)')
+                         'healthy (the default with the emulator; '
+                         'HSP_FAULT_STRICT_READS=0 or --no-strict-reads '
+                         'only counts them, =1 asks for it on real HBase)')
     ap.add_argument('--no-strict-reads', dest='strict_reads',
                     action='store_false')
     ap.add_argument('--seed', type=int, default=int(
         os.environ.get('HSP_FAULT_SEED', str(int(time.time()) % 100000))))
     args = ap.parse_args()
+    if args.strict_reads is None:
+        args.strict_reads = args.backend_kind == 'emu'
     if args.call_timeout_ms is None:
         args.call_timeout_ms = 3000 if args.backend_kind == 'real' else 1500
     TH = hsptest.Thrift(args.pydir)
@@ -960,12 +1006,13 @@ def drive(run, args):
           '(+-2); rss %d -> %d kB (peak %d, limit %d%s); reads failed '
           'while a server was healthy: %d of %d failed reads (and %d '
           'pipelined behind a failed write); rss every '
-          'tenth of the run: %s kB; proxy log warnings: %d'
+          'tenth of the run: %s kB; proxy log warnings: %d; spans a server '
+          'was slow with no fault injected: %d'
           % (st.calls, st.scans_ok, st.scans_failed, fds0, fds1, rss0, rss1,
              rss_peak, rss_limit, ', not checked under ASan'
              if UNDER_ASAN else '', healthy_fail, len(st.failed_reads),
              st.reads_behind_failed_write,
-             ' '.join(str(x) for x in rss_trail), warnings))
+             ' '.join(str(x) for x in rss_trail), warnings, faults.slow))
     print('failures by call: %s' % ', '.join(
         '%s/thrift%s/%s: %d' % (k + (v,))
         for k, v in sorted(st.by_op.items())))
