@@ -3,8 +3,6 @@
 #include "admin.h"
 
 #include <string.h>
-#include <sys/socket.h>
-#include <netinet/in.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -297,8 +295,6 @@ admin_new(struct event_base *base, struct proxy *p,
 {
     struct admin *a = g_new0(struct admin, 1);
     struct evhttp_bound_socket *bound;
-    struct sockaddr_storage ss;
-    socklen_t sslen = sizeof(ss);
 
     a->p = p;
     a->base = base;
@@ -335,12 +331,9 @@ admin_new(struct event_base *base, struct proxy *p,
             keyviz_tick(p->metrics->kv, g_get_real_time());
         }
     }
-    a->port = listen->port;
-    if (getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss,
-                    &sslen) == 0) {
-        a->port = ss.ss_family == AF_INET6
-                      ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                      : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    a->port = httpd_bound_port(evhttp_bound_socket_get_fd(bound));
+    if (a->port == 0) {
+        a->port = listen->port;
     }
     if (!g_str_has_prefix(listen->host, "127.") &&
         strcmp(listen->host, "::1") != 0 &&

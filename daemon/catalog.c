@@ -161,15 +161,26 @@ catalog_entry_mapping(const char *table, const char *entry)
     return catalog_mapping_line(&theirs);
 }
 
-/* A proxy's refusal of a table its file leaves unsalted yet the catalog
- * holds (config_orphan). */
+/*
+ * The refusal of a table the file leaves unsalted yet the catalog holds
+ * (entry): a proxy's (config_orphan), or, for tool, the migration tool's
+ * (catalog_check_copy).  Both name the catalog's mapping and its origin.
+ */
 static char *
-catalog_orphan_why(const struct config *cfg, const char *table,
-                   const char *entry)
+catalog_unsalted_why(const struct config *cfg, const char *table,
+                     const char *entry, gboolean tool)
 {
     g_autofree char *origin = catalog_entry_origin(entry);
     g_autofree char *line = catalog_entry_mapping(table, entry);
 
+    if (tool) {
+        return g_strdup_printf(
+            "table %s has no [table:%s] section in this configuration file, "
+            "yet the table catalog %s holds its mapping as {%s} (%s): the "
+            "proxies salt its rows, and read or written unsalted they are "
+            "not where the proxies look; add its section",
+            table, table, cfg->catalog_table, line, origin);
+    }
     return g_strdup_printf(
         "hbase-salt-proxy: table %s is not served: the table catalog %s "
         "holds it as salted {%s} (%s), and this proxy's configuration has "
@@ -283,7 +294,7 @@ catalog_scan_orphans(struct hconn *c, const struct config *cfg,
             g_autofree char *why = NULL;
 
             name = g_strndup((const char *)r->key, r->key_len);
-            why = catalog_orphan_why(cfg, name, entry);
+            why = catalog_unsalted_why(cfg, name, entry, FALSE);
             g_ptr_array_add(pairs, catalog_orphan_pair(name, why));
         }
     }
@@ -958,22 +969,6 @@ catalog_compare(const struct config *cfg, GString *out, unsigned *mismatches,
     return ok;
 }
 
-/* A table the file leaves unsalted yet the catalog holds: a refusal. */
-static char *
-catalog_unsalted_refusal(const struct config *cfg, const char *table,
-                         const char *entry)
-{
-    g_autofree char *origin = catalog_entry_origin(entry);
-    g_autofree char *line = catalog_entry_mapping(table, entry);
-
-    return g_strdup_printf(
-        "table %s has no [table:%s] section in this configuration file, "
-        "yet the table catalog %s holds its mapping as {%s} (%s): the "
-        "proxies salt its rows, and read or written unsalted they are not "
-        "where the proxies look; add its section",
-        table, table, cfg->catalog_table, line, origin);
-}
-
 gboolean
 catalog_check_copy(struct hconn *c, const struct config *cfg,
                    const char *table, gboolean write, char **refusal,
@@ -1028,7 +1023,7 @@ catalog_check_copy(struct hconn *c, const struct config *cfg,
         catalog_judge(ts, t, entry);
         *refusal = g_strdup(tabstate_refusal(ts, t));
     } else {
-        *refusal = catalog_unsalted_refusal(cfg, name, entry);
+        *refusal = catalog_unsalted_why(cfg, name, entry, TRUE);
         g_warning("%s", *refusal);
     }
     return TRUE;

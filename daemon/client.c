@@ -1023,8 +1023,7 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
             return;
         }
         if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            g_message("client %s: closing: %s", c->peer, g_strerror(errno));
-            client_close(c);
+            client_close_why(c, g_strerror(errno));
             return;
         }
     }
@@ -1049,11 +1048,9 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
     if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
         int err = EVUTIL_SOCKET_ERROR();
 
-        g_message("client %s: closing: %s", c->peer,
-                  (what & BEV_EVENT_ERROR)
-                      ? evutil_socket_error_to_string(err)
-                      : "connection closed while we wrote");
-        client_close(c);
+        client_close_why(c, (what & BEV_EVENT_ERROR)
+                                ? evutil_socket_error_to_string(err)
+                                : "connection closed while we wrote");
     }
 }
 

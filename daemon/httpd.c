@@ -301,8 +301,6 @@ httpd_new(struct event_base *base, const struct sockaddr *sa, socklen_t salen,
 {
     struct httpd *h = g_new0(struct httpd, 1);
     struct evhttp_bound_socket *bound;
-    struct sockaddr_storage got;
-    socklen_t gotlen = sizeof(got);
     evutil_socket_t fd;
 
     h->svc = svc;
@@ -350,11 +348,7 @@ httpd_new(struct event_base *base, const struct sockaddr *sa, socklen_t salen,
         httpd_free(h);
         return NULL;
     }
-    if (getsockname(fd, (struct sockaddr *)&got, &gotlen) == 0) {
-        h->port = got.ss_family == AF_INET6
-                      ? ntohs(((struct sockaddr_in6 *)&got)->sin6_port)
-                      : ntohs(((struct sockaddr_in *)&got)->sin_port);
-    }
+    h->port = httpd_bound_port(fd);
     return h;
 }
 
@@ -362,6 +356,20 @@ unsigned
 httpd_port(const struct httpd *h)
 {
     return h->port;
+}
+
+uint16_t
+httpd_bound_port(evutil_socket_t fd)
+{
+    struct sockaddr_storage got;
+    socklen_t gotlen = sizeof(got);
+
+    if (getsockname(fd, (struct sockaddr *)&got, &gotlen) != 0) {
+        return 0;
+    }
+    return got.ss_family == AF_INET6
+               ? ntohs(((struct sockaddr_in6 *)&got)->sin6_port)
+               : ntohs(((struct sockaddr_in *)&got)->sin_port);
 }
 
 void

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <glib.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
@@ -37,6 +38,11 @@ struct httpd *httpd_new(struct event_base *base, const struct sockaddr *sa,
 
 /* The port it listens on (the one the kernel picked for port 0). */
 unsigned httpd_port(const struct httpd *h);
+
+/* The port a listening socket fd is bound to (for port 0: the one the
+ * kernel picked); 0 when getsockname cannot say.  Every listener's:
+ * httpd's, the admin endpoint's, the proxy's. */
+uint16_t httpd_bound_port(evutil_socket_t fd);
 
 /* Replies to req: code and reason, a body of len bytes (none for 0) of
  * the given Content-Type; headers set on req before are sent too. Out

@@ -638,21 +638,6 @@ proxy_worker_fd(const struct worker *w)
     return w->listener != NULL ? evconnlistener_get_fd(w->listener) : -1;
 }
 
-/* The port a listening socket was bound to (port 0: the kernel's pick). */
-static uint16_t
-proxy_bound_port(evutil_socket_t fd)
-{
-    struct sockaddr_storage got;
-    socklen_t gotlen = sizeof(got);
-
-    if (getsockname(fd, (struct sockaddr *)&got, &gotlen) != 0) {
-        return 0;
-    }
-    return got.ss_family == AF_INET6
-               ? ntohs(((struct sockaddr_in6 *)&got)->sin6_port)
-               : ntohs(((struct sockaddr_in *)&got)->sin_port);
-}
-
 /* A listener of worker 0 on sa for the [group] listen key; NULL and error
  * set when the address cannot be bound. */
 static struct evconnlistener *
@@ -1079,26 +1064,18 @@ proxy_new(struct tabstate *ts, GError **error)
     if (p->set.tls_enabled && p->workers[0].listener_tls != NULL) {
         p->port_tls = p->set.tls_port != 0
                           ? p->set.tls_port
-                          : proxy_bound_port(evconnlistener_get_fd(
+                          : httpd_bound_port(evconnlistener_get_fd(
                                 p->workers[0].listener_tls));
     }
     p->port2 = p->set.thrift2_port;
     if (p->set.thrift2_enabled && p->port2 == 0 &&
         p->workers[0].listener2 != NULL) {
         p->port2 =
-            proxy_bound_port(evconnlistener_get_fd(p->workers[0].listener2));
+            httpd_bound_port(evconnlistener_get_fd(p->workers[0].listener2));
     }
     if (p->port == 0) {
         /* port 0 (tests): the port the kernel picked */
-        struct sockaddr_storage got;
-        socklen_t gotlen = sizeof(got);
-
-        if (getsockname(proxy_worker_fd(&p->workers[0]),
-                        (struct sockaddr *)&got, &gotlen) == 0) {
-            p->port = got.ss_family == AF_INET6
-                          ? ntohs(((struct sockaddr_in6 *)&got)->sin6_port)
-                          : ntohs(((struct sockaddr_in *)&got)->sin_port);
-        }
+        p->port = httpd_bound_port(proxy_worker_fd(&p->workers[0]));
     }
     return p;
 }

@@ -438,23 +438,17 @@ sasl_creds_renew(struct sasl_creds *c, GError **error)
 gint64
 sasl_creds_expiry(struct sasl_creds *c)
 {
-    gint64 e;
+    g_autoptr(GMutexLocker) locked = g_mutex_locker_new(&c->lock);
 
-    g_mutex_lock(&c->lock);
-    e = c->cur != NULL ? c->cur->expiry : 0;
-    g_mutex_unlock(&c->lock);
-    return e;
+    return c->cur != NULL ? c->cur->expiry : 0;
 }
 
 gint64
 sasl_creds_renew_at(struct sasl_creds *c)
 {
-    gint64 r;
+    g_autoptr(GMutexLocker) locked = g_mutex_locker_new(&c->lock);
 
-    g_mutex_lock(&c->lock);
-    r = c->renew_at;
-    g_mutex_unlock(&c->lock);
-    return r;
+    return c->renew_at;
 }
 
 /* The current ticket (a reference), or NULL with the reason. */

@@ -231,8 +231,6 @@ struct scanner {
 
 static void scan_pump(struct scanner *sc);
 static void scan_op_start(struct scanner *sc, struct scan_op *op);
-static void scan_reply_ia(struct scan_op *op, struct worker *w,
-                          const char *msg);
 static void scan_reply_invalid(struct scan_op *op, struct worker *w);
 static void scan_reply_void(struct scan_op *op, struct worker *w);
 
@@ -415,14 +413,17 @@ scan_op_done(struct scan_op *op, struct worker *w)
     g_free(op);
 }
 
+/* Answers op with err (codec_write_error: the exception its method
+ * declares, else a TApplicationException). */
 static void
-scan_reply_ia(struct scan_op *op, struct worker *w, const char *msg)
+scan_reply_error(struct scan_op *op, struct worker *w,
+                 const struct codec_error *err)
 {
-    size_t off = req_reply_begin(op->req);
+    struct req *req = op->req;
+    size_t off = req_reply_begin(req);
 
-    codec_write_illegal_argument(&op->req->call, op->req->client_proto, msg,
-                                 &op->req->reply);
-    req_reply_end(op->req, off);
+    codec_write_error(&req->call, req->client_proto, err, &req->reply);
+    req_reply_end(req, off);
     scan_op_done(op, w);
 }
 
@@ -435,28 +436,29 @@ static void
 scan_reply_invalid(struct scan_op *op, struct worker *w)
 {
     const struct hbase1_service *svc = op->req->call.service;
+    /* every call on an id (scannerGet*, scannerClose, getScannerRows,
+     * closeScanner) declares the IllegalArgument */
+    struct codec_error err = { WIRE_APP_INTERNAL_ERROR, SCAN_INVALID_ID,
+                               CODEC_ANSWER_IA };
 
     if (svc != NULL && svc->id == HBASE1_SERVICE_THRIFT2) {
         if (op->kind == SCAN_OP_CLOSE) {
             scan_reply_void(op, w);
             return;
         }
-        scan_reply_ia(op, w, SCAN2_INVALID_ID);
-        return;
+        err.message = SCAN2_INVALID_ID;
     }
-    scan_reply_ia(op, w, SCAN_INVALID_ID);
+    scan_reply_error(op, w, &err);
 }
 
 static void
 scan_reply_io(struct scan_op *op, struct worker *w, const char *msg,
               gboolean can_retry)
 {
-    size_t off = req_reply_begin(op->req);
+    struct codec_error err = { WIRE_APP_INTERNAL_ERROR, msg, CODEC_ANSWER_IO,
+                               can_retry != FALSE };
 
-    codec_write_io_error(&op->req->call, op->req->client_proto, msg, can_retry,
-                         &op->req->reply);
-    req_reply_end(op->req, off);
-    scan_op_done(op, w);
+    scan_reply_error(op, w, &err);
 }
 
 /* The IOError of a failed scanner (sc->error). */
@@ -531,20 +533,15 @@ scan_reply_app(struct scan_op *op, struct worker *w, int32_t type,
 {
     static const char internal[] = "Internal error processing ";
     struct codec_error err = { .app_type = type, .answer = CODEC_ANSWER_APP };
-    struct req *req = op->req;
-    size_t off;
 
     if (g_str_has_prefix(msg, internal)) {
         g_snprintf(err.text, sizeof(err.text), "%s%s", internal,
-                   req->call.name);
+                   op->req->call.name);
         err.message = err.text;
     } else {
         err.message = msg;
     }
-    off = req_reply_begin(req);
-    codec_write_error(&req->call, req->client_proto, &err, &req->reply);
-    req_reply_end(req, off);
-    scan_op_done(op, w);
+    scan_reply_error(op, w, &err);
 }
 
 /* ---- internal requests to the backend ------------------------------------- */
@@ -1064,19 +1061,6 @@ scan_open_buckets(struct scanner *sc, const struct scanargs *a,
     }
 }
 
-/* Answers a scanner call the proxy refuses before it reaches a scanner. */
-static void
-scan_reject_call(struct scan_op *op, struct worker *w,
-                 const struct codec_error *err)
-{
-    struct req *req = op->req;
-    size_t off = req_reply_begin(req);
-
-    codec_write_error(&req->call, req->client_proto, err, &req->reply);
-    req_reply_end(req, off);
-    scan_op_done(op, w);
-}
-
 static void
 scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
 {
@@ -1107,7 +1091,7 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
         if (!parsed) {
             err.message = r.error != NULL ? r.error : "malformed call";
         }
-        scan_reject_call(op, w, &err);
+        scan_reply_error(op, w, &err);
         return;
     }
     if (req->call.salt != NULL && (a.start_len > SALT_HBASE_MAX_ROW ||
@@ -1120,7 +1104,7 @@ scan_open(struct worker *w, struct scan_op *op, const uint8_t *msg, size_t len)
         g_snprintf(err.text, sizeof(err.text), "Internal error processing %s",
                    req->call.name);
         err.message = err.text;
-        scan_reject_call(op, w, &err);
+        scan_reply_error(op, w, &err);
         return;
     }
 
@@ -1785,6 +1769,20 @@ scan_next_op(struct scanner *sc)
     }
 }
 
+/* sc's op is answered outside scan_pump: a one-call scanner
+ * (getScannerResults) or one whose close is asked closes now, any other
+ * starts its next queued op. */
+static void
+scan_op_answered(struct scanner *sc)
+{
+    if (sc->once || sc->close_asked) {
+        sc->close_asked = FALSE;
+        scan_close(sc);
+        return;
+    }
+    scan_next_op(sc);
+}
+
 /* Whether b's head continues the row last given under a PageFilter. */
 static gboolean
 scan_page_same_row(const struct scanner *sc, const struct scan_bucket *b)
@@ -1989,24 +1987,14 @@ scan_op_start(struct scanner *sc, struct scan_op *op)
         sc->op = NULL;
         scan_reply_app(op, w, WIRE_APP_INTERNAL_ERROR,
                        "Internal error processing ");
-        if (sc->once || sc->close_asked) {
-            sc->close_asked = FALSE;
-            scan_close(sc);
-            return;
-        }
-        scan_next_op(sc);
+        scan_op_answered(sc);
         return;
     }
     scan_next_begin(sc);
     if (op->want == 0) {
         /* HBase: nbRows 0 is an empty list */
         scan_next_done(sc);
-        if (sc->close_asked) {
-            sc->close_asked = FALSE;
-            scan_close(sc);
-            return;
-        }
-        scan_next_op(sc);
+        scan_op_answered(sc);
         return;
     }
     scan_pump(sc);
@@ -2078,7 +2066,7 @@ scan_request(struct worker *w, struct req *req, const uint8_t *msg, size_t len)
                                    "supported",
                                    CODEC_ANSWER_APP };
 
-        scan_reject_call(op, w, &err);
+        scan_reply_error(op, w, &err);
         return;
     }
     }
@@ -2090,7 +2078,7 @@ scan_request(struct worker *w, struct req *req, const uint8_t *msg, size_t len)
                                                    : "malformed call",
                                    CODEC_ANSWER_APP };
 
-        scan_reject_call(op, w, &err);
+        scan_reply_error(op, w, &err);
         return;
     }
     op->id = a.id;

@@ -91,10 +91,7 @@ scantab_owned(struct scantab *t, const struct worker *owner)
 unsigned
 scantab_count(struct scantab *t)
 {
-    unsigned n;
+    g_autoptr(GMutexLocker) locked = g_mutex_locker_new(&t->lock);
 
-    g_mutex_lock(&t->lock);
-    n = g_hash_table_size(t->by_id);
-    g_mutex_unlock(&t->lock);
-    return n;
+    return g_hash_table_size(t->by_id);
 }
