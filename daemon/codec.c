@@ -653,6 +653,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     uint8_t prefix[SALT_MAX_PREFIX];
     size_t plen;
     uint32_t bucket;
+    unsigned stats_id;
     legacy_route_t route;
     struct codec_key_note *note;
 
@@ -696,6 +697,8 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         c->unstorable_clash = route == LEGACY_ROUTE_CLASH;
         c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
+    /* once: a call, not an inline load (the note and the tally) */
+    stats_id = codec_stats_id(c, salt);
     note = codec_tally_note(c->tally);
     if (note != NULL) {
         /* the hash that chose the bucket is the key visualizer's too */
@@ -706,12 +709,11 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         codec_key_note_set(note, salt,
                            c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket,
                            key, len, part, hash);
-        note->stats_id = codec_stats_id(c, salt);
+        note->stats_id = stats_id;
     } else {
         bucket = salt_bucket(salt, key, len);
     }
-    codec_tally_add(c->tally, salt, codec_stats_id(c, salt), bucket, 1,
-                    c->write, 0);
+    codec_tally_add(c->tally, salt, stats_id, bucket, 1, c->write, 0);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }
