@@ -62,6 +62,16 @@ struct keyviz_bounds {
     struct keyviz_key b[];
 };
 
+/* The range a worker found last, in its slot: the next key is often in
+ * it too (a get's reply row is the key it read; keys written in order).
+ * A key whose word after the common prefix lies strictly between lo and
+ * hi, the words of the range's boundaries, is in it (see keyviz_prefix);
+ * a tie searches.  lo > hi: none. */
+struct keyviz_range_cache {
+    guint64 lo, hi;
+    uint32_t r;
+};
+
 /* One space-saving counter. */
 struct keyviz_entry {
     guint64 hash; /* XXH3 of the whole key (or hash_part) */
@@ -114,8 +124,9 @@ struct keyviz_sampled {
 struct keyviz_slot {
     gint64 epoch; /* the interval counted, -1: none */
     const struct keyviz_bounds *bounds;
-    guint64 *counts;  /* ranges x KEYVIZ_METRICS */
-    guint64 *bcounts; /* (buckets + 1) x KEYVIZ_BUCKET_KINDS */
+    struct keyviz_range_cache last; /* of bounds */
+    guint64 *counts;                /* ranges x KEYVIZ_METRICS */
+    guint64 *bcounts;               /* (buckets + 1) x KEYVIZ_BUCKET_KINDS */
     struct keyviz_sketch keys, parts;
     guint64 seen; /* keys offered to the sample */
     uint32_t nsample;
@@ -229,9 +240,30 @@ keyviz_prefix(const uint8_t *key, size_t len)
     return GUINT64_FROM_BE(v);
 }
 
+/* The first of p[lo..hi) not below kp (hi: none), without a branch a
+ * step: a step is a load, a compare and a conditional move. */
+static G_ALWAYS_INLINE inline uint32_t
+keyviz_lower_bound(const guint64 *p, uint32_t lo, uint32_t hi, guint64 kp)
+{
+    const guint64 *base = p + lo;
+    uint32_t n = hi - lo;
+
+    if (n == 0) {
+        return lo;
+    }
+    while (n > 1) {
+        uint32_t half = n / 2;
+
+        base = base[half] < kp ? base + half : base;
+        n -= half;
+    }
+    return (uint32_t)(base - p) + (*base < kp);
+}
+
 /* The range of key: how many boundaries are <= it. */
 static G_ALWAYS_INLINE inline uint32_t
-keyviz_range_of(const struct keyviz_bounds *b, const uint8_t *key, size_t len)
+keyviz_range_of(const struct keyviz_bounds *b, struct keyviz_range_cache *rc,
+                const uint8_t *key, size_t len)
 {
     uint32_t lo, hi, lcp = b->lcp;
     guint64 kp;
@@ -259,8 +291,6 @@ keyviz_range_of(const struct keyviz_bounds *b, const uint8_t *key, size_t len)
         /* the common part itself: above only a boundary equal to it */
         return b->by_byte[0];
     }
-    lo = b->by_byte[key[lcp]];
-    hi = b->by_byte[key[lcp] + 1];
     if (len - lcp < 8 && len >= 8) {
         /* fewer than 8 bytes after the common part: the key's last 8,
          * shifted up, rather than a copy of a variable length */
@@ -271,16 +301,31 @@ keyviz_range_of(const struct keyviz_bounds *b, const uint8_t *key, size_t len)
     } else {
         kp = keyviz_prefix(key + lcp, len - lcp);
     }
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
+    if (rc->lo < kp && kp < rc->hi) {
+        return rc->r;
+    }
+    lo = b->by_byte[key[lcp]];
+    hi = b->by_byte[key[lcp] + 1];
+    /* the boundaries whose word is below the key's are below it */
+    lo = keyviz_lower_bound(b->pfx, lo, hi, kp);
+    if (lo < hi && b->pfx[lo] == kp) {
+        /* words equal: the bytes after them decide (rare: a key equal
+         * to a boundary, or sharing its first 8 bytes after the lcp) */
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
 
-        if (b->pfx[mid] < kp ||
-            (b->pfx[mid] == kp && keyviz_key_cmp(&b->b[mid], key, len) <= 0)) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
+            if (b->pfx[mid] < kp ||
+                (b->pfx[mid] == kp &&
+                 keyviz_key_cmp(&b->b[mid], key, len) <= 0)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
         }
     }
+    rc->r = lo;
+    rc->lo = lo > 0 ? b->pfx[lo - 1] : 0;
+    rc->hi = lo < b->n ? b->pfx[lo] : G_MAXUINT64;
     return lo;
 }
 
@@ -614,6 +659,8 @@ keyviz_slot_enter(struct keyviz *kv, const struct keyviz_table *t,
     sl->seen = 0;
     sl->nsample = 0;
     sl->bounds = b;
+    sl->last.lo = G_MAXUINT64;
+    sl->last.hi = 0;
     /* last: the harvest trusts a slot whose epoch it reads */
     __atomic_store_n(&sl->epoch, epoch, __ATOMIC_RELEASE);
 }
@@ -669,9 +716,9 @@ static G_ALWAYS_INLINE inline void
 keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
              const struct codec_key_note *n)
 {
-    guint64 *c =
-        &sl->counts[(size_t)keyviz_range_of(sl->bounds, n->key, n->len) *
-                    KEYVIZ_METRICS];
+    guint64 *c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last,
+                                                     n->key, n->len) *
+                             KEYVIZ_METRICS];
 
     if (n->kind == CODEC_KEY_ROW) {
         c[KEYVIZ_ROWS]++;
@@ -743,7 +790,8 @@ keyviz_error(struct keyviz_worker *w, const struct codec_key_note_ref *key)
     if (sl == NULL) {
         return;
     }
-    sl->counts[(size_t)keyviz_range_of(sl->bounds, key->key, key->kept) *
+    sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last, key->key,
+                                       key->kept) *
                    KEYVIZ_METRICS +
                KEYVIZ_ERRORS]++;
 }
