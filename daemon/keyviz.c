@@ -52,6 +52,8 @@ struct keyviz_bounds {
      * date): the lookup compares that once, then works on what follows */
     uint32_t lcp;          /* bytes every boundary starts with */
     guint64 lcp_head;      /* the first MIN(lcp, 8) of them, big-endian */
+    guint64 head_mask;     /* the top MIN(lcp, 8) bytes of a word */
+    guint64 head_top;      /* lcp_head at the top of a word */
     guint64 *pfx;          /* each boundary's 8 bytes after the lcp,
                               big-endian, zero-padded: most comparisons
                               end there */
@@ -63,12 +65,13 @@ struct keyviz_bounds {
 };
 
 /* The range a worker found last, in its slot: the next key is often in
- * it too (a get's reply row is the key it read; keys written in order).
- * A key whose word after the common prefix lies strictly between lo and
- * hi, the words of the range's boundaries, is in it (see keyviz_prefix);
- * a tie searches.  lo > hi: none. */
+ * it too (a get's reply row is the key it read; keys come in order).  A
+ * key whose first 16 bytes (keyviz_word16) lie strictly between lo and
+ * hi, those of the range's boundaries, is in it; lo is one less when the
+ * lower boundary has no more than 16 bytes (a key starting with them is
+ * not below it).  lo >= hi: none. */
 struct keyviz_range_cache {
-    guint64 lo, hi;
+    unsigned __int128 lo, hi;
     uint32_t r;
 };
 
@@ -240,6 +243,28 @@ keyviz_prefix(const uint8_t *key, size_t len)
     return GUINT64_FROM_BE(v);
 }
 
+/* A key's first 16 bytes as a big-endian number, zero-padded: ordered as
+ * the keys are where they differ (keyviz_prefix's argument). */
+static G_ALWAYS_INLINE inline unsigned __int128
+keyviz_word16(const uint8_t *key, size_t len)
+{
+    guint64 hi, lo;
+
+    if (len >= 16) {
+        memcpy(&hi, key, sizeof(hi));
+        memcpy(&lo, key + 8, sizeof(lo));
+        lo = GUINT64_FROM_BE(lo);
+    } else if (len > 8) {
+        /* the last 8 bytes, shifted up: no copy of a variable length */
+        memcpy(&hi, key, sizeof(hi));
+        memcpy(&lo, key + len - 8, sizeof(lo));
+        lo = GUINT64_FROM_BE(lo) << (8 * (16 - len));
+    } else {
+        return (unsigned __int128)keyviz_prefix(key, len) << 64;
+    }
+    return (unsigned __int128)GUINT64_FROM_BE(hi) << 64 | lo;
+}
+
 /* The first of p[lo..hi) not below kp (hi: none), without a branch a
  * step: a step is a load, a compare and a conditional move. */
 static G_ALWAYS_INLINE inline uint32_t
@@ -260,6 +285,30 @@ keyviz_lower_bound(const guint64 *p, uint32_t lo, uint32_t hi, guint64 kp)
     return (uint32_t)(base - p) + (*base < kp);
 }
 
+/* Range r of b is the one found last. */
+static G_ALWAYS_INLINE inline void
+keyviz_range_remember(const struct keyviz_bounds *b,
+                      struct keyviz_range_cache *rc, uint32_t r)
+{
+    rc->r = r;
+    rc->lo = 0;
+    if (r > 0) {
+        const struct keyviz_key *k = &b->b[r - 1];
+
+        rc->lo = keyviz_word16(k->key, k->kept);
+        /* ending in a byte past 0: a key with the same 16 bytes is
+         * not shorter ("ab" and "ab\0" have the same word) */
+        if (k->kept > 0 && k->kept <= 16 && k->key[k->kept - 1] != 0 &&
+            rc->lo > 0) {
+            rc->lo--;
+        }
+    }
+    rc->hi = ~(unsigned __int128)0;
+    if (r < b->n) {
+        rc->hi = keyviz_word16(b->b[r].key, b->b[r].kept);
+    }
+}
+
 /* The range of key: how many boundaries are <= it. */
 static G_ALWAYS_INLINE inline uint32_t
 keyviz_range_of(const struct keyviz_bounds *b, struct keyviz_range_cache *rc,
@@ -267,42 +316,62 @@ keyviz_range_of(const struct keyviz_bounds *b, struct keyviz_range_cache *rc,
 {
     uint32_t lo, hi, lcp = b->lcp;
     guint64 kp;
+    unsigned __int128 w = keyviz_word16(key, len);
 
-    if (lcp > 0) {
-        if (len < lcp) {
-            /* a prefix of the common part is below every boundary */
-            return memcmp(key, b->b[0].key, len) <= 0 ? 0 : b->n;
-        }
-        if (lcp <= 8) {
-            guint64 head = keyviz_prefix(key, len) >> (64 - 8 * lcp);
-
-            if (head != b->lcp_head) {
-                return head < b->lcp_head ? 0 : b->n;
-            }
-        } else {
-            int r = memcmp(key, b->b[0].key, lcp);
-
-            if (r != 0) {
-                return r < 0 ? 0 : b->n;
-            }
-        }
-    }
-    if (len == lcp) {
-        /* the common part itself: above only a boundary equal to it */
-        return b->by_byte[0];
-    }
-    if (len - lcp < 8 && len >= 8) {
-        /* fewer than 8 bytes after the common part: the key's last 8,
-         * shifted up, rather than a copy of a variable length */
-        guint64 v;
-
-        memcpy(&v, key + len - 8, sizeof(v));
-        kp = GUINT64_FROM_BE(v) << (8 * (8 - (len - lcp)));
-    } else {
-        kp = keyviz_prefix(key + lcp, len - lcp);
-    }
-    if (rc->lo < kp && kp < rc->hi) {
+    if (rc->lo < w && w < rc->hi) {
         return rc->r;
+    }
+    if (G_LIKELY(len >= 8 && lcp <= 8 && len != lcp)) {
+        /* the common case in two loads: the key's first 8 bytes hold the
+         * common part, its next 8 the word searched on */
+        guint64 w0, v;
+
+        memcpy(&w0, key, sizeof(w0));
+        w0 = GUINT64_FROM_BE(w0) & b->head_mask;
+        if (w0 != b->head_top) {
+            return w0 < b->head_top ? 0 : b->n;
+        }
+        if (len - lcp >= 8) {
+            memcpy(&v, key + lcp, sizeof(v));
+            kp = GUINT64_FROM_BE(v);
+        } else {
+            /* fewer than 8 bytes after the common part: the key's last
+             * 8, shifted up, rather than a copy of a variable length */
+            memcpy(&v, key + len - 8, sizeof(v));
+            kp = GUINT64_FROM_BE(v) << (8 * (lcp + 8 - len));
+        }
+    } else {
+        if (lcp > 0) {
+            if (len < lcp) {
+                /* a prefix of the common part is below every boundary */
+                return memcmp(key, b->b[0].key, len) <= 0 ? 0 : b->n;
+            }
+            if (lcp <= 8) {
+                guint64 head = keyviz_prefix(key, len) >> (64 - 8 * lcp);
+
+                if (head != b->lcp_head) {
+                    return head < b->lcp_head ? 0 : b->n;
+                }
+            } else {
+                int r = memcmp(key, b->b[0].key, lcp);
+
+                if (r != 0) {
+                    return r < 0 ? 0 : b->n;
+                }
+            }
+        }
+        if (len == lcp) {
+            /* the common part itself: above only a boundary equal to it */
+            return b->by_byte[0];
+        }
+        if (len - lcp < 8 && len >= 8) {
+            guint64 v;
+
+            memcpy(&v, key + len - 8, sizeof(v));
+            kp = GUINT64_FROM_BE(v) << (8 * (8 - (len - lcp)));
+        } else {
+            kp = keyviz_prefix(key + lcp, len - lcp);
+        }
     }
     lo = b->by_byte[key[lcp]];
     hi = b->by_byte[key[lcp] + 1];
@@ -323,9 +392,7 @@ keyviz_range_of(const struct keyviz_bounds *b, struct keyviz_range_cache *rc,
             }
         }
     }
-    rc->r = lo;
-    rc->lo = lo > 0 ? b->pfx[lo - 1] : 0;
-    rc->hi = lo < b->n ? b->pfx[lo] : G_MAXUINT64;
+    keyviz_range_remember(b, rc, lo);
     return lo;
 }
 
@@ -367,6 +434,8 @@ keyviz_bounds_seal(struct keyviz_bounds *b)
     uint32_t i = 0;
 
     b->lcp = 0;
+    b->head_mask = 0; /* no common part: every key passes */
+    b->head_top = 0;
     if (b->n > 0) {
         /* sorted: what the first and the last share, all do */
         const struct keyviz_key *f = &b->b[0], *l = &b->b[b->n - 1];
@@ -378,6 +447,8 @@ keyviz_bounds_seal(struct keyviz_bounds *b)
         if (b->lcp > 0) {
             b->lcp_head = keyviz_prefix(f->key, f->kept) >>
                           (64 - 8 * MIN(b->lcp, 8u));
+            b->head_mask = G_MAXUINT64 << (64 - 8 * MIN(b->lcp, 8u));
+            b->head_top = b->lcp_head << (64 - 8 * MIN(b->lcp, 8u));
         }
     }
     for (i = 0; i < b->n; i++) {
@@ -659,7 +730,7 @@ keyviz_slot_enter(struct keyviz *kv, const struct keyviz_table *t,
     sl->seen = 0;
     sl->nsample = 0;
     sl->bounds = b;
-    sl->last.lo = G_MAXUINT64;
+    sl->last.lo = ~(unsigned __int128)0;
     sl->last.hi = 0;
     /* last: the harvest trusts a slot whose epoch it reads */
     __atomic_store_n(&sl->epoch, epoch, __ATOMIC_RELEASE);
