@@ -483,9 +483,10 @@ keys_around(GPtrArray *bounds)
 static void
 test_ranges_exact(void)
 {
-    /* 8 bytes shared, and 12: past one 8-byte word; run again with keys
+    /* 8 bytes shared, 12: past one 8-byte word, 13: keys of 17 bytes, one
+     * past the 16 a worker remembers its range by; run again with keys
      * at the boundaries the first run found (the same: same seeds) */
-    static const char *const pads[] = { "", "0000" };
+    static const char *const pads[] = { "", "0000", "00000" };
 
     for (guint i = 0; i < G_N_ELEMENTS(pads); i++) {
         g_autoptr(GPtrArray) bounds = check_ranges_exact(pads[i], NULL);
