@@ -71,10 +71,13 @@ codec_key_note_set(struct codec_key_note *n, const struct salt_table *salt,
     n->kind = (uint8_t)kind;
 }
 
-void
-codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
-                    codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
-                    size_t len)
+/* codec_key_note_fill, inline: a reply's rows are CODEC_KEY_ROW, known
+ * where it is called, so a row's note is a few stores */
+static G_ALWAYS_INLINE inline void
+codec_key_note_fill_inline(struct codec_key_note *n,
+                           const struct salt_table *salt,
+                           codec_key_kind_t kind, uint32_t bucket,
+                           const uint8_t *key, size_t len)
 {
     /* a row handed back is counted by range and bucket only: the hot
      * keys and the key sample are of reads and writes */
@@ -83,6 +86,14 @@ codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
 
     codec_key_note_set(n, salt, kind, bucket, key, len, part,
                        kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, part));
+}
+
+void
+codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
+                    codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                    size_t len)
+{
+    codec_key_note_fill_inline(n, salt, kind, bucket, key, len);
 }
 
 /* A new note of t, when the owner asked for keys and the batch has room;
@@ -102,7 +113,7 @@ codec_tally_note(struct codec_tally *t)
 }
 
 /* One logical key for the key visualizer, when the owner asked. */
-static void
+static G_ALWAYS_INLINE inline void
 codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
                 unsigned stats_id, codec_key_kind_t kind, uint32_t bucket,
                 const uint8_t *key, size_t len)
@@ -110,7 +121,7 @@ codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
     struct codec_key_note *n = codec_tally_note(t);
 
     if (n != NULL) {
-        codec_key_note_fill(n, salt, kind, bucket, key, len);
+        codec_key_note_fill_inline(n, salt, kind, bucket, key, len);
         n->stats_id = stats_id;
     }
 }
