@@ -785,7 +785,7 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
 /* Counts n in sl, its table's slot. */
 static G_ALWAYS_INLINE inline void
 keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
-             const struct codec_key_note *n)
+             const struct codec_key_note *n, gboolean parts)
 {
     guint64 *c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last,
                                                      n->key, n->len) *
@@ -803,7 +803,7 @@ keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
                 (n->kind == CODEC_KEY_READ ? 0 : 1)]++;
     keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->len, n->len,
                       n->bucket);
-    if (n->salt->hash != SALT_HASH_WHOLE) {
+    if (parts) {
         keyviz_sketch_add(&sl->parts, n->part_hash, n->key, n->part_len,
                           n->part_len, n->bucket);
     }
@@ -833,15 +833,18 @@ keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
     const struct salt_table *salt = NULL;
     struct keyviz_wtable *wt = NULL;
     struct keyviz_slot *sl = NULL;
+    gboolean parts = FALSE;
 
     for (uint32_t i = 0; i < count; i++) {
-        /* a call's keys are of one table, mostly: its slot once */
+        /* a call's keys are of one table, mostly: its slot once, and
+         * whether its hash_part values have a sketch of their own */
         if (n[i].salt != salt) {
             salt = n[i].salt;
             sl = keyviz_slot_of(w, salt, n[i].stats_id, &wt);
+            parts = salt->hash != SALT_HASH_WHOLE;
         }
         if (sl != NULL) {
-            keyviz_count(wt, sl, &n[i]);
+            keyviz_count(wt, sl, &n[i], parts);
         }
     }
 }
