@@ -835,6 +835,14 @@ keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
     struct keyviz_slot *sl = NULL;
     gboolean parts = FALSE;
 
+    if (count == 1) {
+        /* a point call's batch: no loop state to keep */
+        sl = keyviz_slot_of(w, n->salt, n->stats_id, &wt);
+        if (sl != NULL) {
+            keyviz_count(wt, sl, n, n->salt->hash != SALT_HASH_WHOLE);
+        }
+        return;
+    }
     for (uint32_t i = 0; i < count; i++) {
         /* a call's keys are of one table, mostly: its slot once, and
          * whether its hash_part values have a sketch of their own */
