@@ -71,10 +71,13 @@ codec_key_note_set(struct codec_key_note *n, const struct salt_table *salt,
     n->kind = (uint8_t)kind;
 }
 
-void
-codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
-                    codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
-                    size_t len)
+/* codec_key_note_fill, inline: a reply's rows are CODEC_KEY_ROW, known
+ * where it is called, so a row's note is a few stores */
+static G_ALWAYS_INLINE inline void
+codec_key_note_fill_inline(struct codec_key_note *n,
+                           const struct salt_table *salt,
+                           codec_key_kind_t kind, uint32_t bucket,
+                           const uint8_t *key, size_t len)
 {
     /* a row handed back is counted by range and bucket only: the hot
      * keys and the key sample are of reads and writes */
@@ -83,6 +86,14 @@ codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
 
     codec_key_note_set(n, salt, kind, bucket, key, len, part,
                        kind == CODEC_KEY_ROW ? 0 : XXH3_64bits(key, part));
+}
+
+void
+codec_key_note_fill(struct codec_key_note *n, const struct salt_table *salt,
+                    codec_key_kind_t kind, uint32_t bucket, const uint8_t *key,
+                    size_t len)
+{
+    codec_key_note_fill_inline(n, salt, kind, bucket, key, len);
 }
 
 /* A new note of t, when the owner asked for keys and the batch has room;
@@ -102,7 +113,7 @@ codec_tally_note(struct codec_tally *t)
 }
 
 /* One logical key for the key visualizer, when the owner asked. */
-static void
+static G_ALWAYS_INLINE inline void
 codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
                 unsigned stats_id, codec_key_kind_t kind, uint32_t bucket,
                 const uint8_t *key, size_t len)
@@ -110,7 +121,7 @@ codec_tally_key(struct codec_tally *t, const struct salt_table *salt,
     struct codec_key_note *n = codec_tally_note(t);
 
     if (n != NULL) {
-        codec_key_note_fill(n, salt, kind, bucket, key, len);
+        codec_key_note_fill_inline(n, salt, kind, bucket, key, len);
         n->stats_id = stats_id;
     }
 }
@@ -650,6 +661,7 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
     uint8_t prefix[SALT_MAX_PREFIX];
     size_t plen;
     uint32_t bucket;
+    unsigned stats_id;
     legacy_route_t route;
     struct codec_key_note *note;
 
@@ -693,6 +705,8 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         c->unstorable_clash = route == LEGACY_ROUTE_CLASH;
         c->unstorable_text = !c->unstorable_clash && len <= salt_max_row(salt);
     }
+    /* once: a call, not an inline load (the note and the tally) */
+    stats_id = codec_stats_id(c, salt);
     note = codec_tally_note(c->tally);
     if (note != NULL) {
         /* the hash that chose the bucket is the key visualizer's too */
@@ -703,12 +717,11 @@ codec_key_in(struct codec_ctx *c, const struct salt_table *salt,
         codec_key_note_set(note, salt,
                            c->write ? CODEC_KEY_WRITE : CODEC_KEY_READ, bucket,
                            key, len, part, hash);
-        note->stats_id = codec_stats_id(c, salt);
+        note->stats_id = stats_id;
     } else {
         bucket = salt_bucket(salt, key, len);
     }
-    codec_tally_add(c->tally, salt, codec_stats_id(c, salt), bucket, 1,
-                    c->write, 0);
+    codec_tally_add(c->tally, salt, stats_id, bucket, 1, c->write, 0);
     plen = salt_write_prefix(salt, bucket, prefix);
     wire_write_binary2(&c->w, prefix, (uint32_t)plen, key, len);
 }

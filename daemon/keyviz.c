@@ -52,6 +52,8 @@ struct keyviz_bounds {
      * date): the lookup compares that once, then works on what follows */
     uint32_t lcp;          /* bytes every boundary starts with */
     guint64 lcp_head;      /* the first MIN(lcp, 8) of them, big-endian */
+    guint64 head_mask;     /* the top MIN(lcp, 8) bytes of a word */
+    guint64 head_top;      /* lcp_head at the top of a word */
     guint64 *pfx;          /* each boundary's 8 bytes after the lcp,
                               big-endian, zero-padded: most comparisons
                               end there */
@@ -60,6 +62,17 @@ struct keyviz_bounds {
                               with byte f there lies between by_byte[f]
                               and by_byte[f + 1] */
     struct keyviz_key b[];
+};
+
+/* The range a worker found last, in its slot: the next key is often in
+ * it too (a get's reply row is the key it read; keys come in order).  A
+ * key whose first 16 bytes (keyviz_word16) lie strictly between lo and
+ * hi, those of the range's boundaries, is in it; lo is one less when the
+ * lower boundary has no more than 16 bytes (a key starting with them is
+ * not below it).  lo >= hi: none. */
+struct keyviz_range_cache {
+    unsigned __int128 lo, hi;
+    uint32_t r;
 };
 
 /* One space-saving counter. */
@@ -114,8 +127,9 @@ struct keyviz_sampled {
 struct keyviz_slot {
     gint64 epoch; /* the interval counted, -1: none */
     const struct keyviz_bounds *bounds;
-    guint64 *counts;  /* ranges x KEYVIZ_METRICS */
-    guint64 *bcounts; /* (buckets + 1) x KEYVIZ_BUCKET_KINDS */
+    struct keyviz_range_cache last; /* of bounds */
+    guint64 *counts;                /* ranges x KEYVIZ_METRICS */
+    guint64 *bcounts;               /* (buckets + 1) x KEYVIZ_BUCKET_KINDS */
     struct keyviz_sketch keys, parts;
     guint64 seen; /* keys offered to the sample */
     uint32_t nsample;
@@ -229,58 +243,156 @@ keyviz_prefix(const uint8_t *key, size_t len)
     return GUINT64_FROM_BE(v);
 }
 
+/* A key's first 16 bytes as a big-endian number, zero-padded: ordered as
+ * the keys are where they differ (keyviz_prefix's argument). */
+static G_ALWAYS_INLINE inline unsigned __int128
+keyviz_word16(const uint8_t *key, size_t len)
+{
+    guint64 hi, lo;
+
+    if (len >= 16) {
+        memcpy(&hi, key, sizeof(hi));
+        memcpy(&lo, key + 8, sizeof(lo));
+        lo = GUINT64_FROM_BE(lo);
+    } else if (len > 8) {
+        /* the last 8 bytes, shifted up: no copy of a variable length */
+        memcpy(&hi, key, sizeof(hi));
+        memcpy(&lo, key + len - 8, sizeof(lo));
+        lo = GUINT64_FROM_BE(lo) << (8 * (16 - len));
+    } else {
+        return (unsigned __int128)keyviz_prefix(key, len) << 64;
+    }
+    return (unsigned __int128)GUINT64_FROM_BE(hi) << 64 | lo;
+}
+
+/* The first of p[lo..hi) not below kp (hi: none), without a branch a
+ * step: a step is a load, a compare and a conditional move. */
+static G_ALWAYS_INLINE inline uint32_t
+keyviz_lower_bound(const guint64 *p, uint32_t lo, uint32_t hi, guint64 kp)
+{
+    const guint64 *base = p + lo;
+    uint32_t n = hi - lo;
+
+    if (n == 0) {
+        return lo;
+    }
+    while (n > 1) {
+        uint32_t half = n / 2;
+
+        base = base[half] < kp ? base + half : base;
+        n -= half;
+    }
+    return (uint32_t)(base - p) + (*base < kp);
+}
+
+/* Range r of b is the one found last. */
+static G_ALWAYS_INLINE inline void
+keyviz_range_remember(const struct keyviz_bounds *b,
+                      struct keyviz_range_cache *rc, uint32_t r)
+{
+    rc->r = r;
+    rc->lo = 0;
+    if (r > 0) {
+        const struct keyviz_key *k = &b->b[r - 1];
+
+        rc->lo = keyviz_word16(k->key, k->kept);
+        /* ending in a byte past 0: a key with the same 16 bytes is
+         * not shorter ("ab" and "ab\0" have the same word) */
+        if (k->kept > 0 && k->kept <= 16 && k->key[k->kept - 1] != 0 &&
+            rc->lo > 0) {
+            rc->lo--;
+        }
+    }
+    rc->hi = ~(unsigned __int128)0;
+    if (r < b->n) {
+        rc->hi = keyviz_word16(b->b[r].key, b->b[r].kept);
+    }
+}
+
 /* The range of key: how many boundaries are <= it. */
 static G_ALWAYS_INLINE inline uint32_t
-keyviz_range_of(const struct keyviz_bounds *b, const uint8_t *key, size_t len)
+keyviz_range_of(const struct keyviz_bounds *b, struct keyviz_range_cache *rc,
+                const uint8_t *key, size_t len)
 {
     uint32_t lo, hi, lcp = b->lcp;
     guint64 kp;
+    unsigned __int128 w = keyviz_word16(key, len);
 
-    if (lcp > 0) {
-        if (len < lcp) {
-            /* a prefix of the common part is below every boundary */
-            return memcmp(key, b->b[0].key, len) <= 0 ? 0 : b->n;
-        }
-        if (lcp <= 8) {
-            guint64 head = keyviz_prefix(key, len) >> (64 - 8 * lcp);
-
-            if (head != b->lcp_head) {
-                return head < b->lcp_head ? 0 : b->n;
-            }
-        } else {
-            int r = memcmp(key, b->b[0].key, lcp);
-
-            if (r != 0) {
-                return r < 0 ? 0 : b->n;
-            }
-        }
+    if (rc->lo < w && w < rc->hi) {
+        return rc->r;
     }
-    if (len == lcp) {
-        /* the common part itself: above only a boundary equal to it */
-        return b->by_byte[0];
+    if (G_LIKELY(len >= 8 && lcp <= 8 && len != lcp)) {
+        /* the common case in two loads: the key's first 8 bytes hold the
+         * common part, its next 8 the word searched on */
+        guint64 w0, v;
+
+        memcpy(&w0, key, sizeof(w0));
+        w0 = GUINT64_FROM_BE(w0) & b->head_mask;
+        if (w0 != b->head_top) {
+            return w0 < b->head_top ? 0 : b->n;
+        }
+        if (len - lcp >= 8) {
+            memcpy(&v, key + lcp, sizeof(v));
+            kp = GUINT64_FROM_BE(v);
+        } else {
+            /* fewer than 8 bytes after the common part: the key's last
+             * 8, shifted up, rather than a copy of a variable length */
+            memcpy(&v, key + len - 8, sizeof(v));
+            kp = GUINT64_FROM_BE(v) << (8 * (lcp + 8 - len));
+        }
+    } else {
+        if (lcp > 0) {
+            if (len < lcp) {
+                /* a prefix of the common part is below every boundary */
+                return memcmp(key, b->b[0].key, len) <= 0 ? 0 : b->n;
+            }
+            if (lcp <= 8) {
+                guint64 head = keyviz_prefix(key, len) >> (64 - 8 * lcp);
+
+                if (head != b->lcp_head) {
+                    return head < b->lcp_head ? 0 : b->n;
+                }
+            } else {
+                int r = memcmp(key, b->b[0].key, lcp);
+
+                if (r != 0) {
+                    return r < 0 ? 0 : b->n;
+                }
+            }
+        }
+        if (len == lcp) {
+            /* the common part itself: above only a boundary equal to it */
+            return b->by_byte[0];
+        }
+        if (len - lcp < 8 && len >= 8) {
+            guint64 v;
+
+            memcpy(&v, key + len - 8, sizeof(v));
+            kp = GUINT64_FROM_BE(v) << (8 * (8 - (len - lcp)));
+        } else {
+            kp = keyviz_prefix(key + lcp, len - lcp);
+        }
     }
     lo = b->by_byte[key[lcp]];
     hi = b->by_byte[key[lcp] + 1];
-    if (len - lcp < 8 && len >= 8) {
-        /* fewer than 8 bytes after the common part: the key's last 8,
-         * shifted up, rather than a copy of a variable length */
-        guint64 v;
+    /* the boundaries whose word is below the key's are below it */
+    lo = keyviz_lower_bound(b->pfx, lo, hi, kp);
+    if (lo < hi && b->pfx[lo] == kp) {
+        /* words equal: the bytes after them decide (rare: a key equal
+         * to a boundary, or sharing its first 8 bytes after the lcp) */
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
 
-        memcpy(&v, key + len - 8, sizeof(v));
-        kp = GUINT64_FROM_BE(v) << (8 * (8 - (len - lcp)));
-    } else {
-        kp = keyviz_prefix(key + lcp, len - lcp);
-    }
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-
-        if (b->pfx[mid] < kp ||
-            (b->pfx[mid] == kp && keyviz_key_cmp(&b->b[mid], key, len) <= 0)) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
+            if (b->pfx[mid] < kp ||
+                (b->pfx[mid] == kp &&
+                 keyviz_key_cmp(&b->b[mid], key, len) <= 0)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
         }
     }
+    keyviz_range_remember(b, rc, lo);
     return lo;
 }
 
@@ -322,6 +434,8 @@ keyviz_bounds_seal(struct keyviz_bounds *b)
     uint32_t i = 0;
 
     b->lcp = 0;
+    b->head_mask = 0; /* no common part: every key passes */
+    b->head_top = 0;
     if (b->n > 0) {
         /* sorted: what the first and the last share, all do */
         const struct keyviz_key *f = &b->b[0], *l = &b->b[b->n - 1];
@@ -333,6 +447,8 @@ keyviz_bounds_seal(struct keyviz_bounds *b)
         if (b->lcp > 0) {
             b->lcp_head = keyviz_prefix(f->key, f->kept) >>
                           (64 - 8 * MIN(b->lcp, 8u));
+            b->head_mask = G_MAXUINT64 << (64 - 8 * MIN(b->lcp, 8u));
+            b->head_top = b->lcp_head << (64 - 8 * MIN(b->lcp, 8u));
         }
     }
     for (i = 0; i < b->n; i++) {
@@ -614,6 +730,8 @@ keyviz_slot_enter(struct keyviz *kv, const struct keyviz_table *t,
     sl->seen = 0;
     sl->nsample = 0;
     sl->bounds = b;
+    sl->last.lo = ~(unsigned __int128)0;
+    sl->last.hi = 0;
     /* last: the harvest trusts a slot whose epoch it reads */
     __atomic_store_n(&sl->epoch, epoch, __ATOMIC_RELEASE);
 }
@@ -667,11 +785,11 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
 /* Counts n in sl, its table's slot. */
 static G_ALWAYS_INLINE inline void
 keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
-             const struct codec_key_note *n)
+             const struct codec_key_note *n, gboolean parts)
 {
-    guint64 *c =
-        &sl->counts[(size_t)keyviz_range_of(sl->bounds, n->key, n->len) *
-                    KEYVIZ_METRICS];
+    guint64 *c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last,
+                                                     n->key, n->len) *
+                             KEYVIZ_METRICS];
 
     if (n->kind == CODEC_KEY_ROW) {
         c[KEYVIZ_ROWS]++;
@@ -685,7 +803,7 @@ keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
                 (n->kind == CODEC_KEY_READ ? 0 : 1)]++;
     keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->len, n->len,
                       n->bucket);
-    if (n->salt->hash != SALT_HASH_WHOLE) {
+    if (parts) {
         keyviz_sketch_add(&sl->parts, n->part_hash, n->key, n->part_len,
                           n->part_len, n->bucket);
     }
@@ -715,15 +833,26 @@ keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
     const struct salt_table *salt = NULL;
     struct keyviz_wtable *wt = NULL;
     struct keyviz_slot *sl = NULL;
+    gboolean parts = FALSE;
 
+    if (count == 1) {
+        /* a point call's batch: no loop state to keep */
+        sl = keyviz_slot_of(w, n->salt, n->stats_id, &wt);
+        if (sl != NULL) {
+            keyviz_count(wt, sl, n, n->salt->hash != SALT_HASH_WHOLE);
+        }
+        return;
+    }
     for (uint32_t i = 0; i < count; i++) {
-        /* a call's keys are of one table, mostly: its slot once */
+        /* a call's keys are of one table, mostly: its slot once, and
+         * whether its hash_part values have a sketch of their own */
         if (n[i].salt != salt) {
             salt = n[i].salt;
             sl = keyviz_slot_of(w, salt, n[i].stats_id, &wt);
+            parts = salt->hash != SALT_HASH_WHOLE;
         }
         if (sl != NULL) {
-            keyviz_count(wt, sl, &n[i]);
+            keyviz_count(wt, sl, &n[i], parts);
         }
     }
 }
@@ -743,7 +872,8 @@ keyviz_error(struct keyviz_worker *w, const struct codec_key_note_ref *key)
     if (sl == NULL) {
         return;
     }
-    sl->counts[(size_t)keyviz_range_of(sl->bounds, key->key, key->kept) *
+    sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last, key->key,
+                                       key->kept) *
                    KEYVIZ_METRICS +
                KEYVIZ_ERRORS]++;
 }

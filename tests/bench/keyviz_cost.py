@@ -19,9 +19,13 @@ whose ranges are the quantiles of their sample has begun (and the one
 before it is harvested), zeroes callgrind's counters (callgrind_control
 -z) and sends the measured operations, which must end inside that
 interval (else it says so and fails).
+
+--max PCT: a bound, for meson's bench suite (bench-keyviz-cost): exits 1
+when the difference is above it.
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -104,7 +108,13 @@ def main():
     ap.add_argument('--warm', type=int, default=0, metavar='S',
                     help='measure with ranges from a sample (intervals of '
                          'S seconds; see above)')
+    ap.add_argument('--max', type=float, metavar='PCT',
+                    help='fail (exit 1) when the difference is above PCT; '
+                         'skip (exit 77) without valgrind')
     args = ap.parse_args()
+    if args.max is not None and shutil.which('valgrind') is None:
+        print('no valgrind: skipped')
+        sys.exit(77)
     hsptest.import_thrift(args.pydir, opslib)
     per = {}
     for keyviz in (False, True):
@@ -116,8 +126,11 @@ def main():
         per[keyviz] = (full - base) / (2.0 * args.ops)
         print('keyviz %-5s %.0f instructions per point operation'
               % ('on' if keyviz else 'off', per[keyviz]))
-    print('difference %+.2f %%' % (100 * (per[True] - per[False])
-                                    / per[False]))
+    diff = 100 * (per[True] - per[False]) / per[False]
+    print('difference %+.2f %%' % diff)
+    if args.max is not None and diff > args.max:
+        sys.exit('the key visualizer costs %+.2f %% per point operation, '
+                 'more than --max %.2f %%' % (diff, args.max))
 
 
 if __name__ == '__main__':

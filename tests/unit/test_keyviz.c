@@ -361,11 +361,17 @@ bounds_of_last(struct tkv *t)
     return out;
 }
 
+static gint
+keys_cmp(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* Every key lands in the range its bytes say, when the boundaries share
  * a long prefix (user0000..., and pad more zeros): below, inside, equal
  * to and past the common part, shorter and longer keys. */
-static void
-check_ranges_exact(const char *pad)
+static GPtrArray *
+check_ranges_exact(const char *pad, GPtrArray *extra)
 {
     static const char *const odd[] = { "",
                                        "a",
@@ -381,10 +387,11 @@ check_ranges_exact(const char *pad)
     struct tkv t;
     g_autoptr(GRand) r = g_rand_new_with_seed(11);
     g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
-    g_autoptr(GPtrArray) bounds = NULL;
+    GPtrArray *bounds = NULL;
     g_autoptr(GArray) got = NULL;
     g_autofree guint64 *want = NULL;
     guint64 total;
+    guint nmeasured;
 
     tkv_init(&t, 64, 32, 8, FALSE);
     /* two intervals: the first one's sample makes the third's ranges */
@@ -406,8 +413,25 @@ check_ranges_exact(const char *pad)
     for (guint i = 0; i < G_N_ELEMENTS(odd); i++) {
         g_ptr_array_add(keys, g_strdup(odd[i]));
     }
+    for (guint i = 0; extra != NULL && i < extra->len; i++) {
+        g_ptr_array_add(keys, g_strdup(g_ptr_array_index(extra, i)));
+    }
     for (guint i = 0; i < keys->len; i++) {
         tkv_note(&t, i % 2, CODEC_KEY_WRITE, g_ptr_array_index(keys, i));
+    }
+    /* and in order, each twice, one worker upwards and one downwards: a
+     * worker remembers the range it found last, which the next key falls
+     * in or not (ties with a boundary's bytes, keys across one) */
+    nmeasured = keys->len;
+    g_ptr_array_sort(keys, keys_cmp);
+    for (guint i = 0; i < nmeasured; i++) {
+        for (int twice = 0; twice < 2; twice++) {
+            tkv_note(&t, 0, CODEC_KEY_WRITE, g_ptr_array_index(keys, i));
+            tkv_note(&t, 1, CODEC_KEY_WRITE,
+                     g_ptr_array_index(keys, nmeasured - 1 - i));
+            g_ptr_array_add(keys, g_strdup(g_ptr_array_index(keys, i)));
+            g_ptr_array_add(keys, g_strdup(g_ptr_array_index(keys, i)));
+        }
     }
     tkv_next(&t);
     bounds = bounds_of_last(&t);
@@ -431,13 +455,50 @@ check_ranges_exact(const char *pad)
         g_assert_cmpuint(g_array_index(got, guint64, j), ==, want[j]);
     }
     keyviz_free(t.kv);
+    return bounds;
+}
+
+/* The boundaries themselves and their neighbours in byte order: ties with
+ * a boundary's words, keys just past and just below one. */
+static GPtrArray *
+keys_around(GPtrArray *bounds)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+
+    for (guint i = 0; i < bounds->len; i++) {
+        const char *b = g_ptr_array_index(bounds, i);
+        size_t len = strlen(b);
+
+        g_ptr_array_add(out, g_strdup(b));
+        g_ptr_array_add(out, g_strdup_printf("%s0", b));
+        g_ptr_array_add(out, g_strdup_printf("%s\x01", b));
+        g_ptr_array_add(out, g_strdup_printf("%s0123456789abcdef", b));
+        if (len > 0) {
+            g_ptr_array_add(out, g_strndup(b, len - 1));
+        }
+    }
+    return out;
 }
 
 static void
 test_ranges_exact(void)
 {
-    check_ranges_exact("");     /* 8 bytes shared */
-    check_ranges_exact("0000"); /* 12: past one 8-byte word */
+    /* 8 bytes shared, 12: past one 8-byte word, 13: keys of 17 bytes, one
+     * past the 16 a worker remembers its range by; run again with keys
+     * at the boundaries the first run found (the same: same seeds) */
+    static const char *const pads[] = { "", "0000", "00000" };
+
+    for (guint i = 0; i < G_N_ELEMENTS(pads); i++) {
+        g_autoptr(GPtrArray) bounds = check_ranges_exact(pads[i], NULL);
+        g_autoptr(GPtrArray) around = keys_around(bounds);
+        g_autoptr(GPtrArray) again = check_ranges_exact(pads[i], around);
+
+        g_assert_cmpuint(again->len, ==, bounds->len);
+        for (guint j = 0; j < bounds->len; j++) {
+            g_assert_cmpstr(g_ptr_array_index(again, j), ==,
+                            g_ptr_array_index(bounds, j));
+        }
+    }
 }
 
 static void
