@@ -1188,28 +1188,16 @@ wire_buf_free(struct wire_buf *b)
 }
 
 uint8_t *
-wire_buf_reserve(struct wire_buf *b, size_t n)
+wire_buf_grow(struct wire_buf *b, size_t n)
 {
-    if (b->cap - b->len < n) {
-        size_t cap = b->cap != 0 ? b->cap : 256;
+    size_t cap = b->cap != 0 ? b->cap : 256;
 
-        while (cap - b->len < n) {
-            cap *= 2;
-        }
-        b->data = g_realloc(b->data, cap);
-        b->cap = cap;
+    while (cap - b->len < n) {
+        cap *= 2;
     }
+    b->data = g_realloc(b->data, cap);
+    b->cap = cap;
     return b->data + b->len;
-}
-
-void
-wire_buf_append(struct wire_buf *b, const void *p, size_t n)
-{
-    if (n == 0) {
-        return;
-    }
-    memcpy(wire_buf_reserve(b, n), p, n);
-    b->len += n;
 }
 
 /* ---- writer ----------------------------------------------------------- */

@@ -4,6 +4,7 @@
 #include <glib.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Wire protocol of one side of a connection. */
 typedef enum {
@@ -237,8 +238,30 @@ struct wire_buf {
 void wire_buf_init(struct wire_buf *b);
 void wire_buf_clear(struct wire_buf *b); /* len = 0, keeps memory */
 void wire_buf_free(struct wire_buf *b);
-uint8_t *wire_buf_reserve(struct wire_buf *b, size_t n);
-void wire_buf_append(struct wire_buf *b, const void *p, size_t n);
+/* Grows b to hold n more bytes: wire_buf_reserve's rare path. */
+uint8_t *wire_buf_grow(struct wire_buf *b, size_t n);
+
+/* Room for n more bytes at the end of b (not counted in len yet).  The
+ * writer reserves per item, a score of times per call: the common case,
+ * room left, is inline so that it costs a compare, not a call. */
+static inline uint8_t *
+wire_buf_reserve(struct wire_buf *b, size_t n)
+{
+    if (G_UNLIKELY(b->cap - b->len < n)) {
+        return wire_buf_grow(b, n);
+    }
+    return b->data + b->len;
+}
+
+static inline void
+wire_buf_append(struct wire_buf *b, const void *p, size_t n)
+{
+    if (n == 0) {
+        return;
+    }
+    memcpy(wire_buf_reserve(b, n), p, n);
+    b->len += n;
+}
 
 /* A writer appends one protocol's encoding to a wire_buf. */
 struct wire_writer {
