@@ -242,8 +242,6 @@ struct codec_ctx {
     const struct tabstate *ts; /* cfg's run-time state: refusals, metrics
                                   slots; NULL: none */
     unsigned stats_id;         /* a reply's: the call's table's slot */
-    struct wire_reader r;
-    struct wire_writer w;
     struct codec_error *err;
     struct codec_call *call;             /* a request's: notes its table */
     gboolean reply;                      /* walking a reply (unsalting) */
@@ -272,6 +270,11 @@ struct codec_ctx {
     const char *refused;    /* a table the call names is refused by the
                             table catalog (tabstate_table.refusal) */
     gboolean refused_retry; /* and whether that clears by itself */
+    /* last: codec_ctx_init clears what comes before, and the reader and
+     * writer (half a kilobyte of per-level field ids) are set up by their
+     * own init, the writer's before its first use */
+    struct wire_reader r;
+    struct wire_writer w;
 };
 
 static gboolean
@@ -1331,7 +1334,7 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
 static void
 codec_ctx_init(struct codec_ctx *c, const struct codec_io *io, gboolean reply)
 {
-    memset(c, 0, sizeof(*c));
+    memset(c, 0, offsetof(struct codec_ctx, r));
     c->cfg = io->cfg;
     c->ts = io->ts;
     c->err = io->err;
