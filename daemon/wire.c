@@ -71,25 +71,6 @@ wire_ttype_to_ctype(uint8_t t)
     }
 }
 
-static gboolean
-wire_type_valid(uint8_t t)
-{
-    switch (t) {
-    case WIRE_T_BOOL:
-    case WIRE_T_BYTE:
-    case WIRE_T_DOUBLE:
-    case WIRE_T_I16:
-    case WIRE_T_I32:
-    case WIRE_T_I64:
-    case WIRE_T_STRING:
-    case WIRE_T_STRUCT:
-    case WIRE_T_MAP:
-    case WIRE_T_SET:
-    case WIRE_T_LIST: return TRUE;
-    default: return FALSE;
-    }
-}
-
 const char *
 wire_type_name(uint8_t type)
 {
@@ -176,13 +157,6 @@ wire_need(struct wire_reader *r, size_t n)
         return FALSE;
     }
     return TRUE;
-}
-
-static inline uint32_t
-wire_be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-           ((uint32_t)p[2] << 8) | (uint32_t)p[3];
 }
 
 static inline uint64_t
@@ -419,7 +393,7 @@ wire_read_struct_end(struct wire_reader *r)
 }
 
 wire_status_t
-wire_read_field(struct wire_reader *r, uint8_t *type, int16_t *fid)
+wire_read_field_full(struct wire_reader *r, uint8_t *type, int16_t *fid)
 {
     *type = WIRE_T_STOP;
     *fid = 0;
@@ -605,7 +579,8 @@ wire_read_binary_len(struct wire_reader *r)
 }
 
 wire_status_t
-wire_read_binary(struct wire_reader *r, const uint8_t **data, uint32_t *len)
+wire_read_binary_full(struct wire_reader *r, const uint8_t **data,
+                      uint32_t *len)
 {
     uint32_t n;
 

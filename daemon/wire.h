@@ -104,18 +104,88 @@ size_t wire_reader_offset(const struct wire_reader *r);
 wire_status_t wire_read_msg_begin(struct wire_reader *r, struct wire_msg *m);
 wire_status_t wire_read_struct_begin(struct wire_reader *r);
 wire_status_t wire_read_struct_end(struct wire_reader *r);
-/* Next field header; *type == WIRE_T_STOP at the end of the struct. */
-wire_status_t wire_read_field(struct wire_reader *r, uint8_t *type,
-                              int16_t *fid);
+/* The types a field, element, key or value may have, as bits. */
+#define WIRE_TYPES_VALID                                                      \
+    ((1u << WIRE_T_BOOL) | (1u << WIRE_T_BYTE) | (1u << WIRE_T_DOUBLE) |      \
+     (1u << WIRE_T_I16) | (1u << WIRE_T_I32) | (1u << WIRE_T_I64) |           \
+     (1u << WIRE_T_STRING) | (1u << WIRE_T_STRUCT) | (1u << WIRE_T_MAP) |     \
+     (1u << WIRE_T_SET) | (1u << WIRE_T_LIST))
+
+static inline gboolean
+wire_type_valid(uint8_t t)
+{
+    return t < 32 && (WIRE_TYPES_VALID & (1u << t)) != 0;
+}
+
+static inline uint32_t
+wire_be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+           ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+/* wire_read_field and wire_read_binary in full: every protocol, every
+ * check, the failures' texts. */
+wire_status_t wire_read_field_full(struct wire_reader *r, uint8_t *type,
+                                   int16_t *fid);
+wire_status_t wire_read_binary_full(struct wire_reader *r,
+                                    const uint8_t **data, uint32_t *len);
+
+/*
+ * Next field header; *type == WIRE_T_STOP at the end of the struct.
+ * A codec walk reads a dozen per call: a binary header that is whole and
+ * valid is read inline, anything else (compact, short, invalid, a failed
+ * reader) by wire_read_field_full, from the same place, so the result is
+ * the same either way.
+ */
+static inline wire_status_t
+wire_read_field(struct wire_reader *r, uint8_t *type, int16_t *fid)
+{
+    if (r->proto == WIRE_BINARY && r->status == WIRE_OK &&
+        r->end - r->pos >= 3) {
+        uint8_t t = r->pos[0];
+
+        if (t == WIRE_T_STOP) {
+            *type = WIRE_T_STOP;
+            *fid = 0;
+            r->pos++;
+            return WIRE_OK;
+        }
+        if (wire_type_valid(t)) {
+            *type = t;
+            *fid = (int16_t)(((uint16_t)r->pos[1] << 8) | r->pos[2]);
+            r->pos += 3;
+            return WIRE_OK;
+        }
+    }
+    return wire_read_field_full(r, type, fid);
+}
 gboolean wire_read_bool(struct wire_reader *r);
 int8_t wire_read_byte(struct wire_reader *r);
 int16_t wire_read_i16(struct wire_reader *r);
 int32_t wire_read_i32(struct wire_reader *r);
 int64_t wire_read_i64(struct wire_reader *r);
 double wire_read_double(struct wire_reader *r);
-/* A string or binary: points into the input, not copied. */
-wire_status_t wire_read_binary(struct wire_reader *r, const uint8_t **data,
-                               uint32_t *len);
+/* A string or binary: points into the input, not copied.  As for
+ * wire_read_field, a binary string within the limit and the bytes at
+ * hand is read inline, anything else by wire_read_binary_full. */
+static inline wire_status_t
+wire_read_binary(struct wire_reader *r, const uint8_t **data, uint32_t *len)
+{
+    if (r->proto == WIRE_BINARY && r->status == WIRE_OK &&
+        r->end - r->pos >= 4) {
+        int32_t n = (int32_t)wire_be32(r->pos);
+
+        if (n >= 0 && (uint32_t)n <= r->limits->max_string &&
+            (size_t)(r->end - r->pos) - 4 >= (uint32_t)n) {
+            *data = r->pos + 4;
+            *len = (uint32_t)n;
+            r->pos += 4 + (uint32_t)n;
+            return WIRE_OK;
+        }
+    }
+    return wire_read_binary_full(r, data, len);
+}
 wire_status_t wire_read_list_begin(struct wire_reader *r, uint8_t *elem_type,
                                    uint32_t *count);
 wire_status_t wire_read_set_begin(struct wire_reader *r, uint8_t *elem_type,
