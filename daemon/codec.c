@@ -1354,7 +1354,7 @@ codec_request_head(struct codec_ctx *c, const struct codec_io *io,
 {
     struct codec_error *err = c->err;
 
-    memset(call, 0, sizeof(*call));
+    codec_call_clear(call);
     c->call = call;
     /* not text[]: the message says whether it is used */
     err->app_type = 0;
