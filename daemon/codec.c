@@ -1264,7 +1264,9 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
     }
     wire_write_struct_begin(&c->w);
     for (;;) {
+        const uint8_t *at = c->r.pos;
         const struct hbase1_field *f;
+        uint32_t bit;
 
         if (wire_read_field(&c->r, &type, &fid) != WIRE_OK) {
             return FALSE;
@@ -1272,25 +1274,27 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
         if (type == WIRE_T_STOP) {
             break;
         }
-        wire_write_field(&c->w, type, fid);
         f = hbase1_schema_field(s, fid);
-        if (f != NULL && f->type == type) {
-            uint32_t bit = 1u << (f - s->fields);
-
-            /* A reply's rows are each unsalted as they come, and a client
-             * keeping the last sees the last one's logical key: only a
-             * call's fields decide where the proxy sends it.  Unsalted,
-             * only a second table name would change that. */
-            if (!c->reply && (seen & bit) != 0 && f->repeated != NULL &&
-                (!c->passthrough || f->action == HBASE1_TABLE)) {
-                return codec_reject(c, WIRE_APP_PROTOCOL_ERROR,
-                                    CODEC_ANSWER_APP, f->repeated);
-            }
-            seen |= bit;
-            if (!codec_walk_field(c, f, salt)) {
+        if (f == NULL || f->type != type) {
+            /* no key in it: header and value as they came */
+            if (wire_copy_field(&c->r, &c->w, at, type, fid) != WIRE_OK) {
                 return FALSE;
             }
-        } else if (wire_copy(&c->r, &c->w, type) != WIRE_OK) {
+            continue;
+        }
+        bit = 1u << (f - s->fields);
+        /* A reply's rows are each unsalted as they come, and a client
+         * keeping the last sees the last one's logical key: only a
+         * call's fields decide where the proxy sends it.  Unsalted,
+         * only a second table name would change that. */
+        if (!c->reply && (seen & bit) != 0 && f->repeated != NULL &&
+            (!c->passthrough || f->action == HBASE1_TABLE)) {
+            return codec_reject(c, WIRE_APP_PROTOCOL_ERROR, CODEC_ANSWER_APP,
+                                f->repeated);
+        }
+        seen |= bit;
+        wire_write_field(&c->w, type, fid);
+        if (!codec_walk_field(c, f, salt)) {
             return FALSE;
         }
     }

@@ -1561,6 +1561,21 @@ wire_copy(struct wire_reader *r, struct wire_writer *w, uint8_t type)
     return r->status;
 }
 
+wire_status_t
+wire_copy_field(struct wire_reader *r, struct wire_writer *w,
+                const uint8_t *at, uint8_t type, int16_t fid)
+{
+    if (r->proto == WIRE_BINARY && w->proto == WIRE_BINARY &&
+        type != WIRE_T_BOOL) {
+        if (wire_skip(r, type) == WIRE_OK) {
+            wire_buf_append(w->buf, at, (size_t)(r->pos - at));
+        }
+        return r->status;
+    }
+    wire_write_field(w, type, fid);
+    return wire_copy(r, w, type);
+}
+
 void
 wire_write_app_exception(struct wire_writer *w, const uint8_t *name,
                          uint32_t name_len, int32_t seqid, int32_t type,

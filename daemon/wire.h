@@ -389,6 +389,16 @@ size_t wire_seq_header(wire_proto_t proto, uint8_t elem_type, uint32_t count,
 wire_status_t wire_copy(struct wire_reader *r, struct wire_writer *w,
                         uint8_t type);
 
+/*
+ * Copies one field whose header r has just read (from 'at', where the
+ * header starts) to w, as wire_write_field then wire_copy would: in one
+ * append of its bytes as they are when both sides use the binary
+ * protocol (whose headers have one encoding) and it is no bool (whose
+ * byte wire_copy writes as 0 or 1).
+ */
+wire_status_t wire_copy_field(struct wire_reader *r, struct wire_writer *w,
+                              const uint8_t *at, uint8_t type, int16_t fid);
+
 /* Writes a whole TApplicationException message. */
 void wire_write_app_exception(struct wire_writer *w, const uint8_t *name,
                               uint32_t name_len, int32_t seqid, int32_t type,
