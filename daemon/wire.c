@@ -377,19 +377,13 @@ wire_read_msg_begin(struct wire_reader *r, struct wire_msg *m)
 }
 
 wire_status_t
-wire_read_struct_begin(struct wire_reader *r)
+wire_read_struct_begin_full(struct wire_reader *r)
 {
     if (!wire_enter(r)) {
         return r->status;
     }
     r->last_fid[r->depth] = 0;
     return r->status;
-}
-
-wire_status_t
-wire_read_struct_end(struct wire_reader *r)
-{
-    return wire_read_container_end(r);
 }
 
 wire_status_t
@@ -690,15 +684,6 @@ wire_read_map_begin(struct wire_reader *r, uint8_t *key_type,
     *key_type = kt;
     *val_type = vt;
     *count = (uint32_t)n;
-    return r->status;
-}
-
-wire_status_t
-wire_read_container_end(struct wire_reader *r)
-{
-    if (r->status == WIRE_OK && r->depth > 0) {
-        r->depth--;
-    }
     return r->status;
 }
 
@@ -1246,10 +1231,16 @@ wire_write_msg_begin(struct wire_writer *w, const uint8_t *name,
                      uint32_t name_len, uint8_t type, int32_t seqid)
 {
     if (w->proto == WIRE_BINARY) {
-        wire_put_be(w, 0x80010000u | type, 4);
-        wire_put_be(w, name_len, 4);
-        wire_buf_append(w->buf, name, name_len);
-        wire_put_be(w, (uint32_t)seqid, 4);
+        /* version and type, name, sequence id: one reserve for all */
+        uint8_t *p = wire_buf_reserve(w->buf, (size_t)12 + name_len);
+
+        wire_store_be(p, 0x80010000u | type, 4);
+        wire_store_be(p + 4, name_len, 4);
+        if (name_len > 0) {
+            memcpy(p + 8, name, name_len);
+        }
+        wire_store_be(p + 8 + name_len, (uint32_t)seqid, 4);
+        w->buf->len += (size_t)12 + name_len;
     } else {
         wire_put_u8(w, 0x82);
         wire_put_u8(w, (uint8_t)(1 | (type << 5)));
@@ -1388,14 +1379,30 @@ void
 wire_write_binary3(struct wire_writer *w, const void *a, uint32_t alen,
                    const void *b, uint32_t blen, const void *c, uint32_t clen)
 {
+    uint32_t len = alen + blen + clen;
+    /* room for all of it at once: a length (varint or i32) and the parts */
+    uint8_t *p = wire_buf_reserve(w->buf, (size_t)5 + len);
+    uint8_t *q = p;
+
     if (w->proto == WIRE_COMPACT) {
-        wire_put_varint(w, (uint64_t)alen + blen + clen);
+        q += wire_store_varint(q, len);
     } else {
-        wire_put_be(w, alen + blen + clen, 4);
+        wire_store_be(q, len, 4);
+        q += 4;
     }
-    wire_buf_append(w->buf, a, alen);
-    wire_buf_append(w->buf, b, blen);
-    wire_buf_append(w->buf, c, clen);
+    if (alen > 0) {
+        memcpy(q, a, alen);
+        q += alen;
+    }
+    if (blen > 0) {
+        memcpy(q, b, blen);
+        q += blen;
+    }
+    if (clen > 0) {
+        memcpy(q, c, clen);
+        q += clen;
+    }
+    w->buf->len += (size_t)(q - p);
 }
 
 void

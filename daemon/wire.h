@@ -102,8 +102,22 @@ void wire_reader_init(struct wire_reader *r, wire_proto_t proto,
 size_t wire_reader_offset(const struct wire_reader *r);
 
 wire_status_t wire_read_msg_begin(struct wire_reader *r, struct wire_msg *m);
-wire_status_t wire_read_struct_begin(struct wire_reader *r);
-wire_status_t wire_read_struct_end(struct wire_reader *r);
+wire_status_t wire_read_struct_begin_full(struct wire_reader *r);
+
+/* One level deeper; a walk enters a handful of structs per call: the
+ * common case (a reader still OK, below the depth cap) is inline, the
+ * rest (failures and their texts) in wire_read_struct_begin_full. */
+static inline wire_status_t
+wire_read_struct_begin(struct wire_reader *r)
+{
+    if (r->status == WIRE_OK && r->depth < r->limits->max_depth &&
+        r->depth < WIRE_MAX_DEPTH) {
+        r->depth++;
+        r->last_fid[r->depth] = 0;
+        return WIRE_OK;
+    }
+    return wire_read_struct_begin_full(r);
+}
 /* The types a field, element, key or value may have, as bits. */
 #define WIRE_TYPES_VALID                                                      \
     ((1u << WIRE_T_BOOL) | (1u << WIRE_T_BYTE) | (1u << WIRE_T_DOUBLE) |      \
@@ -141,8 +155,7 @@ wire_status_t wire_read_binary_full(struct wire_reader *r,
 static inline wire_status_t
 wire_read_field(struct wire_reader *r, uint8_t *type, int16_t *fid)
 {
-    if (r->proto == WIRE_BINARY && r->status == WIRE_OK &&
-        r->end - r->pos >= 3) {
+    if (r->proto == WIRE_BINARY && r->status == WIRE_OK && r->pos < r->end) {
         uint8_t t = r->pos[0];
 
         if (t == WIRE_T_STOP) {
@@ -151,7 +164,7 @@ wire_read_field(struct wire_reader *r, uint8_t *type, int16_t *fid)
             r->pos++;
             return WIRE_OK;
         }
-        if (wire_type_valid(t)) {
+        if (r->end - r->pos >= 3 && wire_type_valid(t)) {
             *type = t;
             *fid = (int16_t)(((uint16_t)r->pos[1] << 8) | r->pos[2]);
             r->pos += 3;
@@ -192,8 +205,21 @@ wire_status_t wire_read_set_begin(struct wire_reader *r, uint8_t *elem_type,
                                   uint32_t *count);
 wire_status_t wire_read_map_begin(struct wire_reader *r, uint8_t *key_type,
                                   uint8_t *val_type, uint32_t *count);
-/* Ends a list, set or map (depth bookkeeping). */
-wire_status_t wire_read_container_end(struct wire_reader *r);
+/* Ends a struct, list, set or map (depth bookkeeping). */
+static inline wire_status_t
+wire_read_container_end(struct wire_reader *r)
+{
+    if (r->status == WIRE_OK && r->depth > 0) {
+        r->depth--;
+    }
+    return r->status;
+}
+
+static inline wire_status_t
+wire_read_struct_end(struct wire_reader *r)
+{
+    return wire_read_container_end(r);
+}
 /* Skips one value of the given type, with the depth cap. */
 wire_status_t wire_skip(struct wire_reader *r, uint8_t type);
 /* Marks the reader failed with a static message; returns WIRE_ERROR. */
