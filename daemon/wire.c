@@ -243,8 +243,9 @@ wire_check_room(struct wire_reader *r, uint64_t need)
     return TRUE;
 }
 
-/* Checks a string or container size against limits and bytes left. */
-static gboolean
+/* Checks a string or container size against limits and bytes left.
+ * Inline: every container and string read asks it. */
+static G_ALWAYS_INLINE inline gboolean
 wire_check_size(struct wire_reader *r, int64_t size, uint32_t limit,
                 size_t min_elem, const char *what_limit)
 {
