@@ -979,6 +979,117 @@ test_scan_fuzz_inputs(void)
     }
 }
 
+/* Two readers over the same bytes end in the same state. */
+static void
+assert_readers_equal(const struct wire_reader *a, const struct wire_reader *b)
+{
+    g_assert_true(a->pos == b->pos);
+    g_assert_cmpint(a->status, ==, b->status);
+    g_assert_cmpstr(a->error, ==, b->error);
+    g_assert_cmpuint(a->depth, ==, b->depth);
+}
+
+/*
+ * The inline readers of wire.h (field header, string, struct entry) take
+ * the common case themselves and hand the rest to the full functions:
+ * whatever the bytes, limits and reader state, both give the same
+ * result.  Every field header byte, cut at every length, and strings of
+ * every size around the limits, on fresh, complete, AGAIN and failed
+ * readers, in both protocols.
+ */
+static void
+test_inline_paths(void)
+{
+    const struct wire_limits lim = {
+        .max_message = 24, .max_string = 8, .max_container = 8, .max_depth = 3
+    };
+
+    for (int proto = WIRE_BINARY; proto <= WIRE_COMPACT; proto++) {
+        for (int state = 0; state < 4; state++) {
+            gboolean complete = state == 1;
+
+            for (unsigned t = 0; t < 256; t++) {
+                const uint8_t in[4] = { (uint8_t)t, 0x01, 0x02, 0x00 };
+
+                for (size_t len = 0; len <= sizeof(in); len++) {
+                    struct wire_reader a, b;
+                    uint8_t ta = 0xee, tb = 0xee;
+                    int16_t fa = 7, fb = 7;
+
+                    wire_reader_init(&a, proto, in, len, complete, &lim);
+                    if (state == 2) {
+                        a.status = WIRE_AGAIN;
+                    } else if (state == 3) {
+                        wire_reader_fail(&a, "failed before");
+                    }
+                    b = a;
+                    g_assert_cmpint(wire_read_field(&a, &ta, &fa), ==,
+                                    wire_read_field_full(&b, &tb, &fb));
+                    g_assert_cmpuint(ta, ==, tb);
+                    g_assert_cmpint(fa, ==, fb);
+                    assert_readers_equal(&a, &b);
+                }
+            }
+            for (int64_t n = -2; n <= 30; n++) {
+                uint8_t in[40] = { 0 };
+                uint32_t be = (uint32_t)(n == 30 ? INT32_MAX : n);
+
+                /* binary: a big-endian i32; compact: the varint of n
+                 * (a negative n reads as a huge varint) */
+                if (proto == WIRE_BINARY) {
+                    in[0] = (uint8_t)(be >> 24);
+                    in[1] = (uint8_t)(be >> 16);
+                    in[2] = (uint8_t)(be >> 8);
+                    in[3] = (uint8_t)be;
+                } else {
+                    uint32_t v = be;
+                    size_t i = 0;
+
+                    while (v >= 0x80) {
+                        in[i++] = (uint8_t)(v | 0x80);
+                        v >>= 7;
+                    }
+                    in[i] = (uint8_t)v;
+                }
+                for (size_t len = 0; len <= sizeof(in); len++) {
+                    struct wire_reader a, b;
+                    const uint8_t *da = in, *db = in;
+                    uint32_t la = 99, lb = 99;
+
+                    wire_reader_init(&a, proto, in, len, complete, &lim);
+                    if (state == 2) {
+                        a.status = WIRE_AGAIN;
+                    } else if (state == 3) {
+                        wire_reader_fail(&a, "failed before");
+                    }
+                    b = a;
+                    g_assert_cmpint(wire_read_binary(&a, &da, &la), ==,
+                                    wire_read_binary_full(&b, &db, &lb));
+                    g_assert_true(da == db);
+                    g_assert_cmpuint(la, ==, lb);
+                    assert_readers_equal(&a, &b);
+                }
+            }
+            for (uint32_t depth = 0; depth <= WIRE_MAX_DEPTH; depth++) {
+                static const uint8_t in[1] = { 0 };
+                struct wire_reader a, b;
+
+                wire_reader_init(&a, proto, in, sizeof(in), complete, &lim);
+                a.depth = depth;
+                if (state == 2) {
+                    a.status = WIRE_AGAIN;
+                } else if (state == 3) {
+                    wire_reader_fail(&a, "failed before");
+                }
+                b = a;
+                g_assert_cmpint(wire_read_struct_begin(&a), ==,
+                                wire_read_struct_begin_full(&b));
+                assert_readers_equal(&a, &b);
+            }
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1029,5 +1140,6 @@ main(int argc, char **argv)
     g_test_add_data_func("/wire/scan/depth-head/compact",
                          GINT_TO_POINTER(WIRE_COMPACT), test_scan_depth_head);
     g_test_add_func("/wire/scan/fuzz-inputs", test_scan_fuzz_inputs);
+    g_test_add_func("/wire/inline-paths", test_inline_paths);
     return g_test_run();
 }
