@@ -989,6 +989,20 @@ assert_readers_equal(const struct wire_reader *a, const struct wire_reader *b)
     g_assert_cmpuint(a->depth, ==, b->depth);
 }
 
+/* A reader over in[0..len) in one of test_inline_paths' states: fresh,
+ * over a whole message, waiting (AGAIN), failed. */
+static void
+inline_reader(struct wire_reader *r, int proto, const uint8_t *in, size_t len,
+              int state, const struct wire_limits *lim)
+{
+    wire_reader_init(r, proto, in, len, state == 1, lim);
+    if (state == 2) {
+        r->status = WIRE_AGAIN;
+    } else if (state == 3) {
+        wire_reader_fail(r, "failed before");
+    }
+}
+
 /*
  * The inline readers of wire.h (field header, string, struct entry) take
  * the common case themselves and hand the rest to the full functions:
@@ -1006,8 +1020,6 @@ test_inline_paths(void)
 
     for (int proto = WIRE_BINARY; proto <= WIRE_COMPACT; proto++) {
         for (int state = 0; state < 4; state++) {
-            gboolean complete = state == 1;
-
             for (unsigned t = 0; t < 256; t++) {
                 const uint8_t in[4] = { (uint8_t)t, 0x01, 0x02, 0x00 };
 
@@ -1016,12 +1028,7 @@ test_inline_paths(void)
                     uint8_t ta = 0xee, tb = 0xee;
                     int16_t fa = 7, fb = 7;
 
-                    wire_reader_init(&a, proto, in, len, complete, &lim);
-                    if (state == 2) {
-                        a.status = WIRE_AGAIN;
-                    } else if (state == 3) {
-                        wire_reader_fail(&a, "failed before");
-                    }
+                    inline_reader(&a, proto, in, len, state, &lim);
                     b = a;
                     g_assert_cmpint(wire_read_field(&a, &ta, &fa), ==,
                                     wire_read_field_full(&b, &tb, &fb));
@@ -1056,12 +1063,7 @@ test_inline_paths(void)
                     const uint8_t *da = in, *db = in;
                     uint32_t la = 99, lb = 99;
 
-                    wire_reader_init(&a, proto, in, len, complete, &lim);
-                    if (state == 2) {
-                        a.status = WIRE_AGAIN;
-                    } else if (state == 3) {
-                        wire_reader_fail(&a, "failed before");
-                    }
+                    inline_reader(&a, proto, in, len, state, &lim);
                     b = a;
                     g_assert_cmpint(wire_read_binary(&a, &da, &la), ==,
                                     wire_read_binary_full(&b, &db, &lb));
@@ -1074,13 +1076,8 @@ test_inline_paths(void)
                 static const uint8_t in[1] = { 0 };
                 struct wire_reader a, b;
 
-                wire_reader_init(&a, proto, in, sizeof(in), complete, &lim);
+                inline_reader(&a, proto, in, sizeof(in), state, &lim);
                 a.depth = depth;
-                if (state == 2) {
-                    a.status = WIRE_AGAIN;
-                } else if (state == 3) {
-                    wire_reader_fail(&a, "failed before");
-                }
                 b = a;
                 g_assert_cmpint(wire_read_struct_begin(&a), ==,
                                 wire_read_struct_begin_full(&b));
