@@ -1087,6 +1087,83 @@ test_inline_paths(void)
     }
 }
 
+/* A strict binary header: version word, name of name_len bytes ('m'),
+ * sequence id 7, into out; returns its length. */
+static size_t
+strict_header(uint8_t *out, uint32_t version, uint32_t name_len)
+{
+    out[0] = (uint8_t)(version >> 24);
+    out[1] = (uint8_t)(version >> 16);
+    out[2] = (uint8_t)(version >> 8);
+    out[3] = (uint8_t)version;
+    out[4] = (uint8_t)(name_len >> 24);
+    out[5] = (uint8_t)(name_len >> 16);
+    out[6] = (uint8_t)(name_len >> 8);
+    out[7] = (uint8_t)name_len;
+    memset(out + 8, 'm', name_len);
+    memcpy(out + 8 + name_len, "\0\0\0\7", 4);
+    return 12 + (size_t)name_len;
+}
+
+/*
+ * wire_read_msg_begin takes a whole valid strict binary header in one
+ * test: it must still refuse each bad header with its own error, and
+ * wait (or call a cut header truncated) at every length.
+ */
+static void
+test_strict_header(void)
+{
+    static const struct {
+        uint32_t version, name_len;
+        const char *error; /* NULL: valid */
+    } cases[] = {
+        { 0x80010001u, 0, NULL },
+        { 0x80010002u, 4, NULL },
+        { 0x80010004u, WIRE_MAX_NAME, NULL },
+        { 0x80010001u, WIRE_MAX_NAME + 1, "method name too long" },
+        { 0x80010001u, 0x80000000u, "method name too long" },
+        { 0x80010000u, 4, "bad message type" },
+        { 0x80010005u, 4, "bad message type" },
+        { 0x80010101u, 4, NULL }, /* the byte before the type is free */
+        { 0x80020001u, 4, "bad binary protocol version" },
+        { 0x81010001u, 4, "bad binary protocol version" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        uint8_t in[12 + WIRE_MAX_NAME + 1];
+        uint32_t name_len = MIN(cases[i].name_len, (uint32_t)WIRE_MAX_NAME);
+        size_t len = strict_header(in, cases[i].version, name_len);
+        struct wire_reader r;
+        struct wire_msg m;
+
+        /* the length word says more than the name written: as sent */
+        in[4] = (uint8_t)(cases[i].name_len >> 24);
+        in[5] = (uint8_t)(cases[i].name_len >> 16);
+        in[6] = (uint8_t)(cases[i].name_len >> 8);
+        in[7] = (uint8_t)cases[i].name_len;
+        wire_reader_init(&r, WIRE_BINARY, in, len, TRUE, NULL);
+        if (cases[i].error != NULL) {
+            g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_ERROR);
+            g_assert_cmpstr(r.error, ==, cases[i].error);
+            continue;
+        }
+        g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+        g_assert_true(m.strict);
+        g_assert_cmpuint(m.type, ==, cases[i].version & 0xff);
+        g_assert_cmpuint(m.name_len, ==, name_len);
+        g_assert_true(m.name == in + 8);
+        g_assert_cmpint(m.seqid, ==, 7);
+        g_assert_cmpuint(wire_reader_offset(&r), ==, len);
+        for (size_t cut = 0; cut < len; cut++) {
+            wire_reader_init(&r, WIRE_BINARY, in, cut, FALSE, NULL);
+            g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_AGAIN);
+            wire_reader_init(&r, WIRE_BINARY, in, cut, TRUE, NULL);
+            g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_ERROR);
+            g_assert_cmpstr(r.error, ==, "message truncated");
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1138,5 +1215,6 @@ main(int argc, char **argv)
                          GINT_TO_POINTER(WIRE_COMPACT), test_scan_depth_head);
     g_test_add_func("/wire/scan/fuzz-inputs", test_scan_fuzz_inputs);
     g_test_add_func("/wire/inline-paths", test_inline_paths);
+    g_test_add_func("/wire/header/strict-binary", test_strict_header);
     return g_test_run();
 }
