@@ -253,8 +253,6 @@ struct codec_ctx {
     const struct tabstate *ts; /* cfg's run-time state: refusals, metrics
                                   slots; NULL: none */
     unsigned stats_id;         /* a reply's: the call's table's slot */
-    struct wire_reader r;
-    struct wire_writer w;
     struct codec_error *err;
     struct codec_call *call;             /* a request's: notes its table */
     gboolean reply;                      /* walking a reply (unsalting) */
@@ -283,6 +281,11 @@ struct codec_ctx {
     const char *refused;    /* a table the call names is refused by the
                             table catalog (tabstate_table.refusal) */
     gboolean refused_retry; /* and whether that clears by itself */
+    /* last: codec_ctx_init clears what comes before, and the reader and
+     * writer (half a kilobyte of per-level field ids) are set up by their
+     * own init, the writer's before its first use */
+    struct wire_reader r;
+    struct wire_writer w;
 };
 
 static gboolean
@@ -1274,7 +1277,9 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
     }
     wire_write_struct_begin(&c->w);
     for (;;) {
+        const uint8_t *at = c->r.pos;
         const struct hbase1_field *f;
+        uint32_t bit;
 
         if (wire_read_field(&c->r, &type, &fid) != WIRE_OK) {
             return FALSE;
@@ -1282,25 +1287,27 @@ codec_walk_struct(struct codec_ctx *c, const struct hbase1_schema *s,
         if (type == WIRE_T_STOP) {
             break;
         }
-        wire_write_field(&c->w, type, fid);
         f = hbase1_schema_field(s, fid);
-        if (f != NULL && f->type == type) {
-            uint32_t bit = 1u << (f - s->fields);
-
-            /* A reply's rows are each unsalted as they come, and a client
-             * keeping the last sees the last one's logical key: only a
-             * call's fields decide where the proxy sends it.  Unsalted,
-             * only a second table name would change that. */
-            if (!c->reply && (seen & bit) != 0 && f->repeated != NULL &&
-                (!c->passthrough || f->action == HBASE1_TABLE)) {
-                return codec_reject(c, WIRE_APP_PROTOCOL_ERROR,
-                                    CODEC_ANSWER_APP, f->repeated);
-            }
-            seen |= bit;
-            if (!codec_walk_field(c, f, salt)) {
+        if (f == NULL || f->type != type) {
+            /* no key in it: header and value as they came */
+            if (wire_copy_field(&c->r, &c->w, at, type, fid) != WIRE_OK) {
                 return FALSE;
             }
-        } else if (wire_copy(&c->r, &c->w, type) != WIRE_OK) {
+            continue;
+        }
+        bit = 1u << (f - s->fields);
+        /* A reply's rows are each unsalted as they come, and a client
+         * keeping the last sees the last one's logical key: only a
+         * call's fields decide where the proxy sends it.  Unsalted,
+         * only a second table name would change that. */
+        if (!c->reply && (seen & bit) != 0 && f->repeated != NULL &&
+            (!c->passthrough || f->action == HBASE1_TABLE)) {
+            return codec_reject(c, WIRE_APP_PROTOCOL_ERROR, CODEC_ANSWER_APP,
+                                f->repeated);
+        }
+        seen |= bit;
+        wire_write_field(&c->w, type, fid);
+        if (!codec_walk_field(c, f, salt)) {
             return FALSE;
         }
     }
@@ -1344,7 +1351,7 @@ codec_call_init(struct codec_call *call, const struct hbase1_service *svc,
 static void
 codec_ctx_init(struct codec_ctx *c, const struct codec_io *io, gboolean reply)
 {
-    memset(c, 0, sizeof(*c));
+    memset(c, 0, offsetof(struct codec_ctx, r));
     c->cfg = io->cfg;
     c->ts = io->ts;
     c->err = io->err;
@@ -1364,7 +1371,7 @@ codec_request_head(struct codec_ctx *c, const struct codec_io *io,
 {
     struct codec_error *err = c->err;
 
-    memset(call, 0, sizeof(*call));
+    codec_call_clear(call);
     c->call = call;
     /* not text[]: the message says whether it is used */
     err->app_type = 0;

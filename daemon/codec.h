@@ -57,18 +57,16 @@ struct codec_call {
                                       0: none; its rows count there */
     int32_t client_seqid;          /* echoed to the client */
     uint16_t name_len;
-    char name[WIRE_MAX_NAME + 1]; /* method name as the client sent it */
-    gboolean client_strict;       /* binary: client used versioned
+    gboolean client_strict;           /* binary: client used versioned
                                            headers */
-    gboolean splits_set;          /* split keys of a salted table
+    gboolean splits_set;              /* split keys of a salted table
                                            were written by the proxy */
-    uint32_t splits_asked;        /* how many the client sent */
-    uint32_t splits_sent;         /* how many were sent instead (0:
+    uint32_t splits_asked;            /* how many the client sent */
+    uint32_t splits_sent;             /* how many were sent instead (0:
                                            none, the backend is framed) */
-    uint16_t table_len;           /* the first table the call names,
+    uint16_t table_len;               /* the first table the call names,
                                            for logs (cut at
                                            CODEC_TABLE_MAX bytes); 0: none */
-    char table[CODEC_TABLE_MAX + 1];
     const struct salt_table *kv_salt; /* the call's table is unsalted and
                                          the key visualizer counts it
                                          ([keyviz] unsalted_tables): its
@@ -83,7 +81,22 @@ struct codec_call {
     } first_key; /* the call's first noted key,
                                            which its error counts against
                                            (tally keys_on only) */
+    /* last: codec_call_clear leaves them but their terminators */
+    char name[WIRE_MAX_NAME + 1];    /* method name as the client sent
+                                        it, name_len bytes and a NUL */
+    char table[CODEC_TABLE_MAX + 1]; /* table_len bytes and a NUL */
 };
+
+/* Empties call: every field zero, name and table "".  A call is cleared
+ * twice per request and is most of a kilobyte, nearly all of it the two
+ * texts, which are read only up to their lengths. */
+static inline void
+codec_call_clear(struct codec_call *call)
+{
+    memset(call, 0, offsetof(struct codec_call, name));
+    call->name[0] = '\0';
+    call->table[0] = '\0';
+}
 
 /* The log line of a call whose split keys the codec replaced
  * (splits_set): the table, the counts, and the split points sent (or why

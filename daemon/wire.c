@@ -71,25 +71,6 @@ wire_ttype_to_ctype(uint8_t t)
     }
 }
 
-static gboolean
-wire_type_valid(uint8_t t)
-{
-    switch (t) {
-    case WIRE_T_BOOL:
-    case WIRE_T_BYTE:
-    case WIRE_T_DOUBLE:
-    case WIRE_T_I16:
-    case WIRE_T_I32:
-    case WIRE_T_I64:
-    case WIRE_T_STRING:
-    case WIRE_T_STRUCT:
-    case WIRE_T_MAP:
-    case WIRE_T_SET:
-    case WIRE_T_LIST: return TRUE;
-    default: return FALSE;
-    }
-}
-
 const char *
 wire_type_name(uint8_t type)
 {
@@ -178,13 +159,6 @@ wire_need(struct wire_reader *r, size_t n)
     return TRUE;
 }
 
-static inline uint32_t
-wire_be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-           ((uint32_t)p[2] << 8) | (uint32_t)p[3];
-}
-
 static inline uint64_t
 wire_be64(const uint8_t *p)
 {
@@ -269,8 +243,9 @@ wire_check_room(struct wire_reader *r, uint64_t need)
     return TRUE;
 }
 
-/* Checks a string or container size against limits and bytes left. */
-static gboolean
+/* Checks a string or container size against limits and bytes left.
+ * Inline: every container and string read asks it. */
+static G_ALWAYS_INLINE inline gboolean
 wire_check_size(struct wire_reader *r, int64_t size, uint32_t limit,
                 size_t min_elem, const char *what_limit)
 {
@@ -315,6 +290,26 @@ wire_enter_container(struct wire_reader *r, int64_t n, size_t min_elem)
 wire_status_t
 wire_read_msg_begin(struct wire_reader *r, struct wire_msg *m)
 {
+    if (r->proto == WIRE_BINARY && r->status == WIRE_OK &&
+        r->end - r->pos >= 8) {
+        /* a strict binary header that is whole and valid, as every call
+         * and reply of the proxy's clients and backends: the checks
+         * below in one test (anything else goes the long way) */
+        uint32_t first = wire_be32(r->pos), len = wire_be32(r->pos + 4);
+        uint8_t type = (uint8_t)(first & 0xff);
+
+        if ((first & 0xffff0000u) == 0x80010000u && len <= WIRE_MAX_NAME &&
+            (size_t)(r->end - r->pos) - 8 >= (size_t)len + 4 &&
+            type >= WIRE_CALL && type <= WIRE_ONEWAY) {
+            m->name = r->pos + 8;
+            m->name_len = len;
+            m->type = type;
+            m->seqid = (int32_t)wire_be32(r->pos + 8 + len);
+            m->strict = TRUE;
+            r->pos += 12 + (size_t)len;
+            return WIRE_OK;
+        }
+    }
     memset(m, 0, sizeof(*m));
     if (r->proto == WIRE_BINARY) {
         int32_t first;
@@ -403,7 +398,7 @@ wire_read_msg_begin(struct wire_reader *r, struct wire_msg *m)
 }
 
 wire_status_t
-wire_read_struct_begin(struct wire_reader *r)
+wire_read_struct_begin_full(struct wire_reader *r)
 {
     if (!wire_enter(r)) {
         return r->status;
@@ -413,13 +408,7 @@ wire_read_struct_begin(struct wire_reader *r)
 }
 
 wire_status_t
-wire_read_struct_end(struct wire_reader *r)
-{
-    return wire_read_container_end(r);
-}
-
-wire_status_t
-wire_read_field(struct wire_reader *r, uint8_t *type, int16_t *fid)
+wire_read_field_full(struct wire_reader *r, uint8_t *type, int16_t *fid)
 {
     *type = WIRE_T_STOP;
     *fid = 0;
@@ -605,7 +594,8 @@ wire_read_binary_len(struct wire_reader *r)
 }
 
 wire_status_t
-wire_read_binary(struct wire_reader *r, const uint8_t **data, uint32_t *len)
+wire_read_binary_full(struct wire_reader *r, const uint8_t **data,
+                      uint32_t *len)
 {
     uint32_t n;
 
@@ -715,15 +705,6 @@ wire_read_map_begin(struct wire_reader *r, uint8_t *key_type,
     *key_type = kt;
     *val_type = vt;
     *count = (uint32_t)n;
-    return r->status;
-}
-
-wire_status_t
-wire_read_container_end(struct wire_reader *r)
-{
-    if (r->status == WIRE_OK && r->depth > 0) {
-        r->depth--;
-    }
     return r->status;
 }
 
@@ -1188,28 +1169,16 @@ wire_buf_free(struct wire_buf *b)
 }
 
 uint8_t *
-wire_buf_reserve(struct wire_buf *b, size_t n)
+wire_buf_grow(struct wire_buf *b, size_t n)
 {
-    if (b->cap - b->len < n) {
-        size_t cap = b->cap != 0 ? b->cap : 256;
+    size_t cap = b->cap != 0 ? b->cap : 256;
 
-        while (cap - b->len < n) {
-            cap *= 2;
-        }
-        b->data = g_realloc(b->data, cap);
-        b->cap = cap;
+    while (cap - b->len < n) {
+        cap *= 2;
     }
+    b->data = g_realloc(b->data, cap);
+    b->cap = cap;
     return b->data + b->len;
-}
-
-void
-wire_buf_append(struct wire_buf *b, const void *p, size_t n)
-{
-    if (n == 0) {
-        return;
-    }
-    memcpy(wire_buf_reserve(b, n), p, n);
-    b->len += n;
 }
 
 /* ---- writer ----------------------------------------------------------- */
@@ -1283,10 +1252,16 @@ wire_write_msg_begin(struct wire_writer *w, const uint8_t *name,
                      uint32_t name_len, uint8_t type, int32_t seqid)
 {
     if (w->proto == WIRE_BINARY) {
-        wire_put_be(w, 0x80010000u | type, 4);
-        wire_put_be(w, name_len, 4);
-        wire_buf_append(w->buf, name, name_len);
-        wire_put_be(w, (uint32_t)seqid, 4);
+        /* version and type, name, sequence id: one reserve for all */
+        uint8_t *p = wire_buf_reserve(w->buf, (size_t)12 + name_len);
+
+        wire_store_be(p, 0x80010000u | type, 4);
+        wire_store_be(p + 4, name_len, 4);
+        if (name_len > 0) {
+            memcpy(p + 8, name, name_len);
+        }
+        wire_store_be(p + 8 + name_len, (uint32_t)seqid, 4);
+        w->buf->len += (size_t)12 + name_len;
     } else {
         wire_put_u8(w, 0x82);
         wire_put_u8(w, (uint8_t)(1 | (type << 5)));
@@ -1425,14 +1400,30 @@ void
 wire_write_binary3(struct wire_writer *w, const void *a, uint32_t alen,
                    const void *b, uint32_t blen, const void *c, uint32_t clen)
 {
+    uint32_t len = alen + blen + clen;
+    /* room for all of it at once: a length (varint or i32) and the parts */
+    uint8_t *p = wire_buf_reserve(w->buf, (size_t)5 + len);
+    uint8_t *q = p;
+
     if (w->proto == WIRE_COMPACT) {
-        wire_put_varint(w, (uint64_t)alen + blen + clen);
+        q += wire_store_varint(q, len);
     } else {
-        wire_put_be(w, alen + blen + clen, 4);
+        wire_store_be(q, len, 4);
+        q += 4;
     }
-    wire_buf_append(w->buf, a, alen);
-    wire_buf_append(w->buf, b, blen);
-    wire_buf_append(w->buf, c, clen);
+    if (alen > 0) {
+        memcpy(q, a, alen);
+        q += alen;
+    }
+    if (blen > 0) {
+        memcpy(q, b, blen);
+        q += blen;
+    }
+    if (clen > 0) {
+        memcpy(q, c, clen);
+        q += clen;
+    }
+    w->buf->len += (size_t)(q - p);
 }
 
 void
@@ -1596,6 +1587,21 @@ wire_copy(struct wire_reader *r, struct wire_writer *w, uint8_t type)
     default: wire_reader_fail(r, "invalid type"); break;
     }
     return r->status;
+}
+
+wire_status_t
+wire_copy_field(struct wire_reader *r, struct wire_writer *w,
+                const uint8_t *at, uint8_t type, int16_t fid)
+{
+    if (r->proto == WIRE_BINARY && w->proto == WIRE_BINARY &&
+        type != WIRE_T_BOOL) {
+        if (wire_skip(r, type) == WIRE_OK) {
+            wire_buf_append(w->buf, at, (size_t)(r->pos - at));
+        }
+        return r->status;
+    }
+    wire_write_field(w, type, fid);
+    return wire_copy(r, w, type);
 }
 
 void

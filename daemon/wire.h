@@ -4,6 +4,7 @@
 #include <glib.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Wire protocol of one side of a connection. */
 typedef enum {
@@ -101,28 +102,124 @@ void wire_reader_init(struct wire_reader *r, wire_proto_t proto,
 size_t wire_reader_offset(const struct wire_reader *r);
 
 wire_status_t wire_read_msg_begin(struct wire_reader *r, struct wire_msg *m);
-wire_status_t wire_read_struct_begin(struct wire_reader *r);
-wire_status_t wire_read_struct_end(struct wire_reader *r);
-/* Next field header; *type == WIRE_T_STOP at the end of the struct. */
-wire_status_t wire_read_field(struct wire_reader *r, uint8_t *type,
-                              int16_t *fid);
+wire_status_t wire_read_struct_begin_full(struct wire_reader *r);
+
+/* One level deeper; a walk enters a handful of structs per call: the
+ * common case (a reader still OK, below the depth cap) is inline, the
+ * rest (failures and their texts) in wire_read_struct_begin_full. */
+static inline wire_status_t
+wire_read_struct_begin(struct wire_reader *r)
+{
+    if (r->status == WIRE_OK && r->depth < r->limits->max_depth &&
+        r->depth < WIRE_MAX_DEPTH) {
+        r->depth++;
+        r->last_fid[r->depth] = 0;
+        return WIRE_OK;
+    }
+    return wire_read_struct_begin_full(r);
+}
+/* The types a field, element, key or value may have, as bits. */
+#define WIRE_TYPES_VALID                                                      \
+    ((1u << WIRE_T_BOOL) | (1u << WIRE_T_BYTE) | (1u << WIRE_T_DOUBLE) |      \
+     (1u << WIRE_T_I16) | (1u << WIRE_T_I32) | (1u << WIRE_T_I64) |           \
+     (1u << WIRE_T_STRING) | (1u << WIRE_T_STRUCT) | (1u << WIRE_T_MAP) |     \
+     (1u << WIRE_T_SET) | (1u << WIRE_T_LIST))
+
+static inline gboolean
+wire_type_valid(uint8_t t)
+{
+    return t < 32 && (WIRE_TYPES_VALID & (1u << t)) != 0;
+}
+
+static inline uint32_t
+wire_be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+           ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+/* wire_read_field and wire_read_binary in full: every protocol, every
+ * check, the failures' texts. */
+wire_status_t wire_read_field_full(struct wire_reader *r, uint8_t *type,
+                                   int16_t *fid);
+wire_status_t wire_read_binary_full(struct wire_reader *r,
+                                    const uint8_t **data, uint32_t *len);
+
+/*
+ * Next field header; *type == WIRE_T_STOP at the end of the struct.
+ * A codec walk reads a dozen per call: a binary header that is whole and
+ * valid is read inline, anything else (compact, short, invalid, a failed
+ * reader) by wire_read_field_full, from the same place, so the result is
+ * the same either way.
+ */
+static inline wire_status_t
+wire_read_field(struct wire_reader *r, uint8_t *type, int16_t *fid)
+{
+    if (r->proto == WIRE_BINARY && r->status == WIRE_OK && r->pos < r->end) {
+        uint8_t t = r->pos[0];
+
+        if (t == WIRE_T_STOP) {
+            *type = WIRE_T_STOP;
+            *fid = 0;
+            r->pos++;
+            return WIRE_OK;
+        }
+        if (r->end - r->pos >= 3 && wire_type_valid(t)) {
+            *type = t;
+            *fid = (int16_t)(((uint16_t)r->pos[1] << 8) | r->pos[2]);
+            r->pos += 3;
+            return WIRE_OK;
+        }
+    }
+    return wire_read_field_full(r, type, fid);
+}
 gboolean wire_read_bool(struct wire_reader *r);
 int8_t wire_read_byte(struct wire_reader *r);
 int16_t wire_read_i16(struct wire_reader *r);
 int32_t wire_read_i32(struct wire_reader *r);
 int64_t wire_read_i64(struct wire_reader *r);
 double wire_read_double(struct wire_reader *r);
-/* A string or binary: points into the input, not copied. */
-wire_status_t wire_read_binary(struct wire_reader *r, const uint8_t **data,
-                               uint32_t *len);
+/* A string or binary: points into the input, not copied.  As for
+ * wire_read_field, a binary string within the limit and the bytes at
+ * hand is read inline, anything else by wire_read_binary_full. */
+static inline wire_status_t
+wire_read_binary(struct wire_reader *r, const uint8_t **data, uint32_t *len)
+{
+    if (r->proto == WIRE_BINARY && r->status == WIRE_OK &&
+        r->end - r->pos >= 4) {
+        int32_t n = (int32_t)wire_be32(r->pos);
+
+        if (n >= 0 && (uint32_t)n <= r->limits->max_string &&
+            (size_t)(r->end - r->pos) - 4 >= (uint32_t)n) {
+            *data = r->pos + 4;
+            *len = (uint32_t)n;
+            r->pos += 4 + (uint32_t)n;
+            return WIRE_OK;
+        }
+    }
+    return wire_read_binary_full(r, data, len);
+}
 wire_status_t wire_read_list_begin(struct wire_reader *r, uint8_t *elem_type,
                                    uint32_t *count);
 wire_status_t wire_read_set_begin(struct wire_reader *r, uint8_t *elem_type,
                                   uint32_t *count);
 wire_status_t wire_read_map_begin(struct wire_reader *r, uint8_t *key_type,
                                   uint8_t *val_type, uint32_t *count);
-/* Ends a list, set or map (depth bookkeeping). */
-wire_status_t wire_read_container_end(struct wire_reader *r);
+/* Ends a struct, list, set or map (depth bookkeeping). */
+static inline wire_status_t
+wire_read_container_end(struct wire_reader *r)
+{
+    if (r->status == WIRE_OK && r->depth > 0) {
+        r->depth--;
+    }
+    return r->status;
+}
+
+static inline wire_status_t
+wire_read_struct_end(struct wire_reader *r)
+{
+    return wire_read_container_end(r);
+}
 /* Skips one value of the given type, with the depth cap. */
 wire_status_t wire_skip(struct wire_reader *r, uint8_t type);
 /* Marks the reader failed with a static message; returns WIRE_ERROR. */
@@ -237,8 +334,30 @@ struct wire_buf {
 void wire_buf_init(struct wire_buf *b);
 void wire_buf_clear(struct wire_buf *b); /* len = 0, keeps memory */
 void wire_buf_free(struct wire_buf *b);
-uint8_t *wire_buf_reserve(struct wire_buf *b, size_t n);
-void wire_buf_append(struct wire_buf *b, const void *p, size_t n);
+/* Grows b to hold n more bytes: wire_buf_reserve's rare path. */
+uint8_t *wire_buf_grow(struct wire_buf *b, size_t n);
+
+/* Room for n more bytes at the end of b (not counted in len yet).  The
+ * writer reserves per item, a score of times per call: the common case,
+ * room left, is inline so that it costs a compare, not a call. */
+static inline uint8_t *
+wire_buf_reserve(struct wire_buf *b, size_t n)
+{
+    if (G_UNLIKELY(b->cap - b->len < n)) {
+        return wire_buf_grow(b, n);
+    }
+    return b->data + b->len;
+}
+
+static inline void
+wire_buf_append(struct wire_buf *b, const void *p, size_t n)
+{
+    if (n == 0) {
+        return;
+    }
+    memcpy(wire_buf_reserve(b, n), p, n);
+    b->len += n;
+}
 
 /* A writer appends one protocol's encoding to a wire_buf. */
 struct wire_writer {
@@ -295,6 +414,16 @@ size_t wire_seq_header(wire_proto_t proto, uint8_t elem_type, uint32_t count,
  */
 wire_status_t wire_copy(struct wire_reader *r, struct wire_writer *w,
                         uint8_t type);
+
+/*
+ * Copies one field whose header r has just read (from 'at', where the
+ * header starts) to w, as wire_write_field then wire_copy would: in one
+ * append of its bytes as they are when both sides use the binary
+ * protocol (whose headers have one encoding) and it is no bool (whose
+ * byte wire_copy writes as 0 or 1).
+ */
+wire_status_t wire_copy_field(struct wire_reader *r, struct wire_writer *w,
+                              const uint8_t *at, uint8_t type, int16_t fid);
 
 /* Writes a whole TApplicationException message. */
 void wire_write_app_exception(struct wire_writer *w, const uint8_t *name,

@@ -979,6 +979,191 @@ test_scan_fuzz_inputs(void)
     }
 }
 
+/* Two readers over the same bytes end in the same state. */
+static void
+assert_readers_equal(const struct wire_reader *a, const struct wire_reader *b)
+{
+    g_assert_true(a->pos == b->pos);
+    g_assert_cmpint(a->status, ==, b->status);
+    g_assert_cmpstr(a->error, ==, b->error);
+    g_assert_cmpuint(a->depth, ==, b->depth);
+}
+
+/* A reader over in[0..len) in one of test_inline_paths' states: fresh,
+ * over a whole message, waiting (AGAIN), failed. */
+static void
+inline_reader(struct wire_reader *r, int proto, const uint8_t *in, size_t len,
+              int state, const struct wire_limits *lim)
+{
+    wire_reader_init(r, proto, in, len, state == 1, lim);
+    if (state == 2) {
+        r->status = WIRE_AGAIN;
+    } else if (state == 3) {
+        wire_reader_fail(r, "failed before");
+    }
+}
+
+/*
+ * The inline readers of wire.h (field header, string, struct entry) take
+ * the common case themselves and hand the rest to the full functions:
+ * whatever the bytes, limits and reader state, both give the same
+ * result.  Every field header byte, cut at every length, and strings of
+ * every size around the limits, on fresh, complete, AGAIN and failed
+ * readers, in both protocols.
+ */
+static void
+test_inline_paths(void)
+{
+    const struct wire_limits lim = {
+        .max_message = 24, .max_string = 8, .max_container = 8, .max_depth = 3
+    };
+
+    for (int proto = WIRE_BINARY; proto <= WIRE_COMPACT; proto++) {
+        for (int state = 0; state < 4; state++) {
+            for (unsigned t = 0; t < 256; t++) {
+                const uint8_t in[4] = { (uint8_t)t, 0x01, 0x02, 0x00 };
+
+                for (size_t len = 0; len <= sizeof(in); len++) {
+                    struct wire_reader a, b;
+                    uint8_t ta = 0xee, tb = 0xee;
+                    int16_t fa = 7, fb = 7;
+
+                    inline_reader(&a, proto, in, len, state, &lim);
+                    b = a;
+                    g_assert_cmpint(wire_read_field(&a, &ta, &fa), ==,
+                                    wire_read_field_full(&b, &tb, &fb));
+                    g_assert_cmpuint(ta, ==, tb);
+                    g_assert_cmpint(fa, ==, fb);
+                    assert_readers_equal(&a, &b);
+                }
+            }
+            for (int64_t n = -2; n <= 30; n++) {
+                uint8_t in[40] = { 0 };
+                uint32_t be = (uint32_t)(n == 30 ? INT32_MAX : n);
+
+                /* binary: a big-endian i32; compact: the varint of n
+                 * (a negative n reads as a huge varint) */
+                if (proto == WIRE_BINARY) {
+                    in[0] = (uint8_t)(be >> 24);
+                    in[1] = (uint8_t)(be >> 16);
+                    in[2] = (uint8_t)(be >> 8);
+                    in[3] = (uint8_t)be;
+                } else {
+                    uint32_t v = be;
+                    size_t i = 0;
+
+                    while (v >= 0x80) {
+                        in[i++] = (uint8_t)(v | 0x80);
+                        v >>= 7;
+                    }
+                    in[i] = (uint8_t)v;
+                }
+                for (size_t len = 0; len <= sizeof(in); len++) {
+                    struct wire_reader a, b;
+                    const uint8_t *da = in, *db = in;
+                    uint32_t la = 99, lb = 99;
+
+                    inline_reader(&a, proto, in, len, state, &lim);
+                    b = a;
+                    g_assert_cmpint(wire_read_binary(&a, &da, &la), ==,
+                                    wire_read_binary_full(&b, &db, &lb));
+                    g_assert_true(da == db);
+                    g_assert_cmpuint(la, ==, lb);
+                    assert_readers_equal(&a, &b);
+                }
+            }
+            for (uint32_t depth = 0; depth <= WIRE_MAX_DEPTH; depth++) {
+                static const uint8_t in[1] = { 0 };
+                struct wire_reader a, b;
+
+                inline_reader(&a, proto, in, sizeof(in), state, &lim);
+                a.depth = depth;
+                b = a;
+                g_assert_cmpint(wire_read_struct_begin(&a), ==,
+                                wire_read_struct_begin_full(&b));
+                assert_readers_equal(&a, &b);
+            }
+        }
+    }
+}
+
+/* A strict binary header: version word, name of name_len bytes ('m'),
+ * sequence id 7, into out; returns its length. */
+static size_t
+strict_header(uint8_t *out, uint32_t version, uint32_t name_len)
+{
+    out[0] = (uint8_t)(version >> 24);
+    out[1] = (uint8_t)(version >> 16);
+    out[2] = (uint8_t)(version >> 8);
+    out[3] = (uint8_t)version;
+    out[4] = (uint8_t)(name_len >> 24);
+    out[5] = (uint8_t)(name_len >> 16);
+    out[6] = (uint8_t)(name_len >> 8);
+    out[7] = (uint8_t)name_len;
+    memset(out + 8, 'm', name_len);
+    memcpy(out + 8 + name_len, "\0\0\0\7", 4);
+    return 12 + (size_t)name_len;
+}
+
+/*
+ * wire_read_msg_begin takes a whole valid strict binary header in one
+ * test: it must still refuse each bad header with its own error, and
+ * wait (or call a cut header truncated) at every length.
+ */
+static void
+test_strict_header(void)
+{
+    static const struct {
+        uint32_t version, name_len;
+        const char *error; /* NULL: valid */
+    } cases[] = {
+        { 0x80010001u, 0, NULL },
+        { 0x80010002u, 4, NULL },
+        { 0x80010004u, WIRE_MAX_NAME, NULL },
+        { 0x80010001u, WIRE_MAX_NAME + 1, "method name too long" },
+        { 0x80010001u, 0x80000000u, "method name too long" },
+        { 0x80010000u, 4, "bad message type" },
+        { 0x80010005u, 4, "bad message type" },
+        { 0x80010101u, 4, NULL }, /* the byte before the type is free */
+        { 0x80020001u, 4, "bad binary protocol version" },
+        { 0x81010001u, 4, "bad binary protocol version" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        uint8_t in[12 + WIRE_MAX_NAME + 1];
+        uint32_t name_len = MIN(cases[i].name_len, (uint32_t)WIRE_MAX_NAME);
+        size_t len = strict_header(in, cases[i].version, name_len);
+        struct wire_reader r;
+        struct wire_msg m;
+
+        /* the length word says more than the name written: as sent */
+        in[4] = (uint8_t)(cases[i].name_len >> 24);
+        in[5] = (uint8_t)(cases[i].name_len >> 16);
+        in[6] = (uint8_t)(cases[i].name_len >> 8);
+        in[7] = (uint8_t)cases[i].name_len;
+        wire_reader_init(&r, WIRE_BINARY, in, len, TRUE, NULL);
+        if (cases[i].error != NULL) {
+            g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_ERROR);
+            g_assert_cmpstr(r.error, ==, cases[i].error);
+            continue;
+        }
+        g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_OK);
+        g_assert_true(m.strict);
+        g_assert_cmpuint(m.type, ==, cases[i].version & 0xff);
+        g_assert_cmpuint(m.name_len, ==, name_len);
+        g_assert_true(m.name == in + 8);
+        g_assert_cmpint(m.seqid, ==, 7);
+        g_assert_cmpuint(wire_reader_offset(&r), ==, len);
+        for (size_t cut = 0; cut < len; cut++) {
+            wire_reader_init(&r, WIRE_BINARY, in, cut, FALSE, NULL);
+            g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_AGAIN);
+            wire_reader_init(&r, WIRE_BINARY, in, cut, TRUE, NULL);
+            g_assert_cmpint(wire_read_msg_begin(&r, &m), ==, WIRE_ERROR);
+            g_assert_cmpstr(r.error, ==, "message truncated");
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1029,5 +1214,7 @@ main(int argc, char **argv)
     g_test_add_data_func("/wire/scan/depth-head/compact",
                          GINT_TO_POINTER(WIRE_COMPACT), test_scan_depth_head);
     g_test_add_func("/wire/scan/fuzz-inputs", test_scan_fuzz_inputs);
+    g_test_add_func("/wire/inline-paths", test_inline_paths);
+    g_test_add_func("/wire/header/strict-binary", test_strict_header);
     return g_test_run();
 }
