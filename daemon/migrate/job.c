@@ -210,8 +210,9 @@ job_map_key(const struct salt_table *from, const struct salt_table *to,
             const uint8_t *key, size_t len, GByteArray *arena,
             struct job_key *out, GError **error)
 {
-    const uint8_t *logical;
-    size_t llen;
+    /* set by job_unsalt when it succeeds; -O2 cannot see that */
+    const uint8_t *logical = NULL;
+    size_t llen = 0;
 
     if (!job_unsalt(from, key, len, &logical, &llen, error)) {
         return FALSE;
@@ -273,8 +274,9 @@ static void
 job_row_names(const struct salt_table *t, const char *side, const uint8_t *key,
               size_t len, char **name, char **where)
 {
-    const uint8_t *logical;
-    size_t llen;
+    /* set by job_unsalt when it succeeds */
+    const uint8_t *logical = NULL;
+    size_t llen = 0;
 
     if (!job_unsalt(t, key, len, &logical, &llen, NULL) ||
         (llen == len && (len == 0 || memcmp(logical, key, len) == 0))) {
