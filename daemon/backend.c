@@ -624,6 +624,7 @@ backend_reread(struct backend_pool *pool, struct req_queue *q, int at)
 {
     struct backend_conn *to = NULL;
     struct req *req;
+    const struct client *held = NULL; /* a client with a read waiting */
     gint64 now = req_now();
 
     while ((req = TAILQ_FIRST(q)) != NULL) {
@@ -631,9 +632,13 @@ backend_reread(struct backend_pool *pool, struct req_queue *q, int at)
 
         TAILQ_REMOVE(q, req, backend_link);
         req->conn = NULL;
-        if (req->rereads >= BACKEND_REREADS ||
+        if (req->rereads >= BACKEND_REREADS || req->client == held ||
             backend_pick(pool, -1, backend_req_service(req), avoid, now) ==
                 NULL) {
+            /* its client's later reads wait behind it: a call the client
+             * sends next follows the last of them, which must not leave
+             * an earlier one behind */
+            held = req->client;
             backend_wait(pool, req, now);
             continue;
         }
@@ -655,6 +660,9 @@ backend_wait_cb(evutil_socket_t fd, short what, void *arg)
     struct worker *w = pool->worker;
     struct req_queue q;
     struct req *req;
+    struct client *held = NULL; /* a client with a read waiting on */
+    struct backend_conn *to = NULL;
+    const struct client *to_client = NULL;
     char msg[BACKEND_MSG_MAX];
     gint64 now = req_now();
 
@@ -667,7 +675,12 @@ backend_wait_cb(evutil_socket_t fd, short what, void *arg)
         int avoid = req->stalled_on;
 
         TAILQ_REMOVE(&q, req, backend_link);
-        if (req->client == NULL) {
+        if (req->client != NULL && req->client == held &&
+            backend_may_reread(req, now)) {
+            /* an earlier read of its client waits on: it must not be
+             * overtaken (the client's later calls follow this one) */
+            backend_wait(pool, req, now);
+        } else if (req->client == NULL) {
             /* its client left: nobody waits for it */
             worker_req_finish(w, req);
         } else if (!backend_may_reread(req, now)) {
@@ -681,11 +694,21 @@ backend_wait_cb(evutil_socket_t fd, short what, void *arg)
             worker_req_finish(w, req);
         } else if (backend_pick(pool, -1, backend_req_service(req), avoid,
                                 now) == NULL) {
+            held = req->client;
             backend_wait(pool, req, now);
         } else {
+            /* one client's reads go on one connection, in their order,
+             * where it takes them: its next call follows the last */
+            if (to != NULL &&
+                (to_client != req->client || !backend_conn_takes(pool, to) ||
+                 to->server - pool->servers == avoid)) {
+                to = NULL;
+            }
+            to_client = req->client;
             req->rereads++;
-            backend_submit_at(pool, req, NULL, req->raw.data, req->raw.len,
-                              avoid, FALSE, FALSE);
+            req->wait_until = 0; /* a later loss may wait again */
+            to = backend_submit_at(pool, req, to, req->raw.data, req->raw.len,
+                                   avoid, FALSE, FALSE);
         }
     }
 }
@@ -727,10 +750,14 @@ backend_req_movable(const struct req *req, gint64 at)
            req->backend_len > 0 && req->raw.len == req->backend_len;
 }
 
-/* Whether a call of req's client that stays on the connection is before
- * req there (req must stay behind it). */
+/* Whether a call of req's client before req on the connection stays
+ * there (req must stay behind it): a write or increment, or a read that
+ * may not go again (its resends spent, its deadline near).  A read that
+ * moved ahead of its client's own earlier read would let the client's
+ * next call (sent after the moved one) take effect before that read. */
 static gboolean
-backend_req_held(const struct backend_conn *conn, const struct req *req)
+backend_req_held(const struct backend_conn *conn, const struct req *req,
+                 gint64 at)
 {
     const struct req *q;
 
@@ -738,7 +765,7 @@ backend_req_held(const struct backend_conn *conn, const struct req *req)
         if (q == req) {
             return FALSE;
         }
-        if (q->client == req->client && !backend_req_rereadable(q)) {
+        if (q->client == req->client && !backend_req_movable(q, at)) {
             return TRUE;
         }
     }
@@ -750,7 +777,7 @@ static gboolean
 backend_req_moves(const struct backend_conn *conn, const struct req *req,
                   gint64 at)
 {
-    return backend_req_movable(req, at) && !backend_req_held(conn, req);
+    return backend_req_movable(req, at) && !backend_req_held(conn, req, at);
 }
 
 /*
@@ -969,14 +996,18 @@ backend_resubmit(struct backend_pool *pool, struct req_queue *moved,
     size_t off = 0;
 
     while ((req = TAILQ_FIRST(moved)) != NULL) {
+        /* the submit may finish req (no server takes it), and a finished
+         * request may be freed: its length is read first */
+        size_t len = req->backend_len;
+
         TAILQ_REMOVE(moved, req, backend_link);
         req->conn = NULL;
         if (to != NULL && !backend_conn_takes(pool, to)) {
             to = NULL;
         }
-        to = backend_submit_at(pool, req, to, bytes->data + off,
-                               req->backend_len, avoid, FALSE, FALSE);
-        off += req->backend_len;
+        to = backend_submit_at(pool, req, to, bytes->data + off, len, avoid,
+                               FALSE, FALSE);
+        off += len;
     }
     wire_buf_free(bytes);
 }
