@@ -2075,6 +2075,19 @@ backend_http_take(struct backend_conn *conn)
                               "connection reset after a bad reply", TRUE);
             return;
         }
+        if (evbuffer_get_length(raw) > 0) {
+            /* more after a whole reply, before the next POST went: no
+             * server answers what it was not sent, and taking it for the
+             * next call's answer would fail a call that then runs.  The
+             * connection is out of step: closed; the calls held on it
+             * were never sent, so they go on another */
+            g_warning("backend %s: conn %u: bad reply: bytes after a whole "
+                      "HTTP reply; connection closed, the calls not sent "
+                      "yet go on another",
+                      conn->server->srv->name, conn->index);
+            backend_http_closed(conn);
+            return;
+        }
         if (httpc_conn_closing(conn->http)) {
             backend_http_closed(conn);
             return;

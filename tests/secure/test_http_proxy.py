@@ -84,7 +84,9 @@ class JettyShape(object):
     pieces in separate writes), and Connection: close after every fifth reply on a connection (then it
     closes).  A call on the row refused-row is answered 500 with Jetty's
     error page.  bad_length: every reply claims a Content-Length over any
-    max_frame_size instead (to a call on the row bad-row).  It counts the requests that arrived while one
+    max_frame_size instead (to a call on the row bad-row).  A call on the
+    row extra-row is answered, then sent a whole 500 reply no call asked
+    for, in the same write.  It counts the requests that arrived while one
     of the same connection was unanswered (HTTP pipelining)."""
 
     def __init__(self, emu_port, bad_length=False):
@@ -166,6 +168,16 @@ class JettyShape(object):
                     a.sendall(b'HTTP/1.1 500 Server Error\r\nContent-Type: '
                               b'text/html\r\nContent-Length: %d\r\n\r\n'
                               % len(page) + page)
+                    continue
+                if b'extra-row' in body:
+                    # the reply, then a whole second one no call asked
+                    # for, in one write (one read at the proxy)
+                    page = b'<html><body>HTTP ERROR 500</body></html>'
+                    a.sendall(status + b'\r\nContent-Type: application/'
+                              b'x-thrift\r\nContent-Length: %d\r\n\r\n'
+                              % len(rbody) + rbody +
+                              b'HTTP/1.1 500 Server Error\r\nContent-'
+                              b'Length: %d\r\n\r\n' % len(page) + page)
                     continue
                 if self.bad_length and b'bad-row' in body:
                     a.sendall(status + b'\r\nContent-Length: '
@@ -516,6 +528,27 @@ class HttpBackendTest(unittest.TestCase):
         c = client(self.case.port)
         put(c, b'good-row', b'2')
         self.assertEqual(get(c, b'good-row'), b'2')
+
+    def test_bytes_after_a_reply_are_not_the_next_answer(self):
+        # a server that sends more than the one reply a POST asked for is
+        # out of step: its extra bytes must not answer the next call (that
+        # call would fail while its POST went out and ran)
+        self.case = Case(self.workdir, front={})
+        c = client(self.case.port)
+        mutation = hsptest.TH.T.Mutation
+        rows = [b'extra-row'] + [b'next-row-%d' % i for i in range(5)]
+        # pipelined: the calls after the first wait in the proxy, which
+        # posts the next as soon as the first is answered
+        for i, row in enumerate(rows):
+            c.send_mutateRow(b't', row, [mutation(column=b'd:q',
+                                                  value=b'%d' % i)], {})
+        for row in rows:
+            c.recv_mutateRow()
+        c = client(self.case.port)
+        for i in range(5):
+            self.assertEqual(get(c, b'next-row-%d' % i), b'%d' % (i + 1))
+        self.assertIn('bytes after a whole HTTP reply',
+                      self.case.text('proxy'))
 
     def test_doas(self):
         self.case = Case(self.workdir, ['--http-proxyuser'],
