@@ -9,6 +9,7 @@ start_backend() then gives an object with .port (Thrift1), .port2 (Thrift2,
 when asked for), .kind, .alive(), .close() and .log_text(), whichever it is.
 """
 
+import errno
 import os
 import re
 import select
@@ -820,7 +821,20 @@ class Relay(object):
                 return
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind((self.host, self.port))
+            # the accept thread's select() may still hold the listener
+            # down() closed (the kernel frees it when the poll returns,
+            # within its 0.1 s): the port is free again soon after
+            deadline = time.time() + 2.0
+            while True:
+                try:
+                    s.bind((self.host, self.port))
+                    break
+                except OSError as e:
+                    if e.errno != errno.EADDRINUSE or \
+                            time.time() > deadline:
+                        s.close()
+                        raise
+                    time.sleep(0.02)
             s.listen(128)
             self.port = s.getsockname()[1]
             self.lsock = s
