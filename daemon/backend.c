@@ -567,6 +567,7 @@ static struct backend_conn *backend_pick(struct backend_pool *pool, int only,
                                          uint8_t service, int avoid,
                                          gint64 now);
 static uint8_t backend_req_service(const struct req *req);
+static void backend_unavailable(struct backend_pool *pool, struct req *req);
 
 /* Whether req, a client's read already sent (or held by a connect), may
  * be sent again at now: to a server that can take it, at once or after a
@@ -663,7 +664,6 @@ backend_wait_cb(evutil_socket_t fd, short what, void *arg)
     struct client *held = NULL; /* a client with a read waiting on */
     struct backend_conn *to = NULL;
     const struct client *to_client = NULL;
-    char msg[BACKEND_MSG_MAX];
     gint64 now = req_now();
 
     (void)fd;
@@ -684,14 +684,10 @@ backend_wait_cb(evutil_socket_t fd, short what, void *arg)
             /* its client left: nobody waits for it */
             worker_req_finish(w, req);
         } else if (!backend_may_reread(req, now)) {
-            g_snprintf(msg, sizeof(msg),
-                       "hbase-salt-proxy: backend %s: connection lost, and "
-                       "no server could take the read again within %u ms",
-                       req->backend_name != NULL ? req->backend_name : "?",
-                       BACKEND_WAIT_MAX_MS);
-            req_io_error(req, msg, TRUE);
-            req->err_kind = METRICS_ERR_TRANSPORT;
-            worker_req_finish(w, req);
+            /* its wait is over: the error names why each server could
+             * not take it (a SASL refusal, a refused connect, down), as
+             * for a read no server can take at once */
+            backend_unavailable(pool, req);
         } else if (backend_pick(pool, -1, backend_req_service(req), avoid,
                                 now) == NULL) {
             held = req->client;
@@ -1435,7 +1431,8 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
         /* no earlier request to follow: the least loaded connection */
         conn = backend_pick(pool, req->server, backend_req_service(req), avoid,
                             now);
-        if (conn == NULL && !fresh && backend_may_reread(req, now)) {
+        if (conn == NULL && !fresh && !pool->refusing &&
+            backend_may_reread(req, now)) {
             /* a read sent before (or held by a connect): it waits for a
              * server rather than failing at once */
             backend_wait(pool, req, now);
@@ -1643,6 +1640,7 @@ backend_sasl_ok(struct health_shared *h, const char *name)
 static void
 backend_sasl_failed(struct backend_conn *conn, const char *reason)
 {
+    struct backend_pool *pool = conn->server->pool;
     char why[BACKEND_MSG_MAX];
     gboolean news;
 
@@ -1651,7 +1649,11 @@ backend_sasl_failed(struct backend_conn *conn, const char *reason)
     if (news) {
         g_warning("backend %s: %s", conn->server->srv->name, why);
     }
+    /* the reads held for it fail with the reason now, as a read no
+     * server can take: they would only meet the same refusal again */
+    pool->refusing = TRUE;
     backend_connect_failed(conn, why, FALSE);
+    pool->refusing = FALSE;
 }
 
 /* The negotiation on conn ended well: the requests held go out. */

@@ -111,6 +111,9 @@ struct backend_pool {
                                        take them again (backend_wait) */
     unsigned nwaiting;
     struct event *wait_timer; /* tries them again */
+    gboolean refusing;        /* while a server's security refusal (SASL)
+                                 moves its calls: a refusal does not pass
+                                 in a second, so reads do not wait */
 };
 
 struct backend_pool *backend_pool_new(struct worker *w,
