@@ -64,7 +64,8 @@ static struct {
     gboolean ready;
     char path[256];
     char doas[256];
-    SSL_CTX *tls; /* replaced by a reload: under httpc_lock */
+    SSL_CTX *tls;   /* replaced by a reload: under httpc_lock */
+    gboolean https; /* tls is set, for good */
     gboolean verify_host;
     unsigned timeout_s;
     struct wire_limits limits;
@@ -165,6 +166,7 @@ httpc_init(const struct config *cfg, GError **error)
     if (cfg->https && (httpc.tls = httpc_tls_new(cfg, error)) == NULL) {
         return FALSE;
     }
+    httpc.https = cfg->https;
     httpc.ready = TRUE;
     return TRUE;
 }
@@ -752,32 +754,61 @@ httpc_conn_bufferevent(struct event_base *base, const struct httpc_target *t,
     return bev;
 }
 
+/* Over HTTPS a body up to this size (a TLS record's payload) goes into
+ * the head's buffer: the bufferevent gives each buffer piece an SSL_write,
+ * a record of its own (each costs OpenSSL ~8 000 instructions whatever its
+ * size), so a POST in one piece is one record, not two.  Plain HTTP moves
+ * the body's pieces (one writev either way). */
+#define HTTPC_POST_ONE_PIECE_MAX 16384u
+
 gboolean
 httpc_conn_post(struct httpc_conn *h, struct evbuffer *held, size_t len,
                 struct evbuffer *out, char *why, size_t whylen)
 {
+    g_autofree char *token = NULL;
     char tail[64];
+    struct evbuffer_iovec v;
+    gboolean one_piece;
     int n;
 
-    evbuffer_add(out, h->head, h->head_len);
-    n = g_snprintf(tail, sizeof(tail), "%zu\r\n", len);
-    evbuffer_add(out, tail, (size_t)n);
     if (h->creds != NULL) {
         /* a token per request, as the server's replay cache wants */
         g_autoptr(GError) err = NULL;
-        g_autofree char *token = sasl_spnego_token(h->creds, h->t->principal,
-                                                   &err);
 
+        token = sasl_spnego_token(h->creds, h->t->principal, &err);
         if (token == NULL) {
             g_snprintf(why, whylen, "hbase-salt-proxy: SPNEGO: %s",
                        err->message);
             evbuffer_drain(held, len);
             return FALSE;
         }
+    }
+    n = g_snprintf(tail, sizeof(tail), "%zu\r\n", len);
+    one_piece = httpc.https && len <= HTTPC_POST_ONE_PIECE_MAX;
+    if (one_piece) {
+        /* one contiguous piece for head and body (see above); the copy
+         * is at most a record's payload */
+        evbuffer_expand(out, h->head_len + (size_t)n +
+                                 (token != NULL ? strlen(token) + 32 : 0) + 2 +
+                                 len);
+    }
+    evbuffer_add(out, h->head, h->head_len);
+    evbuffer_add(out, tail, (size_t)n);
+    if (token != NULL) {
         evbuffer_add_printf(out, "Authorization: Negotiate %s\r\n", token);
     }
     evbuffer_add(out, "\r\n", 2);
-    evbuffer_remove_buffer(held, out, len);
+    if (one_piece &&
+        evbuffer_reserve_space(out, (ev_ssize_t)len, &v, 1) == 1) {
+        /* held has the whole message (the caller's length) */
+        int got = evbuffer_remove(held, v.iov_base, len);
+
+        g_assert(got == (int)len);
+        v.iov_len = len;
+        evbuffer_commit_space(out, &v, 1);
+    } else {
+        evbuffer_remove_buffer(held, out, len);
+    }
     return TRUE;
 }
 
