@@ -2002,8 +2002,7 @@ backend_http_send(struct backend_conn *conn)
     }
     conn->http_busy = 1;
     if (!httpc_conn_post(conn->http, conn->http_held, req->backend_len,
-                         bufferevent_get_output(conn->bev), why,
-                         sizeof(why))) {
+                         conn->bev, why, sizeof(why))) {
         /* no token: the next request dials again, on renewed tickets */
         backend_conn_fail(conn, why, why, TRUE);
     }

@@ -754,21 +754,68 @@ httpc_conn_bufferevent(struct event_base *base, const struct httpc_target *t,
     return bev;
 }
 
-/* Over HTTPS a body up to this size (a TLS record's payload) goes into
- * the head's buffer: the bufferevent gives each buffer piece an SSL_write,
- * a record of its own (each costs OpenSSL ~8 000 instructions whatever its
- * size), so a POST in one piece is one record, not two.  Plain HTTP moves
- * the body's pieces (one writev either way). */
-#define HTTPC_POST_ONE_PIECE_MAX 16384u
+/*
+ * Over HTTPS a POST of up to a TLS record's payload is written here, with
+ * one SSL_write of a contiguous copy, when nothing waits in the
+ * bufferevent.  Through the bufferevent each buffer piece (head, body)
+ * was an SSL_write and a record of its own (~8 000 instructions each,
+ * whatever the size), and each write added and removed the socket's
+ * write event (two epoll_ctl per call).  A write that blocks or fails
+ * goes to the bufferevent as it is: it retries the same bytes, as
+ * OpenSSL wants (one piece of at most 16 KiB, what the bufferevent
+ * offers SSL_write at once), and reports a failure as for any write.
+ */
+#define HTTPC_POST_DIRECT_MAX 16384u
+
+static _Thread_local uint8_t httpc_post_buf[HTTPC_POST_DIRECT_MAX];
+
+static const char httpc_negotiate[] = "Authorization: Negotiate ";
+
+/* The POST in one piece at httpc_post_buf; its length, 0 when over. */
+static size_t
+httpc_post_flat(const struct httpc_conn *h, const char *tail, size_t tail_len,
+                const char *token, struct evbuffer *held, size_t len)
+{
+    size_t tok = token != NULL ? strlen(token) : 0;
+    size_t need = h->head_len + tail_len + 2 + len;
+    uint8_t *p = httpc_post_buf;
+    int got;
+
+    if (token != NULL) {
+        need += sizeof(httpc_negotiate) - 1 + tok + 2;
+    }
+    if (need > sizeof(httpc_post_buf)) {
+        return 0;
+    }
+    memcpy(p, h->head, h->head_len);
+    p += h->head_len;
+    memcpy(p, tail, tail_len);
+    p += tail_len;
+    if (token != NULL) {
+        memcpy(p, httpc_negotiate, sizeof(httpc_negotiate) - 1);
+        p += sizeof(httpc_negotiate) - 1;
+        memcpy(p, token, tok);
+        p += tok;
+        memcpy(p, "\r\n", 2);
+        p += 2;
+    }
+    memcpy(p, "\r\n", 2);
+    p += 2;
+    /* held has the whole message (the caller's length) */
+    got = evbuffer_remove(held, p, len);
+    g_assert(got == (int)len);
+    g_assert((size_t)(p + len - httpc_post_buf) == need);
+    return need;
+}
 
 gboolean
 httpc_conn_post(struct httpc_conn *h, struct evbuffer *held, size_t len,
-                struct evbuffer *out, char *why, size_t whylen)
+                struct bufferevent *bev, char *why, size_t whylen)
 {
+    struct evbuffer *out = bufferevent_get_output(bev);
     g_autofree char *token = NULL;
     char tail[64];
-    struct evbuffer_iovec v;
-    gboolean one_piece;
+    SSL *ssl;
     int n;
 
     if (h->creds != NULL) {
@@ -784,31 +831,26 @@ httpc_conn_post(struct httpc_conn *h, struct evbuffer *held, size_t len,
         }
     }
     n = g_snprintf(tail, sizeof(tail), "%zu\r\n", len);
-    one_piece = httpc.https && len <= HTTPC_POST_ONE_PIECE_MAX;
-    if (one_piece) {
-        /* one contiguous piece for head and body (see above); the copy
-         * is at most a record's payload */
-        evbuffer_expand(out, h->head_len + (size_t)n +
-                                 (token != NULL ? strlen(token) + 32 : 0) + 2 +
-                                 len);
+    ssl = httpc.https ? bufferevent_openssl_get_ssl(bev) : NULL;
+    if (ssl != NULL && evbuffer_get_length(out) == 0) {
+        size_t flat = httpc_post_flat(h, tail, (size_t)n, token, held, len);
+
+        if (flat > 0) {
+            ERR_clear_error();
+            if (SSL_write(ssl, httpc_post_buf, (int)flat) != (int)flat) {
+                /* blocked or failed: see above */
+                evbuffer_add(out, httpc_post_buf, flat);
+            }
+            return TRUE;
+        }
     }
     evbuffer_add(out, h->head, h->head_len);
     evbuffer_add(out, tail, (size_t)n);
     if (token != NULL) {
-        evbuffer_add_printf(out, "Authorization: Negotiate %s\r\n", token);
+        evbuffer_add_printf(out, "%s%s\r\n", httpc_negotiate, token);
     }
     evbuffer_add(out, "\r\n", 2);
-    if (one_piece &&
-        evbuffer_reserve_space(out, (ev_ssize_t)len, &v, 1) == 1) {
-        /* held has the whole message (the caller's length) */
-        int got = evbuffer_remove(held, v.iov_base, len);
-
-        g_assert(got == (int)len);
-        v.iov_len = len;
-        evbuffer_commit_space(out, &v, 1);
-    } else {
-        evbuffer_remove_buffer(held, out, len);
-    }
+    evbuffer_remove_buffer(held, out, len);
     return TRUE;
 }
 

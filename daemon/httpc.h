@@ -100,12 +100,13 @@ struct bufferevent *httpc_conn_bufferevent(struct event_base *base,
                                            GError **error);
 
 /*
- * The POST of the len bytes at the front of held (drained) onto out.
+ * The POST of the len bytes at the front of held (drained), written on
+ * bev (HTTPS: with one SSL_write when it can, else onto its output).
  * FALSE (why) when SPNEGO gives no token: the message is drained all the
  * same.
  */
 gboolean httpc_conn_post(struct httpc_conn *h, struct evbuffer *held,
-                         size_t len, struct evbuffer *out, char *why,
+                         size_t len, struct bufferevent *bev, char *why,
                          size_t whylen);
 
 /*

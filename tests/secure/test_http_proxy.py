@@ -336,6 +336,16 @@ class HttpBackendTest(unittest.TestCase):
                          host='localhost')
         self.roundtrip()
         self.assertEqual(len(self.stored('https')), 40)
+        # values around one TLS record's payload: a POST up to it goes in
+        # one SSL_write of its own, a larger one through the bufferevent
+        c = client(self.case.port)
+        sizes = (100, 16000, 16250, 16384, 16500, 200000)
+        def value(n):
+            return bytes(range(256)) * (n // 256) + b'e' * (n % 256)
+        for n in sizes:
+            put(c, b'big%d' % n, value(n))
+        for n in sizes:
+            self.assertEqual(get(c, b'big%d' % n), value(n), n)
 
     def test_https_wrong_ca_refused(self):
         tls = ['--https-cert', tlsl.p('srv1.pem'),
