@@ -12,6 +12,7 @@
 
 #include "hbase1.h"
 #include "health.h"
+#include "hsp-config.h"
 #include "invariant.h"
 #include "lograte.h"
 #include "metrics.h"
@@ -114,6 +115,69 @@ static const char *const backend_state_name[] = {
 /* A connection starts IDLE: g_new0 made it so. */
 G_STATIC_ASSERT(BACKEND_IDLE == 0);
 
+/* Bit i of set l of s. */
+static guint64 *
+backend_set_word(const struct backend_server *s, unsigned l, unsigned i)
+{
+    return &s->sets[(gsize)l * s->nwords + i / 64];
+}
+
+/*
+ * Puts conn in the pick's set its state and npending say (backend.h,
+ * struct backend_server): after every change of either.  Inline: it
+ * runs twice a call.
+ */
+static inline void
+backend_conn_index(struct backend_conn *conn)
+{
+    unsigned to, nwords = conn->server->nwords;
+
+    if (conn->state == BACKEND_IDLE) {
+        to = BACKEND_LEVELS;
+    } else {
+        to = conn->npending < BACKEND_LEVELS ? conn->npending
+                                             : BACKEND_UNINDEXED;
+    }
+    if (G_LIKELY(to == conn->level)) {
+        return;
+    }
+    if (conn->level == BACKEND_UNINDEXED) {
+        conn->server->deep--;
+    } else {
+        conn->word[conn->level * nwords] &= ~conn->bit;
+    }
+    if (to == BACKEND_UNINDEXED) {
+        conn->server->deep++;
+    } else {
+        conn->word[to * nwords] |= conn->bit;
+    }
+    conn->level = to;
+}
+
+/* conn->npending changed: backend_conn_index, unless conn was deep and
+ * stays so (a pipelining client's calls queue deep: two instructions). */
+static inline void
+backend_conn_counted(struct backend_conn *conn)
+{
+    if (conn->npending <= BACKEND_LEVELS) {
+        backend_conn_index(conn);
+    }
+}
+
+/* The lowest connection of set l of s, or NULL. */
+static struct backend_conn *
+backend_set_first(const struct backend_server *s, unsigned l)
+{
+    const guint64 *w = backend_set_word(s, l, 0);
+
+    for (unsigned i = 0; i < s->nwords; i++) {
+        if (w[i] != 0) {
+            return &s->conns[i * 64 + (unsigned)__builtin_ctzll(w[i])];
+        }
+    }
+    return NULL;
+}
+
 /*
  * Every change of a connection's state, so that these are its only
  * transitions:
@@ -145,14 +209,17 @@ backend_conn_set_state(struct backend_conn *conn, enum backend_state to)
                            "backend %s: conn %u", conn->server->srv->name,
                            conn->index);
     }
-    /* a connection being opened or open has its socket */
+    /* a connection being opened or open has its socket; a closed one
+     * has nothing pending (the pick's sets rely on it) */
     g_assert(to == BACKEND_IDLE || conn->bev != NULL);
+    HSP_CHECK(to != BACKEND_IDLE || conn->npending == 0);
     if (from == BACKEND_CONNECTED && to != BACKEND_CONNECTED) {
         METRICS_ADD(conn->server->stats.open, -1);
     } else if (from != BACKEND_CONNECTED && to == BACKEND_CONNECTED) {
         METRICS_ADD(conn->server->stats.open, 1);
     }
     conn->state = to;
+    backend_conn_index(conn);
 }
 
 struct backend_pool *
@@ -181,11 +248,18 @@ backend_pool_new(struct worker *w, struct worker_gen *gen)
         s->srv = &set->servers[i];
         s->health = health_lookup(w->health, s->srv->name);
         s->conns = g_new0(struct backend_conn, set->pool_size);
+        s->nwords = (set->pool_size + 63) / 64;
+        s->sets = g_new0(guint64, (gsize)s->nwords * (BACKEND_LEVELS + 1));
         for (j = 0; j < set->pool_size; j++) {
             struct backend_conn *conn = &s->conns[j];
 
             conn->server = s;
             conn->index = j;
+            conn->word = backend_set_word(s, 0, j);
+            conn->bit = G_GUINT64_CONSTANT(1) << (j % 64);
+            /* IDLE, nothing pending */
+            conn->level = BACKEND_LEVELS;
+            conn->word[BACKEND_LEVELS * s->nwords] |= conn->bit;
             TAILQ_INIT(&conn->pending);
             wire_buf_init(&conn->cork);
             conn->timer = evtimer_new(w->base, backend_timer_cb, conn);
@@ -340,6 +414,7 @@ backend_pool_free(struct backend_pool *pool)
                     worker_req_put(pool->worker, req);
                 }
             }
+            conn->npending = 0;
             backend_conn_close(conn);
             wire_buf_free(&conn->cork);
             wire_buf_free(&conn->marks);
@@ -347,6 +422,7 @@ backend_pool_free(struct backend_pool *pool)
             event_free(conn->timer);
         }
         g_free(s->conns);
+        g_free(s->sets);
     }
     g_free(pool->servers);
     worker_gen_unuse(pool->worker, pool->gen);
@@ -884,6 +960,7 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
     METRICS_ADD(conn->server->stats.failures, n);
     METRICS_ADD(conn->server->stats.errors[METRICS_ERR_TRANSPORT], n);
     conn->npending = 0;
+    backend_conn_counted(conn);
     backend_conn_close(conn);
     if (!log) {
         g_debug("backend %s: conn %u: %s (%u request%s failed)",
@@ -976,6 +1053,7 @@ backend_conn_unsent(struct backend_conn *conn, gint64 now, gboolean drop,
         bytes->len += req->backend_len;
         TAILQ_REMOVE(&conn->pending, req, backend_link);
         conn->npending--;
+        backend_conn_counted(conn);
         METRICS_ADD(conn->server->stats.inflight, -1);
         TAILQ_INSERT_TAIL(moved, req, backend_link);
     }
@@ -1128,6 +1206,59 @@ backend_req_service(const struct req *req)
 }
 
 /*
+ * On server s, the connection with the fewest pending, an open one
+ * before one that must connect first (IDLE ones not at all in backoff),
+ * the lowest index among equals: by walking every one.
+ */
+static struct backend_conn *
+backend_server_walk(const struct backend_server *s, gboolean backoff)
+{
+    struct backend_conn *best = NULL;
+
+    for (unsigned j = 0; j < s->pool->set->pool_size; j++) {
+        struct backend_conn *conn = &s->conns[j];
+
+        /* in backoff, open connections still serve; none is dialled */
+        if (backoff && conn->state == BACKEND_IDLE) {
+            continue;
+        }
+        if (best == NULL || conn->npending < best->npending ||
+            (conn->npending == best->npending && best->state == BACKEND_IDLE &&
+             conn->state != BACKEND_IDLE)) {
+            best = conn;
+        }
+    }
+    return best;
+}
+
+/* The same connection as backend_server_walk, from the sets (backend.h):
+ * a free open one, else an IDLE one, else the least loaded; the walk
+ * only when all are deep. */
+static struct backend_conn *
+backend_server_pick(const struct backend_server *s, gboolean backoff)
+{
+    struct backend_conn *best;
+
+    best = backend_set_first(s, 0);
+    if (best == NULL && !backoff) {
+        best = backend_set_first(s, BACKEND_LEVELS);
+    }
+    for (unsigned l = 1; best == NULL && l < BACKEND_LEVELS; l++) {
+        best = backend_set_first(s, l);
+    }
+    if (best == NULL && s->deep > 0) {
+        /* every open one is deep: fewer than in any set */
+        return backend_server_walk(s, backoff);
+    }
+#if HSP_CHECKED
+    /* the tests run checked builds: every pick of theirs checks the
+     * sets against the walk */
+    HSP_CHECK(best == backend_server_walk(s, backoff));
+#endif
+    return best;
+}
+
+/*
  * The connection for the next request: UP servers in round robin,
  * skipping avoid (-1: none) and those in connect backoff; on a server,
  * the connection with the fewest pending, an open one before one that
@@ -1137,7 +1268,7 @@ static struct backend_conn *
 backend_pick(struct backend_pool *pool, int only, uint8_t service, int avoid,
              gint64 now)
 {
-    unsigned i, j, pool_size = pool->set->pool_size;
+    unsigned i;
 
     for (i = 0; i < pool->nservers; i++) {
         unsigned at = (pool->next_server + i) % pool->nservers;
@@ -1150,22 +1281,8 @@ backend_pick(struct backend_pool *pool, int only, uint8_t service, int avoid,
             !backend_server_up(s)) {
             continue;
         }
-        struct backend_conn *best = NULL;
-        gboolean backoff = s->retry_at > now;
+        struct backend_conn *best = backend_server_pick(s, s->retry_at > now);
 
-        for (j = 0; j < pool_size; j++) {
-            struct backend_conn *conn = &s->conns[j];
-
-            /* in backoff, open connections still serve; none is dialled */
-            if (backoff && conn->state == BACKEND_IDLE) {
-                continue;
-            }
-            if (best == NULL || conn->npending < best->npending ||
-                (conn->npending == best->npending &&
-                 best->state == BACKEND_IDLE && conn->state != BACKEND_IDLE)) {
-                best = conn;
-            }
-        }
         if (best == NULL) {
             continue;
         }
@@ -1477,6 +1594,7 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
     if (++conn->npending == 1) {
         conn->answer_since = now;
     }
+    backend_conn_counted(conn);
     req->backend_name = conn->server->health->name;
     backend_conn_turn(conn, now);
     METRICS_ADD(conn->server->stats.requests, 1);
@@ -1968,6 +2086,7 @@ backend_replies(struct backend_conn *conn)
         }
         TAILQ_REMOVE(&conn->pending, req, backend_link);
         conn->npending--;
+        backend_conn_counted(conn);
         conn->answered++;
         /* HTTP: the next POST may go, unless the server said it closes */
         conn->http_busy = conn->http != NULL && httpc_conn_closing(conn->http);
