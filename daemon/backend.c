@@ -337,6 +337,13 @@ backend_reply_rewrite(struct backend_conn *conn, struct req *req,
     codec_status_t cs = codec_reply(&io, &req->call);
 
     metrics_take_tally(w->metrics, &w->tally);
+    if (cs == CODEC_OK) {
+        /* the codec read the header: backend_reply_kind need not */
+        req->err_kind = metrics_result_error(io.from, io.reply_type,
+                                             data + io.reply_body,
+                                             io.used - io.reply_body,
+                                             req->call.method);
+    }
     if (used != NULL) {
         *used = io.used;
     }
@@ -1661,6 +1668,8 @@ backend_reply_kind(struct backend_conn *conn, struct req *req)
     if (req->sink != NULL) {
         req->err_kind = metrics_reply_error(set->backend_proto, req->raw.data,
                                             req->raw.len, NULL);
+    } else if (req->client != NULL && req->err_kind != METRICS_ERR_UNKNOWN) {
+        /* backend_reply_rewrite read it */
     } else if (req->client != NULL && req->reply.len > hdr) {
         req->err_kind = metrics_reply_error(req->client_proto,
                                             req->reply.data + hdr,
