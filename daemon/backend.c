@@ -1925,15 +1925,15 @@ backend_sasl_read(struct backend_conn *conn, evutil_socket_t fd)
 }
 
 /*
- * The reply at the head of conn->in, for req (the oldest pending): its
- * length, frame header included, into *len.  A client's is translated
- * into req->reply (*cs, *err: the codec's verdict); a scan sink's is
- * copied into req->raw; a detached request's is only measured.
- * WIRE_AGAIN: not whole yet; WIRE_ERROR: *bad says why.
+ * The reply at the head of conn->in (have bytes), for req (the oldest
+ * pending): its length, frame header included, into *len.  A client's
+ * is translated into req->reply (*cs, *err: the codec's verdict); a
+ * scan sink's is copied into req->raw; a detached request's is only
+ * measured.  WIRE_AGAIN: not whole yet; WIRE_ERROR: *bad says why.
  */
 static wire_status_t
-backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
-                   codec_status_t *cs, struct codec_error *err,
+backend_reply_take(struct backend_conn *conn, struct req *req, size_t have,
+                   size_t *len, codec_status_t *cs, struct codec_error *err,
                    const char **bad)
 {
     struct worker *w = backend_worker(conn);
@@ -1949,7 +1949,8 @@ backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
         if (set->backend_framed) {
             /* the frame says where it ends; whoever reads it checks
              * every length as it goes */
-            st = req_msg_peek(in, TRUE, &w->reply_limits, &buf, len, bad);
+            st = req_msg_peek(in, have, TRUE, &w->reply_limits, &buf, len,
+                              bad);
         } else {
             struct wire_scan *scan = backend_conn_scan(conn);
 
@@ -1982,8 +1983,8 @@ backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
         }
         return st;
     }
-    st = req_msg_peek(in, set->backend_framed, &w->reply_limits, &buf, &avail,
-                      bad);
+    st = req_msg_peek(in, have, set->backend_framed, &w->reply_limits, &buf,
+                      &avail, bad);
     if (st == WIRE_OK) {
         size_t frame = req_reply_begin(req);
 
@@ -2005,7 +2006,7 @@ backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
 
 /* Replies arrived: pair each with the oldest pending request. */
 static void
-backend_read_cb(evutil_socket_t fd, short what, void *arg)
+backend_read(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
     struct worker *w = backend_worker(conn);
@@ -2047,6 +2048,15 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void
+backend_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    /* one clock reading for the replies of this read (req.h) */
+    req_clock_hold();
+    backend_read(fd, what, arg);
+    req_clock_release();
+}
+
 /*
  * The replies whole in conn->in, each paired with the oldest pending
  * request; FALSE when conn failed on the way (closed: the caller leaves
@@ -2060,8 +2070,10 @@ backend_replies(struct backend_conn *conn)
     unsigned epoch = conn->epoch;
     char why[BACKEND_MSG_MAX];
 
-    while (conn->epoch == epoch && evbuffer_get_length(conn->in) > 0) {
+    while (conn->epoch == epoch) {
         struct evbuffer *in = conn->in;
+        /* read once a reply: nothing below adds to in before the drain */
+        size_t have = evbuffer_get_length(in);
         const char *bad = NULL;
         size_t len = 0;
         struct req *req = TAILQ_FIRST(&conn->pending);
@@ -2069,12 +2081,15 @@ backend_replies(struct backend_conn *conn)
         codec_status_t cs = CODEC_OK;
         wire_status_t st;
 
+        if (have == 0) {
+            break;
+        }
         if (req == NULL) {
             backend_conn_fail(conn, "reply without a request",
                               "reply without a request", TRUE);
             return FALSE;
         }
-        st = backend_reply_take(conn, req, &len, &cs, &err, &bad);
+        st = backend_reply_take(conn, req, have, &len, &cs, &err, &bad);
         if (st == WIRE_AGAIN) {
             break;
         }
@@ -2105,7 +2120,7 @@ backend_replies(struct backend_conn *conn)
         health_ok(conn->server->health);
         backend_reply_kind(conn, req);
         backend_conn_turn(conn, conn->last_active);
-        if (!w->replies_held && evbuffer_get_length(in) > len) {
+        if (!w->replies_held && have > len) {
             /* more replies came with this one: one write per client for
              * all of them (a lone reply is written at once) */
             worker_replies_hold(w);
