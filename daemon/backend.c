@@ -533,10 +533,21 @@ backend_conn_arm(struct backend_conn *conn)
         at = conn->connect_deadline;
     }
     if (head != NULL) {
-        gint64 retry = backend_conn_retry_at(conn, FALSE);
-        gint64 now = req_now();
+        unsigned ms = backend_worker(conn)->gen->cfg->read_retry_after_ms;
+        gint64 now = req_now(), retry, retry_min = G_MAXINT64;
 
         at = MIN(at, head->deadline);
+        if (ms != 0 && conn->state == BACKEND_CONNECTED) {
+            /* backend_conn_retry_at answers this or never */
+            retry_min = MAX(conn->answer_since + (gint64)ms * 1000, now);
+        }
+        if (conn->timer_at != 0 && at != G_MAXINT64 &&
+            conn->timer_at <= MIN(at, retry_min)) {
+            /* due no later than anything below can ask: it stays, and
+             * the queue is not walked (a point call came here twice) */
+            return;
+        }
+        retry = backend_conn_retry_at(conn, FALSE);
         /* one already due waits for a server that can take the reads */
         if (retry > now || (retry != G_MAXINT64 &&
                             backend_conn_retry_at(conn, TRUE) != G_MAXINT64)) {
