@@ -12,6 +12,7 @@
 
 #include "hbase1.h"
 #include "health.h"
+#include "hsp-config.h"
 #include "invariant.h"
 #include "lograte.h"
 #include "metrics.h"
@@ -114,6 +115,69 @@ static const char *const backend_state_name[] = {
 /* A connection starts IDLE: g_new0 made it so. */
 G_STATIC_ASSERT(BACKEND_IDLE == 0);
 
+/* Bit i of set l of s. */
+static guint64 *
+backend_set_word(const struct backend_server *s, unsigned l, unsigned i)
+{
+    return &s->sets[(gsize)l * s->nwords + i / 64];
+}
+
+/*
+ * Puts conn in the pick's set its state and npending say (backend.h,
+ * struct backend_server): after every change of either.  Inline: it
+ * runs twice a call.
+ */
+static inline void
+backend_conn_index(struct backend_conn *conn)
+{
+    unsigned to, nwords = conn->server->nwords;
+
+    if (conn->state == BACKEND_IDLE) {
+        to = BACKEND_LEVELS;
+    } else {
+        to = conn->npending < BACKEND_LEVELS ? conn->npending
+                                             : BACKEND_UNINDEXED;
+    }
+    if (G_LIKELY(to == conn->level)) {
+        return;
+    }
+    if (conn->level == BACKEND_UNINDEXED) {
+        conn->server->deep--;
+    } else {
+        conn->word[conn->level * nwords] &= ~conn->bit;
+    }
+    if (to == BACKEND_UNINDEXED) {
+        conn->server->deep++;
+    } else {
+        conn->word[to * nwords] |= conn->bit;
+    }
+    conn->level = to;
+}
+
+/* conn->npending changed: backend_conn_index, unless conn was deep and
+ * stays so (a pipelining client's calls queue deep: two instructions). */
+static inline void
+backend_conn_counted(struct backend_conn *conn)
+{
+    if (conn->npending <= BACKEND_LEVELS) {
+        backend_conn_index(conn);
+    }
+}
+
+/* The lowest connection of set l of s, or NULL. */
+static struct backend_conn *
+backend_set_first(const struct backend_server *s, unsigned l)
+{
+    const guint64 *w = backend_set_word(s, l, 0);
+
+    for (unsigned i = 0; i < s->nwords; i++) {
+        if (w[i] != 0) {
+            return &s->conns[i * 64 + (unsigned)__builtin_ctzll(w[i])];
+        }
+    }
+    return NULL;
+}
+
 /*
  * Every change of a connection's state, so that these are its only
  * transitions:
@@ -145,14 +209,17 @@ backend_conn_set_state(struct backend_conn *conn, enum backend_state to)
                            "backend %s: conn %u", conn->server->srv->name,
                            conn->index);
     }
-    /* a connection being opened or open has its socket */
+    /* a connection being opened or open has its socket; a closed one
+     * has nothing pending (the pick's sets rely on it) */
     g_assert(to == BACKEND_IDLE || conn->bev != NULL);
+    HSP_CHECK(to != BACKEND_IDLE || conn->npending == 0);
     if (from == BACKEND_CONNECTED && to != BACKEND_CONNECTED) {
         METRICS_ADD(conn->server->stats.open, -1);
     } else if (from != BACKEND_CONNECTED && to == BACKEND_CONNECTED) {
         METRICS_ADD(conn->server->stats.open, 1);
     }
     conn->state = to;
+    backend_conn_index(conn);
 }
 
 struct backend_pool *
@@ -181,11 +248,18 @@ backend_pool_new(struct worker *w, struct worker_gen *gen)
         s->srv = &set->servers[i];
         s->health = health_lookup(w->health, s->srv->name);
         s->conns = g_new0(struct backend_conn, set->pool_size);
+        s->nwords = (set->pool_size + 63) / 64;
+        s->sets = g_new0(guint64, (gsize)s->nwords * (BACKEND_LEVELS + 1));
         for (j = 0; j < set->pool_size; j++) {
             struct backend_conn *conn = &s->conns[j];
 
             conn->server = s;
             conn->index = j;
+            conn->word = backend_set_word(s, 0, j);
+            conn->bit = G_GUINT64_CONSTANT(1) << (j % 64);
+            /* IDLE, nothing pending */
+            conn->level = BACKEND_LEVELS;
+            conn->word[BACKEND_LEVELS * s->nwords] |= conn->bit;
             TAILQ_INIT(&conn->pending);
             wire_buf_init(&conn->cork);
             conn->timer = evtimer_new(w->base, backend_timer_cb, conn);
@@ -263,6 +337,13 @@ backend_reply_rewrite(struct backend_conn *conn, struct req *req,
     codec_status_t cs = codec_reply(&io, &req->call);
 
     metrics_take_tally(w->metrics, &w->tally);
+    if (cs == CODEC_OK) {
+        /* the codec read the header: backend_reply_kind need not */
+        req->err_kind = metrics_result_error(io.from, io.reply_type,
+                                             data + io.reply_body,
+                                             io.used - io.reply_body,
+                                             req->call.method);
+    }
     if (used != NULL) {
         *used = io.used;
     }
@@ -340,6 +421,7 @@ backend_pool_free(struct backend_pool *pool)
                     worker_req_put(pool->worker, req);
                 }
             }
+            conn->npending = 0;
             backend_conn_close(conn);
             wire_buf_free(&conn->cork);
             wire_buf_free(&conn->marks);
@@ -347,6 +429,7 @@ backend_pool_free(struct backend_pool *pool)
             event_free(conn->timer);
         }
         g_free(s->conns);
+        g_free(s->sets);
     }
     g_free(pool->servers);
     worker_gen_unuse(pool->worker, pool->gen);
@@ -450,10 +533,21 @@ backend_conn_arm(struct backend_conn *conn)
         at = conn->connect_deadline;
     }
     if (head != NULL) {
-        gint64 retry = backend_conn_retry_at(conn, FALSE);
-        gint64 now = req_now();
+        unsigned ms = backend_worker(conn)->gen->cfg->read_retry_after_ms;
+        gint64 now = req_now(), retry, retry_min = G_MAXINT64;
 
         at = MIN(at, head->deadline);
+        if (ms != 0 && conn->state == BACKEND_CONNECTED) {
+            /* backend_conn_retry_at answers this or never */
+            retry_min = MAX(conn->answer_since + (gint64)ms * 1000, now);
+        }
+        if (conn->timer_at != 0 && at != G_MAXINT64 &&
+            conn->timer_at <= MIN(at, retry_min)) {
+            /* due no later than anything below can ask: it stays, and
+             * the queue is not walked (a point call came here twice) */
+            return;
+        }
+        retry = backend_conn_retry_at(conn, FALSE);
         /* one already due waits for a server that can take the reads */
         if (retry > now || (retry != G_MAXINT64 &&
                             backend_conn_retry_at(conn, TRUE) != G_MAXINT64)) {
@@ -884,6 +978,7 @@ backend_conn_fail_log(struct backend_conn *conn, const char *head_why,
     METRICS_ADD(conn->server->stats.failures, n);
     METRICS_ADD(conn->server->stats.errors[METRICS_ERR_TRANSPORT], n);
     conn->npending = 0;
+    backend_conn_counted(conn);
     backend_conn_close(conn);
     if (!log) {
         g_debug("backend %s: conn %u: %s (%u request%s failed)",
@@ -976,6 +1071,7 @@ backend_conn_unsent(struct backend_conn *conn, gint64 now, gboolean drop,
         bytes->len += req->backend_len;
         TAILQ_REMOVE(&conn->pending, req, backend_link);
         conn->npending--;
+        backend_conn_counted(conn);
         METRICS_ADD(conn->server->stats.inflight, -1);
         TAILQ_INSERT_TAIL(moved, req, backend_link);
     }
@@ -1128,6 +1224,59 @@ backend_req_service(const struct req *req)
 }
 
 /*
+ * On server s, the connection with the fewest pending, an open one
+ * before one that must connect first (IDLE ones not at all in backoff),
+ * the lowest index among equals: by walking every one.
+ */
+static struct backend_conn *
+backend_server_walk(const struct backend_server *s, gboolean backoff)
+{
+    struct backend_conn *best = NULL;
+
+    for (unsigned j = 0; j < s->pool->set->pool_size; j++) {
+        struct backend_conn *conn = &s->conns[j];
+
+        /* in backoff, open connections still serve; none is dialled */
+        if (backoff && conn->state == BACKEND_IDLE) {
+            continue;
+        }
+        if (best == NULL || conn->npending < best->npending ||
+            (conn->npending == best->npending && best->state == BACKEND_IDLE &&
+             conn->state != BACKEND_IDLE)) {
+            best = conn;
+        }
+    }
+    return best;
+}
+
+/* The same connection as backend_server_walk, from the sets (backend.h):
+ * a free open one, else an IDLE one, else the least loaded; the walk
+ * only when all are deep. */
+static struct backend_conn *
+backend_server_pick(const struct backend_server *s, gboolean backoff)
+{
+    struct backend_conn *best;
+
+    best = backend_set_first(s, 0);
+    if (best == NULL && !backoff) {
+        best = backend_set_first(s, BACKEND_LEVELS);
+    }
+    for (unsigned l = 1; best == NULL && l < BACKEND_LEVELS; l++) {
+        best = backend_set_first(s, l);
+    }
+    if (best == NULL && s->deep > 0) {
+        /* every open one is deep: fewer than in any set */
+        return backend_server_walk(s, backoff);
+    }
+#if HSP_CHECKED
+    /* the tests run checked builds: every pick of theirs checks the
+     * sets against the walk */
+    HSP_CHECK(best == backend_server_walk(s, backoff));
+#endif
+    return best;
+}
+
+/*
  * The connection for the next request: UP servers in round robin,
  * skipping avoid (-1: none) and those in connect backoff; on a server,
  * the connection with the fewest pending, an open one before one that
@@ -1137,7 +1286,7 @@ static struct backend_conn *
 backend_pick(struct backend_pool *pool, int only, uint8_t service, int avoid,
              gint64 now)
 {
-    unsigned i, j, pool_size = pool->set->pool_size;
+    unsigned i;
 
     for (i = 0; i < pool->nservers; i++) {
         unsigned at = (pool->next_server + i) % pool->nservers;
@@ -1150,22 +1299,8 @@ backend_pick(struct backend_pool *pool, int only, uint8_t service, int avoid,
             !backend_server_up(s)) {
             continue;
         }
-        struct backend_conn *best = NULL;
-        gboolean backoff = s->retry_at > now;
+        struct backend_conn *best = backend_server_pick(s, s->retry_at > now);
 
-        for (j = 0; j < pool_size; j++) {
-            struct backend_conn *conn = &s->conns[j];
-
-            /* in backoff, open connections still serve; none is dialled */
-            if (backoff && conn->state == BACKEND_IDLE) {
-                continue;
-            }
-            if (best == NULL || conn->npending < best->npending ||
-                (conn->npending == best->npending &&
-                 best->state == BACKEND_IDLE && conn->state != BACKEND_IDLE)) {
-                best = conn;
-            }
-        }
         if (best == NULL) {
             continue;
         }
@@ -1477,6 +1612,7 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
     if (++conn->npending == 1) {
         conn->answer_since = now;
     }
+    backend_conn_counted(conn);
     req->backend_name = conn->server->health->name;
     backend_conn_turn(conn, now);
     METRICS_ADD(conn->server->stats.requests, 1);
@@ -1543,6 +1679,8 @@ backend_reply_kind(struct backend_conn *conn, struct req *req)
     if (req->sink != NULL) {
         req->err_kind = metrics_reply_error(set->backend_proto, req->raw.data,
                                             req->raw.len, NULL);
+    } else if (req->client != NULL && req->err_kind != METRICS_ERR_UNKNOWN) {
+        /* backend_reply_rewrite read it */
     } else if (req->client != NULL && req->reply.len > hdr) {
         req->err_kind = metrics_reply_error(req->client_proto,
                                             req->reply.data + hdr,
@@ -1798,15 +1936,15 @@ backend_sasl_read(struct backend_conn *conn, evutil_socket_t fd)
 }
 
 /*
- * The reply at the head of conn->in, for req (the oldest pending): its
- * length, frame header included, into *len.  A client's is translated
- * into req->reply (*cs, *err: the codec's verdict); a scan sink's is
- * copied into req->raw; a detached request's is only measured.
- * WIRE_AGAIN: not whole yet; WIRE_ERROR: *bad says why.
+ * The reply at the head of conn->in (have bytes), for req (the oldest
+ * pending): its length, frame header included, into *len.  A client's
+ * is translated into req->reply (*cs, *err: the codec's verdict); a
+ * scan sink's is copied into req->raw; a detached request's is only
+ * measured.  WIRE_AGAIN: not whole yet; WIRE_ERROR: *bad says why.
  */
 static wire_status_t
-backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
-                   codec_status_t *cs, struct codec_error *err,
+backend_reply_take(struct backend_conn *conn, struct req *req, size_t have,
+                   size_t *len, codec_status_t *cs, struct codec_error *err,
                    const char **bad)
 {
     struct worker *w = backend_worker(conn);
@@ -1822,7 +1960,8 @@ backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
         if (set->backend_framed) {
             /* the frame says where it ends; whoever reads it checks
              * every length as it goes */
-            st = req_msg_peek(in, TRUE, &w->reply_limits, &buf, len, bad);
+            st = req_msg_peek(in, have, TRUE, &w->reply_limits, &buf, len,
+                              bad);
         } else {
             struct wire_scan *scan = backend_conn_scan(conn);
 
@@ -1855,8 +1994,8 @@ backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
         }
         return st;
     }
-    st = req_msg_peek(in, set->backend_framed, &w->reply_limits, &buf, &avail,
-                      bad);
+    st = req_msg_peek(in, have, set->backend_framed, &w->reply_limits, &buf,
+                      &avail, bad);
     if (st == WIRE_OK) {
         size_t frame = req_reply_begin(req);
 
@@ -1878,7 +2017,7 @@ backend_reply_take(struct backend_conn *conn, struct req *req, size_t *len,
 
 /* Replies arrived: pair each with the oldest pending request. */
 static void
-backend_read_cb(evutil_socket_t fd, short what, void *arg)
+backend_read(evutil_socket_t fd, short what, void *arg)
 {
     struct backend_conn *conn = arg;
     struct worker *w = backend_worker(conn);
@@ -1920,6 +2059,15 @@ backend_read_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void
+backend_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    /* one clock reading for the replies of this read (req.h) */
+    req_clock_hold();
+    backend_read(fd, what, arg);
+    req_clock_release();
+}
+
 /*
  * The replies whole in conn->in, each paired with the oldest pending
  * request; FALSE when conn failed on the way (closed: the caller leaves
@@ -1933,8 +2081,10 @@ backend_replies(struct backend_conn *conn)
     unsigned epoch = conn->epoch;
     char why[BACKEND_MSG_MAX];
 
-    while (conn->epoch == epoch && evbuffer_get_length(conn->in) > 0) {
+    while (conn->epoch == epoch) {
         struct evbuffer *in = conn->in;
+        /* read once a reply: nothing below adds to in before the drain */
+        size_t have = evbuffer_get_length(in);
         const char *bad = NULL;
         size_t len = 0;
         struct req *req = TAILQ_FIRST(&conn->pending);
@@ -1942,12 +2092,15 @@ backend_replies(struct backend_conn *conn)
         codec_status_t cs = CODEC_OK;
         wire_status_t st;
 
+        if (have == 0) {
+            break;
+        }
         if (req == NULL) {
             backend_conn_fail(conn, "reply without a request",
                               "reply without a request", TRUE);
             return FALSE;
         }
-        st = backend_reply_take(conn, req, &len, &cs, &err, &bad);
+        st = backend_reply_take(conn, req, have, &len, &cs, &err, &bad);
         if (st == WIRE_AGAIN) {
             break;
         }
@@ -1968,6 +2121,7 @@ backend_replies(struct backend_conn *conn)
         }
         TAILQ_REMOVE(&conn->pending, req, backend_link);
         conn->npending--;
+        backend_conn_counted(conn);
         conn->answered++;
         /* HTTP: the next POST may go, unless the server said it closes */
         conn->http_busy = conn->http != NULL && httpc_conn_closing(conn->http);
@@ -1977,7 +2131,7 @@ backend_replies(struct backend_conn *conn)
         health_ok(conn->server->health);
         backend_reply_kind(conn, req);
         backend_conn_turn(conn, conn->last_active);
-        if (!w->replies_held && evbuffer_get_length(in) > len) {
+        if (!w->replies_held && have > len) {
             /* more replies came with this one: one write per client for
              * all of them (a lone reply is written at once) */
             worker_replies_hold(w);

@@ -79,7 +79,28 @@ struct backend_conn {
     unsigned epoch;             /* times closed: a caller that let go
                                        sees whether it is the same socket */
     unsigned answered;          /* replies taken, ever */
+    unsigned level;             /* the pick's set it is in (struct
+                                       backend_server), by state and
+                                       npending: backend_conn_index */
+    guint64 *word, bit;         /* its bit in set 0 (set l: l * nwords
+                                       words on) */
 };
+
+/*
+ * The pick (backend.c backend_pick) wants, on a server, the connection
+ * with the fewest pending, an open one before one that must connect
+ * first, the lowest index among equals.  Walking pool_size connections
+ * per call cost more than the rest of the submit, so each server keeps
+ * its connections in sets by what decides: set l (l < BACKEND_LEVELS)
+ * holds the open or opening ones with l pending, set BACKEND_LEVELS the
+ * IDLE ones (an IDLE connection has nothing pending); a bit per
+ * connection, its index.  An open one with more pending is in none
+ * (deep): the pick walks only when every set it may use is empty.  Few
+ * levels: a pipelining client's calls queue deep on one connection, and
+ * each level they pass costs an update.
+ */
+#define BACKEND_LEVELS 4
+#define BACKEND_UNINDEXED (BACKEND_LEVELS + 1)
 
 /* One backend server as one worker sees it. */
 struct backend_server {
@@ -90,6 +111,9 @@ struct backend_server {
     gint64 retry_at;                 /* monotonic us: no connect before this */
     char last_error[384];            /* why the last connect failed */
     struct backend_stats stats;
+    guint64 *sets;   /* BACKEND_LEVELS + 1 bit sets of nwords words */
+    unsigned nwords; /* 64-bit words a set takes for pool_size */
+    unsigned deep;   /* connections in no set */
 };
 
 /* A worker's connections to every backend server. */

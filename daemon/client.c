@@ -730,10 +730,11 @@ typedef enum {
 /*
  * The message at the front of c's input: a whole frame (body after the
  * 4-byte header) when framed, else avail bytes of an unframed stream in
- * which the codec finds the end as it rewrites.
+ * which the codec finds the end as it rewrites.  left: the bytes in
+ * c's input.
  */
 static client_took_t
-client_request(struct client *c, const uint8_t *buf, size_t avail,
+client_request(struct client *c, const uint8_t *buf, size_t avail, size_t left,
                size_t *used)
 {
     struct worker *w = c->worker;
@@ -837,8 +838,7 @@ client_request(struct client *c, const uint8_t *buf, size_t avail,
     if (client_may_send(c, st == CODEC_SCAN)) {
         /* more calls already read: they may follow on the same
          * connection, in the same write (backend_uncork) */
-        client_send(c, req, st == CODEC_SCAN, msg, msg_len,
-                    evbuffer_get_length(c->in) > *used);
+        client_send(c, req, st == CODEC_SCAN, msg, msg_len, left > *used);
     } else {
         client_park(c, req, st == CODEC_SCAN, msg, msg_len);
     }
@@ -937,6 +937,7 @@ client_process(struct client *c)
 {
     struct evbuffer *in = c->in;
     gboolean partial = FALSE, fresh = FALSE;
+    size_t left;
 
     if (c->state == CLIENT_DETECT && !client_detect(c, in)) {
         return;
@@ -946,13 +947,14 @@ client_process(struct client *c)
         client_update_reading(c);
         return;
     }
-    while (client_may_read(c) && evbuffer_get_length(in) > 0) {
+    /* the input's length, kept here: only this loop takes from it */
+    for (left = evbuffer_get_length(in); left > 0 && client_may_read(c);) {
         const uint8_t *buf = NULL;
         const char *why = NULL;
         size_t avail = 0, used = 0;
         wire_status_t st;
 
-        st = req_msg_peek(in, c->framed, &c->worker->client_limits, &buf,
+        st = req_msg_peek(in, left, c->framed, &c->worker->client_limits, &buf,
                           &avail, &why);
         if (st == WIRE_AGAIN) {
             partial = TRUE;
@@ -962,11 +964,12 @@ client_process(struct client *c)
             client_close_why(c, why != NULL ? why : "malformed message");
             return;
         }
-        switch (client_request(c, buf, avail, &used)) {
+        switch (client_request(c, buf, avail, left, &used)) {
         case CLIENT_CLOSED: return;
         case CLIENT_WAIT: partial = TRUE; break;
         case CLIENT_TOOK:
             evbuffer_drain(in, used);
+            left -= used;
             /* what follows in the buffer arrived with this read */
             fresh = TRUE;
             continue;
@@ -982,7 +985,7 @@ client_process(struct client *c)
 /* The socket is readable (or the idle timeout passed, or reading was
  * turned back on with requests already buffered). */
 static void
-client_read_cb(evutil_socket_t fd, short what, void *arg)
+client_read(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
     struct worker *w = c->worker;
@@ -1030,6 +1033,15 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
     client_process(c);
     /* c may be gone: what it sent on must still leave */
     backend_uncork(w);
+}
+
+static void
+client_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    /* one clock reading for the calls of this read (req.h) */
+    req_clock_hold();
+    client_read(fd, what, arg);
+    req_clock_release();
 }
 
 /* Output drained below the low watermark: maybe read again. */

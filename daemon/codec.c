@@ -1595,7 +1595,7 @@ codec_request(struct codec_io *io, struct codec_call *call)
 }
 
 static codec_status_t
-codec_reply_body(struct codec_ctx *c, const struct codec_io *io,
+codec_reply_body(struct codec_ctx *c, struct codec_io *io,
                  const struct codec_call *call)
 {
     struct codec_error *err = c->err;
@@ -1624,6 +1624,8 @@ codec_reply_body(struct codec_ctx *c, const struct codec_io *io,
         err->message = "backend reply is for another method";
         return CODEC_CLOSE;
     }
+    io->reply_type = m.type;
+    io->reply_body = wire_reader_offset(&c->r);
 
     wire_writer_init(&c->w, io->to, out);
     wire_write_msg_begin(&c->w, m.name, m.name_len, m.type,

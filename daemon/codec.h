@@ -266,6 +266,11 @@ struct codec_io {
                                 a stream the bytes to drop from it, 0 on
                                 AGAIN and on a CLOSE for bytes that cannot
                                 be a message */
+    /* reply, when OK: its header as read, so that the caller tells an
+     * exception from a result without reading the header again
+     * (metrics_result_error) */
+    uint8_t reply_type; /* WIRE_REPLY or WIRE_EXCEPTION */
+    size_t reply_body;  /* where its struct begins in data */
 };
 
 /*

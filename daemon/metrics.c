@@ -222,22 +222,41 @@ metrics_reply_error(wire_proto_t proto, const uint8_t *msg, size_t len,
 {
     struct wire_reader r;
     struct wire_msg m;
-    uint8_t type;
-    int16_t fid;
 
     wire_reader_init(&r, proto, msg, len, TRUE, &wire_default_limits);
     if (wire_read_msg_begin(&r, &m) != WIRE_OK) {
         return METRICS_ERR_NONE;
     }
-    if (m.type == WIRE_EXCEPTION) {
+    return metrics_result_error(proto, m.type, msg + wire_reader_offset(&r),
+                                len - wire_reader_offset(&r), method);
+}
+
+metrics_err_t
+metrics_result_error(wire_proto_t proto, uint8_t type, const uint8_t *body,
+                     size_t len, const struct hbase1_method *method)
+{
+    struct wire_reader r;
+    uint8_t ftype;
+    int16_t fid;
+
+    if (type == WIRE_EXCEPTION) {
         return METRICS_ERR_APP;
     }
-    if (wire_read_struct_begin(&r) != WIRE_OK ||
-        wire_read_field(&r, &type, &fid) != WIRE_OK) {
-        return METRICS_ERR_NONE;
+    if (proto == WIRE_BINARY && len >= 3) {
+        /* a binary struct starts with its first field's header: the
+         * type byte, then the id (what wire_read_field reads; every
+         * length and type is checked by whoever walks the struct) */
+        ftype = body[0];
+        fid = (int16_t)((uint16_t)body[1] << 8 | body[2]);
+    } else {
+        wire_reader_init(&r, proto, body, len, TRUE, &wire_default_limits);
+        if (wire_read_struct_begin(&r) != WIRE_OK ||
+            wire_read_field(&r, &ftype, &fid) != WIRE_OK) {
+            return METRICS_ERR_NONE;
+        }
     }
     /* field 0 is the success value; void methods have none (STOP) */
-    if (type == WIRE_T_STOP || fid == 0) {
+    if (ftype == WIRE_T_STOP || fid == 0) {
         return METRICS_ERR_NONE;
     }
     /* field 2 is IllegalArgument where the method declares one; any

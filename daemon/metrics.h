@@ -189,6 +189,12 @@ metrics_err_t metrics_reply_error(wire_proto_t proto, const uint8_t *msg,
                                   size_t len,
                                   const struct hbase1_method *method);
 
+/* metrics_reply_error of a reply whose header was read already (type:
+ * its message type; body, len: from its struct on). */
+metrics_err_t metrics_result_error(wire_proto_t proto, uint8_t type,
+                                   const uint8_t *body, size_t len,
+                                   const struct hbase1_method *method);
+
 /* A request waited us for a backend connection to be free for it: from
  * read whole to written to an idle connection, or, pipelined behind
  * others, to the reply of the one before it. */

@@ -9,6 +9,8 @@
 
 /* ---- states ------------------------------------------------------------- */
 
+__thread gint64 req_clock;
+
 static const char *const req_state_names[] = {
     [REQ_FREE] = "free", [REQ_NEW] = "new",   [REQ_PARKED] = "parked",
     [REQ_SENT] = "sent", [REQ_DONE] = "done",
@@ -165,11 +167,10 @@ req_read(uint8_t *rbuf, evutil_socket_t fd, struct evbuffer *in, size_t max)
 }
 
 wire_status_t
-req_msg_peek(struct evbuffer *in, gboolean framed,
+req_msg_peek(struct evbuffer *in, size_t have, gboolean framed,
              const struct wire_limits *limits, const uint8_t **buf,
              size_t *avail, const char **why)
 {
-    size_t have = evbuffer_get_length(in);
     size_t want;
     const uint8_t *p;
 
@@ -223,7 +224,8 @@ req_msg_next(struct evbuffer *in, wire_proto_t proto, gboolean framed,
     wire_status_t st;
 
     g_assert(msg != NULL && len != NULL);
-    st = req_msg_peek(in, framed, limits, &p, &want, why);
+    st = req_msg_peek(in, evbuffer_get_length(in), framed, limits, &p, &want,
+                      why);
     if (st != WIRE_OK) {
         return st;
     }
@@ -248,7 +250,8 @@ req_msg_scan(struct evbuffer *in, wire_proto_t proto, struct wire_scan *scan,
     wire_status_t st;
 
     g_assert(scan != NULL && msg != NULL && len != NULL);
-    st = req_msg_peek(in, FALSE, limits, &p, &want, why);
+    st = req_msg_peek(in, evbuffer_get_length(in), FALSE, limits, &p, &want,
+                      why);
     if (st != WIRE_OK) {
         return st;
     }
