@@ -2,6 +2,9 @@
 #include "emu_store.h"
 
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 G_DEFINE_QUARK(emu_store_error_quark, emu_store_error)
 
@@ -1922,6 +1925,12 @@ static void emu_store_compact_range(emu_table *t, const uint8_t *start,
         t->rows = rows;
     }
     emu_table_write_unlock(t);
+#ifdef __GLIBC__
+    /* The old rows leave the heap in small free chunks: merged now, not
+     * by the next calls' allocations (malloc_consolidate in a scan's
+     * replies cost ~2 000 instructions a row after a compaction). */
+    malloc_trim(0);
+#endif
 }
 
 gboolean emu_store_compact(emu_store *s, const uint8_t *name, size_t len,
