@@ -572,24 +572,13 @@ keyviz_run_join(struct keyviz_sketch *s, uint32_t at, guint64 count)
     return TRUE;
 }
 
-/* Entry ei's count goes up by one: it takes the last place of its run,
- * and that place passes to the run above. */
+/* The counter at place l, the last of run r (of count c), goes up by
+ * one: that place passes to the run above. */
 static G_ALWAYS_INLINE inline void
-keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
+keyviz_run_up(struct keyviz_sketch *s, uint32_t r, uint32_t l, guint64 c)
 {
-    uint32_t p = s->pos[ei], r = s->rid[p];
     struct keyviz_run *run = &s->run[r];
-    uint32_t l = run->last;
-    guint64 c = run->count;
 
-    if (p != l) {
-        uint32_t other = s->ord[l];
-
-        s->ord[l] = ei;
-        s->ord[p] = other;
-        s->pos[other] = p;
-        s->pos[ei] = l;
-    }
     if (run->first == l) {
         /* its run's only member: the run goes up, or merges above */
         if (keyviz_run_join(s, l, c + 1)) {
@@ -603,6 +592,26 @@ keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
     if (!keyviz_run_join(s, l, c + 1)) {
         keyviz_run_new(s, l, c + 1);
     }
+}
+
+/* Entry ei's count goes up by one: it takes the last place of its run,
+ * and that place passes to the run above. */
+static G_ALWAYS_INLINE inline void
+keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
+{
+    uint32_t p = s->pos[ei], r = s->rid[p];
+    const struct keyviz_run *run = &s->run[r];
+    uint32_t l = run->last;
+
+    if (p != l) {
+        uint32_t other = s->ord[l];
+
+        s->ord[l] = ei;
+        s->ord[p] = other;
+        s->pos[other] = p;
+        s->pos[ei] = l;
+    }
+    keyviz_run_up(s, r, l, run->count);
 }
 
 /* The entry of hash, or -1. */
@@ -657,12 +666,17 @@ keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
         e->err = 0;
     } else {
         /* the smallest counter changes hands: its count is the most the
-         * newcomer can have had before */
-        ei = s->ord[0];
+         * newcomer can have had before.  Any counter of the smallest run
+         * will do: its last, which going up moves to no other place (no
+         * swap), and whose count is the run's */
+        uint32_t r = s->rid[0], l = s->run[r].last;
+        guint64 c = s->run[r].count;
+
+        ei = s->ord[l];
         e = &s->e[ei];
         keyviz_index_remove(s, ei);
-        e->err = keyviz_sketch_count(s, ei);
-        keyviz_sketch_bump(s, ei);
+        e->err = c;
+        keyviz_run_up(s, r, l, c);
     }
     e->hash = hash;
     e->len = len;
