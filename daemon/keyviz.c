@@ -143,7 +143,7 @@ struct keyviz_slot {
 
 struct keyviz_wtable {
     struct keyviz_slot slot[KEYVIZ_SLOTS]; /* by epoch % KEYVIZ_SLOTS */
-    guint64 rng;                           /* the sample's xorshift state */
+    guint64 rng;                           /* the sample's LCG state */
 };
 
 struct keyviz_worker {
@@ -804,6 +804,7 @@ keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
     guint64 *c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last,
                                                      n->key, n->len) *
                              KEYVIZ_METRICS];
+    guint64 seen;
 
     if (n->kind == CODEC_KEY_ROW) {
         c[KEYVIZ_ROWS]++;
@@ -823,17 +824,18 @@ keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
     }
     /* reservoir sampling (Algorithm R): each key read or written is in
      * the sample with the same chance */
-    sl->seen++;
-    if (sl->nsample < KEYVIZ_SAMPLE) {
-        keyviz_sample_set(&sl->sample[sl->nsample++], n);
+    seen = ++sl->seen;
+    if (seen <= KEYVIZ_SAMPLE) {
+        keyviz_sample_set(&sl->sample[seen - 1], n);
+        sl->nsample = (uint32_t)seen;
     } else {
-        guint64 x = wt->rng;
+        /* a 64-bit LCG (Knuth's MMIX constants); its state times seen,
+         * the top 64 bits of the product, is uniform in [0, seen): a
+         * multiply, not a division */
+        guint64 x = wt->rng * 6364136223846793005ull + 1442695040888963407ull;
 
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
         wt->rng = x;
-        x %= sl->seen;
+        x = (guint64)(((unsigned __int128)x * seen) >> 64);
         if (x < KEYVIZ_SAMPLE) {
             keyviz_sample_set(&sl->sample[x], n);
         }
