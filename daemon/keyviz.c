@@ -104,7 +104,6 @@ struct keyviz_sketch {
     uint32_t cap, n;
     uint32_t mask;          /* index size - 1 (2 x cap, a power of 2) */
     uint32_t nruns, nfree;  /* runs handed out since the reset; free */
-    guint64 total;          /* operations offered */
     struct keyviz_entry *e; /* cap */
     uint32_t *ord;          /* place -> entry */
     uint32_t *rid;          /* place -> its run */
@@ -131,7 +130,8 @@ struct keyviz_slot {
     guint64 *counts;                /* ranges x KEYVIZ_METRICS */
     guint64 *bcounts;               /* (buckets + 1) x KEYVIZ_BUCKET_KINDS */
     struct keyviz_sketch keys, parts;
-    guint64 seen; /* keys offered to the sample */
+    guint64 seen; /* keys read or written: offered to the sample and
+                     the sketches (their N) */
     uint32_t nsample;
     struct keyviz_sampled *sample; /* KEYVIZ_SAMPLE */
 };
@@ -505,7 +505,6 @@ static void
 keyviz_sketch_reset(struct keyviz_sketch *s)
 {
     s->n = 0;
-    s->total = 0;
     s->nruns = 0;
     s->nfree = 0;
     memset(s->index, 0xff, (s->mask + 1) * sizeof(int32_t));
@@ -647,7 +646,6 @@ keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
     struct keyviz_entry *e;
     uint32_t ei, head;
 
-    s->total++;
     if (found >= 0) {
         keyviz_sketch_bump(s, (uint32_t)found);
         return;
@@ -1242,7 +1240,7 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
              j < (size_t)(t->salt.buckets + 1) * KEYVIZ_BUCKET_KINDS; j++) {
             iv->bcounts[j] += sl->bcounts[j];
         }
-        iv->ops += sl->keys.total;
+        iv->ops += sl->seen; /* the sketches' N */
         /* each sampled key stands for seen / nsample keys of its worker */
         for (uint32_t j = 0; j < sl->nsample; j++) {
             ws[nw].s = &sl->sample[j];
