@@ -143,7 +143,6 @@ struct keyviz_slot {
 
 struct keyviz_wtable {
     struct keyviz_slot slot[KEYVIZ_SLOTS]; /* by epoch % KEYVIZ_SLOTS */
-    guint64 rng;                           /* the sample's LCG state */
 };
 
 struct keyviz_worker {
@@ -153,8 +152,9 @@ struct keyviz_worker {
      * table and interval (stats_id names a table across reloads) */
     unsigned last_id;
     gint64 last_epoch; /* -2: none */
-    struct keyviz_wtable *last_wt;
     struct keyviz_slot *last_sl;
+    guint64 rng; /* the samples' LCG state: one stream for all tables,
+                    at hand with the worker */
 };
 
 /* A hot key or hash_part value of an interval, merged. */
@@ -761,7 +761,7 @@ keyviz_sample_set(struct keyviz_sampled *s, const struct codec_key_note *n)
  * if new; NULL when the table is not counted (or nothing ticks yet). */
 static G_ALWAYS_INLINE inline struct keyviz_slot *
 keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
-               unsigned stats_id, struct keyviz_wtable **wt_out)
+               unsigned stats_id)
 {
     /* every salt the codec notes lives in a config (as metrics.h) */
     const struct config_table *ct =
@@ -774,7 +774,6 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     struct keyviz_slot *sl;
 
     if (stats_id == w->last_id && epoch == w->last_epoch && !ct->keyviz_off) {
-        *wt_out = w->last_wt;
         return w->last_sl;
     }
     if (epoch < 0 || stats_id == 0 || ct->keyviz_off ||
@@ -788,15 +787,13 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     }
     w->last_id = stats_id;
     w->last_epoch = epoch;
-    w->last_wt = wt;
     w->last_sl = sl;
-    *wt_out = wt;
     return sl;
 }
 
 /* Counts n in sl, its table's slot. */
 static G_ALWAYS_INLINE inline void
-keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
+keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
              const struct codec_key_note *n, gboolean parts)
 {
     guint64 *c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last,
@@ -830,9 +827,9 @@ keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
         /* a 64-bit LCG (Knuth's MMIX constants); its state times seen,
          * the top 64 bits of the product, is uniform in [0, seen): a
          * multiply, not a division */
-        guint64 x = wt->rng * 6364136223846793005ull + 1442695040888963407ull;
+        guint64 x = w->rng * 6364136223846793005ull + 1442695040888963407ull;
 
-        wt->rng = x;
+        w->rng = x;
         x = (guint64)(((unsigned __int128)x * seen) >> 64);
         if (x < KEYVIZ_SAMPLE) {
             keyviz_sample_set(&sl->sample[x], n);
@@ -845,15 +842,14 @@ keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
              uint32_t count)
 {
     const struct salt_table *salt = NULL;
-    struct keyviz_wtable *wt = NULL;
     struct keyviz_slot *sl = NULL;
     gboolean parts = FALSE;
 
     if (count == 1) {
         /* a point call's batch: no loop state to keep */
-        sl = keyviz_slot_of(w, n->salt, n->stats_id, &wt);
+        sl = keyviz_slot_of(w, n->salt, n->stats_id);
         if (sl != NULL) {
-            keyviz_count(wt, sl, n, n->salt->hash != SALT_HASH_WHOLE);
+            keyviz_count(w, sl, n, n->salt->hash != SALT_HASH_WHOLE);
         }
         return;
     }
@@ -862,11 +858,11 @@ keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
          * whether its hash_part values have a sketch of their own */
         if (n[i].salt != salt) {
             salt = n[i].salt;
-            sl = keyviz_slot_of(w, salt, n[i].stats_id, &wt);
+            sl = keyviz_slot_of(w, salt, n[i].stats_id);
             parts = salt->hash != SALT_HASH_WHOLE;
         }
         if (sl != NULL) {
-            keyviz_count(wt, sl, &n[i], parts);
+            keyviz_count(w, sl, &n[i], parts);
         }
     }
 }
@@ -880,8 +876,7 @@ keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
 void
 keyviz_error(struct keyviz_worker *w, const struct codec_key_note_ref *key)
 {
-    struct keyviz_wtable *wt;
-    struct keyviz_slot *sl = keyviz_slot_of(w, key->salt, key->stats_id, &wt);
+    struct keyviz_slot *sl = keyviz_slot_of(w, key->salt, key->stats_id);
 
     if (sl == NULL) {
         return;
@@ -909,6 +904,7 @@ keyviz_new(const struct config_keyviz *set, unsigned nworkers)
     for (unsigned i = 0; i < nworkers; i++) {
         kv->workers[i].kv = kv;
         kv->workers[i].last_epoch = -2;
+        kv->workers[i].rng = 0x9e3779b97f4a7c15ull * (i + 1);
         kv->workers[i].tables = g_new0(struct keyviz_wtable *,
                                        KEYVIZ_MAX_TABLES);
     }
@@ -949,7 +945,6 @@ keyviz_add_table(struct keyviz *kv, unsigned id, const char *name,
         for (int s = 0; s < KEYVIZ_SLOTS; s++) {
             keyviz_slot_init(kv, &wt->slot[s], kv->set.ranges, salt->buckets);
         }
-        wt->rng = 0x9e3779b97f4a7c15ull * (w + 1) + id;
         kv->workers[w].tables[id - 1] = wt;
     }
     /* published to the workers with the config that names the table */
