@@ -791,10 +791,12 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     return sl;
 }
 
-/* Counts n in sl, its table's slot. */
+/* Counts n in sl, its table's slot; parts: whether its table's hash_part
+ * values have a sketch of their own, -1: n's salt says (read only for a
+ * key read or written). */
 static G_ALWAYS_INLINE inline void
 keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
-             const struct codec_key_note *n, gboolean parts)
+             const struct codec_key_note *n, int parts)
 {
     guint64 *c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last,
                                                      n->key, n->len) *
@@ -813,7 +815,7 @@ keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
                 (n->kind == CODEC_KEY_READ ? 0 : 1)]++;
     keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->len, n->len,
                       n->bucket);
-    if (parts) {
+    if (parts < 0 ? n->salt->hash != SALT_HASH_WHOLE : parts) {
         keyviz_sketch_add(&sl->parts, n->part_hash, n->key, n->part_len,
                           n->part_len, n->bucket);
     }
@@ -849,7 +851,7 @@ keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
         /* a point call's batch: no loop state to keep */
         sl = keyviz_slot_of(w, n->salt, n->stats_id);
         if (sl != NULL) {
-            keyviz_count(w, sl, n, n->salt->hash != SALT_HASH_WHOLE);
+            keyviz_count(w, sl, n, -1);
         }
         return;
     }
