@@ -72,7 +72,8 @@ struct keyviz_bounds {
  * not below it).  lo >= hi: none. */
 struct keyviz_range_cache {
     unsigned __int128 lo, hi;
-    uint32_t r;
+    guint64 *row; /* the range's counters in the slot (keyviz_row_of):
+                     no multiply on a hit */
 };
 
 /* One space-saving counter. */
@@ -290,7 +291,6 @@ static G_ALWAYS_INLINE inline void
 keyviz_range_remember(const struct keyviz_bounds *b,
                       struct keyviz_range_cache *rc, uint32_t r)
 {
-    rc->r = r;
     rc->lo = 0;
     if (r > 0) {
         const struct keyviz_key *k = &b->b[r - 1];
@@ -309,18 +309,16 @@ keyviz_range_remember(const struct keyviz_bounds *b,
     }
 }
 
-/* The range of key: how many boundaries are <= it. */
+/* The range of key, not the one found last: how many boundaries are <=
+ * it. */
 static G_ALWAYS_INLINE inline uint32_t
-keyviz_range_of(const struct keyviz_bounds *b, struct keyviz_range_cache *rc,
-                const uint8_t *key, size_t len)
+keyviz_range_search(const struct keyviz_bounds *b,
+                    struct keyviz_range_cache *rc, const uint8_t *key,
+                    size_t len)
 {
     uint32_t lo, hi, lcp = b->lcp;
     guint64 kp;
-    unsigned __int128 w = keyviz_word16(key, len);
 
-    if (rc->lo < w && w < rc->hi) {
-        return rc->r;
-    }
     if (G_LIKELY(len >= 8 && lcp <= 8 && len != lcp)) {
         /* the common case in two loads: the key's first 8 bytes hold the
          * common part, its next 8 the word searched on */
@@ -791,6 +789,22 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     return sl;
 }
 
+/* The counters of key's range in sl (those of the range found last, when
+ * it is the key's). */
+static G_ALWAYS_INLINE inline guint64 *
+keyviz_row_of(struct keyviz_slot *sl, const uint8_t *key, size_t len)
+{
+    unsigned __int128 w = keyviz_word16(key, len);
+    uint32_t r;
+
+    if (sl->last.lo < w && w < sl->last.hi) {
+        return sl->last.row;
+    }
+    r = keyviz_range_search(sl->bounds, &sl->last, key, len);
+    sl->last.row = &sl->counts[(size_t)r * KEYVIZ_METRICS];
+    return sl->last.row;
+}
+
 /* Counts n in sl, its table's slot; parts: whether its table's hash_part
  * values have a sketch of their own, -1: n's salt says (read only for a
  * key read or written). */
@@ -798,9 +812,7 @@ static G_ALWAYS_INLINE inline void
 keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
              const struct codec_key_note *n, int parts)
 {
-    guint64 *c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last,
-                                                     n->key, n->len) *
-                             KEYVIZ_METRICS];
+    guint64 *c = keyviz_row_of(sl, n->key, n->len);
     guint64 seen;
 
     if (n->kind == CODEC_KEY_ROW) {
@@ -883,10 +895,7 @@ keyviz_error(struct keyviz_worker *w, const struct codec_key_note_ref *key)
     if (sl == NULL) {
         return;
     }
-    sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last, key->key,
-                                       key->kept) *
-                   KEYVIZ_METRICS +
-               KEYVIZ_ERRORS]++;
+    keyviz_row_of(sl, key->key, key->kept)[KEYVIZ_ERRORS]++;
 }
 
 /* ---- setup -------------------------------------------------------------- */
