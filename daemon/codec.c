@@ -142,7 +142,6 @@ codec_tally_first(const struct codec_tally *t, uint32_t since,
     n = &t->notes[since];
     call->first_key.salt = n->salt;
     call->first_key.stats_id = n->stats_id;
-    call->first_key.bucket = n->bucket;
     call->first_key.kept = (uint8_t)MIN(n->len, CODEC_NOTE_KEY_MAX);
     codec_note_copy(call->first_key.key, n->key, call->first_key.kept);
 }

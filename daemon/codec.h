@@ -75,7 +75,6 @@ struct codec_call {
     struct codec_key_note_ref {
         const struct salt_table *salt; /* NULL: no key noted */
         unsigned stats_id;
-        uint32_t bucket;
         uint8_t kept;
         uint8_t key[CODEC_NOTE_KEY_MAX];
     } first_key; /* the call's first noted key,

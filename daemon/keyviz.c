@@ -72,7 +72,8 @@ struct keyviz_bounds {
  * not below it).  lo >= hi: none. */
 struct keyviz_range_cache {
     unsigned __int128 lo, hi;
-    uint32_t r;
+    guint64 *row; /* the range's counters in the slot (keyviz_row_of):
+                     no multiply on a hit */
 };
 
 /* One space-saving counter. */
@@ -104,7 +105,6 @@ struct keyviz_sketch {
     uint32_t cap, n;
     uint32_t mask;          /* index size - 1 (2 x cap, a power of 2) */
     uint32_t nruns, nfree;  /* runs handed out since the reset; free */
-    guint64 total;          /* operations offered */
     struct keyviz_entry *e; /* cap */
     uint32_t *ord;          /* place -> entry */
     uint32_t *rid;          /* place -> its run */
@@ -131,7 +131,8 @@ struct keyviz_slot {
     guint64 *counts;                /* ranges x KEYVIZ_METRICS */
     guint64 *bcounts;               /* (buckets + 1) x KEYVIZ_BUCKET_KINDS */
     struct keyviz_sketch keys, parts;
-    guint64 seen; /* keys offered to the sample */
+    guint64 seen; /* keys read or written: offered to the sample and
+                     the sketches (their N) */
     uint32_t nsample;
     struct keyviz_sampled *sample; /* KEYVIZ_SAMPLE */
 };
@@ -143,7 +144,6 @@ struct keyviz_slot {
 
 struct keyviz_wtable {
     struct keyviz_slot slot[KEYVIZ_SLOTS]; /* by epoch % KEYVIZ_SLOTS */
-    guint64 rng;                           /* the sample's xorshift state */
 };
 
 struct keyviz_worker {
@@ -153,8 +153,9 @@ struct keyviz_worker {
      * table and interval (stats_id names a table across reloads) */
     unsigned last_id;
     gint64 last_epoch; /* -2: none */
-    struct keyviz_wtable *last_wt;
     struct keyviz_slot *last_sl;
+    guint64 rng; /* the samples' LCG state: one stream for all tables,
+                    at hand with the worker */
 };
 
 /* A hot key or hash_part value of an interval, merged. */
@@ -290,7 +291,6 @@ static G_ALWAYS_INLINE inline void
 keyviz_range_remember(const struct keyviz_bounds *b,
                       struct keyviz_range_cache *rc, uint32_t r)
 {
-    rc->r = r;
     rc->lo = 0;
     if (r > 0) {
         const struct keyviz_key *k = &b->b[r - 1];
@@ -309,18 +309,16 @@ keyviz_range_remember(const struct keyviz_bounds *b,
     }
 }
 
-/* The range of key: how many boundaries are <= it. */
+/* The range of key, not the one found last: how many boundaries are <=
+ * it. */
 static G_ALWAYS_INLINE inline uint32_t
-keyviz_range_of(const struct keyviz_bounds *b, struct keyviz_range_cache *rc,
-                const uint8_t *key, size_t len)
+keyviz_range_search(const struct keyviz_bounds *b,
+                    struct keyviz_range_cache *rc, const uint8_t *key,
+                    size_t len)
 {
     uint32_t lo, hi, lcp = b->lcp;
     guint64 kp;
-    unsigned __int128 w = keyviz_word16(key, len);
 
-    if (rc->lo < w && w < rc->hi) {
-        return rc->r;
-    }
     if (G_LIKELY(len >= 8 && lcp <= 8 && len != lcp)) {
         /* the common case in two loads: the key's first 8 bytes hold the
          * common part, its next 8 the word searched on */
@@ -505,7 +503,6 @@ static void
 keyviz_sketch_reset(struct keyviz_sketch *s)
 {
     s->n = 0;
-    s->total = 0;
     s->nruns = 0;
     s->nfree = 0;
     memset(s->index, 0xff, (s->mask + 1) * sizeof(int32_t));
@@ -572,24 +569,13 @@ keyviz_run_join(struct keyviz_sketch *s, uint32_t at, guint64 count)
     return TRUE;
 }
 
-/* Entry ei's count goes up by one: it takes the last place of its run,
- * and that place passes to the run above. */
+/* The counter at place l, the last of run r (of count c), goes up by
+ * one: that place passes to the run above. */
 static G_ALWAYS_INLINE inline void
-keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
+keyviz_run_up(struct keyviz_sketch *s, uint32_t r, uint32_t l, guint64 c)
 {
-    uint32_t p = s->pos[ei], r = s->rid[p];
     struct keyviz_run *run = &s->run[r];
-    uint32_t l = run->last;
-    guint64 c = run->count;
 
-    if (p != l) {
-        uint32_t other = s->ord[l];
-
-        s->ord[l] = ei;
-        s->ord[p] = other;
-        s->pos[other] = p;
-        s->pos[ei] = l;
-    }
     if (run->first == l) {
         /* its run's only member: the run goes up, or merges above */
         if (keyviz_run_join(s, l, c + 1)) {
@@ -603,6 +589,26 @@ keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
     if (!keyviz_run_join(s, l, c + 1)) {
         keyviz_run_new(s, l, c + 1);
     }
+}
+
+/* Entry ei's count goes up by one: it takes the last place of its run,
+ * and that place passes to the run above. */
+static G_ALWAYS_INLINE inline void
+keyviz_sketch_bump(struct keyviz_sketch *s, uint32_t ei)
+{
+    uint32_t p = s->pos[ei], r = s->rid[p];
+    const struct keyviz_run *run = &s->run[r];
+    uint32_t l = run->last;
+
+    if (p != l) {
+        uint32_t other = s->ord[l];
+
+        s->ord[l] = ei;
+        s->ord[p] = other;
+        s->pos[other] = p;
+        s->pos[ei] = l;
+    }
+    keyviz_run_up(s, r, l, run->count);
 }
 
 /* The entry of hash, or -1. */
@@ -638,7 +644,6 @@ keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
     struct keyviz_entry *e;
     uint32_t ei, head;
 
-    s->total++;
     if (found >= 0) {
         keyviz_sketch_bump(s, (uint32_t)found);
         return;
@@ -657,12 +662,17 @@ keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
         e->err = 0;
     } else {
         /* the smallest counter changes hands: its count is the most the
-         * newcomer can have had before */
-        ei = s->ord[0];
+         * newcomer can have had before.  Any counter of the smallest run
+         * will do: its last, which going up moves to no other place (no
+         * swap), and whose count is the run's */
+        uint32_t r = s->rid[0], l = s->run[r].last;
+        guint64 c = s->run[r].count;
+
+        ei = s->ord[l];
         e = &s->e[ei];
         keyviz_index_remove(s, ei);
-        e->err = keyviz_sketch_count(s, ei);
-        keyviz_sketch_bump(s, ei);
+        e->err = c;
+        keyviz_run_up(s, r, l, c);
     }
     e->hash = hash;
     e->len = len;
@@ -749,7 +759,7 @@ keyviz_sample_set(struct keyviz_sampled *s, const struct codec_key_note *n)
  * if new; NULL when the table is not counted (or nothing ticks yet). */
 static G_ALWAYS_INLINE inline struct keyviz_slot *
 keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
-               unsigned stats_id, struct keyviz_wtable **wt_out)
+               unsigned stats_id)
 {
     /* every salt the codec notes lives in a config (as metrics.h) */
     const struct config_table *ct =
@@ -762,7 +772,6 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     struct keyviz_slot *sl;
 
     if (stats_id == w->last_id && epoch == w->last_epoch && !ct->keyviz_off) {
-        *wt_out = w->last_wt;
         return w->last_sl;
     }
     if (epoch < 0 || stats_id == 0 || ct->keyviz_off ||
@@ -776,20 +785,35 @@ keyviz_slot_of(struct keyviz_worker *w, const struct salt_table *salt,
     }
     w->last_id = stats_id;
     w->last_epoch = epoch;
-    w->last_wt = wt;
     w->last_sl = sl;
-    *wt_out = wt;
     return sl;
 }
 
-/* Counts n in sl, its table's slot. */
-static G_ALWAYS_INLINE inline void
-keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
-             const struct codec_key_note *n, gboolean parts)
+/* The counters of key's range in sl (those of the range found last, when
+ * it is the key's). */
+static G_ALWAYS_INLINE inline guint64 *
+keyviz_row_of(struct keyviz_slot *sl, const uint8_t *key, size_t len)
 {
-    guint64 *c = &sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last,
-                                                     n->key, n->len) *
-                             KEYVIZ_METRICS];
+    unsigned __int128 w = keyviz_word16(key, len);
+    uint32_t r;
+
+    if (sl->last.lo < w && w < sl->last.hi) {
+        return sl->last.row;
+    }
+    r = keyviz_range_search(sl->bounds, &sl->last, key, len);
+    sl->last.row = &sl->counts[(size_t)r * KEYVIZ_METRICS];
+    return sl->last.row;
+}
+
+/* Counts n in sl, its table's slot; parts: whether its table's hash_part
+ * values have a sketch of their own, -1: n's salt says (read only for a
+ * key read or written). */
+static G_ALWAYS_INLINE inline void
+keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
+             const struct codec_key_note *n, int parts)
+{
+    guint64 *c = keyviz_row_of(sl, n->key, n->len);
+    guint64 seen;
 
     if (n->kind == CODEC_KEY_ROW) {
         c[KEYVIZ_ROWS]++;
@@ -803,23 +827,24 @@ keyviz_count(struct keyviz_wtable *wt, struct keyviz_slot *sl,
                 (n->kind == CODEC_KEY_READ ? 0 : 1)]++;
     keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->len, n->len,
                       n->bucket);
-    if (parts) {
+    if (parts < 0 ? n->salt->hash != SALT_HASH_WHOLE : parts) {
         keyviz_sketch_add(&sl->parts, n->part_hash, n->key, n->part_len,
                           n->part_len, n->bucket);
     }
     /* reservoir sampling (Algorithm R): each key read or written is in
      * the sample with the same chance */
-    sl->seen++;
-    if (sl->nsample < KEYVIZ_SAMPLE) {
-        keyviz_sample_set(&sl->sample[sl->nsample++], n);
+    seen = ++sl->seen;
+    if (seen <= KEYVIZ_SAMPLE) {
+        keyviz_sample_set(&sl->sample[seen - 1], n);
+        sl->nsample = (uint32_t)seen;
     } else {
-        guint64 x = wt->rng;
+        /* a 64-bit LCG (Knuth's MMIX constants); its state times seen,
+         * the top 64 bits of the product, is uniform in [0, seen): a
+         * multiply, not a division */
+        guint64 x = w->rng * 6364136223846793005ull + 1442695040888963407ull;
 
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        wt->rng = x;
-        x %= sl->seen;
+        w->rng = x;
+        x = (guint64)(((unsigned __int128)x * seen) >> 64);
         if (x < KEYVIZ_SAMPLE) {
             keyviz_sample_set(&sl->sample[x], n);
         }
@@ -831,15 +856,14 @@ keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
              uint32_t count)
 {
     const struct salt_table *salt = NULL;
-    struct keyviz_wtable *wt = NULL;
     struct keyviz_slot *sl = NULL;
     gboolean parts = FALSE;
 
     if (count == 1) {
         /* a point call's batch: no loop state to keep */
-        sl = keyviz_slot_of(w, n->salt, n->stats_id, &wt);
+        sl = keyviz_slot_of(w, n->salt, n->stats_id);
         if (sl != NULL) {
-            keyviz_count(wt, sl, n, n->salt->hash != SALT_HASH_WHOLE);
+            keyviz_count(w, sl, n, -1);
         }
         return;
     }
@@ -848,11 +872,11 @@ keyviz_notes(struct keyviz_worker *w, const struct codec_key_note *n,
          * whether its hash_part values have a sketch of their own */
         if (n[i].salt != salt) {
             salt = n[i].salt;
-            sl = keyviz_slot_of(w, salt, n[i].stats_id, &wt);
+            sl = keyviz_slot_of(w, salt, n[i].stats_id);
             parts = salt->hash != SALT_HASH_WHOLE;
         }
         if (sl != NULL) {
-            keyviz_count(wt, sl, &n[i], parts);
+            keyviz_count(w, sl, &n[i], parts);
         }
     }
 }
@@ -866,16 +890,12 @@ keyviz_note(struct keyviz_worker *w, const struct codec_key_note *n)
 void
 keyviz_error(struct keyviz_worker *w, const struct codec_key_note_ref *key)
 {
-    struct keyviz_wtable *wt;
-    struct keyviz_slot *sl = keyviz_slot_of(w, key->salt, key->stats_id, &wt);
+    struct keyviz_slot *sl = keyviz_slot_of(w, key->salt, key->stats_id);
 
     if (sl == NULL) {
         return;
     }
-    sl->counts[(size_t)keyviz_range_of(sl->bounds, &sl->last, key->key,
-                                       key->kept) *
-                   KEYVIZ_METRICS +
-               KEYVIZ_ERRORS]++;
+    keyviz_row_of(sl, key->key, key->kept)[KEYVIZ_ERRORS]++;
 }
 
 /* ---- setup -------------------------------------------------------------- */
@@ -895,6 +915,7 @@ keyviz_new(const struct config_keyviz *set, unsigned nworkers)
     for (unsigned i = 0; i < nworkers; i++) {
         kv->workers[i].kv = kv;
         kv->workers[i].last_epoch = -2;
+        kv->workers[i].rng = 0x9e3779b97f4a7c15ull * (i + 1);
         kv->workers[i].tables = g_new0(struct keyviz_wtable *,
                                        KEYVIZ_MAX_TABLES);
     }
@@ -935,7 +956,6 @@ keyviz_add_table(struct keyviz *kv, unsigned id, const char *name,
         for (int s = 0; s < KEYVIZ_SLOTS; s++) {
             keyviz_slot_init(kv, &wt->slot[s], kv->set.ranges, salt->buckets);
         }
-        wt->rng = 0x9e3779b97f4a7c15ull * (w + 1) + id;
         kv->workers[w].tables[id - 1] = wt;
     }
     /* published to the workers with the config that names the table */
@@ -1226,7 +1246,7 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
              j < (size_t)(t->salt.buckets + 1) * KEYVIZ_BUCKET_KINDS; j++) {
             iv->bcounts[j] += sl->bcounts[j];
         }
-        iv->ops += sl->keys.total;
+        iv->ops += sl->seen; /* the sketches' N */
         /* each sampled key stands for seen / nsample keys of its worker */
         for (uint32_t j = 0; j < sl->nsample; j++) {
             ws[nw].s = &sl->sample[j];
