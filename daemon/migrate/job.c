@@ -1363,7 +1363,7 @@ job_run(struct job *j, struct ckpt *ck, struct progress *prog, FILE *results,
     for (guint i = 0; i < ck->entries->len; i++) {
         struct ckpt_entry *e = ck->entries->pdata[i];
 
-        progress_unit_set(prog, i, &e->unit, e->idle);
+        progress_unit_set(prog, i, &e->unit, e->idle, e->rows);
         if (e->idle) {
             continue;
         }

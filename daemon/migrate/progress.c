@@ -24,6 +24,7 @@ struct progress_scale {
 struct progress_unit {
     struct unit range;
     gboolean idle;
+    gboolean set;                /* progress_unit_set was called */
     gboolean sampled;            /* the sample says how many rows it holds */
     gboolean whole;              /* ...exactly: it saw every one */
     guint nsample;               /* keys sampled */
@@ -53,6 +54,7 @@ struct progress {
     guint nunits;
     struct progress_unit *unit;
     guint units, units_done; /* not idle; finished */
+    guint units_set;         /* progress_unit_set */
     guint64 rows, bytes;     /* this run */
     gint64 started_us;
     guint lines_drawn; /* tty: lines to move up before redrawing */
@@ -257,11 +259,16 @@ progress_fraction(struct progress *p, double *total_rows)
 
 void
 progress_unit_set(struct progress *p, guint i, const struct unit *u,
-                  gboolean idle)
+                  gboolean idle, guint64 rows_before)
 {
     struct progress_unit *pu = &p->unit[i];
 
     g_mutex_lock(&p->lock);
+    if (!pu->set) {
+        pu->set = TRUE;
+        p->units_set++;
+    }
+    pu->rows = rows_before;
     unit_clear(&pu->range);
     pu->range.side = u->side;
     pu->range.start = g_bytes_ref(u->start);
@@ -503,7 +510,7 @@ progress_thread(gpointer data)
 
         while (!p->stop && g_cond_wait_until(&p->cond, &p->lock, until))
             ;
-        if (!p->stop) {
+        if (!p->stop && p->units_set == p->nunits) {
             progress_draw(p, FALSE);
         }
     }

@@ -35,9 +35,11 @@ void progress_start(struct progress *p);
 void progress_stop(struct progress *p);
 void progress_free(struct progress *p);
 
-/* Unit i's key range (copied); idle: not part of this run. */
+/* Unit i's key range (copied) and the rows done in it before this run;
+ * idle: not part of this run.  No line is printed before every unit is
+ * set: a resumed run's first line would count none of its earlier rows. */
 void progress_unit_set(struct progress *p, guint i, const struct unit *u,
-                       gboolean idle);
+                       gboolean idle, guint64 rows_before);
 /*
  * What a sample of unit i's keys says: keys (GBytes, in key order) are
  * its first rows' keys, all of them when whole; last is its last row's

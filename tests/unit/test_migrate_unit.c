@@ -205,7 +205,7 @@ test_progress_uneven_text_keys(void)
     for (guint i = 0; i < 4; i++) {
         struct unit u = { UNIT_SOURCE, key(bounds[i]), key(bounds[i + 1]) };
 
-        progress_unit_set(p, i, &u, FALSE);
+        progress_unit_set(p, i, &u, FALSE, 0);
         unit_clear(&u);
     }
     progress_unit_sample(p, 0, k0, FALSE, l0);
@@ -266,7 +266,7 @@ test_progress_binary_resumed(void)
         struct unit u = { UNIT_SOURCE, g_bytes_new(NULL, 0),
                           g_bytes_new(NULL, 0) };
 
-        progress_unit_set(p, i, &u, FALSE);
+        progress_unit_set(p, i, &u, FALSE, 0);
         unit_clear(&u);
     }
     for (guint i = 0; i < PROGRESS_SAMPLE_ROWS; i++) {
@@ -287,6 +287,58 @@ test_progress_binary_resumed(void)
                                    (32768.0 + 1000) / (65536 + 1000), 0.01);
     progress_free(p);
     fclose(null);
+}
+
+/* Test: a resumed run's lines count the rows done before it from the
+ * first line on: none is printed before every unit is set, and a unit
+ * resumed but not begun yet counts its earlier rows (CI saw "units 0/4,
+ * rows 0" first under load: drawn before the units were known). */
+static void
+test_progress_lines_count_earlier_rows(void)
+{
+    FILE *out = tmpfile();
+    struct progress *p = progress_new(1, 3, out, FALSE, 0.005, "copy");
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    guint seen = 0;
+    long size;
+
+    g_assert_nonnull(out);
+    progress_start(p);
+    /* the thread ticks while the units are still unknown */
+    g_usleep(40 * 1000);
+    for (guint i = 0; i < 3; i++) {
+        struct unit u = { UNIT_SOURCE, g_bytes_new(NULL, 0),
+                          g_bytes_new(NULL, 0) };
+
+        /* unit 0 done before, unit 1 half done and not begun, unit 2 new */
+        progress_unit_set(p, i, &u, FALSE, i == 0 ? 30 : i == 1 ? 12 : 0);
+        unit_clear(&u);
+        g_usleep(10 * 1000);
+    }
+    progress_add_done(p, 0, 30);
+    g_usleep(40 * 1000);
+    progress_stop(p);
+    progress_free(p);
+    size = ftell(out);
+    g_assert_cmpint(size, >, 0);
+    text = g_malloc0((gsize)size + 1);
+    rewind(out);
+    g_assert_cmpuint(fread(text, 1, (size_t)size, out), ==, (gsize)size);
+    fclose(out);
+    lines = g_strsplit(text, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        const char *r = strstr(lines[i], ", rows ");
+
+        if (r == NULL) {
+            continue;
+        }
+        seen++;
+        /* 30 done and 12 of the resumed unit's, whatever else */
+        g_assert_cmpuint(g_ascii_strtoull(r + 7, NULL, 10), >=, 42);
+    }
+    /* periodic lines and the final one */
+    g_assert_cmpuint(seen, >=, 2);
 }
 
 /* Test: a checkpoint reads back as written; a missing file is no
@@ -421,6 +473,8 @@ main(int argc, char **argv)
                     test_progress_uneven_text_keys);
     g_test_add_func("/migrate/progress/binary_resumed",
                     test_progress_binary_resumed);
+    g_test_add_func("/migrate/progress/lines_count_earlier_rows",
+                    test_progress_lines_count_earlier_rows);
     g_test_add_func("/migrate/checkpoint", test_checkpoint);
     g_test_add_func("/migrate/analyze", test_analyze);
     return g_test_run();
