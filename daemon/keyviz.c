@@ -7,6 +7,8 @@
 #include <xxhash.h>
 
 #include "escape.h"
+#include "hsp-config.h"
+#include "invariant.h"
 #include "salt.h"
 
 static const char *const keyviz_metric_names[KEYVIZ_METRICS] = {
@@ -100,10 +102,25 @@ struct keyviz_run {
  * swaps with the last of its run and that place passes to the run above
  * (or becomes a run of its own): O(1), no search.  A chained index by
  * hash (2 x cap heads) finds a key's counter.  No allocation once made.
+ *
+ * The filter in front (filtered space-saving): KEYVIZ_FILTER_FACTOR x cap
+ * cells by another part of the hash.  Invariants, with mu the smallest
+ * counter of a full sketch: every cell is <= mu, and a key not held has
+ * had no more operations than its cell.  A key not held whose cell is
+ * below mu only raises its cell; one whose cell is mu takes the smallest
+ * counter over at mu + 1 (its cell + 1: no more than it can have had),
+ * and the key given away leaves its count in its own cell (<= mu, as the
+ * counter was mu).  So a count is never under, and over by at most mu;
+ * each operation adds at most one to the counters' sum, so mu <= N / cap:
+ * the bound of plain space-saving.  What it saves: a key met once no
+ * longer takes a counter over (unlink, relink, key copy), only a cell.
  */
+#define KEYVIZ_FILTER_FACTOR 4
+
 struct keyviz_sketch {
     uint32_t cap, n;
     uint32_t mask;          /* index size - 1 (2 x cap, a power of 2) */
+    uint32_t fmask;         /* filter cells - 1 (a power of 2) */
     uint32_t nruns, nfree;  /* runs handed out since the reset; free */
     struct keyviz_entry *e; /* cap */
     uint32_t *ord;          /* place -> entry */
@@ -114,6 +131,7 @@ struct keyviz_sketch {
     uint32_t *free;         /* cap: runs given back */
     int32_t *index;         /* hash slot -> first entry of its chain,
                                 -1: none */
+    uint32_t *filt;         /* fmask + 1 cells, by the hash's top bits */
 };
 
 /* One sampled key. */
@@ -491,12 +509,25 @@ keyviz_bounds_initial(struct keyviz *kv, unsigned ranges)
 
 /* ---- the space-saving sketch -------------------------------------------- */
 
+/* Filter cells of a sketch of cap counters: a power of 2. */
+static uint32_t
+keyviz_filter_cells(uint32_t cap)
+{
+    uint32_t n = 1;
+
+    while (n < KEYVIZ_FILTER_FACTOR * cap) {
+        n *= 2;
+    }
+    return n;
+}
+
 static size_t
 keyviz_sketch_size(uint32_t cap)
 {
     return cap * (sizeof(struct keyviz_entry) + 4 * sizeof(uint32_t) +
                   sizeof(struct keyviz_run)) +
-           2 * cap * sizeof(int32_t);
+           2 * cap * sizeof(int32_t) +
+           keyviz_filter_cells(cap) * sizeof(uint32_t);
 }
 
 static void
@@ -506,6 +537,7 @@ keyviz_sketch_reset(struct keyviz_sketch *s)
     s->nruns = 0;
     s->nfree = 0;
     memset(s->index, 0xff, (s->mask + 1) * sizeof(int32_t));
+    memset(s->filt, 0, (s->fmask + 1) * sizeof(uint32_t));
 }
 
 static void
@@ -520,6 +552,8 @@ keyviz_sketch_init(struct keyviz *kv, struct keyviz_sketch *s, uint32_t cap)
     s->run = keyviz_alloc(kv, cap * sizeof(struct keyviz_run));
     s->free = keyviz_alloc(kv, cap * sizeof(uint32_t));
     s->index = keyviz_alloc(kv, 2 * cap * sizeof(int32_t));
+    s->fmask = keyviz_filter_cells(cap) - 1;
+    s->filt = keyviz_alloc(kv, (s->fmask + 1) * sizeof(uint32_t));
     keyviz_sketch_reset(s);
 }
 
@@ -533,6 +567,7 @@ keyviz_sketch_clear(struct keyviz *kv, struct keyviz_sketch *s)
     keyviz_release(kv, s->run, s->cap * sizeof(struct keyviz_run));
     keyviz_release(kv, s->free, s->cap * sizeof(uint32_t));
     keyviz_release(kv, s->index, 2 * s->cap * sizeof(int32_t));
+    keyviz_release(kv, s->filt, (s->fmask + 1) * sizeof(uint32_t));
 }
 
 /* Entry ei's count. */
@@ -661,15 +696,30 @@ keyviz_sketch_add(struct keyviz_sketch *s, guint64 hash, const uint8_t *kept,
         e = &s->e[ei];
         e->err = 0;
     } else {
-        /* the smallest counter changes hands: its count is the most the
-         * newcomer can have had before.  Any counter of the smallest run
-         * will do: its last, which going up moves to no other place (no
-         * swap), and whose count is the run's */
-        uint32_t r = s->rid[0], l = s->run[r].last;
+        uint32_t r = s->rid[0], l;
         guint64 c = s->run[r].count;
+        /* the filter's cells hold 32 bits: past that (never, in an
+         * interval of a worker) every newcomer is let in, as without it */
+        uint32_t mu = c < G_MAXUINT32 ? (uint32_t)c : G_MAXUINT32;
+        uint32_t *cell = &s->filt[(uint32_t)(hash >> 32) & s->fmask];
 
+        if (*cell < mu) {
+            /* a key not held, whose cell stays at most mu */
+            (*cell)++;
+            return;
+        }
+        /* its cell is mu: the smallest counter changes hands, its count
+         * the most the newcomer can have had before.  Any counter of
+         * the smallest run will do: its last, which going up moves to
+         * no other place (no swap), and whose count is the run's.  The
+         * key given away leaves that count in its cell */
+        l = s->run[r].last;
         ei = s->ord[l];
         e = &s->e[ei];
+#if HSP_CHECKED
+        HSP_CHECK(s->filt[(uint32_t)(e->hash >> 32) & s->fmask] <= mu);
+#endif
+        s->filt[(uint32_t)(e->hash >> 32) & s->fmask] = mu;
         keyviz_index_remove(s, ei);
         e->err = c;
         keyviz_run_up(s, r, l, c);

@@ -26,11 +26,15 @@
  *   - two space-saving sketches of KEYVIZ_SKETCH_FACTOR * hot_keys
  *     counters each, over reads and writes: one of whole keys, one of
  *     hash_part values (the prefix that chooses the bucket; the same as
- *     the keys for hash_part = whole).
+ *     the keys for hash_part = whole); each behind a filter of four
+ *     cells per counter, where a key not held waits until its cell
+ *     reaches the smallest counter.
  *
  * ERROR BOUND of a hot key's count.  A space-saving sketch of m counters
  * fed N operations overestimates a key's count by at most N / m and
- * never underestimates it.  The sketches of the workers are merged by
+ * never underestimates it; the filter keeps both (keyviz.c says why) and
+ * in practice overestimates far less, as keys met rarely stay in cells
+ * instead of passing counters round.  The sketches of the workers are merged by
  * summing, a key a worker's full sketch does not hold counting that
  * sketch's smallest counter: the merged count is still no lower than
  * the true one and at most sum(N_w / m) = N / m higher.  Every reported
@@ -47,7 +51,8 @@
  *
  * MEMORY, per table, independent of how many distinct keys it sees:
  *   workers x 4 slots x (ranges x 6 + (buckets + 1) x 3 counters of 8
- *   bytes, 2 sketches x m x ~120 bytes, KEYVIZ_SAMPLE x ~90 bytes)
+ *   bytes, 2 sketches x m x ~136 bytes with their filters,
+ *   KEYVIZ_SAMPLE x ~90 bytes)
  * + retain_s / interval_s intervals x (ranges x (6 x 8 + 57) bytes
  *   + (buckets + 1) x 3 x 8 + 2 x hot_keys x ~80 bytes)
  * keyviz_memory_bound says it for one table; keyviz_memory counts it.
