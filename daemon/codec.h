@@ -76,10 +76,10 @@ struct codec_call {
         const struct salt_table *salt; /* NULL: no key noted */
         unsigned stats_id;
         uint8_t kept;
+        /* last: codec_call_clear leaves it */
         uint8_t key[CODEC_NOTE_KEY_MAX];
-    } first_key; /* the call's first noted key,
-                                           which its error counts against
-                                           (tally keys_on only) */
+    } first_key; /* the call's first noted key, which its error counts
+                    against (tally keys_on only) */
     /* last: codec_call_clear leaves them but their terminators */
     char name[WIRE_MAX_NAME + 1];    /* method name as the client sent
                                         it, name_len bytes and a NUL */
@@ -88,11 +88,12 @@ struct codec_call {
 
 /* Empties call: every field zero, name and table "".  A call is cleared
  * twice per request and is most of a kilobyte, nearly all of it the two
- * texts, which are read only up to their lengths. */
+ * texts, which are read only up to their lengths; first_key's bytes are
+ * read only up to its kept, when its salt is set, which sets them. */
 static inline void
 codec_call_clear(struct codec_call *call)
 {
-    memset(call, 0, offsetof(struct codec_call, name));
+    memset(call, 0, offsetof(struct codec_call, first_key.key));
     call->name[0] = '\0';
     call->table[0] = '\0';
 }
