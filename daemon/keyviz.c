@@ -147,7 +147,6 @@ struct keyviz_slot {
     const struct keyviz_bounds *bounds;
     struct keyviz_range_cache last; /* of bounds */
     guint64 *counts;                /* ranges x KEYVIZ_METRICS */
-    guint64 *bcounts;               /* (buckets + 1) x KEYVIZ_BUCKET_KINDS */
     struct keyviz_sketch keys, parts;
     guint64 seen; /* keys read or written: offered to the sample and
                      the sketches (their N) */
@@ -209,10 +208,18 @@ struct keyviz_table {
                                          worker may still be reading it */
     struct keyviz_interval **hist;    /* ring of nhist */
     uint32_t hist_head, hist_n;       /* oldest, count */
+    /* the proxy's per-bucket totals when interval snap_epoch[i] began
+     * (by epoch & 3; -1: none): an interval's bucket counts are the
+     * difference to the next interval's */
+    guint64 *snap[4];
+    gint64 snap_epoch[4];
 };
 
 struct keyviz {
     struct config_keyviz set;
+    keyviz_bucket_totals_fn totals; /* NULL: none (tests) */
+    void *totals_ctx;
+    gint64 snapped; /* the interval whose start was snapped last */
     unsigned nworkers;
     uint32_t sketch_cap;
     uint32_t nhist;   /* intervals kept */
@@ -410,6 +417,13 @@ keyviz_range_search(const struct keyviz_bounds *b,
     }
     keyviz_range_remember(b, rc, lo);
     return lo;
+}
+
+/* Bytes of a table's per-bucket counters (its legacy range the last). */
+static size_t
+keyviz_bucket_bytes(uint32_t buckets)
+{
+    return (size_t)(buckets + 1) * KEYVIZ_BUCKET_KINDS * sizeof(guint64);
 }
 
 static void *
@@ -744,13 +758,10 @@ keyviz_sketch_floor(const struct keyviz_sketch *s)
 /* ---- the hot path ------------------------------------------------------- */
 
 static void
-keyviz_slot_init(struct keyviz *kv, struct keyviz_slot *sl, unsigned ranges,
-                 uint32_t buckets)
+keyviz_slot_init(struct keyviz *kv, struct keyviz_slot *sl, unsigned ranges)
 {
     sl->epoch = -1;
     sl->counts = keyviz_alloc(kv, (size_t)ranges * KEYVIZ_METRICS * 8);
-    sl->bcounts = keyviz_alloc(kv, (size_t)(buckets + 1) *
-                                       KEYVIZ_BUCKET_KINDS * 8);
     keyviz_sketch_init(kv, &sl->keys, kv->sketch_cap);
     keyviz_sketch_init(kv, &sl->parts, kv->sketch_cap);
     sl->sample = keyviz_alloc(kv,
@@ -758,12 +769,9 @@ keyviz_slot_init(struct keyviz *kv, struct keyviz_slot *sl, unsigned ranges,
 }
 
 static void
-keyviz_slot_clear(struct keyviz *kv, struct keyviz_slot *sl, unsigned ranges,
-                  uint32_t buckets)
+keyviz_slot_clear(struct keyviz *kv, struct keyviz_slot *sl, unsigned ranges)
 {
     keyviz_release(kv, sl->counts, (size_t)ranges * KEYVIZ_METRICS * 8);
-    keyviz_release(kv, sl->bcounts,
-                   (size_t)(buckets + 1) * KEYVIZ_BUCKET_KINDS * 8);
     keyviz_sketch_clear(kv, &sl->keys);
     keyviz_sketch_clear(kv, &sl->parts);
     keyviz_release(kv, sl->sample,
@@ -783,8 +791,6 @@ keyviz_slot_enter(struct keyviz *kv, const struct keyviz_table *t,
         b = t->initial;
     }
     memset(sl->counts, 0, (size_t)(b->n + 1) * KEYVIZ_METRICS * 8);
-    memset(sl->bcounts, 0,
-           (size_t)(t->salt.buckets + 1) * KEYVIZ_BUCKET_KINDS * 8);
     keyviz_sketch_reset(&sl->keys);
     keyviz_sketch_reset(&sl->parts);
     sl->seen = 0;
@@ -868,13 +874,10 @@ keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
     if (n->kind == CODEC_KEY_ROW) {
         c[KEYVIZ_ROWS]++;
         c[KEYVIZ_BYTES_OUT] += n->bytes;
-        sl->bcounts[(size_t)n->bucket * KEYVIZ_BUCKET_KINDS + 2]++;
         return;
     }
     c[n->kind == CODEC_KEY_READ ? KEYVIZ_READS : KEYVIZ_WRITES]++;
     c[KEYVIZ_BYTES_IN] += n->bytes;
-    sl->bcounts[(size_t)n->bucket * KEYVIZ_BUCKET_KINDS +
-                (n->kind == CODEC_KEY_READ ? 0 : 1)]++;
     keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->len, n->len,
                       n->bucket);
     if (parts < 0 ? n->salt->hash != SALT_HASH_WHOLE : parts) {
@@ -960,6 +963,7 @@ keyviz_new(const struct config_keyviz *set, unsigned nworkers)
     kv->sketch_cap = MAX(64u, KEYVIZ_SKETCH_FACTOR * set->hot_keys);
     kv->nhist = MAX(1u, set->retain_s / set->interval_s);
     kv->epoch = -1;
+    kv->snapped = -1;
     kv->harvested = -1;
     kv->workers = g_new0(struct keyviz_worker, nworkers);
     for (unsigned i = 0; i < nworkers; i++) {
@@ -971,6 +975,16 @@ keyviz_new(const struct config_keyviz *set, unsigned nworkers)
     }
     kv->tables = g_new0(struct keyviz_table *, KEYVIZ_MAX_TABLES);
     return kv;
+}
+
+void
+keyviz_set_bucket_totals(struct keyviz *kv, keyviz_bucket_totals_fn fn,
+                         void *ctx)
+{
+    if (kv != NULL) {
+        kv->totals = fn;
+        kv->totals_ctx = ctx;
+    }
 }
 
 struct keyviz_worker *
@@ -1000,11 +1014,21 @@ keyviz_add_table(struct keyviz *kv, unsigned id, const char *name,
     t->salt = *salt;
     t->initial = keyviz_bounds_initial(kv, kv->set.ranges);
     t->hist = keyviz_alloc(kv, kv->nhist * sizeof(t->hist[0]));
+    for (int i = 0; i < 4; i++) {
+        t->snap[i] = keyviz_alloc(kv, keyviz_bucket_bytes(salt->buckets));
+        t->snap_epoch[i] = -1;
+    }
+    if (kv->totals != NULL && kv->snapped >= 0 &&
+        kv->totals(kv->totals_ctx, id, salt->buckets,
+                   t->snap[kv->snapped & 3])) {
+        /* added while an interval runs: its buckets count from now */
+        t->snap_epoch[kv->snapped & 3] = kv->snapped;
+    }
     for (unsigned w = 0; w < kv->nworkers; w++) {
         struct keyviz_wtable *wt = keyviz_alloc(kv, sizeof(*wt));
 
         for (int s = 0; s < KEYVIZ_SLOTS; s++) {
-            keyviz_slot_init(kv, &wt->slot[s], kv->set.ranges, salt->buckets);
+            keyviz_slot_init(kv, &wt->slot[s], kv->set.ranges);
         }
         kv->workers[w].tables[id - 1] = wt;
     }
@@ -1020,8 +1044,7 @@ keyviz_interval_free(struct keyviz *kv, const struct keyviz_table *t,
         return;
     }
     keyviz_release(kv, iv->counts, (size_t)iv->nranges * KEYVIZ_METRICS * 8);
-    keyviz_release(kv, iv->bcounts,
-                   (size_t)(t->salt.buckets + 1) * KEYVIZ_BUCKET_KINDS * 8);
+    keyviz_release(kv, iv->bcounts, keyviz_bucket_bytes(t->salt.buckets));
     keyviz_release(kv, iv->hot, iv->nhot * sizeof(struct keyviz_hot));
     keyviz_release(kv, iv->parts, iv->nparts * sizeof(struct keyviz_hot));
     keyviz_bounds_unref(kv, iv->bounds);
@@ -1044,8 +1067,7 @@ keyviz_free(struct keyviz *kv)
             struct keyviz_wtable *wt = kv->workers[w].tables[id];
 
             for (int s = 0; s < KEYVIZ_SLOTS; s++) {
-                keyviz_slot_clear(kv, &wt->slot[s], kv->set.ranges,
-                                  t->salt.buckets);
+                keyviz_slot_clear(kv, &wt->slot[s], kv->set.ranges);
             }
             keyviz_release(kv, wt, sizeof(*wt));
         }
@@ -1058,6 +1080,10 @@ keyviz_free(struct keyviz *kv)
             keyviz_bounds_unref(kv, t->retired[i]);
         }
         keyviz_bounds_unref(kv, t->initial);
+        for (int i = 0; i < 4; i++) {
+            keyviz_release(kv, t->snap[i],
+                           keyviz_bucket_bytes(t->salt.buckets));
+        }
         keyviz_release(kv, t->hist, kv->nhist * sizeof(t->hist[0]));
         g_free(t->name);
         keyviz_release(kv, t, sizeof(*t));
@@ -1081,21 +1107,21 @@ keyviz_memory_bound(const struct keyviz *kv, uint32_t buckets)
 {
     size_t ranges = kv->set.ranges;
     size_t slot = ranges * KEYVIZ_METRICS * 8 +
-                  (size_t)(buckets + 1) * KEYVIZ_BUCKET_KINDS * 8 +
                   2 * keyviz_sketch_size(kv->sketch_cap) +
                   KEYVIZ_SAMPLE * sizeof(struct keyviz_sampled);
     size_t bounds = sizeof(struct keyviz_bounds) +
                     ranges * (sizeof(struct keyviz_key) + sizeof(guint64));
     size_t interval = sizeof(struct keyviz_interval) + bounds +
                       ranges * KEYVIZ_METRICS * 8 +
-                      (size_t)(buckets + 1) * KEYVIZ_BUCKET_KINDS * 8 +
+                      keyviz_bucket_bytes(buckets) +
                       2 * (size_t)kv->set.hot_keys * sizeof(struct keyviz_hot);
 
-    /* the workers' slots, the table, its initial, published and retired
-     * boundaries, and its history */
+    /* the workers' slots, the table, its bucket totals, its initial,
+     * published and retired boundaries, and its history */
     return kv->nworkers *
                (sizeof(struct keyviz_wtable) + KEYVIZ_SLOTS * slot) +
-           sizeof(struct keyviz_table) + 9 * bounds +
+           sizeof(struct keyviz_table) + 4 * keyviz_bucket_bytes(buckets) +
+           9 * bounds +
            kv->nhist * (sizeof(struct keyviz_interval *) + interval);
 }
 
@@ -1239,6 +1265,55 @@ keyviz_bounds_from(struct keyviz *kv, struct keyviz_weighted *ws, size_t n,
     return b;
 }
 
+/* Every table's bucket totals as interval epoch begins (main thread, at
+ * the tick that makes it current).  A table the totals do not know (an
+ * unsalted one) keeps no snapshot: its one bucket is its ranges. */
+static void
+keyviz_snap(struct keyviz *kv, gint64 epoch)
+{
+    for (unsigned id = 0; kv->totals != NULL && id < KEYVIZ_MAX_TABLES; id++) {
+        struct keyviz_table *t = kv->tables[id];
+
+        if (t != NULL) {
+            gboolean ok = kv->totals(kv->totals_ctx, id + 1, t->salt.buckets,
+                                     t->snap[epoch & 3]);
+
+            t->snap_epoch[epoch & 3] = ok ? epoch : -1;
+        }
+    }
+}
+
+/* The proxy's per-bucket counts in interval epoch into out: the totals
+ * at its start subtracted from those at the next snapshot's.  FALSE
+ * when there are none (out untouched): an unsalted table, or one whose
+ * interval began before it was counted. */
+static gboolean
+keyviz_bucket_delta(const struct keyviz_table *t, gint64 epoch, guint64 *out)
+{
+    const guint64 *from = NULL, *to = NULL;
+    gint64 next = G_MAXINT64;
+
+    for (int i = 0; i < 4; i++) {
+        if (t->snap_epoch[i] == epoch) {
+            from = t->snap[i];
+        } else if (t->snap_epoch[i] > epoch && t->snap_epoch[i] < next) {
+            /* the first snapshot after it: the next interval's start,
+             * or a later one if the ticks skipped an interval */
+            next = t->snap_epoch[i];
+            to = t->snap[i];
+        }
+    }
+    if (from == NULL || to == NULL) {
+        return FALSE;
+    }
+    for (size_t j = 0; j < (size_t)(t->salt.buckets + 1) * KEYVIZ_BUCKET_KINDS;
+         j++) {
+        /* running totals only grow */
+        out[j] = to[j] >= from[j] ? to[j] - from[j] : 0;
+    }
+    return TRUE;
+}
+
 static void
 keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
                      gint64 epoch, gboolean publish)
@@ -1253,6 +1328,7 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
     double total = 0;
     uint32_t nranges;
     gboolean xxh3 = t->salt.mapping == SALT_MAPPING_XXH3;
+    gboolean by_totals;
 
     for (unsigned w = 0; w < kv->nworkers; w++) {
         struct keyviz_slot *sl =
@@ -1281,8 +1357,8 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
     nranges = bounds->n + 1;
     iv->nranges = nranges;
     iv->counts = keyviz_alloc(kv, (size_t)nranges * KEYVIZ_METRICS * 8);
-    iv->bcounts = keyviz_alloc(kv, (size_t)(t->salt.buckets + 1) *
-                                       KEYVIZ_BUCKET_KINDS * 8);
+    iv->bcounts = keyviz_alloc(kv, keyviz_bucket_bytes(t->salt.buckets));
+    by_totals = keyviz_bucket_delta(t, epoch, iv->bcounts);
     ws = g_new0(struct keyviz_weighted, (size_t)nslots * KEYVIZ_SAMPLE);
     for (unsigned i = 0; i < nslots; i++) {
         struct keyviz_slot *sl = slots[i];
@@ -1292,9 +1368,16 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
                 iv->counts[j] += sl->counts[j];
             }
         }
-        for (size_t j = 0;
-             j < (size_t)(t->salt.buckets + 1) * KEYVIZ_BUCKET_KINDS; j++) {
-            iv->bcounts[j] += sl->bcounts[j];
+        if (!by_totals && t->salt.buckets == 1) {
+            /* one bucket (an unsalted table): the ranges' counts are
+             * its counts */
+            for (uint32_t r = 0; r <= sl->bounds->n; r++) {
+                const guint64 *c = &sl->counts[(size_t)r * KEYVIZ_METRICS];
+
+                iv->bcounts[0] += c[KEYVIZ_READS];
+                iv->bcounts[1] += c[KEYVIZ_WRITES];
+                iv->bcounts[2] += c[KEYVIZ_ROWS];
+            }
         }
         iv->ops += sl->seen; /* the sketches' N */
         /* each sampled key stands for seen / nsample keys of its worker */
@@ -1359,6 +1442,12 @@ keyviz_tick(struct keyviz *kv, gint64 now_us)
         return;
     }
     epoch = now_us / G_USEC_PER_SEC / kv->set.interval_s;
+    if (epoch > kv->snapped) {
+        /* the buckets' side of the interval beginning: taken as its
+         * ranges begin, when the workers see the new number */
+        keyviz_snap(kv, epoch);
+        kv->snapped = epoch;
+    }
     __atomic_store_n(&kv->epoch, epoch, __ATOMIC_RELAXED);
     /* an interval is read a second after it ended: no worker still in
      * it by then (a worker notes in microseconds) */

@@ -22,7 +22,12 @@
  *     (a sample of them), so a table whose traffic sits in a corner of
  *     its key space gets its resolution there.  Until a sample exists the
  *     ranges split the space by the key's first byte;
- *   - its bucket (the physical side);
+ *   - the physical side: the proxy's own per-bucket counters (reads,
+ *     writes, rows: metrics.h's per-table blocks, the hsp_bucket_*
+ *     series), their running totals taken as each interval begins and
+ *     subtracted at its harvest, so the hot path counts nothing twice; an
+ *     unsalted table has none, and its one bucket counts what its ranges
+ *     do;
  *   - two space-saving sketches of KEYVIZ_SKETCH_FACTOR * hot_keys
  *     counters each, over reads and writes: one of whole keys, one of
  *     hash_part values (the prefix that chooses the bucket; the same as
@@ -50,9 +55,9 @@
  * interval not begun.
  *
  * MEMORY, per table, independent of how many distinct keys it sees:
- *   workers x 4 slots x (ranges x 6 + (buckets + 1) x 3 counters of 8
- *   bytes, 2 sketches x m x ~136 bytes with their filters,
- *   KEYVIZ_SAMPLE x ~90 bytes)
+ *   workers x 4 slots x (ranges x 6 counters of 8 bytes, 2 sketches x
+ *   m x ~136 bytes with their filters, KEYVIZ_SAMPLE x ~90 bytes)
+ * + 4 x (buckets + 1) x 3 x 8 bytes of bucket totals
  * + retain_s / interval_s intervals x (ranges x (6 x 8 + 57) bytes
  *   + (buckets + 1) x 3 x 8 + 2 x hot_keys x ~80 bytes)
  * keyviz_memory_bound says it for one table; keyviz_memory counts it.
@@ -94,6 +99,19 @@ struct keyviz_worker;
 struct keyviz *keyviz_new(const struct config_keyviz *set, unsigned nworkers);
 void keyviz_free(struct keyviz *kv);
 struct keyviz_worker *keyviz_worker(struct keyviz *kv, unsigned id);
+
+/* The proxy's running totals of table id's per-bucket counters, summed
+ * over the workers, into out: out[b * KEYVIZ_BUCKET_KINDS + k] for bucket
+ * b (0..buckets, the last the legacy range) and k reads, writes, rows.
+ * FALSE: the table has none (counted by the key visualizer alone).
+ * Called on the main thread. */
+typedef gboolean (*keyviz_bucket_totals_fn)(void *ctx, unsigned id,
+                                            uint32_t buckets, guint64 *out);
+
+/* Where the physical side's counts come from (metrics_new sets it);
+ * without it a salted table's buckets read 0. */
+void keyviz_set_bucket_totals(struct keyviz *kv, keyviz_bucket_totals_fn fn,
+                              void *ctx);
 
 /* Whether anything is counted: enabled and ticking (keyviz_tick ran). */
 gboolean keyviz_active(const struct keyviz *kv);

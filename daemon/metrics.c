@@ -54,6 +54,34 @@ metrics_table_free(gpointer data)
     g_free(t);
 }
 
+/* keyviz_bucket_totals_fn: the key visualizer's buckets are these
+ * counters, per interval (main thread, as the scrape). */
+static gboolean
+metrics_keyviz_totals(void *ctx, unsigned id, uint32_t buckets, guint64 *out)
+{
+    const struct metrics *m = ctx;
+    static const enum metrics_table_kind kinds[KEYVIZ_BUCKET_KINDS] = {
+        METRICS_TABLE_READS, METRICS_TABLE_WRITES, METRICS_TABLE_ROWS
+    };
+
+    if (id == 0 || id > m->tables->len ||
+        m->workers[0].tables[id - 1] == NULL) {
+        return FALSE; /* counted by the key visualizer alone */
+    }
+    memset(out, 0, (size_t)(buckets + 1) * KEYVIZ_BUCKET_KINDS * 8);
+    for (unsigned w = 0; w < m->nworkers; w++) {
+        const guint64 *blk = m->workers[w].tables[id - 1];
+
+        for (uint32_t b = 0; b <= buckets; b++) {
+            for (unsigned k = 0; k < KEYVIZ_BUCKET_KINDS; k++) {
+                out[(size_t)b * KEYVIZ_BUCKET_KINDS + k] +=
+                    METRICS_GET(blk[metrics_table_at(buckets, kinds[k], b)]);
+            }
+        }
+    }
+    return TRUE;
+}
+
 struct metrics *
 metrics_new(unsigned nworkers, struct keyviz *kv)
 {
@@ -81,6 +109,7 @@ metrics_new(unsigned nworkers, struct keyviz *kv)
     m->table_ids = g_hash_table_new(g_str_hash, g_str_equal);
     m->last_reload_ok = TRUE;
     m->start_time = g_get_real_time();
+    keyviz_set_bucket_totals(kv, metrics_keyviz_totals, m);
     return m;
 }
 

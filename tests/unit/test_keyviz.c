@@ -271,6 +271,81 @@ test_sketch_uniform(void)
     g_assert_cmpuint(worst, <=, bound / 2);
 }
 
+/* The proxy's per-bucket running totals, as metrics keeps them. */
+static guint64 fake_totals[17 * KEYVIZ_BUCKET_KINDS];
+
+static gboolean
+fake_bucket_totals(void *ctx, unsigned id, uint32_t buckets, guint64 *out)
+{
+    g_assert_null(ctx);
+    g_assert_cmpuint(id, ==, 1);
+    g_assert_cmpuint(buckets, ==, 16);
+    memcpy(out, fake_totals, sizeof(fake_totals));
+    return TRUE;
+}
+
+/* bucket b's "reads", "writes", "rows" in a hotkeys.json answer. */
+static void
+bucket_counts(const char *json, unsigned b, guint64 out[3])
+{
+    g_autofree char *at = g_strdup_printf("{\"bucket\":%u,", b);
+    const char *p = strstr(json, at);
+
+    g_assert_nonnull(p);
+    g_assert_cmpint(sscanf(p + strlen(at),
+                           "\"reads\":%" G_GUINT64_FORMAT
+                           ",\"writes\":%" G_GUINT64_FORMAT
+                           ",\"rows\":%" G_GUINT64_FORMAT,
+                           &out[0], &out[1], &out[2]),
+                    ==, 3);
+}
+
+/* The physical side is the proxy's own per-bucket counters, per
+ * interval: what they gained while it ran, not before or after. */
+static void
+test_buckets_per_interval(void)
+{
+    struct tkv t;
+    g_autoptr(GString) json = g_string_new(NULL);
+    guint64 c[3];
+
+    memset(fake_totals, 0, sizeof(fake_totals));
+    fake_totals[3 * KEYVIZ_BUCKET_KINDS + 1] = 1000; /* before: not shown */
+    tkv_init(&t, 16, 4, 4, FALSE);
+    keyviz_set_bucket_totals(t.kv, fake_bucket_totals, NULL);
+    /* the interval running when the source came: counted from the next */
+    tkv_next(&t);
+    fake_totals[3 * KEYVIZ_BUCKET_KINDS + 0] += 7;
+    fake_totals[3 * KEYVIZ_BUCKET_KINDS + 1] += 5;
+    fake_totals[16 * KEYVIZ_BUCKET_KINDS + 2] += 2; /* the legacy range */
+    tkv_note(&t, 0, CODEC_KEY_WRITE, "k1");
+    tkv_next(&t);
+    fake_totals[9 * KEYVIZ_BUCKET_KINDS + 2] += 11;
+    tkv_note(&t, 1, CODEC_KEY_READ, "k2");
+    tkv_next(&t);
+
+    g_assert_true(keyviz_hotkeys_json(t.kv, &(struct config){ 0 }, "t",
+                                      t.now - 2 * T_INTERVAL, json));
+    bucket_counts(json->str, 3, c);
+    g_assert_cmpuint(c[0], ==, 7);
+    g_assert_cmpuint(c[1], ==, 5);
+    g_assert_cmpuint(c[2], ==, 0);
+    bucket_counts(json->str, 9, c);
+    g_assert_cmpuint(c[0] + c[1] + c[2], ==, 0);
+    g_assert_nonnull(strstr(json->str, "{\"bucket\":\"legacy\",\"reads\":0,"
+                                       "\"writes\":0,\"rows\":2}"));
+    g_assert_nonnull(strstr(json->str, "\"hottest_bucket\":3,"));
+
+    g_string_truncate(json, 0);
+    g_assert_true(keyviz_hotkeys_json(t.kv, &(struct config){ 0 }, "t", 0,
+                                      json));
+    bucket_counts(json->str, 9, c);
+    g_assert_cmpuint(c[2], ==, 11);
+    bucket_counts(json->str, 3, c);
+    g_assert_cmpuint(c[0] + c[1] + c[2], ==, 0);
+    keyviz_free(t.kv);
+}
+
 /* The ranges' counts of the newest interval, by range start. */
 static GArray *
 ranges_of_last(struct tkv *t, guint64 *total)
@@ -618,6 +693,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/keyviz/sketch_skewed", test_sketch_skewed);
     g_test_add_func("/keyviz/sketch_uniform", test_sketch_uniform);
+    g_test_add_func("/keyviz/buckets_per_interval", test_buckets_per_interval);
     g_test_add_func("/keyviz/ranges_follow_keys", test_ranges_follow_keys);
     g_test_add_func("/keyviz/ranges_exact", test_ranges_exact);
     g_test_add_func("/keyviz/hot_prefix_gets_a_range",
