@@ -148,8 +148,10 @@ struct keyviz_slot {
     struct keyviz_range_cache last; /* of bounds */
     guint64 *counts;                /* ranges x KEYVIZ_METRICS */
     struct keyviz_sketch keys, parts;
-    guint64 seen; /* keys read or written: offered to the sample and
+    guint64 seen;        /* keys read or written: offered to the sample and
                      the sketches (their N) */
+    gboolean with_parts; /* hash_part values have a sketch of their own (the
+                       table's hash_part is not whole) */
     uint32_t nsample;
     struct keyviz_sampled *sample; /* KEYVIZ_SAMPLE */
 };
@@ -795,6 +797,7 @@ keyviz_slot_enter(struct keyviz *kv, const struct keyviz_table *t,
     keyviz_sketch_reset(&sl->parts);
     sl->seen = 0;
     sl->nsample = 0;
+    sl->with_parts = t->salt.hash != SALT_HASH_WHOLE;
     sl->bounds = b;
     sl->last.lo = ~(unsigned __int128)0;
     sl->last.hi = 0;
@@ -862,7 +865,7 @@ keyviz_row_of(struct keyviz_slot *sl, const uint8_t *key, size_t len)
 }
 
 /* Counts n in sl, its table's slot; parts: whether its table's hash_part
- * values have a sketch of their own, -1: n's salt says (read only for a
+ * values have a sketch of their own, -1: the slot says (read only for a
  * key read or written). */
 static G_ALWAYS_INLINE inline void
 keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
@@ -880,7 +883,7 @@ keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
     c[KEYVIZ_BYTES_IN] += n->bytes;
     keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->len, n->len,
                       n->bucket);
-    if (parts < 0 ? n->salt->hash != SALT_HASH_WHOLE : parts) {
+    if (parts < 0 ? sl->with_parts : parts) {
         keyviz_sketch_add(&sl->parts, n->part_hash, n->key, n->part_len,
                           n->part_len, n->bucket);
     }
