@@ -148,10 +148,12 @@ struct keyviz_slot {
     struct keyviz_range_cache last; /* of bounds */
     guint64 *counts;                /* ranges x KEYVIZ_METRICS */
     struct keyviz_sketch keys, parts;
-    guint64 seen;        /* keys read or written: offered to the sample and
-                     the sketches (their N) */
-    gboolean with_parts; /* hash_part values have a sketch of their own (the
-                       table's hash_part is not whole) */
+    /* keys read or written: offered to the sample and the sketches
+     * (their N) */
+    guint64 seen;
+    /* hash_part values have a sketch of their own (the table's hash_part
+     * is not whole) */
+    gboolean with_parts;
     uint32_t nsample;
     struct keyviz_sampled *sample; /* KEYVIZ_SAMPLE */
 };
@@ -980,6 +982,20 @@ keyviz_new(const struct config_keyviz *set, unsigned nworkers)
     return kv;
 }
 
+/* Table t's (stats_id id) bucket totals as interval epoch begins (main
+ * thread).  A table the totals do not know (an unsalted one) keeps no
+ * snapshot: its one bucket is its ranges. */
+static void
+keyviz_snap_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
+                  gint64 epoch)
+{
+    gboolean ok = kv->totals != NULL &&
+                  kv->totals(kv->totals_ctx, id, t->salt.buckets,
+                             t->snap[epoch & 3]);
+
+    t->snap_epoch[epoch & 3] = ok ? epoch : -1;
+}
+
 void
 keyviz_set_bucket_totals(struct keyviz *kv, keyviz_bucket_totals_fn fn,
                          void *ctx)
@@ -1021,11 +1037,9 @@ keyviz_add_table(struct keyviz *kv, unsigned id, const char *name,
         t->snap[i] = keyviz_alloc(kv, keyviz_bucket_bytes(salt->buckets));
         t->snap_epoch[i] = -1;
     }
-    if (kv->totals != NULL && kv->snapped >= 0 &&
-        kv->totals(kv->totals_ctx, id, salt->buckets,
-                   t->snap[kv->snapped & 3])) {
+    if (kv->snapped >= 0) {
         /* added while an interval runs: its buckets count from now */
-        t->snap_epoch[kv->snapped & 3] = kv->snapped;
+        keyviz_snap_table(kv, t, id, kv->snapped);
     }
     for (unsigned w = 0; w < kv->nworkers; w++) {
         struct keyviz_wtable *wt = keyviz_alloc(kv, sizeof(*wt));
@@ -1269,19 +1283,13 @@ keyviz_bounds_from(struct keyviz *kv, struct keyviz_weighted *ws, size_t n,
 }
 
 /* Every table's bucket totals as interval epoch begins (main thread, at
- * the tick that makes it current).  A table the totals do not know (an
- * unsalted one) keeps no snapshot: its one bucket is its ranges. */
+ * the tick that makes it current). */
 static void
 keyviz_snap(struct keyviz *kv, gint64 epoch)
 {
-    for (unsigned id = 0; kv->totals != NULL && id < KEYVIZ_MAX_TABLES; id++) {
-        struct keyviz_table *t = kv->tables[id];
-
-        if (t != NULL) {
-            gboolean ok = kv->totals(kv->totals_ctx, id + 1, t->salt.buckets,
-                                     t->snap[epoch & 3]);
-
-            t->snap_epoch[epoch & 3] = ok ? epoch : -1;
+    for (unsigned id = 0; id < KEYVIZ_MAX_TABLES; id++) {
+        if (kv->tables[id] != NULL) {
+            keyviz_snap_table(kv, kv->tables[id], id + 1, epoch);
         }
     }
 }

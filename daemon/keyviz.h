@@ -39,10 +39,10 @@
  * fed N operations overestimates a key's count by at most N / m and
  * never underestimates it; the filter keeps both (keyviz.c says why) and
  * in practice overestimates far less, as keys met rarely stay in cells
- * instead of passing counters round.  The sketches of the workers are merged by
- * summing, a key a worker's full sketch does not hold counting that
- * sketch's smallest counter: the merged count is still no lower than
- * the true one and at most sum(N_w / m) = N / m higher.  Every reported
+ * instead of passing counters round.  The sketches of the workers are
+ * merged by summing, a key a worker's full sketch does not hold
+ * counting that sketch's smallest counter: the merged count is still no
+ * lower than the true one and at most sum(N_w / m) = N / m higher.  Every reported
  * count carries its own bound ("error": count - error <= true <= count).
  *
  * CONCURRENCY.  Each worker counts into its own memory: four slots per
