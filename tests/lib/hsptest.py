@@ -11,6 +11,7 @@ when asked for), .kind, .alive(), .close() and .log_text(), whichever it is.
 
 import errno
 import os
+import random
 import re
 import select
 import signal
@@ -32,12 +33,49 @@ REAL_READY_TIMEOUT = float(os.environ.get('HSP_REAL_READY_TIMEOUT', '600'))
 
 # ---- ports and waiting ---------------------------------------------------
 
+def _ephemeral_low():
+    try:
+        with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+# Ports handed out by free_port: never handed out twice by one process.
+_PORTS_GIVEN = set()
+_PORT_RANDOM = random.Random(os.getpid() ^ int(time.time()))
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A loopback port nobody listens on, for a program to bind later.
+    Drawn below the kernel's ephemeral range: a port taken there (bind to
+    port 0) is also where every outgoing connection takes its local port,
+    so between this call and the program's bind a JVM's connections (real
+    HBase, its ZooKeeper) could take it, and the program failed with
+    'Address already in use'.  Below the range only another free_port
+    caller can, and it checks with bind too."""
+    top = min(_ephemeral_low(), 65536)
+    if top < 13000:
+        # a machine whose ephemeral range starts low: the kernel's choice
+        s = socket.socket()
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+        s.close()
+        return port
+    for _ in range(1000):
+        port = _PORT_RANDOM.randrange(12000, top)
+        if port in _PORTS_GIVEN:
+            continue
+        s = socket.socket()
+        try:
+            s.bind(('127.0.0.1', port))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        _PORTS_GIVEN.add(port)
+        return port
+    raise AssertionError('no free port below %d' % top)
 
 
 def wait_for(pred, timeout, what):
