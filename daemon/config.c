@@ -1256,6 +1256,8 @@ config_parse_keyviz(struct config_ctx *c, const char *g, GError **error)
         !config_take_uint(c, g, "ranges", 1, 4096, 256, &k->ranges, error) ||
         !config_take_uint(c, g, "hot_keys", 1, 1024, 32, &k->hot_keys,
                           error) ||
+        !config_take_uint(c, g, "hot_key_sampling", 1, 64, 8,
+                          &k->hot_key_sampling, error) ||
         !config_take_uint(c, g, "retain_s", 1, 7 * 86400, 6 * 3600,
                           &k->retain_s, error) ||
         !config_take_enum(c, g, "keys", keys, CONFIG_KEYVIZ_SHOW, &k->keys,
@@ -1731,8 +1733,8 @@ config_known_keys(const char *group)
         return "listen, cert, key, client_ca, handshake_timeout_ms";
     }
     if (strcmp(group, "keyviz") == 0) {
-        return "enabled, interval_s, ranges, hot_keys, retain_s, keys, "
-               "unsalted_tables";
+        return "enabled, interval_s, ranges, hot_keys, hot_key_sampling, "
+               "retain_s, keys, unsalted_tables";
     }
     return "buckets, salt_format, salt_separator, hash_part, salt_mapping, "
            "legacy_component, legacy_cutoff, legacy_range_start, "
@@ -2217,12 +2219,14 @@ config_to_text(const struct config *cfg)
 
         g_string_append_printf(out,
                                "\n[keyviz]\nenabled = %s\ninterval_s = %u\n"
-                               "ranges = %u\nhot_keys = %u\nretain_s = %u\n"
+                               "ranges = %u\nhot_keys = %u\n"
+                               "hot_key_sampling = %u\nretain_s = %u\n"
                                "keys = %s\n",
                                cfg->keyviz.enabled ? "true" : "false",
                                cfg->keyviz.interval_s, cfg->keyviz.ranges,
-                               cfg->keyviz.hot_keys, cfg->keyviz.retain_s,
-                               keys[cfg->keyviz.keys]);
+                               cfg->keyviz.hot_keys,
+                               cfg->keyviz.hot_key_sampling,
+                               cfg->keyviz.retain_s, keys[cfg->keyviz.keys]);
         for (size_t i = 0; i < cfg->n_keyviz_unsalted; i++) {
             g_string_append_printf(out, "%s%s",
                                    i == 0 ? "unsalted_tables = " : ", ",
@@ -2401,9 +2405,11 @@ config_reload_check(const struct config *old, const struct config *cfg,
                             old->keyviz.interval_s != cfg->keyviz.interval_s ||
                             old->keyviz.ranges != cfg->keyviz.ranges ||
                             old->keyviz.hot_keys != cfg->keyviz.hot_keys ||
+                            old->keyviz.hot_key_sampling !=
+                                cfg->keyviz.hot_key_sampling ||
                             old->keyviz.retain_s != cfg->keyviz.retain_s,
-                        "[keyviz] enabled, interval_s, ranges, hot_keys or "
-                        "retain_s")
+                        "[keyviz] enabled, interval_s, ranges, hot_keys, "
+                        "hot_key_sampling or retain_s")
 #undef CONFIG_RESTART_ONLY
     return TRUE;
 }

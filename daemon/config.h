@@ -103,12 +103,14 @@ typedef enum {
 
 /* [keyviz]: the key visualizer (keyviz.h). */
 struct config_keyviz {
-    gboolean enabled;    /* counts anything at all */
-    unsigned interval_s; /* one column of the heatmap */
-    unsigned ranges;     /* key ranges per table and interval, at most */
-    unsigned hot_keys;   /* hot keys (and hash_part values) kept */
-    unsigned retain_s;   /* history kept */
-    unsigned keys;       /* config_keyviz_keys_t */
+    gboolean enabled;          /* counts anything at all */
+    unsigned interval_s;       /* one column of the heatmap */
+    unsigned ranges;           /* key ranges per table and interval, at most */
+    unsigned hot_keys;         /* hot keys (and hash_part values) kept */
+    unsigned hot_key_sampling; /* one read or write in this feeds the
+                                  hot-key sketches and the key sample */
+    unsigned retain_s;         /* history kept */
+    unsigned keys;             /* config_keyviz_keys_t */
 };
 
 struct config {

@@ -1,6 +1,7 @@
 /* keyviz.c: the key visualizer's counters, their history and JSON. */
 #include "keyviz.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,8 +149,8 @@ struct keyviz_slot {
     struct keyviz_range_cache last; /* of bounds */
     guint64 *counts;                /* ranges x KEYVIZ_METRICS */
     struct keyviz_sketch keys, parts;
-    /* keys read or written: offered to the sample and the sketches
-     * (their N) */
+    /* keys read or written that the draw took for the sample and the
+     * sketches (their N) */
     guint64 seen;
     /* hash_part values have a sketch of their own (the table's hash_part
      * is not whole) */
@@ -175,8 +176,11 @@ struct keyviz_worker {
     unsigned last_id;
     gint64 last_epoch; /* -2: none */
     struct keyviz_slot *last_sl;
-    guint64 rng; /* the samples' LCG state: one stream for all tables,
+    guint64 rng; /* the draws' LCG state: one stream for all tables,
                     at hand with the worker */
+    /* a read or write feeds the sketches and the sample when the LCG's
+     * next state is at most this: one in hot_key_sampling, at random */
+    guint64 take;
 };
 
 /* A hot key or hash_part value of an interval, merged. */
@@ -192,7 +196,9 @@ struct keyviz_interval {
     struct keyviz_bounds *bounds; /* a reference */
     guint64 *counts;              /* (bounds->n + 1) x KEYVIZ_METRICS */
     guint64 *bcounts;             /* (buckets + 1) x KEYVIZ_BUCKET_KINDS */
-    guint64 ops;                  /* reads and writes: the sketches' N */
+    guint64 ops;                  /* reads and writes */
+    guint64 drawn;                /* of them taken by the draw: the
+                                     sketches' N */
     uint32_t nranges;             /* bounds->n + 1 */
     uint32_t nhot, nparts;
     struct keyviz_hot *hot, *parts;
@@ -226,6 +232,7 @@ struct keyviz {
     gint64 snapped; /* the interval whose start was snapped last */
     unsigned nworkers;
     uint32_t sketch_cap;
+    uint32_t thin;    /* hot_key_sampling: a sketch count stands for thin */
     uint32_t nhist;   /* intervals kept */
     gint64 epoch;     /* current interval, -1: not ticking
                                         (relaxed atomic) */
@@ -874,7 +881,7 @@ keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
              const struct codec_key_note *n, int parts)
 {
     guint64 *c = keyviz_row_of(sl, n->key, n->len);
-    guint64 seen;
+    guint64 seen, x;
 
     if (n->kind == CODEC_KEY_ROW) {
         c[KEYVIZ_ROWS]++;
@@ -883,6 +890,17 @@ keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
     }
     c[n->kind == CODEC_KEY_READ ? KEYVIZ_READS : KEYVIZ_WRITES]++;
     c[KEYVIZ_BYTES_IN] += n->bytes;
+    /* the sketches and the sample take one read or write in
+     * hot_key_sampling, drawn at random (not every n-th: a client cycling
+     * through n keys would be seen as one): most of their cost goes, and
+     * a hot key's count, scaled back, keeps a spread of
+     * sqrt((thin - 1) x count) (keyviz.h).  A 64-bit LCG (Knuth's MMIX
+     * constants), its high bits compared */
+    x = w->rng * 6364136223846793005ull + 1442695040888963407ull;
+    w->rng = x;
+    if (x > w->take) {
+        return;
+    }
     keyviz_sketch_add(&sl->keys, n->key_hash, n->key, n->len, n->len,
                       n->bucket);
     if (parts < 0 ? sl->with_parts : parts) {
@@ -896,11 +914,9 @@ keyviz_count(struct keyviz_worker *w, struct keyviz_slot *sl,
         keyviz_sample_set(&sl->sample[seen - 1], n);
         sl->nsample = (uint32_t)seen;
     } else {
-        /* a 64-bit LCG (Knuth's MMIX constants); its state times seen,
-         * the top 64 bits of the product, is uniform in [0, seen): a
-         * multiply, not a division */
-        guint64 x = w->rng * 6364136223846793005ull + 1442695040888963407ull;
-
+        /* the LCG's next state times seen, the top 64 bits of the
+         * product, is uniform in [0, seen): a multiply, not a division */
+        x = w->rng * 6364136223846793005ull + 1442695040888963407ull;
         w->rng = x;
         x = (guint64)(((unsigned __int128)x * seen) >> 64);
         if (x < KEYVIZ_SAMPLE) {
@@ -966,6 +982,7 @@ keyviz_new(const struct config_keyviz *set, unsigned nworkers)
     kv->set = *set;
     kv->nworkers = nworkers;
     kv->sketch_cap = MAX(64u, KEYVIZ_SKETCH_FACTOR * set->hot_keys);
+    kv->thin = MAX(1u, set->hot_key_sampling);
     kv->nhist = MAX(1u, set->retain_s / set->interval_s);
     kv->epoch = -1;
     kv->snapped = -1;
@@ -975,6 +992,7 @@ keyviz_new(const struct config_keyviz *set, unsigned nworkers)
         kv->workers[i].kv = kv;
         kv->workers[i].last_epoch = -2;
         kv->workers[i].rng = 0x9e3779b97f4a7c15ull * (i + 1);
+        kv->workers[i].take = G_MAXUINT64 / kv->thin;
         kv->workers[i].tables = g_new0(struct keyviz_wtable *,
                                        KEYVIZ_MAX_TABLES);
     }
@@ -1209,6 +1227,9 @@ keyviz_merge_sketches(struct keyviz *kv, struct keyviz_slot **slots,
                     h.err += keyviz_sketch_floor(o);
                 }
             }
+            /* a counted operation stands for thin */
+            h.count *= kv->thin;
+            h.err *= kv->thin;
             g_array_append_val(all, h);
         }
     }
@@ -1373,28 +1394,32 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
     ws = g_new0(struct keyviz_weighted, (size_t)nslots * KEYVIZ_SAMPLE);
     for (unsigned i = 0; i < nslots; i++) {
         struct keyviz_slot *sl = slots[i];
+        guint64 ops = 0; /* the worker's reads and writes */
 
         if (sl->bounds == bounds) {
             for (size_t j = 0; j < (size_t)nranges * KEYVIZ_METRICS; j++) {
                 iv->counts[j] += sl->counts[j];
             }
         }
-        if (!by_totals && t->salt.buckets == 1) {
-            /* one bucket (an unsalted table): the ranges' counts are
-             * its counts */
-            for (uint32_t r = 0; r <= sl->bounds->n; r++) {
-                const guint64 *c = &sl->counts[(size_t)r * KEYVIZ_METRICS];
+        for (uint32_t r = 0; r <= sl->bounds->n; r++) {
+            const guint64 *c = &sl->counts[(size_t)r * KEYVIZ_METRICS];
 
+            ops += c[KEYVIZ_READS] + c[KEYVIZ_WRITES];
+            if (!by_totals && t->salt.buckets == 1) {
+                /* one bucket (an unsalted table): the ranges' counts
+                 * are its counts */
                 iv->bcounts[0] += c[KEYVIZ_READS];
                 iv->bcounts[1] += c[KEYVIZ_WRITES];
                 iv->bcounts[2] += c[KEYVIZ_ROWS];
             }
         }
-        iv->ops += sl->seen; /* the sketches' N */
-        /* each sampled key stands for seen / nsample keys of its worker */
+        HSP_CHECK(sl->seen <= ops); /* the draw takes some of them */
+        iv->ops += ops;
+        iv->drawn += sl->seen;
+        /* each sampled key stands for ops / nsample of its worker's */
         for (uint32_t j = 0; j < sl->nsample; j++) {
             ws[nw].s = &sl->sample[j];
-            ws[nw].w = (double)sl->seen / sl->nsample;
+            ws[nw].w = (double)ops / sl->nsample;
             total += ws[nw].w;
             nw++;
         }
@@ -1590,17 +1615,20 @@ keyviz_candidate(uint32_t buckets)
 
 static void
 keyviz_json_hot(GString *out, unsigned keys, const struct keyviz_hot *h,
-                uint32_t n, guint64 ops)
+                uint32_t n, guint64 ops, uint32_t thin)
 {
     g_string_append_c(out, '[');
     for (uint32_t i = 0; i < n; i++) {
         g_string_append_printf(out, "%s{\"key\":", i > 0 ? "," : "");
         keyviz_json_key(out, keys, &h[i].k, h[i].len > h[i].k.kept);
+        /* sd: what drawing one in thin spreads a count of that size by,
+         * thin x a binomial of count / thin draws at 1 / thin */
         g_string_append_printf(out,
                                ",\"length\":%u,\"count\":%" G_GUINT64_FORMAT
                                ",\"error\":%" G_GUINT64_FORMAT
-                               ",\"share\":%.4f,\"bucket\":%u}",
+                               ",\"sd\":%.0f,\"share\":%.4f,\"bucket\":%u}",
                                h[i].len, h[i].count, h[i].err,
+                               sqrt((double)(thin - 1) * (double)h[i].count),
                                ops > 0 ? (double)h[i].count / ops : 0.0,
                                h[i].bucket);
     }
@@ -1622,15 +1650,17 @@ keyviz_json_detail(GString *out, const struct keyviz *kv, unsigned keys,
                            "\"interval\":{\"start\":%" G_GINT64_FORMAT
                            ",\"end\":%" G_GINT64_FORMAT
                            "},\"ops\":%" G_GUINT64_FORMAT
+                           ",\"sampling\":%u,\"drawn\":%" G_GUINT64_FORMAT
                            ",\"error_bound\":%" G_GUINT64_FORMAT
                            ",\"hot_keys\":",
                            iv->epoch * kv->set.interval_s,
                            (iv->epoch + 1) * kv->set.interval_s, iv->ops,
-                           iv->ops / kv->sketch_cap);
-    keyviz_json_hot(out, keys, iv->hot, iv->nhot, iv->ops);
+                           kv->thin, iv->drawn,
+                           iv->drawn / kv->sketch_cap * kv->thin);
+    keyviz_json_hot(out, keys, iv->hot, iv->nhot, iv->ops, kv->thin);
     g_string_append(out, ",\"hot_parts\":");
     keyviz_json_hot(out, keys, whole ? iv->hot : iv->parts,
-                    whole ? iv->nhot : iv->nparts, iv->ops);
+                    whole ? iv->nhot : iv->nparts, iv->ops, kv->thin);
     g_string_append(out, ",\"buckets\":[");
     for (uint32_t b = 0; b <= nb; b++) {
         const guint64 *c = &iv->bcounts[(size_t)b * KEYVIZ_BUCKET_KINDS];

@@ -29,11 +29,13 @@
  *     unsalted table has none, and its one bucket counts what its ranges
  *     do;
  *   - two space-saving sketches of KEYVIZ_SKETCH_FACTOR * hot_keys
- *     counters each, over reads and writes: one of whole keys, one of
- *     hash_part values (the prefix that chooses the bucket; the same as
- *     the keys for hash_part = whole); each behind a filter of four
- *     cells per counter, where a key not held waits until its cell
- *     reaches the smallest counter.
+ *     counters each, over the reads and writes a draw takes (one in
+ *     hot_key_sampling, at random; the ranges and the bucket side count
+ *     every one): one of whole keys, one of hash_part values (the prefix
+ *     that chooses the bucket; the same as the keys for hash_part =
+ *     whole); each behind a filter of four cells per counter, where a
+ *     key not held waits until its cell reaches the smallest counter.
+ *     The key sample is of the same draw.
  *
  * ERROR BOUND of a hot key's count.  A space-saving sketch of m counters
  * fed N operations overestimates a key's count by at most N / m and
@@ -42,8 +44,13 @@
  * instead of passing counters round.  The sketches of the workers are
  * merged by summing, a key a worker's full sketch does not hold
  * counting that sketch's smallest counter: the merged count is still no
- * lower than the true one and at most sum(N_w / m) = N / m higher.  Every reported
- * count carries its own bound ("error": count - error <= true <= count).
+ * lower than the key's drawn operations and at most sum(N_w / m) = N / m
+ * higher.  A reported count is that times s = hot_key_sampling, with
+ * "error" = s x the sketch's bound: count - error <= s x drawn <= count.
+ * The draw adds a spread: s x drawn, for a key of c operations, is s x a
+ * binomial of c trials at 1 / s, of mean c and standard deviation
+ * sqrt((s - 1) x c), reported as "sd" (computed from the count); s = 1
+ * draws everything (exact within the bound, sd 0).
  *
  * CONCURRENCY.  Each worker counts into its own memory: four slots per
  * table, by interval number modulo 4, no lock and no atomic read-modify-

@@ -20,6 +20,9 @@ before it is harvested), zeroes callgrind's counters (callgrind_control
 -z) and sends the measured operations, which must end inside that
 interval (else it says so and fails).
 
+--sampling N: [keyviz] hot_key_sampling = N (1: every read and write
+feeds the hot-key sketches; the proxy's default otherwise).
+
 --max PCT: a bound, for meson's bench suite (bench-keyviz-cost): exits 1
 when the difference is above it.
 
@@ -62,6 +65,8 @@ def run(args, top, keyviz, ops):
     # intervals of its length, the measured ones inside one
     conf += ('[keyviz]\nenabled = %s\ninterval_s = %d\n'
              % ('true' if keyviz else 'false', args.warm or 3600))
+    if args.sampling:
+        conf += 'hot_key_sampling = %d\n' % args.sampling
     path = os.path.join(workdir, 'p.conf')
     with open(path, 'w') as f:
         f.write(conf)
@@ -134,6 +139,9 @@ def main():
     ap.add_argument('--ops', type=int, default=2000)
     ap.add_argument('--keys', type=int, default=0,
                     help='distinct keys, cycled (default: every key new)')
+    ap.add_argument('--sampling', type=int, default=0, metavar='N',
+                    help='[keyviz] hot_key_sampling (default: the '
+                         "proxy's)")
     ap.add_argument('--keep', help='directory to keep the callgrind files in')
     ap.add_argument('--warm', type=int, default=0, metavar='S',
                     help='measure with ranges from a sample (intervals of '

@@ -308,6 +308,11 @@ def main():
           b'hash_part = delimiter:\\t:3\n')
     write('fuzz_config', 'duplicate-key', b'[table:a]\nbuckets = 2\n'
           b'buckets = 3\n')
+    write('fuzz_config', 'keyviz',
+          b'[admin]\nlisten = 127.0.0.1:9100\n[keyviz]\nenabled = true\n'
+          b'interval_s = 10\nranges = 64\nhot_keys = 8\n'
+          b'hot_key_sampling = 4\nretain_s = 600\nkeys = hash\n'
+          b'unsalted_tables = u\n[table:t]\nbuckets = 4\nkeyviz = false\n')
 
     # fuzz_detect: raw client bytes
     m = encode('binary', 'getRow', TMessageType.CALL, 1, calls['getRow'])

@@ -46,7 +46,9 @@ def main():
         conf = ('[proxy]\nlisten = 127.0.0.1:%d\nworkers = 2\n'
                 '[backend]\nservers = 127.0.0.1:%d\n'
                 '[admin]\nlisten = 127.0.0.1:%d\n'
-                '[keyviz]\ninterval_s = 1\nunsalted_tables = u\n'
+                # every key counted, none drawn: each is named below
+                '[keyviz]\ninterval_s = 1\nhot_key_sampling = 1\n'
+                'unsalted_tables = u\n'
                 '[table:s]\nbuckets = 4\n' % (port, emu.port, admin))
         proxy = hsptest.Proxy(args.proxy, workdir, conf, [port, admin])
         c = thrift.client1(port)

@@ -1013,6 +1013,7 @@ test_keyviz(void)
     g_assert_cmpuint(cfg->keyviz.interval_s, ==, 60);
     g_assert_cmpuint(cfg->keyviz.ranges, ==, 256);
     g_assert_cmpuint(cfg->keyviz.hot_keys, ==, 32);
+    g_assert_cmpuint(cfg->keyviz.hot_key_sampling, ==, 8);
     g_assert_cmpuint(cfg->keyviz.retain_s, ==, 21600);
     g_assert_cmpuint(cfg->keyviz.keys, ==, CONFIG_KEYVIZ_SHOW);
     g_clear_pointer(&cfg, config_free);
@@ -1029,8 +1030,8 @@ test_keyviz(void)
     text = config_to_text(cfg);
     g_assert_nonnull(strstr(text, "\n[keyviz]\nenabled = false\n"
                                   "interval_s = 10\nranges = 64\n"
-                                  "hot_keys = 8\nretain_s = 600\n"
-                                  "keys = hash\n"));
+                                  "hot_keys = 8\nhot_key_sampling = 8\n"
+                                  "retain_s = 600\nkeys = hash\n"));
     back = load(text, &error);
     g_assert_no_error(error);
     g_assert_true(config_find_table(back, "t", 1)->keyviz_off);
@@ -1063,8 +1064,24 @@ test_keyviz(void)
     assert_fails("[keyviz]\nenabled = yes\n", CONFIG_ERROR_INVALID_VALUE,
                  "[keyviz] enabled", NULL);
     assert_fails("[keyviz]\nintervals = 1\n", CONFIG_ERROR_INVALID_KEY,
-                 "enabled, interval_s, ranges, hot_keys, retain_s, keys",
+                 "enabled, interval_s, ranges, hot_keys, hot_key_sampling, "
+                 "retain_s, keys",
                  NULL);
+    assert_fails("[keyviz]\nhot_key_sampling = 0\n",
+                 CONFIG_ERROR_INVALID_VALUE, "[keyviz] hot_key_sampling",
+                 "1..64", NULL);
+    /* the sketches are sized and scaled by it when the proxy starts */
+    g_clear_error(&error);
+    g_clear_pointer(&other, config_free);
+    other = load("[keyviz]\nenabled = false\ninterval_s = 10\nranges = 64\n"
+                 "hot_keys = 8\nhot_key_sampling = 1\nretain_s = 600\n"
+                 "[table:t]\n[table:u]\n",
+                 &error);
+    g_assert_no_error(error);
+    g_assert_false(config_reload_check(cfg, other, &error));
+    g_assert_nonnull(strstr(error->message, "hot_key_sampling"));
+    g_clear_error(&error);
+    g_clear_pointer(&other, config_free);
     assert_fails("[table:t]\nkeyviz = off\n", CONFIG_ERROR_INVALID_VALUE,
                  "[table:t] keyviz", NULL);
 }

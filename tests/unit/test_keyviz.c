@@ -2,6 +2,7 @@
  * the space-saving hot keys against exact counts, the range boundaries
  * following the keys used, and memory that does not grow with distinct
  * keys. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,9 +24,11 @@ struct tkv {
     gint64 now; /* seconds */
 };
 
+/* A table t of 16 buckets (prefix: hash_part = delimiter #), counted by
+ * two workers; one read or write in thin feeds the sketches. */
 static void
-tkv_init(struct tkv *t, unsigned ranges, unsigned hot, unsigned retain,
-         gboolean prefix)
+tkv_init_thin(struct tkv *t, unsigned ranges, unsigned hot, unsigned retain,
+              gboolean prefix, unsigned thin)
 {
     g_autoptr(GError) error = NULL;
 
@@ -41,12 +44,21 @@ tkv_init(struct tkv *t, unsigned ranges, unsigned hot, unsigned retain,
     t->set.interval_s = T_INTERVAL;
     t->set.ranges = ranges;
     t->set.hot_keys = hot;
+    t->set.hot_key_sampling = thin;
     t->set.retain_s = retain * T_INTERVAL;
     t->kv = keyviz_new(&t->set, 2);
     keyviz_add_table(t->kv, 1, "t", &t->ct.salt);
     /* a round start: the first interval is whole */
     t->now = 1700000000 / T_INTERVAL * T_INTERVAL;
     keyviz_tick(t->kv, T_US(t->now));
+}
+
+/* Every read and write counted: what the sketch tests check. */
+static void
+tkv_init(struct tkv *t, unsigned ranges, unsigned hot, unsigned retain,
+         gboolean prefix)
+{
+    tkv_init_thin(t, ranges, hot, retain, prefix, 1);
 }
 
 static void
@@ -74,7 +86,7 @@ tkv_next(struct tkv *t)
 /* One hot entry read back from JSON. */
 struct hot {
     char key[64];
-    guint64 count, error;
+    guint64 count, error, sd;
 };
 
 /* The entries of "what":[...] in json. */
@@ -87,7 +99,7 @@ hot_parse(const char *json, const char *what)
     GArray *out = g_array_new(FALSE, TRUE, sizeof(struct hot));
     g_autoptr(GRegex) rx = g_regex_new("\\{\"key\":\"([^\"]*)\",\"length\":"
                                        "\\d+,\"count\":(\\d+),\"error\":"
-                                       "(\\d+)",
+                                       "(\\d+),\"sd\":(\\d+)",
                                        0, 0, NULL);
     g_autoptr(GMatchInfo) mi = NULL;
     g_autofree char *part = NULL;
@@ -102,10 +114,12 @@ hot_parse(const char *json, const char *what)
         g_autofree char *k = g_match_info_fetch(mi, 1);
         g_autofree char *c = g_match_info_fetch(mi, 2);
         g_autofree char *e = g_match_info_fetch(mi, 3);
+        g_autofree char *sd = g_match_info_fetch(mi, 4);
 
         g_strlcpy(h.key, k, sizeof(h.key));
         h.count = g_ascii_strtoull(c, NULL, 10);
         h.error = g_ascii_strtoull(e, NULL, 10);
+        h.sd = g_ascii_strtoull(sd, NULL, 10);
         g_array_append_val(out, h);
         g_match_info_next(mi, NULL);
     }
@@ -122,6 +136,51 @@ json_u64(const char *json, const char *name)
     return g_ascii_strtoull(p + strlen(at), NULL, 10);
 }
 
+static unsigned pick_skewed(GRand *r);
+
+/* Feeds n operations of keys drawn by pick (seeded the same each time)
+ * over two workers, a third of them reads, counting each key in exact;
+ * ends the interval and puts its /hotkeys.json in json. */
+static void
+feed_hot(struct tkv *t, unsigned n, unsigned (*pick)(GRand *r),
+         GHashTable *exact, GString *json)
+{
+    g_autoptr(GRand) r = g_rand_new_with_seed(24);
+
+    for (unsigned i = 0; i < n; i++) {
+        char key[32];
+        gpointer old;
+
+        snprintf(key, sizeof(key), "key%06u", pick(r));
+        tkv_note(t, i % 2, i % 3 == 0 ? CODEC_KEY_READ : CODEC_KEY_WRITE, key);
+        old = g_hash_table_lookup(exact, key);
+        g_hash_table_replace(exact, g_strdup(key),
+                             GUINT_TO_POINTER(GPOINTER_TO_UINT(old) + 1));
+    }
+    tkv_next(t);
+    g_assert_true(keyviz_hotkeys_json(t->kv, &(struct config){ 0 }, "t", 0,
+                                      json));
+}
+
+/* The key exact counts most often. */
+static const char *
+exact_top(GHashTable *exact)
+{
+    const char *top_key = NULL;
+    guint top = 0;
+    GHashTableIter it;
+    gpointer k, v;
+
+    g_hash_table_iter_init(&it, exact);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        if (GPOINTER_TO_UINT(v) > top) {
+            top = GPOINTER_TO_UINT(v);
+            top_key = k;
+        }
+    }
+    return top_key;
+}
+
 /* Feeds n operations of keys drawn by pick over two workers, checks the
  * reported hot keys against the exact counts; returns the most a hot key
  * was over, and its bound in *bound_out. */
@@ -129,32 +188,18 @@ static guint64
 check_sketch(unsigned n, unsigned (*pick)(GRand *r), guint64 *bound_out)
 {
     struct tkv t;
-    g_autoptr(GRand) r = g_rand_new_with_seed(24);
     g_autoptr(GHashTable) exact = g_hash_table_new_full(g_str_hash,
                                                         g_str_equal, g_free,
                                                         NULL);
     g_autoptr(GString) json = g_string_new(NULL);
     g_autoptr(GArray) hot = NULL;
-    guint64 bound, ops, top = 0, worst = 0;
+    guint64 bound, ops, worst = 0;
     const char *top_key = NULL;
     GHashTableIter it;
     gpointer k, v;
 
     tkv_init(&t, 64, 32, 4, FALSE);
-    for (unsigned i = 0; i < n; i++) {
-        char key[32];
-        gpointer old;
-
-        snprintf(key, sizeof(key), "key%06u", pick(r));
-        tkv_note(&t, i % 2, i % 3 == 0 ? CODEC_KEY_READ : CODEC_KEY_WRITE,
-                 key);
-        old = g_hash_table_lookup(exact, key);
-        g_hash_table_replace(exact, g_strdup(key),
-                             GUINT_TO_POINTER(GPOINTER_TO_UINT(old) + 1));
-    }
-    tkv_next(&t);
-    g_assert_true(keyviz_hotkeys_json(t.kv, &(struct config){ 0 }, "t", 0,
-                                      json));
+    feed_hot(&t, n, pick, exact, json);
     ops = json_u64(json->str, "ops");
     bound = json_u64(json->str, "error_bound");
     g_assert_cmpuint(ops, ==, n);
@@ -175,13 +220,7 @@ check_sketch(unsigned n, unsigned (*pick)(GRand *r), guint64 *bound_out)
     g_test_message("%u operations: hot keys overcounted by %" G_GUINT64_FORMAT
                    " at most, bound %" G_GUINT64_FORMAT,
                    n, worst, bound);
-    g_hash_table_iter_init(&it, exact);
-    while (g_hash_table_iter_next(&it, &k, &v)) {
-        if (GPOINTER_TO_UINT(v) > top) {
-            top = GPOINTER_TO_UINT(v);
-            top_key = k;
-        }
-    }
+    top_key = exact_top(exact);
     /* every key above the bound is held; the hottest comes first when it
      * stands out by more than the bound */
     g_hash_table_iter_init(&it, exact);
@@ -269,6 +308,54 @@ test_sketch_uniform(void)
     guint64 worst = check_sketch(200000, pick_uniform, &bound);
 
     g_assert_cmpuint(worst, <=, bound / 2);
+}
+
+/* One read or write in 8 feeds the sketches (the default): every count
+ * is the sketch's times 8, over by at most its error and spread by the
+ * draw (sd); with the same seeds the draw is the same each run.  The
+ * ranges still count every operation. */
+static void
+test_sketch_sampled(void)
+{
+    struct tkv t;
+    g_autoptr(GHashTable) exact = g_hash_table_new_full(g_str_hash,
+                                                        g_str_equal, g_free,
+                                                        NULL);
+    g_autoptr(GString) json = g_string_new(NULL);
+    g_autoptr(GArray) hot = NULL;
+    const unsigned n = 200000;
+    const char *top_key = NULL;
+    double worst = 0;
+
+    tkv_init_thin(&t, 64, 32, 4, FALSE, 8);
+    feed_hot(&t, n, pick_skewed, exact, json);
+    g_assert_cmpuint(json_u64(json->str, "ops"), ==, n);
+    g_assert_cmpuint(json_u64(json->str, "sampling"), ==, 8);
+    /* about an eighth drawn */
+    g_assert_cmpuint(json_u64(json->str, "drawn"), >, n / 8 - 1000);
+    g_assert_cmpuint(json_u64(json->str, "drawn"), <, n / 8 + 1000);
+    hot = hot_parse(json->str, "hot_keys");
+    g_assert_cmpuint(hot->len, ==, 32);
+    for (guint i = 0; i < hot->len; i++) {
+        const struct hot *h = &g_array_index(hot, struct hot, i);
+        double truth = GPOINTER_TO_UINT(g_hash_table_lookup(exact, h->key));
+        double sd = sqrt(7.0 * (double)h->count);
+
+        g_assert_cmpuint(h->count % 8, ==, 0);
+        g_assert_cmpuint(h->error % 8, ==, 0);
+        g_assert_cmpfloat(fabs((double)h->sd - sd), <=, 1);
+        g_assert_cmpfloat((double)h->count - (double)h->error - 4 * sd, <=,
+                          truth);
+        g_assert_cmpfloat((double)h->count + 4 * sd, >=, truth);
+        worst = MAX(worst, fabs((double)h->count - truth) / MAX(sd, 1));
+    }
+    g_test_message("%u operations, one in 8 drawn: hot keys off by %.2f sd "
+                   "at most",
+                   n, worst);
+    top_key = exact_top(exact);
+    /* the hottest stands out by far more than the spread */
+    g_assert_cmpstr(g_array_index(hot, struct hot, 0).key, ==, top_key);
+    keyviz_free(t.kv);
 }
 
 /* The proxy's per-bucket running totals, as metrics keeps them. */
@@ -693,6 +780,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/keyviz/sketch_skewed", test_sketch_skewed);
     g_test_add_func("/keyviz/sketch_uniform", test_sketch_uniform);
+    g_test_add_func("/keyviz/sketch_sampled", test_sketch_sampled);
     g_test_add_func("/keyviz/buckets_per_interval", test_buckets_per_interval);
     g_test_add_func("/keyviz/ranges_follow_keys", test_ranges_follow_keys);
     g_test_add_func("/keyviz/ranges_exact", test_ranges_exact);
