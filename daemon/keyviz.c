@@ -1187,10 +1187,11 @@ keyviz_hot_cmp(const void *pa, const void *pb)
 }
 
 /* Merges the workers' sketches (which) of an interval into its n
- * hottest. */
+ * hottest, worker i's counts scaled by scale[i]. */
 static struct keyviz_hot *
 keyviz_merge_sketches(struct keyviz *kv, struct keyviz_slot **slots,
-                      unsigned nslots, gboolean parts, uint32_t *n_out)
+                      const double *scale, unsigned nslots, gboolean parts,
+                      uint32_t *n_out)
 {
     g_autoptr(GHashTable) seen = g_hash_table_new(g_int64_hash, g_int64_equal);
     g_autoptr(GArray) all = g_array_new(FALSE, TRUE,
@@ -1205,6 +1206,7 @@ keyviz_merge_sketches(struct keyviz *kv, struct keyviz_slot **slots,
         for (uint32_t j = 0; j < s->n; j++) {
             const struct keyviz_entry *e = &s->e[j];
             struct keyviz_hot h = { 0 };
+            double count = 0, err = 0;
 
             if (g_hash_table_contains(seen, &e->hash)) {
                 continue;
@@ -1220,16 +1222,16 @@ keyviz_merge_sketches(struct keyviz *kv, struct keyviz_slot **slots,
                 int32_t at = keyviz_index_find(o, e->hash);
 
                 if (at >= 0) {
-                    h.count += keyviz_sketch_count(o, (uint32_t)at);
-                    h.err += o->e[at].err;
+                    count += scale[k] *
+                             (double)keyviz_sketch_count(o, (uint32_t)at);
+                    err += scale[k] * (double)o->e[at].err;
                 } else {
-                    h.count += keyviz_sketch_floor(o);
-                    h.err += keyviz_sketch_floor(o);
+                    count += scale[k] * (double)keyviz_sketch_floor(o);
+                    err += scale[k] * (double)keyviz_sketch_floor(o);
                 }
             }
-            /* a counted operation stands for thin */
-            h.count *= kv->thin;
-            h.err *= kv->thin;
+            h.count = (guint64)(count + 0.5);
+            h.err = (guint64)err; /* within error_bound, which rounds down */
             g_array_append_val(all, h);
         }
     }
@@ -1356,6 +1358,7 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
     struct keyviz_interval *iv;
     const struct keyviz_bounds *bounds = NULL;
     g_autofree struct keyviz_weighted *ws = NULL;
+    g_autofree double *scale = g_new(double, kv->nworkers);
     size_t nw = 0;
     double total = 0;
     uint32_t nranges;
@@ -1416,6 +1419,12 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
         HSP_CHECK(sl->seen <= ops); /* the draw takes some of them */
         iv->ops += ops;
         iv->drawn += sl->seen;
+        /* what one drawn operation stands for: the worker's operations
+         * over those it drew, not hot_key_sampling itself.  Every key's
+         * draw is of the same stream, so a stream that happened to take
+         * more than one in thin (the LCG's seeds are fixed: every run of
+         * a proxy draws alike) would put every count over by as much */
+        scale[i] = sl->seen > 0 ? (double)ops / (double)sl->seen : kv->thin;
         /* each sampled key stands for ops / nsample of its worker's */
         for (uint32_t j = 0; j < sl->nsample; j++) {
             ws[nw].s = &sl->sample[j];
@@ -1424,8 +1433,10 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
             nw++;
         }
     }
-    iv->hot = keyviz_merge_sketches(kv, slots, nslots, FALSE, &iv->nhot);
-    iv->parts = keyviz_merge_sketches(kv, slots, nslots, TRUE, &iv->nparts);
+    iv->hot = keyviz_merge_sketches(kv, slots, scale, nslots, FALSE,
+                                    &iv->nhot);
+    iv->parts = keyviz_merge_sketches(kv, slots, scale, nslots, TRUE,
+                                      &iv->nparts);
     for (int i = 0; i < KEYVIZ_NCAND; i++) {
         iv->pred_part[i] = xxh3 ? keyviz_predict(ws, nw, total,
                                                  keyviz_candidates[i], TRUE)
@@ -1655,8 +1666,7 @@ keyviz_json_detail(GString *out, const struct keyviz *kv, unsigned keys,
                            ",\"hot_keys\":",
                            iv->epoch * kv->set.interval_s,
                            (iv->epoch + 1) * kv->set.interval_s, iv->ops,
-                           kv->thin, iv->drawn,
-                           iv->drawn / kv->sketch_cap * kv->thin);
+                           kv->thin, iv->drawn, iv->ops / kv->sketch_cap);
     keyviz_json_hot(out, keys, iv->hot, iv->nhot, iv->ops, kv->thin);
     g_string_append(out, ",\"hot_parts\":");
     keyviz_json_hot(out, keys, whole ? iv->hot : iv->parts,

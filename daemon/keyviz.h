@@ -45,12 +45,15 @@
  * merged by summing, a key a worker's full sketch does not hold
  * counting that sketch's smallest counter: the merged count is still no
  * lower than the key's drawn operations and at most sum(N_w / m) = N / m
- * higher.  A reported count is that times s = hot_key_sampling, with
- * "error" = s x the sketch's bound: count - error <= s x drawn <= count.
- * The draw adds a spread: s x drawn, for a key of c operations, is s x a
- * binomial of c trials at 1 / s, of mean c and standard deviation
- * sqrt((s - 1) x c), reported as "sd" (computed from the count); s = 1
- * draws everything (exact within the bound, sd 0).
+ * higher.  A reported count scales each worker's back by its operations
+ * over those it drew (about s = hot_key_sampling; the ratio, not s, so
+ * that a draw taking more than one in s, the same in every run as the
+ * seeds are fixed, does not put every count over), "error" likewise:
+ * count - error <= the scaled drawn operations <= count, and error <=
+ * ops / m.  The draw adds a spread: a key of c operations is drawn about
+ * a binomial of c trials at 1 / s times, so its count has a standard
+ * deviation of about sqrt((s - 1) x c), reported as "sd" (computed from
+ * the count); s = 1 draws everything (exact within the bound, sd 0).
  *
  * CONCURRENCY.  Each worker counts into its own memory: four slots per
  * table, by interval number modulo 4, no lock and no atomic read-modify-

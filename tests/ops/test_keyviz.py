@@ -123,8 +123,9 @@ class KeyvizTest(unittest.TestCase):
 
     def test_3_celebrity_leads_hot_values_within_bound(self):
         # the default sampling: one write in 8 feeds the sketches, and a
-        # hot count is the sketch's times 8: over by at most its 'error',
-        # and spread by the draw with a standard deviation 'sd'
+        # hot count is the sketch's scaled back (by about 8): over by at
+        # most its 'error', and spread by the draw with a standard
+        # deviation 'sd'
         count = err = var = ops = 0
         explain = subprocess.run([ARGS.proxy, '-c', self.proxy.conf,
                                   '--explain-key', 'ev', 'celeb#1'],
@@ -147,7 +148,6 @@ class KeyvizTest(unittest.TestCase):
             self.assertEqual(first['key'], 'celeb', hot)
             self.assertEqual(first['bucket'], bucket)
             self.assertLessEqual(first['error'], hot['error_bound'])
-            self.assertEqual(first['count'] % 8, 0, first)
             count += first['count']
             err += first['error']
             var += first['sd'] ** 2
