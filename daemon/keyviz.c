@@ -237,6 +237,7 @@ struct keyviz {
     gint64 epoch;     /* current interval, -1: not ticking
                                         (relaxed atomic) */
     gint64 harvested; /* newest interval harvested */
+    gint64 told;      /* the epoch the last tick stored */
     struct keyviz_worker *workers;
     struct keyviz_table **tables; /* by stats_id - 1, NULL: none */
     size_t bytes;                 /* allocated, for keyviz_memory */
@@ -987,6 +988,7 @@ keyviz_new(const struct config_keyviz *set, unsigned nworkers)
     kv->epoch = -1;
     kv->snapped = -1;
     kv->harvested = -1;
+    kv->told = -1;
     kv->workers = g_new0(struct keyviz_worker, nworkers);
     for (unsigned i = 0; i < nworkers; i++) {
         kv->workers[i].kv = kv;
@@ -1230,8 +1232,10 @@ keyviz_merge_sketches(struct keyviz *kv, struct keyviz_slot **slots,
                     err += scale[k] * (double)keyviz_sketch_floor(o);
                 }
             }
-            h.count = (guint64)(count + 0.5);
-            h.err = (guint64)err; /* within error_bound, which rounds down */
+            /* both rounded down: err stays within error_bound, which
+             * does too */
+            h.count = (guint64)count;
+            h.err = (guint64)err;
             g_array_append_val(all, h);
         }
     }
@@ -1416,7 +1420,8 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
                 iv->bcounts[2] += c[KEYVIZ_ROWS];
             }
         }
-        HSP_CHECK(sl->seen <= ops); /* the draw takes some of them */
+        HSP_CHECK(sl->seen <= ops); /* the draw takes some of them, and
+                                       no worker writes the slot now */
         iv->ops += ops;
         iv->drawn += sl->seen;
         /* what one drawn operation stands for: the worker's operations
@@ -1483,11 +1488,12 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
 void
 keyviz_tick(struct keyviz *kv, gint64 now_us)
 {
-    gint64 epoch, ready;
+    gint64 epoch, ready, told;
 
     if (kv == NULL || !kv->set.enabled || now_us < 0) {
         return;
     }
+    told = kv->told;
     epoch = now_us / G_USEC_PER_SEC / kv->set.interval_s;
     if (epoch > kv->snapped) {
         /* the buckets' side of the interval beginning: taken as its
@@ -1496,6 +1502,7 @@ keyviz_tick(struct keyviz *kv, gint64 now_us)
         kv->snapped = epoch;
     }
     __atomic_store_n(&kv->epoch, epoch, __ATOMIC_RELAXED);
+    kv->told = epoch;
     /* an interval is read a second after it ended: no worker still in
      * it by then (a worker notes in microseconds) */
     ready = (now_us - G_USEC_PER_SEC) / G_USEC_PER_SEC / kv->set.interval_s -
@@ -1505,6 +1512,11 @@ keyviz_tick(struct keyviz *kv, gint64 now_us)
         kv->harvested = ready;
         return;
     }
+    /* ...and a tick after the workers were told it ended: they learn the
+     * interval from the tick's store, so after a tick just before its
+     * end they go on counting into it until the next one, and one that
+     * read the number just before this tick's store may be in it still */
+    ready = MIN(ready, told - 1);
     while (kv->harvested < ready) {
         kv->harvested++;
         for (unsigned id = 0; id < KEYVIZ_MAX_TABLES; id++) {
@@ -1632,16 +1644,20 @@ keyviz_json_hot(GString *out, unsigned keys, const struct keyviz_hot *h,
     for (uint32_t i = 0; i < n; i++) {
         g_string_append_printf(out, "%s{\"key\":", i > 0 ? "," : "");
         keyviz_json_key(out, keys, &h[i].k, h[i].len > h[i].k.kept);
-        /* sd: what drawing one in thin spreads a count of that size by,
-         * thin x a binomial of count / thin draws at 1 / thin */
+        /* sd: how far the draw spreads a count of that size.  Scaled by
+         * the operations over those drawn, a key of share p among ops
+         * has a variance of about (thin - 1) x count x (1 - p): a key
+         * that is all the operations is drawn as often as they are */
+        double p = ops > 0 ? MIN(1.0, (double)h[i].count / ops) : 0.0;
+
         g_string_append_printf(out,
                                ",\"length\":%u,\"count\":%" G_GUINT64_FORMAT
                                ",\"error\":%" G_GUINT64_FORMAT
                                ",\"sd\":%.0f,\"share\":%.4f,\"bucket\":%u}",
                                h[i].len, h[i].count, h[i].err,
-                               sqrt((double)(thin - 1) * (double)h[i].count),
-                               ops > 0 ? (double)h[i].count / ops : 0.0,
-                               h[i].bucket);
+                               sqrt((double)(thin - 1) * (double)h[i].count *
+                                    (1.0 - p)),
+                               p, h[i].bucket);
     }
     g_string_append_c(out, ']');
 }

@@ -50,10 +50,11 @@
  * that a draw taking more than one in s, the same in every run as the
  * seeds are fixed, does not put every count over), "error" likewise:
  * count - error <= the scaled drawn operations <= count, and error <=
- * ops / m.  The draw adds a spread: a key of c operations is drawn about
- * a binomial of c trials at 1 / s times, so its count has a standard
- * deviation of about sqrt((s - 1) x c), reported as "sd" (computed from
- * the count); s = 1 draws everything (exact within the bound, sd 0).
+ * ops / m.  The draw adds a spread: a key of c operations, a share p of
+ * them, is drawn about a binomial of c trials at 1 / s times, and scaled
+ * by the ratio its count has a standard deviation of about
+ * sqrt((s - 1) x c x (1 - p)), reported as "sd" (computed from the
+ * count); s = 1 draws everything (exact within the bound, sd 0).
  *
  * CONCURRENCY.  Each worker counts into its own memory: four slots per
  * table, by interval number modulo 4, no lock and no atomic read-modify-

@@ -43,17 +43,33 @@ def _ephemeral_low():
 
 # Ports handed out by free_port: never handed out twice by one process.
 _PORTS_GIVEN = set()
-_PORT_RANDOM = random.Random(os.getpid() ^ int(time.time()))
+# Not seeded from pid and time: two tests started together would draw
+# alike (pid ^ time can be equal), and their probes would both pass
+_PORT_RANDOM = random.SystemRandom()
+
+
+def _port_free(port):
+    """Nobody holds port on loopback, TCP or UDP (a KDC takes both)."""
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        s = socket.socket(socket.AF_INET, kind)
+        try:
+            s.bind(('127.0.0.1', port))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
 
 
 def free_port():
-    """A loopback port nobody listens on, for a program to bind later.
-    Drawn below the kernel's ephemeral range: a port taken there (bind to
-    port 0) is also where every outgoing connection takes its local port,
-    so between this call and the program's bind a JVM's connections (real
-    HBase, its ZooKeeper) could take it, and the program failed with
-    'Address already in use'.  Below the range only another free_port
-    caller can, and it checks with bind too."""
+    """A loopback port nobody holds now, for a program to bind later.
+    Drawn at random below the kernel's ephemeral range: a port taken
+    there (bind to port 0) is also where every outgoing connection takes
+    its local port, so between this call and the program's bind a JVM's
+    connections (real HBase, its ZooKeeper) could take it, and the
+    program failed with 'Address already in use'.  Below the range only
+    another test's free_port can hand out the same port in that time,
+    one chance in some 20 000."""
     top = min(_ephemeral_low(), 65536)
     if top < 13000:
         # a machine whose ephemeral range starts low: the kernel's choice
@@ -61,18 +77,12 @@ def free_port():
         s.bind(('127.0.0.1', 0))
         port = s.getsockname()[1]
         s.close()
+        _PORTS_GIVEN.add(port)
         return port
     for _ in range(1000):
         port = _PORT_RANDOM.randrange(12000, top)
-        if port in _PORTS_GIVEN:
+        if port in _PORTS_GIVEN or not _port_free(port):
             continue
-        s = socket.socket()
-        try:
-            s.bind(('127.0.0.1', port))
-        except OSError:
-            continue
-        finally:
-            s.close()
         _PORTS_GIVEN.add(port)
         return port
     raise AssertionError('no free port below %d' % top)
