@@ -866,9 +866,12 @@ class Thrift2Test(unittest.TestCase):
         one = connect(self.proxy.port, 'binary', 'buffered', Hbase1)
         one.get(b'salted', b'u1', b'a:q', None)
         one._trans.close()
+        # a worker counts a call just after writing its reply, so a client
+        # can read /metrics before its last call shows: wait for both
         text = wait_for(lambda: (lambda m: m if 'service="thrift2"' in m
-                                 else None)(self.proxy.metrics()), 10,
-                        'thrift2 metrics')
+                                 and 'hsp_requests_total{method="get"} 1'
+                                 in m else None)(self.proxy.metrics()), 10,
+                        'thrift2 and thrift1 metrics')
         self.assertIn('hsp_requests_total{method="get",service="thrift2"}',
                       text)
         self.assertIn('hsp_requests_total{method="get"} 1', text)
