@@ -112,6 +112,72 @@ def http_get(port, path, host='127.0.0.1', timeout=10):
         return e.code, e.read().decode()
 
 
+def _listen_inodes(port):
+    """Socket inodes listening on TCP port (any address), from /proc;
+    None where /proc/net cannot be read."""
+    found = set()
+    for name in ('/proc/net/tcp', '/proc/net/tcp6'):
+        try:
+            with open(name) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            if name.endswith('6'):
+                continue
+            return None
+        for ln in lines:
+            col = ln.split()
+            # local_address is HEXADDR:HEXPORT, state 0A is LISTEN
+            if (len(col) > 9 and col[3] == '0A'
+                    and int(col[1].rsplit(':', 1)[1], 16) == port):
+                found.add(col[9])
+    return found
+
+
+def _pid_tree(pid):
+    """pid and its descendants, from /proc/PID/task/*/children."""
+    todo, seen = [pid], []
+    while todo:
+        p = todo.pop()
+        seen.append(p)
+        try:
+            tasks = os.listdir('/proc/%d/task' % p)
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open('/proc/%d/task/%s/children' % (p, t)) as f:
+                    todo.extend(int(c) for c in f.read().split())
+            except (OSError, ValueError):
+                pass
+    return seen
+
+
+def listening(pid, port):
+    """Whether process pid (or a child of it) holds a socket listening on
+    port.  Stronger than can_connect: a port drawn by free_port can, in a
+    rare race, be taken by another test's program, and a connection that
+    succeeds there says nothing about this one (a test that then stops
+    "its" program would stop one still starting, before its handlers)."""
+    inodes = _listen_inodes(port)
+    if inodes is None:
+        return can_connect(port)
+    if not inodes:
+        return False
+    want = {'socket:[%s]' % i for i in inodes}
+    for p in _pid_tree(pid):
+        try:
+            fds = os.listdir('/proc/%d/fd' % p)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink('/proc/%d/fd/%s' % (p, fd)) in want:
+                    return True
+            except OSError:
+                pass
+    return False
+
+
 def can_connect(port, host='127.0.0.1'):
     try:
         socket.create_connection((host, port), timeout=0.5).close()
@@ -179,9 +245,9 @@ class Daemon(object):
                                      stderr=subprocess.STDOUT, env=env)
 
     def wait_ports(self, ports, timeout):
-        """Waits until every port of ports takes connections; fails at
-        once, with the log, if the program exits first."""
-        wait_for(lambda: all(can_connect(p) for p in ports)
+        """Waits until the program listens on every port of ports; fails
+        at once, with the log, if it exits first."""
+        wait_for(lambda: all(listening(self.proc.pid, p) for p in ports)
                  or self.proc.poll() is not None, timeout,
                  self.name + ' listening')
         if self.proc.poll() is not None:

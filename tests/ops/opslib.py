@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import hsptest  # noqa: E402
 # ports, waiting and clients: the one definition every test shares
 from hsptest import (can_connect, client, free_port, get,  # noqa: E402,F401
-                     put, wait_for)
+                     listening, put, wait_for)
 
 Hbase = T = None
 

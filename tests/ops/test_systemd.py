@@ -260,8 +260,10 @@ class JournalTest(unittest.TestCase):
                 p = subprocess.Popen([ARGS.proxy, '-c', conf], stderr=err,
                                      env=env)
                 try:
-                    opslib.wait_for(lambda: opslib.can_connect(port), 10,
-                                    'proxy listening')
+                    opslib.wait_for(
+                        lambda: opslib.listening(p.pid, port)
+                        or p.poll() is not None, 10, 'proxy listening')
+                    self.assertIsNone(p.poll(), 'the proxy exited at start')
                 finally:
                     p.terminate()
                     self.assertEqual(p.wait(15), 0)
