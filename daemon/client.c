@@ -415,14 +415,8 @@ client_flush(struct client *c)
             iov[n].iov_len = req->reply.len;
             n++;
         }
-        if (c->tls != NULL) {
-            /* encrypted from the replies themselves, in one record when
-             * they fit */
-            client_tls_send(c, iov, n);
-        } else {
-            /* replies in order: one call, queued only if it falls short */
-            req_write(c->bev, iov, n);
-        }
+        /* counted before the write: a client that reads /metrics as soon
+         * as it has its reply finds the call there */
         for (int i = 0; i < n; i++) {
             req = done[i];
             if (req->reply.len > 0) {
@@ -452,7 +446,17 @@ client_flush(struct client *c)
                 }
                 client_slow_check(c, req, us);
             }
-            worker_req_put(c->worker, req);
+        }
+        if (c->tls != NULL) {
+            /* encrypted from the replies themselves, in one record when
+             * they fit */
+            client_tls_send(c, iov, n);
+        } else {
+            /* replies in order: one call, queued only if it falls short */
+            req_write(c->bev, iov, n);
+        }
+        for (int i = 0; i < n; i++) {
+            worker_req_put(c->worker, done[i]);
         }
     } while (n == CLIENT_FLUSH_BATCH);
     client_update_reading(c);

@@ -269,6 +269,25 @@ class QueueTimeTest(unittest.TestCase):
         self.assertGreaterEqual(after['sum'], 0.3, after)
 
 
+class CountedByReplyTest(unittest.TestCase):
+    """A call is in /metrics by the time its reply reaches the client: an
+    operator (or a check script) that makes one call and reads /metrics
+    finds it counted, not one call behind."""
+
+    def test_reply_implies_counted(self):
+        s = Setup(self)
+        c = s.client()
+        opslib.put(c, b't', b'row', b'v')
+
+        def gets():
+            return s.proxy.metrics().get(
+                ('hsp_requests_total', (('method', 'getRow'),)), 0)
+        base = gets()
+        for i in range(1, 201):
+            c.getRow(b't', b'row', {})
+            self.assertEqual(gets(), base + i, 'after getRow number %d' % i)
+
+
 class ErrorsAndBatchTest(unittest.TestCase):
     """Errors by exception type and by backend server; rows per
     multi-row call."""
