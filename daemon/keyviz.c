@@ -216,6 +216,7 @@ struct keyviz_table {
     struct keyviz_bounds *ring[4];    /* published, by epoch & 3 */
     struct keyviz_bounds *retired[4]; /* what ring[i] held before: a
                                          worker may still be reading it */
+    struct keyviz_bounds *latest;     /* the newest made from a sample */
     struct keyviz_interval **hist;    /* ring of nhist */
     uint32_t hist_head, hist_n;       /* oldest, count */
     /* the proxy's per-bucket totals when interval snap_epoch[i] began
@@ -1117,6 +1118,7 @@ keyviz_free(struct keyviz *kv)
             keyviz_bounds_unref(kv, t->retired[i]);
         }
         keyviz_bounds_unref(kv, t->initial);
+        keyviz_bounds_unref(kv, t->latest);
         for (int i = 0; i < 4; i++) {
             keyviz_release(kv, t->snap[i],
                            keyviz_bucket_bytes(t->salt.buckets));
@@ -1154,11 +1156,11 @@ keyviz_memory_bound(const struct keyviz *kv, uint32_t buckets)
                       2 * (size_t)kv->set.hot_keys * sizeof(struct keyviz_hot);
 
     /* the workers' slots, the table, its bucket totals, its initial,
-     * published and retired boundaries, and its history */
+     * published, retired and latest boundaries, and its history */
     return kv->nworkers *
                (sizeof(struct keyviz_wtable) + KEYVIZ_SLOTS * slot) +
            sizeof(struct keyviz_table) + 4 * keyviz_bucket_bytes(buckets) +
-           9 * bounds +
+           10 * bounds +
            kv->nhist * (sizeof(struct keyviz_interval *) + interval);
 }
 
@@ -1352,6 +1354,44 @@ keyviz_bucket_delta(const struct keyviz_table *t, gint64 epoch, guint64 *out)
     return TRUE;
 }
 
+/* Publishes nb (the caller's reference, taken over) for the interval
+ * it was made for: the workers take it when they enter that interval. */
+static void
+keyviz_publish(struct keyviz *kv, struct keyviz_table *t,
+               struct keyviz_bounds *nb)
+{
+    int slot = (int)(nb->epoch & 3);
+
+    /* the bounds replaced are freed only at the next replacement, four
+     * intervals on: a worker entering an interval just now may have
+     * loaded the pointer before the store */
+    keyviz_bounds_unref(kv, t->retired[slot]);
+    t->retired[slot] = t->ring[slot];
+    __atomic_store_n(&t->ring[slot], nb, __ATOMIC_RELEASE);
+}
+
+/*
+ * An interval that drew no key (a quiet table: no call at all, or too few
+ * for one in hot_key_sampling to be drawn, or only rows handed back)
+ * gives no sample to place boundaries by: the next interval keeps the
+ * newest boundaries a sample gave, rather than falling back to the
+ * first-byte split, which would put a table's traffic in one range as
+ * soon as it comes back, and for two intervals.
+ */
+static void
+keyviz_carry(struct keyviz *kv, struct keyviz_table *t, gint64 target)
+{
+    struct keyviz_bounds *nb;
+
+    if (t->latest == NULL) {
+        return;
+    }
+    nb = keyviz_bounds_new(kv, t->latest->n, target);
+    memcpy(nb->b, t->latest->b, t->latest->n * sizeof(nb->b[0]));
+    keyviz_bounds_seal(nb);
+    keyviz_publish(kv, t, nb);
+}
+
 static void
 keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
                      gint64 epoch, gboolean publish)
@@ -1378,6 +1418,9 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
         }
     }
     if (nslots == 0) {
+        if (publish) {
+            keyviz_carry(kv, t, kv->epoch + 1);
+        }
         return;
     }
     iv = keyviz_alloc(kv, sizeof(*iv));
@@ -1461,17 +1504,15 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
      * them when they enter it */
     if (nw > 0 && publish) {
         struct keyviz_bounds *nb;
-        gint64 target = kv->epoch + 1;
-        int slot = (int)(target & 3);
 
         qsort(ws, nw, sizeof(ws[0]), keyviz_weighted_cmp);
-        nb = keyviz_bounds_from(kv, ws, nw, total, target);
-        /* the bounds replaced are freed only at the next replacement,
-         * four intervals on: a worker entering an interval just now may
-         * have loaded the pointer before the store */
-        keyviz_bounds_unref(kv, t->retired[slot]);
-        t->retired[slot] = t->ring[slot];
-        __atomic_store_n(&t->ring[slot], nb, __ATOMIC_RELEASE);
+        nb = keyviz_bounds_from(kv, ws, nw, total, kv->epoch + 1);
+        keyviz_bounds_unref(kv, t->latest);
+        t->latest = nb;
+        nb->refs++;
+        keyviz_publish(kv, t, nb);
+    } else if (publish) {
+        keyviz_carry(kv, t, kv->epoch + 1);
     }
 
     /* into the history, the oldest out */

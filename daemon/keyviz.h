@@ -21,7 +21,8 @@
  *     boundaries are quantiles of the keys the previous intervals met
  *     (a sample of them), so a table whose traffic sits in a corner of
  *     its key space gets its resolution there.  Until a sample exists the
- *     ranges split the space by the key's first byte;
+ *     ranges split the space by the key's first byte; an interval that
+ *     drew no key keeps the boundaries of the newest sample;
  *   - the physical side: the proxy's own per-bucket counters (reads,
  *     writes, rows: metrics.h's per-table blocks, the hsp_bucket_*
  *     series), their running totals taken as each interval begins and

@@ -603,6 +603,63 @@ test_ranges_follow_keys(void)
     keyviz_free(t.kv);
 }
 
+/* Ranges in use (a count above 0) of the newest interval, and its total. */
+static unsigned
+ranges_used_last(struct tkv *t, guint64 *total)
+{
+    g_autoptr(GArray) r = ranges_of_last(t, total);
+    unsigned used = 0;
+
+    for (guint j = 0; j < r->len; j++) {
+        used += g_array_index(r, guint64, j) > 0 ? 1 : 0;
+    }
+    return used;
+}
+
+/* 20000 writes in a corner of the key space, then the interval's end. */
+static void
+corner_writes(struct tkv *t, GRand *r)
+{
+    for (int i = 0; i < 20000; i++) {
+        char key[32];
+
+        snprintf(key, sizeof(key), "user%05d#%d",
+                 g_rand_int_range(r, 0, 50000), i);
+        tkv_note(t, (unsigned)i % 2, CODEC_KEY_WRITE, key);
+    }
+    tkv_next(t);
+}
+
+/* A quiet interval (no call; or only rows handed back, which the sample
+ * does not take) keeps the ranges a sample gave: the traffic coming back
+ * is spread over them, not in the one range of the first-byte split. */
+static void
+test_ranges_survive_quiet(void)
+{
+    for (int rows_only = 0; rows_only < 2; rows_only++) {
+        struct tkv t;
+        g_autoptr(GRand) r = g_rand_new_with_seed(11);
+        guint64 total;
+
+        tkv_init_thin(&t, 64, 32, 8, TRUE, 8);
+        for (int iv = 0; iv < 3; iv++) {
+            corner_writes(&t, r);
+        }
+        g_assert_cmpuint(ranges_used_last(&t, &total), >, 48);
+        /* two intervals without a draw */
+        for (int iv = 0; iv < 2; iv++) {
+            if (rows_only) {
+                tkv_note(&t, 0, CODEC_KEY_ROW, "user00001#1");
+            }
+            tkv_next(&t);
+        }
+        corner_writes(&t, r);
+        g_assert_cmpuint(ranges_used_last(&t, &total), >, 48);
+        g_assert_cmpuint(total, ==, 20000);
+        keyviz_free(t.kv);
+    }
+}
+
 /* The newest interval's range boundaries (their "end"s, keys shown as
  * they are: the test's keys are printable), as strings. */
 static GPtrArray *
@@ -878,6 +935,7 @@ main(int argc, char **argv)
     g_test_add_func("/keyviz/buckets_per_interval", test_buckets_per_interval);
     g_test_add_func("/keyviz/harvest_waits_a_tick", test_harvest_waits_a_tick);
     g_test_add_func("/keyviz/ranges_follow_keys", test_ranges_follow_keys);
+    g_test_add_func("/keyviz/ranges_survive_quiet", test_ranges_survive_quiet);
     g_test_add_func("/keyviz/ranges_exact", test_ranges_exact);
     g_test_add_func("/keyviz/hot_prefix_gets_a_range",
                     test_hot_prefix_gets_a_range);
