@@ -11,6 +11,7 @@
 
 #include "bell.h"
 #include "hconn.h"
+#include "lograte.h"
 #include "hsp-config.h"
 #include "salt.h"
 #include "tablecheck.h"
@@ -614,6 +615,8 @@ catalog_from_state(struct tabstate *ts, struct catalog_report *report)
     g_autofree char *path = catalog_state_path(cfg);
     g_autoptr(GError) err = NULL;
     g_autoptr(config_t) state = config_load(path, &err);
+    g_autofree char *head = NULL;
+    g_autofree char *tail = NULL;
 
     if (state == NULL &&
         !g_error_matches(err, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND)) {
@@ -641,12 +644,19 @@ catalog_from_state(struct tabstate *ts, struct catalog_report *report)
                             t->name, cfg->catalog_table, report->error, path),
             TRUE);
     }
-    g_warning("catalog: HBase could not be asked (%s): %u salted table%s "
-              "served by the mappings last verified (%s), %u not served "
-              "until it can be; trying again every %u ms",
-              report->error, report->from_state,
-              report->from_state == 1 ? "" : "s", path, report->unverified,
-              cfg->catalog_recheck_ms);
+    /* retried every catalog_recheck_ms: the first of a burst in full,
+     * the rest counted (a line every 2 s would bury everything else) */
+    head = g_strdup_printf("catalog: HBase could not be asked (%s)",
+                           report->error);
+    tail = g_strdup_printf(": %u salted table%s served by the mappings last "
+                           "verified (%s), %u not served until it can be; "
+                           "trying again every %u ms",
+                           report->from_state,
+                           report->from_state == 1 ? "" : "s", path,
+                           report->unverified, cfg->catalog_recheck_ms);
+    if (lograte_note_of(G_LOG_LEVEL_WARNING, "check", head, tail, NULL, 0)) {
+        g_warning("%s%s", head, tail);
+    }
 }
 
 /* The first server that answers: a Thrift1 one, else (a cluster that

@@ -16,6 +16,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "lograte.h"
 #include "sasl.h"
 #include "tls.h"
 #include "wire.h"
@@ -380,6 +381,31 @@ httpc_refusal(const struct httpc_target *t, int code, const char *reason,
                text[0] != '\0' ? ": " : "", text);
 }
 
+/*
+ * A bridged call's failure, logged as the engine logs its own: the first
+ * of a burst in full, the rest folded into lograte's line.  A server that
+ * refuses everything (a doAs it does not allow, a 500) is asked again by
+ * every health probe and every catalog retry: one line per call would
+ * bury the cause.  The refusal's kind is the engine's too (backend.c),
+ * so the two fold together.  prefix: why does not name the server.
+ */
+static void
+httpc_warn(const struct httpc_target *t, const char *why, gboolean prefix)
+{
+    char head[300], tail[560];
+
+    g_snprintf(head, sizeof(head), "backend %s:%u", t->host, t->port);
+    g_snprintf(tail, sizeof(tail), ": %s", why);
+    /* 0 requests: a probe's or the catalog's call is no client's */
+    if (lograte_note_of(G_LOG_LEVEL_WARNING, "call", head, tail, NULL, 0)) {
+        if (prefix) {
+            g_warning("%s%s", head, tail);
+        } else {
+            g_warning("%s", why);
+        }
+    }
+}
+
 static void
 httpc_reply_cb(struct evhttp_request *req, void *arg)
 {
@@ -405,14 +431,14 @@ httpc_reply_cb(struct evhttp_request *req, void *arg)
          * counts it against the server and tries another */
         httpc_transport_error(b, why, sizeof(why));
         httpc_failure_note(&b->t, why);
-        g_warning("backend %s:%u: %s", b->t.host, b->t.port, why);
+        httpc_warn(&b->t, why, TRUE);
         httpc_call_free(c);
         httpc_bridge_close(b);
         return;
     } else {
         httpc_refusal(&b->t, code, evhttp_request_get_response_code_line(req),
                       evhttp_request_get_input_buffer(req), why, sizeof(why));
-        g_warning("%s", why);
+        httpc_warn(&b->t, why, FALSE);
         httpc_fail_call(b, c, why);
     }
     httpc_call_free(c);
@@ -480,7 +506,7 @@ httpc_post(struct httpc_bridge *b, const uint8_t *msg, size_t len)
             /* answered in its turn, as a call the server refused */
             c->error = g_strdup_printf("hbase-salt-proxy: SPNEGO: %s",
                                        err->message);
-            g_warning("backend %s:%u: %s", b->t.host, b->t.port, c->error);
+            httpc_warn(&b->t, c->error, TRUE);
             evhttp_request_free(req);
             if (g_queue_peek_head(&b->calls) == c) {
                 httpc_flush_refused(b);

@@ -573,6 +573,18 @@ class HttpBackendTest(unittest.TestCase):
         msg = text_of(cm.exception)
         self.assertIn('answered 500', msg)
         self.assertIn('proxyuser', msg)
+        # every call is refused alike, the health probes' too (every 5 s
+        # through the bridge): the cause is logged once, the rest counted
+        time.sleep(6)
+        lines = [ln for ln in self.case.text('proxy').splitlines()
+                 if 'proxyuser' in ln and 'warning' in ln
+                 and ' more c' not in ln]
+        # the refusal's line, and the table catalog's (it could not be
+        # asked, and retries every 2 s)
+        self.assertEqual(len([ln for ln in lines if 'catalog:' in ln]), 1,
+                         '\n'.join(lines))
+        self.assertEqual(len([ln for ln in lines if 'catalog:' not in ln]),
+                         1, '\n'.join(lines))
 
 
 def main():
