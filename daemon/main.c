@@ -665,10 +665,21 @@ main_run(const struct config *cfg, const char *config_path)
     struct catalog_report rep;
     struct tabstate *ts = tabstate_new(cfg, NULL);
 
+    sigset_t early;
+
     /* before any listener: no call on a salted table is served unchecked */
     catalog_check(ts, &rep);
     catalog_report_clear(&rep);
 
+    /* the listeners are bound before the handlers below exist: a stop
+     * that comes as soon as the port takes connections (systemd, a
+     * supervisor, a test) waits for them instead of killing the process
+     * half set up; the threads made meanwhile keep the mask */
+    sigemptyset(&early);
+    sigaddset(&early, SIGTERM);
+    sigaddset(&early, SIGINT);
+    sigaddset(&early, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &early, NULL);
     m.p = proxy_new(ts, &error);
     if (m.p == NULL) {
         g_critical("%s", error->message);
@@ -693,6 +704,8 @@ main_run(const struct config *cfg, const char *config_path)
     evsignal_add(ev_term, NULL);
     evsignal_add(ev_int, NULL);
     evsignal_add(ev_hup, NULL);
+    /* one that came meanwhile is handled by the loop's first pass */
+    pthread_sigmask(SIG_UNBLOCK, &early, NULL);
     if (g_getenv("NOTIFY_SOCKET") != NULL) {
         event_add(ev_status, &every);
     }

@@ -14,6 +14,7 @@ import argparse
 import calendar
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -263,10 +264,13 @@ class JournalTest(unittest.TestCase):
                     opslib.wait_for(
                         lambda: opslib.listening(p.pid, port)
                         or p.poll() is not None, 10, 'proxy listening')
-                    self.assertIsNone(p.poll(), 'the proxy exited at start')
                 finally:
+                    started = p.poll() is None
                     p.terminate()
-                    self.assertEqual(p.wait(15), 0)
+                    rc = p.wait(15)
+                self.assertTrue(started, 'the proxy exited at start (%d): %s'
+                                % (rc, open(log).read()[-2000:]))
+                self.assertEqual(rc, 0)
             with open(log) as f:
                 return f.read()
         finally:
@@ -292,6 +296,49 @@ class JournalTest(unittest.TestCase):
         stamp = calendar.timegm(time.strptime(lines[0][:19],
                                               '%Y-%m-%dT%H:%M:%S'))
         self.assertLess(abs(stamp - before), 5, lines[0])
+
+
+class EarlyStopTest(unittest.TestCase):
+    """systemd may stop a unit the moment it starts (a restart loop, an
+    operator's quick `systemctl stop`): a SIGTERM that comes as soon as
+    the proxy listens, while it is still setting up (here up to 1000
+    workers after the one that binds: a window of milliseconds), must
+    still stop it cleanly."""
+
+    def test_sigterm_while_starting(self):
+        # four descriptors a worker; the unit's LimitNOFILE is 65536
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        if hard == resource.RLIM_INFINITY:
+            hard = 1 << 20
+        workers = max(50, min(1000, (hard - 200) // 4))
+
+        def raise_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        d = tempfile.mkdtemp(prefix='hsp-ops-early-')
+        try:
+            conf = os.path.join(d, 'x.conf')
+            for i in range(5):
+                port = opslib.free_port()
+                with open(conf, 'w') as f:
+                    f.write(opslib.proxy_conf(port, [opslib.free_port()])
+                            .replace('workers = 2', 'workers = %d' % workers))
+                env = dict(os.environ)
+                env.pop('NOTIFY_SOCKET', None)
+                p = subprocess.Popen([ARGS.proxy, '-c', conf],
+                                     stderr=subprocess.PIPE, env=env,
+                                     preexec_fn=raise_limit)
+                end = time.time() + 20
+                # no pause between looks: the first moment it listens
+                while (not opslib.listening(p.pid, port)
+                       and p.poll() is None and time.time() < end):
+                    pass
+                p.terminate()
+                err = p.communicate(timeout=20)[1].decode('utf-8', 'replace')
+                self.assertEqual(p.returncode, 0, 'round %d:\n%s'
+                                 % (i, err[-2000:]))
+                self.assertIn('info: stopped', err)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class CliSplitTest(unittest.TestCase):
