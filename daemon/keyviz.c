@@ -1370,6 +1370,9 @@ keyviz_publish(struct keyviz *kv, struct keyviz_table *t,
     __atomic_store_n(&t->ring[slot], nb, __ATOMIC_RELEASE);
 }
 
+/* Intervals the newest boundaries may be carried over thin samples. */
+#define KEYVIZ_CARRY_MAX 10
+
 /*
  * An interval that drew no key (a quiet table: no call at all, or too few
  * for one in hot_key_sampling to be drawn, or only rows handed back)
@@ -1507,10 +1510,21 @@ keyviz_harvest_table(struct keyviz *kv, struct keyviz_table *t, unsigned id,
 
         qsort(ws, nw, sizeof(ws[0]), keyviz_weighted_cmp);
         nb = keyviz_bounds_from(kv, ws, nw, total, kv->epoch + 1);
-        keyviz_bounds_unref(kv, t->latest);
-        t->latest = nb;
-        nb->refs++;
-        keyviz_publish(kv, t, nb);
+        /* a thin sample (a quiet interval's few draws) would shrink the
+         * table's map to a few ranges, and keep it so while it stays
+         * quiet: it replaces the newest boundaries only if it places at
+         * least half as many, or if those are KEYVIZ_CARRY_MAX intervals
+         * old (the keys in use may have moved) */
+        if (t->latest == NULL || 2 * nb->n >= t->latest->n ||
+            nb->epoch - t->latest->epoch >= KEYVIZ_CARRY_MAX) {
+            keyviz_bounds_unref(kv, t->latest);
+            t->latest = nb;
+            nb->refs++;
+            keyviz_publish(kv, t, nb);
+        } else {
+            keyviz_bounds_unref(kv, nb);
+            keyviz_carry(kv, t, kv->epoch + 1);
+        }
     } else if (publish) {
         keyviz_carry(kv, t, kv->epoch + 1);
     }

@@ -22,7 +22,9 @@
  *     (a sample of them), so a table whose traffic sits in a corner of
  *     its key space gets its resolution there.  Until a sample exists the
  *     ranges split the space by the key's first byte; an interval that
- *     drew no key keeps the boundaries of the newest sample;
+ *     drew no key, or too few to place half as many boundaries, keeps
+ *     those of the newest sample (for up to 10 intervals, in the latter
+ *     case);
  *   - the physical side: the proxy's own per-bucket counters (reads,
  *     writes, rows: metrics.h's per-table blocks, the hsp_bucket_*
  *     series), their running totals taken as each interval begins and

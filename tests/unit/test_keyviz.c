@@ -630,13 +630,15 @@ corner_writes(struct tkv *t, GRand *r)
     tkv_next(t);
 }
 
-/* A quiet interval (no call; or only rows handed back, which the sample
- * does not take) keeps the ranges a sample gave: the traffic coming back
- * is spread over them, not in the one range of the first-byte split. */
+/* A quiet interval (no call; only rows handed back, which the sample
+ * does not take; a few writes, of which the draw takes one or two) keeps
+ * the ranges a sample gave: the traffic coming back is spread over them,
+ * not in the one range of the first-byte split, nor in the two or three
+ * a thin sample places. */
 static void
 test_ranges_survive_quiet(void)
 {
-    for (int rows_only = 0; rows_only < 2; rows_only++) {
+    for (int mode = 0; mode < 3; mode++) {
         struct tkv t;
         g_autoptr(GRand) r = g_rand_new_with_seed(11);
         guint64 total;
@@ -648,8 +650,14 @@ test_ranges_survive_quiet(void)
         g_assert_cmpuint(ranges_used_last(&t, &total), >, 48);
         /* two intervals without a draw */
         for (int iv = 0; iv < 2; iv++) {
-            if (rows_only) {
+            if (mode == 1) {
                 tkv_note(&t, 0, CODEC_KEY_ROW, "user00001#1");
+            }
+            for (int i = 0; mode == 2 && i < 24; i++) {
+                char key[32];
+
+                snprintf(key, sizeof(key), "user%05d#q%d", i * 2000, i);
+                tkv_note(&t, (unsigned)i % 2, CODEC_KEY_WRITE, key);
             }
             tkv_next(&t);
         }
