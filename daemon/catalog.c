@@ -620,7 +620,14 @@ catalog_from_state(struct tabstate *ts, struct catalog_report *report)
 
     if (state == NULL &&
         !g_error_matches(err, CONFIG_ERROR, CONFIG_ERROR_NOT_FOUND)) {
-        g_warning("catalog: the state file is unusable: %s", err->message);
+        /* read again at every retry: said once a burst */
+        g_autofree char *what =
+            g_strdup_printf("catalog: the state file is unusable: %s",
+                            err->message);
+
+        if (lograte_note_of(G_LOG_LEVEL_WARNING, "read", what, "", NULL, 0)) {
+            g_warning("%s", what);
+        }
     }
     for (size_t i = 0; i < cfg->n_tables; i++) {
         const struct config_table *t = &cfg->tables[i];

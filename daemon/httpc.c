@@ -392,14 +392,17 @@ httpc_refusal(const struct httpc_target *t, int code, const char *reason,
 static void
 httpc_warn(const struct httpc_target *t, const char *why, gboolean prefix)
 {
-    char head[300], tail[560];
+    /* named as the engine names the server ([backend] servers' text:
+     * an IPv6 address in brackets) */
+    gboolean v6 = strchr(t->host, ':') != NULL;
+    g_autofree char *head = g_strdup_printf("backend %s%s%s:%u", v6 ? "[" : "",
+                                            t->host, v6 ? "]" : "", t->port);
+    g_autofree char *tail = g_strconcat(": ", why, NULL);
 
-    g_snprintf(head, sizeof(head), "backend %s:%u", t->host, t->port);
-    g_snprintf(tail, sizeof(tail), ": %s", why);
     /* 0 requests: a probe's or the catalog's call is no client's */
     if (lograte_note_of(G_LOG_LEVEL_WARNING, "call", head, tail, NULL, 0)) {
         if (prefix) {
-            g_warning("%s%s", head, tail);
+            g_warning("%s: %s", head, why);
         } else {
             g_warning("%s", why);
         }
