@@ -71,7 +71,7 @@ extern const char *const metrics_err_label[METRICS_ERR_KINDS];
 
 /* One Thrift method's counters on one worker. */
 struct metrics_method {
-    guint64 requests; /* replies, counted as they are written */
+    guint64 requests; /* replies, counted just before written */
     guint64 errors;   /* of which exceptions */
     guint64 lat[METRICS_LAT_BUCKETS + 1]; /* per bucket, not cumulative */
     guint64 lat_sum_us;

@@ -312,8 +312,8 @@ class Emu(Daemon):
     """hbase-emu on ephemeral ports it writes to port files (Thrift1 in
     NAME.port; Thrift2 in NAME.port2 with thrift2=True), args after; a
     start() after kill() comes back on the same ports.  probe=False: the
-    port files are enough, no connection is made (one would be in the
-    log of an emulator that authenticates its clients)."""
+    port files are enough, no wait for the listeners (the wait itself makes
+    no connection either way: it reads /proc)."""
 
     def __init__(self, binary, workdir, args=(), name='emu', thrift2=False,
                  env=None, start=True, log_mode='ab', timeout=10, probe=True):
