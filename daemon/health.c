@@ -959,12 +959,13 @@ health_free(struct health_table *t)
     g_ptr_array_free(t->entries, TRUE);
     g_clear_pointer(&t->tick, event_free);
     g_clear_pointer(&t->renew, event_free);
+    bell_free(&t->bell);
     if (t->base != NULL) {
-        /* HTTP mode: the probes' bridges */
+        /* the probes' bridges (HTTP mode), and what the probes' own
+         * bufferevents left queued: nothing of the table's runs now */
         httpc_base_done(t->base);
     }
     sasl_creds_free(t->sasl);
-    bell_free(&t->bell);
     g_clear_pointer(&t->base, event_base_free);
     g_mutex_clear(&t->lock);
     g_free(t);

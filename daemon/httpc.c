@@ -671,6 +671,9 @@ httpc_bridge_open(struct event_base *base, const struct httpc_target *t,
     return sv[1];
 }
 
+/* Passes at most: each runs what the one before queued. */
+#define HTTPC_SETTLE_PASSES 16
+
 void
 httpc_base_done(struct event_base *base)
 {
@@ -680,7 +683,9 @@ httpc_base_done(struct event_base *base)
     for (guint i = 0; httpc_bridges != NULL && i < httpc_bridges->len; i++) {
         struct httpc_bridge *b = g_ptr_array_index(httpc_bridges, i);
 
-        if (b->base == base) {
+        /* a closing one is freed by the callback its close queued, run
+         * below */
+        if (b->base == base && !b->closing) {
             g_ptr_array_add(mine, b);
         }
     }
@@ -689,6 +694,17 @@ httpc_base_done(struct event_base *base)
         httpc_bridge_free(g_ptr_array_index(mine, i));
     }
     g_ptr_array_free(mine, TRUE);
+    /* the bufferevents just freed go by finalizers the loop runs, and one
+     * with a deferred callback queued holds a reference until it runs:
+     * event_base_free would cancel both without dropping it (a probe's
+     * TLS handshake failing as the proxy stopped leaked its bufferevent
+     * and SSL), as proxy_worker_settle says for the workers */
+    for (int i = 0;
+         i < HTTPC_SETTLE_PASSES &&
+         event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE) > 0;
+         i++) {
+        event_base_loop(base, EVLOOP_NONBLOCK);
+    }
 }
 
 /*

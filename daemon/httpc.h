@@ -67,8 +67,9 @@ evutil_socket_t httpc_bridge_open(struct event_base *base,
 gboolean httpc_last_failure(const char *host, uint16_t port, char *why,
                             size_t len);
 
-/* Frees the bridges of base, whose loop will not run again: before
- * event_base_free. */
+/* Frees the bridges of base, whose loop will not run again, and runs what
+ * is still queued on it until nothing is: last before event_base_free,
+ * once nothing else on base may run. */
 void httpc_base_done(struct event_base *base);
 
 /*
