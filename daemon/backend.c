@@ -20,8 +20,9 @@
 
 /*
  * A server whose connect failed is not dialled again for this long;
- * requests meanwhile fail at once with the last error (can_retry TRUE)
- * rather than queueing behind a connect that will likely fail too.
+ * requests meanwhile go to another server, or fail at once with the last
+ * error (can_retry TRUE) rather than queueing behind a connect that will
+ * likely fail too.
  * Fail-fast keeps the client's latency bounded by the backoff instead of
  * connect_timeout_ms, and a dead server costs one connect per 200 ms per
  * connection slot, not one per request.
@@ -642,7 +643,9 @@ backend_conn_connected(struct backend_conn *conn)
  * reset is still to be read (each is a send); a server that is alone up
  * may be briefly held off.  A moment later the dead connections are
  * gone and a server takes it, while a failing read still costs a bounded
- * number of sends.
+ * number of sends.  A new read that no server can take waits the same
+ * way, but only while a DOWN server's next probe may find it back
+ * (backend_may_come_back).
  */
 #define BACKEND_REREADS 3
 #define BACKEND_REREADS_MAX 7 /* req->rereads holds it */
@@ -663,9 +666,9 @@ static struct backend_conn *backend_pick(struct backend_pool *pool, int only,
 static uint8_t backend_req_service(const struct req *req);
 static void backend_unavailable(struct backend_pool *pool, struct req *req);
 
-/* Whether req, a client's read already sent (or held by a connect), may
- * be sent again at now: to a server that can take it, at once or after a
- * wait. */
+/* Whether req, a client's read (new, already sent, or held by a
+ * connect), may be sent (again) at now: to a server that can take it, at
+ * once or after a wait. */
 static gboolean
 backend_may_reread(const struct req *req, gint64 now)
 {
@@ -674,6 +677,37 @@ backend_may_reread(const struct req *req, gint64 now)
            req->deadline > now && req->backend_len > 0 &&
            req->raw.len == req->backend_len &&
            (req->wait_until == 0 || req->wait_until > now);
+}
+
+/*
+ * Whether a server of req's service may take req soon: one that is UP
+ * and not holding off after a refused connect, or one that is DOWN but
+ * whose probes have not failed since req came (health_down_since): a
+ * server back from DOWN is taken again only when its next probe answers.
+ * A new read that no server can take waits while this holds, so it is
+ * answered when the server is back and fails within a probe interval
+ * when it is not; a server that is only holding off (its connect was
+ * refused, a SASL negotiation refused) fails it at once, as before.
+ */
+static gboolean
+backend_may_come_back(const struct backend_pool *pool, const struct req *req,
+                      gint64 now)
+{
+    uint8_t service = backend_req_service(req);
+
+    for (unsigned i = 0; i < pool->nservers; i++) {
+        const struct backend_server *s = &pool->servers[i];
+
+        if (s->srv->service != service) {
+            continue;
+        }
+        if (health_is_up(s->health)
+                ? s->retry_at <= now
+                : !health_down_since(s->health, req->started)) {
+            return TRUE;
+        }
+    }
+    return FALSE;
 }
 
 /* req waits for a server to take it again (above). */
@@ -784,6 +818,11 @@ backend_wait_cb(evutil_socket_t fd, short what, void *arg)
             backend_unavailable(pool, req);
         } else if (backend_pick(pool, -1, backend_req_service(req), avoid,
                                 now) == NULL) {
+            if (req->wait_probe && !backend_may_come_back(pool, req, now)) {
+                /* new, and the probes say no server is back */
+                backend_unavailable(pool, req);
+                continue;
+            }
             held = req->client;
             backend_wait(pool, req, now);
         } else {
@@ -797,6 +836,7 @@ backend_wait_cb(evutil_socket_t fd, short what, void *arg)
             to_client = req->client;
             req->rereads++;
             req->wait_until = 0; /* a later loss may wait again */
+            req->wait_probe = 0;
             to = backend_submit_at(pool, req, to, req->raw.data, req->raw.len,
                                    avoid, FALSE, FALSE);
         }
@@ -1560,16 +1600,25 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
         wire_buf_clear(&req->raw);
         wire_buf_append(&req->raw, msg, len);
     }
+    if (fresh) {
+        /* set before a server is found: a read may wait for one */
+        req->deadline = set->request_timeout_ms != 0
+                            ? now + (gint64)set->request_timeout_ms * 1000
+                            : G_MAXINT64;
+        req->backend_len = (uint32_t)len;
+    }
     for (conn = after; conn == NULL;) {
         struct backend_server *s;
 
         /* no earlier request to follow: the least loaded connection */
         conn = backend_pick(pool, req->server, backend_req_service(req), avoid,
                             now);
-        if (conn == NULL && !fresh && !pool->refusing &&
-            backend_may_reread(req, now)) {
+        if (conn == NULL && !pool->refusing && backend_may_reread(req, now) &&
+            (!fresh || backend_may_come_back(pool, req, now))) {
             /* a read sent before (or held by a connect): it waits for a
-             * server rather than failing at once */
+             * server rather than failing at once; a new one while a
+             * DOWN server's next probe may find it back */
+            req->wait_probe = fresh;
             backend_wait(pool, req, now);
             return NULL;
         }
@@ -1603,11 +1652,6 @@ backend_submit_at(struct backend_pool *pool, struct req *req,
     }
     req->conn = conn;
     req->backend_len = (uint32_t)len;
-    if (fresh) {
-        req->deadline = set->request_timeout_ms != 0
-                            ? now + (gint64)set->request_timeout_ms * 1000
-                            : G_MAXINT64;
-    }
     TAILQ_INSERT_TAIL(&conn->pending, req, backend_link);
     if (++conn->npending == 1) {
         conn->answer_since = now;

@@ -41,6 +41,9 @@ G_DEFINE_QUARK(health_error_quark, health_error)
 /* A DOWN server (or one that just failed a probe) is probed this often;
  * it is UP again within this long of answering. */
 #define HEALTH_PROBE_DOWN_MS 250
+/* How often the probe thread looks for probes that are due: a probe
+ * starts within this long of its time (a read waits for it). */
+#define HEALTH_TICK_MS 50
 /* An UP server is probed this often, so an idle dead one is noticed. */
 #define HEALTH_PROBE_UP_MS 5000
 /* A probe without a reply after this long failed (capped further by
@@ -117,8 +120,10 @@ struct health_table {
 /*
  * UP -> DOWN: the workers, on HEALTH_DOWN_AFTER debounced failures in a
  * row (health_failed); a DOWN server gets no request, scanner
- * calls pinned to it included, and when no server is UP requests fail at
- * once naming every server and why (backend_unavailable).
+ * calls pinned to it included, and when no server is UP requests fail
+ * naming every server and why (backend_unavailable; a read first waits
+ * while a DOWN server's next probe may find it back:
+ * backend_may_come_back).
  * DOWN -> UP: the probe thread, when a probe (connect, getTableNames,
  * any whole reply) succeeds; probes run every HEALTH_PROBE_DOWN_MS
  * while a server is DOWN, the first one as soon as it goes DOWN, and
@@ -227,7 +232,8 @@ health_failed(struct health_shared *s, const char *why)
         g_atomic_int_set(&h->shared.probe_now, 1);
         g_warning("backend %s: down after %d failures in a row (last: "
                   "%s); it gets no requests until it answers a probe, "
-                  "and while no server is up requests fail at once",
+                  "and while no server is up requests fail (reads once "
+                  "the next probe finds it still down)",
                   h->shared.name, n, why);
         if (t->bell.fd >= 0) {
             bell_ring(&t->bell);
@@ -361,8 +367,14 @@ health_probe_finish(struct health_server *h, gboolean ok, const char *why,
         g_snprintf(text, sizeof(text), "probe: %s", why);
         g_debug("health: backend %s: %s", h->shared.name, text);
         health_failed(&h->shared, text);
+        /* after the failure is counted: a read that sees this time sees
+         * the server DOWN (health_down_since) */
+        __atomic_store_n(&h->shared.probe_failed_at,
+                         h->mismatch_ms != 0 ? G_MAXINT64 : req_now(),
+                         __ATOMIC_RELAXED);
         return;
     }
+    __atomic_store_n(&h->shared.probe_failed_at, 0, __ATOMIC_RELAXED);
     g_atomic_int_set(&h->shared.failures, 0);
     if (health_state_move(h, HEALTH_DOWN, HEALTH_UP)) {
         gint64 down_at;
@@ -879,7 +891,7 @@ health_main(void *arg)
 gboolean
 health_start(struct health_table *t, GError **error)
 {
-    struct timeval every = { 0, HEALTH_PROBE_DOWN_MS * 1000 };
+    struct timeval every = { 0, HEALTH_TICK_MS * 1000 };
     sigset_t all, old;
     int rc;
 

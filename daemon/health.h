@@ -60,6 +60,9 @@ struct health_shared {
     gint failures;            /* consecutive, debounced (atomic) */
     gint64 last_fail;         /* monotonic us of the last counted (atomic) */
     gint probe_now;           /* just went DOWN: probe at once (atomic) */
+    gint64 probe_failed_at;   /* monotonic us the last probe failed;
+                                 G_MAXINT64 while it speaks another
+                                 protocol or service (atomic) */
     GMutex lock;              /* guards why, down_at, sasl_logged (and
                                  the probe thread's misplaced) */
     char why[384];            /* the last failure */
@@ -78,6 +81,20 @@ static inline gboolean
 health_is_up(struct health_shared *h)
 {
     return g_atomic_int_get(&h->state) == HEALTH_UP;
+}
+
+/*
+ * Whether the server is DOWN and a probe that ended after since failed:
+ * known to be down as of then, so nothing that came before will be
+ * answered by its coming back at the next probe.  Also when its probes
+ * found another protocol or service: they are slowed down then, and an
+ * edit of a config must come first.  Any thread.
+ */
+static inline gboolean
+health_down_since(struct health_shared *h, gint64 since)
+{
+    return !health_is_up(h) &&
+           __atomic_load_n(&h->probe_failed_at, __ATOMIC_RELAXED) > since;
 }
 
 /* A reply came: the server answers.  Any thread. */

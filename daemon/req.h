@@ -84,6 +84,8 @@ struct req {
                                       server is slow, not gone) */
     unsigned rereads:3;            /* a read sent again after its
                                       connection failed: how many times */
+    unsigned wait_probe:1;         /* a new read waiting for a server: only
+                                      while one may come back */
     int stalled_on;                /* server it stalled on (a read is not
                                       sent there again), -1 = none */
     gint64 wait_until;             /* a read waiting for a server to take

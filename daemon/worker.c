@@ -44,6 +44,7 @@ worker_req_get(struct worker *w)
     req->rereads = 0;
     req->stalled_on = -1;
     req->wait_until = 0;
+    req->wait_probe = 0;
     codec_call_clear(&req->call);
     req->client_framed = 0;
     req->backend_seqid = 0;

@@ -2,8 +2,9 @@
 proxy while a backend is killed (mid-request and mid-scan), refuses
 connections, restarts on its port, stalls (SIGSTOP), has its connections
 cut (a relay the test controls); two backends where one dies and comes
-back; SIGTERM with a scan open and a slow request in flight; a client that
-never reads its replies.
+back; a read that arrives as the only server returns, before the proxy
+has probed it; SIGTERM with a scan open and a slow request in flight; a
+client that never reads its replies.
 
 Every affected request must fail within request_timeout_ms (+ slack) with
 an IOError naming the backend (canRetry), no client may wait forever (a
@@ -241,12 +242,20 @@ class SingleBackendTest(_Base):
                                                   emu.port) == 0, 3,
                         'backend marked down')
             self.assertEqual(self.proxy.http('/healthz')[0], 503)
-            # while it is down, requests fail fast
+            # while it is down, requests fail fast: an admin call at once,
+            # a read once the next probe (every 250 ms, started within
+            # 50 ms of its time) finds it still down, not after its whole
+            # wait for a server (1 s), polled every 50 ms
             c = fl.client(self.proxy.port)
             t0 = time.time()
             with self.assertRaises(fl.T.IOError) as cm:
-                c.getRow(b't', KEY % 2, {})
+                c.getTableNames()
             self.assertLess(time.time() - t0, 0.2)
+            self.assertIn(name + ': down: ', cm.exception.message)
+            t0 = time.time()
+            with self.assertRaises(fl.T.IOError) as cm:
+                c.getRow(b't', KEY % 2, {})
+            self.assertLess(time.time() - t0, 0.25 + 0.05 + 0.05 + 0.2)
             self.assertIn(name + ': down: ', cm.exception.message)
             self.assertTrue(cm.exception.canRetry)
             c._trans.close()
@@ -366,6 +375,79 @@ class TwoBackendsTest(_Base):
         late = [x for x in load.calls if x[0] > t_kill + 0.5]
         self.assertGreater(len(late), 100)
         self.settled(fds)
+
+
+class BackFromDownTest(_Base):
+    """A read that arrives the moment the only server is back, before the
+    proxy's next probe has seen it: it waits for the probe (at most 250 ms
+    later) and is answered, rather than failing with "down" while the
+    server answers.  Several rounds: a probe that happens to land between
+    the return and the read would hide the case once."""
+
+    def mark_down(self, port):
+        """Calls that fail at once (admin calls do not wait) until the
+        proxy has counted the failures that make the server DOWN: sooner
+        than the probe of an idle server would (every 5 s)."""
+        c = fl.client(self.proxy.port, timeout=SOCKET_TIMEOUT_S)
+        try:
+            deadline = time.time() + 10
+            while self.proxy.metric('hsp_backend_up', port) != 0:
+                self.assertLess(time.time(), deadline, 'never marked down')
+                try:
+                    c.getTableNames()
+                except fl.T.IOError:
+                    pass
+                time.sleep(0.05)
+        finally:
+            c._trans.close()
+
+    def test_read_as_the_server_returns(self):
+        emu = self.emus[0]
+        relay = hsptest.Relay(emu.port)
+        try:
+            self.start_proxy([relay.port])
+            c = fl.client(self.proxy.port, timeout=SOCKET_TIMEOUT_S)
+            c.mutateRow(b't', KEY % 7, [fl.T.Mutation(
+                column=b'd:a', value=b'back')], {})
+            for round_ in range(4):
+                relay.down()
+                self.mark_down(relay.port)
+                relay.up()
+                t0 = time.time()
+                failed = None
+                try:
+                    rows = c.getRow(b't', KEY % 7, {})
+                except fl.T.IOError as e:
+                    failed = e.message
+                took = time.time() - t0
+                self.assertIsNone(failed, 'round %d: the read failed '
+                                  'although the server was back'
+                                  % round_)
+                self.assertEqual(rows[0].columns[b'd:a'].value, b'back')
+                # answered by the first probe, not by a client's retry
+                self.assertLess(took, REQUEST_TIMEOUT_MS / 1000.0 + SLACK_S)
+                fl.wait_for(lambda: self.proxy.metric(
+                    'hsp_backend_up', relay.port) == 1, 5,
+                    'the server up again')
+            c._trans.close()
+            # with the server down for good a read still fails, naming it
+            relay.down()
+            self.mark_down(relay.port)
+            c = fl.client(self.proxy.port, timeout=SOCKET_TIMEOUT_S)
+            t0 = time.time()
+            with self.assertRaises(fl.T.IOError) as cm:
+                c.getRow(b't', KEY % 7, {})
+            took = time.time() - t0
+            c._trans.close()
+            self.assertIn('127.0.0.1:%d: down' % relay.port,
+                          cm.exception.message)
+            self.assertTrue(cm.exception.canRetry)
+            # once the next probe (every 250 ms, started within 50 ms of
+            # its time) finds it down, not after its whole wait for a
+            # server (1 s), polled every 50 ms
+            self.assertLess(took, 0.25 + 0.05 + 0.05 + 0.2)
+        finally:
+            relay.close()
 
 
 class ShutdownTest(_Base):
