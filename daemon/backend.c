@@ -682,7 +682,7 @@ backend_may_reread(const struct req *req, gint64 now)
 /*
  * Whether a server of req's service may take req soon: one that is UP
  * and not holding off after a refused connect, or one that is DOWN but
- * whose probes have not failed since req came (health_down_since): a
+ * with no failed probe started since req came (health_down_since): a
  * server back from DOWN is taken again only when its next probe answers.
  * A new read that no server can take waits while this holds, so it is
  * answered when the server is back and fails within a probe interval
@@ -834,7 +834,9 @@ backend_wait_cb(evutil_socket_t fd, short what, void *arg)
                 to = NULL;
             }
             to_client = req->client;
-            req->rereads++;
+            if (!req->wait_probe) {
+                req->rereads++; /* a new read's first send is none */
+            }
             req->wait_until = 0; /* a later loss may wait again */
             req->wait_probe = 0;
             to = backend_submit_at(pool, req, to, req->raw.data, req->raw.len,

@@ -83,6 +83,8 @@ struct health_server {
     struct bufferevent *probe;      /* probe in flight, or NULL */
     gboolean probe_connected;       /* the probe's connect succeeded */
     gint64 next_probe;              /* monotonic us */
+    gint64 probe_started;           /* monotonic us the probe in flight
+                                       (or the last) started */
     unsigned mismatch_ms;           /* probe interval while the server
                                        seems to speak another protocol or
                                        transport; 0 = it does not */
@@ -368,9 +370,11 @@ health_probe_finish(struct health_server *h, gboolean ok, const char *why,
         g_debug("health: backend %s: %s", h->shared.name, text);
         health_failed(&h->shared, text);
         /* after the failure is counted: a read that sees this time sees
-         * the server DOWN (health_down_since) */
+         * the server DOWN (health_down_since).  When the probe started,
+         * not ended: a probe sent before the server came back may fail
+         * after a read came, which says nothing of the server then */
         __atomic_store_n(&h->shared.probe_failed_at,
-                         h->mismatch_ms != 0 ? G_MAXINT64 : req_now(),
+                         h->mismatch_ms != 0 ? G_MAXINT64 : h->probe_started,
                          __ATOMIC_RELAXED);
         return;
     }
@@ -720,6 +724,7 @@ health_probe_start(struct health_table *t, struct health_server *h)
     struct httpc_target http;
     evutil_socket_t fd = -1;
 
+    h->probe_started = req_now();
     g_mutex_lock(&t->lock);
     memcpy(&addr, &h->addr, sizeof(addr));
     addrlen = h->addrlen;

@@ -60,9 +60,9 @@ struct health_shared {
     gint failures;            /* consecutive, debounced (atomic) */
     gint64 last_fail;         /* monotonic us of the last counted (atomic) */
     gint probe_now;           /* just went DOWN: probe at once (atomic) */
-    gint64 probe_failed_at;   /* monotonic us the last probe failed;
-                                 G_MAXINT64 while it speaks another
-                                 protocol or service (atomic) */
+    gint64 probe_failed_at;   /* monotonic us the last failed probe
+                                 started; G_MAXINT64 while it speaks
+                                 another protocol or service (atomic) */
     GMutex lock;              /* guards why, down_at, sasl_logged (and
                                  the probe thread's misplaced) */
     char why[384];            /* the last failure */
@@ -84,11 +84,11 @@ health_is_up(struct health_shared *h)
 }
 
 /*
- * Whether the server is DOWN and a probe that ended after since failed:
- * known to be down as of then, so nothing that came before will be
- * answered by its coming back at the next probe.  Also when its probes
- * found another protocol or service: they are slowed down then, and an
- * edit of a config must come first.  Any thread.
+ * Whether the server is DOWN and a probe that started after since
+ * failed: known to be down after then, so a read that came at since
+ * waits for no later probe.  Also when its probes found another
+ * protocol or service: they are slowed down then, and an edit of a
+ * config must come first.  Any thread.
  */
 static inline gboolean
 health_down_since(struct health_shared *h, gint64 since)

@@ -244,8 +244,9 @@ class SingleBackendTest(_Base):
             self.assertEqual(self.proxy.http('/healthz')[0], 503)
             # while it is down, requests fail fast: an admin call at once,
             # a read once the next probe (every 250 ms, started within
-            # 50 ms of its time) finds it still down, not after its whole
-            # wait for a server (1 s), polled every 50 ms
+            # 50 ms of its time, polled every 50 ms: ~350 ms at most)
+            # finds it still down, not after its whole wait for a server
+            # (1 s)
             c = fl.client(self.proxy.port)
             t0 = time.time()
             with self.assertRaises(fl.T.IOError) as cm:
@@ -255,7 +256,7 @@ class SingleBackendTest(_Base):
             t0 = time.time()
             with self.assertRaises(fl.T.IOError) as cm:
                 c.getRow(b't', KEY % 2, {})
-            self.assertLess(time.time() - t0, 0.25 + 0.05 + 0.05 + 0.2)
+            self.assertLess(time.time() - t0, 0.9)
             self.assertIn(name + ': down: ', cm.exception.message)
             self.assertTrue(cm.exception.canRetry)
             c._trans.close()
@@ -443,9 +444,9 @@ class BackFromDownTest(_Base):
                           cm.exception.message)
             self.assertTrue(cm.exception.canRetry)
             # once the next probe (every 250 ms, started within 50 ms of
-            # its time) finds it down, not after its whole wait for a
-            # server (1 s), polled every 50 ms
-            self.assertLess(took, 0.25 + 0.05 + 0.05 + 0.2)
+            # its time, polled every 50 ms: ~350 ms at most) finds it
+            # down, not after its whole wait for a server (1 s)
+            self.assertLess(took, 0.9)
         finally:
             relay.close()
 
